@@ -1,0 +1,68 @@
+// `memsnap summary`: counts and totals of a snapshot, per device, pool and stream.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct SummaryOptions {};
+
+/// Figures summed over a set of segments/blocks/events. Byte figures follow `_memory_viz stats`:
+/// reserved = Σ segment total_size; allocated = Σ size of active_allocated blocks;
+/// active = Σ size of blocks not inactive; requested = Σ requested_size of active blocks.
+struct Totals {
+  int64_t segments = 0;
+  int64_t blocks = 0;
+  int64_t reserved_bytes = 0;
+  int64_t allocated_bytes = 0;
+  int64_t active_bytes = 0;
+  int64_t requested_bytes = 0;
+  int64_t inactive_bytes = 0;  // cached free bytes
+  int64_t trace_entries = 0;
+  std::array<int64_t, kNumActions> actions{};
+  Totals& operator+=(const Totals& o);
+};
+
+struct PoolSummary {
+  PoolId pool;
+  bool is_small = false;
+  Totals totals;
+};
+
+struct StreamSummary {
+  int64_t stream = 0;
+  Totals totals;
+};
+
+struct DeviceSummary {
+  int32_t device = 0;
+  Totals totals;
+  std::vector<PoolSummary> pools;      // sorted by (pool, small before large)
+  std::vector<StreamSummary> streams;  // sorted by stream handle
+  int64_t first_time_us = kNoTime;
+  int64_t last_time_us = kNoTime;
+  int64_t frees_without_alloc = 0;  // frees whose alloc is older than the trace window
+  int64_t ghost_blocks = 0;         // live blocks at the end whose alloc is not in the trace
+  int64_t ghost_bytes = 0;
+  int64_t segments_expandable = 0;
+};
+
+struct SummaryReport {
+  SourceInfo source;
+  Totals totals;
+  int64_t unique_stacks = 0;
+  int64_t unique_frames = 0;
+  int64_t annotations = 0;
+  std::vector<DeviceSummary> devices;  // ascending device
+  AllocatorSettings settings;
+  std::vector<std::string> warnings;  // findings worth a user's attention, in a fixed order
+};
+
+SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options = {});
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,41 @@
+// The subcommand interface. Each <name>_command.cpp declares its flags, binds them to its own
+// options struct and returns the function that runs it (style.md, convention 4). The only list of
+// commands is in src/cli/commands.cpp.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+
+namespace memsnap::cli {
+
+/// Process exit codes (the brief: 2 for unusable input, 1 for a failed check).
+enum class ExitCode : int { kOk = 0, kCheckFailed = 1, kBadInput = 2 };
+
+/// What every command gets at run time.
+struct Context {
+  std::ostream* out = nullptr;  // reports
+  std::ostream* err = nullptr;  // diagnostics, progress
+  bool strict = false;          // --strict: diagnostics become errors
+  bool quiet = false;           // --quiet: no warnings or progress
+  bool timings = false;         // --timings: print phase timers to stderr
+};
+
+using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;
+
+struct CommandSpec {
+  const char* name;
+  const char* description;  // one line, shown in `memsnap --help`
+  /// Adds the command's flags to `sub` and returns the function that runs it.
+  RunFn (*setup)(CLI::App& sub);
+};
+
+/// All subcommands, in the order `memsnap --help` lists them.
+std::span<const CommandSpec> AllCommands();
+
+}  // namespace memsnap::cli

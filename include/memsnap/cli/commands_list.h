@@ -1,0 +1,11 @@
+// Setup functions of every subcommand, one per <name>_command.cpp. The registry table that lists
+// them is src/cli/commands.cpp.
+#pragma once
+
+#include "memsnap/cli/command.h"
+
+namespace memsnap::cli {
+
+RunFn SetupSummary(CLI::App& sub);
+
+}  // namespace memsnap::cli

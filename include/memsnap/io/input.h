@@ -1,0 +1,42 @@
+// Input bytes: a read-only mmap of a file, or memory handed in by tests and fuzzers
+// (style.md, convention 8). gzip input is inflated into an owned buffer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace memsnap::io {
+
+class InputSource {
+ public:
+  virtual ~InputSource() = default;
+  /// The whole input. Valid until the source is destroyed.
+  virtual std::string_view bytes() const = 0;
+  /// Name used in error messages (the path, or "<memory>").
+  virtual const std::string& name() const = 0;
+  /// Tells the OS that bytes before `offset` will not be read again, so their pages can leave the
+  /// resident set (a multi-GB file then costs little memory while it is decoded). A hint only.
+  virtual void ReleaseBefore(uint64_t offset) {}
+};
+
+/// Maps `path` read-only. Errors name the path ("snap.pickle: No such file or directory").
+absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path);
+
+/// Wraps bytes the caller keeps alive.
+std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name = "<memory>");
+
+/// Owns `bytes` (used for inflated gzip and decoded base64 payloads).
+std::unique_ptr<InputSource> FromString(std::string bytes, std::string name);
+
+/// True when `bytes` starts with the gzip magic 1f 8b.
+bool IsGzip(std::string_view bytes);
+
+/// Inflates a gzip stream. Refuses output larger than `max_output` bytes (a gzip bomb).
+absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name,
+                                   uint64_t max_output = uint64_t{64} << 30);
+
+}  // namespace memsnap::io

@@ -1,0 +1,45 @@
+// Reading snapshots of every flavour, detected by content (snapshot-format.md §1.2):
+// pickle (protocols 2-5), JSON, the _memory_viz HTML wrapper (base64 pickle inside), and gzip of
+// any of these. A pickle is parsed, never executed: opcodes that import or call code are refused.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/io/input.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::parse {
+
+struct ReadOptions {
+  /// Turn reader diagnostics (unknown actions, inconsistent blocks...) into errors.
+  bool strict = false;
+};
+
+/// Reads the file at `path`. Errors carry the path and, where it helps, a byte offset or key path:
+///   "snap.pickle: offset 81234: LONG_BINGET 70123 beyond memo size 70000"
+///   "snap.json: /segments/12/blocks/3/size: expected integer, got string"
+absl::StatusOr<Snapshot> ReadSnapshot(const std::string& path, const ReadOptions& options = {});
+
+/// Reads every snapshot in the file (an HTML page may embed several); most files hold one.
+absl::StatusOr<std::vector<Snapshot>> ReadSnapshots(const std::string& path,
+                                                    const ReadOptions& options = {});
+
+/// Same as ReadSnapshots over bytes in memory; `name` is used in error messages.
+absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
+                                                     const ReadOptions& options = {});
+
+/// Decodes one pickle (protocols 2-5) into a snapshot. `bytes` must start with the PROTO opcode.
+/// Trailing bytes after STOP are ignored (HTML payloads are NUL padded).
+absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input);
+
+/// Decodes one JSON document of the same schema.
+absl::StatusOr<Snapshot> ParseJson(io::InputSource& input);
+
+/// Extracts the base64 payloads of a _memory_viz HTML page, decoded. Each is one pickle.
+absl::StatusOr<std::vector<std::string>> ExtractHtmlPayloads(std::string_view html,
+                                                             std::string_view name);
+
+}  // namespace memsnap::parse

@@ -1,0 +1,28 @@
+// Sizes and numbers the way users write and read them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace memsnap {
+
+/// 1536 -> "1.5 KiB", 0 -> "0 B", -2097152 -> "-2.0 MiB". Powers of 1024.
+std::string FormatBytes(int64_t bytes);
+/// Like FormatBytes but with an explicit sign for positive values: "+1.0 MiB".
+std::string FormatDelta(int64_t bytes);
+/// Accepts "512MiB", "1.5GB", "20 MiB", "4096", "2g", "80GiB". KB/MB/GB are powers of 1000,
+/// KiB/MiB/GiB and bare K/M/G powers of 1024.
+absl::StatusOr<int64_t> ParseSize(std::string_view text);
+/// Accepts "5%", "0.05". Returns a fraction.
+absl::StatusOr<double> ParseRatio(std::string_view text);
+/// "0x7f3a00000000"
+std::string FormatAddress(uint64_t address);
+/// 1234567 -> "1,234,567"
+std::string FormatCount(int64_t n);
+/// Percentage with one decimal: 0.1234 -> "12.3%".
+std::string FormatPercent(double fraction);
+
+}  // namespace memsnap

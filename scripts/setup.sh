@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what memsnap needs to build and test, from Debian packages. Idempotent: installs only
+# what is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(build-essential cmake python3 zlib1g-dev
+          libsimdjson-dev nlohmann-json3-dev libcli11-dev libabsl-dev doctest-dev)
+# Fuzzing and sanitizer runs (tests/fuzz) use clang with its runtime.
+if [[ "${MEMSNAP_SETUP_FUZZ:-0}" == 1 ]]; then packages+=(clang libclang-rt-dev); fi
+# Browser test of the HTML report.
+if [[ "${MEMSNAP_SETUP_BROWSER:-0}" == 1 ]]; then packages+=(chromium); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,61 @@
+#include "memsnap/cli/app.h"
+
+#include <iostream>
+#include <map>
+
+#include "CLI/CLI.hpp"
+#include "memsnap/cli/command.h"
+#include "memsnap/util/build_info.h"
+
+namespace memsnap::cli {
+
+int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "memsnap: analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot).\n"
+      "Reads pickle (protocols 2-5), JSON, the _memory_viz HTML page and gzip of any of them.",
+      "memsnap"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags (--strict, -q) may follow the subcommand
+  app.set_version_flag("--version", std::string(BuildInfo()));
+  app.footer(
+      "Examples:\n"
+      "  memsnap summary snap.pickle\n"
+      "  memsnap top snap.pickle --by function\n"
+      "  memsnap diff before.pickle after.pickle\n"
+      "  memsnap check --baseline base.pickle --tolerance 5% new.pickle\n"
+      "Exit codes: 0 ok, 1 a check failed, 2 unusable input or usage error.");
+
+  Context ctx;
+  ctx.out = &out;
+  ctx.err = &err;
+  app.add_flag("--strict", ctx.strict, "Treat warnings about inconsistent input as errors");
+  app.add_flag("-q,--quiet", ctx.quiet, "Print no warnings or progress");
+  app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
+
+  std::map<const CLI::App*, RunFn> runners;
+  for (const CommandSpec& spec : AllCommands()) {
+    CLI::App* sub = app.add_subcommand(spec.name, spec.description);
+    runners[sub] = spec.setup(*sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    // CLI11 returns 0 for --help/--version; every other parse problem is a usage error.
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
+  }
+
+  for (const auto& [sub, run] : runners) {
+    if (!sub->parsed()) continue;
+    absl::StatusOr<ExitCode> result = run(ctx);
+    if (!result.ok()) {
+      err << "memsnap " << sub->get_name() << ": " << result.status().message() << "\n";
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+    return static_cast<int>(*result);
+  }
+  return static_cast<int>(ExitCode::kBadInput);
+}
+
+}  // namespace memsnap::cli

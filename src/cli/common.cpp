@@ -1,0 +1,87 @@
+#include "memsnap/cli/common.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/parse/reader.h"
+
+namespace memsnap::cli {
+
+absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx) {
+  parse::ReadOptions options;
+  options.strict = ctx.strict;
+  absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
+  if (!snap.ok()) return snap.status();
+  if (ctx.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
+  if (!ctx.quiet) {
+    constexpr size_t kMaxShown = 10;
+    const auto& w = snap->diagnostics.warnings;
+    for (size_t i = 0; i < w.size() && i < kMaxShown; ++i) {
+      *ctx.err << "warning: " << path << ": " << w[i] << "\n";
+    }
+    if (w.size() > kMaxShown) {
+      *ctx.err << "warning: " << path << ": " << (w.size() - kMaxShown)
+               << " more warning(s) not shown\n";
+    }
+  }
+  return snap;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::string> files;
+      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
+        if (entry.is_regular_file() && entry.path().filename().string()[0] != '.' &&
+            entry.path().extension() != ".md") {
+          files.push_back(entry.path().string());
+        }
+      }
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(in);
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no input files");
+  return out;
+}
+
+void PrintJson(const nlohmann::ordered_json& j, Context& ctx) {
+  // Strings come from the snapshot and may hold invalid UTF-8: replace, never throw.
+  *ctx.out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx) {
+  if (path == "-") {
+    ctx.out->write(content.data(), static_cast<std::streamsize>(content.size()));
+    return absl::OkStatus();
+  }
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
+    f.write(content.data(), static_cast<std::streamsize>(content.size()));
+    f.close();
+    if (!f) {
+      std::filesystem::remove(tmp);
+      return absl::InvalidArgumentError(absl::StrCat(path, ": write failed"));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,161 @@
+#include "memsnap/io/input.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::io {
+
+namespace {
+
+class MappedFile final : public InputSource {
+ public:
+  MappedFile(std::string name, const char* data, size_t size)
+      : name_(std::move(name)), data_(data), size_(size) {}
+  ~MappedFile() override {
+    if (size_ > 0) munmap(const_cast<char*>(data_), size_);
+  }
+  std::string_view bytes() const override { return {data_, size_}; }
+  const std::string& name() const override { return name_; }
+  void ReleaseBefore(uint64_t offset) override {
+    // Drop whole pages already decoded from the resident set; they are clean file pages, so a
+    // later read (an error message quoting bytes) simply faults them back in.
+    constexpr uint64_t kStep = 64 << 20;
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t end = offset / page * page;
+    if (end < released_ + kStep) return;
+    madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
+    released_ = end;
+  }
+
+ private:
+  std::string name_;
+  const char* data_;
+  size_t size_;
+  uint64_t released_ = 0;
+};
+
+class MemorySource final : public InputSource {
+ public:
+  MemorySource(std::string_view bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
+  std::string_view bytes() const override { return bytes_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string_view bytes_;
+  std::string name_;
+};
+
+class OwnedSource final : public InputSource {
+ public:
+  OwnedSource(std::string bytes, std::string name)
+      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  std::string_view bytes() const override { return bytes_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string bytes_;
+  std::string name_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(e)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return std::unique_ptr<InputSource>(new MappedFile(path, "", 0));
+  }
+  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (data == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": mmap: ", std::strerror(e)));
+  madvise(data, size, MADV_SEQUENTIAL);
+  return std::unique_ptr<InputSource>(new MappedFile(path, static_cast<const char*>(data), size));
+}
+
+std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name) {
+  return std::make_unique<MemorySource>(bytes, std::move(name));
+}
+
+std::unique_ptr<InputSource> FromString(std::string bytes, std::string name) {
+  return std::make_unique<OwnedSource>(std::move(bytes), std::move(name));
+}
+
+bool IsGzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name,
+                                   uint64_t max_output) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+    return absl::InternalError(absl::StrCat(Sv(name), ": cannot initialise zlib"));
+  }
+  std::string out;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), UINT32_MAX));
+  size_t consumed_total = 0;
+  int ret = Z_OK;
+  while (true) {
+    if (out.size() >= max_output) {
+      inflateEnd(&zs);
+      return absl::InvalidArgumentError(absl::StrCat(Sv(name), ": gzip data inflates beyond ",
+                                                     max_output, " bytes; refusing"));
+    }
+    size_t old = out.size();
+    size_t chunk = std::max<size_t>(1 << 20, std::min<size_t>(old, 256 << 20));
+    out.resize(old + chunk);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    zs.avail_out = static_cast<uInt>(chunk);
+    ret = inflate(&zs, Z_NO_FLUSH);
+    out.resize(old + chunk - zs.avail_out);
+    if (ret == Z_STREAM_END) break;
+    if (ret != Z_OK && ret != Z_BUF_ERROR) {
+      uint64_t at = consumed_total + (bytes.size() - consumed_total) - zs.avail_in;
+      inflateEnd(&zs);
+      return absl::InvalidArgumentError(absl::StrCat(Sv(name), ": offset ", at,
+                                                     ": corrupt gzip data (", zs.msg ? zs.msg : "inflate error", ")"));
+    }
+    if (zs.avail_in == 0) {
+      size_t used = bytes.size() - (bytes.size() - consumed_total);
+      (void)used;
+      consumed_total += std::min<size_t>(bytes.size() - consumed_total, UINT32_MAX);
+      if (consumed_total >= bytes.size()) {
+        if (ret == Z_BUF_ERROR || zs.avail_out != 0) {
+          inflateEnd(&zs);
+          return absl::InvalidArgumentError(
+              absl::StrCat(Sv(name), ": gzip data is truncated (ends before the end of the stream)"));
+        }
+        continue;
+      }
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + consumed_total));
+      zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size() - consumed_total, UINT32_MAX));
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace memsnap::io

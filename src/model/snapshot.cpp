@@ -1,0 +1,126 @@
+#include "memsnap/model/snapshot.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap {
+
+namespace {
+constexpr std::array<std::string_view, kNumActions> kActionNames = {
+    "alloc",        "free_requested", "free_completed", "segment_alloc", "segment_free",
+    "segment_map",  "segment_unmap",  "snapshot",       "oom",           "unknown"};
+}  // namespace
+
+std::string_view ActionName(Action action) { return kActionNames[static_cast<int>(action)]; }
+
+Action ParseAction(std::string_view name) {
+  for (int i = 0; i + 1 < kNumActions; ++i) {
+    if (kActionNames[i] == name) return static_cast<Action>(i);
+  }
+  return Action::kUnknown;
+}
+
+std::string_view BlockStateName(BlockState state) {
+  switch (state) {
+    case BlockState::kActiveAllocated:
+      return "active_allocated";
+    case BlockState::kActivePendingFree:
+      return "active_pending_free";
+    case BlockState::kInactive:
+      return "inactive";
+  }
+  return "inactive";
+}
+
+FrameId FrameTable::Intern(const Frame& frame) {
+  auto [it, inserted] = index_.try_emplace(frame, static_cast<uint32_t>(frames_.size()));
+  if (inserted) frames_.push_back(frame);
+  return FrameId(it->second);
+}
+
+StackTable::StackTable() {
+  offsets_.push_back(0);
+  offsets_.push_back(0);  // StackId 0: the empty stack
+  index_[absl::HashOf(std::vector<uint32_t>{})].push_back(0);
+}
+
+StackId StackTable::Intern(std::span<const FrameId> frames) {
+  // Hash the raw frame ids; FrameId is a 32-bit value so this hashes the sequence.
+  uint64_t h = absl::HashOf(std::vector<uint32_t>{});
+  if (!frames.empty()) {
+    h = absl::HashOf(absl::Span<const uint32_t>(reinterpret_cast<const uint32_t*>(frames.data()),
+                                                frames.size()));
+  }
+  std::vector<uint32_t>& bucket = index_[h];
+  for (uint32_t id : bucket) {
+    auto existing = Get(StackId(id));
+    if (std::equal(existing.begin(), existing.end(), frames.begin(), frames.end())) {
+      return StackId(id);
+    }
+  }
+  uint32_t id = static_cast<uint32_t>(offsets_.size() - 1);
+  frames_.insert(frames_.end(), frames.begin(), frames.end());
+  offsets_.push_back(static_cast<uint32_t>(frames_.size()));
+  bucket.push_back(id);
+  return StackId(id);
+}
+
+std::vector<int32_t> Snapshot::Devices() const {
+  std::set<int32_t> devices;
+  for (const Segment& s : segments) devices.insert(s.device);
+  for (const DeviceTrace& t : traces) {
+    if (t.size() > 0) devices.insert(t.device);
+  }
+  return {devices.begin(), devices.end()};
+}
+
+const DeviceTrace* Snapshot::TraceOf(int32_t device) const {
+  for (const DeviceTrace& t : traces) {
+    if (t.device == device) return &t;
+  }
+  return nullptr;
+}
+
+std::string Snapshot::FrameText(FrameId id) const {
+  if (!id.valid()) return "";
+  const Frame& f = frames.Get(id);
+  return absl::StrCat(Sv(strings.Get(f.filename)), ":", f.line == kUnknownLine ? 0 : f.line, ":",
+                      Sv(strings.Get(f.name)));
+}
+
+void Normalize(Snapshot& snap) {
+  for (uint32_t si = 0; si < snap.segments.size(); ++si) {
+    Segment& seg = snap.segments[si];
+    uint64_t cursor = seg.address;
+    int64_t covered = 0;
+    bool contiguous = true;
+    for (uint32_t bi = seg.first_block; bi < seg.first_block + seg.num_blocks; ++bi) {
+      Block& b = snap.blocks[bi];
+      b.segment = SegmentId(si);
+      if (b.address == kUnknownAddress) {
+        b.address = cursor;
+        snap.source.has_block_addresses = false;
+      }
+      if (b.address != cursor) contiguous = false;
+      cursor = b.address + static_cast<uint64_t>(b.size);
+      covered += b.size;
+      // Requested size is only meaningful on active blocks (format §2.3): never trust stale ones.
+      if (b.state == BlockState::kInactive) b.requested_size = 0;
+      if (b.is_active() && b.requested_size <= 0) b.requested_size = b.size;
+    }
+    if (seg.num_blocks > 0 && (!contiguous || covered != seg.total_size)) {
+      snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
+                                         " (device ", seg.device, "): blocks cover ",
+                                         covered, " bytes of ", seg.total_size,
+                                         contiguous ? "" : " and are not contiguous"));
+    }
+  }
+}
+
+}  // namespace memsnap

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Runs one golden CLI case: tests/golden/<command>/<case>/{args, expected.stdout[, expected.stderr,
+expected.exit]}. `args` holds one argument per line; `@testdata/` and `@corpus/` expand to the
+project's testdata folder and ../shared/snapshots. A `setup` file (Python) may create inputs first,
+with the variable `tmp` naming a scratch folder and `testdata` the fixture folder; `@tmp/` expands
+to that folder. MEMSNAP_UPDATE_GOLDEN=1 rewrites the expected files."""
+import difflib
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    memsnap, case_dir, source_dir = sys.argv[1:4]
+    testdata = os.path.join(source_dir, "testdata")
+    corpus = os.path.normpath(os.path.join(source_dir, "..", "shared", "snapshots"))
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = os.path.join(case_dir, "setup")
+        if os.path.exists(setup):
+            code = open(setup).read()
+            exec(compile(code, setup, "exec"), {"tmp": tmp, "testdata": testdata,
+                                                "source_dir": source_dir})
+        args = []
+        for line in open(os.path.join(case_dir, "args")).read().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            if "@corpus/" in line and not os.path.isdir(corpus):
+                print("skipped: ../shared/snapshots not found")
+                return 0
+            args.append(line.replace("@testdata/", testdata + "/").replace("@corpus/", corpus + "/")
+                        .replace("@tmp/", tmp + "/"))
+        proc = subprocess.run([memsnap] + args, capture_output=True, text=True, cwd=tmp,
+                              env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
+
+        def norm(s):
+            return s.replace(testdata + "/", "@testdata/").replace(corpus + "/", "@corpus/") \
+                    .replace(tmp + "/", "@tmp/")
+        actual = {"expected.stdout": norm(proc.stdout), "expected.stderr": norm(proc.stderr),
+                  "expected.exit": f"{proc.returncode}\n"}
+        failed = False
+        for name, text in actual.items():
+            path = os.path.join(case_dir, name)
+            if os.environ.get("MEMSNAP_UPDATE_GOLDEN") == "1":
+                if name == "expected.stdout" or text.strip() not in ("", "0"):
+                    open(path, "w").write(text)
+                continue
+            if not os.path.exists(path):
+                expected = "0\n" if name == "expected.exit" else ""
+            else:
+                expected = open(path).read()
+            if expected != text:
+                failed = True
+                sys.stdout.writelines(difflib.unified_diff(
+                    expected.splitlines(True), text.splitlines(True), path, "actual"))
+        return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+#include "test_util.h"
+
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "memsnap/cli/app.h"
+#include "memsnap/io/input.h"
+#include "memsnap/parse/reader.h"
+
+namespace memsnap::testing {
+
+namespace fs = std::filesystem;
+
+std::string TempDir() {
+  static std::string dir = [] {
+    std::string tmpl = (fs::temp_directory_path() / "memsnap_test_XXXXXX").string();
+    char* made = mkdtemp(tmpl.data());
+    REQUIRE(made != nullptr);
+    std::string d = made;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(TempDir(), ec);
+    });
+    return d;
+  }();
+  return dir;
+}
+
+std::string RunPython(const std::string& code) {
+  static int counter = 0;
+  std::string script = TempDir() + "/script_" + std::to_string(counter++) + ".py";
+  {
+    std::ofstream f(script);
+    f << "import sys, json, pickle\n";
+    f << "sys.path.insert(0, '" MEMSNAP_SOURCE_DIR "/tests/unit')\n";
+    f << code;
+  }
+  std::string cmd = std::string(MEMSNAP_PYTHON) + " " + script;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  REQUIRE_MESSAGE(status == 0, "python failed: " << code);
+  return out;
+}
+
+std::string PythonPickle(const std::string& python_expr, int protocol) {
+  return RunPython("from pyhelpers import *\nsys.stdout.buffer.write(pickle.dumps(" + python_expr +
+                   ", protocol=" + std::to_string(protocol) + "))\n");
+}
+
+std::string TestdataPath(const std::string& name) {
+  return std::string(MEMSNAP_SOURCE_DIR) + "/testdata/" + name;
+}
+
+std::optional<std::string> CorpusDir() {
+  std::string dir = MEMSNAP_CORPUS_DIR;
+  if (fs::exists(dir + "/manifest.json")) return dir;
+  return std::nullopt;
+}
+
+std::vector<std::string> CorpusFiles() {
+  std::vector<std::string> files;
+  auto dir = CorpusDir();
+  if (!dir) return files;
+  for (const auto& e : fs::directory_iterator(*dir)) {
+    std::string name = e.path().filename().string();
+    if (name == "README.md" || name == "manifest.json") continue;
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Snapshot ParseOrFail(const std::string& bytes, const std::string& name) {
+  auto input = io::FromMemory(bytes, name);
+  auto snaps = parse::ParseSnapshots(*input);
+  REQUIRE_MESSAGE(snaps.ok(), snaps.status().message());
+  REQUIRE(snaps->size() >= 1);
+  return std::move((*snaps)[0]);
+}
+
+std::string ParseError(const std::string& bytes, const std::string& name) {
+  auto input = io::FromMemory(bytes, name);
+  auto snaps = parse::ParseSnapshots(*input);
+  if (snaps.ok()) return "";
+  return std::string(snaps.status().message());
+}
+
+RunResult RunMemsnap(const std::vector<std::string>& args) {
+  std::vector<std::string> storage = {"memsnap"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::ostringstream out, err;
+  RunResult r;
+  r.exit_code = cli::RunMain(static_cast<int>(storage.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+}  // namespace memsnap::testing
