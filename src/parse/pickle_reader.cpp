@@ -1122,11 +1122,14 @@ absl::Status PickleDecoder::FinishSegments(size_t at, const Value& list) {
       }
       if (rec.history) {
         snap_.source.legacy_history = true;
+        // Fallbacks of format §3.3 from history[0], which describes the block itself only while it
+        // is active: an inactive block's history lists earlier occupants at other addresses. The
+        // address is left to Normalize(), which lays blocks out from the segment start.
         const HistoryRec& h = history_[*rec.history];
-        // Fallbacks of format §3.3: address, requested size and stack from history[0].
-        if (block.address == kUnknownAddress) block.address = h.addr;
-        if (block.requested_size < 0 && block.is_active()) block.requested_size = h.real_size;
-        if (!block.stack.valid()) block.stack = h.stack;
+        if (block.is_active()) {
+          if (block.requested_size < 0) block.requested_size = h.real_size;
+          if (!block.stack.valid()) block.stack = h.stack;
+        }
       }
       snap_.blocks.push_back(block);
     }
