@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -42,6 +43,7 @@ enum class Tag : uint8_t {
   kList,     // ref = list handle
   kTuple,    // ref = tuple handle
   kRun,      // list item only: records [ref, ref + i) of kind `kind`
+  kFrameRef, // a frame dict already interned: ref = FrameId (memo GETs of frames yield this)
 };
 
 enum class Kind : uint8_t {
@@ -81,6 +83,44 @@ struct Value {
 };
 static_assert(sizeof(Value) == 16);
 
+// The VM stack: a vector whose push is inlined (std::vector::push_back was not, and pushes are
+// the commonest operation of the decoder). Only the operations the decoder uses.
+class VmStack {
+ public:
+  VmStack() { Grow(); }
+  [[gnu::always_inline]] void push_back(const Value& v) {
+    if (top_ == end_) [[unlikely]] Grow();
+    *top_++ = v;
+  }
+  void pop_back() { --top_; }
+  Value& back() { return top_[-1]; }
+  const Value& back() const { return top_[-1]; }
+  Value& operator[](size_t i) { return base_[i]; }
+  // Pointers rather than counts: a store into a Value's int64 cannot alias them, so the compiler
+  // keeps them in registers across pushes.
+  size_t size() const { return static_cast<size_t>(top_ - base_); }
+  bool empty() const { return top_ == base_; }
+  Value* data() { return base_; }
+  /// Shrinks to n elements (never grows).
+  void resize(size_t n) { top_ = base_ + n; }
+
+ private:
+  void Grow() {
+    size_t size = this->size();
+    size_t cap = end_ ? static_cast<size_t>(end_ - base_) * 2 : 1024;
+    auto bigger = std::make_unique<Value[]>(cap);
+    if (size) std::memcpy(bigger.get(), base_, size * sizeof(Value));
+    storage_ = std::move(bigger);
+    base_ = storage_.get();
+    top_ = base_ + size;
+    end_ = base_ + cap;
+  }
+  std::unique_ptr<Value[]> storage_;
+  Value* base_ = nullptr;
+  Value* top_ = nullptr;
+  Value* end_ = nullptr;
+};
+
 const char* TagName(Tag t) {
   switch (t) {
     case Tag::kNone: return "None";
@@ -94,6 +134,7 @@ const char* TagName(Tag t) {
     case Tag::kList: return "list";
     case Tag::kTuple: return "tuple";
     case Tag::kRun: return "record";
+    case Tag::kFrameRef: return "dict";
   }
   return "?";
 }
@@ -144,6 +185,7 @@ constexpr std::pair<Key, std::string_view> kKeyNames[] = {
 struct DictObj {
   uint32_t record = 0;
   Kind kind = Kind::kUnset;
+  uint32_t memo_slot = UINT32_MAX;  // where MEMOIZE/BINPUT stored it, to retag frames
 };
 
 struct ListObj {
@@ -272,9 +314,33 @@ class PickleDecoder {
     return m;
   }
 
+  // Fast path for the commonest shape in real files: a new list filled with memo GETs of frames,
+  // `MARK (BINGET|LONG_BINGET)* APPENDS`. Called right after that MARK; when the whole batch is
+  // frame GETs it interns the stack directly and consumes the batch, skipping the VM stack;
+  // otherwise it leaves pos_ untouched and decoding proceeds normally.
+  void TryFrameList();
+
   // ---- memo ----
   absl::Status MemoPut(size_t at, uint64_t index);
-  absl::Status MemoGet(size_t at, uint64_t index);
+  // Pushes memo entry `index`; false when there is none. Inline: GETs are most of the opcodes of
+  // a real file.
+  [[gnu::always_inline]] bool TryMemoGet(uint64_t index) {
+    if (index >= memo_.size()) [[unlikely]] return false;
+    uint64_t packed = memo_[index];
+    if (packed == ~uint64_t{0}) [[unlikely]] return false;
+    uint64_t tag = packed & 15;
+    if (tag == kRareTagValue) [[unlikely]] {
+      stack_.push_back(memo_rare_[static_cast<uint32_t>(packed >> 4)]);
+    } else {
+      stack_.push_back(
+          Value{static_cast<Tag>(tag), Kind::kUnset, static_cast<uint32_t>(packed >> 4), 0});
+    }
+    return true;
+  }
+  absl::Status MemoError(size_t at, uint64_t index) const {
+    return Error(at, absl::StrCat("memo reference ", index, " beyond memo size ", memo_.size()));
+  }
+  static constexpr uint64_t kRareTagValue = 15;
 
   // ---- containers ----
   Value NewDict() {
@@ -296,6 +362,17 @@ class PickleDecoder {
   Kind Classify(const Value* items, size_t n) const;
   uint32_t CreateRecord(Kind kind);
   absl::Status ApplyItem(size_t at, Kind kind, uint32_t record, Key key, const Value& v);
+  // The hot path for trace entries (millions per file): common keys with inline type checks;
+  // anything unusual goes through ApplyItem, which also produces the error messages.
+  absl::Status ApplyEvent(size_t at, uint32_t record, const Value* items, size_t n);
+  Action ActionOf(StrId id) {
+    if (id.v >= action_cache_.size()) action_cache_.resize(id.v + 1, kActionUnresolved);
+    uint8_t& a = action_cache_[id.v];
+    if (a == kActionUnresolved) a = static_cast<uint8_t>(ParseAction(snap_.strings.Get(id)));
+    return static_cast<Action>(a);
+  }
+  static constexpr uint8_t kActionUnresolved = 0xff;
+  std::vector<uint8_t> action_cache_;  // StrId -> Action, filled lazily
 
   // ---- typed extraction ----
   absl::StatusOr<int64_t> AsInt(size_t at, const char* what, Key key, const Value& v);
@@ -331,7 +408,7 @@ class PickleDecoder {
   StrId na_;
   std::vector<Key> key_codes_;
 
-  std::vector<Value> stack_;
+  VmStack stack_;
   std::vector<size_t> marks_;
   std::vector<uint64_t> memo_;
   std::vector<Value> memo_rare_;  // memoized values that do not pack into 64 bits
@@ -359,6 +436,7 @@ class PickleDecoder {
 // carry a 64-bit payload (ints, floats) go to memo_rare_ and are referenced from there. CPython never
 // memoizes ints, so the rare table stays empty on real files.
 constexpr uint64_t kRareTag = 15;
+constexpr uint64_t kFrameTag = static_cast<uint64_t>(Tag::kFrameRef);
 
 absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   if (stack_.size() <= StackFloor()) return Error(at, "memoize with an empty stack");
@@ -370,6 +448,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
     case Tag::kList:
     case Tag::kTuple:
     case Tag::kNone:
+    case Tag::kFrameRef:
       packed = static_cast<uint64_t>(v.tag) | (uint64_t{v.ref} << 4);
       break;
     default:
@@ -377,6 +456,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
       packed = kRareTag | (uint64_t{memo_rare_.size() - 1} << 4);
       break;
   }
+  if (v.tag == Tag::kDict && index <= UINT32_MAX) dicts_[v.ref].memo_slot = static_cast<uint32_t>(index);
   if (index == memo_.size()) {
     memo_.push_back(packed);
   } else if (index < memo_.size()) {
@@ -393,19 +473,33 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   return absl::OkStatus();
 }
 
-absl::Status PickleDecoder::MemoGet(size_t at, uint64_t index) {
-  if (index >= memo_.size() || memo_[index] == ~uint64_t{0}) {
-    return Error(at, absl::StrCat("memo reference ", index, " beyond memo size ", memo_.size()));
+void PickleDecoder::TryFrameList() {
+  ListObj& l = lists_[stack_.back().ref];
+  if (l.count != 0 || l.stack.valid() || l.consumed) return;
+  frame_scratch_.clear();
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  size_t p = pos_;
+  while (p < size) {
+    uint64_t index;
+    if (d[p] == BINGET && p + 1 < size) {
+      index = d[p + 1];
+      p += 2;
+    } else if (d[p] == LONG_BINGET && p + 4 < size) {
+      uint32_t v;
+      std::memcpy(&v, d + p + 1, 4);
+      index = v;
+      p += 5;
+    } else {
+      break;
+    }
+    if (index >= memo_.size() || (memo_[index] & 15) != kFrameTag) return;
+    frame_scratch_.push_back(FrameId(static_cast<uint32_t>(memo_[index] >> 4)));
   }
-  uint64_t packed = memo_[index];
-  uint64_t tag = packed & 15;
-  uint32_t ref = static_cast<uint32_t>(packed >> 4);
-  if (tag == kRareTag) {
-    stack_.push_back(memo_rare_[ref]);
-  } else {
-    stack_.push_back(Value{static_cast<Tag>(tag), Kind::kUnset, ref, 0});
-  }
-  return absl::OkStatus();
+  if (p >= size || d[p] != APPENDS || frame_scratch_.empty()) return;
+  marks_.pop_back();
+  l.stack = snap_.stacks.Intern(frame_scratch_);
+  pos_ = p + 1;
 }
 
 absl::StatusOr<Value> PickleDecoder::DecodeLong(size_t at, std::string_view b) {
@@ -456,6 +550,17 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
   if (l.consumed) {
     return Error(at, "list modified after it was used (shared list mutated: not a snapshot)");
   }
+  if (l.stack.valid()) {
+    // A batch of frames was interned directly (TryFrameList); more items follow: expand it back.
+    auto frames = snap_.stacks.Get(l.stack);
+    l.begin = static_cast<uint32_t>(scratch_.size());
+    l.count = 0;
+    for (FrameId f : frames) {
+      scratch_.push_back(Value{Tag::kRun, Kind::kFrame, f.v, 1});
+      ++l.count;
+    }
+    l.stack = StackId();
+  }
   if (l.begin + l.count != scratch_.size()) {
     // The list's items are not at the end of the scratch area: move them there.
     uint32_t new_begin = static_cast<uint32_t>(scratch_.size());
@@ -463,29 +568,45 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
     l.begin = new_begin;
   }
   for (size_t k = 0; k < n; ++k) {
-    Value v = items[k];
-    if (v.tag == Tag::kDict) {
+    const Value& v = items[k];
+    // Records (typed dicts, and frames as FrameIds) are stored as runs of record indices.
+    Kind kind = Kind::kUnset;
+    uint32_t record = 0;
+    if (v.tag == Tag::kFrameRef) {
+      kind = Kind::kFrame;
+      record = v.ref;
+    } else if (v.tag == Tag::kDict) {
       const DictObj& d = dicts_[v.ref];
       if (d.kind != Kind::kUnset && d.kind != Kind::kGeneric) {
-        // Extend the last run when this record directly follows it.
-        if (l.count > 0) {
-          Value& last = scratch_.back();
-          if (last.tag == Tag::kRun && last.kind == d.kind &&
-              last.ref + static_cast<uint64_t>(last.i) == d.record) {
-            ++last.i;
-            continue;
-          }
-        }
-        v = Value{Tag::kRun, d.kind, d.record, 1};
+        kind = d.kind;
+        record = d.record;
       }
     }
-    scratch_.push_back(v);
+    if (kind == Kind::kUnset) {
+      scratch_.push_back(v);
+      ++l.count;
+      continue;
+    }
+    if (l.count > 0) {
+      Value& last = scratch_.back();
+      if (last.tag == Tag::kRun && last.kind == kind &&
+          last.ref + static_cast<uint64_t>(last.i) == record) {
+        ++last.i;
+        continue;
+      }
+    }
+    scratch_.push_back(Value{Tag::kRun, kind, record, 1});
     ++l.count;
   }
   return absl::OkStatus();
 }
 
 Kind PickleDecoder::Classify(const Value* items, size_t n) const {
+  // Shortcut: 2.1+ trace entries begin with "action" and frames with "name".
+  if (n >= 2 && items[0].tag == Tag::kStr && items[0].ref < key_codes_.size()) {
+    Key first = key_codes_[items[0].ref];
+    if (first == Key::kAction) return Kind::kEvent;
+  }
   bool has[static_cast<int>(Key::kCount)] = {};
   for (size_t k = 0; k < n; k += 2) {
     const Value& key = items[k];
@@ -575,6 +696,8 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
       }
     }
     d.record = snap_.frames.Intern(f).v;
+    // Later memo GETs of this dict yield the FrameId directly (frames are 75% of a file's GETs).
+    if (d.memo_slot < memo_.size()) memo_[d.memo_slot] = kFrameTag | (uint64_t{d.record} << 4);
     return absl::OkStatus();
   }
   if (d.kind == Kind::kGeneric || d.kind == Kind::kUnset) {
@@ -584,6 +707,7 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
     }
     return absl::OkStatus();
   }
+  if (d.kind == Kind::kEvent) return ApplyEvent(at, d.record, items, n);
   for (size_t k = 0; k < n; k += 2) {
     const Value& key = items[k];
     if (key.tag != Tag::kStr) continue;  // non-string keys never occur in snapshots: ignore
@@ -649,6 +773,10 @@ absl::StatusOr<StackId> PickleDecoder::AsStack(size_t at, const char* what, cons
     frame_scratch_.clear();
     for (uint32_t k = 0; k < t.count; ++k) {
       const Value& item = tuple_items_[t.begin + k];
+      if (item.tag == Tag::kFrameRef) {
+        frame_scratch_.push_back(FrameId(item.ref));
+        continue;
+      }
       if (item.tag != Tag::kDict || dicts_[item.ref].kind != Kind::kFrame) {
         return Error(at, absl::StrCat(what, " key 'frames': item ", k, " is not a frame"));
       }
@@ -828,6 +956,66 @@ absl::Status PickleDecoder::ApplyTraceFlag(size_t at, Key key, const Value& v,
     s.trace_alloc_overflowed = *value != 0;
   } else {
     s.trace_alloc_max_entries = *value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PickleDecoder::ApplyEvent(size_t at, uint32_t record, const Value* items, size_t n) {
+  TraceEvent& e = snap_.events[record];
+  for (size_t k = 0; k < n; k += 2) {
+    const Value& key = items[k];
+    if (key.tag != Tag::kStr) continue;
+    Key code = key.ref < key_codes_.size() ? key_codes_[key.ref] : Key::kOther;
+    const Value& v = items[k + 1];
+    switch (code) {
+      case Key::kOther:
+        continue;
+      case Key::kAction:
+        if (v.tag == Tag::kStr) {
+          e.action = ActionOf(StrId(v.ref));
+          if (e.action != Action::kUnknown) continue;
+        }
+        break;
+      case Key::kAddr:
+      case Key::kDeviceFree:
+        if (v.tag == Tag::kInt || v.tag == Tag::kUInt64) {
+          e.addr = static_cast<uint64_t>(v.i);
+          continue;
+        }
+        break;
+      case Key::kSize:
+        if (v.tag == Tag::kInt) {
+          e.size = v.i;
+          continue;
+        }
+        break;
+      case Key::kStream:
+        if (v.tag == Tag::kInt || v.tag == Tag::kUInt64) {
+          e.stream = v.i;
+          continue;
+        }
+        break;
+      case Key::kTimeUs:
+        if (v.tag == Tag::kInt) {
+          e.time_us = v.i;
+          continue;
+        }
+        break;
+      case Key::kFrames:
+        if (v.tag == Tag::kList && lists_[v.ref].stack.valid()) {
+          e.stack = lists_[v.ref].stack;  // a shared traceback seen before
+          continue;
+        }
+        break;
+      case Key::kCompileContext:
+      case Key::kUserMetadata:
+        // "N/A" and "" are what PyTorch writes when the feature is off: nothing to keep.
+        if (v.tag == Tag::kStr && (v.ref == na_.v || v.ref == StringPool::kEmpty.v)) continue;
+        break;
+      default:
+        break;
+    }
+    RETURN_IF_ERROR(ApplyItem(at, Kind::kEvent, record, code, v));
   }
   return absl::OkStatus();
 }
@@ -1254,14 +1442,14 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
   snap_.source.pickle_protocol = protocol;
   snap_.source.file_bytes = data_.size();
   pos_ = 2;
-  size_t next_release = 64 << 20;
+  size_t next_release = 8 << 20;
   while (true) {
     if (pos_ >= data_.size()) {
       return Error(pos_, "unexpected end of input (truncated pickle: no STOP opcode)");
     }
     if (pos_ >= next_release) {
       input_.ReleaseBefore(pos_);
-      next_release = pos_ + (64 << 20);
+      next_release = pos_ + (8 << 20);
     }
     size_t at = pos_;
     uint8_t op = static_cast<uint8_t>(data_[pos_++]);
@@ -1287,14 +1475,15 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         break;
       case BINGET:
         if (!Need(1)) return Error(at, "truncated BINGET");
-        RETURN_IF_ERROR(MemoGet(at, ReadLE<uint8_t>()));
+        if (uint64_t index = ReadLE<uint8_t>(); !TryMemoGet(index)) return MemoError(at, index);
         break;
       case LONG_BINGET:
         if (!Need(4)) return Error(at, "truncated LONG_BINGET");
-        RETURN_IF_ERROR(MemoGet(at, ReadLE<uint32_t>()));
+        if (uint64_t index = ReadLE<uint32_t>(); !TryMemoGet(index)) return MemoError(at, index);
         break;
       case MARK:
         marks_.push_back(stack_.size());
+        if (!stack_.empty() && stack_.back().tag == Tag::kList) TryFrameList();
         break;
       case POP: {
         ASSIGN_OR_RETURN(Value ignored, Pop(at));
@@ -1344,6 +1533,15 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         if (!Need(n)) {
           return Error(at, absl::StrCat(op == LONG1 ? "LONG1" : "LONG4", " of ", n,
                                         " bytes runs past the end of the input"));
+        }
+        if (n > 0 && n < 8) {
+          // Fast path: addresses, sizes and time_us are 5 to 7 byte LONG1s.
+          uint64_t u = 0;
+          std::memcpy(&u, data_.data() + pos_, n);
+          int shift = static_cast<int>(64 - 8 * n);
+          stack_.push_back(Int(static_cast<int64_t>(u << shift) >> shift));  // sign-extend
+          pos_ += n;
+          break;
         }
         ASSIGN_OR_RETURN(Value v, DecodeLong(at, data_.substr(pos_, n)));
         pos_ += n;
