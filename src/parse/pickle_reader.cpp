@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
+#include "parse/schema_common.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
@@ -688,10 +689,10 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
         ASSIGN_OR_RETURN(f.filename, AsStr(at, "frame", key, v));
       } else if (key == Key::kLine) {
         if (v.tag == Tag::kUInt64 || v.tag == Tag::kHugeInt) {
-          f.line = kUnknownLine;  // 2^64-1 is PyTorch's "unknown line"
+          f.line = NormalizeLine(0, true);  // 2^64-1 is PyTorch's "unknown line"
         } else {
           ASSIGN_OR_RETURN(f.line, AsInt(at, "frame", key, v));
-          if (f.line < 0) f.line = kUnknownLine;
+          f.line = NormalizeLine(f.line, false);
         }
       }
     }
@@ -927,11 +928,8 @@ void PickleDecoder::ApplyRoundup(const Value& v, AllocatorSettings& s) {
   if (v.tag != Tag::kDict || dicts_[v.ref].kind != Kind::kGeneric) return;
   for (const auto& [k, val] : generic_[dicts_[v.ref].record].items) {
     if (k.tag != Tag::kStr || val.tag != Tag::kInt) continue;
-    int64_t mib = 0;
-    if (!absl::SimpleAtoi(Sv(snap_.strings.Get(StrId(k.ref))), &mib) || mib <= 0) continue;
-    int bucket = 0;
-    while ((int64_t{1} << (bucket + 1)) <= mib && bucket < 15) ++bucket;
-    s.roundup_power2_divisions[bucket] = val.i;
+    std::optional<int> bucket = RoundupBucket(snap_.strings.Get(StrId(k.ref)));
+    if (bucket) s.roundup_power2_divisions[*bucket] = val.i;
   }
 }
 
@@ -1112,15 +1110,9 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kState: {
           if (v.tag != Tag::kStr) return TypeError(at, kWhat, key, v, "str");
           std::string_view s = snap_.strings.Get(StrId(v.ref));
-          if (s == "active_allocated") {
-            b.block.state = BlockState::kActiveAllocated;
-          } else if (s == "active_pending_free" || s == "active_awaiting_free") {
-            b.block.state = BlockState::kActivePendingFree;
-          } else if (s == "inactive") {
-            b.block.state = BlockState::kInactive;
-          } else {
-            return Error(at, absl::StrCat("block key 'state': unknown state '", Sv(s), "'"));
-          }
+          std::optional<BlockState> state = ParseBlockState(s);
+          if (!state) return Error(at, absl::StrCat("block key 'state': unknown state '", Sv(s), "'"));
+          b.block.state = *state;
           b.has_state = true;
           break;
         }
@@ -1157,7 +1149,7 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
       switch (key) {
         case Key::kDevice: {
           ASSIGN_OR_RETURN(int64_t d, AsInt(at, kWhat, key, v));
-          if (d < 0 || d > 1 << 20) return Error(at, absl::StrCat("segment key 'device': ", d, " is not a device ordinal"));
+          if (!ValidDeviceOrdinal(d)) return Error(at, absl::StrCat("segment key 'device': ", d, " is not a device ordinal"));
           s.device = static_cast<int32_t>(d);
           break;
         }
@@ -1238,7 +1230,7 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
           break;
         case Key::kMaxSplitSize: {
           ASSIGN_OR_RETURN(s.max_split_size, AsInt(at, kWhat, key, v));
-          if (s.max_split_size < 0 || v.tag == Tag::kUInt64) s.max_split_size = -1;
+          s.max_split_size = NormalizeMaxSplitSize(s.max_split_size, v.tag == Tag::kUInt64);
           break;
         }
         case Key::kGcThreshold:
