@@ -27,16 +27,20 @@ namespace {
 bool IsSegmentRelease(Action a) { return a == Action::kSegmentFree || a == Action::kSegmentUnmap; }
 
 // §17.5: a burst of segment_free/unmap that is not followed (before the next alloc or free) by
-// segment_alloc/map or an oom was an explicit empty_cache(); otherwise the allocator released
-// memory itself (GC, oversize release, retry) and the simulator will decide that on its own.
-bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i) {
+// segment_alloc/map or an oom was an explicit empty_cache(). A burst followed by them is the
+// allocator releasing memory under pressure (GC, oversize release, retry): with a known device
+// capacity the simulator decides that on its own. Without one it never runs out of memory, so
+// when the recorded settings have no max_split_size and no GC (the release can only have been
+// release_cached_blocks) the burst is replayed as one too: `pressure_releases`.
+bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i, bool pressure_releases) {
   for (size_t j = i; j < ev.size(); ++j) {
     Action a = ev[j].action;
     if (IsSegmentRelease(a) || a == Action::kFreeCompleted || a == Action::kSnapshot ||
         a == Action::kUnknown) {
       continue;
     }
-    return !(a == Action::kSegmentAlloc || a == Action::kSegmentMap || a == Action::kOom);
+    if (a == Action::kOom) return false;
+    return pressure_releases || !(a == Action::kSegmentAlloc || a == Action::kSegmentMap);
   }
   return true;
 }
@@ -109,7 +113,10 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
 }  // namespace
 
 PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
-                           const sim::AllocatorConfig& recorded) {
+                           const sim::AllocatorConfig& recorded, bool capacity_known) {
+  const bool pressure_releases = !capacity_known &&
+                                 recorded.max_split_size == sim::kUnlimitedSize &&
+                                 !recorded.memory_fraction;
   PreparedTrace p;
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   p.num_events = ev.size();
@@ -157,7 +164,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       case Action::kSegmentFree:
       case Action::kSegmentUnmap:
         if (mode == EmptyCacheMode::kHeuristic && (i == 0 || !IsSegmentRelease(ev[i - 1].action)) &&
-            IsEmptyCacheBurst(ev, i)) {
+            IsEmptyCacheBurst(ev, i, pressure_releases)) {
           p.ops.push_back({0, 0, 0, idx, OpKind::kEmptyCache});
           ++p.inferred_empty_cache;
         }
@@ -295,7 +302,8 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
     report.device_memory_source = "unlimited";
   }
   PreparedTrace prepared =
-      PrepareTrace(snap, *trace, options.empty_cache, sim::ConfigFromSettings(snap.settings));
+      PrepareTrace(snap, *trace, options.empty_cache, sim::ConfigFromSettings(snap.settings),
+                   report.device_memory.has_value());
   report.preexisting_blocks = prepared.preexisting_blocks;
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
