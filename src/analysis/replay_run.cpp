@@ -73,6 +73,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
   int64_t allocs_matched = 0;
+  std::optional<uint32_t> first_mismatch;
+  uint64_t mismatch_real = 0;
+  uint64_t mismatch_sim = 0;
   int64_t last_reserved = -1;
   // Validation mode reuses the recorded addresses, in order, for the segments the trace created;
   // cold-start segments (blocks from before the trace) get synthetic addresses.
@@ -124,7 +127,13 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         live[op.addr] = *b;
         if (op.event != kPreexisting) {
           ++allocs;
-          if (alloc.BlockPtr(*b) == op.addr) ++allocs_matched;
+          if (alloc.BlockPtr(*b) == op.addr) {
+            ++allocs_matched;
+          } else if (!first_mismatch) {
+            first_mismatch = op.event;
+            mismatch_real = op.addr;
+            mismatch_sim = alloc.BlockPtr(*b);
+          }
         }
         break;
       }
@@ -196,6 +205,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     for (size_t k = 0; k < log.size(); ++k) v.simulated.push_back({log[k], log_event[k]});
     v.allocs = allocs;
     v.allocs_matched = allocs_matched;
+    v.first_alloc_mismatch = first_mismatch;
+    v.mismatch_real_addr = mismatch_real;
+    v.mismatch_sim_addr = mismatch_sim;
     v.sim_final_reserved = r.final_reserved;
     CompareSegmentEvents(v);
     out.verify = std::move(v);

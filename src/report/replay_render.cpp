@@ -121,6 +121,11 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
     vj["match_rate"] = Rate(v);
     vj["allocs"] = v.allocs;
     vj["allocs_matched"] = v.allocs_matched;
+    if (v.first_alloc_mismatch) {
+      vj["first_alloc_mismatch"] = {{"trace_index", *v.first_alloc_mismatch},
+                                    {"real_addr", v.mismatch_real_addr},
+                                    {"sim_addr", v.mismatch_sim_addr}};
+    }
     vj["real_final_reserved"] = v.real_final_reserved;
     vj["sim_final_reserved"] = v.sim_final_reserved;
     vj["exact"] = v.exact();
@@ -214,7 +219,13 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
     out << "\nverify (" << rep.results.front().config.label << "): " << v.matched << " of "
         << v.segment_events << " recorded segment events reproduced ("
         << FormatPercent(Rate(v)) << "; simulator emitted " << v.simulated_events << ")\n";
-    out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs << "\n";
+    out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs;
+    if (v.first_alloc_mismatch) {
+      out << " (first difference: trace #" << *v.first_alloc_mismatch << " recorded at "
+          << FormatAddress(v.mismatch_real_addr) << ", simulated at "
+          << FormatAddress(v.mismatch_sim_addr) << ")";
+    }
+    out << "\n";
     out << "  final reserved: recorded " << FormatBytes(v.real_final_reserved) << ", simulated "
         << FormatBytes(v.sim_final_reserved) << "\n";
     if (v.first_real) {
