@@ -45,14 +45,15 @@ double Rate(const VerifyResult& v) {
 std::string StackTop(const Snapshot& snap, StackId id) {
   if (!id.valid() || id == StackTable::kEmpty) return "";
   std::span<const FrameId> frames = snap.stacks.Get(id);
-  // The innermost frame that is not allocator or Python-internal plumbing is the most useful.
+  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
+  std::string python;
   for (FrameId f : frames) {
     std::string t = snap.FrameText(f);
-    if (t.find("torch/") == std::string::npos && t.find("??") == std::string::npos &&
-        t.find(".so") == std::string::npos && t.find("c10/") == std::string::npos) {
-      return t;
-    }
+    if (t.find(".py:") == std::string::npos) continue;
+    if (t.find("torch/") == std::string::npos) return t;
+    if (python.empty()) python = t;
   }
+  if (!python.empty()) return python;
   return snap.FrameText(frames.front());
 }
 
