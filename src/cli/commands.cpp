@@ -11,6 +11,7 @@ constexpr CommandSpec kCommands[] = {
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
     {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
     {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
+    {"replay", "Replay the trace through the allocator simulator under other settings", &SetupReplay},
 };
 }  // namespace
 

@@ -11,5 +11,6 @@ RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
 RunFn SetupBlocks(CLI::App& sub);
 RunFn SetupDiff(CLI::App& sub);
+RunFn SetupReplay(CLI::App& sub);
 
 }  // namespace memsnap::cli
