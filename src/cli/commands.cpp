@@ -7,6 +7,7 @@ namespace memsnap::cli {
 namespace {
 constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
+    {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
 };
 }  // namespace
 
