@@ -7,6 +7,8 @@
 namespace memsnap::cli {
 
 RunFn SetupSummary(CLI::App& sub);
+RunFn SetupTimeline(CLI::App& sub);
+RunFn SetupTop(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
 
 }  // namespace memsnap::cli
