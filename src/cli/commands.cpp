@@ -10,6 +10,7 @@ constexpr CommandSpec kCommands[] = {
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
     {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
+    {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
 };
 }  // namespace
 

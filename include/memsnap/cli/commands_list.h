@@ -10,5 +10,6 @@ RunFn SetupSummary(CLI::App& sub);
 RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
+RunFn SetupCheck(CLI::App& sub);
 
 }  // namespace memsnap::cli
