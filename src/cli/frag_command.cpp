@@ -1,5 +1,4 @@
 // memsnap frag FILE: fragmentation of the allocator's segments (docs/fragmentation.md).
-#include <map>
 #include <memory>
 #include <sstream>
 
@@ -14,7 +13,7 @@ namespace memsnap::cli {
 namespace {
 struct FragCommandOptions {
   std::string file;
-  analysis::FragOptions analysis;
+  std::string at = "end";
   report::FragRenderOptions render;
   int samples = 20;
   bool csv = false;
@@ -25,16 +24,11 @@ struct FragCommandOptions {
 RunFn SetupFrag(CLI::App& sub) {
   auto opts = std::make_shared<FragCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
-  const std::map<std::string, analysis::FragMoment> moments = {
-      {"end", analysis::FragMoment::kEnd},
-      {"peak", analysis::FragMoment::kPeakReserved},
-      {"peak-reserved", analysis::FragMoment::kPeakReserved},
-      {"peak-allocated", analysis::FragMoment::kPeakAllocated}};
-  sub.add_option("--at", opts->analysis.at,
+  sub.add_option("--at", opts->at,
                  "Which state to report: end (the snapshot), peak (= peak-reserved) or "
                  "peak-allocated (reconstructed from the trace)")
-      ->transform(CLI::CheckedTransformer(moments, CLI::ignore_case))
-      ->default_str("end");
+      ->check(CLI::IsMember({"end", "peak", "peak-reserved", "peak-allocated"}))
+      ->default_val("end");
   sub.add_option("--top", opts->render.top, "Segments in the segment map (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(20);
@@ -66,7 +60,10 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag --json snap.pickle | jq .external_fragmentation");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
-    analysis::FragOptions options = opts->analysis;
+    analysis::FragOptions options;
+    options.at = opts->at == "end"              ? analysis::FragMoment::kEnd
+                 : opts->at == "peak-allocated" ? analysis::FragMoment::kPeakAllocated
+                                                : analysis::FragMoment::kPeakReserved;
     if (opts->render.timeline) options.timeline_samples = opts->samples;
     ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
     if (opts->json) {

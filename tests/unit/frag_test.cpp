@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 
@@ -206,6 +207,15 @@ TEST_SUITE("frag") {
       for (const auto& p : peak.peaks) {
         CHECK(p.peak_reserved.figures.reserved_bytes >= p.peak_allocated.figures.reserved_bytes);
         CHECK(p.peak_allocated.figures.allocated_bytes >= p.peak_reserved.figures.allocated_bytes);
+      }
+      // The reserved peak agrees with the timeline pass, which walks the trace forwards.
+      auto timeline = ReconstructTimeline(*snap);
+      REQUIRE(timeline.ok());
+      for (const auto& p : peak.peaks) {
+        const DeviceTimeline* dt = timeline->Find(p.device);
+        REQUIRE(dt != nullptr);
+        INFO(path << " device " << p.device);
+        CHECK(p.peak_reserved.figures.reserved_bytes == dt->peak_reserved);
       }
       // The last sample is the final state.
       if (snap->traces.size() == 1) {
