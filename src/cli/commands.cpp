@@ -9,6 +9,8 @@ constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
+    {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
+    {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
     {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
     {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
 };
