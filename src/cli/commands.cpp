@@ -12,6 +12,8 @@ constexpr CommandSpec kCommands[] = {
     {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
     {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
     {"replay", "Replay the trace through the allocator simulator under other settings", &SetupReplay},
+    {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
+    {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
 };
 }  // namespace
 

@@ -12,5 +12,7 @@ RunFn SetupTop(CLI::App& sub);
 RunFn SetupBlocks(CLI::App& sub);
 RunFn SetupDiff(CLI::App& sub);
 RunFn SetupReplay(CLI::App& sub);
+RunFn SetupFrag(CLI::App& sub);
+RunFn SetupCheck(CLI::App& sub);
 
 }  // namespace memsnap::cli
