@@ -7,6 +7,7 @@ namespace memsnap::cli {
 namespace {
 constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
+    {"convert", "Rewrite a snapshot as JSON or pickle (protocol 2/4/5), optionally a slice of the trace", &SetupConvert},
 };
 }  // namespace
 

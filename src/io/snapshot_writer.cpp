@@ -61,6 +61,7 @@ class PickleEmitter {
   void Bool(bool v) { w_.Bool(v); }
   void Float(double v) { w_.Float(v); }
   void Str(std::string_view s) { w_.Str(s); }
+  void StrKey(std::string_view s) { w_.Str(s); }
   void Pool(const PoolId& p) {
     w_.BeginTuple2();
     w_.UInt(p.first);
@@ -132,6 +133,12 @@ class JsonEmitter {
     Comma();
     Quoted(s);
     Done();
+  }
+  void StrKey(std::string_view s) {
+    Comma();
+    Quoted(s);
+    buf_.push_back(':');
+    comma_ = false;
   }
   void Pool(const PoolId& p) {
     BeginList(2);
@@ -322,7 +329,7 @@ void EmitSettings(const AllocatorSettings& s, E& e) {
   e.Key(K::kRoundup);
   e.BeginDict(s.roundup_power2_divisions.size());
   for (size_t i = 0; i < s.roundup_power2_divisions.size(); ++i) {
-    e.Str(absl::StrCat(uint64_t{1} << i));
+    e.StrKey(absl::StrCat(uint64_t{1} << i));
     e.Int(s.roundup_power2_divisions[i]);
   }
   e.EndDict();
