@@ -14,5 +14,6 @@ RunFn SetupDiff(CLI::App& sub);
 RunFn SetupReplay(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
 RunFn SetupCheck(CLI::App& sub);
+RunFn SetupConvert(CLI::App& sub);
 
 }  // namespace memsnap::cli

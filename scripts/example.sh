@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds memsnap, generates a small realistic snapshot (a simulated
+# training loop, ~50k trace events, ~4 MB) and runs `memsnap summary` on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh
+./build/bench/memsnap_gen --events 50000 --seed 1 -o build/example.pickle
+./build/memsnap summary build/example.pickle

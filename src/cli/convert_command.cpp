@@ -1,0 +1,138 @@
+// memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol, optionally
+// cut to a range of the trace (--from/--to) so the official viewer can open a piece of a huge file.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/io/snapshot_writer.h"
+#include "memsnap/io/trace_slice.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::cli {
+
+namespace {
+
+struct ConvertCommandOptions {
+  std::string input;
+  std::string output;
+  std::string format;  // "json" | "pickle"; empty: from OUT's extension
+  int protocol = 4;
+  std::string from;
+  std::string to;
+  bool json = false;
+};
+
+/// Streams the output through `write` into a temporary file renamed over `path` on success, so a
+/// failure never leaves a half-written file ("-" writes to ctx.out).
+absl::Status WriteStreamAtomically(const std::string& path, Context& ctx,
+                                   const std::function<absl::Status(std::ostream&)>& write,
+                                   uint64_t* bytes) {
+  if (path == "-") return write(*ctx.out);
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  absl::Status status;
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
+    status = write(f);
+    f.close();
+    if (status.ok() && !f) status = absl::DataLossError("write failed (disk full?)");
+  }
+  std::error_code ec;
+  if (status.ok()) {
+    *bytes = std::filesystem::file_size(tmp, ec);
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) status = absl::InvalidArgumentError(ec.message());
+  }
+  if (!status.ok()) {
+    std::filesystem::remove(tmp, ec);
+    return absl::Status(status.code(), absl::StrCat(path, ": ", Sv(ToStd(status.message()))));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RunFn SetupConvert(CLI::App& sub) {
+  auto opts = std::make_shared<ConvertCommandOptions>();
+  sub.add_option("input", opts->input, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
+  sub.add_option("output", opts->output, "Output file ('-' for stdout)")->required();
+  sub.add_option("--format", opts->format,
+                 "Output format; default: json when OUT ends in .json, else pickle")
+      ->check(CLI::IsMember({"json", "pickle"}));
+  sub.add_option("--protocol", opts->protocol,
+                 "Pickle protocol (default 4: the official viewer shows a blank page on 5)")
+      ->check(CLI::IsMember({2, 3, 4, 5}));
+  sub.add_option("--from", opts->from,
+                 "Keep trace events from here: event:N, a time offset (1500 = µs, 250ms, 2s, -5s "
+                 "from the end) or abs:TIME_US");
+  sub.add_option("--to", opts->to, "Keep trace events before here (same forms as --from)");
+  sub.add_flag("--json", opts->json, "Print what was written as JSON");
+  sub.footer(
+      "Slicing cuts only device_traces (and external_annotations to the same time window): the\n"
+      "segments and blocks, which are the allocator state at the end of the recording, are kept\n"
+      "whole, so a slice of the middle of a trace still shows the final state.\n"
+      "Examples:\n"
+      "  memsnap convert snap.pickle snap.json\n"
+      "  memsnap convert --protocol 4 snap_p5.pickle snap_p4.pickle\n"
+      "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
+      "  memsnap convert --from -5s huge.pickle last5s.pickle");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    ASSIGN_OR_RETURN(io::SliceBound from, io::ParseSliceBound(opts->from));
+    ASSIGN_OR_RETURN(io::SliceBound to, io::ParseSliceBound(opts->to));
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
+    std::string format = opts->format;
+    if (format.empty()) format = opts->output.ends_with(".json") ? "json" : "pickle";
+
+    io::SnapshotWriteOptions write;
+    write.protocol = opts->protocol;
+    uint64_t events = snap.events.size();
+    bool sliced = from.kind != io::SliceBound::Kind::kNone || to.kind != io::SliceBound::Kind::kNone;
+    if (sliced) {
+      absl::StatusOr<io::TraceSlice> slice = io::ComputeSlice(snap, from, to);
+      if (!slice.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(opts->input, ": ", Sv(ToStd(slice.status().message()))));
+      }
+      write.event_ranges = slice->ranges;
+      write.min_time_us = slice->min_time_us;
+      write.max_time_us = slice->max_time_us;
+      events = slice->events;
+    }
+    uint64_t bytes = 0;
+    RETURN_IF_ERROR(WriteStreamAtomically(
+        opts->output, ctx,
+        [&](std::ostream& out) {
+          return format == "json" ? io::WriteSnapshotJson(snap, write, out)
+                                  : io::WriteSnapshotPickle(snap, write, out);
+        },
+        &bytes));
+    if (opts->output == "-") return ExitCode::kOk;
+    std::string what = format == "json" ? "JSON" : absl::StrCat("pickle protocol ", opts->protocol);
+    if (opts->json) {
+      nlohmann::ordered_json j;
+      j["input"] = opts->input;
+      j["output"] = opts->output;
+      j["format"] = format;
+      if (format == "pickle") j["protocol"] = opts->protocol;
+      j["trace_entries"] = events;
+      j["trace_entries_in_input"] = snap.events.size();
+      j["segments"] = snap.segments.size();
+      j["bytes"] = bytes;
+      PrintJson(j, ctx);
+    } else {
+      *ctx.out << "wrote " << opts->output << ": " << what << ", " << snap.segments.size()
+               << " segments, " << events << " of " << snap.events.size() << " trace entries, "
+               << FormatBytes(static_cast<int64_t>(bytes)) << "\n";
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli
