@@ -9,6 +9,7 @@ constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
+    {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
     {"leaks", "Sites whose memory grows step after step: across snapshots or steps of a trace", &SetupLeaks},
 };
 }  // namespace

@@ -9,6 +9,7 @@ namespace memsnap::cli {
 RunFn SetupSummary(CLI::App& sub);
 RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
+RunFn SetupBlocks(CLI::App& sub);
 RunFn SetupLeaks(CLI::App& sub);
 
 }  // namespace memsnap::cli
