@@ -53,6 +53,26 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
   return site_of;
 }
 
+// A found period whose step ends climb by more than half of a step's own swing is more likely the
+// layers of one pass (a forward pass keeps activations for backward) than training steps.
+std::string LayerWarning(const DeviceTimeline& dt, const StepInfo& steps, std::string note) {
+  const size_t n = steps.begin.size();
+  double swing = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int64_t high = dt.LiveAt(steps.begin[k] - 1);
+    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, dt.LiveAt(e));
+    swing += static_cast<double>(high - dt.LiveAt(steps.begin[k] - 1)) / n;
+  }
+  const double growth = static_cast<double>(dt.LiveAt(steps.end[n - 1] - 1) -
+                                            dt.LiveAt(steps.end[0] - 1)) / (n - 1);
+  if (growth <= 0.5 * swing) return note;
+  return absl::StrCat(note, note.empty() ? "" : "; ",
+                      "live memory climbs at every detected step end by more than half of a "
+                      "step's own swing: the repeating pattern may be the layers of one pass (a "
+                      "forward pass keeps activations for backward) rather than training steps; "
+                      "give --step-annotation NAME or --steps N to choose the step");
+}
+
 }  // namespace
 
 absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const LeakOptions& options,
@@ -121,6 +141,8 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   }
   LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
   report.mode = "single-trace";
+  if (!options.device_memory && report.device_memory > 0) report.device_memory_source = "OOM entry";
+  if (steps.method == "periodicity") report.note = LayerWarning(dt, steps, report.note);
   report.steps = std::move(steps);
   return report;
 }
