@@ -15,6 +15,7 @@ constexpr CommandSpec kCommands[] = {
     {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
     {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
     {"convert", "Rewrite a snapshot as JSON or pickle (protocol 2/4/5), optionally a slice of the trace", &SetupConvert},
+    {"leaks", "Sites whose memory grows step after step: across snapshots or steps of a trace", &SetupLeaks},
 };
 }  // namespace
 

@@ -15,5 +15,6 @@ RunFn SetupReplay(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
 RunFn SetupCheck(CLI::App& sub);
 RunFn SetupConvert(CLI::App& sub);
+RunFn SetupLeaks(CLI::App& sub);
 
 }  // namespace memsnap::cli
