@@ -297,9 +297,14 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p, Block& block) {
   }
   if (i == 0) return absl::OkStatus();
   snap_.source.legacy_history = true;
-  if (block.address == kUnknownAddress) block.address = addr;
-  if (block.requested_size < 0 && block.is_active()) block.requested_size = real_size;
-  if (!block.stack.valid()) block.stack = stack;
+  // history[0] describes the block itself only while it is active: an inactive block's history
+  // lists earlier occupants at other addresses. The address is left to Normalize(), which lays
+  // blocks out from the segment start (same rules as the pickle decoder).
+  (void)addr;
+  if (block.is_active()) {
+    if (block.requested_size < 0) block.requested_size = real_size;
+    if (!block.stack.valid()) block.stack = stack;
+  }
   return absl::OkStatus();
 }
 
@@ -400,18 +405,23 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
       ASSIGN_OR_RETURN(PoolId pool, Pool(v, kp));
       extra().pool = pool;
     } else if (key == "compile_context" || key == "user_metadata" || key == "category") {
-      EventExtra& x = extra();
-      StrId& slot = key == "compile_context" ? x.compile_context
-                    : key == "user_metadata" ? x.user_metadata
-                                             : x.category;
+      // "N/A" and "" are what PyTorch writes when the feature is off: no extra is recorded,
+      // exactly as the pickle decoder does.
+      StrId value;
       if (v.type() == element_type::STRING) {
         StrId s = snap_.strings.Intern(v.get_string().value_unsafe());
         bool empty = s == StringPool::kEmpty || (key == "compile_context" && s == na_);
-        if (!empty) slot = s;
+        if (!empty) value = s;
       } else if (v.type() == element_type::OBJECT && key == "user_metadata") {
-        slot = snap_.strings.Intern(RenderText(v, 0));
+        value = snap_.strings.Intern(RenderText(v, 0));
       } else if (v.type() != element_type::NULL_VALUE) {
         return TypeError(kp, v, "string");
+      }
+      if (value.valid()) {
+        EventExtra& x = extra();
+        (key == "compile_context" ? x.compile_context
+         : key == "user_metadata" ? x.user_metadata
+                                  : x.category) = value;
       }
     }
   }

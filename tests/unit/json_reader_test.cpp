@@ -63,14 +63,12 @@ TEST_SUITE("json_reader") {
     CHECK_FALSE(s.events[2].stack.valid());  // no frames key: absent, not empty
     CHECK(s.events[0].time_us == 1732000000000000);
     CHECK(s.events[5].action == Action::kUnknown);
-    // extras: N/A is none, a real compile context and a dict user_metadata
-    REQUIRE(s.event_extras.size() == 3);
-    CHECK_FALSE(s.event_extras[0].compile_context.valid());
-    CHECK_FALSE(s.event_extras[0].user_metadata.valid());
-    CHECK(s.strings.Get(s.event_extras[1].compile_context) == "Torch-Compiled Region: 0/1");
-    CHECK(s.strings.Get(s.event_extras[1].user_metadata) == "{step: 3, phase: fwd}");
-    CHECK(s.event_extras[2].event == 4);
-    CHECK(s.event_extras[2].pool == PoolId{0, 0});
+    // extras: N/A and "" record nothing; a real compile context and a dict user_metadata do
+    REQUIRE(s.event_extras.size() == 2);
+    CHECK(s.strings.Get(s.event_extras[0].compile_context) == "Torch-Compiled Region: 0/1");
+    CHECK(s.strings.Get(s.event_extras[0].user_metadata) == "{step: 3, phase: fwd}");
+    CHECK(s.event_extras[1].event == 4);
+    CHECK(s.event_extras[1].pool == PoolId{0, 0});
     // settings
     CHECK(s.settings.present);
     CHECK(s.settings.conf == "expandable_segments:True");
