@@ -284,3 +284,40 @@ TEST_SUITE("reader_errors") {
 }
 
 }  // namespace memsnap
+
+namespace memsnap {
+
+TEST_SUITE("reader_errors") {
+  TEST_CASE("--strict turns inconsistent blocks and overlapping segments into exit code 2") {
+    std::string dir = testing::TempDir();
+    const std::pair<const char*, const char*> cases[] = {
+        {"gap.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 2048, "blocks": [)"
+         R"({"address": 4096, "size": 512, "state": "inactive"}]}]})"},
+        {"overlap_blocks.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 1024, "blocks": [)"
+         R"({"address": 4096, "size": 1024, "state": "inactive"},)"
+         R"({"address": 4608, "size": 512, "state": "inactive"}]}]})"},
+        {"overlap_segments.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 1024},)"
+         R"({"device": 0, "address": 4608, "total_size": 1024}]})"},
+        {"negative.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": -5, "blocks": [)"
+         R"({"size": 9223372036854775807, "state": "inactive"},)"
+         R"({"size": 9223372036854775807, "state": "inactive"}]}]})"},
+    };
+    for (const auto& [name, text] : cases) {
+      CAPTURE(name);
+      std::string path = dir + "/" + name;
+      std::ofstream(path) << text;
+      testing::RunResult lenient = testing::RunMemsnap({"summary", path});
+      CHECK(lenient.exit_code == 0);
+      CHECK(lenient.err.find("warning: " + path) != std::string::npos);
+      testing::RunResult strict = testing::RunMemsnap({"--strict", "summary", path});
+      CHECK(strict.exit_code == 2);
+      CHECK(strict.err.find(path) != std::string::npos);
+    }
+  }
+}
+
+}  // namespace memsnap
