@@ -143,7 +143,9 @@ absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name
     }
     size_t old = out.size();
     size_t room = out.capacity() > old + 64 ? out.capacity() - old - 64 : 0;
-    size_t chunk = std::max<size_t>(room, std::clamp<size_t>(old, 1 << 20, 256 << 20));
+    // Start small (a few times the input; tiny inputs are common under fuzzing), then double.
+    size_t first = std::clamp<size_t>(bytes.size() * 4, 64 << 10, 1 << 20);
+    size_t chunk = std::max<size_t>(room, std::clamp<size_t>(old, first, 256 << 20));
     chunk = std::min<uint64_t>(chunk, max_output + 1 - std::min<uint64_t>(old, max_output));
     out.resize(old + chunk);
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
