@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -119,48 +120,56 @@ absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
     return absl::InternalError(absl::StrCat(Sv(name), ": cannot initialise zlib"));
   }
+  struct Guard {
+    z_stream* z;
+    ~Guard() { inflateEnd(z); }
+  } guard{&zs};
   std::string out;
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), UINT32_MAX));
-  size_t consumed_total = 0;
-  int ret = Z_OK;
+  // The gzip trailer holds the inflated size mod 2^32: reserve it (plus parser padding) so the
+  // usual file inflates into one allocation. Deflate cannot expand more than 1032:1, so a
+  // trailer that claims more is ignored (a hostile header must not make us allocate).
+  if (bytes.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, bytes.data() + bytes.size() - 4, 4);
+    if (isize <= max_output && isize / 1032 <= bytes.size()) out.reserve(isize + 128);
+  }
+  size_t fed = 0;  // input bytes handed to zlib so far
   while (true) {
-    if (out.size() >= max_output) {
-      inflateEnd(&zs);
+    if (zs.avail_in == 0 && fed < bytes.size()) {
+      size_t n = std::min<size_t>(bytes.size() - fed, size_t{1} << 30);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + fed));
+      zs.avail_in = static_cast<uInt>(n);
+      fed += n;
+    }
+    size_t old = out.size();
+    size_t room = out.capacity() > old + 64 ? out.capacity() - old - 64 : 0;
+    // Start small (a few times the input; tiny inputs are common under fuzzing), then double.
+    size_t first = std::clamp<size_t>(bytes.size() * 4, 64 << 10, 1 << 20);
+    size_t chunk = std::max<size_t>(room, std::clamp<size_t>(old, first, 256 << 20));
+    chunk = std::min<uint64_t>(chunk, max_output + 1 - std::min<uint64_t>(old, max_output));
+    out.resize(old + chunk);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(chunk, UINT32_MAX));
+    size_t given = zs.avail_out;
+    int ret = inflate(&zs, Z_NO_FLUSH);
+    out.resize(old + given - zs.avail_out);
+    if (ret == Z_STREAM_END) break;  // bytes after the first member are ignored
+    if (out.size() > max_output) {
       return absl::InvalidArgumentError(absl::StrCat(Sv(name), ": gzip data inflates beyond ",
                                                      max_output, " bytes; refusing"));
     }
-    size_t old = out.size();
-    size_t chunk = std::max<size_t>(1 << 20, std::min<size_t>(old, 256 << 20));
-    out.resize(old + chunk);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
-    zs.avail_out = static_cast<uInt>(chunk);
-    ret = inflate(&zs, Z_NO_FLUSH);
-    out.resize(old + chunk - zs.avail_out);
-    if (ret == Z_STREAM_END) break;
     if (ret != Z_OK && ret != Z_BUF_ERROR) {
-      uint64_t at = consumed_total + (bytes.size() - consumed_total) - zs.avail_in;
-      inflateEnd(&zs);
-      return absl::InvalidArgumentError(absl::StrCat(Sv(name), ": offset ", at,
-                                                     ": corrupt gzip data (", zs.msg ? zs.msg : "inflate error", ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          Sv(name), ": offset ", fed - zs.avail_in, ": corrupt gzip data (",
+          zs.msg != nullptr ? zs.msg : "inflate error", ")"));
     }
-    if (zs.avail_in == 0) {
-      size_t used = bytes.size() - (bytes.size() - consumed_total);
-      (void)used;
-      consumed_total += std::min<size_t>(bytes.size() - consumed_total, UINT32_MAX);
-      if (consumed_total >= bytes.size()) {
-        if (ret == Z_BUF_ERROR || zs.avail_out != 0) {
-          inflateEnd(&zs);
-          return absl::InvalidArgumentError(
-              absl::StrCat(Sv(name), ": gzip data is truncated (ends before the end of the stream)"));
-        }
-        continue;
-      }
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + consumed_total));
-      zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size() - consumed_total, UINT32_MAX));
+    bool no_progress = out.size() == old && zs.avail_out != 0;
+    if (zs.avail_in == 0 && fed == bytes.size() && (no_progress || ret == Z_BUF_ERROR ||
+                                                    zs.avail_out != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Sv(name), ": gzip data is truncated (ends before the end of the stream)"));
     }
   }
-  inflateEnd(&zs);
   return out;
 }
 

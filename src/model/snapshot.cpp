@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <tuple>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -98,8 +99,10 @@ void Normalize(Snapshot& snap) {
   for (uint32_t si = 0; si < snap.segments.size(); ++si) {
     Segment& seg = snap.segments[si];
     uint64_t cursor = seg.address;
-    int64_t covered = 0;
+    // Unsigned: hostile sizes must not overflow a signed sum (the warning below reports them).
+    uint64_t covered = 0;
     bool contiguous = true;
+    bool negative = seg.total_size < 0;
     for (uint32_t bi = seg.first_block; bi < seg.first_block + seg.num_blocks; ++bi) {
       Block& b = snap.blocks[bi];
       b.segment = SegmentId(si);
@@ -108,17 +111,40 @@ void Normalize(Snapshot& snap) {
         snap.source.has_block_addresses = false;
       }
       if (b.address != cursor) contiguous = false;
+      if (b.size < 0) negative = true;
       cursor = b.address + static_cast<uint64_t>(b.size);
-      covered += b.size;
+      covered += static_cast<uint64_t>(b.size);
       // Requested size is only meaningful on active blocks (format §2.3): never trust stale ones.
       if (b.state == BlockState::kInactive) b.requested_size = 0;
       if (b.is_active() && b.requested_size <= 0) b.requested_size = b.size;
     }
-    if (seg.num_blocks > 0 && (!contiguous || covered != seg.total_size)) {
+    if (negative) {
+      snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
+                                         " (device ", seg.device, "): negative size"));
+    } else if (seg.num_blocks > 0 &&
+               (!contiguous || covered != static_cast<uint64_t>(seg.total_size))) {
       snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
                                          " (device ", seg.device, "): blocks cover ",
                                          covered, " bytes of ", seg.total_size,
                                          contiguous ? "" : " and are not contiguous"));
+    }
+  }
+  // Segments of one device must not overlap (a duplicated or corrupted segment list).
+  std::vector<uint32_t> order(snap.segments.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](uint32_t i) {
+    return std::tuple(snap.segments[i].device, snap.segments[i].address, i);
+  };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const Segment& prev = snap.segments[order[k - 1]];
+    const Segment& cur = snap.segments[order[k]];
+    if (prev.device != cur.device || prev.total_size <= 0) continue;
+    uint64_t prev_end = prev.address + static_cast<uint64_t>(prev.total_size);
+    if (cur.address < prev_end && prev_end > prev.address) {
+      snap.diagnostics.Warn(absl::StrCat("segments ", order[k - 1], " and ", order[k],
+                                         " (device ", cur.device, ") overlap at ",
+                                         FormatAddress(cur.address)));
     }
   }
 }

@@ -236,6 +236,10 @@ std::string JsonDecoder::RenderText(element e, int depth) const {
       for (auto [key, v] : ObjOf(e)) {
         absl::StrAppend(&out, first ? "" : ", ", Sv(key), ": ", RenderText(v, depth + 1));
         first = false;
+        if (out.size() > kMaxRenderedChars) {
+          out += ", ...";
+          break;
+        }
       }
       return out + "}";
     }

@@ -431,6 +431,20 @@ class PickleDecoder {
   std::vector<EventExtra> extras_;
   std::vector<FrameId> frame_scratch_;
   uint64_t clamped_ints_ = 0;
+  // Work that re-reads shared objects (moved list items, records copied because a list holds them
+  // out of order or twice, tuples of frames, shared lists under several keys) is charged here. Real
+  // files need almost none; a hostile file that shares one big list a million times through memo
+  // GETs would otherwise cost time and memory quadratic in its size.
+  uint64_t copies_ = 0;
+  absl::Status Charge(size_t at, uint64_t n) {
+    copies_ += n;
+    if (copies_ > data_.size() + (uint64_t{1} << 16)) {
+      return Error(at, absl::StrCat("objects are shared or re-read too many times (", copies_,
+                                    " copies for ", data_.size(),
+                                    " bytes of input): not a snapshot"));
+    }
+    return absl::OkStatus();
+  }
 };
 
 // Memo entries pack a Value into 64 bits: tag in the low 4 bits, a 32-bit ref above it. Values that
@@ -564,6 +578,7 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
   }
   if (l.begin + l.count != scratch_.size()) {
     // The list's items are not at the end of the scratch area: move them there.
+    RETURN_IF_ERROR(Charge(at, l.count));
     uint32_t new_begin = static_cast<uint32_t>(scratch_.size());
     for (uint32_t k = 0; k < l.count; ++k) scratch_.push_back(scratch_[l.begin + k]);
     l.begin = new_begin;
@@ -771,6 +786,7 @@ absl::StatusOr<StackId> PickleDecoder::AsStack(size_t at, const char* what, cons
   if (v.tag == Tag::kTuple) {
     // A tuple of frames (never written by PyTorch, but harmless).
     const TupleObj& t = tuples_[v.ref];
+    RETURN_IF_ERROR(Charge(at, t.count));
     frame_scratch_.clear();
     for (uint32_t k = 0; k < t.count; ++k) {
       const Value& item = tuple_items_[t.begin + k];
@@ -859,6 +875,7 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> PickleDecoder::AsRecordRange(size_
   const Value& first = scratch_[l.begin];
   if (l.count == 1) return std::pair<uint32_t, uint32_t>{first.ref, static_cast<uint32_t>(first.i)};
   // Several runs (records shared or out of order): copy them into one new contiguous range.
+  RETURN_IF_ERROR(Charge(at, index));
   auto copy_range = [&](auto& vec) -> std::pair<uint32_t, uint32_t> {
     uint32_t begin = static_cast<uint32_t>(vec.size());
     for (uint32_t k = 0; k < l.count; ++k) {
@@ -917,6 +934,12 @@ std::string PickleDecoder::RenderText(const Value& v, int depth) const {
         absl::StrAppend(&out, first ? "" : ", ", RenderText(k, depth + 1), ": ",
                         RenderText(val, depth + 1));
         first = false;
+        // Bounded output bounds the work too: a dict whose values are the same big dict (memo
+        // GETs), 16 levels deep, would otherwise render 4096^16 items.
+        if (out.size() > kMaxRenderedChars) {
+          out += ", ...";
+          break;
+        }
       }
       return out + "}";
     }
@@ -943,6 +966,7 @@ absl::Status PickleDecoder::ApplyTraceFlag(size_t at, Key key, const Value& v,
   std::optional<int64_t> value = scalar(v);
   if (!value && v.tag == Tag::kList) {
     const ListObj& l = lists_[v.ref];
+    RETURN_IF_ERROR(Charge(at, l.count));
     for (uint32_t k = 0; k < l.count; ++k) {
       auto x = scalar(scratch_[l.begin + k]);
       if (x) value = key == Key::kTraceOverflowed ? std::max(value.value_or(0), *x != 0 ? int64_t{1} : int64_t{0})
@@ -1294,6 +1318,7 @@ absl::Status PickleDecoder::FinishSegments(size_t at, const Value& list) {
     Segment s = r.segment;
     s.first_block = static_cast<uint32_t>(snap_.blocks.size());
     s.num_blocks = r.blocks_count;
+    RETURN_IF_ERROR(Charge(at, r.blocks_count));
     for (uint32_t b = 0; b < r.blocks_count; ++b) {
       BlockRec& rec = blocks_[r.blocks_begin + b];
       Block block = rec.block;
@@ -1355,6 +1380,7 @@ absl::Status PickleDecoder::FinishTraces(size_t at, const Value& list) {
   std::vector<TraceEvent> events;
   std::vector<EventExtra> extras;
   for (size_t d = 0; d < ranges.size(); ++d) {
+    RETURN_IF_ERROR(Charge(at, ranges[d].second));
     uint32_t begin = static_cast<uint32_t>(events.size());
     for (uint32_t k = 0; k < ranges[d].second; ++k) {
       uint32_t src = ranges[d].first + k;

@@ -44,6 +44,10 @@ inline int64_t NormalizeLine(int64_t line, bool was_unsigned_or_huge) {
   return was_unsigned_or_huge || line < 0 ? kUnknownLine : line;
 }
 
+/// A `user_metadata` dict is rendered as text ("{k: v, ...}") up to about this many characters per
+/// level, then "...": same rule in both readers, bounded work on hostile input.
+inline constexpr size_t kMaxRenderedChars = 1024;
+
 /// Segment `device` must be a plausible device ordinal.
 inline bool ValidDeviceOrdinal(int64_t d) { return d >= 0 && d <= (int64_t{1} << 20); }
 

@@ -284,3 +284,97 @@ TEST_SUITE("reader_errors") {
 }
 
 }  // namespace memsnap
+
+namespace memsnap {
+
+TEST_SUITE("reader_errors") {
+  TEST_CASE("--strict turns inconsistent blocks and overlapping segments into exit code 2") {
+    std::string dir = testing::TempDir();
+    const std::pair<const char*, const char*> cases[] = {
+        {"gap.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 2048, "blocks": [)"
+         R"({"address": 4096, "size": 512, "state": "inactive"}]}]})"},
+        {"overlap_blocks.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 1024, "blocks": [)"
+         R"({"address": 4096, "size": 1024, "state": "inactive"},)"
+         R"({"address": 4608, "size": 512, "state": "inactive"}]}]})"},
+        {"overlap_segments.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": 1024},)"
+         R"({"device": 0, "address": 4608, "total_size": 1024}]})"},
+        {"negative.json",
+         R"({"segments": [{"device": 0, "address": 4096, "total_size": -5, "blocks": [)"
+         R"({"size": 9223372036854775807, "state": "inactive"},)"
+         R"({"size": 9223372036854775807, "state": "inactive"}]}]})"},
+    };
+    for (const auto& [name, text] : cases) {
+      CAPTURE(name);
+      std::string path = dir + "/" + name;
+      std::ofstream(path) << text;
+      testing::RunResult lenient = testing::RunMemsnap({"summary", path});
+      CHECK(lenient.exit_code == 0);
+      CHECK(lenient.err.find("warning: " + path) != std::string::npos);
+      testing::RunResult strict = testing::RunMemsnap({"--strict", "summary", path});
+      CHECK(strict.exit_code == 2);
+      CHECK(strict.err.find(path) != std::string::npos);
+    }
+  }
+}
+
+}  // namespace memsnap
+
+namespace memsnap {
+
+TEST_SUITE("reader_errors") {
+  TEST_CASE("one event list shared by 50000 devices is refused, not copied 50000 times") {
+    PickleBuilder b(2);
+    b.Mark().Str("segments").Op(']').Str("device_traces").Mark().Mark();
+    for (int i = 0; i < 1000; ++i) b.Mark().Str("action").Str("alloc").Op('d');
+    b.Op('l').Op('q').U8(0);
+    for (int i = 0; i < 50000; ++i) b.Op('h').U8(0);
+    b.Op('l').Op('d').Stop();
+    std::string err = testing::ParseError(b.bytes(), "share.pickle");
+    CHECK(err.find("share.pickle: offset ") == 0);
+    CHECK(err.find("shared or re-read too many times") != std::string::npos);
+  }
+
+  TEST_CASE("one tuple of 1000 frames used by 50000 events is refused") {
+    PickleBuilder b(2);
+    b.Mark();
+    for (int i = 0; i < 1000; ++i) b.Frame("f", "a.py", static_cast<uint8_t>(i));
+    b.Op('t').Op('q').U8(0).Op('0');
+    b.Mark().Str("segments").Op(']').Str("device_traces").Mark().Mark();
+    for (int i = 0; i < 50000; ++i) {
+      b.Mark().Str("action").Str("alloc").Str("frames").Op('h').U8(0).Op('d');
+    }
+    b.Op('l').Op('l').Op('d').Stop();
+    std::string err = testing::ParseError(b.bytes(), "tuple.pickle");
+    CHECK(err.find("shared or re-read too many times") != std::string::npos);
+  }
+
+  TEST_CASE("a user_metadata dict of 16 levels x 4096 shared items renders bounded text") {
+    PickleBuilder b(2);
+    b.Str("k").Op('q').U8(0).Op('0');
+    for (int level = 0; level < 16; ++level) {
+      b.Op('}').Op('q').U8(static_cast<uint8_t>(level + 1)).Mark();
+      for (int i = 0; i < 4096; ++i) {
+        b.Op('h').U8(0);
+        if (level == 0) {
+          b.Int1(1);
+        } else {
+          b.Op('h').U8(static_cast<uint8_t>(level));
+        }
+      }
+      b.Op('u').Op('0');
+    }
+    b.Mark().Str("segments").Op(']').Str("device_traces").Mark().Mark()
+        .Mark().Str("action").Str("alloc").Str("user_metadata").Op('h').U8(16).Op('d')
+        .Op('l').Op('l').Op('d').Stop();
+    Snapshot s = testing::ParseOrFail(b.bytes());
+    REQUIRE(s.event_extras.size() == 1);
+    std::string_view text = s.strings.Get(s.event_extras[0].user_metadata);
+    CHECK(text.size() < 64 * 1024);
+    CHECK(text.substr(0, 8) == "{k: {k: ");
+  }
+}
+
+}  // namespace memsnap
