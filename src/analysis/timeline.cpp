@@ -120,10 +120,22 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   int64_t* const out_req = dt.live_requested.data();
   int64_t* const out_round = dt.live_rounded.data();
   int64_t* const out_res = dt.reserved.data();
+  // free_completed almost always follows free_requested at the same address: reuse that lookup.
+  // The pointer stays valid because nothing is inserted between the two events.
+  uint64_t last_addr = 0;
+  AddrState* last_state = nullptr;
+  auto state_of = [&](uint64_t addr) -> AddrState& {
+    if (last_state == nullptr || addr != last_addr) {
+      last_state = &addrs[addr];
+      last_addr = addr;
+    }
+    return *last_state;
+  };
   for (uint32_t i = 0; i < n; ++i) {
     const TraceEvent& e = ev[i];
     switch (e.action) {
       case Action::kAlloc: {
+        last_state = nullptr;  // the insert below may rehash
         AddrState& st = addrs[e.addr];
         if (st.open != kNone) {  // a free we never saw: end the old lifetime here
           BlockLifetime& old = dt.blocks[st.open];
@@ -146,14 +158,14 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         break;
       }
       case Action::kFreeRequested: {
-        AddrState& st = addrs[e.addr];
+        AddrState& st = state_of(e.addr);
         if (st.open == kNone) pre_window_block(e, st);
         BlockLifetime& lt = dt.blocks[st.open];
         if (lt.free_requested_event == kNone) lt.free_requested_event = i;
         break;
       }
       case Action::kFreeCompleted: {
-        AddrState& st = addrs[e.addr];
+        AddrState& st = state_of(e.addr);
         if (st.open == kNone) pre_window_block(e, st);
         BlockLifetime& lt = dt.blocks[st.open];
         lt.free_completed_event = i;
