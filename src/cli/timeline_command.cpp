@@ -20,6 +20,7 @@ struct TimelineCommandOptions {
   int device = -1;
   std::string from, to;
   int width = 0;
+  bool live_only = false;
 };
 
 // --from/--to: "event:N" or a time (time_us; an event index when the trace has no time).
@@ -53,6 +54,8 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.add_option("--from", opts->from, "Start of the window: time_us, or event:N");
   sub.add_option("--to", opts->to, "End of the window (inclusive): time_us, or event:N");
   sub.add_option("--width", opts->width, "Chart width in columns (default: terminal width)");
+  sub.add_flag("--live-only", opts->live_only,
+               "Chart only live bytes, scaled to them (when reserved memory dwarfs them)");
   sub.footer(
       "Live bytes are requested bytes of blocks between alloc and free_completed, as PyTorch's\n"
       "Active Memory Timeline plots them; blocks older than the trace count from t0, so the curve\n"
@@ -91,7 +94,7 @@ RunFn SetupTimeline(CLI::App& sub) {
         report::RenderTimelineCsv(snap, dt, w, *ctx.out);
       } else {
         if (!first) *ctx.out << "\n";
-        report::RenderTimelineChart(snap, dt, w, width, *ctx.out);
+        report::RenderTimelineChart(snap, dt, w, width, *ctx.out, !opts->live_only);
       }
       first = false;
     }
