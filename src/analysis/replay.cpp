@@ -327,7 +327,16 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   report.preexisting_blocks = prepared.preexisting_blocks;
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
-  if (prepared.preexisting_blocks > 0) {
+  report.warm_start = options.warm_start && prepared.warm_ok;
+  if (options.warm_start && !prepared.warm_ok) {
+    report.notes.push_back("warm start needs cudaMalloc segments only: starting cold");
+  }
+  if (prepared.preexisting_blocks > 0 && report.warm_start) {
+    report.notes.push_back(absl::StrCat(
+        prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
+        ") were allocated before the trace began; replay starts from the ", prepared.warm.size(),
+        " segments alive then"));
+  } else if (prepared.preexisting_blocks > 0) {
     report.notes.push_back(absl::StrCat(
         prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
         ") were allocated before the trace began; they are allocated first, in address order"));
@@ -356,6 +365,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   base.capacity = report.device_memory.value_or(sim::kUnlimitedCapacity);
   base.curve = options.curve;
   base.events = snap.EventsOf(*trace);
+  base.warm = report.warm_start;
   auto run_one = [&](size_t k) {
     if (k == configs.size()) {
       // --verify: the recorded settings, recorded addresses, warm start when possible.

@@ -34,6 +34,10 @@ struct ReplayOptions {
   bool verify = false;  // compare the first configuration's segment events with the trace
   bool curve = false;   // keep the reserved-bytes curve
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
+  /// Start every configuration from the segments alive when the trace began (rebuilt from the
+  /// snapshot) instead of allocating the blocks alive then in address order (cold start).
+  /// --verify always starts warm when it can.
+  bool warm_start = false;
   int max_threads = 0;  // 0: one thread per configuration
 };
 
@@ -118,6 +122,7 @@ struct ReplayReport {
   int64_t preexisting_blocks = 0;    // allocated at t0 (cold start)
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
+  bool warm_start = false;  // the configurations started warm
   std::vector<std::string> notes;  // caveats (backend, truncation, ...)
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;
