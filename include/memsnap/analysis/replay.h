@@ -69,7 +69,8 @@ struct ConfigResult {
   int64_t peak_requested = 0;
   int64_t final_reserved = 0;
   int64_t final_allocated = 0;
-  /// State at the first event where reserved reached its peak.
+  /// State at the reserved peak, at its fullest moment (the most allocated while reserved was
+  /// at its peak): what fragmentation cost at the high-water mark.
   uint32_t peak_event = 0;
   int64_t allocated_at_peak = 0;
   int64_t inactive_split_at_peak = 0;
