@@ -344,12 +344,22 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   if (snap.settings.trace_alloc_overflowed.value_or(false)) {
     report.notes.push_back("the trace ring buffer overflowed: the oldest events are missing");
   }
-  if (snap.settings.expandable_segments == false && snap.settings.present &&
-      snap.settings.garbage_collection_threshold > 0) {
-    report.notes.push_back(
-        "garbage_collection_threshold is recorded but only acts under a memory-fraction limit");
+  int64_t private_segments = 0;
+  for (const Segment& s : snap.segments) {
+    private_segments += s.device == trace->device && !s.pool.is_default();
+  }
+  if (private_segments > 0) {
+    report.notes.push_back(absl::StrCat(
+        private_segments, " segments belong to private pools (CUDA graphs, MemPool); the trace does "
+        "not say which allocations went there, so all are replayed into the default pools"));
   }
   for (const ReplayConfig& c : configs) {
+    if (c.config.garbage_collection_threshold > 0 && !c.config.memory_fraction) {
+      report.notes.push_back(absl::StrCat(
+          "configuration \"", c.label,
+          "\": garbage_collection_threshold acts only under a memory fraction "
+          "(per_process_memory_fraction); it does nothing here"));
+    }
     if (c.config.backend != "native") {
       report.notes.push_back(absl::StrCat(
           "configuration \"", c.label,
