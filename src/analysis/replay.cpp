@@ -293,7 +293,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   const DeviceTrace* trace = nullptr;
   if (options.device >= 0) {
     trace = snap.TraceOf(options.device);
-    if (trace == nullptr) {
+    if (trace == nullptr || trace->size() == 0) {
       return absl::NotFoundError(absl::StrCat("device ", options.device, " has no trace events"));
     }
   } else {
