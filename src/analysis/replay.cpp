@@ -293,7 +293,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   const DeviceTrace* trace = nullptr;
   if (options.device >= 0) {
     trace = snap.TraceOf(options.device);
-    if (trace == nullptr) {
+    if (trace == nullptr || trace->size() == 0) {
       return absl::NotFoundError(absl::StrCat("device ", options.device, " has no trace events"));
     }
   } else {
@@ -327,7 +327,16 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   report.preexisting_blocks = prepared.preexisting_blocks;
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
-  if (prepared.preexisting_blocks > 0) {
+  report.warm_start = options.warm_start && prepared.warm_ok;
+  if (options.warm_start && !prepared.warm_ok) {
+    report.notes.push_back("warm start needs cudaMalloc segments only: starting cold");
+  }
+  if (prepared.preexisting_blocks > 0 && report.warm_start) {
+    report.notes.push_back(absl::StrCat(
+        prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
+        ") were allocated before the trace began; replay starts from the ", prepared.warm.size(),
+        " segments alive then"));
+  } else if (prepared.preexisting_blocks > 0) {
     report.notes.push_back(absl::StrCat(
         prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
         ") were allocated before the trace began; they are allocated first, in address order"));
@@ -335,12 +344,22 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   if (snap.settings.trace_alloc_overflowed.value_or(false)) {
     report.notes.push_back("the trace ring buffer overflowed: the oldest events are missing");
   }
-  if (snap.settings.expandable_segments == false && snap.settings.present &&
-      snap.settings.garbage_collection_threshold > 0) {
-    report.notes.push_back(
-        "garbage_collection_threshold is recorded but only acts under a memory-fraction limit");
+  int64_t private_segments = 0;
+  for (const Segment& s : snap.segments) {
+    private_segments += s.device == trace->device && !s.pool.is_default();
+  }
+  if (private_segments > 0) {
+    report.notes.push_back(absl::StrCat(
+        private_segments, " segments belong to private pools (CUDA graphs, MemPool); the trace does "
+        "not say which allocations went there, so all are replayed into the default pools"));
   }
   for (const ReplayConfig& c : configs) {
+    if (c.config.garbage_collection_threshold > 0 && !c.config.memory_fraction) {
+      report.notes.push_back(absl::StrCat(
+          "configuration \"", c.label,
+          "\": garbage_collection_threshold acts only under a memory fraction "
+          "(per_process_memory_fraction); it does nothing here"));
+    }
     if (c.config.backend != "native") {
       report.notes.push_back(absl::StrCat(
           "configuration \"", c.label,
@@ -356,6 +375,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   base.capacity = report.device_memory.value_or(sim::kUnlimitedCapacity);
   base.curve = options.curve;
   base.events = snap.EventsOf(*trace);
+  base.warm = report.warm_start;
   auto run_one = [&](size_t k) {
     if (k == configs.size()) {
       // --verify: the recorded settings, recorded addresses, warm start when possible.
@@ -365,6 +385,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
       ro.warm = prepared.warm_ok;
       ro.recorded = &real;
       verify = RunConfig(prepared, configs[0], ro).verify;
+      verify->warm = ro.warm;
       return;
     }
     report.results[k] = RunConfig(prepared, configs[k], base).result;
