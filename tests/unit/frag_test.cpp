@@ -108,6 +108,22 @@ TEST_SUITE("frag") {
     CheckInvariants(r, "frag_basic.json");
   }
 
+  TEST_CASE("what fits respects max_split_size and power-of-two rounding") {
+    Snapshot snap = Fixture("frag_basic.json");
+    // Stream 0's free large blocks are 6, 8 and 20 MiB. With 2 divisions in [16, 32) MiB, no
+    // request rounds to a size in (16, 20] MiB, so the 20 MiB block can only serve 16 MiB, which
+    // is below max_split_size while the block is oversize: a miss. The 8 MiB block serves 8 MiB.
+    snap.settings.max_split_size = 20 * kMiB;
+    snap.settings.roundup_power2_divisions[4] = 2;
+    FragReport r = Analyze(snap);
+    REQUIRE(r.fits.size() == 2);
+    CHECK(r.fits[0].large_pool_bytes == 8 * kMiB);
+    CHECK(r.fits[0].small_pool_bytes == kMiB - 512);
+    // Without the oversize rule the 20 MiB block serves 16 MiB.
+    snap.settings.max_split_size = -1;
+    CHECK(Analyze(snap).fits[0].large_pool_bytes == 16 * kMiB);
+  }
+
   TEST_CASE("frag releases whole free pages of expandable segments and strands the rest") {
     FragReport r = Analyze(Fixture("frag_expandable.json"));
     REQUIRE(r.segments.size() == 2);
