@@ -201,8 +201,11 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     out << "  state          end of the snapshot (its segments)\n";
   } else {
     out << "  state          " << MomentName(r.at) << ", reconstructed from the trace:";
+    const char* sep = " ";
     for (const auto& d : r.devices) {
-      if (d.reconstructed) out << " device " << d.device << " " << EventName(d.event_index) << ";";
+      if (!d.reconstructed) continue;
+      out << sep << "device " << d.device << " " << EventName(d.event_index);
+      sep = "; ";
     }
     out << "\n";
   }
