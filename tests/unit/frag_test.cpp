@@ -177,8 +177,11 @@ TEST_SUITE("frag") {
     REQUIRE(r.peaks.size() == 1);
     CHECK(r.peaks[0].peak_allocated.event_index == -1);
     CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == 8 * kMiB);
-    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings.size() == 2);
     CHECK(r.warnings[0] ==
+          "device 0: the trace begins mid-run (1 block(s), 8.0 MiB, are freed in it but were "
+          "allocated before it): peaks and the timeline cover the trace window only");
+    CHECK(r.warnings[1] ==
           "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "
           "live); states reconstructed before those events are approximate");
   }
