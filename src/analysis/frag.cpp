@@ -274,6 +274,10 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
     }
     if (i >= 0) rw.Undo(events[i]);
   }
+  if (peaks.peak_reserved.figures.reserved_bytes > 0) {
+    peaks.peak_overhead = 1.0 - static_cast<double>(peaks.peak_allocated.figures.allocated_bytes) /
+                                    static_cast<double>(peaks.peak_reserved.figures.reserved_bytes);
+  }
   std::reverse(series.begin(), series.end());
   r.timeline.insert(r.timeline.end(), series.begin(), series.end());
   r.peaks.push_back(peaks);

@@ -167,7 +167,8 @@ Json FragToJson(const FragReport& r) {
   for (const auto& p : r.peaks) {
     peaks.push_back(Json{{"device", p.device},
                          {"peak_reserved", SampleToJson(p.peak_reserved)},
-                         {"peak_allocated", SampleToJson(p.peak_allocated)}});
+                         {"peak_allocated", SampleToJson(p.peak_allocated)},
+                         {"peak_overhead", JsonRatio(p.peak_overhead)}});
   }
   j["peaks"] = peaks;
   if (!r.timeline.empty()) {
@@ -273,6 +274,10 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
                                FormatPercent(s.external_fragmentation),
                                FormatBytes(s.figures.stranded_bytes));
       }
+    }
+    for (const auto& p : r.peaks) {
+      out << "  device " << p.device << ": 1 - peak allocated / peak reserved = "
+          << FormatPercent(p.peak_overhead) << "\n";
     }
   }
 

@@ -154,6 +154,7 @@ TEST_SUITE("frag") {
     CHECK(peak.figures.stranded_bytes == 14 * kMiB);
     CHECK(peak.external_fragmentation == doctest::Approx(1.0 - 10.0 / 14.0));
     CHECK(r.peaks[0].peak_allocated.event_index == 7);
+    CHECK(r.peaks[0].peak_overhead == doctest::Approx(1.0 - 46.0 / 60.0));
     // The detailed report describes the peak.
     CHECK(r.totals.reserved_bytes == 60 * kMiB);
     REQUIRE(r.devices.size() == 1);
