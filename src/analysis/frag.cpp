@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/frag_layout.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -273,9 +274,21 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
     }
     if (i >= 0) rw.Undo(events[i]);
   }
+  if (peaks.peak_reserved.figures.reserved_bytes > 0) {
+    peaks.peak_overhead = 1.0 - static_cast<double>(peaks.peak_allocated.figures.allocated_bytes) /
+                                    static_cast<double>(peaks.peak_reserved.figures.reserved_bytes);
+  }
   std::reverse(series.begin(), series.end());
   r.timeline.insert(r.timeline.end(), series.begin(), series.end());
   r.peaks.push_back(peaks);
+  auto [pre_count, pre_bytes] = rw.PreWindowBlocks();
+  if (pre_count > 0) {
+    r.warnings.push_back(absl::StrCat(
+        "device ", trace.device, ": the trace begins mid-run (", pre_count, " block(s), ",
+        FormatBytes(pre_bytes),
+        ", are freed in it but were allocated before it): peaks and the timeline cover the "
+        "trace window only"));
+  }
   if (rw.problems().any()) {
     r.warnings.push_back(absl::StrCat(
         "device ", trace.device, ": the trace could not be undone consistently (",

@@ -112,7 +112,7 @@ void DeviceRewind::Undo(const TraceEvent& e) {
       int64_t size = EstimateSize(e.addr, e.size, seg->second, seg->first);
       ++problems_.estimated_sizes;
       bool pending = e.action == Action::kFreeCompleted;
-      live_[e.addr] = Live{size, e.size, pending};
+      live_[e.addr] = Live{size, e.size, pending, true};
       if (!pending) allocated_ += size;
       return;
     }
@@ -193,6 +193,16 @@ void DeviceRewind::Undo(const TraceEvent& e) {
     default:
       return;
   }
+}
+
+std::pair<int64_t, int64_t> DeviceRewind::PreWindowBlocks() const {
+  std::pair<int64_t, int64_t> out{0, 0};
+  for (const auto& [address, live] : live_) {
+    if (!live.from_trace) continue;
+    ++out.first;
+    out.second += live.size;
+  }
+  return out;
 }
 
 std::vector<LSegment> DeviceRewind::Layout() const {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memsnap/model/snapshot.h"
@@ -61,6 +62,10 @@ class DeviceRewind {
   /// Materializes the state as segments whose gaps between live blocks are inactive blocks.
   std::vector<LSegment> Layout() const;
   const UndoProblems& problems() const { return problems_; }
+  /// Live blocks of the current state that the trace freed but never allocated (the trace began
+  /// after them): after undoing every event, the blocks allocated before the trace window.
+  /// Returns {count, bytes}.
+  std::pair<int64_t, int64_t> PreWindowBlocks() const;
 
  private:
   struct Seg {
@@ -74,6 +79,7 @@ class DeviceRewind {
     int64_t size = 0;
     int64_t requested = 0;
     bool pending = false;
+    bool from_trace = false;  // brought back by undoing a free
   };
   std::map<uint64_t, Seg>::iterator SegmentAt(uint64_t address);
   int64_t EstimateSize(uint64_t address, int64_t requested, const Seg& seg,

@@ -144,9 +144,11 @@ std::string CheckToJunit(const CheckReport& r) {
   x << "<testsuites name=\"memsnap check\" tests=\"" << r.checks.size() << "\" failures=\""
     << r.failures() << "\" errors=\"0\">\n";
   x << "  <testsuite name=\"" << suite << "\" tests=\"" << r.checks.size() << "\" failures=\""
-    << r.failures() << "\" errors=\"0\" skipped=\"0\">\n";
+    << r.failures() << "\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
   for (const auto& c : r.checks) {
-    x << "    <testcase classname=\"memsnap.check\" name=\"" << XmlEscape(c.name) << "\"";
+    // time="0": some report parsers require the attribute.
+    x << "    <testcase classname=\"memsnap.check\" name=\"" << XmlEscape(c.name)
+      << "\" time=\"0\"";
     if (c.passed) {
       x << "/>\n";
       continue;

@@ -86,7 +86,7 @@ std::string Bar(const analysis::SegmentFrag& s, int width) {
 std::string SegmentType(const analysis::SegmentFrag& s) {
   std::string t = s.is_small ? "small" : "large";
   if (s.is_expandable) t += "*";
-  if (!s.pool.is_default()) t += " " + PoolName(s.pool);
+  if (!s.pool.is_default()) absl::StrAppend(&t, " ", PoolName(s.pool));
   return t;
 }
 
@@ -167,7 +167,8 @@ Json FragToJson(const FragReport& r) {
   for (const auto& p : r.peaks) {
     peaks.push_back(Json{{"device", p.device},
                          {"peak_reserved", SampleToJson(p.peak_reserved)},
-                         {"peak_allocated", SampleToJson(p.peak_allocated)}});
+                         {"peak_allocated", SampleToJson(p.peak_allocated)},
+                         {"peak_overhead", JsonRatio(p.peak_overhead)}});
   }
   j["peaks"] = peaks;
   if (!r.timeline.empty()) {
@@ -201,8 +202,11 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     out << "  state          end of the snapshot (its segments)\n";
   } else {
     out << "  state          " << MomentName(r.at) << ", reconstructed from the trace:";
+    const char* sep = " ";
     for (const auto& d : r.devices) {
-      if (d.reconstructed) out << " device " << d.device << " " << EventName(d.event_index) << ";";
+      if (!d.reconstructed) continue;
+      out << sep << "device " << d.device << " " << EventName(d.event_index);
+      sep = "; ";
     }
     out << "\n";
   }
@@ -271,6 +275,10 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
                                FormatBytes(s.figures.stranded_bytes));
       }
     }
+    for (const auto& p : r.peaks) {
+      out << "  device " << p.device << ": 1 - peak allocated / peak reserved = "
+          << FormatPercent(p.peak_overhead) << "\n";
+    }
   }
 
   if (!r.histogram.empty()) {
@@ -289,11 +297,11 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
                             : std::min(r.segments.size(), static_cast<size_t>(o.top));
   out << "\nsegment map (" << shown << " of " << r.segments.size()
       << " segments, largest first; # allocated, % pending free, . free; * expandable)\n";
-  out << absl::StrFormat("  %-3s %-14s %-6s %14s %11s %11s %11s %9s  %s\n", "dev", "address",
+  out << absl::StrFormat("  %-3s %-14s %-12s %14s %11s %11s %11s %9s  %s\n", "dev", "address",
                          "type", "stream", "size", "allocated", "free", "ext frag", "map");
   for (size_t i = 0; i < shown; ++i) {
     const auto& s = r.segments[i];
-    out << absl::StrFormat("  %-3d %-14s %-6s %14d %11s %11s %11s %9s  |%s|\n", s.device,
+    out << absl::StrFormat("  %-3d %-14s %-12s %14d %11s %11s %11s %9s  |%s|\n", s.device,
                            FormatAddress(s.address), SegmentType(s), s.stream,
                            FormatBytes(s.figures.reserved_bytes),
                            FormatBytes(s.figures.allocated_bytes),
@@ -303,7 +311,7 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   if (shown < r.segments.size()) {
     FragFigures rest;
     for (size_t i = shown; i < r.segments.size(); ++i) rest += r.segments[i].figures;
-    out << absl::StrFormat("  %-40s %11s %11s %11s\n",
+    out << absl::StrFormat("  %-46s %11s %11s %11s\n",
                            absl::StrCat("[", r.segments.size() - shown, " others]"),
                            FormatBytes(rest.reserved_bytes), FormatBytes(rest.allocated_bytes),
                            FormatBytes(rest.free_bytes));

@@ -108,6 +108,22 @@ TEST_SUITE("frag") {
     CheckInvariants(r, "frag_basic.json");
   }
 
+  TEST_CASE("what fits respects max_split_size and power-of-two rounding") {
+    Snapshot snap = Fixture("frag_basic.json");
+    // Stream 0's free large blocks are 6, 8 and 20 MiB. With 2 divisions in [16, 32) MiB, no
+    // request rounds to a size in (16, 20] MiB, so the 20 MiB block can only serve 16 MiB, which
+    // is below max_split_size while the block is oversize: a miss. The 8 MiB block serves 8 MiB.
+    snap.settings.max_split_size = 20 * kMiB;
+    snap.settings.roundup_power2_divisions[4] = 2;
+    FragReport r = Analyze(snap);
+    REQUIRE(r.fits.size() == 2);
+    CHECK(r.fits[0].large_pool_bytes == 8 * kMiB);
+    CHECK(r.fits[0].small_pool_bytes == kMiB - 512);
+    // Without the oversize rule the 20 MiB block serves 16 MiB.
+    snap.settings.max_split_size = -1;
+    CHECK(Analyze(snap).fits[0].large_pool_bytes == 16 * kMiB);
+  }
+
   TEST_CASE("frag releases whole free pages of expandable segments and strands the rest") {
     FragReport r = Analyze(Fixture("frag_expandable.json"));
     REQUIRE(r.segments.size() == 2);
@@ -138,6 +154,7 @@ TEST_SUITE("frag") {
     CHECK(peak.figures.stranded_bytes == 14 * kMiB);
     CHECK(peak.external_fragmentation == doctest::Approx(1.0 - 10.0 / 14.0));
     CHECK(r.peaks[0].peak_allocated.event_index == 7);
+    CHECK(r.peaks[0].peak_overhead == doctest::Approx(1.0 - 46.0 / 60.0));
     // The detailed report describes the peak.
     CHECK(r.totals.reserved_bytes == 60 * kMiB);
     REQUIRE(r.devices.size() == 1);
@@ -161,8 +178,11 @@ TEST_SUITE("frag") {
     REQUIRE(r.peaks.size() == 1);
     CHECK(r.peaks[0].peak_allocated.event_index == -1);
     CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == 8 * kMiB);
-    REQUIRE(r.warnings.size() == 1);
+    REQUIRE(r.warnings.size() == 2);
     CHECK(r.warnings[0] ==
+          "device 0: the trace begins mid-run (1 block(s), 8.0 MiB, are freed in it but were "
+          "allocated before it): peaks and the timeline cover the trace window only");
+    CHECK(r.warnings[1] ==
           "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "
           "live); states reconstructed before those events are approximate");
   }

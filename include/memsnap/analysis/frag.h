@@ -127,6 +127,9 @@ struct DevicePeaks {
   int64_t trace_start_us = kNoTime;  // time of the device's first event
   FragSample peak_reserved;
   FragSample peak_allocated;
+  /// 1 - peak allocated / peak reserved (the utilization-style ratio of GMLake and STAlloc);
+  /// 0 when nothing was reserved.
+  double peak_overhead = 0;
 };
 
 struct FragReport {
