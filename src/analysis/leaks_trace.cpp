@@ -20,13 +20,17 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
                                                       std::vector<LeakSite>& sites) {
   ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, group.filter));
   absl::flat_hash_map<std::string, uint32_t> by_key;
-  absl::flat_hash_map<uint32_t, uint32_t> by_stack;  // StackId.v -> site (not for annotations)
+  // (StackId, pre-window) -> site; not for annotations. Pre-window lifetimes have their own row.
+  absl::flat_hash_map<uint64_t, uint32_t> by_stack;
+  auto stack_key = [&](const BlockLifetime& lt) {
+    return (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+  };
   const bool per_stack = group.by != GroupBy::kAnnotation;
   std::vector<uint32_t> site_of(dt.blocks.size());
   std::vector<GroupRow> rows;
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     if (per_stack) {
-      auto it = by_stack.find(dt.blocks[i].stack.v);
+      auto it = by_stack.find(stack_key(dt.blocks[i]));
       if (it != by_stack.end()) {
         site_of[i] = it->second;
         continue;
@@ -48,7 +52,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
       sites.push_back(std::move(site));
     }
     site_of[i] = it->second;
-    if (per_stack) by_stack.emplace(dt.blocks[i].stack.v, it->second);
+    if (per_stack) by_stack.emplace(stack_key(dt.blocks[i]), it->second);
   }
   return site_of;
 }

@@ -10,6 +10,7 @@ constexpr CommandSpec kCommands[] = {
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
     {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
+    {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
     {"leaks", "Sites whose memory grows step after step: across snapshots or steps of a trace", &SetupLeaks},
 };
 }  // namespace

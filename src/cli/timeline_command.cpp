@@ -1,4 +1,5 @@
 // memsnap timeline FILE: live and reserved bytes over time, per device.
+#include <chrono>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -61,11 +62,18 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    const auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    const auto t1 = std::chrono::steady_clock::now();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
+    if (ctx.timings) {
+      auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+      *ctx.err << "timings: read " << ms(t1 - t0) << " ms, analysis "
+               << ms(std::chrono::steady_clock::now() - t1) << " ms\n";
+    }
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out);

@@ -10,6 +10,7 @@ RunFn SetupSummary(CLI::App& sub);
 RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
 RunFn SetupBlocks(CLI::App& sub);
+RunFn SetupDiff(CLI::App& sub);
 RunFn SetupLeaks(CLI::App& sub);
 
 }  // namespace memsnap::cli
