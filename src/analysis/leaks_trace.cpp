@@ -110,8 +110,9 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
-    const int64_t a = lt.alloc_event == kNoEvent ? -1 : lt.alloc_event;
-    const int64_t f = lt.free_completed_event == kNoEvent ? kNever : lt.free_completed_event;
+    const int64_t a = lt.alloc_event == kNoEvent ? int64_t{-1} : int64_t{lt.alloc_event};
+    const int64_t f =
+        lt.free_completed_event == kNoEvent ? kNever : int64_t{lt.free_completed_event};
     const size_t first = std::lower_bound(ends.begin(), ends.end(), a) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), f) - ends.begin();
     const uint32_t s = site_of[i];

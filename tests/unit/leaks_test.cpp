@@ -237,6 +237,21 @@ TEST_SUITE("leaks") {
         if (k > 0) CHECK(st.end[k - 1] <= st.begin[k]);
       }
       CHECK(r->labels.size() == (st.begin.size() >= 2 ? st.begin.size() : 0));
+      if (r->labels.empty()) continue;
+      // Sites add up to the device's live curve at every step end (less what the trace cannot
+      // explain, which the timeline puts into its start value).
+      auto tl = analysis::ReconstructTimeline(*snap);
+      REQUIRE(tl.ok());
+      const analysis::DeviceTimeline* dt = tl->Find(st.device);
+      REQUIRE(dt != nullptr);
+      for (size_t k = 0; k < st.end.size(); ++k) {
+        int64_t sum = 0;
+        for (uint32_t i : analysis::LiveBlocksAt(*dt, st.end[k] - 1)) sum += dt->blocks[i].requested_size;
+        CAPTURE(dt->start_requested);
+        CAPTURE(dt->unreconciled_requested_bytes);
+        CHECK(r->live_bytes[k] == sum);
+        CHECK(r->live_bytes[k] == dt->LiveAt(st.end[k] - 1) - dt->unreconciled_requested_bytes);
+      }
     }
   }
 
