@@ -1,5 +1,6 @@
 // memsnap timeline FILE: live and reserved bytes over time, per device.
 #include <chrono>
+#include <ctime>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@ struct TimelineCommandOptions {
   int device = -1;
   std::string from, to;
   int width = 0;
+  bool live_only = false;
 };
 
 // --from/--to: "event:N" or a time (time_us; an event index when the trace has no time).
@@ -52,6 +54,8 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.add_option("--from", opts->from, "Start of the window: time_us, or event:N");
   sub.add_option("--to", opts->to, "End of the window (inclusive): time_us, or event:N");
   sub.add_option("--width", opts->width, "Chart width in columns (default: terminal width)");
+  sub.add_flag("--live-only", opts->live_only,
+               "Chart only live bytes, scaled to them (when reserved memory dwarfs them)");
   sub.footer(
       "Live bytes are requested bytes of blocks between alloc and free_completed, as PyTorch's\n"
       "Active Memory Timeline plots them; blocks older than the trace count from t0, so the curve\n"
@@ -63,16 +67,20 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
     const auto t1 = std::chrono::steady_clock::now();
+    const std::clock_t c1 = std::clock();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
     if (ctx.timings) {
       auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-      *ctx.err << "timings: read " << ms(t1 - t0) << " ms, analysis "
-               << ms(std::chrono::steady_clock::now() - t1) << " ms\n";
+      auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
+      *ctx.err << "timings: read " << ms(t1 - t0) << " ms (cpu " << cpu_ms(c1 - c0)
+               << " ms), analysis " << ms(std::chrono::steady_clock::now() - t1) << " ms (cpu "
+               << cpu_ms(std::clock() - c1) << " ms)\n";
     }
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
@@ -86,7 +94,7 @@ RunFn SetupTimeline(CLI::App& sub) {
         report::RenderTimelineCsv(snap, dt, w, *ctx.out);
       } else {
         if (!first) *ctx.out << "\n";
-        report::RenderTimelineChart(snap, dt, w, width, *ctx.out);
+        report::RenderTimelineChart(snap, dt, w, width, *ctx.out, !opts->live_only);
       }
       first = false;
     }

@@ -51,10 +51,12 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
                          "segments");
   for (const analysis::ScopeDelta& s : rep.scopes) {
     auto line = [&](const char* what, const Delta& d, bool with_segments) {
-      out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", absl::StrCat(s.scope, " ", what),
-                             FormatBytes(d.before), FormatBytes(d.after), FormatDelta(d.delta()),
-                             with_segments ? absl::StrCat(s.segments.before, "->", s.segments.after)
-                                           : std::string());
+      out << absl::StrFormat("%-42s %12s %12s %12s", absl::StrCat(s.scope, " ", what),
+                             FormatBytes(d.before), FormatBytes(d.after), FormatDelta(d.delta()));
+      if (with_segments) {
+        out << absl::StrFormat(" %9s", absl::StrCat(s.segments.before, "->", s.segments.after));
+      }
+      out << "\n";
     };
     line("reserved", s.reserved, true);
     line("allocated", s.allocated, false);

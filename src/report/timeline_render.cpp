@@ -52,7 +52,7 @@ WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
 }
 
 void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
-                         int width, std::ostream& out) {
+                         int width, std::ostream& out, bool show_reserved) {
   WindowFigures fig = ComputeWindow(dt, w);
   out << "device " << dt.device << ": " << FormatCount(dt.num_events) << " events";
   if (w.from > -1 || w.to < static_cast<int64_t>(dt.num_events) - 1) {
@@ -68,25 +68,28 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   const int64_t first = std::max<int64_t>(w.from, 0);
   const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to);
   const double span = x1 > x0 ? static_cast<double>(x1 - x0) : 1.0;
-  std::vector<int64_t> live(plot_w, -1), res(plot_w, -1);
+  // Per column: the max (so short peaks stay visible) and the last value (what an empty column
+  // to its right shows: the state persists until the next event).
+  std::vector<int64_t> live(plot_w, -1), res(plot_w, -1), live_last(plot_w, -1), res_last(plot_w, -1);
   auto col_of = [&](int64_t e) {
     int c = static_cast<int>(static_cast<double>(XOf(snap, dt, e) - x0) * (plot_w - 1) / span);
     return std::clamp(c, 0, plot_w - 1);
   };
   if (w.from < 0) {
-    live[0] = dt.start_requested;
-    res[0] = dt.start_reserved;
+    live[0] = live_last[0] = dt.start_requested;
+    res[0] = res_last[0] = dt.start_reserved;
   }
   for (int64_t e = first; e <= w.to; ++e) {
     int c = col_of(e);
-    live[c] = std::max(live[c], dt.live_requested[e]);
-    res[c] = std::max(res[c], dt.reserved[e]);
+    live[c] = std::max(live[c], live_last[c] = dt.live_requested[e]);
+    res[c] = std::max(res[c], res_last[c] = dt.reserved[e]);
   }
   for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
-    if (live[c] < 0) live[c] = live[c - 1];
-    if (res[c] < 0) res[c] = res[c - 1];
+    if (live[c] < 0) live[c] = live_last[c] = live_last[c - 1];
+    if (res[c] < 0) res[c] = res_last[c] = res_last[c - 1];
   }
   int64_t ymax = 1;
+  if (!show_reserved) std::fill(res.begin(), res.end(), 0);
   for (int c = 0; c < plot_w; ++c) ymax = std::max({ymax, live[c], res[c]});
   const int peak_col = fig.peak_event < 0 ? 0 : col_of(fig.peak_event);
 
@@ -128,7 +131,7 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   }
   int gap = std::max(1, plot_w - static_cast<int>(left.size() + right.size()));
   out << std::string(kLabelWidth + 2, ' ') << left << std::string(gap, ' ') << right << "\n";
-  out << "  █ live (requested)  ┄ reserved\n";
+  out << (show_reserved ? "  █ live (requested)  ┄ reserved\n" : "  █ live (requested)\n");
   out << "  peak " << FormatBytes(fig.peak_bytes) << " at " << FormatMomentLabel(snap, dt, fig.peak_event)
       << "; start " << FormatBytes(fig.start_bytes) << ", end " << FormatBytes(fig.end_bytes)
       << "; reserved peak " << FormatBytes(fig.peak_reserved) << "\n";

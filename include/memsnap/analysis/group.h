@@ -70,8 +70,9 @@ struct GroupReport {
   int64_t total_count = 0;
 };
 
-/// Groups the given lifetimes (indices into dt.blocks). Appends into `rows_by_key`-merged output;
-/// used by GroupLive and by diff. `filter` must have been created for `snap`.
+/// Adds the given lifetimes (indices into dt.blocks) to `rows`: to the row with the same key when
+/// there is one, else to a new row appended at the end (rows stay unsorted; call
+/// SortAndMergeRows). Used by GroupLive for each device. `filter` must have been created for `snap`.
 void AccumulateGroups(const Snapshot& snap, const DeviceTimeline& dt,
                       const std::vector<uint32_t>& lifetimes, const GroupOptions& options,
                       FrameFilter& filter, std::vector<GroupRow>& rows);

@@ -25,8 +25,10 @@ struct WindowFigures {
 WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
 
 /// Terminal chart of live requested (blocks) and reserved (dotted line) bytes, `width` columns.
+/// Without `show_reserved` the scale fits the live curve alone (when reserved dwarfs it).
 void RenderTimelineChart(const Snapshot& snap, const analysis::DeviceTimeline& dt,
-                         const EventWindow& w, int width, std::ostream& out);
+                         const EventWindow& w, int width, std::ostream& out,
+                         bool show_reserved = true);
 
 /// CSV: device,event,time_us,live_requested,live_rounded,reserved; one row per event in the window.
 void RenderTimelineCsvHeader(std::ostream& out);
