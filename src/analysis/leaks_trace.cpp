@@ -20,13 +20,17 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
                                                       std::vector<LeakSite>& sites) {
   ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, group.filter));
   absl::flat_hash_map<std::string, uint32_t> by_key;
-  absl::flat_hash_map<uint32_t, uint32_t> by_stack;  // StackId.v -> site (not for annotations)
+  // (StackId, pre-window) -> site; not for annotations. Pre-window lifetimes have their own row.
+  absl::flat_hash_map<uint64_t, uint32_t> by_stack;
+  auto stack_key = [&](const BlockLifetime& lt) {
+    return (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+  };
   const bool per_stack = group.by != GroupBy::kAnnotation;
   std::vector<uint32_t> site_of(dt.blocks.size());
   std::vector<GroupRow> rows;
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     if (per_stack) {
-      auto it = by_stack.find(dt.blocks[i].stack.v);
+      auto it = by_stack.find(stack_key(dt.blocks[i]));
       if (it != by_stack.end()) {
         site_of[i] = it->second;
         continue;
@@ -48,7 +52,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
       sites.push_back(std::move(site));
     }
     site_of[i] = it->second;
-    if (per_stack) by_stack.emplace(dt.blocks[i].stack.v, it->second);
+    if (per_stack) by_stack.emplace(stack_key(dt.blocks[i]), it->second);
   }
   return site_of;
 }
@@ -106,8 +110,9 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
-    const int64_t a = lt.alloc_event == kNoEvent ? -1 : lt.alloc_event;
-    const int64_t f = lt.free_completed_event == kNoEvent ? kNever : lt.free_completed_event;
+    const int64_t a = lt.alloc_event == kNoEvent ? int64_t{-1} : int64_t{lt.alloc_event};
+    const int64_t f =
+        lt.free_completed_event == kNoEvent ? kNever : int64_t{lt.free_completed_event};
     const size_t first = std::lower_bound(ends.begin(), ends.end(), a) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), f) - ends.begin();
     const uint32_t s = site_of[i];

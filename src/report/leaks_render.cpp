@@ -24,7 +24,7 @@ Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
 std::string Relative(int64_t t, int64_t t0) {
   if (t == kNoTime || t0 == kNoTime) return "-";
-  return absl::StrFormat("+%.3f s", static_cast<double>(t - t0) / 1e6);
+  return absl::StrFormat("%+.3f s", static_cast<double>(t - t0) / 1e6);
 }
 
 int64_t FirstTime(const std::vector<int64_t>& times) {
@@ -47,6 +47,16 @@ std::string Series(const std::vector<int64_t>& v, F format) {
     absl::StrAppend(&s, i == 0 ? "" : " -> ", format(v[i]));
   }
   return s;
+}
+
+// The innermost Python frame names a site best (C++ allocator frames come first in full stacks).
+const std::string& SiteName(const LeakSite& s) {
+  if (s.frames.empty()) return s.key;
+  for (const std::string& f : s.frames) {
+    const size_t colon = f.find(':');
+    if (colon != std::string::npos && colon >= 3 && f.compare(colon - 3, 3, ".py") == 0) return f;
+  }
+  return s.frames[0];
 }
 
 std::string PointNoun(const LeakReport& r) {
@@ -126,7 +136,7 @@ void RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
         << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
   }
   if (s.synthetic || s.frames.size() <= 1) {
-    out << "    site: " << (s.frames.empty() ? s.key : s.frames[0]) << "\n";
+    out << "    site: " << SiteName(s) << "\n";
     return;
   }
   out << "    stack (innermost first):\n";
@@ -228,12 +238,12 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     out << absl::StrFormat("\nOther sites that changed by at least %s:\n",
                            FormatBytes(r.options.min_growth));
     out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", "verdict", "growth", "first", "last",
-                           "site (innermost frame)");
+                           "site (innermost Python frame)");
     for (const LeakSite& s : r.sites) {
       if (s.leak) continue;
       out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", analysis::VerdictName(s.verdict),
                              FormatDelta(s.growth()), FormatBytes(s.bytes.front()),
-                             FormatBytes(s.bytes.back()), s.frames.empty() ? s.key : s.frames[0]);
+                             FormatBytes(s.bytes.back()), SiteName(s));
     }
   }
   out << "\nSites: " << FormatCount(r.sites_total);
