@@ -7,6 +7,7 @@ namespace memsnap::cli {
 namespace {
 constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
+    {"replay", "Replay the trace through the allocator simulator under other settings", &SetupReplay},
 };
 }  // namespace
 

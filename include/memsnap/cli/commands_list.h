@@ -7,5 +7,6 @@
 namespace memsnap::cli {
 
 RunFn SetupSummary(CLI::App& sub);
+RunFn SetupReplay(CLI::App& sub);
 
 }  // namespace memsnap::cli
