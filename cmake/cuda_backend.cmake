@@ -19,6 +19,19 @@ if(MEMSNAP_ENABLE_CUDA)
                                 INCLUDE_DIRECTORIES "${MEMSNAP_CUDA_H}")
     target_compile_definitions(memsnap_core PUBLIC MEMSNAP_HAVE_CUDA=1)
     set(MEMSNAP_HAVE_CUDA ON)
+    # A CPU-only libcuda.so.1 (tests/fake_libcuda/) runs the real dlopen path end to end in CI.
+    if(MEMSNAP_BUILD_TESTS)
+      add_library(memsnap_fake_libcuda SHARED ${PROJECT_SOURCE_DIR}/tests/fake_libcuda/fake_libcuda.c)
+      set_target_properties(memsnap_fake_libcuda PROPERTIES
+        OUTPUT_NAME cuda SOVERSION 1
+        LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/fake_libcuda)
+      target_include_directories(memsnap_fake_libcuda PRIVATE ${MEMSNAP_CUDA_H})
+      find_package(Python3 COMPONENTS Interpreter REQUIRED)
+      enable_testing()
+      add_test(NAME cuda/fake_libcuda
+               COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/fake_libcuda/run.py
+                       $<TARGET_FILE:memsnap> ${PROJECT_BINARY_DIR}/fake_libcuda ${PROJECT_SOURCE_DIR})
+    endif()
     message(STATUS "memsnap: CUDA replay backend ON (CUDA ${CUDAToolkit_VERSION}, ${MEMSNAP_CUDA_H}/cuda.h; driver loaded at run time)")
   else()
     message(STATUS "memsnap: CUDA replay backend OFF (no CUDA toolkit / cuda.h found)")
