@@ -3,6 +3,7 @@
 #include "memsnap/analysis/replay.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,23 +27,96 @@ namespace {
 bool IsSegmentRelease(Action a) { return a == Action::kSegmentFree || a == Action::kSegmentUnmap; }
 
 // §17.5: a burst of segment_free/unmap that is not followed (before the next alloc or free) by
-// segment_alloc/map or an oom was an explicit empty_cache(); otherwise the allocator released
-// memory itself (GC, oversize release, retry) and the simulator will decide that on its own.
-bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i) {
+// segment_alloc/map or an oom was an explicit empty_cache(). A burst followed by them is the
+// allocator releasing memory under pressure (GC, oversize release, retry): with a known device
+// capacity the simulator decides that on its own. Without one it never runs out of memory, so
+// when the recorded settings have no max_split_size and no GC (the release can only have been
+// release_cached_blocks) the burst is replayed as one too: `pressure_releases`.
+bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i, bool pressure_releases) {
   for (size_t j = i; j < ev.size(); ++j) {
     Action a = ev[j].action;
     if (IsSegmentRelease(a) || a == Action::kFreeCompleted || a == Action::kSnapshot ||
         a == Action::kUnknown) {
       continue;
     }
-    return !(a == Action::kSegmentAlloc || a == Action::kSegmentMap || a == Action::kOom);
+    if (a == Action::kOom) return false;
+    return pressure_releases || !(a == Action::kSegmentAlloc || a == Action::kSegmentMap);
   }
   return true;
 }
 
+// Rebuilds the segments alive at t0: the final segments, minus those the trace cudaMalloc'ed,
+// plus those it cudaFree'd (walking backwards), and places the pre-existing blocks in them.
+// A block freed in the trace has only its requested size: it takes round_size(n), or the whole
+// gap up to the next block when the allocator would not have split off the rest.
+void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::vector<Op>& pre,
+                    const absl::flat_hash_map<uint64_t, int64_t>& known_size,
+                    const sim::AllocatorConfig& cfg, PreparedTrace& p) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  std::map<uint64_t, WarmSegment> segs;
+  for (const Segment& s : snap.segments) {
+    if (s.device != trace.device) continue;
+    if (s.is_expandable) return;
+    segs[s.address] = {s.address, s.total_size, s.stream, s.is_small, {}};
+  }
+  for (size_t i = ev.size(); i-- > 0;) {
+    const TraceEvent& e = ev[i];
+    if (e.action == Action::kSegmentMap || e.action == Action::kSegmentUnmap) return;
+    if (e.action == Action::kSegmentAlloc) segs.erase(e.addr);
+    if (e.action == Action::kSegmentFree) {
+      segs[e.addr] = {e.addr, e.size, e.stream, e.size == sim::kSmallBuffer, {}};
+    }
+  }
+  p.warm_ok = true;
+  for (const Op& o : pre) {
+    auto it = segs.upper_bound(o.addr);
+    if (it == segs.begin()) {
+      p.warm_leftover.push_back(o);
+      continue;
+    }
+    --it;
+    WarmSegment& w = it->second;
+    if (o.addr >= w.base + static_cast<uint64_t>(w.size)) {
+      p.warm_leftover.push_back(o);
+      continue;
+    }
+    w.blocks.push_back({o.addr, 0, o.size});
+  }
+  for (auto& [base, w] : segs) {
+    std::vector<sim::SeedBlock> kept;
+    const uint64_t end = w.base + static_cast<uint64_t>(w.size);
+    for (size_t k = 0; k < w.blocks.size(); ++k) {
+      sim::SeedBlock b = w.blocks[k];
+      const uint64_t boundary = k + 1 < w.blocks.size() ? w.blocks[k + 1].ptr : end;
+      const int64_t room = static_cast<int64_t>(boundary - b.ptr);
+      auto known = known_size.find(b.ptr);
+      if (known != known_size.end()) {
+        b.size = known->second;
+      } else {
+        const int64_t s = sim::RoundSize(b.requested, cfg);
+        const int64_t rest = room - s;
+        const bool split = w.is_small ? rest >= sim::kMinBlockSize
+                                      : s < cfg.max_split_size && rest > sim::kSmallSize;
+        b.size = split ? s : room;
+      }
+      if (b.size > room || b.size <= 0) {  // inconsistent with its neighbours: allocate it cold
+        p.warm_leftover.push_back({b.ptr, b.requested, w.stream, kPreexisting, OpKind::kAlloc});
+        continue;
+      }
+      kept.push_back(b);
+    }
+    w.blocks = std::move(kept);
+    p.warm.push_back(std::move(w));
+  }
+}
+
 }  // namespace
 
-PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode) {
+PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
+                           const sim::AllocatorConfig& recorded, bool capacity_known) {
+  const bool pressure_releases = !capacity_known &&
+                                 recorded.max_split_size == sim::kUnlimitedSize &&
+                                 !recorded.memory_fraction;
   PreparedTrace p;
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   p.num_events = ev.size();
@@ -90,27 +164,33 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       case Action::kSegmentFree:
       case Action::kSegmentUnmap:
         if (mode == EmptyCacheMode::kHeuristic && (i == 0 || !IsSegmentRelease(ev[i - 1].action)) &&
-            IsEmptyCacheBurst(ev, i)) {
+            IsEmptyCacheBurst(ev, i, pressure_releases)) {
           p.ops.push_back({0, 0, 0, idx, OpKind::kEmptyCache});
           ++p.inferred_empty_cache;
         }
+        break;
+      case Action::kOom:
+        p.ops.push_back({0, e.size, e.stream, idx, OpKind::kOomMalloc});
         break;
       default:
         break;
     }
   }
   // Blocks alive at the snapshot that the trace never allocated were allocated before it began.
+  absl::flat_hash_map<uint64_t, int64_t> known_size;
   for (const Segment& seg : snap.segments) {
     if (seg.device != trace.device) continue;
     for (const Block& b : snap.BlocksOf(seg)) {
       if (!b.is_active() || state.contains(b.address)) continue;
       add_pre(b.address, b.requested_size > 0 ? b.requested_size : b.size, seg.stream);
+      known_size[b.address] = b.size;
     }
   }
   std::sort(pre.begin(), pre.end(), [](const Op& a, const Op& b) { return a.addr < b.addr; });
   for (const Op& o : pre) p.preexisting_bytes += o.size;
   p.preexisting_blocks = static_cast<int64_t>(pre.size());
-  p.ops.insert(p.ops.begin(), pre.begin(), pre.end());
+  BuildWarmStart(snap, trace, pre, known_size, recorded, p);
+  p.cold = std::move(pre);
   return p;
 }
 
@@ -221,7 +301,9 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   } else {
     report.device_memory_source = "unlimited";
   }
-  PreparedTrace prepared = PrepareTrace(snap, *trace, options.empty_cache);
+  PreparedTrace prepared =
+      PrepareTrace(snap, *trace, options.empty_cache, sim::ConfigFromSettings(snap.settings),
+                   report.device_memory.has_value());
   report.preexisting_blocks = prepared.preexisting_blocks;
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
@@ -250,25 +332,32 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   if (options.verify) real = RecordedSegmentEvents(snap, *trace);
   report.results.resize(configs.size());
   std::optional<VerifyResult> verify;
+  RunOptions base;
+  base.capacity = report.device_memory.value_or(sim::kUnlimitedCapacity);
+  base.curve = options.curve;
+  base.events = snap.EventsOf(*trace);
   auto run_one = [&](size_t k) {
-    RunOptions ro;
-    ro.capacity = report.device_memory.value_or(sim::kUnlimitedCapacity);
-    ro.curve = options.curve;
-    ro.events = snap.EventsOf(*trace);
-    ro.validation = options.verify && k == 0;
-    if (ro.validation) ro.recorded = &real;
-    RunOutput out = RunConfig(prepared, configs[k], ro);
-    report.results[k] = std::move(out.result);
-    if (ro.validation) verify = std::move(out.verify);
+    if (k == configs.size()) {
+      // --verify: the recorded settings, recorded addresses, warm start when possible.
+      RunOptions ro = base;
+      ro.curve = false;
+      ro.validation = true;
+      ro.warm = prepared.warm_ok;
+      ro.recorded = &real;
+      verify = RunConfig(prepared, configs[0], ro).verify;
+      return;
+    }
+    report.results[k] = RunConfig(prepared, configs[k], base).result;
   };
+  const size_t runs = configs.size() + (options.verify ? 1 : 0);
   size_t threads = options.max_threads > 0 ? static_cast<size_t>(options.max_threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
-  if (configs.size() == 1 || threads == 1) {
-    for (size_t k = 0; k < configs.size(); ++k) run_one(k);
+  if (runs == 1 || threads == 1) {
+    for (size_t k = 0; k < runs; ++k) run_one(k);
   } else {
-    for (size_t start = 0; start < configs.size(); start += threads) {
+    for (size_t start = 0; start < runs; start += threads) {
       std::vector<std::thread> pool;
-      for (size_t k = start; k < std::min(configs.size(), start + threads); ++k) {
+      for (size_t k = start; k < std::min(runs, start + threads); ++k) {
         pool.emplace_back(run_one, k);
       }
       for (std::thread& t : pool) t.join();

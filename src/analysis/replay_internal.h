@@ -10,7 +10,8 @@
 
 namespace memsnap::analysis {
 
-enum class OpKind : uint8_t { kAlloc, kFree, kFreeRequested, kFreeCompleted, kEmptyCache };
+/// kOomMalloc replays a recorded `oom` entry: the malloc that failed (it has no alloc event).
+enum class OpKind : uint8_t { kAlloc, kFree, kFreeRequested, kFreeCompleted, kEmptyCache, kOomMalloc };
 
 /// Trace position of the cold-start allocations of blocks alive before the trace began.
 inline constexpr uint32_t kPreexisting = kPreexistingEvent;
@@ -24,9 +25,25 @@ struct Op {
   OpKind kind;
 };
 
+/// A segment alive when the trace began, with the blocks allocated in it then.
+struct WarmSegment {
+  uint64_t base = 0;
+  int64_t size = 0;
+  int64_t stream = 0;
+  bool is_small = false;
+  std::vector<sim::SeedBlock> blocks;
+};
+
 /// The configuration-independent part of a replay.
 struct PreparedTrace {
-  std::vector<Op> ops;  // cold-start allocations first, then the trace
+  /// Cold start: every block alive before the trace, allocated in address order.
+  std::vector<Op> cold;
+  /// Warm start (verify): the segments alive at t0 rebuilt from the final segments and the
+  /// trace's segment events, and the pre-existing blocks that fit in none of them.
+  std::vector<WarmSegment> warm;
+  std::vector<Op> warm_leftover;
+  bool warm_ok = false;  // false when expandable segments are involved
+  std::vector<Op> ops;   // the trace
   size_t num_events = 0;
   int64_t preexisting_blocks = 0;
   int64_t preexisting_bytes = 0;
@@ -36,7 +53,10 @@ struct PreparedTrace {
 /// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
 /// blocks freed without an alloc (or alive in the final segments without one) are allocated
 /// first in address order, and inferred empty_cache calls are inserted (§17).
-PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode);
+/// `recorded` estimates the block sizes of the warm start; without `capacity_known`, releases
+/// the allocator made under memory pressure are replayed at their recorded positions.
+PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
+                           const sim::AllocatorConfig& recorded, bool capacity_known);
 
 /// The recorded segment events of a device trace, each with the base of its segment
 /// (expandable VA ranges are reconstructed from the map addresses).
@@ -51,6 +71,7 @@ struct RunOptions {
   bool curve = false;
   std::span<const TraceEvent> events;  // for time stamps and oom stacks
   bool validation = false;             // reuse recorded addresses and compare
+  bool warm = false;                   // start from PreparedTrace::warm instead of cold
   const std::vector<SegmentEventRecord>* recorded = nullptr;
 };
 

@@ -73,6 +73,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
   int64_t allocs_matched = 0;
+  std::optional<uint32_t> first_mismatch;
+  uint64_t mismatch_real = 0;
+  uint64_t mismatch_sim = 0;
   int64_t last_reserved = -1;
   // Validation mode reuses the recorded addresses, in order, for the segments the trace created;
   // cold-start segments (blocks from before the trace) get synthetic addresses.
@@ -90,7 +93,25 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     device.SetReserveHints(std::move(bases));
   };
   bool hints_installed = !options.validation;
-  for (const Op& op : prepared.ops) {
+  // The state before the trace: warm (segments rebuilt with their blocks) or cold.
+  if (options.warm) {
+    for (const WarmSegment& w : prepared.warm) {
+      std::vector<sim::BlockRef> refs = alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
+      for (size_t k = 0; k < refs.size(); ++k) live[w.blocks[k].ptr] = refs[k];
+    }
+  }
+  const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
+  auto record_oom = [&](const Op& op) {
+    const sim::OomInfo& o = alloc.last_oom();
+    ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId()};
+    if (op.event != kPreexisting && op.event < options.events.size()) {
+      oom.stack = options.events[op.event].stack;
+    }
+    r.ooms.push_back(oom);
+  };
+  const size_t total_ops = pre.size() + prepared.ops.size();
+  for (size_t opi = 0; opi < total_ops; ++opi) {
+    const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
     if (!hints_installed && op.event != kPreexisting) {
       install_hints();
       hints_installed = true;
@@ -99,19 +120,20 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
       case OpKind::kAlloc: {
         std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
         if (!b) {
-          const sim::OomInfo& o = alloc.last_oom();
-          ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId()};
-          if (op.event != kPreexisting && op.event < options.events.size()) {
-            oom.stack = options.events[op.event].stack;
-          }
-          r.ooms.push_back(oom);
+          record_oom(op);
           live.erase(op.addr);
           break;
         }
         live[op.addr] = *b;
         if (op.event != kPreexisting) {
           ++allocs;
-          if (alloc.BlockPtr(*b) == op.addr) ++allocs_matched;
+          if (alloc.BlockPtr(*b) == op.addr) {
+            ++allocs_matched;
+          } else if (!first_mismatch) {
+            first_mismatch = op.event;
+            mismatch_real = op.addr;
+            mismatch_sim = alloc.BlockPtr(*b);
+          }
         }
         break;
       }
@@ -137,9 +159,20 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
       case OpKind::kEmptyCache:
         alloc.EmptyCache();
         break;
+      case OpKind::kOomMalloc: {
+        // The program's malloc failed here. When this configuration can serve it, the memory is
+        // given back at once: what the program did after catching the OOM is not in the trace.
+        std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+        if (b) {
+          alloc.Free(*b);
+        } else {
+          record_oom(op);
+        }
+        break;
+      }
     }
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache) {
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
       if (reserved > r.peak_reserved) {
         r.peak_reserved = reserved;
@@ -172,6 +205,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     for (size_t k = 0; k < log.size(); ++k) v.simulated.push_back({log[k], log_event[k]});
     v.allocs = allocs;
     v.allocs_matched = allocs_matched;
+    v.first_alloc_mismatch = first_mismatch;
+    v.mismatch_real_addr = mismatch_real;
+    v.mismatch_sim_addr = mismatch_sim;
     v.sim_final_reserved = r.final_reserved;
     CompareSegmentEvents(v);
     out.verify = std::move(v);

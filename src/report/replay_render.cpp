@@ -45,14 +45,15 @@ double Rate(const VerifyResult& v) {
 std::string StackTop(const Snapshot& snap, StackId id) {
   if (!id.valid() || id == StackTable::kEmpty) return "";
   std::span<const FrameId> frames = snap.stacks.Get(id);
-  // The innermost frame that is not allocator or Python-internal plumbing is the most useful.
+  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
+  std::string python;
   for (FrameId f : frames) {
     std::string t = snap.FrameText(f);
-    if (t.find("torch/") == std::string::npos && t.find("??") == std::string::npos &&
-        t.find(".so") == std::string::npos && t.find("c10/") == std::string::npos) {
-      return t;
-    }
+    if (t.find(".py:") == std::string::npos) continue;
+    if (t.find("torch/") == std::string::npos) return t;
+    if (python.empty()) python = t;
   }
+  if (!python.empty()) return python;
   return snap.FrameText(frames.front());
 }
 
@@ -121,6 +122,11 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
     vj["match_rate"] = Rate(v);
     vj["allocs"] = v.allocs;
     vj["allocs_matched"] = v.allocs_matched;
+    if (v.first_alloc_mismatch) {
+      vj["first_alloc_mismatch"] = {{"trace_index", *v.first_alloc_mismatch},
+                                    {"real_addr", v.mismatch_real_addr},
+                                    {"sim_addr", v.mismatch_sim_addr}};
+    }
     vj["real_final_reserved"] = v.real_final_reserved;
     vj["sim_final_reserved"] = v.sim_final_reserved;
     vj["exact"] = v.exact();
@@ -214,7 +220,13 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
     out << "\nverify (" << rep.results.front().config.label << "): " << v.matched << " of "
         << v.segment_events << " recorded segment events reproduced ("
         << FormatPercent(Rate(v)) << "; simulator emitted " << v.simulated_events << ")\n";
-    out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs << "\n";
+    out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs;
+    if (v.first_alloc_mismatch) {
+      out << " (first difference: trace #" << *v.first_alloc_mismatch << " recorded at "
+          << FormatAddress(v.mismatch_real_addr) << ", simulated at "
+          << FormatAddress(v.mismatch_sim_addr) << ")";
+    }
+    out << "\n";
     out << "  final reserved: recorded " << FormatBytes(v.real_final_reserved) << ", simulated "
         << FormatBytes(v.sim_final_reserved) << "\n";
     if (v.first_real) {

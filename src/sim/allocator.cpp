@@ -387,6 +387,70 @@ void CachingAllocator::ReleaseCachedBlocks() {
 
 void CachingAllocator::EmptyCache() { ReleaseCachedBlocks(); }
 
+std::vector<BlockRef> CachingAllocator::SeedSegment(uint64_t base, int64_t size, int64_t stream,
+                                                    bool is_small,
+                                                    const std::vector<SeedBlock>& allocated) {
+  Pool& pool = is_small ? small_ : large_;
+  device_->AdoptSegment(base, size);
+  total_allocated_memory_ += size;
+  stats_.segment.Add(is_small, 1);
+  stats_.reserved_bytes.Add(is_small, size);
+  if (size >= config_.max_split_size) stats_.oversize_segments.Add(1);
+  // Tile the segment: allocated blocks as given, free blocks in between.
+  struct Piece {
+    uint64_t ptr;
+    int64_t size;
+    int64_t requested;
+    bool allocated;
+  };
+  std::vector<Piece> pieces;
+  uint64_t cur = base;
+  const uint64_t end = base + static_cast<uint64_t>(size);
+  for (const SeedBlock& a : allocated) {
+    if (a.ptr > cur) pieces.push_back({cur, static_cast<int64_t>(a.ptr - cur), 0, false});
+    pieces.push_back({a.ptr, a.size, a.requested, true});
+    cur = a.ptr + static_cast<uint64_t>(a.size);
+  }
+  if (cur < end) pieces.push_back({cur, static_cast<int64_t>(end - cur), 0, false});
+  const bool split = pieces.size() > 1;
+  std::vector<BlockRef> refs;
+  uint32_t prev = kNone;
+  uint32_t head = kNone;
+  for (const Piece& p : pieces) {
+    Block blk;
+    blk.ptr = p.ptr;
+    blk.size = p.size;
+    blk.requested = p.requested;
+    blk.stream = stream;
+    blk.is_small = is_small;
+    blk.allocated = p.allocated;
+    blk.prev = prev;
+    uint32_t r = NewBlock(blk);
+    if (prev != kNone) blocks_[prev].next = r;
+    if (head == kNone) head = r;
+    prev = r;
+    if (p.allocated) {
+      refs.push_back(r);
+      stats_.allocation.Add(is_small, 1);
+      stats_.allocated_bytes.Add(is_small, p.size);
+      stats_.active.Add(is_small, 1);
+      stats_.active_bytes.Add(is_small, p.size);
+      stats_.requested_bytes.Add(is_small, p.requested);
+      if (p.size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+    }
+  }
+  // Free blocks go into the pool once the chain is linked (their keys do not change later).
+  for (uint32_t x = head; x != kNone; x = blocks_[x].next) {
+    if (blocks_[x].allocated) continue;
+    InsertFree(pool, x);
+    if (split) {
+      stats_.inactive_split.Add(is_small, 1);
+      stats_.inactive_split_bytes.Add(is_small, blocks_[x].size);
+    }
+  }
+  return refs;
+}
+
 void CachingAllocator::ReleaseBlocks(Pool& pool) {
   std::vector<uint32_t> to_release;
   std::vector<uint32_t> to_unmap;

@@ -214,11 +214,17 @@ std::string FormatAllocatorConf(const AllocatorConfig& c) {
     if (std::all_of(r.begin(), r.end(), [&](int64_t v) { return v == r[0]; })) {
       parts.push_back(absl::StrCat("roundup_power2_divisions:", r[0]));
     } else {
+      // The parser fills the buckets below the first key and after the last `>`, but leaves
+      // buckets skipped between keys at 0, so the middle buckets are all written out.
+      int first_end = 0;
+      while (first_end + 1 < 16 && r[first_end + 1] == r[0]) ++first_end;
+      int last_start = 15;
+      while (last_start - 1 > first_end && r[last_start - 1] == r[15]) --last_start;
       std::vector<std::string> items;
-      // Every bucket explicitly: buckets skipped between keys would parse as 0.
-      for (int i = 0; i < 16; ++i) {
+      for (int i = first_end; i <= last_start; ++i) {
         items.push_back(absl::StrCat(int64_t{1} << i, ":", r[i]));
       }
+      if (last_start < 15) items.push_back(absl::StrCat(">:", r[15]));
       parts.push_back(absl::StrCat("roundup_power2_divisions:[", absl::StrJoin(items, ","), "]"));
     }
   }

@@ -92,6 +92,10 @@ struct VerifyResult {
   int64_t matched = 0;
   int64_t allocs = 0;          // alloc events replayed
   int64_t allocs_matched = 0;  // ... whose simulated address equals the recorded one
+  /// The first alloc placed elsewhere: trace index, recorded and simulated addresses.
+  std::optional<uint32_t> first_alloc_mismatch;
+  uint64_t mismatch_real_addr = 0;
+  uint64_t mismatch_sim_addr = 0;
   /// First divergence: indices into `real` and `simulated` (nullopt: none).
   std::optional<size_t> first_real;
   std::optional<size_t> first_sim;

@@ -126,6 +126,13 @@ struct SegmentView {
 
 using BlockRef = uint32_t;
 
+/// An allocated block of a segment that existed before the simulation began (SeedSegment).
+struct SeedBlock {
+  uint64_t ptr = 0;
+  int64_t size = 0;       // the block size (rounded, possibly with unsplit slack)
+  int64_t requested = 0;  // the user's request
+};
+
 class CachingAllocator {
  public:
   /// `device` must outlive the allocator.
@@ -142,6 +149,11 @@ class CachingAllocator {
   void FreeCompleted(BlockRef block);
   /// torch.cuda.empty_cache(): release_cached_blocks.
   void EmptyCache();
+  /// Recreates a cudaMalloc segment [base, base+size) that existed before the simulation began,
+  /// with `allocated` blocks (sorted, disjoint, inside the segment) and free blocks in the gaps.
+  /// Returns the allocated blocks' handles in order. Not for expandable segments.
+  std::vector<BlockRef> SeedSegment(uint64_t base, int64_t size, int64_t stream, bool is_small,
+                                    const std::vector<SeedBlock>& allocated);
 
   uint64_t BlockPtr(BlockRef b) const { return blocks_[b].ptr; }
   int64_t BlockSize(BlockRef b) const { return blocks_[b].size; }

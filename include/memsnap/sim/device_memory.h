@@ -30,6 +30,9 @@ class DeviceMemory {
   virtual bool Map(uint64_t ptr, int64_t size) = 0;
   /// Returns the physical pages of [ptr, ptr+size).
   virtual void Unmap(uint64_t ptr, int64_t size) = 0;
+  /// Takes over [ptr, ptr+size) as already cudaMalloc'ed before the simulation began (the warm
+  /// start of a replay). The virtual device only counts it.
+  virtual void AdoptSegment(uint64_t ptr, int64_t size) = 0;
   /// cudaMemGetInfo's free bytes (what an `oom` trace entry records).
   virtual int64_t FreeBytes() const = 0;
   /// cudaMemGetInfo's total bytes; kUnlimitedCapacity when unbounded.
@@ -51,6 +54,7 @@ class VirtualDeviceMemory final : public DeviceMemory {
   void Free(uint64_t ptr, int64_t size) override;
   uint64_t ReserveAddressSpace(int64_t size, int64_t page) override;
   void ReleaseAddressSpace(uint64_t ptr, int64_t size) override {}
+  void AdoptSegment(uint64_t, int64_t size) override { used_ += size; }
   bool Map(uint64_t ptr, int64_t size) override;
   void Unmap(uint64_t ptr, int64_t size) override;
   int64_t FreeBytes() const override;
