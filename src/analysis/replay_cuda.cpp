@@ -31,12 +31,21 @@ absl::StatusOr<const DeviceTrace*> FindTrace(const Snapshot& snap, int32_t devic
       "the snapshot has no trace events (record with torch.cuda.memory._record_memory_history)");
 }
 
+// The cold start (blocks alive before the trace) then the trace, as RunConfig replays them.
+template <typename F>
+void ForEachOp(const PreparedTrace& prepared, F&& f) {
+  for (const Op& op : prepared.cold) f(op);
+  for (const Op& op : prepared.ops) f(op);
+}
+
 // Every request size times `scale` (at least one byte); addresses are kept as identities.
 void ScaleTrace(PreparedTrace& prepared, double scale) {
   if (scale == 1.0) return;
-  for (Op& op : prepared.ops) {
-    if (op.kind != OpKind::kAlloc) continue;
-    op.size = std::max<int64_t>(1, std::llround(static_cast<double>(op.size) * scale));
+  for (std::vector<Op>* ops : {&prepared.cold, &prepared.ops}) {
+    for (Op& op : *ops) {
+      if (op.kind != OpKind::kAlloc && op.kind != OpKind::kOomMalloc) continue;
+      op.size = std::max<int64_t>(1, std::llround(static_cast<double>(op.size) * scale));
+    }
   }
 }
 
@@ -45,18 +54,20 @@ int64_t PeakLive(const PreparedTrace& prepared) {
   absl::flat_hash_map<uint64_t, int64_t> live;
   int64_t cur = 0;
   int64_t peak = 0;
-  for (const Op& op : prepared.ops) {
+  ForEachOp(prepared, [&](const Op& op) {
     if (op.kind == OpKind::kAlloc) {
       cur += op.size;
       live[op.addr] += op.size;
       peak = std::max(peak, cur);
+    } else if (op.kind == OpKind::kOomMalloc) {
+      peak = std::max(peak, cur + op.size);  // served and given back at once when it fits
     } else if (op.kind == OpKind::kFree || op.kind == OpKind::kFreeCompleted) {
       auto it = live.find(op.addr);
-      if (it == live.end()) continue;
+      if (it == live.end()) return;
       cur -= it->second;
       live.erase(it);
     }
-  }
+  });
   return peak;
 }
 
@@ -82,7 +93,7 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
     sim::CachingAllocator alloc(config.config, &device);
     absl::flat_hash_map<uint64_t, sim::BlockRef> live;
     int64_t peak_reserved = 0;
-    for (const Op& op : prepared.ops) {
+    ForEachOp(prepared, [&](const Op& op) {
       switch (op.kind) {
         case OpKind::kAlloc: {
           ++r.allocs;
@@ -111,9 +122,15 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
         case OpKind::kEmptyCache:
           alloc.EmptyCache();
           break;
+        case OpKind::kOomMalloc: {  // a recorded OOM: served and given back when it fits
+          ++r.allocs;
+          std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+          b ? alloc.Free(*b) : void(++r.ooms);
+          break;
+        }
       }
       peak_reserved = std::max(peak_reserved, alloc.stats().reserved_bytes.aggregate.current);
-    }
+    });
     r.peak_reserved = peak_reserved;
     r.driver_ooms = device.driver_ooms();
     if (!device.status().ok()) r.error = std::string(device.status().message());
@@ -162,10 +179,11 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
     uint64_t stream;
   };
   absl::flat_hash_map<uint64_t, Live> live;
-  for (const Op& op : prepared.ops) {
-    if (!error.empty()) break;
+  ForEachOp(prepared, [&](const Op& op) {
+    if (!error.empty()) return;
     switch (op.kind) {
-      case OpKind::kAlloc: {
+      case OpKind::kAlloc:
+      case OpKind::kOomMalloc: {
         ++r.allocs;
         const uint64_t s = stream_of(op.stream);
         uint64_t p = 0;
@@ -179,13 +197,18 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
           if (res == sim::kCudaErrorOutOfMemory) {
             ++r.driver_ooms;
             ++r.ooms;
-            live.erase(op.addr);
+            if (op.kind == OpKind::kAlloc) live.erase(op.addr);
             break;
           }
         }
         if (!check(res, "cuMemAllocAsync")) break;
-        live[op.addr] = {p, s};
         mark.Sample();
+        if (op.kind == OpKind::kAlloc) {
+          live[op.addr] = {p, s};
+        } else {  // a recorded OOM that fits here: given back at once
+          check(timer.Time(CudaCall::kMemFreeAsync, [&] { return driver.MemFreeAsync(p, s); }),
+                "cuMemFreeAsync");
+        }
         break;
       }
       case OpKind::kFree:
@@ -206,7 +229,7 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
         check(driver.PoolTrimTo(0), "cuMemPoolTrimTo");
         break;
     }
-  }
+  });
   sync_all();
   uint64_t v = 0;
   if (driver.PoolGetAttribute(sim::PoolAttr::kReservedMemHigh, &v) == sim::kCudaSuccess) {
@@ -275,7 +298,9 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
   if (driver.MemGetInfo(&report.gpu_free_before, &report.gpu_total) != sim::kCudaSuccess) {
     report.gpu_free_before = report.gpu_total = 0;
   }
-  PreparedTrace prepared = PrepareTrace(snapshot, **trace, options.empty_cache);
+  // The card's capacity is known: pressure releases happen where this card needs them.
+  PreparedTrace prepared = PrepareTrace(snapshot, **trace, options.empty_cache,
+                                        sim::ConfigFromSettings(snapshot.settings), true);
   ScaleTrace(prepared, options.scale);
   const int64_t peak_live = PeakLive(prepared);
   if (options.scale != 1.0) {

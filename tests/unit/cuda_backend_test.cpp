@@ -273,6 +273,25 @@ TEST_CASE("--scale multiplies every request size") {
   CHECK(rep.notes.size() == 1);
 }
 
+TEST_CASE("a recorded OOM is a malloc that is given back at once when the card can serve it") {
+  Snapshot snap = TraceSnapshot({
+      Ev(Action::kAlloc, 0x1000, 4000000),
+      Ev(Action::kOom, /*device_free=*/1000, 30 * kMiB),
+      Ev(Action::kFreeCompleted, 0x1000, 4000000),
+  });
+  FakeCudaDriver d;
+  CudaReplayReport rep = RunOrFail(
+      snap, {Config("expandable_segments:False"), Config("backend:cudaMallocAsync")}, d);
+  CHECK(rep.results[0].allocs == 2);
+  CHECK(rep.results[0].ooms == 0);
+  CHECK(rep.results[0].peak_reserved == 50 * kMiB);  // 20 MiB segment + a 30 MiB one
+  CHECK(d.Calls("MemAllocAsync ") ==
+        std::vector<std::string>{"MemAllocAsync 4000000", "MemAllocAsync 31457280"});
+  CHECK(d.Calls("MemFreeAsync 31457280").size() == 1);
+  CHECK(rep.results[1].peak_live == 4000000 + 30 * kMiB);
+  CHECK(d.used == 0);
+}
+
 TEST_CASE("every configuration runs in order on the same device") {
   FakeCudaDriver d;
   CudaReplayReport rep = RunOrFail(
@@ -283,6 +302,26 @@ TEST_CASE("every configuration runs in order on the same device") {
   CHECK(rep.results[1].allocator == "expandable");
   CHECK(rep.results[2].allocator == "cudaMallocAsync");
   CHECK(d.used == 0);
+}
+
+TEST_CASE("an adopted segment is backed by a real allocation freed under the simulator's address") {
+  FakeCudaDriver d;
+  d.capacity = 30 * kMiB;
+  sim::CallTimer timer;
+  sim::DriverWatermark mark(&d);
+  {
+    sim::CudaDeviceMemory mem(&d, &timer, &mark);
+    mem.AdoptSegment(0xabc000, 20 * kMiB);
+    CHECK(d.used == 20 * kMiB);
+    mem.Free(0xabc000, 20 * kMiB);
+    CHECK(d.used == 0);
+    CHECK(d.Calls("Mem") == std::vector<std::string>{"MemAlloc 20971520", "MemFree 20971520"});
+    mem.AdoptSegment(0xdef000, 40 * kMiB);  // does not fit: fatal, not an OOM
+    CHECK(absl::IsResourceExhausted(mem.status()));
+    CHECK_FALSE(mem.Malloc(2 * kMiB).has_value());
+  }
+  CHECK(d.Calls("MemAlloc").size() == 2);
+  CHECK(mark.peak_growth() == 20 * kMiB);
 }
 
 TEST_CASE("nearest-rank percentiles and per-kind call summaries") {

@@ -113,6 +113,9 @@ class CudaDeviceMemory final : public DeviceMemory {
   void ReleaseAddressSpace(uint64_t ptr, int64_t size) override;
   bool Map(uint64_t ptr, int64_t size) override;
   void Unmap(uint64_t ptr, int64_t size) override;
+  /// A real cuMemAlloc of `size` stands in for the segment at the simulator's `ptr`; running
+  /// out of memory here is fatal (the interface cannot fail).
+  void AdoptSegment(uint64_t ptr, int64_t size) override;
   int64_t FreeBytes() const override;
   int64_t TotalBytes() const override { return watermark_->total(); }
 
@@ -139,7 +142,11 @@ class CudaDeviceMemory final : public DeviceMemory {
   absl::Status status_;
   int64_t driver_ooms_ = 0;
   int64_t granularity_ = 0;  // 0: not queried yet
-  absl::flat_hash_map<uint64_t, int64_t> segments_;  // cuMemAlloc'ed ptr -> size
+  struct Segment {
+    uint64_t real = 0;  // what cuMemAlloc returned (differs from the key for adopted segments)
+    int64_t size = 0;
+  };
+  absl::flat_hash_map<uint64_t, Segment> segments_;  // by the simulator's address
   std::map<uint64_t, Reservation> reservations_;     // by base, for page lookups
   std::map<uint64_t, uint64_t> pages_;               // mapped page -> cuMemCreate handle
 };

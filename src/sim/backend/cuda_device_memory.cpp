@@ -99,7 +99,7 @@ std::optional<uint64_t> CudaDeviceMemory::Malloc(int64_t size) {
   uint64_t ptr = 0;
   CuResult r = timer_->Time(CudaCall::kMemAlloc, [&] { return driver_->MemAlloc(&ptr, size); });
   if (!Check(r, "cuMemAlloc")) return std::nullopt;
-  segments_[ptr] = size;
+  segments_[ptr] = {ptr, size};
   watermark_->Sample();
   return ptr;
 }
@@ -107,8 +107,23 @@ std::optional<uint64_t> CudaDeviceMemory::Malloc(int64_t size) {
 void CudaDeviceMemory::Free(uint64_t ptr, int64_t size) {
   auto it = segments_.find(ptr);
   if (it == segments_.end() || !status_.ok()) return;
+  const uint64_t real = it->second.real;
   segments_.erase(it);
-  Check(timer_->Time(CudaCall::kMemFree, [&] { return driver_->MemFree(ptr); }), "cuMemFree");
+  Check(timer_->Time(CudaCall::kMemFree, [&] { return driver_->MemFree(real); }), "cuMemFree");
+}
+
+void CudaDeviceMemory::AdoptSegment(uint64_t ptr, int64_t size) {
+  if (!status_.ok()) return;
+  uint64_t real = 0;
+  CuResult r = timer_->Time(CudaCall::kMemAlloc, [&] { return driver_->MemAlloc(&real, size); });
+  if (r == kCudaErrorOutOfMemory) {
+    status_ = absl::ResourceExhaustedError(absl::StrCat(
+        "cuMemAlloc of a ", size, "-byte segment alive before the trace: out of memory"));
+    return;
+  }
+  if (!Check(r, "cuMemAlloc")) return;
+  segments_[ptr] = {real, size};
+  watermark_->Sample();
 }
 
 uint64_t CudaDeviceMemory::ReserveAddressSpace(int64_t size, int64_t page) {
@@ -229,7 +244,7 @@ void CudaDeviceMemory::ReleaseAll() {
   for (const auto& [base, res] : reservations_) driver_->AddressFree(base, res.size);
   reservations_.clear();
   std::vector<uint64_t> segs;
-  for (const auto& [ptr, size] : segments_) segs.push_back(ptr);
+  for (const auto& [ptr, seg] : segments_) segs.push_back(seg.real);
   std::sort(segs.begin(), segs.end());  // deterministic call order
   for (uint64_t p : segs) driver_->MemFree(p);
   segments_.clear();
