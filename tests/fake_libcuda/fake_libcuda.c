@@ -118,8 +118,8 @@ CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationP
 
 CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
                                      CUdeviceptr addr, unsigned long long flags) {
-  if (alignment == 0 || size % (2 * MIB) != 0) return CUDA_ERROR_INVALID_VALUE;
-  *ptr = round_up(g_next_va, alignment);
+  if (size % (2 * MIB) != 0 || (alignment & (alignment - 1)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  *ptr = round_up(g_next_va, alignment ? alignment : 2 * MIB);
   g_next_va = *ptr + round_up(size, 1ull << 30);
   return CUDA_SUCCESS;
 }

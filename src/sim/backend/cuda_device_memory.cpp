@@ -140,9 +140,11 @@ uint64_t CudaDeviceMemory::ReserveAddressSpace(int64_t size, int64_t page) {
         "allocation granularity (", granularity_, " bytes)"));
     return 0;
   }
+  // Alignment 0 (the driver's granularity) as PyTorch passes: the pages are mapped at
+  // page-multiple offsets, so the base needs no stronger alignment.
   uint64_t ptr = 0;
   CuResult r = timer_->Time(CudaCall::kAddressReserve,
-                            [&] { return driver_->AddressReserve(&ptr, size, page); });
+                            [&] { return driver_->AddressReserve(&ptr, size, 0); });
   // The interface cannot fail: running out of address space is fatal, not an OOM.
   if (r == kCudaErrorOutOfMemory && status_.ok()) {
     status_ = absl::ResourceExhaustedError(
@@ -181,9 +183,7 @@ bool CudaDeviceMemory::MapPage(uint64_t addr, int64_t page) {
     return false;
   }
   pages_[addr] = handle;
-  return Check(timer_->Time(CudaCall::kMemSetAccess,
-                            [&] { return driver_->MemSetAccess(addr, page); }),
-               "cuMemSetAccess");
+  return true;
 }
 
 void CudaDeviceMemory::UnmapPage(uint64_t addr, int64_t page) {
@@ -203,14 +203,20 @@ bool CudaDeviceMemory::Map(uint64_t ptr, int64_t size) {
   if (it == reservations_.begin()) return Check(kCudaErrorInvalidValue, "Map outside a reservation");
   --it;
   const int64_t page = it->second.page;
-  for (int64_t off = 0; off < size; off += page) {
-    if (!MapPage(ptr + static_cast<uint64_t>(off), page)) {
-      // All or nothing: return the pages this call mapped.
-      for (int64_t back = 0; back <= off; back += page) {
-        UnmapPage(ptr + static_cast<uint64_t>(back), page);
-      }
-      return false;
+  auto rollback = [&](int64_t mapped) {  // all or nothing: return the pages this call mapped
+    for (int64_t back = 0; back < mapped; back += page) {
+      UnmapPage(ptr + static_cast<uint64_t>(back), page);
     }
+    return false;
+  };
+  for (int64_t off = 0; off < size; off += page) {
+    if (!MapPage(ptr + static_cast<uint64_t>(off), page)) return rollback(off);
+  }
+  // One cuMemSetAccess for the whole range, as PyTorch's ExpandableSegment::map does.
+  if (!Check(timer_->Time(CudaCall::kMemSetAccess,
+                          [&] { return driver_->MemSetAccess(ptr, size); }),
+             "cuMemSetAccess")) {
+    return rollback(size);
   }
   watermark_->Sample();
   return true;
