@@ -18,6 +18,8 @@ if(MEMSNAP_ENABLE_CUDA)
     set_source_files_properties(${MEMSNAP_CUDA_SOURCES} PROPERTIES
                                 INCLUDE_DIRECTORIES "${MEMSNAP_CUDA_H}")
     target_compile_definitions(memsnap_core PUBLIC MEMSNAP_HAVE_CUDA=1)
+    # For the tests' fake entry points, which must have cuda.h's exact function types.
+    target_include_directories(memsnap_core SYSTEM INTERFACE ${MEMSNAP_CUDA_H})
     set(MEMSNAP_HAVE_CUDA ON)
     # A CPU-only libcuda.so.1 (tests/fake_libcuda/) runs the real dlopen path end to end in CI.
     if(MEMSNAP_BUILD_TESTS)

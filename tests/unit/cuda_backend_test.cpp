@@ -12,6 +12,10 @@
 #include "memsnap/util/strings.h"
 #include "test_util.h"
 
+#ifdef MEMSNAP_HAVE_CUDA
+#include <cuda.h>
+#endif
+
 namespace memsnap {
 namespace {
 
@@ -369,13 +373,13 @@ TEST_CASE("without a usable driver, --backend cuda exits 2 with a clear message"
 }
 
 #ifdef MEMSNAP_HAVE_CUDA
-// Fake C entry points with the driver's calling convention (CUresult is an int-sized enum).
-int FakeCuInitNoDevice(unsigned int) { return sim::kCudaErrorNoDevice; }
-int FakeCuGetErrorString(int, const char** s) {
+// Fake entry points with cuda.h's exact types (UBSan's -fsanitize=function checks them).
+CUresult CUDAAPI FakeCuInitNoDevice(unsigned int) { return CUDA_ERROR_NO_DEVICE; }
+CUresult CUDAAPI FakeCuGetErrorString(CUresult, const char** s) {
   *s = "no CUDA-capable device is detected";
-  return 0;
+  return CUDA_SUCCESS;
 }
-int FakeCuUnused() { return sim::kCudaErrorNotSupported; }
+CUresult CUDAAPI FakeCuUnused() { return CUDA_ERROR_NOT_SUPPORTED; }  // never called
 
 TEST_CASE("a driver without one of the needed symbols is refused by name") {
   absl::StatusOr<std::unique_ptr<sim::CudaDriver>> d =
