@@ -49,10 +49,25 @@ bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i, bool pressure_r
 // plus those it cudaFree'd (walking backwards), and places the pre-existing blocks in them.
 // A block freed in the trace has only its requested size: it takes round_size(n), or the whole
 // gap up to the next block when the allocator would not have split off the rest.
+// A block's end is also bounded by any allocation the trace places above it while it is alive:
+// free blocks merge, so that allocation starts at the end of the block or of a later one.
 void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::vector<Op>& pre,
                     const absl::flat_hash_map<uint64_t, int64_t>& known_size,
+                    const absl::flat_hash_map<uint64_t, uint32_t>& freed_at,
                     const sim::AllocatorConfig& cfg, PreparedTrace& p) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  absl::flat_hash_map<uint64_t, uint64_t> limit;  // pre-existing block -> bound on its end
+  for (size_t j = 0; j < ev.size(); ++j) {
+    if (ev[j].action != Action::kAlloc) continue;
+    auto it = std::upper_bound(pre.begin(), pre.end(), ev[j].addr,
+                               [](uint64_t a, const Op& o) { return a < o.addr; });
+    if (it == pre.begin()) continue;
+    const uint64_t below = std::prev(it)->addr;
+    auto f = freed_at.find(below);
+    if (f != freed_at.end() && f->second <= j) continue;  // already freed: no constraint
+    auto [l, inserted] = limit.try_emplace(below, ev[j].addr);
+    if (!inserted) l->second = std::min(l->second, ev[j].addr);
+  }
   std::map<uint64_t, WarmSegment> segs;
   for (const Segment& s : snap.segments) {
     if (s.device != trace.device) continue;
@@ -87,7 +102,8 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
     const uint64_t end = w.base + static_cast<uint64_t>(w.size);
     for (size_t k = 0; k < w.blocks.size(); ++k) {
       sim::SeedBlock b = w.blocks[k];
-      const uint64_t boundary = k + 1 < w.blocks.size() ? w.blocks[k + 1].ptr : end;
+      uint64_t boundary = k + 1 < w.blocks.size() ? w.blocks[k + 1].ptr : end;
+      if (auto l = limit.find(b.ptr); l != limit.end()) boundary = std::min(boundary, l->second);
       const int64_t room = static_cast<int64_t>(boundary - b.ptr);
       auto known = known_size.find(b.ptr);
       if (known != known_size.end()) {
@@ -106,6 +122,7 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
       kept.push_back(b);
     }
     w.blocks = std::move(kept);
+
     p.warm.push_back(std::move(w));
   }
 }
@@ -123,8 +140,10 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
   enum class St : uint8_t { kLive, kPending };
   absl::flat_hash_map<uint64_t, St> state;
   std::vector<Op> pre;
-  auto add_pre = [&](uint64_t addr, int64_t size, int64_t stream) {
+  absl::flat_hash_map<uint64_t, uint32_t> freed_at;  // pre-existing block -> its free event
+  auto add_pre = [&](uint64_t addr, int64_t size, int64_t stream, uint32_t freed) {
     pre.push_back({addr, size, stream, kPreexisting, OpKind::kAlloc});
+    freed_at.try_emplace(addr, freed);
   };
   for (size_t i = 0; i < ev.size(); ++i) {
     const TraceEvent& e = ev[i];
@@ -136,7 +155,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
         break;
       case Action::kFreeRequested: {
         auto it = state.find(e.addr);
-        if (it == state.end()) add_pre(e.addr, e.size, e.stream);
+        if (it == state.end()) add_pre(e.addr, e.size, e.stream, idx);
         bool adjacent = i + 1 < ev.size() && ev[i + 1].action == Action::kFreeCompleted &&
                         ev[i + 1].addr == e.addr;
         if (adjacent) {
@@ -152,7 +171,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       case Action::kFreeCompleted: {
         auto it = state.find(e.addr);
         if (it == state.end()) {
-          add_pre(e.addr, e.size, e.stream);
+          add_pre(e.addr, e.size, e.stream, idx);
           p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kFree});
         } else {
           p.ops.push_back({e.addr, e.size, e.stream, idx,
@@ -182,14 +201,15 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
     if (seg.device != trace.device) continue;
     for (const Block& b : snap.BlocksOf(seg)) {
       if (!b.is_active() || state.contains(b.address)) continue;
-      add_pre(b.address, b.requested_size > 0 ? b.requested_size : b.size, seg.stream);
+      add_pre(b.address, b.requested_size > 0 ? b.requested_size : b.size, seg.stream,
+              kPreexisting);
       known_size[b.address] = b.size;
     }
   }
   std::sort(pre.begin(), pre.end(), [](const Op& a, const Op& b) { return a.addr < b.addr; });
   for (const Op& o : pre) p.preexisting_bytes += o.size;
   p.preexisting_blocks = static_cast<int64_t>(pre.size());
-  BuildWarmStart(snap, trace, pre, known_size, recorded, p);
+  BuildWarmStart(snap, trace, pre, known_size, freed_at, recorded, p);
   p.cold = std::move(pre);
   return p;
 }
@@ -273,7 +293,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   const DeviceTrace* trace = nullptr;
   if (options.device >= 0) {
     trace = snap.TraceOf(options.device);
-    if (trace == nullptr) {
+    if (trace == nullptr || trace->size() == 0) {
       return absl::NotFoundError(absl::StrCat("device ", options.device, " has no trace events"));
     }
   } else {
@@ -307,7 +327,16 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   report.preexisting_blocks = prepared.preexisting_blocks;
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
-  if (prepared.preexisting_blocks > 0) {
+  report.warm_start = options.warm_start && prepared.warm_ok;
+  if (options.warm_start && !prepared.warm_ok) {
+    report.notes.push_back("warm start needs cudaMalloc segments only: starting cold");
+  }
+  if (prepared.preexisting_blocks > 0 && report.warm_start) {
+    report.notes.push_back(absl::StrCat(
+        prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
+        ") were allocated before the trace began; replay starts from the ", prepared.warm.size(),
+        " segments alive then"));
+  } else if (prepared.preexisting_blocks > 0) {
     report.notes.push_back(absl::StrCat(
         prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
         ") were allocated before the trace began; they are allocated first, in address order"));
@@ -315,12 +344,22 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   if (snap.settings.trace_alloc_overflowed.value_or(false)) {
     report.notes.push_back("the trace ring buffer overflowed: the oldest events are missing");
   }
-  if (snap.settings.expandable_segments == false && snap.settings.present &&
-      snap.settings.garbage_collection_threshold > 0) {
-    report.notes.push_back(
-        "garbage_collection_threshold is recorded but only acts under a memory-fraction limit");
+  int64_t private_segments = 0;
+  for (const Segment& s : snap.segments) {
+    private_segments += s.device == trace->device && !s.pool.is_default();
+  }
+  if (private_segments > 0) {
+    report.notes.push_back(absl::StrCat(
+        private_segments, " segments belong to private pools (CUDA graphs, MemPool); the trace does "
+        "not say which allocations went there, so all are replayed into the default pools"));
   }
   for (const ReplayConfig& c : configs) {
+    if (c.config.garbage_collection_threshold > 0 && !c.config.memory_fraction) {
+      report.notes.push_back(absl::StrCat(
+          "configuration \"", c.label,
+          "\": garbage_collection_threshold acts only under a memory fraction "
+          "(per_process_memory_fraction); it does nothing here"));
+    }
     if (c.config.backend != "native") {
       report.notes.push_back(absl::StrCat(
           "configuration \"", c.label,
@@ -336,6 +375,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   base.capacity = report.device_memory.value_or(sim::kUnlimitedCapacity);
   base.curve = options.curve;
   base.events = snap.EventsOf(*trace);
+  base.warm = report.warm_start;
   auto run_one = [&](size_t k) {
     if (k == configs.size()) {
       // --verify: the recorded settings, recorded addresses, warm start when possible.

@@ -174,10 +174,12 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
-      if (reserved > r.peak_reserved) {
+      const int64_t allocated = st.allocated_bytes.aggregate.current;
+      if (reserved > r.peak_reserved ||
+          (reserved == r.peak_reserved && allocated > r.allocated_at_peak)) {
         r.peak_reserved = reserved;
         r.peak_event = op.event;
-        r.allocated_at_peak = st.allocated_bytes.aggregate.current;
+        r.allocated_at_peak = allocated;
         r.inactive_split_at_peak = st.inactive_split_bytes.aggregate.current;
       }
       if (options.curve && reserved != last_reserved) {

@@ -27,6 +27,7 @@ struct ReplayCommandOptions {
   std::string csv;
   bool verify = false;
   std::string empty_cache = "heuristic";
+  std::string start = "cold";
   int threads = 0;
   std::string backend = "sim";  // --backend cuda: replay_cuda_cli.cpp
   int gpu = 0;
@@ -84,6 +85,10 @@ RunFn SetupReplay(CLI::App& sub) {
   sub.add_option("--empty-cache", opts->empty_cache,
                  "Explicit empty_cache() calls: heuristic (infer from segment_free bursts) or ignore")
       ->check(CLI::IsMember({"heuristic", "ignore"}));
+  sub.add_option("--start", opts->start,
+                 "Blocks alive before the trace: cold (allocate them first, in address order) or "
+                 "warm (start from the segments alive then, rebuilt from the snapshot)")
+      ->check(CLI::IsMember({"cold", "warm"}));
   sub.add_option("--threads", opts->threads, "Threads for the configurations (0: all cores)");
   sub.add_option("--backend", opts->backend,
                  "sim (default): predict; cuda: replay on a real GPU (see docs/gpu.md)")
@@ -118,6 +123,7 @@ RunFn SetupReplay(CLI::App& sub) {
     ro.verify = opts->verify;
     ro.curve = !opts->csv.empty();
     ro.max_threads = opts->threads;
+    ro.warm_start = opts->start == "warm";
     ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                    : analysis::EmptyCacheMode::kHeuristic;
     if (!opts->device_memory.empty()) {

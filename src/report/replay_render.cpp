@@ -73,6 +73,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
   j["preexisting_blocks"] = rep.preexisting_blocks;
   j["preexisting_bytes"] = rep.preexisting_bytes;
   j["inferred_empty_cache"] = rep.inferred_empty_cache;
+  j["start"] = rep.warm_start ? "warm" : "cold";
   j["notes"] = rep.notes;
   Json configs = Json::array();
   for (const ConfigResult& r : rep.results) {

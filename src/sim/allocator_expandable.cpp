@@ -52,6 +52,23 @@ uint32_t CachingAllocator::FindExpandableBlock(Pool& pool, int64_t stream, int64
   return b;
 }
 
+uint32_t CachingAllocator::SpliceNeighbour(uint32_t b, uint64_t ptr, int64_t size, bool after) {
+  Block n = blocks_[b];  // same stream, pool, segment and mapped state
+  n.ptr = ptr;
+  n.size = size;
+  n.prev = after ? b : blocks_[b].prev;
+  n.next = after ? blocks_[b].next : b;
+  uint32_t r = NewBlock(n);
+  if (after) {
+    if (blocks_[r].next != kNone) blocks_[blocks_[r].next].prev = r;
+    blocks_[b].next = r;
+  } else {
+    if (blocks_[r].prev != kNone) blocks_[blocks_[r].prev].next = r;
+    blocks_[b].prev = r;
+  }
+  return r;
+}
+
 uint32_t CachingAllocator::TryAllocateExpandableBlock(Pool& pool, int64_t stream, int64_t s) {
   uint32_t c = FindExpandableBlock(pool, stream, s);
   if (!blocks_[c].mapped && !MapBlock(c, std::min(blocks_[c].size, s))) return kNone;
@@ -78,14 +95,9 @@ bool CachingAllocator::MapBlock(uint32_t b, int64_t size) {
   pool.unmapped.erase(AddrKeyOf(b));
   blocks_[b].mapped = true;
   if (mapped < blocks_[b].size) {
-    Block rest = blocks_[b];
-    rest.ptr = ptr + static_cast<uint64_t>(mapped);
-    rest.size = blocks_[b].size - mapped;
-    rest.mapped = false;
-    rest.prev = b;
-    uint32_t r = NewBlock(rest);
-    if (blocks_[r].next != kNone) blocks_[blocks_[r].next].prev = r;
-    blocks_[b].next = r;
+    uint32_t r = SpliceNeighbour(b, ptr + static_cast<uint64_t>(mapped), blocks_[b].size - mapped,
+                                 /*after=*/true);
+    blocks_[r].mapped = false;
     blocks_[b].size = mapped;
     pool.unmapped.insert(AddrKeyOf(r));
   }
@@ -113,24 +125,10 @@ void CachingAllocator::UnmapBlock(uint32_t b) {
   const int64_t usize = (end - begin) * page;
   const int64_t before = static_cast<int64_t>(uptr - blocks_[b].ptr);
   const int64_t after = blocks_[b].size - before - usize;
-  if (before > 0) {
-    Block f = blocks_[b];
-    f.size = before;
-    f.next = b;
-    uint32_t r = NewBlock(f);
-    if (blocks_[r].prev != kNone) blocks_[blocks_[r].prev].next = r;
-    blocks_[b].prev = r;
-    InsertFree(pool, r);
-  }
+  // Partial pages at either end stay mapped as free blocks of their own.
+  if (before > 0) InsertFree(pool, SpliceNeighbour(b, blocks_[b].ptr, before, /*after=*/false));
   if (after > 0) {
-    Block f = blocks_[b];
-    f.ptr = uptr + static_cast<uint64_t>(usize);
-    f.size = after;
-    f.prev = b;
-    uint32_t r = NewBlock(f);
-    if (blocks_[r].next != kNone) blocks_[blocks_[r].next].prev = r;
-    blocks_[b].next = r;
-    InsertFree(pool, r);
+    InsertFree(pool, SpliceNeighbour(b, uptr + static_cast<uint64_t>(usize), after, true));
   }
   blocks_[b].ptr = uptr;
   blocks_[b].size = usize;

@@ -188,6 +188,11 @@ absl::StatusOr<AllocatorConfig> ParseAllocatorConf(std::string_view conf) {
 AllocatorConfig ConfigFromSettings(const AllocatorSettings& s) {
   AllocatorConfig c;
   if (!s.present) return c;
+  // The recorded conf string holds what the structured fields do not (backend, fraction, newer
+  // keys); a string this parser rejects (a newer PyTorch) is ignored.
+  if (absl::StatusOr<AllocatorConfig> parsed = ParseAllocatorConf(s.conf); parsed.ok()) {
+    c = *parsed;
+  }
   if (s.max_split_size > 0) c.max_split_size = s.max_split_size;
   c.garbage_collection_threshold = s.garbage_collection_threshold;
   c.expandable_segments = s.expandable_segments;

@@ -259,6 +259,31 @@ TEST_SUITE("sim") {
     CHECK(h.reserved() == 0);
   }
 
+  TEST_CASE("a seeded segment behaves like one the allocator made") {
+    Harness h;
+    const uint64_t base = 0x7f0000000000;
+    std::vector<BlockRef> refs = h.alloc.SeedSegment(
+        base, 20 * kMiB, 0, false, {{base, 4 * kMiB, 4 * kMiB}, {base + 8 * kMiB, 4 * kMiB, 3 * kMiB}});
+    REQUIRE(refs.size() == 2);
+    CHECK(h.reserved() == 20 * kMiB);
+    CHECK(h.allocated() == 8 * kMiB);
+    CHECK(h.alloc.stats().requested_bytes.aggregate.current == 7 * kMiB);
+    CHECK(h.alloc.stats().inactive_split.aggregate.current == 2);
+    CHECK(h.alloc.stats().inactive_split_bytes.aggregate.current == 12 * kMiB);
+    CHECK(h.device.used() == 20 * kMiB);
+    BlockRef c = h.Malloc(4 * kMiB);  // the 4 MiB gap is the best fit
+    CHECK(h.alloc.BlockPtr(c) == base + 4 * kMiB);
+    CHECK(h.log.empty());
+    for (BlockRef r : {refs[0], refs[1], c}) h.alloc.Free(r);
+    CHECK(h.alloc.stats().inactive_split.aggregate.current == 0);
+    h.alloc.EmptyCache();
+    REQUIRE(h.log.size() == 1);
+    CHECK(h.log[0].action == SegmentAction::kFree);
+    CHECK(h.log[0].addr == base);
+    CHECK(h.log[0].size == 20 * kMiB);
+    CHECK(h.device.used() == 0);
+  }
+
   TEST_CASE("expandable segments with max_split_size_mb grow reserved without bound (#193400)") {
     auto cycle_reserved = [](std::string_view conf) {
       Harness h(conf);

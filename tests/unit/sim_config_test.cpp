@@ -123,6 +123,18 @@ TEST_SUITE("sim") {
     CHECK(ConfigFromSettings(AllocatorSettings{}) == AllocatorConfig{});
   }
 
+  TEST_CASE("the recorded conf string supplies what the structured settings lack") {
+    AllocatorSettings s;
+    s.present = true;
+    s.conf = "backend:cudaMallocAsync,per_process_memory_fraction:0.5";
+    AllocatorConfig c = ConfigFromSettings(s);
+    CHECK(c.backend == "cudaMallocAsync");
+    REQUIRE(c.memory_fraction.has_value());
+    CHECK(*c.memory_fraction == doctest::Approx(0.5));
+    s.conf = "some_future_key:1";  // rejected by this parser: ignored
+    CHECK(ConfigFromSettings(s) == AllocatorConfig{});
+  }
+
   TEST_CASE("later conf keys apply on top of a base configuration") {
     AllocatorConfig base = Parse("max_split_size_mb:256");
     absl::StatusOr<AllocatorConfig> c = ApplyAllocatorConf(base, "expandable_segments:True");

@@ -34,6 +34,10 @@ struct ReplayOptions {
   bool verify = false;  // compare the first configuration's segment events with the trace
   bool curve = false;   // keep the reserved-bytes curve
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
+  /// Start every configuration from the segments alive when the trace began (rebuilt from the
+  /// snapshot) instead of allocating the blocks alive then in address order (cold start).
+  /// --verify always starts warm when it can.
+  bool warm_start = false;
   int max_threads = 0;  // 0: one thread per configuration
 };
 
@@ -65,7 +69,8 @@ struct ConfigResult {
   int64_t peak_requested = 0;
   int64_t final_reserved = 0;
   int64_t final_allocated = 0;
-  /// State at the first event where reserved reached its peak.
+  /// State at the reserved peak, at its fullest moment (the most allocated while reserved was
+  /// at its peak): what fragmentation cost at the high-water mark.
   uint32_t peak_event = 0;
   int64_t allocated_at_peak = 0;
   int64_t inactive_split_at_peak = 0;
@@ -118,6 +123,7 @@ struct ReplayReport {
   int64_t preexisting_blocks = 0;    // allocated at t0 (cold start)
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
+  bool warm_start = false;  // the configurations started warm
   std::vector<std::string> notes;  // caveats (backend, truncation, ...)
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;

@@ -253,6 +253,8 @@ class CachingAllocator {
   uint32_t FindExpandableBlock(Pool& pool, int64_t stream, int64_t s);
   uint32_t TryAllocateExpandableBlock(Pool& pool, int64_t stream, int64_t s);
   bool MapBlock(uint32_t b, int64_t size);
+  /// A new block [ptr, ptr+size) linked right after (or before) `b`, copying its other fields.
+  uint32_t SpliceNeighbour(uint32_t b, uint64_t ptr, int64_t size, bool after);
   void UnmapBlock(uint32_t b);
 
   AllocatorConfig config_;
