@@ -33,6 +33,9 @@ if(MEMSNAP_ENABLE_CUDA)
       add_test(NAME cuda/fake_libcuda
                COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/fake_libcuda/run.py
                        $<TARGET_FILE:memsnap> ${PROJECT_BINARY_DIR}/fake_libcuda ${PROJECT_SOURCE_DIR})
+      add_test(NAME cuda/fake_libcuda_corpus
+               COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/fake_libcuda/corpus.py
+                       $<TARGET_FILE:memsnap> ${PROJECT_BINARY_DIR}/fake_libcuda ${MEMSNAP_CORPUS_DIR})
     endif()
     message(STATUS "memsnap: CUDA replay backend ON (CUDA ${CUDAToolkit_VERSION}, ${MEMSNAP_CUDA_H}/cuda.h; driver loaded at run time)")
   else()
