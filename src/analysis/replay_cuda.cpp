@@ -306,6 +306,13 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
   if (options.scale != 1.0) {
     report.notes.push_back(absl::StrCat("every request size was multiplied by ", options.scale));
   }
+  // A warm start would hand the simulator the recorded segment addresses beside this card's
+  // real ones, and the two can collide: the GPU replay starts cold.
+  if (options.warm_start) {
+    report.notes.push_back(
+        "--start warm is not available on the GPU (recorded addresses may collide with this "
+        "card's): starting cold");
+  }
   if (peak_live > report.gpu_free_before) {
     report.notes.push_back(absl::StrCat(
         "the trace needs at least ", FormatBytes(peak_live), " live at once but this card has ",

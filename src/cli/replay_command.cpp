@@ -109,6 +109,7 @@ RunFn SetupReplay(CLI::App& sub) {
       co.replay.gpu = opts->gpu;
       co.replay.device = opts->device;
       co.replay.scale = opts->scale;
+      co.replay.warm_start = opts->start == "warm";
       co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                             : analysis::EmptyCacheMode::kHeuristic;
       return RunCudaReplayCommand(co, [&](const Snapshot& s) { return BuildConfigs(*opts, s); },

@@ -23,6 +23,8 @@ struct CudaReplayOptions {
   int32_t device = -1;   // trace device; -1: the first with trace events
   double scale = 1.0;    // every request size is multiplied by this (0 < scale <= 1 usually)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
+  /// --start warm was asked for: the GPU replay still starts cold (see RunCudaReplay) and says so.
+  bool warm_start = false;
   sim::NanoClock clock = sim::SteadyNowNs;  // tests inject a deterministic clock
 };
 
