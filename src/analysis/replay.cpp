@@ -385,6 +385,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
       ro.warm = prepared.warm_ok;
       ro.recorded = &real;
       verify = RunConfig(prepared, configs[0], ro).verify;
+      verify->warm = ro.warm;
       return;
     }
     report.results[k] = RunConfig(prepared, configs[k], base).result;

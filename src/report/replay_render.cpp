@@ -131,6 +131,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
     vj["real_final_reserved"] = v.real_final_reserved;
     vj["sim_final_reserved"] = v.sim_final_reserved;
     vj["exact"] = v.exact();
+    vj["start"] = v.warm ? "warm" : "cold";
     if (v.first_real) {
       Json d;
       d["index"] = *v.first_real;
@@ -218,7 +219,8 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
   }
   if (rep.verify) {
     const VerifyResult& v = *rep.verify;
-    out << "\nverify (" << rep.results.front().config.label << "): " << v.matched << " of "
+    out << "\nverify (recorded settings, " << (v.warm ? "warm" : "cold")
+        << " start, recorded addresses): " << v.matched << " of "
         << v.segment_events << " recorded segment events reproduced ("
         << FormatPercent(Rate(v)) << "; simulator emitted " << v.simulated_events << ")\n";
     out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs;

@@ -104,6 +104,7 @@ struct VerifyResult {
   /// First divergence: indices into `real` and `simulated` (nullopt: none).
   std::optional<size_t> first_real;
   std::optional<size_t> first_sim;
+  bool warm = false;  // started from the segments alive when the trace began
   int64_t real_final_reserved = 0;  // Σ segments of the device in the snapshot
   int64_t sim_final_reserved = 0;
   std::vector<SegmentEventRecord> real;
