@@ -6,6 +6,7 @@
 #include "memsnap/analysis/replay.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/cli/replay_cuda.h"
 #include "memsnap/report/replay_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -28,6 +29,9 @@ struct ReplayCommandOptions {
   std::string empty_cache = "heuristic";
   std::string start = "cold";
   int threads = 0;
+  std::string backend = "sim";  // --backend cuda: replay_cuda_cli.cpp
+  int gpu = 0;
+  double scale = 1.0;
 };
 
 // The columns: the recorded settings first, then every --allocator/--conf/--sweep value, each
@@ -39,6 +43,7 @@ absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCom
   std::vector<std::string> confs;
   if (o.allocator == "native") confs.push_back("expandable_segments:False");
   if (o.allocator == "expandable") confs.push_back("expandable_segments:True");
+  if (o.allocator == "cudaMallocAsync") confs.push_back("backend:cudaMallocAsync");
   confs.insert(confs.end(), o.confs.begin(), o.confs.end());
   for (const std::string& sweep : o.sweeps) {
     ASSIGN_OR_RETURN(std::vector<std::string> expanded, analysis::ExpandSweep(sweep));
@@ -66,8 +71,9 @@ RunFn SetupReplay(CLI::App& sub) {
                  "the recorded settings");
   sub.add_option("--sweep", opts->sweeps,
                  "KEY=V1,V2,...: one configuration per value (repeatable)");
-  sub.add_option("--allocator", opts->allocator, "Shorthand: native or expandable")
-      ->check(CLI::IsMember({"native", "expandable"}));
+  sub.add_option("--allocator", opts->allocator,
+                 "Shorthand: native, expandable or cudaMallocAsync (--backend cuda only)")
+      ->check(CLI::IsMember({"native", "expandable", "cudaMallocAsync"}));
   sub.add_option("--device-memory", opts->device_memory,
                  "Device capacity, e.g. 80GiB (default: implied by an oom entry, else unlimited)");
   sub.add_option("--device", opts->device, "Device ordinal (default: the first with a trace)");
@@ -84,13 +90,35 @@ RunFn SetupReplay(CLI::App& sub) {
                  "warm (start from the segments alive then, rebuilt from the snapshot)")
       ->check(CLI::IsMember({"cold", "warm"}));
   sub.add_option("--threads", opts->threads, "Threads for the configurations (0: all cores)");
+  sub.add_option("--backend", opts->backend,
+                 "sim (default): predict; cuda: replay on a real GPU (see docs/gpu.md)")
+      ->check(CLI::IsMember({"sim", "cuda"}));
+  sub.add_option("--gpu", opts->gpu, "--backend cuda: the CUDA device ordinal to replay on");
+  sub.add_option("--scale", opts->scale,
+                 "--backend cuda: multiply every size by this factor when the trace does not fit");
   sub.footer(
       "Examples:\n"
       "  memsnap replay snap.pickle --allocator expandable\n"
       "  memsnap replay snap.pickle --sweep max_split_size_mb=128,256,512 --device-memory 40GiB\n"
       "  memsnap replay snap.pickle --conf expandable_segments:True,max_split_size_mb:512 --csv curve.csv\n"
-      "  memsnap replay --verify --json snap.pickle | jq .verify.matched");
+      "  memsnap replay --verify --json snap.pickle | jq .verify.matched\n"
+      "  memsnap replay snap.pickle --backend cuda --allocator cudaMallocAsync --gpu 1 --scale 0.5");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    if (opts->backend == "cuda") {
+      CudaReplayCliOptions co{opts->files, {}, opts->json, opts->verify, !opts->csv.empty()};
+      co.replay.gpu = opts->gpu;
+      co.replay.device = opts->device;
+      co.replay.scale = opts->scale;
+      co.replay.warm_start = opts->start == "warm";
+      co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
+                                                            : analysis::EmptyCacheMode::kHeuristic;
+      return RunCudaReplayCommand(co, [&](const Snapshot& s) { return BuildConfigs(*opts, s); },
+                                  ctx);
+    }
+    if (opts->allocator == "cudaMallocAsync" || opts->scale != 1.0) {
+      return absl::InvalidArgumentError(
+          "--allocator cudaMallocAsync and --scale need --backend cuda (a real GPU)");
+    }
     analysis::ReplayOptions ro;
     ro.device = opts->device;
     ro.verify = opts->verify;
