@@ -7,6 +7,8 @@ namespace memsnap::cli {
 namespace {
 constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
+    {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
+    {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
 };
 }  // namespace
 

@@ -7,5 +7,7 @@
 namespace memsnap::cli {
 
 RunFn SetupSummary(CLI::App& sub);
+RunFn SetupTimeline(CLI::App& sub);
+RunFn SetupTop(CLI::App& sub);
 
 }  // namespace memsnap::cli
