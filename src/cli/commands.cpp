@@ -9,6 +9,10 @@ constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
+    {"report", "Self-contained HTML report: timeline, peak, sites, segments; diff of two files", &SetupReport},
+    {"export", "Export to Perfetto/Chrome trace JSON, folded stacks or a CSV of lifetimes", &SetupExport},
+    {"completion", "Print a shell completion script (bash)", &SetupCompletion},
+    {"help-markdown", "Print the command-line reference as markdown (docs/cli.md)", &SetupHelpMarkdown},
 };
 }  // namespace
 

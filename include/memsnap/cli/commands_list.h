@@ -9,5 +9,9 @@ namespace memsnap::cli {
 RunFn SetupSummary(CLI::App& sub);
 RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
+RunFn SetupReport(CLI::App& sub);
+RunFn SetupExport(CLI::App& sub);
+RunFn SetupCompletion(CLI::App& sub);
+RunFn SetupHelpMarkdown(CLI::App& sub);
 
 }  // namespace memsnap::cli

@@ -1,0 +1,138 @@
+// The report's sections that do not come from the timeline: the segment map of the final state,
+// and the replay curves, which need the replay analysis; without it they fail with a clear error.
+#include <algorithm>
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/report/summary_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+#include "report/html_report_internal.h"
+
+namespace memsnap::report::internal {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr size_t kMaxSegments = 300;      // largest segments drawn; the rest are counted
+constexpr size_t kMaxRunsPerSegment = 800;  // above this, runs are merged per pixel bucket
+
+int StateCode(const Block& b) {
+  switch (b.state) {
+    case BlockState::kActiveAllocated:
+      return 0;
+    case BlockState::kActivePendingFree:
+      return 1;
+    case BlockState::kInactive:
+      return 2;
+  }
+  return 2;
+}
+
+/// (state, bytes) runs of one segment, adjacent equal states merged; with too many runs, each of
+/// kMaxRunsPerSegment equal buckets takes the state holding most of its bytes.
+std::vector<std::pair<int, int64_t>> SegmentRuns(const Snapshot& snap, const Segment& seg) {
+  std::vector<std::pair<int, int64_t>> runs;
+  int64_t covered = 0;
+  for (const Block& b : snap.BlocksOf(seg)) {
+    int st = StateCode(b);
+    if (!runs.empty() && runs.back().first == st) {
+      runs.back().second += b.size;
+    } else {
+      runs.emplace_back(st, b.size);
+    }
+    covered += b.size;
+  }
+  if (covered < seg.total_size) runs.emplace_back(2, seg.total_size - covered);
+  if (runs.size() <= kMaxRunsPerSegment || seg.total_size <= 0) return runs;
+  const int64_t n = kMaxRunsPerSegment;
+  std::vector<std::array<int64_t, 3>> buckets(n, {0, 0, 0});
+  int64_t off = 0;
+  for (const auto& [st, size] : runs) {
+    int64_t begin = off, end = off + size;
+    while (begin < end) {
+      int64_t bucket = std::min<int64_t>(n - 1, static_cast<int64_t>(
+                                                    static_cast<__int128>(begin) * n / seg.total_size));
+      int64_t bucket_end = static_cast<int64_t>(static_cast<__int128>(bucket + 1) * seg.total_size / n);
+      int64_t take = std::max<int64_t>(1, std::min(end, bucket_end) - begin);
+      buckets[bucket][st] += take;
+      begin += take;
+    }
+    off = end;
+  }
+  std::vector<std::pair<int, int64_t>> merged;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t lo = static_cast<int64_t>(static_cast<__int128>(i) * seg.total_size / n);
+    int64_t hi = static_cast<int64_t>(static_cast<__int128>(i + 1) * seg.total_size / n);
+    const auto& b = buckets[i];
+    int st = static_cast<int>(std::max_element(b.begin(), b.end()) - b.begin());
+    if (!merged.empty() && merged.back().first == st) {
+      merged.back().second += hi - lo;
+    } else {
+      merged.emplace_back(st, hi - lo);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+absl::StatusOr<Json> SegmentMapJson(const Snapshot& snap, const analysis::Timeline& timeline) {
+  int64_t reserved = 0, allocated = 0, free_bytes = 0, largest_free = 0;
+  for (const Segment& seg : snap.segments) {
+    reserved += seg.total_size;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (b.is_active()) {
+        allocated += b.size;
+      } else {
+        free_bytes += b.size;
+        largest_free = std::max(largest_free, b.size);
+      }
+    }
+  }
+  std::vector<uint32_t> order(snap.segments.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Segment &sa = snap.segments[a], &sb = snap.segments[b];
+    if (sa.total_size != sb.total_size) return sa.total_size > sb.total_size;
+    if (sa.device != sb.device) return sa.device < sb.device;
+    return sa.address < sb.address;
+  });
+  size_t shown = std::min(order.size(), kMaxSegments);
+  Json j;
+  j["reserved_bytes"] = reserved;
+  j["allocated_bytes"] = allocated;
+  j["free_bytes"] = free_bytes;
+  j["largest_free_bytes"] = largest_free;
+  j["omitted"] = order.size() - shown;
+  Json segs = Json::array();
+  for (size_t k = 0; k < shown; ++k) {
+    const Segment& seg = snap.segments[order[k]];
+    Json sj;
+    sj["device"] = seg.device;
+    sj["address"] = FormatAddress(seg.address);
+    sj["size"] = seg.total_size;
+    sj["stream"] = seg.stream;
+    sj["pool"] = absl::StrCat(PoolName(seg.pool), seg.is_small ? " small" : " large");
+    if (seg.is_expandable) sj["expandable"] = true;
+    Json runs = Json::array();
+    for (const auto& [st, size] : SegmentRuns(snap, seg)) {
+      runs.push_back(st);
+      runs.push_back(size);
+    }
+    sj["runs"] = std::move(runs);
+    segs.push_back(std::move(sj));
+  }
+  j["segments"] = std::move(segs);
+  return j;
+}
+
+absl::StatusOr<Json> ReplayJson(const Snapshot& snap, const analysis::Timeline& timeline,
+                                const HtmlReportOptions& options) {
+  if (options.replay_confs.empty()) return Json(nullptr);
+  return absl::UnimplementedError(
+      "--replay: this build of memsnap has no replay simulator (src/analysis/replay.cpp)");
+}
+
+}  // namespace memsnap::report::internal
