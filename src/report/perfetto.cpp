@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <queue>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/format.h"
@@ -59,31 +58,28 @@ std::string StreamName(int64_t stream) {
   return stream == 0 ? "0 (default)" : FormatAddress(static_cast<uint64_t>(stream));
 }
 
-/// Packs intervals [begin, end) into lanes so no two on a lane overlap (earliest free lane first).
-/// `intervals` must be sorted by begin; returns the lane of each.
-std::vector<int> PackLanes(const std::vector<std::pair<int64_t, int64_t>>& intervals, int& lanes) {
+/// Packs intervals [begin, end] into lanes where slices on one lane are disjoint or, with
+/// `nest`, properly nested (what trace viewers need of "X" events on one thread): each goes to the
+/// first lane whose innermost open interval ends before it starts (or contains it). Annotations
+/// nest; allocations do not, as nesting would read as "allocated inside". `intervals` must be
+/// sorted by begin; returns the lane of each.
+std::vector<int> PackLanes(const std::vector<std::pair<int64_t, int64_t>>& intervals, bool nest,
+                           int& lanes) {
   std::vector<int> lane(intervals.size());
-  // (end of the lane's last interval, lane), smallest end first; ties by lane for determinism.
-  std::priority_queue<std::pair<int64_t, int>, std::vector<std::pair<int64_t, int>>,
-                      std::greater<>>
-      busy;
-  std::priority_queue<int, std::vector<int>, std::greater<>> free_lanes;
-  lanes = 0;
+  std::vector<std::vector<int64_t>> open;  // per lane: ends of the open (nested) intervals
   for (size_t i = 0; i < intervals.size(); ++i) {
-    while (!busy.empty() && busy.top().first <= intervals[i].first) {
-      free_lanes.push(busy.top().second);
-      busy.pop();
+    const auto [begin, end] = intervals[i];
+    size_t l = 0;
+    for (; l < open.size(); ++l) {
+      std::vector<int64_t>& ends = open[l];
+      while (!ends.empty() && ends.back() <= begin) ends.pop_back();
+      if (ends.empty() || (nest && end <= ends.back())) break;
     }
-    int l;
-    if (!free_lanes.empty()) {
-      l = free_lanes.top();
-      free_lanes.pop();
-    } else {
-      l = lanes++;
-    }
-    lane[i] = l;
-    busy.emplace(std::max(intervals[i].second, intervals[i].first + 1), l);
+    if (l == open.size()) open.emplace_back();
+    open[l].push_back(end);
+    lane[i] = static_cast<int>(l);
   }
+  lanes = static_cast<int>(open.size());
   return lane;
 }
 
@@ -165,6 +161,24 @@ Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack
   return frames;
 }
 
+/// "model.py:20 forward": the innermost Python frame (stacks with C++ context start with the
+/// allocator's own frames), else the innermost frame's function; "" without a stack.
+std::string SliceSite(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack) {
+  if (!stack.valid()) return "";
+  const std::vector<FrameId>& frames = filter.Filtered(stack);
+  if (frames.empty()) return "";
+  for (FrameId id : frames) {
+    const Frame& f = snap.frames.Get(id);
+    std::string_view file = snap.strings.Get(f.filename);
+    if (file.size() >= 3 && file.substr(file.size() - 3) == ".py") {
+      size_t slash = file.rfind('/');
+      std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
+      return absl::StrCat(Sv(base), ":", f.line, " ", Sv(snap.strings.Get(f.name)));
+    }
+  }
+  return std::string(snap.strings.Get(snap.frames.Get(frames[0]).name));
+}
+
 void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock, int pid,
                  analysis::FrameFilter& filter, const PerfettoOptions& options, EventSink& sink,
                  PerfettoStats& stats) {
@@ -192,7 +206,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   std::vector<std::pair<int64_t, int64_t>> sorted;
   for (size_t k : by_start) sorted.push_back(spans[k]);
   int lanes = 0;
-  std::vector<int> lane = PackLanes(sorted, lanes);
+  std::vector<int> lane = PackLanes(sorted, /*nest=*/false, lanes);
   stats.lanes += lanes;
   for (int l = 0; l < lanes; ++l) {
     sink.Add(Meta("thread_name", pid, 100 + l, absl::StrCat("allocations ", l)));
@@ -200,11 +214,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   for (size_t j = 0; j < n; ++j) {
     const auto& b = dt.blocks[order[by_start[j]]];
     const auto& [t0, t1] = sorted[j];
-    std::string name = FormatBytes(b.requested_size);
-    const auto& frames = b.stack.valid() ? filter.Filtered(b.stack) : std::vector<FrameId>{};
-    if (!frames.empty()) {
-      absl::StrAppend(&name, " ", Sv(snap.strings.Get(snap.frames.Get(frames[0]).name)));
-    }
+    std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", SliceSite(snap, filter, b.stack));
     Json args;
     args["requested_bytes"] = b.requested_size;
     args["rounded_bytes"] = b.rounded_size;
@@ -268,7 +278,7 @@ void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
     std::vector<std::pair<int64_t, int64_t>> spans;
     for (const Range& r : ranges) spans.emplace_back(r.begin, r.end);
     int lanes = 0;
-    std::vector<int> lane = PackLanes(spans, lanes);
+    std::vector<int> lane = PackLanes(spans, /*nest=*/true, lanes);
     for (int l = 0; l < std::max(lanes, 1); ++l) {
       sink.Add(Meta("thread_name", pid, 10 + l, absl::StrCat("annotations ", l)));
     }
@@ -302,6 +312,10 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     for (uint32_t i = 0; i < dt.num_events && dt.has_time; ++i) {
       clock.t0 = std::min(clock.t0, snap.events[dt.event_begin + i].time_us);
     }
+  }
+  // Annotations may start before the first allocator event.
+  for (const Annotation& a : snap.annotations) {
+    if (clock.has_time && a.time_us != kNoTime) clock.t0 = std::min(clock.t0, a.time_us);
   }
   if (!any_events) {
     clock.has_time = false;  // final state only: one counter point per device at ts 0
