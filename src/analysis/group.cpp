@@ -118,11 +118,15 @@ void AccumulateGroups(const Snapshot& snap, const DeviceTimeline& dt,
   if (options.by == GroupBy::kAnnotation) ann = BuildAnnotationIndex(snap, dt.device);
   absl::flat_hash_map<uint32_t, uint32_t> row_of_stack;  // StackId -> row (non-annotation)
   absl::flat_hash_map<uint32_t, uint32_t> row_of_name;   // annotation StrId -> row
+  int64_t pre_window_row = -1;
 
   for (uint32_t li : lifetimes) {
     const BlockLifetime& lt = dt.blocks[li];
     uint32_t row;
-    if (options.by == GroupBy::kAnnotation) {
+    if (lt.cls == LifetimeClass::kPreWindow) {
+      if (pre_window_row < 0) pre_window_row = row_for(std::string(kPreWindowRow), true, just_key);
+      row = static_cast<uint32_t>(pre_window_row);
+    } else if (options.by == GroupBy::kAnnotation) {
       int64_t t = lt.alloc_event == kNoEvent ? kNoTime : dt.TimeOf(snap, lt.alloc_event);
       StrId name = t == kNoTime ? StrId() : ann.At(t);
       auto it = row_of_name.find(name.v);

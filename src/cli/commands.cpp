@@ -9,6 +9,8 @@ constexpr CommandSpec kCommands[] = {
     {"summary", "Counts and totals per device, pool and stream", &SetupSummary},
     {"timeline", "Live and reserved bytes over time, with the peak", &SetupTimeline},
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
+    {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
+    {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
     {"report", "Self-contained HTML report: timeline, peak, sites, segments; diff of two files", &SetupReport},
     {"export", "Export to Perfetto/Chrome trace JSON, folded stacks or a CSV of lifetimes", &SetupExport},
     {"completion", "Print a shell completion script (bash)", &SetupCompletion},

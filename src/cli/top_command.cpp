@@ -1,4 +1,6 @@
 // memsnap top FILE: the largest groups of live memory at a moment (peak by default).
+#include <chrono>
+#include <ctime>
 #include <memory>
 #include <sstream>
 
@@ -47,7 +49,11 @@ RunFn SetupTop(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
     if (opts->top < 1) return absl::InvalidArgumentError("--top: must be >= 1");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::clock_t c1 = std::clock();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
@@ -55,6 +61,13 @@ RunFn SetupTop(CLI::App& sub) {
       return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
     }
     ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *tl, moment, group));
+    if (ctx.timings) {
+      auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+      auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
+      *ctx.err << "timings: read " << ms(t1 - t0) << " ms (cpu " << cpu_ms(c1 - c0)
+               << " ms), analysis " << ms(std::chrono::steady_clock::now() - t1) << " ms (cpu "
+               << cpu_ms(std::clock() - c1) << " ms)\n";
+    }
     if (!opts->folded.empty()) {
       std::ostringstream folded;
       report::RenderFolded(rep.rows, folded);

@@ -198,6 +198,8 @@ function drawTimeline(host, dev, details) {
       "allocated " + alloc + ", freed " + free + life + "\n" +
       "address " + b.addr + " stream " + b.stream + " \u00b7 " + b.class;
   };
+  // Allocated before the trace began: only the free was recorded, so the stack is the free's.
+  const stackLabel = (b) => (b.class === "pre-window" ? "stack of the free (allocated before the trace):\n" : "");
   let selected = null;
   f.svg.addEventListener("mousemove", (ev) => {
     const r = f.svg.getBoundingClientRect();
@@ -208,7 +210,7 @@ function drawTimeline(host, dev, details) {
     const t = ev.target;
     if (t.dataset && t.dataset.band != null) {
       const b = dev.bands[t.dataset.band];
-      showTip(ev, bandText(b) + "\n\n" + tipStack(stackFrames(b.stack)));
+      showTip(ev, bandText(b) + "\n\n" + stackLabel(b) + tipStack(stackFrames(b.stack)));
       return;
     }
     const x = cv.x_lo + ((c + 0.5) / n) * span;
@@ -226,7 +228,7 @@ function drawTimeline(host, dev, details) {
     const b = dev.bands[t.dataset.band];
     details.replaceChildren(h("b", { text: bandText(b).split("\n")[0] }),
       h("div", { class: "note", text: bandText(b).split("\n").slice(1).join(" \u00b7 ") }),
-      h("pre", { text: stackText(stackFrames(b.stack)) }));
+      h("pre", { text: stackLabel(b) + stackText(stackFrames(b.stack)) }));
   });
   host.replaceChildren(f.svg);
 }

@@ -33,10 +33,4 @@ Json FileJson(const Snapshot& snap) {
 
 }  // namespace internal
 
-// TODO(report): replace with html_report_diff.cpp once src/analysis/diff.cpp (DiffSnapshots) lands.
-absl::StatusOr<nlohmann::ordered_json> BuildDiffData(const Snapshot& before, const Snapshot& after,
-                                                     const HtmlReportOptions& options) {
-  return absl::UnimplementedError("the diff page needs the diff analysis, not in this build yet");
-}
-
 }  // namespace memsnap::report

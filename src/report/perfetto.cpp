@@ -214,14 +214,19 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   for (size_t j = 0; j < n; ++j) {
     const auto& b = dt.blocks[order[by_start[j]]];
     const auto& [t0, t1] = sorted[j];
-    std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", SliceSite(snap, filter, b.stack));
+    std::string name = absl::StrCat(
+        FormatBytes(b.requested_size), " ",
+        b.cls == analysis::LifetimeClass::kPreWindow ? "(allocated before the trace)"
+                                                      : SliceSite(snap, filter, b.stack));
     Json args;
     args["requested_bytes"] = b.requested_size;
     args["rounded_bytes"] = b.rounded_size;
     args["address"] = FormatAddress(b.address);
     args["stream"] = StreamName(b.stream);
     args["class"] = std::string(analysis::LifetimeClassName(b.cls));
-    args["stack"] = StackArg(snap, filter, b.stack, options.max_stack_frames);
+    // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
+    args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
+        StackArg(snap, filter, b.stack, options.max_stack_frames);
     sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":",
                           pid, ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
                           ",\"args\":", Sv(args.dump(-1, ' ', false, Json::error_handler_t::replace)),

@@ -120,6 +120,22 @@ TEST_SUITE("report") {
     CHECK(j["replay"].is_null());
   }
 
+  TEST_CASE("the diff data has both curves and the sites before, after and delta") {
+    Snapshot before = ParseOrFail(PythonPickle("load_json('summary_basic.json')"), "before");
+    Snapshot after = Basic();
+    auto data = report::BuildDiffData(before, after, report::HtmlReportOptions{});
+    REQUIRE(data.ok());
+    const auto& j = *data;
+    CHECK(j["mode"] == "diff");
+    CHECK(j["moment"] == "peak");
+    CHECK(j["before"]["devices"][0].contains("curve"));
+    CHECK(j["after"]["devices"][0]["peak_bytes"] == 20583912);
+    REQUIRE(!j["sites"].empty());
+    int64_t delta = 0;
+    for (const auto& s : j["sites"]) delta += s["after"].get<int64_t>() - s["before"].get<int64_t>();
+    CHECK(delta == j["live_bytes"][1].get<int64_t>() - j["live_bytes"][0].get<int64_t>());
+  }
+
   TEST_CASE("the page escapes text that could close its script element") {
     Snapshot snap = Basic();
     auto data = report::BuildReportData(snap, report::HtmlReportOptions{});

@@ -62,6 +62,9 @@ struct DiffReport {
   DiffOptions options;
   std::string before_path, after_path;
   std::vector<SiteDelta> sites;  // |delta| desc, then delta desc, then key; zero-delta rows dropped
+  /// Sites left out of `sites` (zero delta, or |delta| < min_delta), sorted by key; the folded
+  /// output needs them for complete flame graphs.
+  std::vector<SiteDelta> other_sites;
   int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
   Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending

@@ -4,7 +4,8 @@
 //
 // Invariant (tested): Σ rows.bytes == total_bytes and Σ rows.count == total_count; anything without
 // a stack goes to the explicit "[no stack]" row, stacks whose frames are all filtered out to
-// "[all frames filtered]", annotation grouping without a covering range to "[no annotation]".
+// "[all frames filtered]", annotation grouping without a covering range to "[no annotation]",
+// pre-window lifetimes (alloc older than the trace) to "[allocated before the trace]".
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,9 @@ absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 inline constexpr std::string_view kNoStackRow = "[no stack]";
 inline constexpr std::string_view kAllFilteredRow = "[all frames filtered]";
 inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
+/// Pre-window lifetimes (only their free is in the trace): the allocation site is unknown. Upstream
+/// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
+inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
 
 struct GroupOptions {
   GroupBy by = GroupBy::kStack;

@@ -9,6 +9,8 @@ namespace memsnap::cli {
 RunFn SetupSummary(CLI::App& sub);
 RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
+RunFn SetupBlocks(CLI::App& sub);
+RunFn SetupDiff(CLI::App& sub);
 RunFn SetupReport(CLI::App& sub);
 RunFn SetupExport(CLI::App& sub);
 RunFn SetupCompletion(CLI::App& sub);
