@@ -11,6 +11,8 @@ constexpr CommandSpec kCommands[] = {
     {"top", "Largest groups of live memory at the peak or any moment, by stack/function/...", &SetupTop},
     {"blocks", "Live blocks (or every lifetime) with size, lifetime and stack", &SetupBlocks},
     {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
+    {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
+    {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
     {"report", "Self-contained HTML report: timeline, peak, sites, segments; diff of two files", &SetupReport},
     {"export", "Export to Perfetto/Chrome trace JSON, folded stacks or a CSV of lifetimes", &SetupExport},
     {"completion", "Print a shell completion script (bash)", &SetupCompletion},

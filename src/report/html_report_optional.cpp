@@ -9,6 +9,11 @@
 #include "memsnap/util/status_macros.h"
 #include "report/html_report_internal.h"
 
+#if __has_include("memsnap/analysis/frag.h")
+#include "memsnap/analysis/frag.h"
+#define MEMSNAP_REPORT_HAS_FRAG 1
+#endif
+
 namespace memsnap::report::internal {
 
 using Json = nlohmann::ordered_json;
@@ -76,6 +81,31 @@ std::vector<std::pair<int, int64_t>> SegmentRuns(const Snapshot& snap, const Seg
   return merged;
 }
 
+/// Figures of the fragmentation analysis (docs/fragmentation.md) as display cards, or null when
+/// memsnap is built without it. Its fragmentation (per pool and stream, where free blocks can
+/// actually serve a request) replaces the page's whole-device estimate.
+absl::StatusOr<Json> FragCards(const Snapshot& snap, Json& map) {
+#ifdef MEMSNAP_REPORT_HAS_FRAG
+  ASSIGN_OR_RETURN(analysis::FragReport frag, analysis::AnalyzeFragmentation(snap));
+  const analysis::FragFigures& t = frag.totals;
+  Json cards = Json::array();
+  auto card = [&](std::string_view k, std::string v) {
+    cards.push_back(Json::array({std::string(k), std::move(v)}));
+  };
+  map["fragmentation"] = frag.external_fragmentation;
+  card("pending free", FormatBytes(t.pending_free_bytes));
+  card("rounding waste", FormatBytes(t.internal_waste_bytes));
+  card("releasable by empty_cache", FormatBytes(t.releasable_bytes));
+  card("stranded free", FormatBytes(t.stranded_bytes));
+  for (const analysis::DevicePeaks& p : frag.peaks) {
+    card(absl::StrCat("device ", p.device, " peak overhead"), FormatPercent(p.peak_overhead));
+  }
+  return cards;
+#else
+  return Json(nullptr);
+#endif
+}
+
 }  // namespace
 
 absl::StatusOr<Json> SegmentMapJson(const Snapshot& snap, const analysis::Timeline& timeline) {
@@ -125,6 +155,8 @@ absl::StatusOr<Json> SegmentMapJson(const Snapshot& snap, const analysis::Timeli
     segs.push_back(std::move(sj));
   }
   j["segments"] = std::move(segs);
+  ASSIGN_OR_RETURN(Json cards, FragCards(snap, j));
+  j["frag"] = std::move(cards);
   return j;
 }
 

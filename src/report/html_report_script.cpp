@@ -268,7 +268,8 @@ function segmentMap(sec, seg) {
   sec.append(h("div", { class: "cards" }, card("reserved", fmtBytes(seg.reserved_bytes)),
     card("allocated", fmtBytes(seg.allocated_bytes)), card("cached free", fmtBytes(seg.free_bytes)),
     card("largest free block", fmtBytes(seg.largest_free_bytes)),
-    card("fragmentation", seg.free_bytes > 0 ? fmtPct(1 - seg.largest_free_bytes / seg.free_bytes) : "0%")));
+    card("fragmentation", seg.fragmentation != null ? fmtPct(seg.fragmentation)
+      : seg.free_bytes > 0 ? fmtPct(1 - seg.largest_free_bytes / seg.free_bytes) : "0%")));
   if (seg.frag) for (const [k, v] of seg.frag) sec.lastChild.append(card(k, v));
   const states = [["allocated", "var(--live)"], ["pending free", "#f79009"], ["free (cached)", "#e4e7ec"]];
   const fills = ["#1f5fbf", "#f79009", "#e4e7ec"];

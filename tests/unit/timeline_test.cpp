@@ -133,3 +133,27 @@ TEST_SUITE("timeline") {
 
 }  // namespace
 }  // namespace memsnap::analysis
+
+namespace memsnap::analysis {
+namespace {
+
+TEST_SUITE("timeline") {
+  TEST_CASE("a 2.0-flavoured file (history, no time_us, snapshot event) is ordered by index") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('timeline_legacy_2_0.json')"), "legacy");
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    const DeviceTimeline& dt = tl->devices[0];
+    CHECK(!dt.has_time);
+    CHECK(dt.start_requested == 1000);  // the block at S never appears in the trace: a ghost
+    CHECK(dt.live_requested == std::vector<int64_t>{2500, 6500, 6500, 2500, 2500});
+    CHECK(dt.end_requested == 2500);
+    CHECK(dt.peak_event == 1);
+    CHECK(dt.TimeOf(snap, dt.peak_event) == kNoTime);
+    auto m = ParseMoment("3");  // a plain number is an event index when there is no time
+    REQUIRE(m.ok());
+    CHECK(ResolveMoment(snap, dt, *m) == 3);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis

@@ -15,5 +15,7 @@ RunFn SetupReport(CLI::App& sub);
 RunFn SetupExport(CLI::App& sub);
 RunFn SetupCompletion(CLI::App& sub);
 RunFn SetupHelpMarkdown(CLI::App& sub);
+RunFn SetupFrag(CLI::App& sub);
+RunFn SetupCheck(CLI::App& sub);
 
 }  // namespace memsnap::cli
