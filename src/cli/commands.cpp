@@ -13,6 +13,7 @@ constexpr CommandSpec kCommands[] = {
     {"diff", "Compare two snapshots: live memory by site, totals, peaks, settings", &SetupDiff},
     {"frag", "Fragmentation: free space, what fits, segment map, at the end or the peak", &SetupFrag},
     {"check", "CI gate: thresholds and/or a baseline; exit 1 on regression", &SetupCheck},
+    {"replay", "Replay the trace through the allocator simulator under other settings", &SetupReplay},
     {"report", "Self-contained HTML report: timeline, peak, sites, segments; diff of two files", &SetupReport},
     {"export", "Export to Perfetto/Chrome trace JSON, folded stacks or a CSV of lifetimes", &SetupExport},
     {"completion", "Print a shell completion script (bash)", &SetupCompletion},

@@ -9,6 +9,13 @@
 #include "memsnap/util/status_macros.h"
 #include "report/html_report_internal.h"
 
+#if __has_include("memsnap/analysis/replay.h")
+#include <cmath>
+
+#include "memsnap/analysis/replay.h"
+#include "memsnap/sim/config.h"
+#define MEMSNAP_REPORT_HAS_REPLAY 1
+#endif
 #if __has_include("memsnap/analysis/frag.h")
 #include "memsnap/analysis/frag.h"
 #define MEMSNAP_REPORT_HAS_FRAG 1
@@ -160,11 +167,98 @@ absl::StatusOr<Json> SegmentMapJson(const Snapshot& snap, const analysis::Timeli
   return j;
 }
 
+#ifdef MEMSNAP_REPORT_HAS_REPLAY
+namespace {
+
+/// The simulated reserved curve in the columns of the recorded one: each column keeps its highest
+/// value, an empty column the last earlier one.
+Json ReplayColumns(const Snapshot& snap, const analysis::DeviceTimeline& dt, const CurveColumns& cols,
+                   const std::vector<analysis::CurvePoint>& curve) {
+  const size_t n = cols.size();
+  std::vector<int64_t> reserved(n, -1);
+  const double span = cols.x_hi - cols.x_lo;
+  size_t prev = 0;
+  int64_t last = 0;
+  for (const analysis::CurvePoint& p : curve) {
+    size_t c = 0;
+    if (p.event != analysis::kPreexistingEvent && p.event < dt.num_events) {
+      if (!cols.has_time) {
+        c = static_cast<size_t>(uint64_t{p.event} * n / dt.num_events);
+      } else if (span > 0) {
+        double x = EventX(snap, dt, cols, p.event);
+        c = static_cast<size_t>(std::clamp<int64_t>(
+            static_cast<int64_t>(std::floor((x - cols.x_lo) / span * static_cast<double>(n))), 0,
+            static_cast<int64_t>(n) - 1));
+      }
+    }
+    c = std::min(std::max(c, prev), n - 1);
+    for (size_t k = prev + 1; k < c; ++k) reserved[k] = last;  // nothing changed in between
+    if (c != prev && reserved[c] < 0) reserved[c] = last;
+    reserved[c] = std::max(reserved[c], p.reserved);
+    last = p.reserved;
+    prev = c;
+  }
+  for (size_t c = 0; c < n; ++c) {
+    if (reserved[c] < 0) reserved[c] = c == 0 ? 0 : reserved[c - 1];
+  }
+  for (size_t c = prev + 1; c < n; ++c) reserved[c] = last;
+  Json j = CurveColumnsJson(cols);
+  Json out;
+  out["has_time"] = j["has_time"];
+  out["x_lo"] = j["x_lo"];
+  out["x_hi"] = j["x_hi"];
+  out["reserved_max"] = reserved;
+  return out;
+}
+
+}  // namespace
+#endif
+
 absl::StatusOr<Json> ReplayJson(const Snapshot& snap, const analysis::Timeline& timeline,
                                 const HtmlReportOptions& options) {
   if (options.replay_confs.empty()) return Json(nullptr);
+#ifdef MEMSNAP_REPORT_HAS_REPLAY
+  // The recorded settings first (what the other runs are compared with), then each --replay.
+  std::vector<analysis::ReplayConfig> configs;
+  configs.push_back({"recorded", sim::ConfigFromSettings(snap.settings)});
+  for (const std::string& conf : options.replay_confs) {
+    absl::StatusOr<sim::AllocatorConfig> parsed = sim::ParseAllocatorConf(conf);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--replay ", conf, ": ", std::string(parsed.status().message())));
+    }
+    configs.push_back({conf, *parsed});
+  }
+  analysis::ReplayOptions ro;
+  ro.curve = true;
+  ASSIGN_OR_RETURN(analysis::ReplayReport rep, analysis::Replay(snap, configs, ro));
+  const analysis::DeviceTimeline* dt = timeline.Find(rep.device);
+  Json j;
+  j["device"] = rep.device;
+  j["notes"] = rep.notes;
+  Json runs = Json::array();
+  CurveColumns cols;
+  if (dt != nullptr) cols = DownsampleCurves(snap, *dt, options.columns);
+  for (const analysis::ConfigResult& r : rep.results) {
+    Json run;
+    run["conf"] = r.config.label;
+    run["peak_reserved"] = r.peak_reserved;
+    run["peak_allocated"] = r.peak_allocated;
+    run["cuda_mallocs"] = r.cuda_mallocs;
+    run["ooms"] = r.ooms.size();
+    std::string note = absl::StrCat(r.cuda_mallocs, " cudaMalloc, fragmentation at peak ",
+                                    FormatPercent(r.FragmentationAtPeak()));
+    if (!r.ooms.empty()) absl::StrAppend(&note, ", ", r.ooms.size(), " OOM");
+    run["note"] = note;
+    if (cols.size() > 0) run["curve"] = ReplayColumns(snap, *dt, cols, r.curve);
+    runs.push_back(std::move(run));
+  }
+  j["runs"] = std::move(runs);
+  return j;
+#else
   return absl::UnimplementedError(
       "--replay: this build of memsnap has no replay simulator (src/analysis/replay.cpp)");
+#endif
 }
 
 }  // namespace memsnap::report::internal

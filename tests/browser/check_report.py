@@ -134,6 +134,9 @@ def main():
                     ("timeline charts", r'<svg[^>]*class="timeline"', 1),
                     ("bands", r'<path class="band"', 50),
                     ("site rows", r'<td class="site">', 10)]))
+        pages.append(("replay", [basic, "--replay", "expandable_segments:True"], [
+            ("timeline charts", r'<svg[^>]*class="timeline"', 1),
+            ("replay curve charts", r'<svg[^>]*class="lines"', 1)]))
         pages.append(("diff", [basic, later], [
             ("curve charts", r'<svg[^>]*class="lines"', 1),
             ("site rows", r'<td class="site">', 2)]))

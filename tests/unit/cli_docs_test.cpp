@@ -57,7 +57,8 @@ TEST_SUITE("cli_docs") {
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("complete -o filenames -o bashdefault -F _memsnap memsnap") !=
           std::string::npos);
-    CHECK(Complete(r.out, "memsnap rep") == "report\n");
+    CHECK(Complete(r.out, "memsnap repo") == "report\n");
+    CHECK(Complete(r.out, "memsnap rep") == "replay report\n");
     CHECK(Complete(r.out, "memsnap ex") == "export\n");
     CHECK(Complete(r.out, "memsnap export --form") == "--format\n");
     CHECK(Complete(r.out, "memsnap export --format pe") == "perfetto\n");

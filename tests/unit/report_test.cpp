@@ -136,6 +136,29 @@ TEST_SUITE("report") {
     CHECK(delta == j["live_bytes"][1].get<int64_t>() - j["live_bytes"][0].get<int64_t>());
   }
 
+#if __has_include("memsnap/analysis/replay.h")
+  TEST_CASE("--replay adds the simulated reserved curves, the recorded settings first") {
+    Snapshot snap = Basic();
+    report::HtmlReportOptions options;
+    options.replay_confs = {"expandable_segments:True"};
+    auto data = report::BuildReportData(snap, options);
+    REQUIRE(data.ok());
+    const auto& rp = (*data)["replay"];
+    REQUIRE(rp["runs"].size() == 2);
+    CHECK(rp["runs"][0]["conf"] == "recorded");
+    CHECK(rp["runs"][1]["conf"] == "expandable_segments:True");
+    for (const auto& run : rp["runs"]) {
+      REQUIRE(run.contains("curve"));
+      CHECK(run["curve"]["reserved_max"].size() == (*data)["devices"][0]["curve"]["live_max"].size());
+      CHECK(run["peak_reserved"].get<int64_t>() >= 20583912);  // at least the live peak
+    }
+    options.replay_confs = {"max_split_size_mb:abc"};
+    auto bad = report::BuildReportData(snap, options);
+    REQUIRE(!bad.ok());
+    CHECK(std::string(bad.status().message()).find("--replay max_split_size_mb:abc: ") == 0);
+  }
+#endif
+
   TEST_CASE("the page escapes text that could close its script element") {
     Snapshot snap = Basic();
     auto data = report::BuildReportData(snap, report::HtmlReportOptions{});

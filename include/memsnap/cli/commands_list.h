@@ -17,5 +17,6 @@ RunFn SetupCompletion(CLI::App& sub);
 RunFn SetupHelpMarkdown(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
 RunFn SetupCheck(CLI::App& sub);
+RunFn SetupReplay(CLI::App& sub);
 
 }  // namespace memsnap::cli
