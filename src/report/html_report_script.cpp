@@ -109,7 +109,7 @@ function stepPath(vals, X, Y) {
 }
 function chartFrame(host, height) {
   const W = Math.max(640, Math.floor(host.clientWidth || 1000)), H = height;
-  const m = { l: 70, r: 18, t: 16, b: 30 };
+  const m = { l: 70, r: 34, t: 16, b: 30 };
   const svg = s("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H });
   return { svg, W, H, m, pw: W - m.l - m.r, ph: H - m.t - m.b };
 }
