@@ -11,10 +11,14 @@ RunFn SetupTimeline(CLI::App& sub);
 RunFn SetupTop(CLI::App& sub);
 RunFn SetupBlocks(CLI::App& sub);
 RunFn SetupDiff(CLI::App& sub);
-RunFn SetupReplay(CLI::App& sub);
 RunFn SetupFrag(CLI::App& sub);
 RunFn SetupCheck(CLI::App& sub);
-RunFn SetupConvert(CLI::App& sub);
 RunFn SetupLeaks(CLI::App& sub);
+RunFn SetupReplay(CLI::App& sub);
+RunFn SetupReport(CLI::App& sub);
+RunFn SetupExport(CLI::App& sub);
+RunFn SetupConvert(CLI::App& sub);
+RunFn SetupCompletion(CLI::App& sub);
+RunFn SetupHelpMarkdown(CLI::App& sub);
 
 }  // namespace memsnap::cli

@@ -1,0 +1,31 @@
+// Flat exports of `memsnap export`: a CSV of block lifetimes, and a streamed, atomic output file
+// shared by `export` and `report`.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::report {
+
+/// One row per block lifetime (analysis::BlockLifetime), devices ascending, lifetimes in order of
+/// first appearance:
+///   device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,
+///   free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame
+/// Events are device-local indices, times the trace's time_us (of alloc and free_completed);
+/// empty when not seen. top_frame is the innermost frame that survives `filter`, "" for none.
+void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
+                       analysis::FrameFilter& filter, std::ostream& out);
+
+/// Writes through `write` to a temporary file next to `path`, renamed into place only when
+/// `write` returns OK and the stream did not fail, so a failure never leaves a half-written file
+/// and huge outputs are never held in memory. "-" writes to `stdout_stream`. Errors name `path`.
+absl::Status WriteStreamedOutput(const std::string& path, std::ostream& stdout_stream,
+                                 const std::function<absl::Status(std::ostream&)>& write);
+
+}  // namespace memsnap::report

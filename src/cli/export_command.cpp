@@ -1,0 +1,128 @@
+// memsnap export --format perfetto|folded|csv FILE [-o OUT]: the snapshot in the formats other
+// tools read. A normalized JSON of the whole snapshot is `memsnap convert FILE OUT.json`.
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/group.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/export_tables.h"
+#include "memsnap/report/perfetto.h"
+#include "memsnap/report/timeline_render.h"
+#include "memsnap/util/progress.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct ExportCommandOptions {
+  std::string file;
+  std::string format;
+  std::string output = "-";
+  std::string at = "peak";
+  int device = -1;
+  report::PerfettoOptions perfetto;
+  GroupFlags group;
+  bool no_streams = false;
+  bool json = false;
+};
+}  // namespace
+
+RunFn SetupExport(CLI::App& sub) {
+  auto opts = std::make_shared<ExportCommandOptions>();
+  sub.add_option("--format,-f", opts->format,
+                 "perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: "
+                 "folded stacks of live memory; csv: one row per block lifetime")
+      ->required()
+      ->check(CLI::IsMember({"perfetto", "folded", "csv", "json"}));
+  sub.add_option("file", opts->file, "Snapshot file")->required();
+  sub.add_option("-o,--output", opts->output, "Output file ('-' = stdout)")->capture_default_str();
+  sub.add_option("--at", opts->at, "folded: peak | end | TIME (time_us) | event:N")
+      ->capture_default_str();
+  sub.add_option("--device", opts->device, "Only this device (default: all)");
+  sub.add_option("--top", opts->perfetto.top_slices,
+                 "perfetto: the largest lifetimes drawn as slices")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000000));
+  sub.add_flag("--no-streams", opts->no_streams,
+               "perfetto: no per-stream counters, only per device");
+  AddGroupFlags(sub, opts->group, /*grouping=*/false);
+  sub.add_flag("--json", opts->json, "Print what was written (format, counts) as JSON on stdout");
+  sub.footer(
+      "For a normalized JSON (or a pickle the official viewer opens) of the whole snapshot, use\n"
+      "`memsnap convert FILE OUT.json`.\n\n"
+      "Examples:\n"
+      "  memsnap export --format perfetto snap.pickle -o trace.json   # open in ui.perfetto.dev\n"
+      "  memsnap export --format folded --at peak snap.pickle | flamegraph.pl > peak.svg\n"
+      "  memsnap export --format csv snap.pickle -o lifetimes.csv");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    if (opts->format == "json") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format json: use `memsnap convert ", opts->file,
+          " OUT.json` for a normalized JSON of the whole snapshot"));
+    }
+    if (opts->json && opts->output == "-") {
+      return absl::InvalidArgumentError("--json: needs -o FILE (the export itself goes to stdout)");
+    }
+    opts->perfetto.per_stream = !opts->no_streams;
+    ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
+    ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
+    ProgressOptions popts = ProgressOptions::Default();
+    popts.enabled = !ctx.quiet;
+    ProgressBar bar(absl::StrCat("export: reading ", opts->file), 0, popts);
+    bar.StartTicker();
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    bar.SetLabel("export: analyzing");
+    analysis::TimelineOptions to;
+    if (opts->device >= 0) to.device = opts->device;
+    absl::StatusOr<analysis::Timeline> timeline = analysis::ReconstructTimeline(snap, to);
+    if (!timeline.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(opts->file, ": ", std::string(timeline.status().message())));
+    }
+    ASSIGN_OR_RETURN(analysis::FrameFilter filter,
+                     analysis::FrameFilter::Create(snap, group.filter));
+    bar.SetLabel(absl::StrCat("export: writing ", opts->output));
+    ScopedTimer timer("export");
+    nlohmann::ordered_json info;
+    info["format"] = opts->format;
+    info["output"] = opts->output;
+    absl::Status st;
+    if (opts->format == "perfetto") {
+      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) -> absl::Status {
+        ASSIGN_OR_RETURN(report::PerfettoStats stats,
+                         report::WritePerfettoTrace(snap, *timeline, filter, opts->perfetto, out));
+        info["counter_events"] = stats.counter_events;
+        info["slice_events"] = stats.slice_events;
+        info["annotation_events"] = stats.annotation_events;
+        info["instant_events"] = stats.instant_events;
+        info["lanes"] = stats.lanes;
+        return absl::OkStatus();
+      });
+    } else if (opts->format == "folded") {
+      ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *timeline, moment, group));
+      info["rows"] = rep.rows.size();
+      info["total_bytes"] = rep.total_bytes;
+      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+        report::RenderFolded(rep.rows, out);
+        return absl::OkStatus();
+      });
+    } else {
+      int64_t rows = 0;
+      for (const auto& dt : timeline->devices) rows += static_cast<int64_t>(dt.blocks.size());
+      info["rows"] = rows;
+      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+        report::WriteLifetimesCsv(snap, *timeline, filter, out);
+        return absl::OkStatus();
+      });
+    }
+    bar.Finish();
+    RETURN_IF_ERROR(st);
+    if (opts->json) PrintJson(info, ctx);
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

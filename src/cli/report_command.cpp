@@ -1,0 +1,112 @@
+// memsnap report FILE [-o report.html]: one self-contained HTML page of the snapshot (timeline with
+// stacked bands, peak, sites, segment map, replay). With two files: the diff page.
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/export_tables.h"
+#include "memsnap/report/html_report.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/progress.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct ReportCommandOptions {
+  std::vector<std::string> files;
+  std::string output;  // default: report.html, or diff.html for two files
+  report::HtmlReportOptions report;
+  GroupFlags group;
+  bool json = false;
+};
+}  // namespace
+
+RunFn SetupReport(CLI::App& sub) {
+  auto opts = std::make_shared<ReportCommandOptions>();
+  sub.add_option("files", opts->files, "One snapshot, or two (before and after) for the diff page")
+      ->required()
+      ->expected(1, 2);
+  sub.add_option("-o,--output", opts->output,
+                 "The HTML file to write ('-' = stdout; default report.html, diff.html for two "
+                 "files)");
+  sub.add_option("--columns", opts->report.columns,
+                 "Pixel columns of the curves (each keeps its minimum and maximum)")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 100000));
+  sub.add_option("--bands", opts->report.bands,
+                 "Largest lifetimes drawn as their own band (by bytes x duration); the rest fold "
+                 "into one")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 5000));
+  sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--replay", opts->report.replay_confs,
+                 "Also replay the trace under these PYTORCH_CUDA_ALLOC_CONF strings and draw the "
+                 "reserved curves (needs the replay simulator)");
+  AddGroupFlags(sub, opts->group, /*grouping=*/false);
+  sub.add_flag("--json", opts->json, "Print the page's data as JSON instead of writing HTML");
+  sub.footer(
+      "The page needs no network: open it from disk in any browser. Hover a band for its size,\n"
+      "lifetime and stack; click it to keep the stack on screen.\n\n"
+      "Examples:\n"
+      "  memsnap report snap.pickle -o report.html\n"
+      "  memsnap report before.pickle after.pickle -o diff.html\n"
+      "  memsnap report snap.pickle --bands 500 --python-only\n"
+      "  memsnap report snap.pickle --replay expandable_segments:True max_split_size_mb:128");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    ASSIGN_OR_RETURN(opts->report.group, opts->group.Resolve());
+    const bool diff = opts->files.size() == 2;
+    if (diff && !opts->report.replay_confs.empty()) {
+      return absl::InvalidArgumentError("--replay: only with one file");
+    }
+    ProgressOptions popts = ProgressOptions::Default();
+    popts.enabled = !ctx.quiet;
+    ProgressBar bar(absl::StrCat("report: reading ", opts->files[0]), 0, popts);
+    bar.StartTicker();
+    std::vector<Snapshot> snaps;
+    for (const std::string& path : opts->files) {
+      bar.SetLabel(absl::StrCat("report: reading ", path));
+      ScopedTimer timer("read");
+      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(path, ctx));
+      snaps.push_back(std::move(snap));
+    }
+    bar.SetLabel("report: analyzing");
+    nlohmann::ordered_json data;
+    {
+      ScopedTimer timer("analyze");
+      absl::StatusOr<nlohmann::ordered_json> built =
+          diff ? report::BuildDiffData(snaps[0], snaps[1], opts->report)
+               : report::BuildReportData(snaps[0], opts->report);
+      if (!built.ok()) return built.status();
+      data = std::move(*built);
+    }
+    bar.Finish();
+    if (opts->json) {
+      PrintJson(data, ctx);
+      return ExitCode::kOk;
+    }
+    std::string output = opts->output.empty() ? (diff ? "diff.html" : "report.html") : opts->output;
+    int64_t written = 0;
+    {
+      ScopedTimer timer("write");
+      RETURN_IF_ERROR(report::WriteStreamedOutput(output, *ctx.out, [&](std::ostream& out) {
+        std::streampos begin = out.tellp();
+        report::WriteHtmlPage(data, out);
+        if (begin >= 0) written = static_cast<int64_t>(out.tellp() - begin);
+        return absl::OkStatus();
+      }));
+    }
+    if (!ctx.quiet && output != "-") {
+      *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,93 @@
+#include "memsnap/report/export_tables.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::report {
+
+using analysis::kNoEvent;
+
+namespace {
+
+/// RFC 4180: quote when the field has a comma, quote or newline; double the quotes.
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string EventField(uint32_t e) { return e == kNoEvent ? "" : absl::StrCat(e); }
+
+std::string TimeField(const Snapshot& snap, const analysis::DeviceTimeline& dt, uint32_t e) {
+  if (e == kNoEvent) return "";
+  int64_t t = snap.events[dt.event_begin + e].time_us;
+  return t == kNoTime ? "" : absl::StrCat(t);
+}
+
+}  // namespace
+
+void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
+                       analysis::FrameFilter& filter, std::ostream& out) {
+  out << "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
+         "free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame\n";
+  std::string line;
+  for (const analysis::DeviceTimeline& dt : timeline.devices) {
+    for (const analysis::BlockLifetime& b : dt.blocks) {
+      std::string top;
+      if (b.stack.valid()) {
+        const std::vector<FrameId>& frames = filter.Filtered(b.stack);
+        if (!frames.empty()) top = snap.FrameText(frames[0]);
+      }
+      line = absl::StrCat(dt.device, ",", FormatAddress(b.address), ",", b.version, ",",
+                          Sv(analysis::LifetimeClassName(b.cls)), ",", b.requested_size, ",",
+                          b.rounded_size, ",", b.stream, ",", EventField(b.alloc_event), ",",
+                          EventField(b.free_requested_event), ",",
+                          EventField(b.free_completed_event), ",",
+                          TimeField(snap, dt, b.alloc_event), ",",
+                          TimeField(snap, dt, b.free_completed_event), ",", CsvField(top), "\n");
+      out << line;
+    }
+  }
+}
+
+absl::Status WriteStreamedOutput(const std::string& path, std::ostream& stdout_stream,
+                                 const std::function<absl::Status(std::ostream&)>& write) {
+  if (path == "-") {
+    absl::Status st = write(stdout_stream);
+    stdout_stream.flush();
+    return st;
+  }
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  absl::Status st;
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
+    st = write(f);
+    f.close();
+    if (st.ok() && !f) st = absl::InvalidArgumentError(absl::StrCat(path, ": write failed"));
+  }
+  if (!st.ok()) {
+    std::filesystem::remove(tmp);
+    return st;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memsnap::report

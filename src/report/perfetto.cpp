@@ -1,0 +1,394 @@
+#include "memsnap/report/perfetto.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+#include "nlohmann/json.hpp"
+
+namespace memsnap::report {
+
+using analysis::DeviceTimeline;
+using analysis::kNoEvent;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+/// Appends events to one JSON array, buffering and flushing to the stream in large chunks.
+class EventSink {
+ public:
+  explicit EventSink(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 4096); }
+  void Add(std::string_view event) {
+    buf_.append(first_ ? "\n" : ",\n");
+    first_ = false;
+    buf_.append(event.data(), event.size());
+    if (buf_.size() >= kFlushAt) Flush();
+  }
+  void Raw(std::string_view text) { buf_.append(text.data(), text.size()); }
+  void Flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static constexpr size_t kFlushAt = 1 << 20;
+  std::ostream& out_;
+  std::string buf_;
+  bool first_ = true;
+};
+
+std::string Quote(std::string_view s) {
+  return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string Counter(std::string_view name, int pid, int64_t ts, int64_t value) {
+  return absl::StrCat("{\"ph\":\"C\",\"name\":", Quote(name), ",\"pid\":", pid,
+                      ",\"tid\":0,\"ts\":", ts, ",\"args\":{\"bytes\":", value, "}}");
+}
+
+std::string Meta(std::string_view what, int pid, int tid, std::string_view name) {
+  return absl::StrCat("{\"ph\":\"M\",\"name\":\"", Sv(what), "\",\"pid\":", pid, ",\"tid\":", tid,
+                      ",\"args\":{\"name\":", Quote(name), "}}");
+}
+
+std::string StreamName(int64_t stream) {
+  return stream == 0 ? "0 (default)" : FormatAddress(static_cast<uint64_t>(stream));
+}
+
+/// Packs intervals [begin, end] into lanes where slices on one lane are disjoint or, with
+/// `nest`, properly nested (what trace viewers need of "X" events on one thread): each goes to the
+/// first lane whose innermost open interval ends before it starts (or contains it). Annotations
+/// nest; allocations do not, as nesting would read as "allocated inside". `intervals` must be
+/// sorted by begin; returns the lane of each.
+std::vector<int> PackLanes(const std::vector<std::pair<int64_t, int64_t>>& intervals, bool nest,
+                           int& lanes) {
+  std::vector<int> lane(intervals.size());
+  std::vector<std::vector<int64_t>> open;  // per lane: ends of the open (nested) intervals
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const auto [begin, end] = intervals[i];
+    size_t l = 0;
+    for (; l < open.size(); ++l) {
+      std::vector<int64_t>& ends = open[l];
+      while (!ends.empty() && ends.back() <= begin) ends.pop_back();
+      if (ends.empty() || (nest && end <= ends.back())) break;
+    }
+    if (l == open.size()) open.emplace_back();
+    open[l].push_back(end);
+    lane[i] = static_cast<int>(l);
+  }
+  lanes = static_cast<int>(open.size());
+  return lane;
+}
+
+struct Clock {
+  bool has_time = false;
+  int64_t t0 = 0;
+  int64_t Ts(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) const {
+    if (e < 0) e = 0;
+    if (!has_time) return e;
+    return snap.events[dt.event_begin + static_cast<uint32_t>(e)].time_us - t0;
+  }
+};
+
+/// Writes "live stream S" / "reserved stream S" counters of one device from its lifetimes.
+int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock,
+                            int pid, EventSink& sink) {
+  struct Change {
+    uint32_t event;
+    int64_t stream;
+    int64_t delta;
+    bool reserved;
+  };
+  std::vector<Change> changes;
+  std::map<std::pair<bool, int64_t>, int64_t> value;  // (reserved, stream) -> bytes
+  for (const auto& b : dt.blocks) {
+    if (b.alloc_event == kNoEvent) value[{false, b.stream}] += b.requested_size;
+    else changes.push_back({b.alloc_event, b.stream, b.requested_size, false});
+    if (b.free_completed_event != kNoEvent) {
+      changes.push_back({b.free_completed_event, b.stream, -b.requested_size, false});
+    }
+  }
+  for (const auto& s : dt.segments) {
+    if (s.begin_event == kNoEvent) value[{true, s.stream}] += s.size;
+    else changes.push_back({s.begin_event, s.stream, s.size, true});
+    if (s.end_event != kNoEvent) changes.push_back({s.end_event, s.stream, -s.size, true});
+    value.try_emplace({false, s.stream}, 0);
+  }
+  std::map<int64_t, int> streams;
+  for (const auto& [key, v] : value) streams[key.second] = 0;
+  for (const auto& c : changes) streams[c.stream] = 0;
+  if (streams.size() < 2) return 0;
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const Change& a, const Change& b) { return a.event < b.event; });
+  auto name = [](bool reserved, int64_t stream) {
+    return absl::StrCat(reserved ? "reserved stream " : "live stream ", StreamName(stream));
+  };
+  int64_t written = 0;
+  int64_t ts0 = clock.Ts(snap, dt, 0);
+  for (const auto& [key, v] : value) {
+    sink.Add(Counter(name(key.first, key.second), pid, ts0, v));
+    ++written;
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const Change& c = changes[i];
+    int64_t& v = value[{c.reserved, c.stream}];
+    v += c.delta;
+    // Only the last change of a (event, track) pair is visible; write once per event and track.
+    bool last_here = true;
+    for (size_t k = i + 1; k < changes.size() && changes[k].event == c.event; ++k) {
+      if (changes[k].stream == c.stream && changes[k].reserved == c.reserved) last_here = false;
+    }
+    if (!last_here) continue;
+    sink.Add(Counter(name(c.reserved, c.stream), pid, clock.Ts(snap, dt, c.event), v));
+    ++written;
+  }
+  return written;
+}
+
+Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack, int max_frames) {
+  Json frames = Json::array();
+  if (!stack.valid()) return frames;
+  for (FrameId f : filter.Filtered(stack)) {
+    if (static_cast<int>(frames.size()) >= max_frames) {
+      frames.push_back("...");
+      break;
+    }
+    frames.push_back(snap.FrameText(f));
+  }
+  return frames;
+}
+
+/// "model.py:20 forward": the innermost Python frame (stacks with C++ context start with the
+/// allocator's own frames), else the innermost frame's function; "" without a stack.
+std::string SliceSite(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack) {
+  if (!stack.valid()) return "";
+  const std::vector<FrameId>& frames = filter.Filtered(stack);
+  if (frames.empty()) return "";
+  for (FrameId id : frames) {
+    const Frame& f = snap.frames.Get(id);
+    std::string_view file = snap.strings.Get(f.filename);
+    if (file.size() >= 3 && file.substr(file.size() - 3) == ".py") {
+      size_t slash = file.rfind('/');
+      std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
+      return absl::StrCat(Sv(base), ":", f.line, " ", Sv(snap.strings.Get(f.name)));
+    }
+  }
+  return std::string(snap.strings.Get(snap.frames.Get(frames[0]).name));
+}
+
+void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock, int pid,
+                 analysis::FrameFilter& filter, const PerfettoOptions& options, EventSink& sink,
+                 PerfettoStats& stats) {
+  if (dt.num_events == 0 || options.top_slices <= 0) return;
+  std::vector<uint32_t> order(dt.blocks.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  size_t n = std::min(order.size(), static_cast<size_t>(options.top_slices));
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](uint32_t a, uint32_t b) {
+    int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
+    return sa != sb ? sa > sb : a < b;
+  });
+  order.resize(n);
+  int64_t end_ts = clock.Ts(snap, dt, dt.num_events - 1);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (uint32_t i : order) {
+    const auto& b = dt.blocks[i];
+    int64_t t0 = b.alloc_event == kNoEvent ? clock.Ts(snap, dt, 0) : clock.Ts(snap, dt, b.alloc_event);
+    int64_t t1 = b.free_completed_event == kNoEvent ? end_ts : clock.Ts(snap, dt, b.free_completed_event);
+    spans.emplace_back(t0, std::max(t0, t1));
+  }
+  std::vector<size_t> by_start(n);
+  for (size_t k = 0; k < n; ++k) by_start[k] = k;
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](size_t a, size_t b) { return spans[a].first < spans[b].first; });
+  std::vector<std::pair<int64_t, int64_t>> sorted;
+  for (size_t k : by_start) sorted.push_back(spans[k]);
+  int lanes = 0;
+  std::vector<int> lane = PackLanes(sorted, /*nest=*/false, lanes);
+  stats.lanes += lanes;
+  for (int l = 0; l < lanes; ++l) {
+    sink.Add(Meta("thread_name", pid, 100 + l, absl::StrCat("allocations ", l)));
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const auto& b = dt.blocks[order[by_start[j]]];
+    const auto& [t0, t1] = sorted[j];
+    std::string name = absl::StrCat(
+        FormatBytes(b.requested_size), " ",
+        b.cls == analysis::LifetimeClass::kPreWindow ? "(allocated before the trace)"
+                                                      : SliceSite(snap, filter, b.stack));
+    Json args;
+    args["requested_bytes"] = b.requested_size;
+    args["rounded_bytes"] = b.rounded_size;
+    args["address"] = FormatAddress(b.address);
+    args["stream"] = StreamName(b.stream);
+    args["class"] = std::string(analysis::LifetimeClassName(b.cls));
+    // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
+    args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
+        StackArg(snap, filter, b.stack, options.max_stack_frames);
+    sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":",
+                          pid, ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
+                          ",\"args\":", Sv(args.dump(-1, ' ', false, Json::error_handler_t::replace)),
+                          "}"));
+    ++stats.slice_events;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
+                      PerfettoStats& stats) {
+  if (!clock.has_time) return;  // annotations carry times; a trace without times has no clock
+  std::map<int32_t, std::vector<const Annotation*>> by_device;
+  for (const Annotation& a : snap.annotations) {
+    if (a.time_us != kNoTime) by_device[a.device].push_back(&a);
+  }
+  for (auto& [device, list] : by_device) {
+    std::stable_sort(list.begin(), list.end(), [](const Annotation* a, const Annotation* b) {
+      return a->time_us < b->time_us;
+    });
+    int pid = device + 1;
+    // START/END pairs by name (innermost open one first); an END without START is an instant.
+    std::map<std::string_view, std::vector<int64_t>> open;
+    struct Range {
+      int64_t begin, end;
+      std::string_view name;
+    };
+    std::vector<Range> ranges;
+    int64_t last_ts = 0;
+    for (const Annotation* a : list) {
+      std::string_view stage = a->stage.valid() ? snap.strings.Get(a->stage) : "";
+      std::string_view name = a->name.valid() ? snap.strings.Get(a->name) : "";
+      int64_t ts = a->time_us - clock.t0;
+      last_ts = std::max(last_ts, ts);
+      if (stage == "START") {
+        open[name].push_back(ts);
+      } else if (auto it = open.find(name); it != open.end() && !it->second.empty()) {
+        ranges.push_back({it->second.back(), ts, name});
+        it->second.pop_back();
+      } else {
+        sink.Add(absl::StrCat("{\"ph\":\"i\",\"name\":", Quote(name), ",\"cat\":\"annotation\",\"pid\":",
+                              pid, ",\"tid\":10,\"ts\":", ts, ",\"s\":\"t\"}"));
+        ++stats.annotation_events;
+      }
+    }
+    for (const auto& [name, starts] : open) {
+      for (int64_t b : starts) ranges.push_back({b, std::max(b, last_ts), name});
+    }
+    std::stable_sort(ranges.begin(), ranges.end(),
+                     [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const Range& r : ranges) spans.emplace_back(r.begin, r.end);
+    int lanes = 0;
+    std::vector<int> lane = PackLanes(spans, /*nest=*/true, lanes);
+    for (int l = 0; l < std::max(lanes, 1); ++l) {
+      sink.Add(Meta("thread_name", pid, 10 + l, absl::StrCat("annotations ", l)));
+    }
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(ranges[i].name),
+                            ",\"cat\":\"annotation\",\"pid\":", pid, ",\"tid\":", 10 + lane[i],
+                            ",\"ts\":", ranges[i].begin, ",\"dur\":", ranges[i].end - ranges[i].begin,
+                            "}"));
+      ++stats.annotation_events;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
+                                                 const analysis::Timeline& timeline,
+                                                 analysis::FrameFilter& filter,
+                                                 const PerfettoOptions& options,
+                                                 std::ostream& out) {
+  PerfettoStats stats;
+  // One clock for all devices: times since the earliest event, when every traced device has them.
+  Clock clock;
+  bool any_events = false;
+  clock.has_time = true;
+  clock.t0 = std::numeric_limits<int64_t>::max();
+  for (const DeviceTimeline& dt : timeline.devices) {
+    if (dt.num_events == 0) continue;
+    any_events = true;
+    if (!dt.has_time) clock.has_time = false;
+    for (uint32_t i = 0; i < dt.num_events && dt.has_time; ++i) {
+      clock.t0 = std::min(clock.t0, snap.events[dt.event_begin + i].time_us);
+    }
+  }
+  // Annotations may start before the first allocator event.
+  for (const Annotation& a : snap.annotations) {
+    if (clock.has_time && a.time_us != kNoTime) clock.t0 = std::min(clock.t0, a.time_us);
+  }
+  if (!any_events) {
+    clock.has_time = false;  // final state only: one counter point per device at ts 0
+  }
+  if (!clock.has_time) clock.t0 = 0;
+
+  EventSink sink(out);
+  sink.Raw("{\"traceEvents\":[");
+  std::map<int32_t, bool> pids;
+  for (const DeviceTimeline& dt : timeline.devices) pids[dt.device] = true;
+  for (const Annotation& a : snap.annotations) pids[a.device] = true;
+  for (const auto& [device, unused] : pids) {
+    sink.Add(Meta("process_name", device + 1, 0, absl::StrCat("cuda:", device)));
+    sink.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":", device + 1,
+                          ",\"tid\":0,\"args\":{\"sort_index\":", device, "}}"));
+  }
+  for (const DeviceTimeline& dt : timeline.devices) {
+    int pid = dt.device + 1;
+    if (dt.num_events == 0) {
+      sink.Add(Counter("live", pid, 0, dt.end_requested));
+      sink.Add(Counter("reserved", pid, 0, dt.end_reserved));
+      stats.counter_events += 2;
+      continue;
+    }
+    // Device counters: the start state, then each change (several events may share one ts; the
+    // last one written wins, which is the state after them).
+    int64_t ts0 = clock.Ts(snap, dt, 0);
+    int64_t last_live = dt.start_requested, last_res = dt.start_reserved;
+    sink.Add(Counter("live", pid, ts0, last_live));
+    sink.Add(Counter("reserved", pid, ts0, last_res));
+    stats.counter_events += 2;
+    const TraceEvent* events = snap.events.data() + dt.event_begin;
+    for (uint32_t e = 0; e < dt.num_events; ++e) {
+      int64_t ts = clock.Ts(snap, dt, e);
+      if (dt.live_requested[e] != last_live) {
+        last_live = dt.live_requested[e];
+        sink.Add(Counter("live", pid, ts, last_live));
+        ++stats.counter_events;
+      }
+      if (dt.reserved[e] != last_res) {
+        last_res = dt.reserved[e];
+        sink.Add(Counter("reserved", pid, ts, last_res));
+        ++stats.counter_events;
+      }
+      if (events[e].action == Action::kOom) {
+        sink.Add(absl::StrCat("{\"ph\":\"i\",\"name\":\"OOM\",\"cat\":\"oom\",\"pid\":", pid,
+                              ",\"tid\":0,\"ts\":", ts, ",\"s\":\"p\",\"args\":{\"requested_bytes\":",
+                              events[e].size, ",\"device_free_bytes\":", events[e].addr,
+                              ",\"stream\":", Quote(StreamName(events[e].stream)), "}}"));
+        ++stats.instant_events;
+      }
+    }
+    if (options.per_stream) {
+      stats.counter_events += WriteStreamCounters(snap, dt, clock, pid, sink);
+    }
+    WriteSlices(snap, dt, clock, pid, filter, options, sink, stats);
+  }
+  WriteAnnotations(snap, clock, sink, stats);
+  Json other;
+  other["generator"] = "memsnap";
+  other["source"] = snap.source.path;
+  other["clock"] = clock.has_time ? "microseconds since the first event" : "event index";
+  if (clock.has_time) other["t0_us"] = clock.t0;
+  sink.Raw(absl::StrCat("\n],\"displayTimeUnit\":\"ms\",\"otherData\":",
+                        Sv(other.dump(-1, ' ', false, Json::error_handler_t::replace)), "}\n"));
+  sink.Flush();
+  if (!out) return absl::DataLossError("writing the trace failed");
+  return stats;
+}
+
+}  // namespace memsnap::report

@@ -1,0 +1,196 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/timeline.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/export_tables.h"
+#include "memsnap/report/perfetto.h"
+#include "nlohmann/json.hpp"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using Json = nlohmann::json;
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+Json Perfetto(const Snapshot& snap, const report::PerfettoOptions& options = {}) {
+  auto tl = analysis::ReconstructTimeline(snap);
+  REQUIRE(tl.ok());
+  auto filter = analysis::FrameFilter::Create(snap, {});
+  REQUIRE(filter.ok());
+  std::ostringstream out;
+  auto stats = report::WritePerfettoTrace(snap, *tl, *filter, options, out);
+  REQUIRE(stats.ok());
+  return Json::parse(out.str());
+}
+
+/// Σ requested bytes of the active blocks of each device: what the "live" counter must end at.
+std::map<int32_t, int64_t> LiveBytes(const Snapshot& snap) {
+  std::map<int32_t, int64_t> live;
+  for (const Segment& s : snap.segments) {
+    for (const Block& b : snap.BlocksOf(s)) {
+      if (b.is_active()) live[s.device] += b.requested_size;
+    }
+  }
+  return live;
+}
+
+/// Structural checks any trace viewer relies on; returns the last value of each counter track.
+std::map<std::pair<int, std::string>, int64_t> CheckTraceStructure(const Json& trace) {
+  REQUIRE(trace.contains("traceEvents"));
+  REQUIRE(trace["traceEvents"].is_array());
+  std::map<std::pair<int, std::string>, int64_t> last;
+  std::map<std::pair<int, std::string>, int64_t> last_ts;
+  std::map<std::pair<int, int>, std::vector<std::pair<int64_t, int64_t>>> slices;
+  for (const Json& e : trace["traceEvents"]) {
+    REQUIRE(e["ph"].is_string());
+    std::string ph = e["ph"];
+    REQUIRE(e["pid"].is_number_integer());
+    REQUIRE(e["tid"].is_number_integer());
+    REQUIRE(e["name"].is_string());
+    if (ph == "M") continue;
+    REQUIRE(e["ts"].is_number());
+    CHECK(e["ts"].get<int64_t>() >= 0);
+    if (ph == "C") {
+      REQUIRE(e["args"]["bytes"].is_number_integer());
+      auto key = std::make_pair(e["pid"].get<int>(), e["name"].get<std::string>());
+      CHECK(e["ts"].get<int64_t>() >= last_ts[key]);  // each counter track in time order
+      last_ts[key] = e["ts"];
+      last[key] = e["args"]["bytes"];
+    } else if (ph == "X") {
+      REQUIRE(e["dur"].is_number_integer());
+      CHECK(e["dur"].get<int64_t>() >= 0);
+      slices[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["ts"].get<int64_t>() + e["dur"].get<int64_t>());
+    } else {
+      CHECK(ph == "i");
+    }
+  }
+  // On one thread, "X" slices are disjoint or nested, never partly overlapping.
+  for (auto& [track, spans] : slices) {
+    std::sort(spans.begin(), spans.end());
+    std::vector<int64_t> open;
+    for (const auto& [b, e] : spans) {
+      while (!open.empty() && open.back() <= b) open.pop_back();
+      if (!open.empty()) CHECK(e <= open.back());
+      open.push_back(e);
+    }
+  }
+  return last;
+}
+
+TEST_SUITE("export") {
+  TEST_CASE("perfetto export has per-device counters that end at the snapshot's live bytes") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    Json trace = Perfetto(snap);
+    auto last = CheckTraceStructure(trace);
+    CHECK(last[{1, "live"}] == 8000000 + 1000 + 8388608);
+    CHECK(last[{1, "reserved"}] == 20971520 + 2097152);
+    CHECK(last[{2, "live"}] == 512);  // device 1 has no trace: its final state only
+    // Two streams on device 0: per-stream counters too, adding up to the device's.
+    CHECK(last[{1, "live stream 0 (default)"}] == 8000000 + 8388608);
+    CHECK(last[{1, "live stream 0x7"}] == 1000);
+    CHECK(last[{1, "reserved stream 0x7"}] == 2097152);
+    CHECK(trace["otherData"]["t0_us"] == 1000);
+  }
+
+  TEST_CASE("perfetto export draws the largest lifetimes, annotations and OOMs as events") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    report::PerfettoOptions options;
+    options.top_slices = 3;
+    Json trace = Perfetto(snap, options);
+    CheckTraceStructure(trace);
+    std::vector<Json> allocations, annotations, ooms;
+    for (const Json& e : trace["traceEvents"]) {
+      if (e["ph"] == "X" && e["cat"] == "allocation") allocations.push_back(e);
+      if (e["ph"] == "X" && e["cat"] == "annotation") annotations.push_back(e);
+      if (e["ph"] == "i" && e["name"] == "OOM") ooms.push_back(e);
+    }
+    REQUIRE(allocations.size() == 3);  // the 1000 B optimizer block is not among the top 3
+    const Json& attn = allocations[2];
+    CHECK(attn["name"] == "8.0 MiB model.py:20 attn</script><b>");
+    CHECK(attn["ts"] == 40);
+    CHECK(attn["dur"] == 30);  // still live: drawn to the last event
+    CHECK(attn["args"]["stack"] ==
+          Json::array({"model.py:20:attn</script><b>", "model.py:31:forward", "train.py:9:<module>"}));
+    CHECK(attn["args"]["address"] == "0x7f0000c00000");
+    REQUIRE(annotations.size() == 2);
+    CHECK(annotations[0]["name"] == "train_step");
+    CHECK(annotations[0]["dur"] == 65);
+    CHECK(annotations[1]["tid"] == annotations[0]["tid"]);  // nested on one lane
+    REQUIRE(ooms.size() == 1);
+    CHECK(ooms[0]["ts"] == 70);
+    CHECK(ooms[0]["args"]["requested_bytes"] == 1073741824);
+  }
+
+  TEST_CASE("perfetto export of every corpus file is well formed and ends at its live bytes") {
+    for (const std::string& path : testing::CorpusFiles()) {
+      CAPTURE(path);
+      auto snap = parse::ReadSnapshot(path);
+      if (!snap.ok()) continue;  // the reader's own tests cover unreadable files
+      report::PerfettoOptions options;
+      options.top_slices = 50;
+      Json trace = Perfetto(*snap, options);
+      auto last = CheckTraceStructure(trace);
+      for (const auto& [device, bytes] : LiveBytes(*snap)) {
+        CHECK(last[{device + 1, "live"}] == bytes);
+      }
+    }
+  }
+
+  TEST_CASE("the lifetimes CSV has one row per lifetime with its events and top frame") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    auto tl = analysis::ReconstructTimeline(snap);
+    auto filter = analysis::FrameFilter::Create(snap, {});
+    std::ostringstream out;
+    report::WriteLifetimesCsv(snap, *tl, *filter, out);
+    CHECK(out.str() ==
+          "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
+          "free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame\n"
+          "0,0x7f0000000000,0,open,8000000,8388608,0,1,,,1010,,model.py:10:__init__\n"
+          "0,0x7f0000800000,0,in-window,4194304,4194304,0,2,6,7,1020,1060,model.py:30:act\n"
+          "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,,optim.py:40:step\n"
+          "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,,model.py:20:attn</script><b>\n"
+          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,\n");
+  }
+
+  TEST_CASE("a streamed output is renamed into place only when the writer succeeds") {
+    std::string dir = testing::TempDir();
+    std::string path = dir + "/streamed.txt";
+    std::ostringstream unused;
+    auto ok = report::WriteStreamedOutput(path, unused, [](std::ostream& out) {
+      out << "hello\n";
+      return absl::OkStatus();
+    });
+    CHECK(ok.ok());
+    CHECK(std::filesystem::file_size(path) == 6);
+    auto failed = report::WriteStreamedOutput(path, unused, [](std::ostream& out) {
+      out << "half";
+      return absl::DataLossError("boom");
+    });
+    CHECK(std::string(failed.message()) == "boom");
+    CHECK(std::filesystem::file_size(path) == 6);  // the old file is untouched
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().filename().string().rfind("streamed.txt", 0) == 0) ++files;
+    }
+    CHECK(files == 1);  // no temporary left behind
+    auto bad = report::WriteStreamedOutput(dir + "/no/such/dir/x", unused,
+                                           [](std::ostream&) { return absl::OkStatus(); });
+    CHECK(std::string(bad.message()) == dir + "/no/such/dir/x: cannot open for writing");
+    std::ostringstream to_stdout;
+    CHECK(report::WriteStreamedOutput("-", to_stdout, [](std::ostream& out) {
+            out << "x";
+            return absl::OkStatus();
+          }).ok());
+    CHECK(to_stdout.str() == "x");
+  }
+}
+
+}  // namespace
+}  // namespace memsnap
