@@ -28,7 +28,7 @@ class MappedFile final : public InputSource {
   void ReleaseBefore(uint64_t offset) override {
     // Drop whole pages already decoded from the resident set; they are clean file pages, so a
     // later read (an error message quoting bytes) simply faults them back in.
-    constexpr uint64_t kStep = 64 << 20;
+    constexpr uint64_t kStep = 8 << 20;
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t end = offset / page * page;
     if (end < released_ + kStep) return;

@@ -877,6 +877,13 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kUserMetadata:
         case Key::kCategory:
         case Key::kPoolId: {
+          // Most files carry compile_context "N/A" and user_metadata "" on every entry: make
+          // an extra record only for a value worth keeping (it is 40 bytes per event).
+          if (v.tag == Tag::kNone ||
+              (v.tag == Tag::kStr && (StrId(v.ref) == StringPool::kEmpty ||
+                                      (key == Key::kCompileContext && StrId(v.ref) == na_)))) {
+            break;
+          }
           if (extras_.empty() || extras_.back().event != record) {
             extras_.push_back(EventExtra{});
             extras_.back().event = record;
@@ -1251,14 +1258,14 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
   snap_.source.pickle_protocol = protocol;
   snap_.source.file_bytes = data_.size();
   pos_ = 2;
-  size_t next_release = 64 << 20;
+  size_t next_release = 8 << 20;  // small steps keep the mapped input out of peak RSS
   while (true) {
     if (pos_ >= data_.size()) {
       return Error(pos_, "unexpected end of input (truncated pickle: no STOP opcode)");
     }
     if (pos_ >= next_release) {
       input_.ReleaseBefore(pos_);
-      next_release = pos_ + (64 << 20);
+      next_release = pos_ + (8 << 20);
     }
     size_t at = pos_;
     uint8_t op = static_cast<uint8_t>(data_[pos_++]);
