@@ -218,6 +218,21 @@ TEST_SUITE("convert") {
     CHECK(std::string(slice.status().message()).find("event:N") != std::string::npos);
   }
 
+  TEST_CASE("JSON output escapes control characters and replaces invalid UTF-8") {
+    Snapshot snap;
+    StrId name = snap.strings.Intern("bad\xff\x01\"q\" \xc3\xa9");
+    StrId file = snap.strings.Intern("a.py");
+    FrameId f = snap.frames.Intern(Frame{name, file, 3});
+    snap.traces.push_back(DeviceTrace{0, 0, 1});
+    TraceEvent e;
+    e.action = Action::kAlloc;
+    e.stack = snap.stacks.Intern(std::span<const FrameId>(&f, 1));
+    snap.events.push_back(e);
+    std::ostringstream out;
+    REQUIRE(io::WriteSnapshotJson(snap, {}, out).ok());
+    CHECK(out.str().find(R"("name":"bad\ufffd\u0001\"q\" )" "\xc3\xa9\"") != std::string::npos);
+  }
+
   TEST_CASE("convert picks JSON from the .json extension and writes nothing on failure") {
     std::string dir = testing::TempDir();
     std::string in = WriteTemp("in.pickle", testing::PythonPickle(R"({"segments": [], "device_traces": [[
