@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "memsnap/cli/command.h"
 #include "memsnap/util/build_info.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::cli {
 
@@ -49,6 +50,7 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     absl::StatusOr<ExitCode> result = run(ctx);
+    if (ctx.timings) Timings::Global().Print(err);
     if (!result.ok()) {
       err << "memsnap " << sub->get_name() << ": " << result.status().message() << "\n";
       return static_cast<int>(ExitCode::kBadInput);

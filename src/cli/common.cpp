@@ -4,11 +4,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/util/parallel.h"
+#include "memsnap/util/status_macros.h"
 
 namespace memsnap::cli {
 
@@ -33,7 +36,14 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx) {
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandInputFiles(inputs));
   std::vector<std::string> out;
+  for (auto& f : files) out.push_back(std::move(f.path));
+  return out;
+}
+
+absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::string>& inputs) {
+  std::vector<InputFile> out;
   for (const std::string& in : inputs) {
     std::error_code ec;
     if (std::filesystem::is_directory(in, ec)) {
@@ -45,14 +55,52 @@ absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::str
         }
       }
       std::sort(files.begin(), files.end());
-      out.insert(out.end(), files.begin(), files.end());
+      for (auto& f : files) out.push_back(InputFile{std::move(f), true});
     } else {
-      out.push_back(in);
+      out.push_back(InputFile{in, false});
     }
   }
   if (out.empty()) return absl::InvalidArgumentError("no input files");
   return out;
 }
+
+namespace internal {
+
+std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context& ctx,
+                                   const std::function<absl::Status(size_t, const Snapshot&)>& fn,
+                                   std::vector<bool>& skipped) {
+  std::vector<absl::Status> status(inputs.size());
+  std::vector<std::string> warnings(inputs.size());
+  skipped.assign(inputs.size(), false);
+  std::vector<char> skip(inputs.size(), 0);  // vector<bool> is not safe to write concurrently
+  ParallelFor(inputs.size(), [&](size_t i) {
+    Context local = ctx;
+    std::ostringstream err;
+    local.err = &err;
+    absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
+    if (!snap.ok()) {
+      // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
+      if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
+        skip[i] = 1;
+        if (!ctx.quiet) {
+          err << "warning: skipping " << inputs[i].path << ": " << snap.status().message() << "\n";
+        }
+      } else {
+        status[i] = snap.status();
+      }
+    } else {
+      status[i] = fn(i, *snap);
+    }
+    warnings[i] = err.str();
+  });
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    *ctx.err << warnings[i];
+    skipped[i] = skip[i] != 0;
+  }
+  return status;
+}
+
+}  // namespace internal
 
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx) {
   // Strings come from the snapshot and may hold invalid UTF-8: replace, never throw.

@@ -1,9 +1,12 @@
-// memsnap summary FILE...: counts and totals per device, pool and stream.
+// memsnap summary FILE...: counts and totals per device, pool and stream. With several files (one
+// per rank, a directory or a glob) they are read in parallel and compared in a per-rank table.
 #include <memory>
 
+#include "memsnap/analysis/ranks.h"
 #include "memsnap/analysis/summary.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/util/status_macros.h"
 
@@ -13,32 +16,60 @@ namespace {
 struct SummaryCommandOptions {
   std::vector<std::string> files;
   bool json = false;
+  bool each = false;  // with several files: print every file's full summary too
 };
 }  // namespace
 
 RunFn SetupSummary(CLI::App& sub) {
   auto opts = std::make_shared<SummaryCommandOptions>();
-  sub.add_option("files", opts->files, "Snapshot files (pickle, JSON, HTML, gzip) or directories")
+  sub.add_option("files", opts->files,
+                 "Snapshot files (pickle, JSON, HTML, gzip) or directories of them")
       ->required();
   sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");
   sub.footer(
       "Examples:\n"
       "  memsnap summary snap.pickle\n"
-      "  memsnap summary --json snap.pickle | jq .reserved_bytes");
+      "  memsnap summary --json snap.pickle | jq .reserved_bytes\n"
+      "  memsnap summary snapshots/          # one file per rank: per-rank table and outliers");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opts->files));
-    nlohmann::ordered_json all = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < files.size(); ++i) {
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(files[i], ctx));
-      analysis::SummaryReport report = analysis::Summarize(snap);
+    ASSIGN_OR_RETURN(auto results, AnalyzeEach<analysis::SummaryReport>(
+                                       opts->files, ctx,
+                                       [](const Snapshot& snap) -> absl::StatusOr<analysis::SummaryReport> {
+                                         return analysis::Summarize(snap);
+                                       }));
+    std::vector<analysis::SummaryReport> reports;
+    for (auto& [path, r] : results) reports.push_back(std::move(r));
+    const auto& files = reports;
+    if (files.size() == 1) {
       if (opts->json) {
-        all.push_back(report::SummaryToJson(report));
+        PrintJson(report::SummaryToJson(reports[0]), ctx);
       } else {
-        if (i > 0) *ctx.out << "\n";
-        report::RenderSummaryText(report, *ctx.out);
+        report::RenderSummaryText(reports[0], *ctx.out);
+      }
+      return ExitCode::kOk;
+    }
+    std::vector<analysis::RankFigures> figures;
+    for (const auto& r : reports) {
+      figures.push_back(analysis::RankFigures{r.source.path, r.totals.reserved_bytes,
+                                              r.totals.allocated_bytes, -1, ""});
+    }
+    analysis::RankReport ranks = analysis::CompareRanks(std::move(figures));
+    if (opts->json) {
+      nlohmann::ordered_json j;
+      j["files"] = nlohmann::ordered_json::array();
+      for (const auto& r : reports) j["files"].push_back(report::SummaryToJson(r));
+      j["ranks"] = report::RanksToJson(ranks);
+      PrintJson(j, ctx);
+      return ExitCode::kOk;
+    }
+    if (opts->each) {
+      for (const auto& r : reports) {
+        report::RenderSummaryText(r, *ctx.out);
+        *ctx.out << "\n";
       }
     }
-    if (opts->json) PrintJson(files.size() == 1 ? all[0] : all, ctx);
+    report::RenderRanksText(ranks, *ctx.out);
     return ExitCode::kOk;
   };
 }

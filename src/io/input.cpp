@@ -25,6 +25,11 @@ class MappedFile final : public InputSource {
   }
   std::string_view bytes() const override { return {data_, size_}; }
   const std::string& name() const override { return name_; }
+  size_t padding() const override {
+    // The kernel zero-fills the tail of the file's last page; reading it is defined.
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return size_ % page == 0 ? 0 : page - size_ % page;
+  }
   void ReleaseBefore(uint64_t offset) override {
     // Drop whole pages already decoded from the resident set; they are clean file pages, so a
     // later read (an error message quoting bytes) simply faults them back in.
@@ -60,6 +65,7 @@ class OwnedSource final : public InputSource {
       : bytes_(std::move(bytes)), name_(std::move(name)) {}
   std::string_view bytes() const override { return bytes_; }
   const std::string& name() const override { return name_; }
+  size_t padding() const override { return bytes_.capacity() - bytes_.size(); }
 
  private:
   std::string bytes_;

@@ -17,12 +17,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
+#include "parse/schema_common.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
@@ -42,6 +44,7 @@ enum class Tag : uint8_t {
   kList,     // ref = list handle
   kTuple,    // ref = tuple handle
   kRun,      // list item only: records [ref, ref + i) of kind `kind`
+  kFrameRef, // a frame dict already interned: ref = FrameId (memo GETs of frames yield this)
 };
 
 enum class Kind : uint8_t {
@@ -81,6 +84,44 @@ struct Value {
 };
 static_assert(sizeof(Value) == 16);
 
+// The VM stack: a vector whose push is inlined (std::vector::push_back was not, and pushes are
+// the commonest operation of the decoder). Only the operations the decoder uses.
+class VmStack {
+ public:
+  VmStack() { Grow(); }
+  [[gnu::always_inline]] void push_back(const Value& v) {
+    if (top_ == end_) [[unlikely]] Grow();
+    *top_++ = v;
+  }
+  void pop_back() { --top_; }
+  Value& back() { return top_[-1]; }
+  const Value& back() const { return top_[-1]; }
+  Value& operator[](size_t i) { return base_[i]; }
+  // Pointers rather than counts: a store into a Value's int64 cannot alias them, so the compiler
+  // keeps them in registers across pushes.
+  size_t size() const { return static_cast<size_t>(top_ - base_); }
+  bool empty() const { return top_ == base_; }
+  Value* data() { return base_; }
+  /// Shrinks to n elements (never grows).
+  void resize(size_t n) { top_ = base_ + n; }
+
+ private:
+  void Grow() {
+    size_t size = this->size();
+    size_t cap = end_ ? static_cast<size_t>(end_ - base_) * 2 : 1024;
+    auto bigger = std::make_unique<Value[]>(cap);
+    if (size) std::memcpy(bigger.get(), base_, size * sizeof(Value));
+    storage_ = std::move(bigger);
+    base_ = storage_.get();
+    top_ = base_ + size;
+    end_ = base_ + cap;
+  }
+  std::unique_ptr<Value[]> storage_;
+  Value* base_ = nullptr;
+  Value* top_ = nullptr;
+  Value* end_ = nullptr;
+};
+
 const char* TagName(Tag t) {
   switch (t) {
     case Tag::kNone: return "None";
@@ -94,6 +135,7 @@ const char* TagName(Tag t) {
     case Tag::kList: return "list";
     case Tag::kTuple: return "tuple";
     case Tag::kRun: return "record";
+    case Tag::kFrameRef: return "dict";
   }
   return "?";
 }
@@ -144,6 +186,7 @@ constexpr std::pair<Key, std::string_view> kKeyNames[] = {
 struct DictObj {
   uint32_t record = 0;
   Kind kind = Kind::kUnset;
+  uint32_t memo_slot = UINT32_MAX;  // where MEMOIZE/BINPUT stored it, to retag frames
 };
 
 struct ListObj {
@@ -272,9 +315,33 @@ class PickleDecoder {
     return m;
   }
 
+  // Fast path for the commonest shape in real files: a new list filled with memo GETs of frames,
+  // `MARK (BINGET|LONG_BINGET)* APPENDS`. Called right after that MARK; when the whole batch is
+  // frame GETs it interns the stack directly and consumes the batch, skipping the VM stack;
+  // otherwise it leaves pos_ untouched and decoding proceeds normally.
+  void TryFrameList();
+
   // ---- memo ----
   absl::Status MemoPut(size_t at, uint64_t index);
-  absl::Status MemoGet(size_t at, uint64_t index);
+  // Pushes memo entry `index`; false when there is none. Inline: GETs are most of the opcodes of
+  // a real file.
+  [[gnu::always_inline]] bool TryMemoGet(uint64_t index) {
+    if (index >= memo_.size()) [[unlikely]] return false;
+    uint64_t packed = memo_[index];
+    if (packed == ~uint64_t{0}) [[unlikely]] return false;
+    uint64_t tag = packed & 15;
+    if (tag == kRareTagValue) [[unlikely]] {
+      stack_.push_back(memo_rare_[static_cast<uint32_t>(packed >> 4)]);
+    } else {
+      stack_.push_back(
+          Value{static_cast<Tag>(tag), Kind::kUnset, static_cast<uint32_t>(packed >> 4), 0});
+    }
+    return true;
+  }
+  absl::Status MemoError(size_t at, uint64_t index) const {
+    return Error(at, absl::StrCat("memo reference ", index, " beyond memo size ", memo_.size()));
+  }
+  static constexpr uint64_t kRareTagValue = 15;
 
   // ---- containers ----
   Value NewDict() {
@@ -296,6 +363,17 @@ class PickleDecoder {
   Kind Classify(const Value* items, size_t n) const;
   uint32_t CreateRecord(Kind kind);
   absl::Status ApplyItem(size_t at, Kind kind, uint32_t record, Key key, const Value& v);
+  // The hot path for trace entries (millions per file): common keys with inline type checks;
+  // anything unusual goes through ApplyItem, which also produces the error messages.
+  absl::Status ApplyEvent(size_t at, uint32_t record, const Value* items, size_t n);
+  Action ActionOf(StrId id) {
+    if (id.v >= action_cache_.size()) action_cache_.resize(id.v + 1, kActionUnresolved);
+    uint8_t& a = action_cache_[id.v];
+    if (a == kActionUnresolved) a = static_cast<uint8_t>(ParseAction(snap_.strings.Get(id)));
+    return static_cast<Action>(a);
+  }
+  static constexpr uint8_t kActionUnresolved = 0xff;
+  std::vector<uint8_t> action_cache_;  // StrId -> Action, filled lazily
 
   // ---- typed extraction ----
   absl::StatusOr<int64_t> AsInt(size_t at, const char* what, Key key, const Value& v);
@@ -331,7 +409,7 @@ class PickleDecoder {
   StrId na_;
   std::vector<Key> key_codes_;
 
-  std::vector<Value> stack_;
+  VmStack stack_;
   std::vector<size_t> marks_;
   std::vector<uint64_t> memo_;
   std::vector<Value> memo_rare_;  // memoized values that do not pack into 64 bits
@@ -359,6 +437,7 @@ class PickleDecoder {
 // carry a 64-bit payload (ints, floats) go to memo_rare_ and are referenced from there. CPython never
 // memoizes ints, so the rare table stays empty on real files.
 constexpr uint64_t kRareTag = 15;
+constexpr uint64_t kFrameTag = static_cast<uint64_t>(Tag::kFrameRef);
 
 absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   if (stack_.size() <= StackFloor()) return Error(at, "memoize with an empty stack");
@@ -370,6 +449,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
     case Tag::kList:
     case Tag::kTuple:
     case Tag::kNone:
+    case Tag::kFrameRef:
       packed = static_cast<uint64_t>(v.tag) | (uint64_t{v.ref} << 4);
       break;
     default:
@@ -377,6 +457,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
       packed = kRareTag | (uint64_t{memo_rare_.size() - 1} << 4);
       break;
   }
+  if (v.tag == Tag::kDict && index <= UINT32_MAX) dicts_[v.ref].memo_slot = static_cast<uint32_t>(index);
   if (index == memo_.size()) {
     memo_.push_back(packed);
   } else if (index < memo_.size()) {
@@ -393,19 +474,33 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   return absl::OkStatus();
 }
 
-absl::Status PickleDecoder::MemoGet(size_t at, uint64_t index) {
-  if (index >= memo_.size() || memo_[index] == ~uint64_t{0}) {
-    return Error(at, absl::StrCat("memo reference ", index, " beyond memo size ", memo_.size()));
+void PickleDecoder::TryFrameList() {
+  ListObj& l = lists_[stack_.back().ref];
+  if (l.count != 0 || l.stack.valid() || l.consumed) return;
+  frame_scratch_.clear();
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  size_t p = pos_;
+  while (p < size) {
+    uint64_t index;
+    if (d[p] == BINGET && p + 1 < size) {
+      index = d[p + 1];
+      p += 2;
+    } else if (d[p] == LONG_BINGET && p + 4 < size) {
+      uint32_t v;
+      std::memcpy(&v, d + p + 1, 4);
+      index = v;
+      p += 5;
+    } else {
+      break;
+    }
+    if (index >= memo_.size() || (memo_[index] & 15) != kFrameTag) return;
+    frame_scratch_.push_back(FrameId(static_cast<uint32_t>(memo_[index] >> 4)));
   }
-  uint64_t packed = memo_[index];
-  uint64_t tag = packed & 15;
-  uint32_t ref = static_cast<uint32_t>(packed >> 4);
-  if (tag == kRareTag) {
-    stack_.push_back(memo_rare_[ref]);
-  } else {
-    stack_.push_back(Value{static_cast<Tag>(tag), Kind::kUnset, ref, 0});
-  }
-  return absl::OkStatus();
+  if (p >= size || d[p] != APPENDS || frame_scratch_.empty()) return;
+  marks_.pop_back();
+  l.stack = snap_.stacks.Intern(frame_scratch_);
+  pos_ = p + 1;
 }
 
 absl::StatusOr<Value> PickleDecoder::DecodeLong(size_t at, std::string_view b) {
@@ -456,6 +551,17 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
   if (l.consumed) {
     return Error(at, "list modified after it was used (shared list mutated: not a snapshot)");
   }
+  if (l.stack.valid()) {
+    // A batch of frames was interned directly (TryFrameList); more items follow: expand it back.
+    auto frames = snap_.stacks.Get(l.stack);
+    l.begin = static_cast<uint32_t>(scratch_.size());
+    l.count = 0;
+    for (FrameId f : frames) {
+      scratch_.push_back(Value{Tag::kRun, Kind::kFrame, f.v, 1});
+      ++l.count;
+    }
+    l.stack = StackId();
+  }
   if (l.begin + l.count != scratch_.size()) {
     // The list's items are not at the end of the scratch area: move them there.
     uint32_t new_begin = static_cast<uint32_t>(scratch_.size());
@@ -463,29 +569,45 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
     l.begin = new_begin;
   }
   for (size_t k = 0; k < n; ++k) {
-    Value v = items[k];
-    if (v.tag == Tag::kDict) {
+    const Value& v = items[k];
+    // Records (typed dicts, and frames as FrameIds) are stored as runs of record indices.
+    Kind kind = Kind::kUnset;
+    uint32_t record = 0;
+    if (v.tag == Tag::kFrameRef) {
+      kind = Kind::kFrame;
+      record = v.ref;
+    } else if (v.tag == Tag::kDict) {
       const DictObj& d = dicts_[v.ref];
       if (d.kind != Kind::kUnset && d.kind != Kind::kGeneric) {
-        // Extend the last run when this record directly follows it.
-        if (l.count > 0) {
-          Value& last = scratch_.back();
-          if (last.tag == Tag::kRun && last.kind == d.kind &&
-              last.ref + static_cast<uint64_t>(last.i) == d.record) {
-            ++last.i;
-            continue;
-          }
-        }
-        v = Value{Tag::kRun, d.kind, d.record, 1};
+        kind = d.kind;
+        record = d.record;
       }
     }
-    scratch_.push_back(v);
+    if (kind == Kind::kUnset) {
+      scratch_.push_back(v);
+      ++l.count;
+      continue;
+    }
+    if (l.count > 0) {
+      Value& last = scratch_.back();
+      if (last.tag == Tag::kRun && last.kind == kind &&
+          last.ref + static_cast<uint64_t>(last.i) == record) {
+        ++last.i;
+        continue;
+      }
+    }
+    scratch_.push_back(Value{Tag::kRun, kind, record, 1});
     ++l.count;
   }
   return absl::OkStatus();
 }
 
 Kind PickleDecoder::Classify(const Value* items, size_t n) const {
+  // Shortcut: 2.1+ trace entries begin with "action" and frames with "name".
+  if (n >= 2 && items[0].tag == Tag::kStr && items[0].ref < key_codes_.size()) {
+    Key first = key_codes_[items[0].ref];
+    if (first == Key::kAction) return Kind::kEvent;
+  }
   bool has[static_cast<int>(Key::kCount)] = {};
   for (size_t k = 0; k < n; k += 2) {
     const Value& key = items[k];
@@ -567,14 +689,16 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
         ASSIGN_OR_RETURN(f.filename, AsStr(at, "frame", key, v));
       } else if (key == Key::kLine) {
         if (v.tag == Tag::kUInt64 || v.tag == Tag::kHugeInt) {
-          f.line = kUnknownLine;  // 2^64-1 is PyTorch's "unknown line"
+          f.line = NormalizeLine(0, true);  // 2^64-1 is PyTorch's "unknown line"
         } else {
           ASSIGN_OR_RETURN(f.line, AsInt(at, "frame", key, v));
-          if (f.line < 0) f.line = kUnknownLine;
+          f.line = NormalizeLine(f.line, false);
         }
       }
     }
     d.record = snap_.frames.Intern(f).v;
+    // Later memo GETs of this dict yield the FrameId directly (frames are 75% of a file's GETs).
+    if (d.memo_slot < memo_.size()) memo_[d.memo_slot] = kFrameTag | (uint64_t{d.record} << 4);
     return absl::OkStatus();
   }
   if (d.kind == Kind::kGeneric || d.kind == Kind::kUnset) {
@@ -584,6 +708,7 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
     }
     return absl::OkStatus();
   }
+  if (d.kind == Kind::kEvent) return ApplyEvent(at, d.record, items, n);
   for (size_t k = 0; k < n; k += 2) {
     const Value& key = items[k];
     if (key.tag != Tag::kStr) continue;  // non-string keys never occur in snapshots: ignore
@@ -649,6 +774,10 @@ absl::StatusOr<StackId> PickleDecoder::AsStack(size_t at, const char* what, cons
     frame_scratch_.clear();
     for (uint32_t k = 0; k < t.count; ++k) {
       const Value& item = tuple_items_[t.begin + k];
+      if (item.tag == Tag::kFrameRef) {
+        frame_scratch_.push_back(FrameId(item.ref));
+        continue;
+      }
       if (item.tag != Tag::kDict || dicts_[item.ref].kind != Kind::kFrame) {
         return Error(at, absl::StrCat(what, " key 'frames': item ", k, " is not a frame"));
       }
@@ -799,11 +928,8 @@ void PickleDecoder::ApplyRoundup(const Value& v, AllocatorSettings& s) {
   if (v.tag != Tag::kDict || dicts_[v.ref].kind != Kind::kGeneric) return;
   for (const auto& [k, val] : generic_[dicts_[v.ref].record].items) {
     if (k.tag != Tag::kStr || val.tag != Tag::kInt) continue;
-    int64_t mib = 0;
-    if (!absl::SimpleAtoi(Sv(snap_.strings.Get(StrId(k.ref))), &mib) || mib <= 0) continue;
-    int bucket = 0;
-    while ((int64_t{1} << (bucket + 1)) <= mib && bucket < 15) ++bucket;
-    s.roundup_power2_divisions[bucket] = val.i;
+    std::optional<int> bucket = RoundupBucket(snap_.strings.Get(StrId(k.ref)));
+    if (bucket) s.roundup_power2_divisions[*bucket] = val.i;
   }
 }
 
@@ -828,6 +954,66 @@ absl::Status PickleDecoder::ApplyTraceFlag(size_t at, Key key, const Value& v,
     s.trace_alloc_overflowed = *value != 0;
   } else {
     s.trace_alloc_max_entries = *value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PickleDecoder::ApplyEvent(size_t at, uint32_t record, const Value* items, size_t n) {
+  TraceEvent& e = snap_.events[record];
+  for (size_t k = 0; k < n; k += 2) {
+    const Value& key = items[k];
+    if (key.tag != Tag::kStr) continue;
+    Key code = key.ref < key_codes_.size() ? key_codes_[key.ref] : Key::kOther;
+    const Value& v = items[k + 1];
+    switch (code) {
+      case Key::kOther:
+        continue;
+      case Key::kAction:
+        if (v.tag == Tag::kStr) {
+          e.action = ActionOf(StrId(v.ref));
+          if (e.action != Action::kUnknown) continue;
+        }
+        break;
+      case Key::kAddr:
+      case Key::kDeviceFree:
+        if (v.tag == Tag::kInt || v.tag == Tag::kUInt64) {
+          e.addr = static_cast<uint64_t>(v.i);
+          continue;
+        }
+        break;
+      case Key::kSize:
+        if (v.tag == Tag::kInt) {
+          e.size = v.i;
+          continue;
+        }
+        break;
+      case Key::kStream:
+        if (v.tag == Tag::kInt || v.tag == Tag::kUInt64) {
+          e.stream = v.i;
+          continue;
+        }
+        break;
+      case Key::kTimeUs:
+        if (v.tag == Tag::kInt) {
+          e.time_us = v.i;
+          continue;
+        }
+        break;
+      case Key::kFrames:
+        if (v.tag == Tag::kList && lists_[v.ref].stack.valid()) {
+          e.stack = lists_[v.ref].stack;  // a shared traceback seen before
+          continue;
+        }
+        break;
+      case Key::kCompileContext:
+      case Key::kUserMetadata:
+        // "N/A" and "" are what PyTorch writes when the feature is off: nothing to keep.
+        if (v.tag == Tag::kStr && (v.ref == na_.v || v.ref == StringPool::kEmpty.v)) continue;
+        break;
+      default:
+        break;
+    }
+    RETURN_IF_ERROR(ApplyItem(at, Kind::kEvent, record, code, v));
   }
   return absl::OkStatus();
 }
@@ -877,13 +1063,6 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kUserMetadata:
         case Key::kCategory:
         case Key::kPoolId: {
-          // Most files carry compile_context "N/A" and user_metadata "" on every entry: make
-          // an extra record only for a value worth keeping (it is 40 bytes per event).
-          if (v.tag == Tag::kNone ||
-              (v.tag == Tag::kStr && (StrId(v.ref) == StringPool::kEmpty ||
-                                      (key == Key::kCompileContext && StrId(v.ref) == na_)))) {
-            break;
-          }
           if (extras_.empty() || extras_.back().event != record) {
             extras_.push_back(EventExtra{});
             extras_.back().event = record;
@@ -931,15 +1110,9 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kState: {
           if (v.tag != Tag::kStr) return TypeError(at, kWhat, key, v, "str");
           std::string_view s = snap_.strings.Get(StrId(v.ref));
-          if (s == "active_allocated") {
-            b.block.state = BlockState::kActiveAllocated;
-          } else if (s == "active_pending_free" || s == "active_awaiting_free") {
-            b.block.state = BlockState::kActivePendingFree;
-          } else if (s == "inactive") {
-            b.block.state = BlockState::kInactive;
-          } else {
-            return Error(at, absl::StrCat("block key 'state': unknown state '", Sv(s), "'"));
-          }
+          std::optional<BlockState> state = ParseBlockState(s);
+          if (!state) return Error(at, absl::StrCat("block key 'state': unknown state '", Sv(s), "'"));
+          b.block.state = *state;
           b.has_state = true;
           break;
         }
@@ -976,7 +1149,7 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
       switch (key) {
         case Key::kDevice: {
           ASSIGN_OR_RETURN(int64_t d, AsInt(at, kWhat, key, v));
-          if (d < 0 || d > 1 << 20) return Error(at, absl::StrCat("segment key 'device': ", d, " is not a device ordinal"));
+          if (!ValidDeviceOrdinal(d)) return Error(at, absl::StrCat("segment key 'device': ", d, " is not a device ordinal"));
           s.device = static_cast<int32_t>(d);
           break;
         }
@@ -1057,7 +1230,7 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
           break;
         case Key::kMaxSplitSize: {
           ASSIGN_OR_RETURN(s.max_split_size, AsInt(at, kWhat, key, v));
-          if (s.max_split_size < 0 || v.tag == Tag::kUInt64) s.max_split_size = -1;
+          s.max_split_size = NormalizeMaxSplitSize(s.max_split_size, v.tag == Tag::kUInt64);
           break;
         }
         case Key::kGcThreshold:
@@ -1129,11 +1302,14 @@ absl::Status PickleDecoder::FinishSegments(size_t at, const Value& list) {
       }
       if (rec.history) {
         snap_.source.legacy_history = true;
+        // Fallbacks of format §3.3 from history[0], which describes the block itself only while it
+        // is active: an inactive block's history lists earlier occupants at other addresses. The
+        // address is left to Normalize(), which lays blocks out from the segment start.
         const HistoryRec& h = history_[*rec.history];
-        // Fallbacks of format §3.3: address, requested size and stack from history[0].
-        if (block.address == kUnknownAddress) block.address = h.addr;
-        if (block.requested_size < 0 && block.is_active()) block.requested_size = h.real_size;
-        if (!block.stack.valid()) block.stack = h.stack;
+        if (block.is_active()) {
+          if (block.requested_size < 0) block.requested_size = h.real_size;
+          if (!block.stack.valid()) block.stack = h.stack;
+        }
       }
       snap_.blocks.push_back(block);
     }
@@ -1258,7 +1434,7 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
   snap_.source.pickle_protocol = protocol;
   snap_.source.file_bytes = data_.size();
   pos_ = 2;
-  size_t next_release = 8 << 20;  // small steps keep the mapped input out of peak RSS
+  size_t next_release = 8 << 20;
   while (true) {
     if (pos_ >= data_.size()) {
       return Error(pos_, "unexpected end of input (truncated pickle: no STOP opcode)");
@@ -1291,14 +1467,15 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         break;
       case BINGET:
         if (!Need(1)) return Error(at, "truncated BINGET");
-        RETURN_IF_ERROR(MemoGet(at, ReadLE<uint8_t>()));
+        if (uint64_t index = ReadLE<uint8_t>(); !TryMemoGet(index)) return MemoError(at, index);
         break;
       case LONG_BINGET:
         if (!Need(4)) return Error(at, "truncated LONG_BINGET");
-        RETURN_IF_ERROR(MemoGet(at, ReadLE<uint32_t>()));
+        if (uint64_t index = ReadLE<uint32_t>(); !TryMemoGet(index)) return MemoError(at, index);
         break;
       case MARK:
         marks_.push_back(stack_.size());
+        if (!stack_.empty() && stack_.back().tag == Tag::kList) TryFrameList();
         break;
       case POP: {
         ASSIGN_OR_RETURN(Value ignored, Pop(at));
@@ -1348,6 +1525,15 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         if (!Need(n)) {
           return Error(at, absl::StrCat(op == LONG1 ? "LONG1" : "LONG4", " of ", n,
                                         " bytes runs past the end of the input"));
+        }
+        if (n > 0 && n < 8) {
+          // Fast path: addresses, sizes and time_us are 5 to 7 byte LONG1s.
+          uint64_t u = 0;
+          std::memcpy(&u, data_.data() + pos_, n);
+          int shift = static_cast<int>(64 - 8 * n);
+          stack_.push_back(Int(static_cast<int64_t>(u << shift) >> shift));  // sign-extend
+          pos_ += n;
+          break;
         }
         ASSIGN_OR_RETURN(Value v, DecodeLong(at, data_.substr(pos_, n)));
         pos_ += n;

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::parse {
 
@@ -95,6 +96,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
 
 absl::StatusOr<std::vector<Snapshot>> ReadSnapshots(const std::string& path,
                                                     const ReadOptions& options) {
+  ScopedTimer timer("read " + path);
   ASSIGN_OR_RETURN(std::unique_ptr<io::InputSource> input, io::OpenFile(path));
   return ParseSnapshots(*input, options);
 }

@@ -7,6 +7,14 @@
 namespace memsnap::cli {
 
 RunFn SetupSummary(CLI::App& sub);
+RunFn SetupTimeline(CLI::App& sub);
+RunFn SetupTop(CLI::App& sub);
+RunFn SetupBlocks(CLI::App& sub);
+RunFn SetupDiff(CLI::App& sub);
+RunFn SetupReplay(CLI::App& sub);
+RunFn SetupFrag(CLI::App& sub);
+RunFn SetupCheck(CLI::App& sub);
 RunFn SetupConvert(CLI::App& sub);
+RunFn SetupLeaks(CLI::App& sub);
 
 }  // namespace memsnap::cli

@@ -1,7 +1,10 @@
 // Helpers shared by the command files: loading inputs with diagnostics, JSON output.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,11 +22,65 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx);
 /// paths stay as given (the shell expands globs). Errors when nothing is left.
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
 
+/// One input of a multi-file command, after ExpandInputs-style expansion.
+struct InputFile {
+  std::string path;
+  bool from_directory = false;  // found by listing a directory (non-snapshots are then skipped)
+};
+
+/// Expands inputs like ExpandInputs but remembers which files came from a directory listing.
+absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::string>& inputs);
+
+/// Reads every input in parallel on all cores and runs `analyze` on each snapshot on the worker
+/// thread, so only the results (not the snapshots) are kept. Results come back in input order.
+/// A file found in a directory that is not a snapshot is skipped with a warning; any other
+/// unusable input fails the whole call with an error naming it. Warnings are printed in input
+/// order.
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
+    const std::vector<std::string>& inputs, Context& ctx,
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
+
 /// Writes `j` to ctx.out, pretty-printed with two spaces, and a newline.
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
 
 /// Writes `content` to `path` atomically (a temporary file renamed into place), so a failure never
 /// leaves a half-written output. "-" means ctx.out.
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx);
+
+namespace internal {
+/// Loads inputs[i] in parallel, calling `fn(i, snapshot)` on the worker; returns per-file status,
+/// with NotFound-as-skip semantics for non-snapshots found in directories (see AnalyzeEach).
+std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context& ctx,
+                                   const std::function<absl::Status(size_t, const Snapshot&)>& fn,
+                                   std::vector<bool>& skipped);
+}  // namespace internal
+
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
+    const std::vector<std::string>& inputs, Context& ctx,
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
+  absl::StatusOr<std::vector<InputFile>> files = ExpandInputFiles(inputs);
+  if (!files.ok()) return files.status();
+  std::vector<std::optional<R>> results(files->size());
+  std::vector<bool> skipped;
+  std::vector<absl::Status> status = internal::LoadEach(
+      *files, ctx,
+      [&](size_t i, const Snapshot& snap) -> absl::Status {
+        absl::StatusOr<R> r = analyze(snap);
+        if (!r.ok()) return r.status();
+        results[i] = std::move(*r);
+        return absl::OkStatus();
+      },
+      skipped);
+  std::vector<std::pair<std::string, R>> out;
+  for (size_t i = 0; i < files->size(); ++i) {
+    if (!status[i].ok()) return status[i];
+    if (skipped[i]) continue;
+    out.emplace_back((*files)[i].path, std::move(*results[i]));
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no snapshot files among the inputs");
+  return out;
+}
 
 }  // namespace memsnap::cli

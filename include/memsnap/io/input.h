@@ -21,6 +21,10 @@ class InputSource {
   /// Tells the OS that bytes before `offset` will not be read again, so their pages can leave the
   /// resident set (a multi-GB file then costs little memory while it is decoded). A hint only.
   virtual void ReleaseBefore(uint64_t offset) {}
+  /// Bytes that may be read (never used) after the end of bytes(): the zero-filled tail of the
+  /// last page of an mmap, or the spare capacity of an owned buffer. Parsers that over-read
+  /// (simdjson needs SIMDJSON_PADDING bytes) copy the input only when this is too small.
+  virtual size_t padding() const { return 0; }
 };
 
 /// Maps `path` read-only. Errors name the path ("snap.pickle: No such file or directory").

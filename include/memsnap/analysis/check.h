@@ -1,0 +1,80 @@
+// `memsnap check`: a CI gate. Measures a few figures of a snapshot and compares them with
+// thresholds and/or a baseline snapshot. Definitions: docs/ci.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/diff.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// The figures `check` compares. Byte figures are the largest over the file's devices (a limit is
+/// per GPU).
+struct CheckMetrics {
+  std::string path;
+  /// Peak of live requested bytes over the trace (the `timeline`/`diff` peak); nullopt without a
+  /// trace.
+  std::optional<int64_t> peak_bytes;
+  int64_t reserved_bytes = 0;   // Σ segment sizes at the end
+  int64_t allocated_bytes = 0;  // Σ active_allocated block sizes at the end
+  double fragmentation = 0;     // external fragmentation at the end (frag's definition)
+};
+
+/// Measures `snapshot`. Never fails.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot);
+
+struct CheckOptions {
+  std::optional<int64_t> max_peak;
+  std::optional<int64_t> max_reserved;
+  std::optional<int64_t> max_allocated;
+  std::optional<double> max_frag;
+  /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
+  double tolerance = 0.0;
+};
+
+enum class CheckKind : uint8_t { kThreshold, kBaseline };
+
+/// One line of the verdict.
+struct CheckResult {
+  std::string name;    // "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)"
+  std::string metric;  // "peak", "reserved", "allocated", "frag"
+  CheckKind kind = CheckKind::kThreshold;
+  bool is_ratio = false;  // frag: value/limit/baseline are fractions, else bytes
+  double value = 0;
+  double limit = 0;
+  std::optional<double> baseline;
+  bool passed = true;
+};
+
+struct CheckReport {
+  std::string path;
+  std::string baseline_path;  // empty without a baseline
+  std::vector<CheckResult> checks;
+  /// Sites that grew most from the baseline (filled by the caller from the diff engine when a
+  /// baseline check failed), largest growth first.
+  std::vector<SiteDelta> growing_sites;
+  bool sites_at_peak = false;  // growing_sites compare the peaks rather than the ends
+  std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
+  bool passed() const;
+  int failures() const;
+};
+
+/// Evaluates the thresholds of `options` on `current`, and when `baseline` is given each figure
+/// against the baseline's. Errors (InvalidArgument naming the file): --max-peak on a file without
+/// a trace; no check requested at all.
+absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& current, const CheckMetrics* baseline,
+                                      const CheckOptions& options);
+
+/// The `n` sites whose live bytes at the end (at each file's peak with `at_peak`; both files then
+/// need a trace) grew most from `baseline` to `current`, sites matched by frame text, largest
+/// growth first; only sites that grew.
+absl::StatusOr<std::vector<SiteDelta>> TopGrowingSites(const Snapshot& baseline,
+                                                       const Snapshot& current, int n,
+                                                       bool at_peak);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,79 @@
+// `memsnap diff A B`: live memory by site before/after, plus totals per device, pool and stream,
+// segment counts, peaks and allocator settings. Sites are matched by frame text (GroupRow::key),
+// never by ids or addresses, so files of different flavours and devices compare. Also used by
+// `check` for its "top growing sites".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/group.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct DiffOptions {
+  Moment at{Moment::Kind::kEnd, 0};  // kEnd or kPeak (peak needs traces in both files)
+  GroupOptions group;
+  int64_t min_delta = 0;  // drop sites with |delta bytes| below this
+};
+
+enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };
+std::string_view PresenceName(Presence p);  // "both", "only_before", "only_after"
+
+struct SiteDelta {
+  std::string key;
+  std::vector<std::string> frames;  // innermost first (from whichever side has the site)
+  int64_t before_bytes = 0, after_bytes = 0;
+  int64_t before_count = 0, after_count = 0;
+  Presence presence = Presence::kBoth;
+  bool synthetic = false;
+  int64_t delta_bytes() const { return after_bytes - before_bytes; }
+  int64_t delta_count() const { return after_count - before_count; }
+};
+
+/// Before/after/delta of one figure (delta = after - before).
+struct Delta {
+  int64_t before = 0, after = 0;
+  int64_t delta() const { return after - before; }
+};
+
+/// Totals of one scope: a device, a (device, pool) or a (device, stream).
+struct ScopeDelta {
+  std::string scope;  // "device 0", "device 0 pool (0,0) large", "device 0 stream 0x0"
+  int32_t device = 0;
+  Delta reserved, allocated, requested, segments, blocks;
+};
+
+struct SettingDelta {
+  std::string name, before, after;
+};
+
+struct DeviceDelta {
+  int32_t device = 0;
+  bool has_peak = false;  // both sides have a trace for this device
+  Delta peak;             // live requested bytes at the peak
+  Delta live;             // live requested bytes at the chosen moment
+};
+
+struct DiffReport {
+  DiffOptions options;
+  std::string before_path, after_path;
+  std::vector<SiteDelta> sites;  // |delta| desc, then delta desc, then key; zero-delta rows dropped
+  /// Sites left out of `sites` (zero delta, or |delta| < min_delta), sorted by key; the folded
+  /// output needs them for complete flame graphs.
+  std::vector<SiteDelta> other_sites;
+  int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
+  Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
+  std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
+  std::vector<DeviceDelta> devices;
+  std::vector<SettingDelta> settings;  // only those that differ
+};
+
+/// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const DiffOptions& options);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,159 @@
+// Timeline reconstruction: block and segment lifetimes plus the live/reserved curves of each device,
+// rebuilt from the (ring-buffer) trace and anchored on the final state (snapshot-format.md §6).
+//
+//   Snapshot ──ReconstructTimeline──> Timeline
+//                                     └── devices[] DeviceTimeline
+//                                         ├── blocks    [BlockLifetime]   keyed by (address, version)
+//                                         ├── segments  [SegmentLifetime]
+//                                         └── curve     live requested / live rounded / reserved,
+//                                                       one point per event of the device's trace
+//
+// Curve semantics (what PyTorch's "Active Memory Timeline" plots): a block is live from its `alloc`
+// to its `free_completed`; `free_requested` does not end it. Pre-window blocks (free seen, alloc
+// older than the trace) and ghosts (live at the end, never seen in the trace) are live from t0. The
+// curve ends exactly at the snapshot's live bytes: Σ requested_size of active blocks (allocated or
+// pending free) of that device. Any mismatch between trace and final state is put into the start
+// value and reported as `unreconciled_*_bytes` rather than silently dropped.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// "No such event" for lifetime event indices.
+inline constexpr uint32_t kNoEvent = std::numeric_limits<uint32_t>::max();
+
+/// PyTorch's round_size: 512 for anything below 512, else the next multiple of 512.
+int64_t RoundSize(int64_t requested);
+
+enum class LifetimeClass : uint8_t {
+  kInWindow,   // alloc and free_completed both in the trace
+  kPreWindow,  // only the free seen: the alloc is older than the trace
+  kGhost,      // live at the end, never seen in the trace
+  kOpen,       // alloc seen, still live at the end
+};
+/// "in-window", "pre-window", "ghost", "open".
+std::string_view LifetimeClassName(LifetimeClass c);
+
+/// One occupancy of a block address. Event indices are *device-local* (0 = the device's first
+/// event), kNoEvent when not seen. `alloc_event == kNoEvent` means live from t0;
+/// `free_completed_event == kNoEvent` means live at the end.
+struct BlockLifetime {
+  uint64_t address = 0;
+  uint32_t version = 0;  // reuse count of this address on this device, in trace order (0-based)
+  LifetimeClass cls = LifetimeClass::kInWindow;
+  int64_t requested_size = 0;  // the trace's size, or the block's requested_size for ghosts
+  int64_t rounded_size = 0;    // the final block's size when live at the end, else RoundSize()
+  int64_t stream = 0;
+  StackId stack;  // alloc stack; for pre-window the free's stack; for ghosts the block's stack
+  uint32_t alloc_event = kNoEvent;
+  uint32_t free_requested_event = kNoEvent;
+  uint32_t free_completed_event = kNoEvent;
+  BlockId block;  // the final-state block when live at the end (ghost/open), else invalid
+  /// Live just after device-local event `e` (e = -1: the initial state before event 0).
+  bool LiveAfter(int64_t e) const {
+    return (alloc_event == kNoEvent || static_cast<int64_t>(alloc_event) <= e) &&
+           (free_completed_event == kNoEvent || e < static_cast<int64_t>(free_completed_event));
+  }
+  bool live_at_end() const { return free_completed_event == kNoEvent; }
+};
+
+/// One segment (segment_alloc..segment_free) or one expandable mapping (segment_map..unmap).
+struct SegmentLifetime {
+  uint64_t address = 0;
+  uint32_t version = 0;
+  LifetimeClass cls = LifetimeClass::kInWindow;
+  bool mapping = false;  // segment_map/unmap (expandable) rather than segment_alloc/free
+  int64_t size = 0;
+  int64_t stream = 0;
+  uint32_t begin_event = kNoEvent;  // segment_alloc / segment_map; kNoEvent: before the trace
+  uint32_t end_event = kNoEvent;    // segment_free / segment_unmap; kNoEvent: still there
+  SegmentId segment;  // the final-state segment at this address when still there, else invalid
+};
+
+/// Counts and bytes (requested) per lifetime class.
+struct ClassTotals {
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+
+/// The curves of one device. Point i is the state *after* device-local event i; the state before
+/// event 0 is in the start_* fields. x of point i is `time_us` of event i, or i when the device's
+/// trace has no times.
+struct DeviceTimeline {
+  int32_t device = 0;
+  uint32_t event_begin = 0;  // the device's first event in Snapshot::events
+  uint32_t num_events = 0;
+  bool has_time = false;  // every event of this device has time_us
+
+  std::vector<BlockLifetime> blocks;      // in order of first appearance (alloc or free)
+  std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
+  ClassTotals by_class[4];                // indexed by LifetimeClass
+
+  // Curves, one value per event (size num_events).
+  std::vector<int64_t> live_requested;
+  std::vector<int64_t> live_rounded;
+  std::vector<int64_t> reserved;
+
+  int64_t start_requested = 0, start_rounded = 0, start_reserved = 0;
+  int64_t end_requested = 0, end_rounded = 0, end_reserved = 0;  // == the snapshot's final state
+  /// Final-state bytes the trace cannot explain, added to the start value (0 when consistent).
+  int64_t unreconciled_requested_bytes = 0;
+  int64_t unreconciled_rounded_bytes = 0;
+  int64_t unreconciled_reserved_bytes = 0;
+  int64_t frees_without_alloc = 0;
+  int64_t allocs_without_free = 0;   // alloc over an address that was still live (missing free)
+  int64_t open_without_block = 0;    // open lifetimes whose address is not active at the end
+
+  /// Peak of live requested bytes: value, device-local event index (-1 = initial state), time.
+  int64_t peak_requested = 0;
+  int64_t peak_event = -1;
+  int64_t peak_reserved = 0;
+  int64_t peak_reserved_event = -1;
+
+  /// time_us of device-local event `e`, or kNoTime.
+  int64_t TimeOf(const Snapshot& snap, int64_t e) const;
+  /// Live requested bytes after device-local event e (-1: start).
+  int64_t LiveAt(int64_t e) const { return e < 0 ? start_requested : live_requested[e]; }
+  int64_t ReservedAt(int64_t e) const { return e < 0 ? start_reserved : reserved[e]; }
+};
+
+struct TimelineOptions {
+  /// Only this device (others are left out of `devices`); nullopt = all.
+  std::optional<int32_t> device;
+};
+
+struct Timeline {
+  std::vector<DeviceTimeline> devices;  // ascending device; every device with segments or events
+  const DeviceTimeline* Find(int32_t device) const;
+};
+
+/// Rebuilds lifetimes and curves. One pass over each device's events; never fails on inconsistent
+/// traces (counts them instead). Errors only for a --device that the file does not have.
+absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
+                                             const TimelineOptions& options = {});
+
+/// A moment of a device's timeline.
+struct Moment {
+  enum class Kind : uint8_t { kPeak, kEnd, kTime, kEvent };
+  Kind kind = Kind::kPeak;
+  int64_t value = 0;  // time_us for kTime, device-local event index for kEvent
+};
+/// Parses "peak", "end", "event:N" or an integer time in microseconds (the trace's time_us; for
+/// traces without time, an event index). Error text names the flag value.
+absl::StatusOr<Moment> ParseMoment(std::string_view text);
+/// Resolves a moment to a device-local event index (-1 = initial state; num_events-1 = end).
+/// kTime picks the last event with time_us <= value (-1 if none).
+int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment);
+
+/// Indices into dt.blocks of the lifetimes live after device-local event e (-1: initial state).
+std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <ostream>
+
+#include "memsnap/analysis/ranks.h"
+#include "nlohmann/json.hpp"
+
+namespace memsnap::report {
+
+/// {"median_reserved_bytes":..., "ranks":[{file, reserved_bytes, allocated_bytes, peak_bytes,
+/// top_site}], "outliers":[{file, metric, value, median, reason}]}
+nlohmann::ordered_json RanksToJson(const analysis::RankReport& report);
+
+/// A per-rank table (one line per file) followed by the outliers.
+void RenderRanksText(const analysis::RankReport& report, std::ostream& out);
+
+}  // namespace memsnap::report

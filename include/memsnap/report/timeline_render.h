@@ -1,0 +1,53 @@
+// Renderers of `memsnap timeline`, `top` and `blocks`: terminal chart, CSV, JSON, tables, folded.
+#pragma once
+
+#include <ostream>
+
+#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/timeline.h"
+#include "nlohmann/json.hpp"
+
+namespace memsnap::report {
+
+/// A slice [from, to] of one device's events (device-local, inclusive; from = -1 includes the
+/// initial state). The figures of a window (start/peak/end) are computed over it.
+struct EventWindow {
+  int64_t from = -1;
+  int64_t to = -1;
+};
+
+/// Start/peak/end of live requested bytes and peak reserved bytes over a window.
+struct WindowFigures {
+  int64_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;
+  int64_t peak_event = -1;
+  int64_t peak_reserved = 0;
+};
+WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
+
+/// Terminal chart of live requested (blocks) and reserved (dotted line) bytes, `width` columns.
+void RenderTimelineChart(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+                         const EventWindow& w, int width, std::ostream& out);
+
+/// CSV: device,event,time_us,live_requested,live_rounded,reserved; one row per event in the window.
+void RenderTimelineCsvHeader(std::ostream& out);
+void RenderTimelineCsv(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+                       const EventWindow& w, std::ostream& out);
+
+/// One object of `timeline --json` `devices`: device, events, has_time, start_bytes, peak_bytes,
+/// peak_event_index, peak_time_us (null if absent), end_bytes, reserved figures, lifetime classes.
+nlohmann::ordered_json DeviceTimelineToJson(const Snapshot& snap,
+                                            const analysis::DeviceTimeline& dt,
+                                            const EventWindow& w);
+
+/// `top` text table (rows as given; totals from the report).
+void RenderGroupText(const analysis::GroupReport& report, const std::vector<analysis::GroupRow>& rows,
+                     std::ostream& out);
+nlohmann::ordered_json GroupToJson(const analysis::GroupReport& report,
+                                   const std::vector<analysis::GroupRow>& rows);
+/// Folded stacks, root first: "frame;frame;frame bytes" (flamegraph.pl, inferno, speedscope).
+void RenderFolded(const std::vector<analysis::GroupRow>& rows, std::ostream& out);
+
+/// "+1.234 s" style offset of `t` from `t0`; "event N" when there is no time.
+std::string FormatMomentLabel(const Snapshot& snap, const analysis::DeviceTimeline& dt, int64_t e);
+
+}  // namespace memsnap::report

@@ -1,0 +1,24 @@
+// The "top growing sites" of a failed baseline check, from the diff engine (sites matched by the
+// text of their Python frames).
+#include "memsnap/analysis/check.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::analysis {
+
+absl::StatusOr<std::vector<SiteDelta>> TopGrowingSites(const Snapshot& baseline,
+                                                       const Snapshot& current, int n,
+                                                       bool at_peak) {
+  DiffOptions options;
+  options.at = Moment{at_peak ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
+  options.group.filter.python_only = true;  // CI readers want their own code's lines
+  ASSIGN_OR_RETURN(DiffReport diff, DiffSnapshots(baseline, current, options));
+  std::vector<SiteDelta> out;
+  // diff sorts by |delta| desc, then delta desc, then key: keep the growing ones in that order.
+  for (SiteDelta& s : diff.sites) {
+    if (static_cast<int>(out.size()) >= n) break;
+    if (s.delta_bytes() > 0) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,364 @@
+// The frag pass: figures per segment, per (pool, stream) group, per device, what fits, a histogram
+// of free-block sizes, and with a trace the same figures at the peaks and over time. Definitions:
+// docs/fragmentation.md.
+#include "memsnap/analysis/frag.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/frag_layout.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+using frag_internal::LSegment;
+
+namespace {
+constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kMinBlock = 512;
+constexpr int64_t kSmallSize = kMiB;
+constexpr int64_t kNonSplitRounding = 20 * kMiB;
+
+int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+// Figures of one segment. Free space left after empty_cache (allocator-model.md §9.2, §12.4):
+// pending frees complete first; a segment with no allocated block is released whole; in an
+// expandable segment every whole page inside a run of non-allocated blocks is unmapped.
+FragFigures SegmentFigures(const LSegment& s) {
+  FragFigures f;
+  f.segments = 1;
+  f.reserved_bytes = s.size;
+  int64_t page = s.is_small ? 2 * kMiB : 20 * kMiB;
+  int64_t run_begin = -1;  // offset of the current run of non-allocated blocks
+  auto close_run = [&](int64_t end) {
+    if (run_begin < 0) return;
+    int64_t first = RoundUp(run_begin, page), last = end / page * page;
+    if (last > first) f.releasable_bytes += last - first;
+    run_begin = -1;
+  };
+  for (const auto& b : s.blocks) {
+    ++f.blocks;
+    int64_t offset = static_cast<int64_t>(b.address - s.address);
+    switch (b.state) {
+      case BlockState::kActiveAllocated:
+        f.allocated_bytes += b.size;
+        close_run(offset);
+        break;
+      case BlockState::kActivePendingFree:
+        f.pending_free_bytes += b.size;
+        if (run_begin < 0) run_begin = offset;
+        break;
+      case BlockState::kInactive:
+        f.free_bytes += b.size;
+        ++f.free_blocks;
+        f.largest_free_bytes = std::max(f.largest_free_bytes, b.size);
+        if (run_begin < 0) run_begin = offset;
+        break;
+    }
+    if (b.state != BlockState::kInactive) {
+      f.requested_bytes += b.requested;
+      f.internal_waste_bytes += b.size - b.requested;
+    }
+  }
+  if (s.is_expandable) {
+    close_run(s.size);
+  } else if (f.allocated_bytes == 0) {
+    f.releasable_bytes = s.size;
+  }
+  f.stranded_bytes = f.free_bytes + f.pending_free_bytes - f.releasable_bytes;
+  f.free_segments = (f.allocated_bytes == 0 && f.pending_free_bytes == 0) ? 1 : 0;
+  return f;
+}
+
+using GroupKey = std::tuple<int32_t, PoolId, int64_t, bool>;  // device, pool, stream, small
+
+struct Aggregates {
+  FragFigures totals;
+  std::map<int32_t, FragFigures> devices;
+  std::map<GroupKey, PoolStreamFrag> groups;
+  std::map<GroupKey, std::vector<int64_t>> free_sizes;  // inactive block sizes per group
+};
+
+Aggregates Aggregate(const std::vector<LSegment>& layout, std::vector<SegmentFrag>* segments) {
+  Aggregates a;
+  for (const LSegment& s : layout) {
+    FragFigures f = SegmentFigures(s);
+    a.totals += f;
+    a.devices[s.device] += f;
+    GroupKey key{s.device, s.pool, s.stream, s.is_small};
+    PoolStreamFrag& g = a.groups[key];
+    g.device = s.device;
+    g.pool = s.pool;
+    g.stream = s.stream;
+    g.is_small = s.is_small;
+    ++g.segments;
+    g.reserved_bytes += f.reserved_bytes;
+    g.free_bytes += f.free_bytes;
+    g.pending_free_bytes += f.pending_free_bytes;
+    g.free_blocks += f.free_blocks;
+    g.largest_free_bytes = std::max(g.largest_free_bytes, f.largest_free_bytes);
+    auto& sizes = a.free_sizes[key];
+    for (const auto& b : s.blocks) {
+      if (b.state == BlockState::kInactive) sizes.push_back(b.size);
+    }
+    if (segments) {
+      SegmentFrag sf{s.device, s.address, s.stream, s.pool, s.is_small, s.is_expandable, f,
+                     ExternalFragmentation(f.free_bytes, f.largest_free_bytes), {}};
+      sf.spans.reserve(s.blocks.size());
+      for (const auto& b : s.blocks) sf.spans.push_back(BlockSpan{b.size, b.state});
+      segments->push_back(std::move(sf));
+    }
+  }
+  for (auto& [key, g] : a.groups) {
+    g.external_fragmentation = ExternalFragmentation(g.free_bytes, g.largest_free_bytes);
+  }
+  return a;
+}
+
+// 1 - Σ_groups largest / Σ free over the groups of `device` (all devices when nullopt).
+double GroupFragmentation(const Aggregates& a, std::optional<int32_t> device) {
+  int64_t free = 0, largest = 0;
+  for (const auto& [key, g] : a.groups) {
+    if (device && g.device != *device) continue;
+    free += g.free_bytes;
+    largest += g.largest_free_bytes;
+  }
+  return ExternalFragmentation(free, largest);
+}
+
+// Largest n with RoundSize(n) <= limit (RoundSize is monotone); 0 when even 1 byte does not fit.
+int64_t LargestRequestUpTo(int64_t limit, const AllocatorSettings& settings) {
+  if (limit < kMinBlock) return 0;
+  int64_t lo = 1, hi = limit;  // RoundSize(lo) <= limit holds
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (RoundSize(mid, settings) <= limit) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// Largest large-pool request one stream's cached blocks serve (allocator-model.md §7): best fit
+// takes the smallest block >= s, then the oversize rules may reject it (a miss).
+int64_t LargeFit(std::vector<int64_t> sizes, const AllocatorSettings& settings) {
+  std::sort(sizes.begin(), sizes.end());
+  int64_t mss = settings.max_split_size;
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
+    int64_t n = LargestRequestUpTo(*it, settings);
+    int64_t s = RoundSize(std::max<int64_t>(n, 1), settings);
+    if (n == 0 || s <= kSmallSize) break;
+    int64_t fit = *std::lower_bound(sizes.begin(), sizes.end(), s);
+    bool miss = mss >= 0 && ((s < mss && fit >= mss) || (s >= mss && fit >= s + kNonSplitRounding));
+    if (!miss) return n;
+  }
+  return 0;
+}
+
+void FillFromLayout(const std::vector<LSegment>& layout, const AllocatorSettings& settings,
+                    FragReport& r) {
+  Aggregates a = Aggregate(layout, &r.segments);
+  r.totals = a.totals;
+  r.external_fragmentation = GroupFragmentation(a, std::nullopt);
+  for (const auto& [device, f] : a.devices) {
+    r.devices.push_back(DeviceFrag{device, f, GroupFragmentation(a, device), false, -1, kNoTime});
+  }
+  std::sort(r.segments.begin(), r.segments.end(), [](const SegmentFrag& x, const SegmentFrag& y) {
+    return std::tuple(-x.figures.reserved_bytes, -x.figures.allocated_bytes, x.device, x.address) <
+           std::tuple(-y.figures.reserved_bytes, -y.figures.allocated_bytes, y.device, y.address);
+  });
+  std::map<std::tuple<int32_t, PoolId, int64_t>, WhatFits> fits;
+  std::map<int, FreeSizeBucket> buckets;
+  for (const auto& [key, g] : a.groups) {
+    r.groups.push_back(g);
+    const auto& [device, pool, stream, is_small] = key;
+    WhatFits& w = fits[{device, pool, stream}];
+    w.device = device;
+    w.pool = pool;
+    w.stream = stream;
+    const auto& sizes = a.free_sizes.at(key);
+    if (is_small) {
+      w.small_pool_bytes =
+          LargestRequestUpTo(std::min(g.largest_free_bytes, kSmallSize), settings);
+    } else {
+      w.large_pool_bytes = LargeFit(sizes, settings);
+    }
+    w.largest_bytes = std::max(w.small_pool_bytes, w.large_pool_bytes);
+    for (int64_t size : sizes) {
+      int log2 = static_cast<int>(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(size, 1)))) - 1;
+      FreeSizeBucket& b = buckets[log2];
+      b.log2 = log2;
+      ++b.blocks;
+      b.bytes += size;
+    }
+  }
+  for (const auto& [key, w] : fits) r.fits.push_back(w);
+  for (const auto& [log2, b] : buckets) r.histogram.push_back(b);
+}
+
+FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
+                    int64_t time_us) {
+  Aggregates a = Aggregate(layout, nullptr);
+  return FragSample{device, index, time_us, a.totals, GroupFragmentation(a, std::nullopt)};
+}
+
+std::string ProblemText(const frag_internal::UndoProblems& p) {
+  std::vector<std::string> parts;
+  if (p.alloc_without_block) parts.push_back(absl::StrCat(p.alloc_without_block, " alloc(s) of a block not live"));
+  if (p.free_of_live_block) parts.push_back(absl::StrCat(p.free_of_live_block, " free(s) of a block already live"));
+  if (p.block_outside_segment) parts.push_back(absl::StrCat(p.block_outside_segment, " event(s) outside any known segment"));
+  if (p.segment_with_blocks) parts.push_back(absl::StrCat(p.segment_with_blocks, " segment creation(s) over live blocks"));
+  if (p.segment_overlap) parts.push_back(absl::StrCat(p.segment_overlap, " segment release(s) over a live segment"));
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? ", " : "", parts[i]);
+  return out;
+}
+
+// Rewinds one device's trace: finds the peaks (pass 1), then computes the figures at the peaks and
+// at the timeline samples and, when asked, the layout at the chosen peak (pass 2).
+void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
+                  FragReport& r, std::vector<LSegment>* layout_at, DeviceFrag* where) {
+  auto events = snap.EventsOf(trace);
+  const int64_t n = static_cast<int64_t>(events.size());
+  auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
+  int64_t peak_r = n - 1, peak_a = n - 1;
+  {
+    frag_internal::DeviceRewind rw(snap, trace.device);
+    int64_t best_r = rw.reserved(), best_ra = rw.allocated(), best_a = rw.allocated();
+    for (int64_t i = n - 1; i >= 0; --i) {
+      rw.Undo(events[i]);  // now the state after event i - 1
+      int64_t res = rw.reserved(), alloc = rw.allocated();
+      if (std::tuple(res, alloc) >= std::tuple(best_r, best_ra)) {
+        best_r = res;
+        best_ra = alloc;
+        peak_r = i - 1;
+      }
+      if (alloc >= best_a) {
+        best_a = alloc;
+        peak_a = i - 1;
+      }
+    }
+  }
+  std::set<int64_t> wanted = {peak_r, peak_a};
+  std::set<int64_t> samples;
+  if (options.timeline_samples > 0) {
+    int64_t k = std::min<int64_t>(options.timeline_samples, n + 1);
+    for (int64_t j = 0; j < k; ++j) samples.insert(k == 1 ? n - 1 : -1 + j * n / (k - 1));
+    wanted.insert(samples.begin(), samples.end());
+  }
+  int64_t chosen = options.at == FragMoment::kPeakAllocated ? peak_a : peak_r;
+  DevicePeaks peaks;
+  peaks.device = trace.device;
+  peaks.trace_start_us = n > 0 ? events[0].time_us : kNoTime;
+  std::vector<FragSample> series;
+  frag_internal::DeviceRewind rw(snap, trace.device);
+  for (int64_t i = n - 1; i >= -1; --i) {  // the state is the one after event i
+    if (wanted.count(i)) {
+      std::vector<LSegment> layout = rw.Layout();
+      FragSample s = SampleOf(layout, trace.device, i, time_after(i));
+      if (i == peak_r) peaks.peak_reserved = s;
+      if (i == peak_a) peaks.peak_allocated = s;
+      if (samples.count(i)) series.push_back(s);
+      if (layout_at && i == chosen) {
+        for (auto& seg : layout) layout_at->push_back(std::move(seg));
+        where->event_index = i;
+        where->time_us = time_after(i);
+      }
+    }
+    if (i >= 0) rw.Undo(events[i]);
+  }
+  std::reverse(series.begin(), series.end());
+  r.timeline.insert(r.timeline.end(), series.begin(), series.end());
+  r.peaks.push_back(peaks);
+  if (rw.problems().any()) {
+    r.warnings.push_back(absl::StrCat(
+        "device ", trace.device, ": the trace could not be undone consistently (",
+        ProblemText(rw.problems()),
+        "); states reconstructed before those events are approximate"));
+  }
+}
+
+}  // namespace
+
+FragFigures& FragFigures::operator+=(const FragFigures& o) {
+  segments += o.segments;
+  blocks += o.blocks;
+  reserved_bytes += o.reserved_bytes;
+  allocated_bytes += o.allocated_bytes;
+  pending_free_bytes += o.pending_free_bytes;
+  free_bytes += o.free_bytes;
+  requested_bytes += o.requested_bytes;
+  internal_waste_bytes += o.internal_waste_bytes;
+  free_blocks += o.free_blocks;
+  largest_free_bytes = std::max(largest_free_bytes, o.largest_free_bytes);
+  stranded_bytes += o.stranded_bytes;
+  releasable_bytes += o.releasable_bytes;
+  free_segments += o.free_segments;
+  return *this;
+}
+
+double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes) {
+  if (free_bytes <= 0) return 0.0;
+  return 1.0 - static_cast<double>(largest_free_bytes) / static_cast<double>(free_bytes);
+}
+
+int64_t RoundSize(int64_t n, const AllocatorSettings& settings) {
+  if (n < kMinBlock) return kMinBlock;
+  int bucket = std::clamp(static_cast<int>(std::bit_width(static_cast<uint64_t>(n))) - 21, 0, 15);
+  int64_t d = settings.roundup_power2_divisions[bucket];
+  if (d > 1 && n > kMinBlock * d) {
+    if (std::has_single_bit(static_cast<uint64_t>(n))) return n;
+    int64_t f = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(n)));
+    int64_t step = f / d;
+    return step == 0 ? 2 * f : RoundUp(n, step);
+  }
+  return RoundUp(n, kMinBlock);
+}
+
+absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const FragOptions& options) {
+  FragReport r;
+  r.source = snap.source;
+  r.at = options.at;
+  r.max_split_size = snap.settings.max_split_size;
+  bool has_trace = false;
+  for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
+  if (options.at != FragMoment::kEnd && !has_trace) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        snap.source.path, ": --at peak needs a trace (device_traces); this file has none"));
+  }
+  std::vector<LSegment> layout;
+  std::map<int32_t, DeviceFrag> where;
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.size() == 0) continue;
+    bool use = options.at != FragMoment::kEnd;
+    RewindDevice(snap, t, options, r, use ? &layout : nullptr, &where[t.device]);
+  }
+  if (options.at == FragMoment::kEnd) {
+    layout = frag_internal::LayoutFromSnapshot(snap);
+  } else {
+    // Devices without a trace keep their final state.
+    for (auto& seg : frag_internal::LayoutFromSnapshot(snap)) {
+      if (snap.TraceOf(seg.device) == nullptr || snap.TraceOf(seg.device)->size() == 0) {
+        layout.push_back(std::move(seg));
+      }
+    }
+  }
+  FillFromLayout(layout, snap.settings, r);
+  for (DeviceFrag& d : r.devices) {
+    auto it = where.find(d.device);
+    if (options.at != FragMoment::kEnd && it != where.end()) {
+      d.reconstructed = true;
+      d.event_index = it->second.event_index;
+      d.time_us = it->second.time_us;
+    }
+  }
+  return r;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,204 @@
+// Series mode of `memsnap leaks` and the verdicts shared with single-trace mode (docs/leaks.md).
+#include "memsnap/analysis/leaks.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "leaks_internal.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::analysis {
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kGrowing: return "growing";
+    case Verdict::kGrowingThenFlat: return "growing_then_flat";
+    case Verdict::kGrowingWithPauses: return "growing_with_pauses";
+    case Verdict::kFluctuating: return "fluctuating";
+    case Verdict::kShrinking: return "shrinking";
+    case Verdict::kSteady: return "steady";
+  }
+  return "steady";
+}
+
+std::string_view VerdictText(Verdict v) {
+  switch (v) {
+    case Verdict::kGrowing: return "growing in every step";
+    case Verdict::kGrowingThenFlat: return "growing then flat";
+    case Verdict::kGrowingWithPauses: return "growing with pauses";
+    case Verdict::kFluctuating: return "fluctuating";
+    case Verdict::kShrinking: return "shrinking";
+    case Verdict::kSteady: return "steady";
+  }
+  return "steady";
+}
+
+Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance) {
+  int ups = 0, downs = 0;
+  bool flat_seen = false, up_after_flat = false;
+  for (size_t i = 1; i < values.size(); ++i) {
+    const int64_t d = values[i] - values[i - 1];
+    if (d > tolerance) {
+      ++ups;
+      if (flat_seen) up_after_flat = true;
+    } else if (d < -tolerance) {
+      ++downs;
+    } else {
+      flat_seen = true;
+    }
+  }
+  const int steps = values.size() < 2 ? 0 : static_cast<int>(values.size() - 1);
+  if (ups == 0 && downs == 0) return Verdict::kSteady;
+  if (ups > 0 && downs > 0) return Verdict::kFluctuating;
+  if (downs > 0) return Verdict::kShrinking;
+  if (ups == steps) return Verdict::kGrowing;
+  return up_after_flat ? Verdict::kGrowingWithPauses : Verdict::kGrowingThenFlat;
+}
+
+namespace internal {
+
+int64_t InferDeviceMemory(const Snapshot& snapshot, const Timeline& timeline) {
+  int64_t best = 0;
+  for (const DeviceTimeline& dt : timeline.devices) {
+    for (uint32_t e = 0; e < dt.num_events; ++e) {
+      const TraceEvent& ev = snapshot.events[dt.event_begin + e];
+      if (ev.action != Action::kOom) continue;
+      // For an OOM the event's addr holds device_free (snapshot.h).
+      best = std::max(best, dt.ReservedAt(e) + static_cast<int64_t>(ev.addr));
+    }
+  }
+  return best;
+}
+
+namespace {
+
+// Leaks: growth desc, then key. Others: |growth| desc, growth desc, key.
+bool SiteOrder(const LeakSite& a, const LeakSite& b) {
+  if (a.leak != b.leak) return a.leak;
+  if (a.leak) {
+    if (a.growth() != b.growth()) return a.growth() > b.growth();
+    return a.key < b.key;
+  }
+  const int64_t ga = std::llabs(a.growth()), gb = std::llabs(b.growth());
+  if (ga != gb) return ga > gb;
+  if (a.growth() != b.growth()) return a.growth() > b.growth();
+  return a.key < b.key;
+}
+
+// 0-based point index at which `current` + k * per_step first exceeds `capacity`.
+std::optional<int64_t> FullAt(int64_t last_index, int64_t current, int64_t per_step,
+                              int64_t capacity) {
+  if (capacity <= 0 || per_step <= 0) return std::nullopt;
+  if (current >= capacity) return last_index;
+  const int64_t more = (capacity - current + per_step - 1) / per_step;
+  return last_index + more;
+}
+
+}  // namespace
+
+LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<SeriesPoint>& points,
+                            const LeakOptions& options) {
+  LeakReport report;
+  report.options = options;
+  for (const SeriesPoint& p : points) {
+    report.labels.push_back(p.label);
+    report.times.push_back(p.time_us);
+    report.live_bytes.push_back(p.live_bytes);
+    report.live_counts.push_back(p.live_count);
+  }
+  const int64_t n = static_cast<int64_t>(points.size());
+  const int64_t steps = n - 1;
+  report.total_verdict = ClassifySeries(report.live_bytes);
+
+  if (options.device_memory) {
+    report.device_memory = *options.device_memory;
+    report.device_memory_source = "--device-memory";
+  } else {
+    for (const SeriesPoint& p : points) {
+      if (p.inferred_device_memory > report.device_memory) {
+        report.device_memory = p.inferred_device_memory;
+        report.device_memory_source = "OOM entry in " + p.label;
+      }
+    }
+  }
+
+  report.sites_total = static_cast<int64_t>(sites.size());
+  const int64_t current = report.live_bytes.empty() ? 0 : report.live_bytes.back();
+  for (LeakSite& s : sites) {
+    s.verdict = ClassifySeries(s.bytes);
+    ++report.verdict_counts[static_cast<int>(s.verdict)];
+    s.leak = s.verdict == Verdict::kGrowing && steps >= options.min_steps &&
+             s.growth() >= options.min_growth;
+    if (!s.leak) continue;
+    s.bytes_per_step = s.growth() / steps;
+    s.full_at_step = FullAt(n - 1, current, s.bytes_per_step, report.device_memory);
+    ++report.num_leaks;
+    report.leak_bytes_per_step += s.bytes_per_step;
+  }
+  report.full_at_step = FullAt(n - 1, current, report.leak_bytes_per_step, report.device_memory);
+  std::sort(sites.begin(), sites.end(), SiteOrder);
+  size_t others = 0;
+  for (LeakSite& s : sites) {
+    if (s.leak) {
+      report.sites.push_back(std::move(s));
+    } else if (std::llabs(s.growth()) >= options.min_growth && others < options.top) {
+      report.sites.push_back(std::move(s));
+      ++others;
+    }
+  }
+  if (steps < options.min_steps) {
+    report.note = absl::StrCat("only ", steps, " step(s): growth cannot be told apart from a "
+                               "warm-up; leaks need at least ", options.min_steps + 1,
+                               " snapshots (or steps)");
+  }
+  return report;
+}
+
+}  // namespace internal
+
+absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOptions& options) {
+  ASSIGN_OR_RETURN(Timeline timeline, ReconstructTimeline(snapshot));
+  ASSIGN_OR_RETURN(GroupReport grouped,
+                   GroupLive(snapshot, timeline, Moment{Moment::Kind::kEnd, 0}, options.group));
+  SeriesPoint point;
+  point.label = snapshot.source.path;
+  for (const TraceEvent& ev : snapshot.events) {
+    if (ev.has_time()) point.time_us = std::max(point.time_us, ev.time_us);
+  }
+  point.rows = std::move(grouped.rows);
+  point.live_bytes = grouped.total_bytes;
+  point.live_count = grouped.total_count;
+  point.inferred_device_memory = internal::InferDeviceMemory(snapshot, timeline);
+  return point;
+}
+
+LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& options) {
+  const size_t n = points.size();
+  std::vector<LeakSite> sites;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) {
+    for (GroupRow& row : points[i].rows) {
+      auto [it, inserted] = index.try_emplace(row.key, sites.size());
+      if (inserted) {
+        LeakSite site;
+        site.key = row.key;
+        site.frames = std::move(row.frames);
+        site.synthetic = row.synthetic;
+        site.bytes.assign(n, 0);
+        site.counts.assign(n, 0);
+        sites.push_back(std::move(site));
+      }
+      LeakSite& site = sites[it->second];
+      site.bytes[i] += row.bytes;
+      site.counts[i] += row.count;
+    }
+    points[i].rows.clear();
+  }
+  LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
+  report.mode = "series";
+  return report;
+}
+
+}  // namespace memsnap::analysis

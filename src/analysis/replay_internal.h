@@ -1,0 +1,91 @@
+// Internals of the replay driver shared by replay.cpp and replay_run.cpp (and the unit tests).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "memsnap/analysis/replay.h"
+
+namespace memsnap::analysis {
+
+/// kOomMalloc replays a recorded `oom` entry: the malloc that failed (it has no alloc event).
+enum class OpKind : uint8_t { kAlloc, kFree, kFreeRequested, kFreeCompleted, kEmptyCache, kOomMalloc };
+
+/// Trace position of the cold-start allocations of blocks alive before the trace began.
+inline constexpr uint32_t kPreexisting = kPreexistingEvent;
+
+/// One simulator operation, 32 bytes; `event` indexes the device trace.
+struct Op {
+  uint64_t addr;
+  int64_t size;
+  int64_t stream;
+  uint32_t event;
+  OpKind kind;
+};
+
+/// A segment alive when the trace began, with the blocks allocated in it then.
+struct WarmSegment {
+  uint64_t base = 0;
+  int64_t size = 0;
+  int64_t stream = 0;
+  bool is_small = false;
+  std::vector<sim::SeedBlock> blocks;
+};
+
+/// The configuration-independent part of a replay.
+struct PreparedTrace {
+  /// Cold start: every block alive before the trace, allocated in address order.
+  std::vector<Op> cold;
+  /// Warm start (verify): the segments alive at t0 rebuilt from the final segments and the
+  /// trace's segment events, and the pre-existing blocks that fit in none of them.
+  std::vector<WarmSegment> warm;
+  std::vector<Op> warm_leftover;
+  bool warm_ok = false;  // false when expandable segments are involved
+  std::vector<Op> ops;   // the trace
+  size_t num_events = 0;
+  int64_t preexisting_blocks = 0;
+  int64_t preexisting_bytes = 0;
+  int64_t inferred_empty_cache = 0;
+};
+
+/// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
+/// blocks freed without an alloc (or alive in the final segments without one) are allocated
+/// first in address order, and inferred empty_cache calls are inserted (§17).
+/// `recorded` estimates the block sizes of the warm start; without `capacity_known`, releases
+/// the allocator made under memory pressure are replayed at their recorded positions.
+PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
+                           const sim::AllocatorConfig& recorded, bool capacity_known);
+
+/// The recorded segment events of a device trace, each with the base of its segment
+/// (expandable VA ranges are reconstructed from the map addresses).
+std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
+                                                      const DeviceTrace& trace);
+
+/// device_free + reserved at the first oom entry, or nullopt when the trace has none.
+std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
+
+struct RunOptions {
+  int64_t capacity = sim::kUnlimitedCapacity;
+  bool curve = false;
+  std::span<const TraceEvent> events;  // for time stamps and oom stacks
+  bool validation = false;             // reuse recorded addresses and compare
+  bool warm = false;                   // start from PreparedTrace::warm instead of cold
+  const std::vector<SegmentEventRecord>* recorded = nullptr;
+};
+
+struct RunOutput {
+  ConfigResult result;
+  std::optional<VerifyResult> verify;
+};
+
+/// Replays `prepared` under one configuration.
+RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
+                    const RunOptions& options);
+
+/// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
+/// segment_events, simulated_events, matched and the first divergence.
+void CompareSegmentEvents(VerifyResult& v);
+
+}  // namespace memsnap::analysis

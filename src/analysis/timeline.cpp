@@ -1,0 +1,409 @@
+// Timeline reconstruction: one pass over each device's events with a flat hash map keyed by
+// address, then a reconciliation with the final state (ghosts, open blocks, anchoring).
+#include "memsnap/analysis/timeline.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+constexpr uint32_t kNone = kNoEvent;
+
+struct AddrState {
+  uint32_t open = kNone;  // index of the open lifetime at this address
+  uint32_t next_version = 0;
+};
+
+// The final state of one device: active blocks by address, segments sorted by address.
+struct FinalState {
+  absl::flat_hash_map<uint64_t, uint32_t> active;  // address -> BlockId
+  std::vector<uint32_t> segments;                  // SegmentIds, ascending address
+  int64_t requested = 0, rounded = 0, reserved = 0;
+};
+
+FinalState CollectFinal(const Snapshot& snap, int32_t device) {
+  FinalState f;
+  for (uint32_t s = 0; s < snap.segments.size(); ++s) {
+    const Segment& seg = snap.segments[s];
+    if (seg.device != device) continue;
+    f.segments.push_back(s);
+    f.reserved += seg.total_size;
+    for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
+      const Block& blk = snap.blocks[b];
+      if (!blk.is_active()) continue;
+      f.active.emplace(blk.address, b);
+      f.requested += blk.requested_size;
+      f.rounded += blk.size;
+    }
+  }
+  std::sort(f.segments.begin(), f.segments.end(), [&](uint32_t a, uint32_t b) {
+    return snap.segments[a].address < snap.segments[b].address;
+  });
+  return f;
+}
+
+// Final segment containing `addr`, or -1.
+int64_t FindSegment(const Snapshot& snap, const FinalState& f, uint64_t addr) {
+  auto it = std::upper_bound(f.segments.begin(), f.segments.end(), addr, [&](uint64_t a, uint32_t s) {
+    return a < snap.segments[s].address;
+  });
+  if (it == f.segments.begin()) return -1;
+  const Segment& seg = snap.segments[*(it - 1)];
+  if (addr - seg.address < static_cast<uint64_t>(seg.total_size)) return *(it - 1);
+  return -1;
+}
+
+void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
+  dt.device = device;
+  const DeviceTrace* trace = snap.TraceOf(device);
+  std::span<const TraceEvent> ev;
+  if (trace != nullptr) {
+    ev = snap.EventsOf(*trace);
+    dt.event_begin = trace->begin;
+  }
+  const uint32_t n = static_cast<uint32_t>(ev.size());
+  dt.num_events = n;
+  dt.has_time = n > 0 && std::all_of(ev.begin(), ev.end(), [](const TraceEvent& e) {
+    return e.has_time();
+  });
+  FinalState fin = CollectFinal(snap, device);
+  dt.end_requested = fin.requested;
+  dt.end_rounded = fin.rounded;
+  dt.end_reserved = fin.reserved;
+
+  dt.live_requested.resize(n);
+  dt.live_rounded.resize(n);
+  dt.reserved.resize(n);
+  absl::flat_hash_map<uint64_t, AddrState> addrs;
+  absl::flat_hash_map<uint64_t, AddrState> seg_addrs;
+  addrs.reserve(std::min<size_t>(n, 1 << 16) + fin.active.size());
+  int64_t cur_req = 0, cur_round = 0, cur_res = 0;
+  int64_t pre_req = 0, pre_round = 0, pre_res = 0;
+
+  auto pre_window_block = [&](const TraceEvent& e, AddrState& st) {
+    st.open = static_cast<uint32_t>(dt.blocks.size());
+    BlockLifetime& lt = dt.blocks.emplace_back();
+    lt.address = e.addr;
+    lt.version = st.next_version++;
+    lt.cls = LifetimeClass::kPreWindow;
+    lt.requested_size = e.size;
+    lt.rounded_size = RoundSize(e.size);
+    lt.stream = e.stream;
+    lt.stack = e.stack;
+    pre_req += lt.requested_size;
+    pre_round += lt.rounded_size;
+    ++dt.frees_without_alloc;
+  };
+
+  for (uint32_t i = 0; i < n; ++i) {
+    const TraceEvent& e = ev[i];
+    switch (e.action) {
+      case Action::kAlloc: {
+        AddrState& st = addrs[e.addr];
+        if (st.open != kNone) {  // a free we never saw: end the old lifetime here
+          BlockLifetime& old = dt.blocks[st.open];
+          old.free_completed_event = i;
+          cur_req -= old.requested_size;
+          cur_round -= old.rounded_size;
+          ++dt.allocs_without_free;
+        }
+        st.open = static_cast<uint32_t>(dt.blocks.size());
+        BlockLifetime& lt = dt.blocks.emplace_back();
+        lt.address = e.addr;
+        lt.version = st.next_version++;
+        lt.requested_size = e.size;
+        lt.rounded_size = RoundSize(e.size);
+        lt.stream = e.stream;
+        lt.stack = e.stack;
+        lt.alloc_event = i;
+        cur_req += lt.requested_size;
+        cur_round += lt.rounded_size;
+        break;
+      }
+      case Action::kFreeRequested: {
+        AddrState& st = addrs[e.addr];
+        if (st.open == kNone) pre_window_block(e, st);
+        BlockLifetime& lt = dt.blocks[st.open];
+        if (lt.free_requested_event == kNone) lt.free_requested_event = i;
+        break;
+      }
+      case Action::kFreeCompleted: {
+        AddrState& st = addrs[e.addr];
+        if (st.open == kNone) pre_window_block(e, st);
+        BlockLifetime& lt = dt.blocks[st.open];
+        lt.free_completed_event = i;
+        cur_req -= lt.requested_size;
+        cur_round -= lt.rounded_size;
+        st.open = kNone;
+        break;
+      }
+      case Action::kSegmentAlloc:
+      case Action::kSegmentMap: {
+        AddrState& st = seg_addrs[e.addr];
+        if (st.open != kNone) dt.segments[st.open].end_event = i;  // missing free: end it here
+        st.open = static_cast<uint32_t>(dt.segments.size());
+        SegmentLifetime& s = dt.segments.emplace_back();
+        s.address = e.addr;
+        s.version = st.next_version++;
+        s.mapping = e.action == Action::kSegmentMap;
+        s.size = e.size;
+        s.stream = e.stream;
+        s.begin_event = i;
+        cur_res += e.size;
+        break;
+      }
+      case Action::kSegmentFree:
+      case Action::kSegmentUnmap: {
+        AddrState& st = seg_addrs[e.addr];
+        if (st.open == kNone) {
+          st.open = static_cast<uint32_t>(dt.segments.size());
+          SegmentLifetime& s = dt.segments.emplace_back();
+          s.address = e.addr;
+          s.version = st.next_version++;
+          s.cls = LifetimeClass::kPreWindow;
+          s.mapping = e.action == Action::kSegmentUnmap;
+          s.size = e.size;
+          s.stream = e.stream;
+          pre_res += e.size;
+        }
+        SegmentLifetime& s = dt.segments[st.open];
+        s.end_event = i;
+        cur_res -= e.size;
+        // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
+        if (s.mapping && e.size < s.size) {
+          s.size -= e.size;
+          s.end_event = kNone;
+        } else {
+          st.open = kNone;
+        }
+        break;
+      }
+      default:  // snapshot / oom / unknown: not terminators, no effect on the curves
+        break;
+    }
+    dt.live_requested[i] = cur_req;
+    dt.live_rounded[i] = cur_round;
+    dt.reserved[i] = cur_res;
+  }
+
+  // Reconcile lifetimes live at the end with the final blocks; the rest of the final blocks are ghosts.
+  std::vector<int64_t> round_fix;  // rounded-size corrections, applied from the alloc event on
+  std::vector<uint8_t> used(snap.blocks.size(), 0);
+  for (BlockLifetime& lt : dt.blocks) {
+    if (!lt.live_at_end()) continue;
+    auto it = fin.active.find(lt.address);
+    if (it == fin.active.end() || used[it->second]) {
+      ++dt.open_without_block;
+      if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
+      continue;
+    }
+    used[it->second] = 1;
+    const Block& blk = snap.blocks[it->second];
+    lt.block = BlockId(it->second);
+    if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
+    int64_t fix = blk.size - lt.rounded_size;
+    if (fix != 0) {
+      lt.rounded_size = blk.size;
+      if (lt.alloc_event == kNone) {
+        pre_round += fix;
+      } else {
+        if (round_fix.empty()) round_fix.assign(n + 1, 0);
+        round_fix[lt.alloc_event] += fix;
+      }
+    }
+  }
+  if (!round_fix.empty()) {
+    int64_t acc = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      acc += round_fix[i];
+      dt.live_rounded[i] += acc;
+    }
+    cur_round += acc;
+  }
+  int64_t ghost_req = 0, ghost_round = 0;
+  for (uint32_t s : fin.segments) {  // address order: deterministic ghost order
+    const Segment& seg = snap.segments[s];
+    for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
+      const Block& blk = snap.blocks[b];
+      if (!blk.is_active() || used[b]) continue;
+      auto fit = fin.active.find(blk.address);
+      if (fit == fin.active.end() || fit->second != b) continue;  // duplicate address: counted once
+      BlockLifetime& lt = dt.blocks.emplace_back();
+      lt.address = blk.address;
+      auto ait = addrs.find(blk.address);
+      lt.version = ait == addrs.end() ? 0 : ait->second.next_version;
+      lt.cls = LifetimeClass::kGhost;
+      lt.requested_size = blk.requested_size;
+      lt.rounded_size = blk.size;
+      lt.stream = seg.stream;
+      lt.stack = blk.stack;
+      lt.block = BlockId(b);
+      ghost_req += blk.requested_size;
+      ghost_round += blk.size;
+    }
+  }
+
+  // Segments: match open lifetimes to final segments; uncovered final bytes existed before t0.
+  std::vector<int64_t> covered(fin.segments.size(), 0);
+  absl::flat_hash_map<uint32_t, size_t> seg_pos;
+  for (size_t k = 0; k < fin.segments.size(); ++k) seg_pos[fin.segments[k]] = k;
+  for (SegmentLifetime& s : dt.segments) {
+    if (s.end_event != kNone) continue;
+    if (s.cls == LifetimeClass::kInWindow) s.cls = LifetimeClass::kOpen;
+    int64_t seg = FindSegment(snap, fin, s.address);
+    if (seg < 0) continue;
+    s.segment = SegmentId(static_cast<uint32_t>(seg));
+    covered[seg_pos[static_cast<uint32_t>(seg)]] += s.size;
+  }
+  int64_t ghost_res = 0;
+  for (size_t k = 0; k < fin.segments.size(); ++k) {
+    const Segment& seg = snap.segments[fin.segments[k]];
+    int64_t rest = seg.total_size - covered[k];
+    if (rest <= 0) continue;
+    SegmentLifetime& s = dt.segments.emplace_back();
+    s.address = seg.address;
+    s.cls = LifetimeClass::kGhost;
+    s.mapping = seg.is_expandable;
+    s.size = rest;
+    s.stream = seg.stream;
+    s.segment = SegmentId(fin.segments[k]);
+    ghost_res += rest;
+  }
+
+  // Anchor: the curves end at the final state; unexplained bytes go into the start value.
+  auto anchor = [&](std::vector<int64_t>& curve, int64_t explicit_start, int64_t net, int64_t end,
+                    int64_t& start, int64_t& unreconciled) {
+    unreconciled = end - (explicit_start + net);
+    start = explicit_start + unreconciled;
+    for (int64_t& v : curve) v += start;
+  };
+  anchor(dt.live_requested, pre_req + ghost_req, cur_req, dt.end_requested, dt.start_requested,
+         dt.unreconciled_requested_bytes);
+  anchor(dt.live_rounded, pre_round + ghost_round, cur_round, dt.end_rounded, dt.start_rounded,
+         dt.unreconciled_rounded_bytes);
+  anchor(dt.reserved, pre_res + ghost_res, cur_res, dt.end_reserved, dt.start_reserved,
+         dt.unreconciled_reserved_bytes);
+
+  for (const BlockLifetime& lt : dt.blocks) {
+    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
+    ++t.count;
+    t.bytes += lt.requested_size;
+  }
+  dt.peak_requested = dt.start_requested;
+  dt.peak_event = -1;
+  dt.peak_reserved = dt.start_reserved;
+  dt.peak_reserved_event = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (dt.live_requested[i] > dt.peak_requested) {
+      dt.peak_requested = dt.live_requested[i];
+      dt.peak_event = i;
+    }
+    if (dt.reserved[i] > dt.peak_reserved) {
+      dt.peak_reserved = dt.reserved[i];
+      dt.peak_reserved_event = i;
+    }
+  }
+}
+
+}  // namespace
+
+int64_t RoundSize(int64_t requested) {
+  constexpr int64_t kMin = 512;
+  if (requested < kMin) return kMin;
+  return kMin * ((requested + kMin - 1) / kMin);
+}
+
+std::string_view LifetimeClassName(LifetimeClass c) {
+  switch (c) {
+    case LifetimeClass::kInWindow: return "in-window";
+    case LifetimeClass::kPreWindow: return "pre-window";
+    case LifetimeClass::kGhost: return "ghost";
+    case LifetimeClass::kOpen: return "open";
+  }
+  return "?";
+}
+
+int64_t DeviceTimeline::TimeOf(const Snapshot& snap, int64_t e) const {
+  if (e < 0 || e >= static_cast<int64_t>(num_events)) return kNoTime;
+  return snap.events[event_begin + e].time_us;
+}
+
+const DeviceTimeline* Timeline::Find(int32_t device) const {
+  for (const DeviceTimeline& d : devices) {
+    if (d.device == device) return &d;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
+                                             const TimelineOptions& options) {
+  Timeline tl;
+  std::vector<int32_t> devices = snapshot.Devices();
+  if (options.device.has_value()) {
+    if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+      std::string have;
+      for (int32_t d : devices) absl::StrAppend(&have, have.empty() ? "" : ", ", d);
+      return absl::InvalidArgumentError(absl::StrCat("--device ", *options.device,
+                                                     ": no such device in this file (devices: ",
+                                                     have.empty() ? "none" : have, ")"));
+    }
+    devices = {*options.device};
+  }
+  tl.devices.resize(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) Reconstruct(snapshot, devices[i], tl.devices[i]);
+  return tl;
+}
+
+absl::StatusOr<Moment> ParseMoment(std::string_view text) {
+  Moment m;
+  if (text == "peak") return m;
+  if (text == "end") {
+    m.kind = Moment::Kind::kEnd;
+    return m;
+  }
+  std::string_view num = text;
+  m.kind = Moment::Kind::kTime;
+  if (text.substr(0, 6) == "event:") {
+    num = text.substr(6);
+    m.kind = Moment::Kind::kEvent;
+  }
+  if (!absl::SimpleAtoi(Sv(num), &m.value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--at ", Sv(text), ": expected peak, end, event:N or a time in microseconds"));
+  }
+  return m;
+}
+
+int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment) {
+  const int64_t last = static_cast<int64_t>(dt.num_events) - 1;
+  switch (moment.kind) {
+    case Moment::Kind::kPeak: return dt.peak_event;
+    case Moment::Kind::kEnd: return last;
+    case Moment::Kind::kEvent: return std::clamp<int64_t>(moment.value, -1, last);
+    case Moment::Kind::kTime: {
+      if (!dt.has_time) return std::clamp<int64_t>(moment.value, -1, last);
+      const TraceEvent* first = snap.events.data() + dt.event_begin;
+      const TraceEvent* end = first + dt.num_events;
+      const TraceEvent* it = std::upper_bound(
+          first, end, moment.value, [](int64_t t, const TraceEvent& e) { return t < e.time_us; });
+      return (it - first) - 1;
+    }
+  }
+  return last;
+}
+
+std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+    if (dt.blocks[i].LiveAfter(e)) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,88 @@
+// memsnap blocks FILE: live blocks at a moment (or every lifetime with --all) as a table.
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/blocks.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/blocks_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct BlocksCommandOptions {
+  std::string file;
+  std::string at = "end";
+  bool all = false;
+  std::string min_size, stream, stack;
+  GroupFlags filter;
+  int device = -1;
+  int limit = 50;
+  bool json = false;
+};
+}  // namespace
+
+RunFn SetupBlocks(CLI::App& sub) {
+  auto opts = std::make_shared<BlocksCommandOptions>();
+  sub.add_option("file", opts->file, "Snapshot file")->required();
+  sub.add_option("--at", opts->at, "peak | end | TIME (time_us) | event:N")->capture_default_str();
+  sub.add_flag("--all", opts->all, "Every block lifetime of the trace, not just the live ones");
+  sub.add_option("--min-size", opts->min_size, "Only blocks of at least SIZE requested (e.g. 1MiB)");
+  sub.add_option("--stream", opts->stream, "Only blocks on this stream (decimal or 0x hex)");
+  sub.add_option("--stack", opts->stack, "Only blocks with a frame 'file:line:function' matching REGEX");
+  AddGroupFlags(sub, opts->filter, /*grouping=*/false);
+  sub.add_option("--device", opts->device, "Only this device");
+  sub.add_option("--limit", opts->limit, "Rows to print (0 = all)")->capture_default_str();
+  sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.footer(
+      "Classes: in-window (alloc and free in the trace), pre-window (only the free), ghost (live at\n"
+      "the end, never in the trace), open (alloc in the trace, live at the end). Events are indices\n"
+      "into the device's trace; t0 = before the trace, end = still live.\n\n"
+      "Examples:\n"
+      "  memsnap blocks snap.pickle\n"
+      "  memsnap blocks --at peak --min-size 100MiB snap.pickle\n"
+      "  memsnap blocks --all --stack 'attention' --json snap.pickle");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    analysis::BlockQuery q;
+    q.all = opts->all;
+    ASSIGN_OR_RETURN(q.at, analysis::ParseMoment(opts->at));
+    if (!opts->min_size.empty()) {
+      auto size = ParseSize(opts->min_size);
+      if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--min-size: ", std::string(size.status().message())));
+      q.min_size = *size;
+    }
+    if (!opts->stream.empty()) {
+      int64_t s = 0;
+      std::string_view text = opts->stream;
+      bool ok = text.starts_with("0x") ? absl::SimpleHexAtoi(Sv(text.substr(2)), &s)
+                                       : absl::SimpleAtoi(Sv(text), &s);
+      if (!ok) return absl::InvalidArgumentError(absl::StrCat("--stream ", opts->stream, ": expected an integer"));
+      q.stream = s;
+    }
+    q.stack_regex = opts->stack;
+    ASSIGN_OR_RETURN(analysis::GroupOptions g, opts->filter.Resolve());
+    q.filter = g.filter;
+    if (opts->limit < 0) return absl::InvalidArgumentError("--limit: must be >= 0");
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    analysis::TimelineOptions to;
+    if (opts->device >= 0) to.device = opts->device;
+    absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
+    if (!tl.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
+    }
+    ASSIGN_OR_RETURN(analysis::BlocksReport rep, analysis::SelectBlocks(snap, *tl, q));
+    if (opts->json) {
+      PrintJson(report::BlocksToJson(rep, static_cast<size_t>(opts->limit)), ctx);
+    } else {
+      report::RenderBlocksText(rep, static_cast<size_t>(opts->limit), *ctx.out);
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

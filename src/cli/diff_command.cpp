@@ -1,0 +1,84 @@
+// memsnap diff A B: live memory by site before/after, totals per device/pool/stream, settings.
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/diff.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/diff_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct DiffCommandOptions {
+  std::string before, after;
+  std::string at = "end";
+  std::string min_delta;
+  GroupFlags group;
+  int top = 20;
+  bool json = false;
+  std::string folded;
+};
+}  // namespace
+
+RunFn SetupDiff(CLI::App& sub) {
+  auto opts = std::make_shared<DiffCommandOptions>();
+  sub.add_option("before", opts->before, "Baseline snapshot")->required();
+  sub.add_option("after", opts->after, "New snapshot")->required();
+  sub.add_option("--at", opts->at, "end | peak (peak needs traces in both files)")->capture_default_str();
+  sub.add_option("--min-delta", opts->min_delta, "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
+  AddGroupFlags(sub, opts->group, /*grouping=*/true);
+  sub.add_flag("--ignore-lines", opts->group.ignore_lines,
+               "Match frames by function and file only (scripts edited between runs)");
+  sub.add_option("--top", opts->top, "Sites to show (0 = all)")->capture_default_str();
+  sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.add_option("--folded", opts->folded,
+                 "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
+                 "difffolded.pl / flamegraph.pl");
+  sub.footer(
+      "Sites are matched by frame text, never by address, so different runs, PyTorch versions and\n"
+      "device counts compare. Positive delta = growth.\n\n"
+      "Examples:\n"
+      "  memsnap diff base.pickle new.pickle\n"
+      "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
+      "  memsnap diff --folded - a.pickle b.pickle | flamegraph.pl > diff.svg");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    analysis::DiffOptions o;
+    ASSIGN_OR_RETURN(o.at, analysis::ParseMoment(opts->at));
+    if (o.at.kind != analysis::Moment::Kind::kPeak && o.at.kind != analysis::Moment::Kind::kEnd) {
+      return absl::InvalidArgumentError(absl::StrCat("--at ", opts->at, ": diff accepts end or peak"));
+    }
+    ASSIGN_OR_RETURN(o.group, opts->group.Resolve());
+    if (!opts->min_delta.empty()) {
+      auto size = ParseSize(opts->min_delta);
+      if (!size.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--min-delta: ", std::string(size.status().message())));
+      }
+      o.min_delta = *size;
+    }
+    if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0");
+    ASSIGN_OR_RETURN(Snapshot before, LoadSnapshot(opts->before, ctx));
+    ASSIGN_OR_RETURN(Snapshot after, LoadSnapshot(opts->after, ctx));
+    ASSIGN_OR_RETURN(analysis::DiffReport rep, analysis::DiffSnapshots(before, after, o));
+    rep.before_path = opts->before;
+    rep.after_path = opts->after;
+    if (!opts->folded.empty()) {
+      std::ostringstream folded;
+      report::RenderDiffFolded(rep, folded);
+      RETURN_IF_ERROR(WriteOutputFile(opts->folded, folded.str(), ctx));
+      if (opts->folded == "-") return ExitCode::kOk;
+    }
+    if (opts->json) {
+      PrintJson(report::DiffToJson(rep), ctx);
+    } else {
+      report::RenderDiffText(rep, static_cast<size_t>(opts->top), *ctx.out);
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

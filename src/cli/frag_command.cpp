@@ -1,0 +1,82 @@
+// memsnap frag FILE: fragmentation of the allocator's segments (docs/fragmentation.md).
+#include <memory>
+#include <sstream>
+
+#include "memsnap/analysis/frag.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/report/frag_render.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct FragCommandOptions {
+  std::string file;
+  std::string at = "end";
+  report::FragRenderOptions render;
+  int samples = 20;
+  bool csv = false;
+  bool json = false;
+};
+}  // namespace
+
+RunFn SetupFrag(CLI::App& sub) {
+  auto opts = std::make_shared<FragCommandOptions>();
+  sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
+  sub.add_option("--at", opts->at,
+                 "Which state to report: end (the snapshot), peak (= peak-reserved) or "
+                 "peak-allocated (reconstructed from the trace)")
+      ->check(CLI::IsMember({"end", "peak", "peak-reserved", "peak-allocated"}))
+      ->default_val("end");
+  sub.add_option("--top", opts->render.top, "Segments in the segment map (0 = all)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(20);
+  sub.add_option("--width", opts->render.bar_width, "Characters per segment bar")
+      ->check(CLI::Range(8, 400))
+      ->default_val(40);
+  sub.add_flag("--timeline", opts->render.timeline,
+               "Print the fragmentation figures sampled over the trace instead");
+  sub.add_option("--samples", opts->samples, "Samples in the --timeline (per device)")
+      ->check(CLI::Range(2, 100000))
+      ->default_val(20);
+  sub.add_flag("--csv", opts->csv, "With --timeline: CSV instead of a table");
+  sub.add_flag("--json", opts->json, "Machine-readable output (includes every segment)");
+  sub.footer(
+      "Definitions (docs/fragmentation.md):\n"
+      "  internal waste   block size - requested bytes, over active blocks\n"
+      "  free             inactive (cached) blocks; pending-free blocks are counted apart\n"
+      "  external frag    1 - largest free block / free bytes, per (device, pool, stream,\n"
+      "                   small/large); totals: 1 - sum of the groups' largest / free\n"
+      "  stranded         free and pending bytes that empty_cache cannot release (inside split\n"
+      "                   segments that hold an allocated block; partial pages of expandable ones)\n"
+      "  releasable       bytes empty_cache would return (free segments, whole free pages)\n"
+      "  what fits        the largest request served from cached blocks without new memory\n"
+      "Examples:\n"
+      "  memsnap frag snap.pickle\n"
+      "  memsnap frag snap.pickle --top 0 --width 80\n"
+      "  memsnap frag snap.pickle --at peak\n"
+      "  memsnap frag snap.pickle --timeline --samples 50 --csv > frag.csv\n"
+      "  memsnap frag --json snap.pickle | jq .external_fragmentation");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    analysis::FragOptions options;
+    options.at = opts->at == "end"              ? analysis::FragMoment::kEnd
+                 : opts->at == "peak-allocated" ? analysis::FragMoment::kPeakAllocated
+                                                : analysis::FragMoment::kPeakReserved;
+    if (opts->render.timeline) options.timeline_samples = opts->samples;
+    ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
+    if (opts->json) {
+      PrintJson(report::FragToJson(report), ctx);
+    } else if (opts->render.timeline && opts->csv) {
+      report::RenderFragTimelineCsv(report, *ctx.out);
+    } else if (opts->render.timeline) {
+      report::RenderFragTimelineText(report, *ctx.out);
+    } else {
+      report::RenderFragText(report, opts->render, *ctx.out);
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

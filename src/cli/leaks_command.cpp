@@ -1,0 +1,145 @@
+// memsnap leaks FILE...: memory an allocation site keeps growing and never gives back, across a
+// series of snapshots of one run or across the steps of one trace (docs/leaks.md).
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/leaks.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/leaks_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct LeaksCommandOptions {
+  std::vector<std::string> files;
+  GroupFlags group;
+  std::string sort = "given";
+  std::string min_growth = "1MiB";
+  std::string device_memory;
+  std::string step_annotation;
+  int steps = 0;
+  int device = -1;
+  size_t top = 10;
+  bool json = false;
+  bool fail_on_leak = false;
+};
+
+absl::Status Prefixed(const std::string& path, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(path, ": ", Sv(ToStd(s.message()))));
+}
+
+absl::StatusOr<analysis::LeakReport> RunSeries(const LeaksCommandOptions& o,
+                                               const analysis::LeakOptions& options,
+                                               Context& ctx) {
+  if (!o.step_annotation.empty() || o.steps > 0) {
+    return absl::InvalidArgumentError(
+        "--step-annotation and --steps need a single file with a trace (single-trace mode)");
+  }
+  ASSIGN_OR_RETURN(auto results, AnalyzeEach<analysis::SeriesPoint>(
+                                     o.files, ctx,
+                                     [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
+                                       auto p = analysis::SeriesPointOf(snap, options);
+                                       if (!p.ok()) return Prefixed(snap.source.path, p.status());
+                                       return p;
+                                     }));
+  std::vector<analysis::SeriesPoint> points;
+  for (auto& [path, p] : results) {
+    p.label = path;
+    points.push_back(std::move(p));
+  }
+  if (points.size() < 2) {
+    return absl::InvalidArgumentError("series mode needs at least two snapshot files");
+  }
+  if (o.sort == "time") {
+    for (const auto& p : points) {
+      if (p.time_us == kNoTime) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--sort time: ", p.label, " has no trace times (time_us)"));
+      }
+    }
+    std::stable_sort(points.begin(), points.end(),
+                     [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
+  }
+  return analysis::AnalyzeSeries(std::move(points), options);
+}
+}  // namespace
+
+RunFn SetupLeaks(CLI::App& sub) {
+  auto opts = std::make_shared<LeaksCommandOptions>();
+  sub.add_option("files", opts->files,
+                 "Two or more snapshots of one run (series mode), or one file with a trace "
+                 "(single-trace mode)")
+      ->required();
+  AddGroupFlags(sub, opts->group, /*grouping=*/true);
+  sub.add_option("--sort", opts->sort, "Series order: given | time (the trace's last time)")
+      ->check(CLI::IsMember({"given", "time"}))
+      ->capture_default_str();
+  sub.add_option("--min-growth", opts->min_growth,
+                 "Smallest total growth reported as a leak (and listed among other sites)")
+      ->capture_default_str();
+  sub.add_option("--device-memory", opts->device_memory,
+                 "Device capacity for the 'full at' projection (default: from an OOM entry)");
+  sub.add_option("--step-annotation", opts->step_annotation,
+                 "Single trace: steps are the START..END ranges of this annotation");
+  sub.add_option("--steps", opts->steps, "Single trace: cut the trace into N equal steps");
+  sub.add_option("--device", opts->device,
+                 "Single trace: the device to analyze (default: the one with most events)");
+  sub.add_option("--top", opts->top, "Non-leaking sites listed")->capture_default_str();
+  sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.add_flag("--fail-on-leak", opts->fail_on_leak, "Exit with code 1 when a leak is reported");
+  sub.footer(
+      "A leak is a site whose live bytes grow in every step (3+ snapshots or steps) by at least\n"
+      "--min-growth in total. Other verdicts: growing then flat (warm-up), growing with pauses,\n"
+      "fluctuating, shrinking, steady.\n\n"
+      "Examples:\n"
+      "  memsnap leaks iter100.pickle iter200.pickle iter300.pickle\n"
+      "  memsnap leaks --sort time --by function --device-memory 80GiB snaps/\n"
+      "  memsnap leaks trace.pickle                       # steps found by periodicity\n"
+      "  memsnap leaks --step-annotation train_step trace.pickle\n"
+      "  memsnap leaks --fail-on-leak --json a.pickle b.pickle c.pickle   # CI");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    analysis::LeakOptions options;
+    ASSIGN_OR_RETURN(options.group, opts->group.Resolve());
+    auto min_growth = ParseSize(opts->min_growth);
+    if (!min_growth.ok()) return Prefixed("--min-growth", min_growth.status());
+    options.min_growth = *min_growth;
+    if (!opts->device_memory.empty()) {
+      auto size = ParseSize(opts->device_memory);
+      if (!size.ok()) return Prefixed("--device-memory", size.status());
+      if (*size <= 0) return absl::InvalidArgumentError("--device-memory: must be > 0");
+      options.device_memory = *size;
+    }
+    if (opts->steps < 0 || opts->steps == 1) {
+      return absl::InvalidArgumentError("--steps: must be at least 2");
+    }
+    options.top = opts->top;
+    ASSIGN_OR_RETURN(std::vector<std::string> inputs, ExpandInputs(opts->files));
+    analysis::LeakReport report;
+    if (inputs.size() == 1) {
+      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0], ctx));
+      analysis::StepOptions step_options;
+      step_options.annotation = opts->step_annotation;
+      step_options.steps = opts->steps;
+      if (opts->device >= 0) step_options.device = opts->device;
+      auto r = analysis::AnalyzeTraceLeaks(snap, options, step_options);
+      if (!r.ok()) return Prefixed(inputs[0], r.status());
+      report = std::move(*r);
+    } else {
+      ASSIGN_OR_RETURN(report, RunSeries(*opts, options, ctx));
+    }
+    if (opts->json) {
+      PrintJson(report::LeaksToJson(report), ctx);
+    } else {
+      report::RenderLeaksText(report, *ctx.out);
+    }
+    return opts->fail_on_leak && report.num_leaks > 0 ? ExitCode::kCheckFailed : ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

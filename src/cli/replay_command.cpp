@@ -1,0 +1,143 @@
+// memsnap replay FILE...: replay a trace through the allocator simulator under several
+// configurations; --verify checks the simulator against the recorded segment events.
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/replay.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/report/replay_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::cli {
+
+namespace {
+
+struct ReplayCommandOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> confs;
+  std::vector<std::string> sweeps;
+  std::string allocator;
+  std::string device_memory;
+  int device = -1;
+  bool json = false;
+  std::string csv;
+  bool verify = false;
+  std::string empty_cache = "heuristic";
+  int threads = 0;
+};
+
+// The columns: the recorded settings first, then every --allocator/--conf/--sweep value, each
+// applied on top of the recorded settings.
+absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCommandOptions& o,
+                                                                 const Snapshot& snap) {
+  sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
+  std::vector<analysis::ReplayConfig> out = {{"recorded", recorded}};
+  std::vector<std::string> confs;
+  if (o.allocator == "native") confs.push_back("expandable_segments:False");
+  if (o.allocator == "expandable") confs.push_back("expandable_segments:True");
+  confs.insert(confs.end(), o.confs.begin(), o.confs.end());
+  for (const std::string& sweep : o.sweeps) {
+    ASSIGN_OR_RETURN(std::vector<std::string> expanded, analysis::ExpandSweep(sweep));
+    confs.insert(confs.end(), expanded.begin(), expanded.end());
+  }
+  for (const std::string& conf : confs) {
+    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
+    }
+    out.push_back({conf, *c});
+  }
+  return out;
+}
+
+}  // namespace
+
+RunFn SetupReplay(CLI::App& sub) {
+  auto opts = std::make_shared<ReplayCommandOptions>();
+  sub.add_option("files", opts->files, "Snapshot files (pickle, JSON, HTML, gzip) or directories")
+      ->required();
+  sub.add_option("--conf", opts->confs,
+                 "A PYTORCH_CUDA_ALLOC_CONF string to compare (repeatable), applied on top of "
+                 "the recorded settings");
+  sub.add_option("--sweep", opts->sweeps,
+                 "KEY=V1,V2,...: one configuration per value (repeatable)");
+  sub.add_option("--allocator", opts->allocator, "Shorthand: native or expandable")
+      ->check(CLI::IsMember({"native", "expandable"}));
+  sub.add_option("--device-memory", opts->device_memory,
+                 "Device capacity, e.g. 80GiB (default: implied by an oom entry, else unlimited)");
+  sub.add_option("--device", opts->device, "Device ordinal (default: the first with a trace)");
+  sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.add_option("--csv", opts->csv, "Write the reserved-bytes curve as CSV to this path ('-': stdout)");
+  sub.add_flag("--verify", opts->verify,
+               "Compare the simulator's segment events under the recorded settings with the "
+               "trace; exit 1 unless they match exactly");
+  sub.add_option("--empty-cache", opts->empty_cache,
+                 "Explicit empty_cache() calls: heuristic (infer from segment_free bursts) or ignore")
+      ->check(CLI::IsMember({"heuristic", "ignore"}));
+  sub.add_option("--threads", opts->threads, "Threads for the configurations (0: all cores)");
+  sub.footer(
+      "Examples:\n"
+      "  memsnap replay snap.pickle --allocator expandable\n"
+      "  memsnap replay snap.pickle --sweep max_split_size_mb=128,256,512 --device-memory 40GiB\n"
+      "  memsnap replay snap.pickle --conf expandable_segments:True,max_split_size_mb:512 --csv curve.csv\n"
+      "  memsnap replay --verify --json snap.pickle | jq .verify.matched");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    analysis::ReplayOptions ro;
+    ro.device = opts->device;
+    ro.verify = opts->verify;
+    ro.curve = !opts->csv.empty();
+    ro.max_threads = opts->threads;
+    ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
+                                                   : analysis::EmptyCacheMode::kHeuristic;
+    if (!opts->device_memory.empty()) {
+      absl::StatusOr<int64_t> cap = ParseSize(opts->device_memory);
+      if (!cap.ok() || *cap <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--device-memory \"", opts->device_memory, "\": expected a size such as 80GiB"));
+      }
+      ro.device_memory = *cap;
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opts->files));
+    const bool many = files.size() > 1;
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    std::string csv;
+    bool all_exact = true;
+    for (size_t i = 0; i < files.size(); ++i) {
+      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(files[i], ctx));
+      ASSIGN_OR_RETURN(std::vector<analysis::ReplayConfig> configs, BuildConfigs(*opts, snap));
+      absl::StatusOr<analysis::ReplayReport> rep = analysis::Replay(snap, configs, ro);
+      if (!rep.ok()) {
+        std::string msg = absl::StrCat(files[i], ": ", Sv(ToStd(rep.status().message())));
+        if (!many) return absl::Status(rep.status().code(), msg);
+        // In a batch, a file without a trace is reported and skipped.
+        if (opts->json) {
+          all.push_back({{"file", files[i]}, {"skipped", std::string(rep.status().message())}});
+        } else {
+          if (i > 0) *ctx.out << "\n";
+          *ctx.out << "skipped " << msg << "\n";
+        }
+        continue;
+      }
+      if (rep->verify && !rep->verify->exact()) all_exact = false;
+      if (opts->json) {
+        all.push_back(report::ReplayToJson(*rep, snap));
+      } else {
+        if (i > 0) *ctx.out << "\n";
+        report::RenderReplayText(*rep, snap, *ctx.out);
+      }
+      if (ro.curve) {
+        std::string part = report::ReplayCurveCsv(*rep);
+        csv += i == 0 ? part : part.substr(part.find('\n') + 1);
+      }
+    }
+    if (opts->json) PrintJson(many ? all : all[0], ctx);
+    if (ro.curve) RETURN_IF_ERROR(WriteOutputFile(opts->csv, csv, ctx));
+    return opts->verify && !all_exact ? ExitCode::kCheckFailed : ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,70 @@
+#include "memsnap/report/blocks_render.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::report {
+
+using analysis::kNoEvent;
+using Json = nlohmann::ordered_json;
+
+namespace {
+std::string EventText(uint32_t e, const char* none) {
+  return e == kNoEvent ? std::string(none) : absl::StrCat(e);
+}
+Json EventJson(uint32_t e) { return e == kNoEvent ? Json(nullptr) : Json(e); }
+}  // namespace
+
+void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostream& out) {
+  out << absl::StrFormat("%3s %-16s %11s %11s %-10s %-15s %-10s %s\n", "dev", "address", "size",
+                         "requested", "class", "events", "stream", "allocated at");
+  size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
+  for (size_t i = 0; i < n; ++i) {
+    const analysis::BlockRow& r = rep.rows[i];
+    const analysis::BlockLifetime& l = r.lifetime;
+    std::string events =
+        absl::StrCat(EventText(l.alloc_event, "t0"), "..", EventText(l.free_completed_event, "end"));
+    out << absl::StrFormat("%3d %-16s %11s %11s %-10s %-15s %-10s %s\n", r.device,
+                           FormatAddress(l.address), FormatBytes(l.rounded_size),
+                           FormatBytes(l.requested_size), analysis::LifetimeClassName(l.cls), events,
+                           FormatAddress(static_cast<uint64_t>(l.stream)),
+                           r.frames.empty() ? std::string("[no stack]") : r.frames[0]);
+    for (size_t k = 1; k < r.frames.size(); ++k) {
+      out << std::string(85, ' ') << "<- " << r.frames[k] << "\n";
+    }
+  }
+  if (n < rep.rows.size()) out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
+  out << FormatCount(rep.rows.size()) << " blocks, " << FormatBytes(rep.total_bytes) << " requested\n";
+}
+
+Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
+  Json j;
+  j["count"] = rep.rows.size();
+  j["total_bytes"] = rep.total_bytes;
+  Json arr = Json::array();
+  size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
+  for (size_t i = 0; i < n; ++i) {
+    const analysis::BlockRow& r = rep.rows[i];
+    const analysis::BlockLifetime& l = r.lifetime;
+    Json b;
+    b["device"] = r.device;
+    b["address"] = l.address;
+    b["version"] = l.version;
+    b["class"] = std::string(analysis::LifetimeClassName(l.cls));
+    b["size"] = l.rounded_size;
+    b["requested_size"] = l.requested_size;
+    b["stream"] = l.stream;
+    b["alloc_event"] = EventJson(l.alloc_event);
+    b["free_requested_event"] = EventJson(l.free_requested_event);
+    b["free_completed_event"] = EventJson(l.free_completed_event);
+    b["alloc_time_us"] = r.alloc_time_us == kNoTime ? Json(nullptr) : Json(r.alloc_time_us);
+    b["free_time_us"] = r.free_time_us == kNoTime ? Json(nullptr) : Json(r.free_time_us);
+    b["frames"] = r.frames;
+    arr.push_back(std::move(b));
+  }
+  j["blocks"] = arr;
+  return j;
+}
+
+}  // namespace memsnap::report

@@ -1,0 +1,139 @@
+#include "memsnap/report/diff_render.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::report {
+
+using analysis::Delta;
+using analysis::SiteDelta;
+using Json = nlohmann::ordered_json;
+
+namespace {
+Json DeltaJson(const Delta& d) {
+  return {{"before", d.before}, {"after", d.after}, {"delta", d.delta()}};
+}
+std::string MomentText(const analysis::Moment& m) {
+  return m.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
+}
+}  // namespace
+
+void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& out) {
+  out << "before: " << rep.before_path << "\nafter:  " << rep.after_path << "\n";
+  out << "live memory at " << MomentText(rep.options.at) << " by "
+      << analysis::GroupByName(rep.options.group.by) << ": " << FormatBytes(rep.live_bytes.before)
+      << " -> " << FormatBytes(rep.live_bytes.after) << " (" << FormatDelta(rep.live_bytes.delta())
+      << "), blocks " << FormatCount(rep.live_count.before) << " -> "
+      << FormatCount(rep.live_count.after) << "\n\n";
+  out << absl::StrFormat("%12s %12s %12s %9s  %s\n", "before", "after", "delta", "count", "site");
+  size_t n = top == 0 ? rep.sites.size() : std::min(top, rep.sites.size());
+  for (size_t i = 0; i < n; ++i) {
+    const SiteDelta& s = rep.sites[i];
+    std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
+                      : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
+                                                                      : "";
+    std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
+    out << absl::StrFormat("%12s %12s %12s %9s  %s%s\n", FormatBytes(s.before_bytes),
+                           FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
+                           s.frames.empty() ? s.key : s.frames[0], tag);
+    for (size_t k = 1; k < std::min<size_t>(s.frames.size(), 3); ++k) {
+      out << std::string(50, ' ') << "<- " << s.frames[k] << "\n";
+    }
+  }
+  if (n < rep.sites.size()) out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
+  out << "sites: " << rep.sites_only_before << " only before, " << rep.sites_only_after
+      << " only after, " << rep.sites_unchanged << " unchanged\n\n";
+
+  out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", "totals", "before", "after", "delta",
+                         "segments");
+  for (const analysis::ScopeDelta& s : rep.scopes) {
+    auto line = [&](const char* what, const Delta& d, bool with_segments) {
+      out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", absl::StrCat(s.scope, " ", what),
+                             FormatBytes(d.before), FormatBytes(d.after), FormatDelta(d.delta()),
+                             with_segments ? absl::StrCat(s.segments.before, "->", s.segments.after)
+                                           : std::string());
+    };
+    line("reserved", s.reserved, true);
+    line("allocated", s.allocated, false);
+  }
+  for (const analysis::DeviceDelta& d : rep.devices) {
+    if (!d.has_peak) continue;
+    out << absl::StrFormat("%-42s %12s %12s %12s\n", absl::StrCat("device ", d.device, " peak live"),
+                           FormatBytes(d.peak.before), FormatBytes(d.peak.after),
+                           FormatDelta(d.peak.delta()));
+  }
+  if (!rep.settings.empty()) {
+    out << "\nallocator settings that differ:\n";
+    for (const analysis::SettingDelta& s : rep.settings) {
+      out << "  " << s.name << ": " << s.before << " -> " << s.after << "\n";
+    }
+  }
+}
+
+Json DiffToJson(const analysis::DiffReport& rep) {
+  Json j;
+  j["before"] = rep.before_path;
+  j["after"] = rep.after_path;
+  j["at"] = MomentText(rep.options.at);
+  j["by"] = std::string(analysis::GroupByName(rep.options.group.by));
+  j["min_delta"] = rep.options.min_delta;
+  j["live_bytes"] = DeltaJson(rep.live_bytes);
+  j["live_count"] = DeltaJson(rep.live_count);
+  j["sites_only_before"] = rep.sites_only_before;
+  j["sites_only_after"] = rep.sites_only_after;
+  j["sites_unchanged"] = rep.sites_unchanged;
+  Json sites = Json::array();
+  for (const SiteDelta& s : rep.sites) {
+    Json o;
+    o["key"] = s.key;
+    o["presence"] = std::string(analysis::PresenceName(s.presence));
+    o["before_bytes"] = s.before_bytes;
+    o["after_bytes"] = s.after_bytes;
+    o["delta_bytes"] = s.delta_bytes();
+    o["before_count"] = s.before_count;
+    o["after_count"] = s.after_count;
+    o["delta_count"] = s.delta_count();
+    o["synthetic"] = s.synthetic;
+    sites.push_back(std::move(o));
+  }
+  j["sites"] = sites;
+  Json scopes = Json::array();
+  for (const analysis::ScopeDelta& s : rep.scopes) {
+    scopes.push_back({{"scope", s.scope},
+                      {"device", s.device},
+                      {"reserved_bytes", DeltaJson(s.reserved)},
+                      {"allocated_bytes", DeltaJson(s.allocated)},
+                      {"requested_bytes", DeltaJson(s.requested)},
+                      {"segments", DeltaJson(s.segments)},
+                      {"blocks", DeltaJson(s.blocks)}});
+  }
+  j["scopes"] = scopes;
+  Json devs = Json::array();
+  for (const analysis::DeviceDelta& d : rep.devices) {
+    devs.push_back({{"device", d.device},
+                    {"live_bytes", DeltaJson(d.live)},
+                    {"peak_bytes", d.has_peak ? DeltaJson(d.peak) : Json(nullptr)}});
+  }
+  j["devices"] = devs;
+  Json settings = Json::array();
+  for (const analysis::SettingDelta& s : rep.settings) {
+    settings.push_back({{"name", s.name}, {"before", s.before}, {"after", s.after}});
+  }
+  j["settings"] = settings;
+  return j;
+}
+
+void RenderDiffFolded(const analysis::DiffReport& rep, std::ostream& out) {
+  std::vector<const SiteDelta*> all;
+  for (const SiteDelta& s : rep.sites) all.push_back(&s);
+  for (const SiteDelta& s : rep.other_sites) all.push_back(&s);
+  std::sort(all.begin(), all.end(), [](const SiteDelta* a, const SiteDelta* b) { return a->key < b->key; });
+  for (const SiteDelta* s : all) {
+    out << s->key << " " << s->before_bytes << " " << s->after_bytes << "\n";
+  }
+}
+
+}  // namespace memsnap::report

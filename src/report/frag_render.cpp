@@ -1,0 +1,362 @@
+#include "memsnap/report/frag_render.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/report/summary_render.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::report {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::FragFigures;
+using analysis::FragReport;
+
+std::string Ratio(double x) { return absl::StrFormat("%.4f", x); }
+Json JsonRatio(double x) { return std::round(x * 10000.0) / 10000.0; }
+
+std::string MomentName(analysis::FragMoment m) {
+  switch (m) {
+    case analysis::FragMoment::kEnd:
+      return "end";
+    case analysis::FragMoment::kPeakReserved:
+      return "peak-reserved";
+    case analysis::FragMoment::kPeakAllocated:
+      return "peak-allocated";
+  }
+  return "end";
+}
+
+std::string Seconds(int64_t time_us, int64_t start_us) {
+  if (time_us == kNoTime || start_us == kNoTime) return "";
+  return absl::StrFormat("+%.3f s", static_cast<double>(time_us - start_us) / 1e6);
+}
+
+std::string EventName(int64_t index) {
+  return index < 0 ? std::string("before the first event")
+                   : absl::StrCat("after event ", FormatCount(index));
+}
+
+std::string Share(int64_t part, int64_t whole) {
+  if (whole <= 0) return "";
+  return absl::StrCat("(", FormatPercent(static_cast<double>(part) / static_cast<double>(whole)),
+                      ")");
+}
+
+Json SampleToJson(const analysis::FragSample& s) {
+  Json j;
+  j["device"] = s.device;
+  j["event_index"] = s.event_index;
+  j["time_us"] = s.time_us == kNoTime ? Json(nullptr) : Json(s.time_us);
+  j.update(FragFiguresToJson(s.figures));
+  j["external_fragmentation"] = JsonRatio(s.external_fragmentation);
+  return j;
+}
+
+// One character per cell of the segment: the state holding most bytes of the cell
+// ('#' allocated, '%' pending free, '.' free; ties favour allocated, then pending).
+std::string Bar(const analysis::SegmentFrag& s, int width) {
+  std::string bar;
+  int64_t total = std::max<int64_t>(1, s.figures.reserved_bytes);
+  size_t span = 0;
+  int64_t span_begin = 0;
+  for (int c = 0; c < width; ++c) {
+    int64_t lo = total * c / width, hi = total * (c + 1) / width;
+    int64_t bytes[3] = {0, 0, 0};
+    while (span < s.spans.size()) {
+      int64_t b_lo = span_begin, b_hi = span_begin + s.spans[span].size;
+      int64_t overlap = std::min(hi, b_hi) - std::max(lo, b_lo);
+      if (overlap > 0) bytes[static_cast<int>(s.spans[span].state)] += overlap;
+      if (b_hi > hi) break;
+      span_begin = b_hi;
+      ++span;
+    }
+    int best = 0;
+    for (int k = 1; k < 3; ++k) {
+      if (bytes[k] > bytes[best]) best = k;
+    }
+    bar.push_back("#%."[best]);
+  }
+  return bar;
+}
+
+std::string SegmentType(const analysis::SegmentFrag& s) {
+  std::string t = s.is_small ? "small" : "large";
+  if (s.is_expandable) t += "*";
+  if (!s.pool.is_default()) t += " " + PoolName(s.pool);
+  return t;
+}
+
+}  // namespace
+
+Json FragFiguresToJson(const FragFigures& f) {
+  Json j;
+  j["segments"] = f.segments;
+  j["blocks"] = f.blocks;
+  j["reserved_bytes"] = f.reserved_bytes;
+  j["allocated_bytes"] = f.allocated_bytes;
+  j["pending_free_bytes"] = f.pending_free_bytes;
+  j["free_bytes"] = f.free_bytes;
+  j["requested_bytes"] = f.requested_bytes;
+  j["internal_waste_bytes"] = f.internal_waste_bytes;
+  j["free_blocks"] = f.free_blocks;
+  j["largest_free_bytes"] = f.largest_free_bytes;
+  j["stranded_bytes"] = f.stranded_bytes;
+  j["releasable_bytes"] = f.releasable_bytes;
+  j["free_segments"] = f.free_segments;
+  return j;
+}
+
+Json FragToJson(const FragReport& r) {
+  Json j;
+  j["file"] = r.source.path;
+  j["at"] = MomentName(r.at);
+  j.update(FragFiguresToJson(r.totals));
+  j["external_fragmentation"] = JsonRatio(r.external_fragmentation);
+  j["max_split_size"] = r.max_split_size;
+  Json devices = Json::array();
+  for (const auto& d : r.devices) {
+    Json dj;
+    dj["device"] = d.device;
+    dj["reconstructed"] = d.reconstructed;
+    if (d.reconstructed) {
+      dj["event_index"] = d.event_index;
+      dj["time_us"] = d.time_us == kNoTime ? Json(nullptr) : Json(d.time_us);
+    }
+    dj.update(FragFiguresToJson(d.figures));
+    dj["external_fragmentation"] = JsonRatio(d.external_fragmentation);
+    devices.push_back(dj);
+  }
+  j["devices"] = devices;
+  Json groups = Json::array();
+  for (const auto& g : r.groups) {
+    groups.push_back(Json{{"device", g.device},
+                          {"pool", PoolName(g.pool)},
+                          {"pool_type", g.is_small ? "small" : "large"},
+                          {"stream", g.stream},
+                          {"segments", g.segments},
+                          {"reserved_bytes", g.reserved_bytes},
+                          {"free_bytes", g.free_bytes},
+                          {"pending_free_bytes", g.pending_free_bytes},
+                          {"free_blocks", g.free_blocks},
+                          {"largest_free_bytes", g.largest_free_bytes},
+                          {"external_fragmentation", JsonRatio(g.external_fragmentation)}});
+  }
+  j["groups"] = groups;
+  Json fits = Json::array();
+  for (const auto& w : r.fits) {
+    fits.push_back(Json{{"device", w.device},
+                        {"pool", PoolName(w.pool)},
+                        {"stream", w.stream},
+                        {"small_pool_bytes", w.small_pool_bytes},
+                        {"large_pool_bytes", w.large_pool_bytes},
+                        {"largest_bytes", w.largest_bytes}});
+  }
+  j["what_fits"] = fits;
+  Json hist = Json::array();
+  for (const auto& b : r.histogram) {
+    hist.push_back(Json{{"min_bytes", int64_t{1} << b.log2},
+                        {"blocks", b.blocks},
+                        {"bytes", b.bytes}});
+  }
+  j["free_size_histogram"] = hist;
+  Json peaks = Json::array();
+  for (const auto& p : r.peaks) {
+    peaks.push_back(Json{{"device", p.device},
+                         {"peak_reserved", SampleToJson(p.peak_reserved)},
+                         {"peak_allocated", SampleToJson(p.peak_allocated)}});
+  }
+  j["peaks"] = peaks;
+  if (!r.timeline.empty()) {
+    Json tl = Json::array();
+    for (const auto& s : r.timeline) tl.push_back(SampleToJson(s));
+    j["timeline"] = tl;
+  }
+  Json segs = Json::array();
+  for (const auto& s : r.segments) {
+    Json sj;
+    sj["device"] = s.device;
+    sj["address"] = FormatAddress(s.address);
+    sj["stream"] = s.stream;
+    sj["pool"] = PoolName(s.pool);
+    sj["pool_type"] = s.is_small ? "small" : "large";
+    sj["expandable"] = s.is_expandable;
+    sj.update(FragFiguresToJson(s.figures));
+    sj.erase("segments");
+    sj["external_fragmentation"] = JsonRatio(s.external_fragmentation);
+    segs.push_back(sj);
+  }
+  j["segments_detail"] = segs;
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostream& out) {
+  const FragFigures& t = r.totals;
+  out << r.source.path << "\n";
+  if (r.at == analysis::FragMoment::kEnd) {
+    out << "  state          end of the snapshot (its segments)\n";
+  } else {
+    out << "  state          " << MomentName(r.at) << ", reconstructed from the trace:";
+    for (const auto& d : r.devices) {
+      if (d.reconstructed) out << " device " << d.device << " " << EventName(d.event_index) << ";";
+    }
+    out << "\n";
+  }
+  out << absl::StrFormat("  segments       %s (%s entirely free)    blocks %s\n",
+                         FormatCount(t.segments), FormatCount(t.free_segments),
+                         FormatCount(t.blocks));
+  auto line = [&](const char* name, int64_t v, const std::string& note) {
+    out << absl::StrFormat("  %-14s %12s%s\n", name, FormatBytes(v), note.empty() ? "" : "  " + note);
+  };
+  line("reserved", t.reserved_bytes, "");
+  line("allocated", t.allocated_bytes, Share(t.allocated_bytes, t.reserved_bytes));
+  line("pending free", t.pending_free_bytes, Share(t.pending_free_bytes, t.reserved_bytes));
+  line("free", t.free_bytes,
+       absl::StrCat(Share(t.free_bytes, t.reserved_bytes), " in ", FormatCount(t.free_blocks),
+                    " blocks, largest ", FormatBytes(t.largest_free_bytes)));
+  line("requested", t.requested_bytes, "");
+  line("internal waste", t.internal_waste_bytes, "block size - requested, on active blocks");
+  out << absl::StrFormat("  %-14s %12s  %s\n", "external frag", FormatPercent(r.external_fragmentation),
+                         "1 - largest free / free, per pool and stream");
+  line("stranded", t.stranded_bytes, "free bytes empty_cache cannot release");
+  line("releasable", t.releasable_bytes, "bytes empty_cache would release");
+
+  out << "\nfree space by pool and stream\n";
+  out << absl::StrFormat("  %-6s %-14s %14s %9s %11s %11s %11s %7s %11s %9s\n", "device", "pool",
+                         "stream", "segments", "reserved", "free", "pending", "blocks",
+                         "largest", "ext frag");
+  for (const auto& g : r.groups) {
+    out << absl::StrFormat(
+        "  %-6d %-14s %14d %9s %11s %11s %11s %7s %11s %9s\n", g.device,
+        absl::StrCat(PoolName(g.pool), " ", g.is_small ? "small" : "large"), g.stream,
+        FormatCount(g.segments), FormatBytes(g.reserved_bytes), FormatBytes(g.free_bytes),
+        FormatBytes(g.pending_free_bytes), FormatCount(g.free_blocks),
+        FormatBytes(g.largest_free_bytes), FormatPercent(g.external_fragmentation));
+  }
+
+  out << "\nwhat fits (largest request served from cached blocks, without new memory)\n";
+  out << absl::StrFormat("  %-6s %-10s %14s %12s %12s %12s\n", "device", "pool", "stream",
+                         "small pool", "large pool", "largest");
+  for (const auto& w : r.fits) {
+    out << absl::StrFormat("  %-6d %-10s %14d %12s %12s %12s\n", w.device, PoolName(w.pool),
+                           w.stream, FormatBytes(w.small_pool_bytes),
+                           FormatBytes(w.large_pool_bytes), FormatBytes(w.largest_bytes));
+  }
+  if (r.max_split_size >= 0) {
+    out << "  (max_split_size " << FormatBytes(r.max_split_size) << " applied)\n";
+  }
+
+  if (!r.peaks.empty()) {
+    out << "\npeaks (reconstructed from the trace; `--at peak` for the full report there)\n";
+    out << absl::StrFormat("  %-6s %-15s %-28s %11s %11s %11s %11s %9s %11s\n", "device",
+                           "moment", "when", "reserved", "allocated", "free", "largest",
+                           "ext frag", "stranded");
+    for (const auto& p : r.peaks) {
+      for (int k = 0; k < 2; ++k) {
+        const auto& s = k == 0 ? p.peak_reserved : p.peak_allocated;
+        std::string when = EventName(s.event_index);
+        std::string secs = Seconds(s.time_us, p.trace_start_us);
+        if (!secs.empty()) absl::StrAppend(&when, " ", secs);
+        out << absl::StrFormat("  %-6d %-15s %-28s %11s %11s %11s %11s %9s %11s\n", p.device,
+                               k == 0 ? "peak reserved" : "peak allocated", when,
+                               FormatBytes(s.figures.reserved_bytes),
+                               FormatBytes(s.figures.allocated_bytes),
+                               FormatBytes(s.figures.free_bytes),
+                               FormatBytes(s.figures.largest_free_bytes),
+                               FormatPercent(s.external_fragmentation),
+                               FormatBytes(s.figures.stranded_bytes));
+      }
+    }
+  }
+
+  if (!r.histogram.empty()) {
+    out << "\nfree block sizes\n";
+    int64_t most = 0;
+    for (const auto& b : r.histogram) most = std::max(most, b.blocks);
+    for (const auto& b : r.histogram) {
+      int bar = static_cast<int>((b.blocks * 30 + most - 1) / most);
+      out << absl::StrFormat("  [%9s, %9s) %7s %-30s %11s\n", FormatBytes(int64_t{1} << b.log2),
+                             FormatBytes(int64_t{1} << (b.log2 + 1)), FormatCount(b.blocks),
+                             std::string(bar, '#'), FormatBytes(b.bytes));
+    }
+  }
+
+  size_t shown = o.top <= 0 ? r.segments.size()
+                            : std::min(r.segments.size(), static_cast<size_t>(o.top));
+  out << "\nsegment map (" << shown << " of " << r.segments.size()
+      << " segments, largest first; # allocated, % pending free, . free; * expandable)\n";
+  out << absl::StrFormat("  %-3s %-14s %-6s %14s %11s %11s %11s %9s  %s\n", "dev", "address",
+                         "type", "stream", "size", "allocated", "free", "ext frag", "map");
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& s = r.segments[i];
+    out << absl::StrFormat("  %-3d %-14s %-6s %14d %11s %11s %11s %9s  |%s|\n", s.device,
+                           FormatAddress(s.address), SegmentType(s), s.stream,
+                           FormatBytes(s.figures.reserved_bytes),
+                           FormatBytes(s.figures.allocated_bytes),
+                           FormatBytes(s.figures.free_bytes),
+                           FormatPercent(s.external_fragmentation), Bar(s, o.bar_width));
+  }
+  if (shown < r.segments.size()) {
+    FragFigures rest;
+    for (size_t i = shown; i < r.segments.size(); ++i) rest += r.segments[i].figures;
+    out << absl::StrFormat("  %-40s %11s %11s %11s\n",
+                           absl::StrCat("[", r.segments.size() - shown, " others]"),
+                           FormatBytes(rest.reserved_bytes), FormatBytes(rest.allocated_bytes),
+                           FormatBytes(rest.free_bytes));
+  }
+  if (!r.warnings.empty()) {
+    out << "\nwarnings\n";
+    for (const auto& w : r.warnings) out << "  - " << w << "\n";
+  }
+}
+
+void RenderFragTimelineText(const FragReport& r, std::ostream& out) {
+  out << r.source.path << "\n";
+  if (r.timeline.empty()) {
+    out << "  no trace: no timeline\n";
+    return;
+  }
+  int32_t device = r.timeline.front().device - 1;
+  int64_t start = kNoTime;
+  for (const auto& s : r.timeline) {
+    if (s.device != device) {
+      device = s.device;
+      start = kNoTime;
+      for (const auto& p : r.peaks) {
+        if (p.device == device) start = p.trace_start_us;
+      }
+      out << "\ndevice " << device << "\n";
+      out << absl::StrFormat("  %10s %11s %11s %11s %11s %11s %11s %9s %11s\n", "event", "time",
+                             "reserved", "allocated", "pending", "free", "largest", "ext frag",
+                             "stranded");
+    }
+    out << absl::StrFormat("  %10s %11s %11s %11s %11s %11s %11s %9s %11s\n",
+                           s.event_index < 0 ? std::string("start") : FormatCount(s.event_index),
+                           Seconds(s.time_us, start), FormatBytes(s.figures.reserved_bytes),
+                           FormatBytes(s.figures.allocated_bytes),
+                           FormatBytes(s.figures.pending_free_bytes),
+                           FormatBytes(s.figures.free_bytes),
+                           FormatBytes(s.figures.largest_free_bytes),
+                           FormatPercent(s.external_fragmentation),
+                           FormatBytes(s.figures.stranded_bytes));
+  }
+}
+
+void RenderFragTimelineCsv(const FragReport& r, std::ostream& out) {
+  out << "device,event_index,time_us,reserved_bytes,allocated_bytes,pending_free_bytes,"
+         "free_bytes,largest_free_bytes,external_fragmentation,stranded_bytes,releasable_bytes\n";
+  for (const auto& s : r.timeline) {
+    out << s.device << "," << s.event_index << ","
+        << (s.time_us == kNoTime ? std::string() : absl::StrCat(s.time_us)) << ","
+        << s.figures.reserved_bytes << "," << s.figures.allocated_bytes << ","
+        << s.figures.pending_free_bytes << "," << s.figures.free_bytes << ","
+        << s.figures.largest_free_bytes << "," << Ratio(s.external_fragmentation) << ","
+        << s.figures.stranded_bytes << "," << s.figures.releasable_bytes << "\n";
+  }
+}
+
+}  // namespace memsnap::report

@@ -1,0 +1,250 @@
+#include "memsnap/report/leaks_render.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::report {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::LeakReport;
+using analysis::LeakSite;
+using analysis::Verdict;
+
+constexpr int kNumVerdicts = 6;
+constexpr size_t kMaxValuesShown = 8;   // per site: first 3, "...", last 3 beyond this
+constexpr size_t kMaxStepsShown = 12;   // step table rows in text mode
+
+Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
+
+std::string Relative(int64_t t, int64_t t0) {
+  if (t == kNoTime || t0 == kNoTime) return "-";
+  return absl::StrFormat("+%.3f s", static_cast<double>(t - t0) / 1e6);
+}
+
+int64_t FirstTime(const std::vector<int64_t>& times) {
+  for (int64_t t : times) {
+    if (t != kNoTime) return t;
+  }
+  return kNoTime;
+}
+
+// "a -> b -> c", eliding the middle of long series.
+template <class F>
+std::string Series(const std::vector<int64_t>& v, F format) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v.size() > kMaxValuesShown && i == 3) {
+      absl::StrAppend(&s, " -> ...");
+      i = v.size() - 4;
+      continue;
+    }
+    absl::StrAppend(&s, i == 0 ? "" : " -> ", format(v[i]));
+  }
+  return s;
+}
+
+std::string PointNoun(const LeakReport& r) {
+  return r.mode == "series" ? "snapshot" : "step end";
+}
+
+Json SiteToJson(const LeakSite& s) {
+  Json j;
+  j["key"] = s.key;
+  j["frames"] = s.frames;
+  j["synthetic"] = s.synthetic;
+  j["verdict"] = std::string(analysis::VerdictName(s.verdict));
+  j["leak"] = s.leak;
+  j["growth_bytes"] = s.growth();
+  j["bytes_per_step"] = s.bytes_per_step;
+  j["full_at_step"] = s.full_at_step ? Json(*s.full_at_step) : Json(nullptr);
+  j["bytes"] = s.bytes;
+  j["counts"] = s.counts;
+  if (!s.retained.empty()) j["retained_next_step_bytes"] = s.retained;
+  return j;
+}
+
+void RenderSteps(const LeakReport& r, std::ostream& out) {
+  const analysis::StepInfo& st = *r.steps;
+  out << absl::StrFormat("Steps (device %d, by %s): %d found", st.device, st.method,
+                         st.begin.size());
+  if (st.method == "periodicity" && !st.begin.empty()) {
+    out << absl::StrFormat(", period ~%s events, autocorrelation %.2f",
+                           FormatCount(st.period_events), st.score);
+  }
+  out << "\n";
+  if (st.begin.empty()) return;
+  const int64_t t0 = FirstTime(st.begin_time);
+  out << absl::StrFormat("  %5s  %17s  %11s  %12s  %9s\n", "step", "events", "end time",
+                         "live at end", "blocks");
+  for (size_t k = 0; k < st.begin.size(); ++k) {
+    if (st.begin.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
+      out << absl::StrFormat("  %5s\n", "...");
+      k = st.begin.size() - 2;
+    }
+    const std::string events = absl::StrCat(st.begin[k], "..", st.end[k] - 1);
+    out << absl::StrFormat("  %5d  %17s  %11s  %12s  %9s\n", k, events,
+                           Relative(st.end_time[k], t0),
+                           k < r.live_bytes.size() ? FormatBytes(r.live_bytes[k]) : "-",
+                           k < r.live_counts.size() ? FormatCount(r.live_counts[k]) : "-");
+  }
+}
+
+void RenderPoints(const LeakReport& r, std::ostream& out) {
+  const int64_t t0 = FirstTime(r.times);
+  size_t width = 8;
+  for (const std::string& l : r.labels) width = std::max(width, l.size());
+  out << absl::StrFormat("  %2s  %-*s  %11s  %12s  %9s\n", "#", width, "snapshot", "time",
+                         "live", "blocks");
+  for (size_t i = 0; i < r.labels.size(); ++i) {
+    out << absl::StrFormat("  %2d  %-*s  %11s  %12s  %9s\n", i, width, r.labels[i],
+                           Relative(r.times[i], t0), FormatBytes(r.live_bytes[i]),
+                           FormatCount(r.live_counts[i]));
+  }
+}
+
+std::string FullAtText(const std::optional<int64_t>& step, const LeakReport& r) {
+  if (!step) return "";
+  return absl::StrCat("device full at ", PointNoun(r), " #", FormatCount(*step));
+}
+
+void RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostream& out) {
+  const size_t steps = s.bytes.size() - 1;
+  out << absl::StrFormat("#%d  %s over %d steps (%s per step)", index + 1, FormatDelta(s.growth()),
+                         steps, FormatDelta(s.bytes_per_step));
+  if (s.full_at_step) out << ", " << FullAtText(s.full_at_step, r);
+  out << "\n";
+  out << "    live:   " << Series(s.bytes, [](int64_t b) { return FormatBytes(b); }) << "\n";
+  out << "    blocks: " << Series(s.counts, [](int64_t c) { return FormatCount(c); }) << "\n";
+  if (!s.retained.empty()) {
+    out << "    kept by the next step (allocated in step k, live at the end of step k+1): "
+        << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
+  }
+  if (s.synthetic || s.frames.size() <= 1) {
+    out << "    site: " << (s.frames.empty() ? s.key : s.frames[0]) << "\n";
+    return;
+  }
+  out << "    stack (innermost first):\n";
+  for (const std::string& f : s.frames) out << "      " << f << "\n";
+}
+
+}  // namespace
+
+Json LeaksToJson(const LeakReport& r) {
+  Json j;
+  j["mode"] = r.mode;
+  j["by"] = std::string(analysis::GroupByName(r.options.group.by));
+  j["min_growth_bytes"] = r.options.min_growth;
+  j["points"] = Json::array();
+  for (size_t i = 0; i < r.labels.size(); ++i) {
+    Json p;
+    p["label"] = r.labels[i];
+    p["time_us"] = TimeJson(r.times[i]);
+    p["live_bytes"] = r.live_bytes[i];
+    p["live_count"] = r.live_counts[i];
+    j["points"].push_back(p);
+  }
+  if (r.steps) {
+    const analysis::StepInfo& st = *r.steps;
+    Json s;
+    s["method"] = st.method;
+    s["device"] = st.device;
+    s["period_events"] = st.period_events;
+    s["score"] = st.score;
+    s["note"] = st.note;
+    s["steps"] = Json::array();
+    for (size_t k = 0; k < st.begin.size(); ++k) {
+      s["steps"].push_back(Json{{"begin_event", st.begin[k]},
+                                {"end_event", st.end[k]},
+                                {"begin_time_us", TimeJson(st.begin_time[k])},
+                                {"end_time_us", TimeJson(st.end_time[k])}});
+    }
+    j["steps"] = s;
+  }
+  j["total_verdict"] =
+      r.labels.size() >= 2 ? Json(std::string(analysis::VerdictName(r.total_verdict))) : Json(nullptr);
+  j["device_memory_bytes"] = r.device_memory > 0 ? Json(r.device_memory) : Json(nullptr);
+  j["device_memory_source"] = r.device_memory_source;
+  j["num_leaks"] = r.num_leaks;
+  j["leak_bytes_per_step"] = r.leak_bytes_per_step;
+  j["full_at_step"] = r.full_at_step ? Json(*r.full_at_step) : Json(nullptr);
+  j["sites_total"] = r.sites_total;
+  Json counts = Json::object();
+  for (int v = 0; v < kNumVerdicts; ++v) {
+    counts[std::string(analysis::VerdictName(static_cast<Verdict>(v)))] = r.verdict_counts[v];
+  }
+  j["verdict_counts"] = counts;
+  j["leaks"] = Json::array();
+  j["other_sites"] = Json::array();
+  for (const LeakSite& s : r.sites) j[s.leak ? "leaks" : "other_sites"].push_back(SiteToJson(s));
+  j["note"] = r.note;
+  return j;
+}
+
+void RenderLeaksText(const LeakReport& r, std::ostream& out) {
+  const std::string by(analysis::GroupByName(r.options.group.by));
+  if (r.mode == "series") {
+    out << absl::StrFormat("memsnap leaks: %d snapshots, grouped by %s\n", r.labels.size(), by);
+    RenderPoints(r, out);
+  } else {
+    out << absl::StrFormat("memsnap leaks: one trace, grouped by %s\n", by);
+    RenderSteps(r, out);
+  }
+  if (r.labels.size() < 2) {
+    out << "\nNo leak analysis: " << r.note << "\n";
+    return;
+  }
+  out << "\nTotal live: "
+      << Series(r.live_bytes, [](int64_t b) { return FormatBytes(b); }) << " ("
+      << analysis::VerdictText(r.total_verdict) << ")\n";
+  if (r.device_memory > 0) {
+    out << "Device memory: " << FormatBytes(r.device_memory) << " (" << r.device_memory_source
+        << ")";
+    if (r.full_at_step) out << "; at the leak rate, " << FullAtText(r.full_at_step, r);
+    out << "\n";
+  }
+  if (!r.note.empty()) out << "Note: " << r.note << "\n";
+  out << "\n";
+  if (r.num_leaks == 0) {
+    out << "No leak: no site grows in every step by at least " << FormatBytes(r.options.min_growth)
+        << " in total.\n";
+  } else {
+    out << absl::StrFormat("%d leak%s: site%s growing in every step, by at least %s in total "
+                           "(%s per step together)\n\n",
+                           r.num_leaks, r.num_leaks == 1 ? "" : "s", r.num_leaks == 1 ? "" : "s",
+                           FormatBytes(r.options.min_growth), FormatDelta(r.leak_bytes_per_step));
+  }
+  size_t index = 0, others = 0;
+  for (const LeakSite& s : r.sites) {
+    if (s.leak) RenderLeak(s, index++, r, out);
+    else ++others;
+  }
+  if (others > 0) {
+    out << absl::StrFormat("\nOther sites that changed by at least %s:\n",
+                           FormatBytes(r.options.min_growth));
+    out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", "verdict", "growth", "first", "last",
+                           "site (innermost frame)");
+    for (const LeakSite& s : r.sites) {
+      if (s.leak) continue;
+      out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", analysis::VerdictName(s.verdict),
+                             FormatDelta(s.growth()), FormatBytes(s.bytes.front()),
+                             FormatBytes(s.bytes.back()), s.frames.empty() ? s.key : s.frames[0]);
+    }
+  }
+  out << "\nSites: " << FormatCount(r.sites_total);
+  std::string sep = " (";
+  for (int v = 0; v < kNumVerdicts; ++v) {
+    if (r.verdict_counts[v] == 0) continue;
+    out << sep << analysis::VerdictText(static_cast<Verdict>(v)) << " "
+        << FormatCount(r.verdict_counts[v]);
+    sep = ", ";
+  }
+  out << (sep == ", " ? ")" : "") << "\n";
+}
+
+}  // namespace memsnap::report

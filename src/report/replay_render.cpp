@@ -1,0 +1,270 @@
+#include "memsnap/report/replay_render.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::report {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::ConfigResult;
+using analysis::SegmentEventRecord;
+using analysis::VerifyResult;
+
+std::string EventText(const SegmentEventRecord& r) {
+  const sim::SegmentEvent& e = r.event;
+  std::string where = r.trace_index == analysis::kPreexistingEvent
+                          ? std::string("cold start")
+                          : absl::StrCat("trace #", r.trace_index);
+  return absl::StrFormat("%-13s %s  %10s  (+%s in %s)  stream %d  [%s]",
+                         sim::SegmentActionName(e.action), FormatAddress(e.addr),
+                         FormatBytes(e.size), FormatBytes(static_cast<int64_t>(e.addr - e.base)),
+                         FormatAddress(e.base), e.stream, where);
+}
+
+Json EventJson(const SegmentEventRecord& r) {
+  Json j;
+  j["action"] = sim::SegmentActionName(r.event.action);
+  j["addr"] = r.event.addr;
+  j["size"] = r.event.size;
+  j["offset"] = r.event.addr - r.event.base;
+  j["stream"] = r.event.stream;
+  if (r.trace_index != analysis::kPreexistingEvent) j["trace_index"] = r.trace_index;
+  return j;
+}
+
+double Rate(const VerifyResult& v) {
+  int64_t denom = std::max(v.segment_events, v.simulated_events);
+  return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
+}
+
+std::string StackTop(const Snapshot& snap, StackId id) {
+  if (!id.valid() || id == StackTable::kEmpty) return "";
+  std::span<const FrameId> frames = snap.stacks.Get(id);
+  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
+  std::string python;
+  for (FrameId f : frames) {
+    std::string t = snap.FrameText(f);
+    if (t.find(".py:") == std::string::npos) continue;
+    if (t.find("torch/") == std::string::npos) return t;
+    if (python.empty()) python = t;
+  }
+  if (!python.empty()) return python;
+  return snap.FrameText(frames.front());
+}
+
+}  // namespace
+
+Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
+  Json j;
+  j["file"] = rep.file;
+  j["device"] = rep.device;
+  j["events"] = rep.events;
+  if (rep.device_memory) {
+    j["device_memory"] = *rep.device_memory;
+  } else {
+    j["device_memory"] = nullptr;
+  }
+  j["device_memory_source"] = rep.device_memory_source;
+  j["preexisting_blocks"] = rep.preexisting_blocks;
+  j["preexisting_bytes"] = rep.preexisting_bytes;
+  j["inferred_empty_cache"] = rep.inferred_empty_cache;
+  j["notes"] = rep.notes;
+  Json configs = Json::array();
+  for (const ConfigResult& r : rep.results) {
+    Json c;
+    c["label"] = r.config.label;
+    c["conf"] = sim::FormatAllocatorConf(r.config.config);
+    c["peak_reserved"] = r.peak_reserved;
+    c["peak_allocated"] = r.peak_allocated;
+    c["peak_active"] = r.peak_active;
+    c["peak_requested"] = r.peak_requested;
+    c["final_reserved"] = r.final_reserved;
+    c["final_allocated"] = r.final_allocated;
+    c["cuda_malloc"] = r.cuda_mallocs;
+    c["cuda_free"] = r.cuda_frees;
+    c["segment_map"] = r.maps;
+    c["segment_unmap"] = r.unmaps;
+    c["alloc_retries"] = r.alloc_retries;
+    c["fragmentation_at_peak"] = r.FragmentationAtPeak();
+    c["allocated_at_peak"] = r.allocated_at_peak;
+    c["inactive_split_at_peak"] = r.inactive_split_at_peak;
+    c["peak_inactive_split"] = r.peak_inactive_split_bytes;
+    Json ooms = Json::array();
+    for (const analysis::ReplayOom& o : r.ooms) {
+      Json oj;
+      if (o.event == analysis::kPreexistingEvent) {
+        oj["event"] = nullptr;
+      } else {
+        oj["event"] = o.event;
+      }
+      oj["requested"] = o.requested;
+      oj["rounded"] = o.rounded;
+      oj["stream"] = o.stream;
+      oj["device_free"] = o.device_free;
+      oj["frame"] = StackTop(snap, o.stack);
+      ooms.push_back(oj);
+    }
+    c["ooms"] = ooms;
+    configs.push_back(c);
+  }
+  j["configs"] = configs;
+  if (rep.verify) {
+    const VerifyResult& v = *rep.verify;
+    Json vj;
+    vj["segment_events"] = v.segment_events;
+    vj["matched"] = v.matched;
+    vj["simulated_events"] = v.simulated_events;
+    vj["match_rate"] = Rate(v);
+    vj["allocs"] = v.allocs;
+    vj["allocs_matched"] = v.allocs_matched;
+    if (v.first_alloc_mismatch) {
+      vj["first_alloc_mismatch"] = {{"trace_index", *v.first_alloc_mismatch},
+                                    {"real_addr", v.mismatch_real_addr},
+                                    {"sim_addr", v.mismatch_sim_addr}};
+    }
+    vj["real_final_reserved"] = v.real_final_reserved;
+    vj["sim_final_reserved"] = v.sim_final_reserved;
+    vj["exact"] = v.exact();
+    if (v.first_real) {
+      Json d;
+      d["index"] = *v.first_real;
+      if (*v.first_real < v.real.size()) d["real"] = EventJson(v.real[*v.first_real]);
+      if (*v.first_sim < v.simulated.size()) d["simulated"] = EventJson(v.simulated[*v.first_sim]);
+      vj["first_divergence"] = d;
+    } else {
+      vj["first_divergence"] = nullptr;
+    }
+    j["verify"] = vj;
+  }
+  return j;
+}
+
+void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, std::ostream& out) {
+  out << "replay " << rep.file << "  device " << rep.device << "  "
+      << FormatCount(rep.events) << " trace events\n";
+  out << "device memory: "
+      << (rep.device_memory ? FormatBytes(*rep.device_memory) : std::string("unlimited"));
+  if (rep.device_memory) out << " (" << rep.device_memory_source << ")";
+  out << "\n";
+  if (rep.inferred_empty_cache > 0) {
+    out << "inferred empty_cache() calls: " << rep.inferred_empty_cache << "\n";
+  }
+  for (const std::string& n : rep.notes) out << "note: " << n << "\n";
+  out << "\n";
+  // Table: metric column, then one column per configuration.
+  std::vector<std::string> header = {""};
+  for (const ConfigResult& r : rep.results) header.push_back(r.config.label);
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](std::string name, auto fn) {
+    std::vector<std::string> cells = {std::move(name)};
+    for (const ConfigResult& r : rep.results) cells.push_back(fn(r));
+    rows.push_back(std::move(cells));
+  };
+  row("conf", [](const ConfigResult& r) { return sim::FormatAllocatorConf(r.config.config); });
+  row("peak reserved", [](const ConfigResult& r) { return FormatBytes(r.peak_reserved); });
+  row("peak allocated", [](const ConfigResult& r) { return FormatBytes(r.peak_allocated); });
+  row("final reserved", [](const ConfigResult& r) { return FormatBytes(r.final_reserved); });
+  row("frag at peak", [](const ConfigResult& r) { return FormatPercent(r.FragmentationAtPeak()); });
+  row("inactive split @peak",
+      [](const ConfigResult& r) { return FormatBytes(r.inactive_split_at_peak); });
+  row("cudaMalloc / cudaFree", [](const ConfigResult& r) {
+    return absl::StrCat(FormatCount(r.cuda_mallocs), " / ", FormatCount(r.cuda_frees));
+  });
+  row("map / unmap", [](const ConfigResult& r) {
+    return absl::StrCat(FormatCount(r.maps), " / ", FormatCount(r.unmaps));
+  });
+  row("alloc retries", [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
+  row("OOMs", [](const ConfigResult& r) { return FormatCount(static_cast<int64_t>(r.ooms.size())); });
+  std::vector<size_t> width(header.size(), 0);
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  auto print = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c == 0) {
+        out << absl::StrFormat("%-*s", static_cast<int>(width[c]), cells[c]);
+      } else {
+        out << "  " << absl::StrFormat("%*s", static_cast<int>(width[c]), cells[c]);
+      }
+    }
+    out << "\n";
+  };
+  print(header);
+  for (const auto& r : rows) print(r);
+  for (const ConfigResult& r : rep.results) {
+    if (r.ooms.empty()) continue;
+    out << "\nOOMs under " << r.config.label << ":\n";
+    size_t shown = 0;
+    for (const analysis::ReplayOom& o : r.ooms) {
+      if (++shown > 10) {
+        out << "  [" << r.ooms.size() - 10 << " others]\n";
+        break;
+      }
+      std::string where = o.event == analysis::kPreexistingEvent ? std::string("cold start")
+                                                                 : absl::StrCat("event ", o.event);
+      out << "  " << where << ": " << FormatBytes(o.requested) << " (rounded "
+          << FormatBytes(o.rounded) << "), device free " << FormatBytes(o.device_free);
+      std::string top = StackTop(snap, o.stack);
+      if (!top.empty()) out << "  at " << top;
+      out << "\n";
+    }
+  }
+  if (rep.verify) {
+    const VerifyResult& v = *rep.verify;
+    out << "\nverify (" << rep.results.front().config.label << "): " << v.matched << " of "
+        << v.segment_events << " recorded segment events reproduced ("
+        << FormatPercent(Rate(v)) << "; simulator emitted " << v.simulated_events << ")\n";
+    out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs;
+    if (v.first_alloc_mismatch) {
+      out << " (first difference: trace #" << *v.first_alloc_mismatch << " recorded at "
+          << FormatAddress(v.mismatch_real_addr) << ", simulated at "
+          << FormatAddress(v.mismatch_sim_addr) << ")";
+    }
+    out << "\n";
+    out << "  final reserved: recorded " << FormatBytes(v.real_final_reserved) << ", simulated "
+        << FormatBytes(v.sim_final_reserved) << "\n";
+    if (v.first_real) {
+      size_t i = *v.first_real;
+      size_t j = *v.first_sim;
+      out << "  first divergence at segment event " << i << ":\n";
+      auto context = [&](const std::vector<SegmentEventRecord>& list, size_t at, const char* name) {
+        out << "    " << name << ":\n";
+        size_t from = at >= 2 ? at - 2 : 0;
+        for (size_t k = from; k < std::min(list.size(), at + 3); ++k) {
+          out << (k == at ? "    > " : "      ") << EventText(list[k]) << "\n";
+        }
+        if (at >= list.size()) out << "    > (no more events)\n";
+      };
+      context(v.real, i, "recorded");
+      context(v.simulated, j, "simulated");
+    } else {
+      out << "  exact match\n";
+    }
+  }
+}
+
+std::string ReplayCurveCsv(const analysis::ReplayReport& rep) {
+  std::string csv = "config,event,time_us,reserved_bytes,allocated_bytes\n";
+  for (const ConfigResult& r : rep.results) {
+    std::string label = r.config.label;
+    if (label.find_first_of(",\"") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : label) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      label = q + "\"";
+    }
+    for (const analysis::CurvePoint& p : r.curve) {
+      std::string ev = p.event == analysis::kPreexistingEvent ? "" : absl::StrCat(p.event);
+      std::string t = p.time_us == kNoTime ? "" : absl::StrCat(p.time_us);
+      absl::StrAppend(&csv, label, ",", ev, ",", t, ",", p.reserved, ",", p.allocated, "\n");
+    }
+  }
+  return csv;
+}
+
+}  // namespace memsnap::report

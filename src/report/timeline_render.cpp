@@ -1,0 +1,196 @@
+// Renderers of `memsnap timeline`: the terminal chart, CSV and JSON.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/report/timeline_render.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::report {
+
+using analysis::DeviceTimeline;
+using Json = nlohmann::ordered_json;
+
+namespace {
+constexpr int kChartHeight = 10;
+constexpr int kLabelWidth = 10;
+constexpr const char* kEighths[9] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+
+std::string Offset(int64_t us) {
+  if (us < 1000) return absl::StrCat("+", us, " us");
+  if (us < 1000000) return absl::StrFormat("+%.3f ms", static_cast<double>(us) / 1e3);
+  return absl::StrFormat("+%.3f s", static_cast<double>(us) / 1e6);
+}
+
+int64_t XOf(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
+  e = std::max<int64_t>(e, 0);
+  return dt.has_time ? dt.TimeOf(snap, e) : e;
+}
+}  // namespace
+
+std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
+  if (e < 0) return "start";
+  if (!dt.has_time) return absl::StrCat("event ", e);
+  return absl::StrCat("event ", e, ", ", Offset(dt.TimeOf(snap, e) - dt.TimeOf(snap, 0)));
+}
+
+WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
+  WindowFigures f;
+  f.start_bytes = dt.LiveAt(w.from);
+  f.end_bytes = dt.LiveAt(w.to);
+  f.peak_bytes = f.start_bytes;
+  f.peak_event = w.from;
+  f.peak_reserved = dt.ReservedAt(w.from);
+  for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
+    if (dt.live_requested[e] > f.peak_bytes) {
+      f.peak_bytes = dt.live_requested[e];
+      f.peak_event = e;
+    }
+    f.peak_reserved = std::max(f.peak_reserved, dt.reserved[e]);
+  }
+  return f;
+}
+
+void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
+                         int width, std::ostream& out) {
+  WindowFigures fig = ComputeWindow(dt, w);
+  out << "device " << dt.device << ": " << FormatCount(dt.num_events) << " events";
+  if (w.from > -1 || w.to < static_cast<int64_t>(dt.num_events) - 1) {
+    out << " (showing " << std::max<int64_t>(w.from, 0) << ".." << w.to << ")";
+  }
+  out << (dt.has_time ? "" : ", no time_us (x = event index)") << "\n";
+  if (dt.num_events == 0 || w.to < 0) {
+    out << "  no trace: live " << FormatBytes(dt.end_requested) << ", reserved "
+        << FormatBytes(dt.end_reserved) << "\n";
+    return;
+  }
+  const int plot_w = std::max(10, width - kLabelWidth - 2);
+  const int64_t first = std::max<int64_t>(w.from, 0);
+  const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to);
+  const double span = x1 > x0 ? static_cast<double>(x1 - x0) : 1.0;
+  std::vector<int64_t> live(plot_w, -1), res(plot_w, -1);
+  auto col_of = [&](int64_t e) {
+    int c = static_cast<int>(static_cast<double>(XOf(snap, dt, e) - x0) * (plot_w - 1) / span);
+    return std::clamp(c, 0, plot_w - 1);
+  };
+  if (w.from < 0) {
+    live[0] = dt.start_requested;
+    res[0] = dt.start_reserved;
+  }
+  for (int64_t e = first; e <= w.to; ++e) {
+    int c = col_of(e);
+    live[c] = std::max(live[c], dt.live_requested[e]);
+    res[c] = std::max(res[c], dt.reserved[e]);
+  }
+  for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
+    if (live[c] < 0) live[c] = live[c - 1];
+    if (res[c] < 0) res[c] = res[c - 1];
+  }
+  int64_t ymax = 1;
+  for (int c = 0; c < plot_w; ++c) ymax = std::max({ymax, live[c], res[c]});
+  const int peak_col = fig.peak_event < 0 ? 0 : col_of(fig.peak_event);
+
+  std::string marker(kLabelWidth + 2, ' ');
+  for (int c = 0; c < plot_w; ++c) marker += (c == peak_col ? "▼" : " ");
+  while (!marker.empty() && marker.back() == ' ') marker.pop_back();
+  out << marker << "\n";
+  for (int r = kChartHeight - 1; r >= 0; --r) {
+    std::string label;
+    if (r == kChartHeight - 1) label = FormatBytes(ymax);
+    if (r == kChartHeight / 2 - 1) label = FormatBytes(ymax / 2);
+    std::string line = absl::StrFormat("%*s ┤", kLabelWidth, label);
+    for (int c = 0; c < plot_w; ++c) {
+      int64_t eighths = live[c] * kChartHeight * 8 / ymax - r * 8;
+      eighths = std::clamp<int64_t>(eighths, 0, 8);
+      // The row whose top edge is the first at or above the reserved level (labels are top edges).
+      int res_row = static_cast<int>(std::clamp<int64_t>(
+          (res[c] * kChartHeight + ymax - 1) / ymax - 1, 0, kChartHeight - 1));
+      if (eighths == 0 && res_row == r && res[c] > 0) {
+        line += "┄";
+      } else {
+        line += kEighths[eighths];
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  std::string axis = absl::StrFormat("%*s └", kLabelWidth, "0 B");
+  for (int c = 0; c < plot_w; ++c) axis += "─";
+  out << axis << "\n";
+  std::string left, right;
+  if (dt.has_time) {
+    const int64_t t0 = dt.TimeOf(snap, 0);
+    left = Offset(x0 - t0);
+    right = Offset(x1 - t0);
+  } else {
+    left = absl::StrCat("event ", first);
+    right = absl::StrCat("event ", w.to);
+  }
+  int gap = std::max(1, plot_w - static_cast<int>(left.size() + right.size()));
+  out << std::string(kLabelWidth + 2, ' ') << left << std::string(gap, ' ') << right << "\n";
+  out << "  █ live (requested)  ┄ reserved\n";
+  out << "  peak " << FormatBytes(fig.peak_bytes) << " at " << FormatMomentLabel(snap, dt, fig.peak_event)
+      << "; start " << FormatBytes(fig.start_bytes) << ", end " << FormatBytes(fig.end_bytes)
+      << "; reserved peak " << FormatBytes(fig.peak_reserved) << "\n";
+  const auto& pre = dt.by_class[static_cast<int>(analysis::LifetimeClass::kPreWindow)];
+  const auto& ghost = dt.by_class[static_cast<int>(analysis::LifetimeClass::kGhost)];
+  if (pre.count + ghost.count > 0) {
+    out << "  live from t0: " << FormatCount(pre.count) << " pre-window ("
+        << FormatBytes(pre.bytes) << "), " << FormatCount(ghost.count) << " ghost ("
+        << FormatBytes(ghost.bytes) << ")\n";
+  }
+  if (dt.unreconciled_requested_bytes != 0) {
+    out << "  warning: " << FormatBytes(dt.unreconciled_requested_bytes)
+        << " of the final live bytes are not explained by the trace (added at t0)\n";
+  }
+}
+
+void RenderTimelineCsvHeader(std::ostream& out) {
+  out << "device,event,time_us,live_requested,live_rounded,reserved\n";
+}
+
+void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
+                       std::ostream& out) {
+  std::string buf;
+  for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
+    int64_t t = dt.TimeOf(snap, e);
+    absl::StrAppend(&buf, dt.device, ",", e, ",", t == kNoTime ? std::string() : absl::StrCat(t),
+                    ",", dt.live_requested[e], ",", dt.live_rounded[e], ",", dt.reserved[e], "\n");
+    if (buf.size() > (1 << 16)) {
+      out << buf;
+      buf.clear();
+    }
+  }
+  out << buf;
+}
+
+Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w) {
+  WindowFigures fig = ComputeWindow(dt, w);
+  Json j;
+  j["device"] = dt.device;
+  j["events"] = dt.num_events;
+  j["has_time"] = dt.has_time;
+  j["from_event"] = w.from;
+  j["to_event"] = w.to;
+  j["start_bytes"] = fig.start_bytes;
+  j["peak_bytes"] = fig.peak_bytes;
+  j["peak_event_index"] = fig.peak_event;
+  int64_t pt = dt.TimeOf(snap, fig.peak_event);
+  j["peak_time_us"] = pt == kNoTime ? Json(nullptr) : Json(pt);
+  j["end_bytes"] = fig.end_bytes;
+  j["peak_reserved_bytes"] = fig.peak_reserved;
+  j["end_reserved_bytes"] = dt.ReservedAt(w.to);
+  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded : dt.live_rounded[w.to];
+  j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
+  j["frees_without_alloc"] = dt.frees_without_alloc;
+  Json classes;
+  for (int c = 0; c < 4; ++c) {
+    classes[std::string(analysis::LifetimeClassName(static_cast<analysis::LifetimeClass>(c)))] = {
+        {"count", dt.by_class[c].count}, {"bytes", dt.by_class[c].bytes}};
+  }
+  j["lifetimes"] = classes;
+  j["segment_lifetimes"] = dt.segments.size();
+  return j;
+}
+
+}  // namespace memsnap::report

@@ -1,0 +1,180 @@
+// Known-answer tests of `check`: the figures it measures, thresholds and baseline tolerances, its
+// errors, the growing sites of a known leak, and the JUnit/Markdown outputs.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "memsnap/analysis/check.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/check_render.h"
+#include "test_util.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+constexpr int64_t kMiB = 1 << 20;
+
+Snapshot Fixture(const std::string& name) {
+  Snapshot snap = ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
+  snap.source.path = name;
+  return snap;
+}
+
+CheckReport Run(const CheckMetrics& cur, const CheckMetrics* base, const CheckOptions& o) {
+  auto r = RunChecks(cur, base, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  return *r;
+}
+
+TEST_SUITE("check") {
+  TEST_CASE("check measures peak, reserved, allocated and fragmentation of a fixture") {
+    CheckMetrics m = MeasureForCheck(Fixture("check_new.json"));
+    REQUIRE(m.peak_bytes.has_value());
+    CHECK(*m.peak_bytes == 18 * kMiB);
+    CHECK(m.reserved_bytes == 40 * kMiB);
+    CHECK(m.allocated_bytes == 18 * kMiB);
+    CHECK(m.fragmentation == doctest::Approx(1.0 - 12.0 / 22.0));
+    CheckMetrics no_trace = MeasureForCheck(Fixture("frag_basic.json"));
+    CHECK(!no_trace.peak_bytes.has_value());
+  }
+
+  TEST_CASE("check thresholds pass at the limit and fail one byte above") {
+    CheckMetrics m;
+    m.path = "new.pickle";
+    m.peak_bytes = 100;
+    m.reserved_bytes = 200;
+    m.allocated_bytes = 150;
+    m.fragmentation = 0.25;
+    CheckOptions o;
+    o.max_peak = 100;
+    o.max_reserved = 199;
+    o.max_allocated = 150;
+    o.max_frag = 0.2;
+    CheckReport r = Run(m, nullptr, o);
+    REQUIRE(r.checks.size() == 4);
+    CHECK(r.checks[0].name == "peak <= 100 B");
+    CHECK(r.checks[0].passed);
+    CHECK(!r.checks[1].passed);
+    CHECK(r.checks[2].passed);
+    CHECK(r.checks[3].name == "frag <= 20.0%");
+    CHECK(!r.checks[3].passed);
+    CHECK(r.failures() == 2);
+    CHECK(!r.passed());
+  }
+
+  TEST_CASE("check baseline allows exactly the tolerance") {
+    CheckMetrics base, cur;
+    base.path = "base.pickle";
+    base.peak_bytes = 1000;
+    base.reserved_bytes = 1000;
+    base.allocated_bytes = 1000;
+    cur = base;
+    cur.path = "new.pickle";
+    cur.peak_bytes = 1050;
+    cur.reserved_bytes = 1051;
+    cur.allocated_bytes = 900;
+    CheckOptions o;
+    o.tolerance = 0.05;
+    CheckReport r = Run(cur, &base, o);
+    REQUIRE(r.checks.size() == 3);
+    CHECK(r.checks[0].name == "peak vs baseline (+5.0%)");
+    CHECK(r.checks[0].passed);
+    CHECK(r.checks[0].limit == 1050);
+    CHECK(!r.checks[1].passed);
+    CHECK(r.checks[2].passed);
+    CHECK(r.baseline_path == "base.pickle");
+  }
+
+  TEST_CASE("check skips the peak comparison with a note when a file has no trace") {
+    CheckMetrics base, cur;
+    base.path = "base.pickle";
+    cur.path = "new.pickle";
+    cur.peak_bytes = 5;
+    CheckReport r = Run(cur, &base, CheckOptions{});
+    CHECK(r.checks.size() == 2);
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0] == "peak not compared: base.pickle has no trace");
+  }
+
+  TEST_CASE("check refuses to run without any check and --max-peak without a trace") {
+    CheckMetrics m;
+    m.path = "new.pickle";
+    auto none = RunChecks(m, nullptr, CheckOptions{});
+    REQUIRE(!none.ok());
+    CHECK(std::string(none.status().message()) ==
+          "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag and/or "
+          "--baseline");
+    CheckOptions o;
+    o.max_peak = 1;
+    auto peak = RunChecks(m, nullptr, o);
+    REQUIRE(!peak.ok());
+    CHECK(std::string(peak.status().message()) ==
+          "new.pickle: --max-peak needs a trace (device_traces) and this file has none");
+  }
+
+  TEST_CASE("check names the leaking site as the top growing site") {
+    Snapshot base = Fixture("check_base.json");
+    Snapshot cur = Fixture("check_new.json");
+    for (bool at_peak : {false, true}) {
+      auto sites = TopGrowingSites(base, cur, 5, at_peak);
+      REQUIRE_MESSAGE(sites.ok(), sites.status().message());
+      REQUIRE(sites->size() == 1);
+      CHECK(sites->front().frames.front() == "train.py:42:cache_activations");
+      CHECK(sites->front().delta_bytes() == 10 * kMiB);
+    }
+    auto none = TopGrowingSites(cur, base, 5, false);
+    REQUIRE(none.ok());
+    CHECK(none->empty());
+  }
+
+  TEST_CASE("check writes JUnit XML that an XML parser reads, with escaped names") {
+    CheckMetrics base, cur;
+    base.path = "base<&>.pickle";
+    base.reserved_bytes = 10;
+    base.allocated_bytes = 10;
+    cur = base;
+    cur.path = "new \"x\".pickle";
+    cur.reserved_bytes = 20;
+    CheckOptions o;
+    o.max_reserved = 100;
+    CheckReport r = Run(cur, &base, o);
+    std::string path = testing::TempDir() + "/junit.xml";
+    std::ofstream(path) << report::CheckToJunit(r);
+    std::string out = testing::RunPython(
+        "import xml.etree.ElementTree as ET\n"
+        "root = ET.parse('" + path + "').getroot()\n"
+        "suite = root.find('testsuite')\n"
+        "print(root.get('tests'), root.get('failures'), suite.get('name'))\n"
+        "for case in suite.findall('testcase'):\n"
+        "    f = case.find('failure')\n"
+        "    print(case.get('name'), '|', f.get('message') if f is not None else 'ok')\n");
+    CHECK(out ==
+          "3 1 memsnap check new \"x\".pickle\n"
+          "reserved <= 100 B | ok\n"
+          "reserved vs baseline (+0.0%) | reserved 20 B exceeds 10 B (baseline 10 B, +10 B)\n"
+          "allocated vs baseline (+0.0%) | ok\n");
+    std::string md = report::CheckToMarkdown(r);
+    CHECK(md.find("| reserved vs baseline (+0.0%) | 20 B | 10 B | 10 B | **FAIL** |") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("every corpus file passes a check against itself with zero tolerance") {
+    for (const std::string& path : testing::CorpusFiles()) {
+      auto snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      CheckMetrics m = MeasureForCheck(*snap);
+      CheckReport r = Run(m, &m, CheckOptions{});
+      INFO(path);
+      CHECK(r.passed());
+      CHECK(m.reserved_bytes >= m.allocated_bytes);
+      CHECK(m.fragmentation >= 0.0);
+      CHECK(m.fragmentation <= 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis

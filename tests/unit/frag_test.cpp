@@ -1,0 +1,230 @@
+// Known-answer tests of the frag pass on hand-made fixtures (testdata/frag_*.json) and invariants
+// on every corpus file.
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/timeline.h"
+#include "memsnap/parse/reader.h"
+#include "test_util.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+constexpr int64_t kMiB = 1 << 20;
+
+Snapshot Fixture(const std::string& name) {
+  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
+}
+
+FragReport Analyze(const Snapshot& snap, FragOptions options = {}) {
+  auto r = AnalyzeFragmentation(snap, options);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  return *r;
+}
+
+void CheckInvariants(const FragReport& r, const std::string& name) {
+  FragFigures sum;
+  for (const SegmentFrag& s : r.segments) {
+    const FragFigures& f = s.figures;
+    INFO(name << " segment " << s.address);
+    CHECK(f.allocated_bytes + f.pending_free_bytes + f.free_bytes == f.reserved_bytes);
+    CHECK(f.allocated_bytes + f.stranded_bytes + f.releasable_bytes == f.reserved_bytes);
+    CHECK(f.stranded_bytes >= 0);
+    CHECK(f.largest_free_bytes <= f.free_bytes);
+    CHECK(s.external_fragmentation >= 0.0);
+    CHECK(s.external_fragmentation <= 1.0);
+    sum += f;
+  }
+  INFO(name);
+  CHECK(sum.reserved_bytes == r.totals.reserved_bytes);
+  CHECK(sum.allocated_bytes == r.totals.allocated_bytes);
+  CHECK(sum.free_bytes == r.totals.free_bytes);
+  CHECK(sum.pending_free_bytes == r.totals.pending_free_bytes);
+  CHECK(sum.stranded_bytes == r.totals.stranded_bytes);
+  CHECK(sum.releasable_bytes == r.totals.releasable_bytes);
+  CHECK(sum.internal_waste_bytes == r.totals.internal_waste_bytes);
+  CHECK(sum.largest_free_bytes == r.totals.largest_free_bytes);
+  int64_t group_free = 0, hist_bytes = 0, hist_blocks = 0;
+  for (const auto& g : r.groups) group_free += g.free_bytes;
+  for (const auto& b : r.histogram) {
+    hist_bytes += b.bytes;
+    hist_blocks += b.blocks;
+  }
+  CHECK(group_free == r.totals.free_bytes);
+  CHECK(hist_bytes == r.totals.free_bytes);
+  CHECK(hist_blocks == r.totals.free_blocks);
+}
+
+TEST_SUITE("frag") {
+  TEST_CASE("frag computes every figure of a hand-made fragmentation pattern") {
+    Snapshot snap = Fixture("frag_basic.json");
+    FragReport r = Analyze(snap);
+    const FragFigures& t = r.totals;
+    CHECK(t.segments == 4);
+    CHECK(t.blocks == 10);
+    CHECK(t.reserved_bytes == 82 * kMiB);
+    CHECK(t.allocated_bytes == 36 * kMiB + 512);
+    CHECK(t.pending_free_bytes == kMiB);
+    CHECK(t.free_bytes == 44 * kMiB + kMiB - 512);
+    CHECK(t.requested_bytes == 38748736);
+    CHECK(t.internal_waste_bytes == 100 + 412 + (kMiB - 1000000));
+    CHECK(t.free_blocks == 5);
+    CHECK(t.largest_free_bytes == 20 * kMiB);
+    CHECK(t.stranded_bytes == 24 * kMiB + (kMiB - 512) + kMiB);
+    CHECK(t.releasable_bytes == 20 * kMiB);
+    CHECK(t.free_segments == 1);
+    CHECK(r.external_fragmentation ==
+          doctest::Approx(1.0 - static_cast<double>(kMiB - 512 + 30 * kMiB) /
+                                    static_cast<double>(45 * kMiB - 512)));
+    REQUIRE(r.groups.size() == 3);
+    CHECK(r.groups[1].is_small);
+    CHECK(r.groups[1].pending_free_bytes == kMiB);
+    CHECK(r.groups[1].external_fragmentation == 0.0);
+    CHECK(r.groups[0].stream == 0);
+    CHECK(r.groups[0].free_bytes == 34 * kMiB);
+    CHECK(r.groups[0].largest_free_bytes == 20 * kMiB);
+    CHECK(r.groups[0].external_fragmentation == doctest::Approx(1.0 - 20.0 / 34.0));
+    CHECK(r.groups[2].stream == 7);
+    CHECK(r.groups[2].external_fragmentation == 0.0);
+    REQUIRE(r.fits.size() == 2);
+    CHECK(r.fits[0].small_pool_bytes == kMiB - 512);
+    CHECK(r.fits[0].large_pool_bytes == 20 * kMiB);
+    CHECK(r.fits[1].stream == 7);
+    CHECK(r.fits[1].largest_bytes == 10 * kMiB);
+    REQUIRE(r.histogram.size() == 4);
+    CHECK(r.histogram[0].log2 == 19);
+    CHECK(r.histogram[2].log2 == 23);
+    CHECK(r.histogram[2].blocks == 2);
+    CHECK(r.histogram[2].bytes == 18 * kMiB);
+    // Largest first, ties by allocated bytes (descending), then address.
+    REQUIRE(r.segments.size() == 4);
+    CHECK(r.segments[0].figures.reserved_bytes == 40 * kMiB);
+    CHECK(r.segments[1].address == 0x7f0000000000);
+    CHECK(r.segments[2].address == 0x7f0010000000);
+    CHECK(r.peaks.empty());
+    CheckInvariants(r, "frag_basic.json");
+  }
+
+  TEST_CASE("frag releases whole free pages of expandable segments and strands the rest") {
+    FragReport r = Analyze(Fixture("frag_expandable.json"));
+    REQUIRE(r.segments.size() == 2);
+    const FragFigures& large = r.segments[0].figures;
+    CHECK(large.free_bytes == 45 * kMiB);
+    CHECK(large.releasable_bytes == 20 * kMiB);  // the one 20 MiB page in [10, 55) MiB
+    CHECK(large.stranded_bytes == 25 * kMiB);
+    const FragFigures& small = r.segments[1].figures;
+    CHECK(small.releasable_bytes == 4 * kMiB);  // pages [2, 6) MiB; [1, 2) MiB is partial
+    CHECK(small.stranded_bytes == kMiB);
+    CHECK(r.totals.free_segments == 0);
+    CheckInvariants(r, "frag_expandable.json");
+  }
+
+  TEST_CASE("frag reconstructs the layout at the peak by undoing the trace") {
+    Snapshot snap = Fixture("frag_trace.json");
+    FragOptions options;
+    options.at = FragMoment::kPeakReserved;
+    options.timeline_samples = 14;
+    FragReport r = Analyze(snap, options);
+    REQUIRE(r.peaks.size() == 1);
+    const FragSample& peak = r.peaks[0].peak_reserved;
+    CHECK(peak.event_index == 7);
+    CHECK(peak.figures.reserved_bytes == 60 * kMiB);
+    CHECK(peak.figures.allocated_bytes == 46 * kMiB);
+    CHECK(peak.figures.free_bytes == 14 * kMiB);
+    CHECK(peak.figures.largest_free_bytes == 10 * kMiB);
+    CHECK(peak.figures.stranded_bytes == 14 * kMiB);
+    CHECK(peak.external_fragmentation == doctest::Approx(1.0 - 10.0 / 14.0));
+    CHECK(r.peaks[0].peak_allocated.event_index == 7);
+    // The detailed report describes the peak.
+    CHECK(r.totals.reserved_bytes == 60 * kMiB);
+    REQUIRE(r.devices.size() == 1);
+    CHECK(r.devices[0].reconstructed);
+    CHECK(r.devices[0].event_index == 7);
+    // Every state: before the first event (nothing), then one sample per event.
+    REQUIRE(r.timeline.size() == 14);
+    CHECK(r.timeline[0].event_index == -1);
+    CHECK(r.timeline[0].figures.reserved_bytes == 0);
+    CHECK(r.timeline[1].figures.reserved_bytes == 20 * kMiB);
+    CHECK(r.timeline[13].event_index == 12);
+    CHECK(r.timeline[13].figures.allocated_bytes == 2 * kMiB);
+    CHECK(r.warnings.empty());
+    CheckInvariants(r, "frag_trace.json at peak");
+  }
+
+  TEST_CASE("frag keeps pre-window blocks live and warns about events it cannot undo") {
+    FragOptions options;
+    options.at = FragMoment::kPeakAllocated;
+    FragReport r = Analyze(Fixture("frag_ring.json"), options);
+    REQUIRE(r.peaks.size() == 1);
+    CHECK(r.peaks[0].peak_allocated.event_index == -1);
+    CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == 8 * kMiB);
+    REQUIRE(r.warnings.size() == 1);
+    CHECK(r.warnings[0] ==
+          "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "
+          "live); states reconstructed before those events are approximate");
+  }
+
+  TEST_CASE("frag --at peak on a file without a trace is an error naming the file") {
+    Snapshot snap = Fixture("frag_basic.json");
+    snap.source.path = "basic.pickle";
+    FragOptions options;
+    options.at = FragMoment::kPeakReserved;
+    auto r = AnalyzeFragmentation(snap, options);
+    REQUIRE(!r.ok());
+    CHECK(std::string(r.status().message()) ==
+          "basic.pickle: --at peak needs a trace (device_traces); this file has none");
+  }
+
+  TEST_CASE("RoundSize follows the allocator's rounding and power-of-two divisions") {
+    AllocatorSettings s;
+    CHECK(RoundSize(1, s) == 512);
+    CHECK(RoundSize(513, s) == 1024);
+    CHECK(RoundSize(1200, s) == 1536);
+    s.roundup_power2_divisions.fill(4);
+    CHECK(RoundSize(1200, s) == 1536);  // 1200 <= 512 * 4: the 512 rule
+    CHECK(RoundSize(300 * kMiB, s) == 320 * kMiB);
+    CHECK(RoundSize(256 * kMiB, s) == 256 * kMiB);
+  }
+
+  TEST_CASE("frag invariants hold on every corpus file, at the end and at the peak") {
+    for (const std::string& path : testing::CorpusFiles()) {
+      auto snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      FragReport end = Analyze(*snap);
+      CheckInvariants(end, path);
+      CHECK(end.totals.segments == static_cast<int64_t>(snap->segments.size()));
+      bool traced = false;
+      for (const auto& t : snap->traces) traced |= t.size() > 0;
+      if (!traced) continue;
+      FragOptions options;
+      options.at = FragMoment::kPeakReserved;
+      options.timeline_samples = 5;
+      FragReport peak = Analyze(*snap, options);
+      CheckInvariants(peak, path + " at peak");
+      for (const auto& p : peak.peaks) {
+        CHECK(p.peak_reserved.figures.reserved_bytes >= p.peak_allocated.figures.reserved_bytes);
+        CHECK(p.peak_allocated.figures.allocated_bytes >= p.peak_reserved.figures.allocated_bytes);
+      }
+      // The reserved peak agrees with the timeline pass, which walks the trace forwards.
+      auto timeline = ReconstructTimeline(*snap);
+      REQUIRE(timeline.ok());
+      for (const auto& p : peak.peaks) {
+        const DeviceTimeline* dt = timeline->Find(p.device);
+        REQUIRE(dt != nullptr);
+        INFO(path << " device " << p.device);
+        CHECK(p.peak_reserved.figures.reserved_bytes == dt->peak_reserved);
+      }
+      // The last sample is the final state.
+      if (snap->traces.size() == 1) {
+        CHECK(peak.timeline.back().figures.reserved_bytes == end.totals.reserved_bytes);
+        CHECK(peak.timeline.back().figures.allocated_bytes == end.totals.allocated_bytes);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis

@@ -1,0 +1,167 @@
+// Grouping, frame filters and diff on fixtures with known answers.
+#include "doctest/doctest.h"
+#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/group.h"
+#include "test_util.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+Snapshot LoadFixture(const std::string& name) {
+  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
+}
+
+GroupReport Group(const Snapshot& snap, std::string_view at, GroupOptions o = {}) {
+  auto tl = ReconstructTimeline(snap);
+  REQUIRE(tl.ok());
+  auto m = ParseMoment(at);
+  REQUIRE(m.ok());
+  auto rep = GroupLive(snap, *tl, *m, o);
+  REQUIRE(rep.ok());
+  int64_t bytes = 0, count = 0;
+  for (const GroupRow& r : rep->rows) {
+    bytes += r.bytes;
+    count += r.count;
+  }
+  CHECK(bytes == rep->total_bytes);
+  CHECK(count == rep->total_count);
+  return *rep;
+}
+
+TEST_SUITE("group") {
+  TEST_CASE("live memory at the peak is grouped by filtered stack, root first in the key") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    GroupReport rep = Group(snap, "peak");
+    CHECK(rep.total_bytes == 4000);
+    REQUIRE(rep.rows.size() == 3);
+    CHECK(rep.rows[0].key == "train.py:5:train;model.py:10:forward");  // ceval.c frame filtered
+    CHECK(rep.rows[0].bytes == 2000);
+    CHECK(rep.rows[0].frames[0] == "model.py:10:forward");
+    CHECK(rep.rows[1].key == "train.py:1:<module>;model.py:3:__init__");  // ties: key order
+    CHECK(rep.rows[2].key == "train.py:6:train;model.py:20:backward");
+  }
+
+  TEST_CASE("--no-filter keeps the noise frames and --depth truncates to the innermost frames") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    GroupOptions o;
+    o.filter.noise_filter = false;
+    CHECK(Group(snap, "peak", o).rows[0].key ==
+          "train.py:5:train;ceval.c:0:PyEval_EvalFrameDefault;model.py:10:forward");
+    o = {};
+    o.depth = 1;
+    CHECK(Group(snap, "peak", o).rows[0].key == "model.py:10:forward");
+    o = {};
+    o.by = GroupBy::kFunction;
+    CHECK(Group(snap, "peak", o).rows[0].key == "forward");
+    o.by = GroupBy::kFile;
+    GroupReport by_file = Group(snap, "peak", o);
+    CHECK(by_file.rows[0].key == "model.py");
+    CHECK(by_file.rows[0].bytes == 4000);
+  }
+
+  TEST_CASE("--hide and --keep regexes filter frames, and bad regexes name the flag") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    GroupOptions o;
+    o.filter.hide = "model\\.py";
+    GroupReport rep = Group(snap, "peak", o);
+    CHECK(rep.rows[0].key == "train.py:5:train");
+    o.filter.hide.clear();
+    o.filter.keep = "backward";
+    rep = Group(snap, "peak", o);
+    CHECK(rep.rows[0].key == std::string(kAllFilteredRow));
+    CHECK(rep.rows[0].bytes == 3000);
+    o.filter.keep = "(";
+    auto tl = ReconstructTimeline(snap);
+    auto bad = GroupLive(snap, *tl, Moment{}, o);
+    REQUIRE(!bad.ok());
+    CHECK(std::string(bad.status().message()).starts_with("--keep (: invalid regex"));
+  }
+
+  TEST_CASE("annotation grouping uses the innermost START/END range covering the allocation") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    GroupOptions o;
+    o.by = GroupBy::kAnnotation;
+    GroupReport rep = Group(snap, "peak", o);
+    REQUIRE(rep.rows.size() == 2);
+    CHECK(rep.rows[0].key == "forward");
+    CHECK(rep.rows[0].bytes == 3000);
+    CHECK(rep.rows[1].key == std::string(kNoAnnotationRow));  // the ghost has no alloc time
+    rep = Group(snap, "event:4", o);  // step2 2000, then ties by key: [no annotation], forward
+    REQUIRE(rep.rows.size() == 3);
+    CHECK(rep.rows[0].key == "step2");
+    CHECK(rep.rows[1].key == std::string(kNoAnnotationRow));
+    CHECK(rep.rows[2].key == "forward");
+  }
+
+  TEST_CASE("pre-window lifetimes go to their own row and the tail collapses into others") {
+    Snapshot snap = LoadFixture("timeline_ring.json");
+    GroupReport rep = Group(snap, "peak");
+    CHECK(rep.rows[0].key == std::string(kPreWindowRow));
+    CHECK(rep.rows[0].bytes == 3000);
+    std::vector<GroupRow> rows = rep.rows;
+    CollapseTail(rows, 1);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[1].key == "[1 others]");
+    CHECK(rows[0].bytes + rows[1].bytes == rep.total_bytes);
+  }
+}
+
+TEST_SUITE("diff") {
+  TEST_CASE("diff matches sites by frame text and sorts by absolute delta") {
+    Snapshot a = LoadFixture("timeline_training.json");
+    Snapshot b = LoadFixture("timeline_ring.json");
+    auto rep = DiffSnapshots(a, b, DiffOptions{});
+    REQUIRE(rep.ok());
+    CHECK(rep->live_bytes.before == 2000);
+    CHECK(rep->live_bytes.after == 1600);
+    REQUIRE(rep->sites.size() == 3);
+    CHECK(rep->sites[0].key == "train.py:5:train;model.py:10:forward");
+    CHECK(rep->sites[0].presence == Presence::kOnlyAfter);
+    CHECK(rep->sites[0].delta_bytes() == 1500);
+    CHECK(rep->sites[1].delta_bytes() == -1000);
+    CHECK(rep->sites[1].presence == Presence::kOnlyBefore);
+    CHECK(rep->sites[2].key == "train.py:1:<module>;model.py:3:__init__");
+    CHECK(rep->sites[2].delta_bytes() == -900);
+    CHECK(rep->sites_only_before == 1);
+    CHECK(rep->sites_only_after == 1);
+  }
+
+  TEST_CASE("diff of a file with itself is empty, and min-delta hides small sites") {
+    Snapshot a = LoadFixture("timeline_training.json");
+    Snapshot b = LoadFixture("timeline_training.json");
+    auto same = DiffSnapshots(a, b, DiffOptions{});
+    REQUIRE(same.ok());
+    CHECK(same->sites.empty());
+    CHECK(same->sites_unchanged == 2);
+    CHECK(same->settings.empty());
+    Snapshot c = LoadFixture("timeline_ring.json");
+    DiffOptions o;
+    o.min_delta = 1000;
+    auto rep = DiffSnapshots(a, c, o);
+    REQUIRE(rep.ok());
+    CHECK(rep->sites.size() == 2);
+    CHECK(rep->other_sites.size() == 1);
+  }
+
+  TEST_CASE("diff reports allocator settings that differ and refuses --at peak without traces") {
+    Snapshot a = LoadFixture("timeline_training.json");
+    Snapshot b = LoadFixture("timeline_expandable.json");
+    auto rep = DiffSnapshots(a, b, DiffOptions{});
+    REQUIRE(rep.ok());
+    REQUIRE(rep->settings.size() == 1);
+    CHECK(rep->settings[0].name == "allocator_settings");
+    Snapshot no_trace = ParseOrFail(PythonPickle(
+        "{'segments': load_json('timeline_training.json')['segments'], 'device_traces': [[]]}"));
+    DiffOptions peak;
+    peak.at.kind = Moment::Kind::kPeak;
+    auto err = DiffSnapshots(a, no_trace, peak);
+    REQUIRE(!err.ok());
+    CHECK(std::string(err.status().message()).find("--at peak needs a trace") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis

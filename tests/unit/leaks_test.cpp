@@ -1,0 +1,261 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "memsnap/analysis/leaks.h"
+#include "memsnap/parse/reader.h"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using analysis::LeakReport;
+using analysis::LeakSite;
+using analysis::Verdict;
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The generated fixtures (testdata/leaks_fixtures.py), written once per test run.
+const std::string& FixtureDir() {
+  static const std::string dir = [] {
+    std::string d = testing::TempDir() + "/leaks";
+    std::filesystem::create_directories(d);
+    const std::string testdata = std::filesystem::path(testing::TestdataPath("leaks_fixtures.py"))
+                                     .parent_path()
+                                     .string();
+    testing::RunPython("import sys\nsys.path.insert(0, '" + testdata +
+                       "')\nimport leaks_fixtures\nleaks_fixtures.write_all('" + d + "')\n");
+    return d;
+  }();
+  return dir;
+}
+
+Snapshot Load(const std::string& name) {
+  auto snap = parse::ReadSnapshot(FixtureDir() + "/" + name);
+  REQUIRE_MESSAGE(snap.ok(), std::string(snap.status().message()));
+  return std::move(*snap);
+}
+
+LeakReport Series(const std::string& scenario, const analysis::LeakOptions& options = {}) {
+  std::vector<analysis::SeriesPoint> points;
+  for (int k = 1; k <= 6; ++k) {
+    auto p = analysis::SeriesPointOf(Load(scenario + "_step" + std::to_string(k) + ".pickle"),
+                                     options);
+    REQUIRE(p.ok());
+    points.push_back(std::move(*p));
+  }
+  return analysis::AnalyzeSeries(std::move(points), options);
+}
+
+LeakReport Trace(const std::string& scenario, const analysis::StepOptions& steps = {},
+                 const analysis::LeakOptions& options = {}) {
+  auto r = analysis::AnalyzeTraceLeaks(Load(scenario + "_trace.pickle"), options, steps);
+  REQUIRE_MESSAGE(r.ok(), std::string(r.status().message()));
+  return std::move(*r);
+}
+
+const LeakSite* FindSite(const LeakReport& r, std::string_view frame) {
+  for (const LeakSite& s : r.sites) {
+    if (!s.frames.empty() && s.frames[0].find(frame) != std::string::npos) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> MiBs(std::initializer_list<int64_t> v) {
+  std::vector<int64_t> out;
+  for (int64_t x : v) out.push_back(x * kMiB);
+  return out;
+}
+
+TEST_SUITE("leaks") {
+  TEST_CASE("verdicts classify growth, plateaus, pauses, swings and shrinkage") {
+    using analysis::ClassifySeries;
+    CHECK(ClassifySeries({1, 2, 3, 4}) == Verdict::kGrowing);
+    CHECK(ClassifySeries({1, 2}) == Verdict::kGrowing);
+    CHECK(ClassifySeries({1, 2, 3, 3, 3}) == Verdict::kGrowingThenFlat);
+    CHECK(ClassifySeries({1, 1, 2, 2, 3}) == Verdict::kGrowingWithPauses);
+    CHECK(ClassifySeries({1, 3, 2, 4}) == Verdict::kFluctuating);
+    CHECK(ClassifySeries({4, 3, 3, 1}) == Verdict::kShrinking);
+    CHECK(ClassifySeries({5, 5, 5}) == Verdict::kSteady);
+    CHECK(ClassifySeries({100, 101, 100, 102}, 8) == Verdict::kSteady);
+  }
+
+  TEST_CASE("series mode reports the list that keeps growing with its full stack") {
+    LeakReport r = Series("leak_list");
+    CHECK(r.mode == "series");
+    REQUIRE(r.num_leaks == 1);
+    const LeakSite& s = r.sites[0];
+    CHECK(s.leak);
+    CHECK(s.verdict == Verdict::kGrowing);
+    CHECK(s.frames[0] == "train.py:10:loss_fn");
+    CHECK(s.frames.size() == 3);
+    CHECK(s.bytes == MiBs({4, 8, 12, 16, 20, 24}));
+    CHECK(s.counts == std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+    CHECK(s.bytes_per_step == 4 * kMiB);
+    CHECK(r.leak_bytes_per_step == 4 * kMiB);
+    CHECK(r.total_verdict == Verdict::kGrowing);
+    CHECK(!r.full_at_step.has_value());  // no OOM entry, no --device-memory
+    // Parameters are steady; the transient activations are gone at every dump.
+    CHECK(r.verdict_counts[static_cast<int>(Verdict::kSteady)] == 1);
+  }
+
+  TEST_CASE("series mode reports the cache that holds activations") {
+    LeakReport r = Series("leak_cache");
+    REQUIRE(r.num_leaks == 1);
+    CHECK(r.sites[0].frames[0] == "model.py:18:cache_activation");
+    CHECK(r.sites[0].bytes_per_step == 16 * kMiB);
+  }
+
+  TEST_CASE("series mode stays quiet on a steady loop and on a warm-up") {
+    LeakReport steady = Series("steady");
+    CHECK(steady.num_leaks == 0);
+    CHECK(steady.total_verdict == Verdict::kSteady);
+    CHECK(steady.sites.empty());  // nothing changed by 1 MiB or more
+    LeakReport warm = Series("warmup");
+    CHECK(warm.num_leaks == 0);
+    const LeakSite* lru = FindSite(warm, "cache.py:8:remember");
+    REQUIRE(lru != nullptr);
+    CHECK(lru->verdict == Verdict::kGrowingThenFlat);
+    CHECK(lru->bytes == MiBs({2, 4, 6, 6, 6, 6}));
+    CHECK(FindSite(warm, "optim.py") == nullptr);  // created in step 1: steady over the dumps
+  }
+
+  TEST_CASE("--min-growth above the leak's growth silences it") {
+    analysis::LeakOptions o;
+    o.min_growth = 64 * kMiB;
+    CHECK(Series("leak_list", o).num_leaks == 0);
+  }
+
+  TEST_CASE("two snapshots are not enough to call a leak") {
+    std::vector<analysis::SeriesPoint> points;
+    for (int k : {1, 6}) {
+      points.push_back(
+          *analysis::SeriesPointOf(Load("leak_list_step" + std::to_string(k) + ".pickle"), {}));
+    }
+    LeakReport r = analysis::AnalyzeSeries(std::move(points), {});
+    CHECK(r.num_leaks == 0);
+    CHECK(r.note.find("only 1 step") != std::string::npos);
+    REQUIRE(!r.sites.empty());
+    CHECK(r.sites[0].verdict == Verdict::kGrowing);
+  }
+
+  TEST_CASE("--device-memory projects the step at which the device is full") {
+    analysis::LeakOptions o;
+    o.device_memory = 1024 * kMiB;
+    LeakReport r = Series("leak_list", o);
+    // Live at the last dump: 512 MiB params + 24 MiB losses; 4 MiB more per step.
+    CHECK(r.live_bytes.back() == 536 * kMiB);
+    CHECK(r.device_memory_source == "--device-memory");
+    REQUIRE(r.full_at_step.has_value());
+    CHECK(*r.full_at_step == 5 + (1024 - 536) / 4);
+    CHECK(r.sites[0].full_at_step == r.full_at_step);
+  }
+
+  TEST_CASE("an OOM entry gives the device memory: reserved at the OOM plus device_free") {
+    const std::string dir = testing::TempDir() + "/leaks_oom";
+    std::filesystem::create_directories(dir);
+    const std::string testdata =
+        std::filesystem::path(testing::TestdataPath("leaks_fixtures.py")).parent_path().string();
+    testing::RunPython("import sys\nsys.path.insert(0, '" + testdata +
+                       "')\nimport leaks_fixtures\nleaks_fixtures.write_trace('" + dir +
+                       "/t.pickle', 'leak_list', oom=True)\n");
+    auto snap = parse::ReadSnapshot(dir + "/t.pickle");
+    REQUIRE(snap.ok());
+    auto r = analysis::AnalyzeTraceLeaks(*snap, {}, {});
+    REQUIRE(r.ok());
+    // 8 GiB segment + (2 GiB - live at the OOM).
+    CHECK(r->device_memory == (8 + 2) * 1024 * kMiB - r->live_bytes.back());
+    CHECK(r->device_memory_source.find("OOM entry") == 0);
+    CHECK(r->full_at_step.has_value());
+  }
+
+  TEST_CASE("single-trace mode finds the step by periodicity and reports what each step keeps") {
+    LeakReport r = Trace("leak_list");
+    REQUIRE(r.steps.has_value());
+    CHECK(r.steps->method == "periodicity");
+    CHECK(r.steps->begin.size() >= 10);
+    CHECK(r.steps->score > 0.8);
+    REQUIRE(r.num_leaks == 1);
+    const LeakSite& s = r.sites[0];
+    CHECK(s.frames[0] == "train.py:10:loss_fn");
+    CHECK(s.bytes_per_step == 4 * kMiB);
+    for (int64_t kept : s.retained) CHECK(kept == 4 * kMiB);
+  }
+
+  TEST_CASE("single-trace mode steps by annotation and by equal slices") {
+    analysis::StepOptions by_annotation;
+    by_annotation.annotation = "train_step";
+    LeakReport a = Trace("leak_cache", by_annotation);
+    CHECK(a.steps->method == "annotation train_step");
+    CHECK(a.steps->begin.size() == 12);
+    REQUIRE(a.num_leaks == 1);
+    CHECK(a.sites[0].frames[0] == "model.py:18:cache_activation");
+    CHECK(a.sites[0].bytes_per_step == 16 * kMiB);
+    analysis::StepOptions slices;
+    slices.steps = 4;
+    LeakReport s = Trace("leak_cache", slices);
+    CHECK(s.steps->begin.size() == 4);
+    CHECK(s.steps->begin.front() == 0);
+    CHECK(s.num_leaks == 1);
+  }
+
+  TEST_CASE("single-trace mode stays quiet on a steady loop and on a warm-up") {
+    for (const char* scenario : {"steady", "warmup"}) {
+      CAPTURE(scenario);
+      LeakReport r = Trace(scenario);
+      CHECK(r.steps->begin.size() >= 10);
+      CHECK(r.num_leaks == 0);
+      analysis::StepOptions by_annotation;
+      by_annotation.annotation = "train_step";
+      CHECK(Trace(scenario, by_annotation).num_leaks == 0);
+    }
+  }
+
+  TEST_CASE("single-trace mode names unknown annotations and refuses files without a trace") {
+    analysis::StepOptions o;
+    o.annotation = "nope";
+    auto r = analysis::AnalyzeTraceLeaks(Load("steady_trace.pickle"), {}, o);
+    REQUIRE(!r.ok());
+    CHECK(std::string(r.status().message()) ==
+          "--step-annotation nope: no annotation START with that name (names in the file: "
+          "train_step)");
+    Snapshot empty;
+    CHECK(!analysis::AnalyzeTraceLeaks(empty, {}, {}).ok());
+  }
+
+  TEST_CASE("leaks runs on every corpus file with a trace") {
+    for (const std::string& path : testing::CorpusFiles()) {
+      auto snap = parse::ReadSnapshot(path);
+      REQUIRE(snap.ok());
+      if (snap->events.empty()) continue;
+      CAPTURE(path);
+      auto r = analysis::AnalyzeTraceLeaks(*snap, {}, {});
+      REQUIRE_MESSAGE(r.ok(), std::string(r.status().message()));
+      const analysis::StepInfo& st = *r->steps;
+      for (size_t k = 0; k < st.begin.size(); ++k) {
+        CHECK(st.begin[k] < st.end[k]);
+        if (k > 0) CHECK(st.end[k - 1] <= st.begin[k]);
+      }
+      CHECK(r->labels.size() == (st.begin.size() >= 2 ? st.begin.size() : 0));
+    }
+  }
+
+  TEST_CASE("a corpus snapshot repeated three times is steady: no false alarm") {
+    for (const std::string& path : testing::CorpusFiles()) {
+      if (path.find("memory_ctx128_fullstep__b1a7c70c") == std::string::npos &&
+          path.find("medium_512_inference") == std::string::npos) {
+        continue;
+      }
+      auto snap = parse::ReadSnapshot(path);
+      REQUIRE(snap.ok());
+      std::vector<analysis::SeriesPoint> points;
+      for (int i = 0; i < 3; ++i) points.push_back(*analysis::SeriesPointOf(*snap, {}));
+      LeakReport r = analysis::AnalyzeSeries(std::move(points), {});
+      CHECK(r.num_leaks == 0);
+      CHECK(r.total_verdict == Verdict::kSteady);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsnap

@@ -1,0 +1,192 @@
+// The pickle decoder: CPython-made pickles of every protocol, hand-assembled streams covering
+// every accepted opcode, and every refused opcode with its full message.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "model_text.h"
+#include "pickle_builder.h"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using testing::ParseError;
+using testing::ParseOrFail;
+using testing::PickleBuilder;
+
+std::string StackText(const Snapshot& s, StackId id) {
+  std::string out;
+  for (FrameId f : s.stacks.Get(id)) out += s.FrameText(f) + ";";
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("pickle_reader") {
+  TEST_CASE("CPython pickles of protocols 2 to 5 give the same model") {
+    std::string reference;
+    for (int protocol : {2, 3, 4, 5}) {
+      CAPTURE(protocol);
+      Snapshot s = ParseOrFail(testing::PythonPickle("load_json('formats/reader_2_1_full.json')",
+                                                     protocol));
+      CHECK(s.source.pickle_protocol == protocol);
+      CHECK(s.source.container == ContainerFormat::kPickle);
+      std::string text = testing::ModelText(s);
+      if (reference.empty()) reference = text;
+      CHECK(text == reference);
+    }
+  }
+
+  TEST_CASE("protocol 2 memo opcodes BINPUT/LONG_BINPUT/BINGET/LONG_BINGET decode shared frames") {
+    // 400 distinct frames push the memo past 256 entries; each event also shares the previous
+    // event's frame object, so late ones are LONG_BINGETs.
+    std::string bytes = testing::RunPython(
+        "import pickletools\n"
+        "fr = [{'name': 'f%d' % i, 'filename': 'a.py', 'line': i} for i in range(400)]\n"
+        "events = [{'action': 'alloc', 'addr': 4096 * i, 'size': 512, 'stream': 0,\n"
+        "           'frames': [fr[i], fr[max(i - 1, 0)]]}\n"
+        "          for i in range(400)]\n"
+        "data = {'segments': [], 'device_traces': [events]}\n"
+        "b = pickle.dumps(data, protocol=2)\n"
+        "ops = {op.name for op, arg, pos in pickletools.genops(b)}\n"
+        "assert {'BINPUT', 'LONG_BINPUT', 'BINGET', 'LONG_BINGET'} <= ops, ops\n"
+        "sys.stdout.buffer.write(b)\n");
+    Snapshot s = ParseOrFail(bytes);
+    REQUIRE(s.events.size() == 400);
+    CHECK(s.frames.size() == 400);
+    CHECK(StackText(s, s.events[399].stack) == "a.py:399:f399;a.py:398:f398;");
+    CHECK(s.events[399].addr == 4096u * 399);
+  }
+
+  TEST_CASE("a hand-assembled stream using every accepted opcode decodes") {
+    PickleBuilder b(4);
+    b.Op(0x95).U64(0);  // FRAME
+    b.Mark().Str("segments");
+    b.Mark();  // segments via LIST
+    b.Mark()
+        .Str("device").Int1(0)
+        .Str("address").Long(0x7f0000000000)
+        .Str("total_size").Int4(2097152)
+        .Str("segment_type").Str4("small")
+        .Str("segment_pool_id").Mark().Int1(0).Int1(0).Op('t')  // TUPLE
+        .Str("is_expandable").Op(0x89)                          // NEWFALSE
+        .Str("frames").Op(')')                                  // EMPTY_TUPLE: empty stack
+        .Str("blocks").Mark();
+    b.Mark().Str("state").Str("active_allocated").Str("size").Int4(2097152)
+        .Str("requested_size").Int2(1000).Str("frames").Frame("f", "a.py", 3)
+        .Op(0x94)   // MEMOIZE -> memo 0
+        .Op(0x85)   // TUPLE1
+        .Op('d');   // DICT
+    b.Op('l').Op('d').Op('l');  // blocks LIST, segment DICT, segments LIST
+    b.Str("device_traces").Mark().Mark();
+    // Event 1: EMPTY_DICT + SETITEM, LONG4 size, a TUPLE3 of frames (memo GETs, a 9-byte LONG1 line).
+    b.Op('}')
+        .Str("action").Str("alloc").Op('s')
+        .Str("addr").Long(0x7f0000000000).Op('s')
+        .Str("size").Long4(std::string("\xe8\x03", 2)).Op('s')
+        .Str("stream").Int1(0).Op('s')
+        .Str("junk").Op('B').U32(2).Raw("zz").Op('s')          // BINBYTES, unknown key
+        .Op('U').U8(7).Raw("unknown").Op('T').U32(1).Raw("v").Op('s')  // SHORT_BINSTRING/BINSTRING
+        .Str("frames")
+        .Op('h').U8(0)                                         // BINGET 0
+        .Mark().Str("name").Str("g").Str("filename").Str8("c.py").Str("line")
+        .Long1(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x00", 9)).Op('d')
+        .Op('r').U32(5)                                        // LONG_BINPUT 5 (skips indices)
+        .Op('j').U32(5)                                        // LONG_BINGET 5
+        .Op(0x87)                                              // TUPLE3
+        .Op('s');
+    // Stack games that leave nothing behind: DUP/POP, POP_MARK, BINPUT 1.
+    b.Str("x").Op('2').Op('0').Op('0').Mark().Int1(1).Int1(2).Op('1');
+    // Event 2: snapshot with time_us None, no frames.
+    b.Mark().Str("action").Str("snapshot").Str("addr").Int1(0).Str("size").Int4(-5)
+        .Str("time_us").Op('N').Op('d').Op('q').U8(1);
+    b.Op('l').Op('l');
+    b.Str("allocator_settings").Op('}').Mark()
+        .Str("garbage_collection_threshold").Float(0.25)
+        .Str("max_split_size").Long4(std::string("\xff", 1))
+        .Str("expandable_segments").Op(0x88)  // NEWTRUE
+        .Str("roundup_power2_divisions").Op('}').Mark().Str("1").Int1(2).Str("32768").Int1(4)
+        .Op('u')
+        .Op('u');
+    b.Op('d').Stop();
+    Snapshot s = ParseOrFail(b.bytes());
+    REQUIRE(s.segments.size() == 1);
+    CHECK(s.segments[0].address == 0x7f0000000000u);
+    CHECK(s.segments[0].is_small);
+    CHECK(s.segments[0].stack == StackTable::kEmpty);
+    REQUIRE(s.blocks.size() == 1);
+    CHECK(s.blocks[0].requested_size == 1000);
+    CHECK(StackText(s, s.blocks[0].stack) == "a.py:3:f;");
+    REQUIRE(s.events.size() == 2);
+    CHECK(s.events[0].size == 1000);
+    CHECK(StackText(s, s.events[0].stack) == "a.py:3:f;c.py:0:g;c.py:0:g;");
+    CHECK(s.frames.Get(s.stacks.Get(s.events[0].stack)[1]).line == kUnknownLine);
+    CHECK(s.events[1].action == Action::kSnapshot);
+    CHECK(s.events[1].size == -5);
+    CHECK_FALSE(s.events[1].has_time());
+    CHECK_FALSE(s.events[1].stack.valid());
+    CHECK(s.settings.garbage_collection_threshold == 0.25);
+    CHECK(s.settings.max_split_size == -1);
+    CHECK(s.settings.expandable_segments);
+    CHECK(s.settings.roundup_power2_divisions[0] == 2);
+    CHECK(s.settings.roundup_power2_divisions[15] == 4);
+    CHECK(s.diagnostics.empty());
+  }
+
+  TEST_CASE("integers wider than 64 bits are clamped with a warning") {
+    PickleBuilder b(2);
+    b.Mark().Str("segments").Mark().Mark().Str("device").Int1(0).Str("total_size")
+        .Long4(std::string(300, '\x7f')).Op('d').Op('l').Op('d').Stop();
+    Snapshot s = ParseOrFail(b.bytes());
+    CHECK(s.segments[0].total_size == std::numeric_limits<int64_t>::max());
+    CHECK_FALSE(s.diagnostics.empty());
+  }
+
+  TEST_CASE("every opcode that imports or calls code is refused with a clear message") {
+    const std::pair<uint8_t, const char*> refused[] = {
+        {'c', "GLOBAL"}, {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"},     {'b', "BUILD"},
+        {'i', "INST"},   {'o', "OBJ"},           {0x81, "NEWOBJ"},    {0x92, "NEWOBJ_EX"},
+        {'P', "PERSID"}, {'Q', "BINPERSID"},     {0x82, "EXT1"},      {0x83, "EXT2"},
+        {0x84, "EXT4"}};
+    for (const auto& [op, name] : refused) {
+      CAPTURE(name);
+      PickleBuilder b(2);
+      b.Str("os").Str("system").Op(op).Raw("os\nsystem\n").Stop();
+      CHECK(ParseError(b.bytes(), "evil.pickle") ==
+            std::string("evil.pickle: offset 14: refusing pickle opcode ") + name +
+                ": it would import or call code, and a memory snapshot never contains it (the "
+                "file is not a snapshot, or is hostile)");
+    }
+  }
+
+  TEST_CASE("a pickle that would call os.system is refused and nothing runs") {
+    std::string marker = testing::TempDir() + "/pwned";
+    for (int protocol : {2, 4, 5}) {
+      CAPTURE(protocol);
+      std::string bytes = testing::RunPython(
+          "import os\n"
+          "class Evil:\n"
+          "    def __reduce__(self):\n"
+          "        return (os.system, ('touch " + marker + "',))\n"
+          "sys.stdout.buffer.write(pickle.dumps({'segments': [Evil()]}, protocol=" +
+          std::to_string(protocol) + "))\n");
+      std::string err = ParseError(bytes, "evil.pickle");
+      CHECK(err.find("evil.pickle: offset ") == 0);
+      CHECK(err.find(protocol == 2 ? "refusing pickle opcode GLOBAL"
+                                   : "refusing pickle opcode STACK_GLOBAL") != std::string::npos);
+      CHECK_FALSE(std::filesystem::exists(marker));
+    }
+  }
+
+  TEST_CASE("unknown opcodes and protocols are errors, not crashes") {
+    CHECK(ParseError(std::string("\x80\x02\xff", 3)) ==
+          "<test>: offset 2: unsupported pickle opcode 0xff ('?')");
+    CHECK(ParseError(std::string("\x80\x01.", 3)) ==
+          "<test>: offset 1: unsupported pickle protocol 1 (snapshots use protocols 2 to 5)");
+    CHECK(ParseError(std::string("\x80\x02", 2)) ==
+          "<test>: offset 2: unexpected end of input (truncated pickle: no STOP opcode)");
+  }
+}
+
+}  // namespace memsnap

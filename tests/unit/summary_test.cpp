@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/summary.h"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+TEST_SUITE("summary") {
+  TEST_CASE("summary totals follow the _memory_viz stats definitions") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    analysis::SummaryReport r = analysis::Summarize(snap);
+    CHECK(r.totals.segments == 2);
+    CHECK(r.totals.blocks == 5);
+    CHECK(r.totals.reserved_bytes == 20971520 + 2097152);
+    CHECK(r.totals.allocated_bytes == 4194304 + 1024);
+    CHECK(r.totals.active_bytes == 4194304 + 2097152 + 1024);
+    CHECK(r.totals.requested_bytes == 4000000 + 2097152 + 1000);
+    CHECK(r.totals.inactive_bytes == 14680064 + 2096128);
+    CHECK(r.totals.trace_entries == 6);
+    CHECK(r.totals.actions[static_cast<int>(Action::kAlloc)] == 2);
+    CHECK(r.totals.actions[static_cast<int>(Action::kOom)] == 1);
+    REQUIRE(r.devices.size() == 1);
+    CHECK(r.devices[0].pools.size() == 2);
+    CHECK(r.devices[0].streams.size() == 2);
+    CHECK(r.devices[0].frees_without_alloc == 1);
+    // The small block was allocated before the trace began; the large one's alloc is in it.
+    CHECK(r.devices[0].ghost_blocks == 1);
+    CHECK(r.devices[0].ghost_bytes == 1024);
+    CHECK(r.devices[0].last_time_us - r.devices[0].first_time_us == 50);
+  }
+
+  TEST_CASE("summary reads the oom entry's device_free in place of an address") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    const TraceEvent& oom = snap.events[5];
+    CHECK(oom.action == Action::kOom);
+    CHECK(oom.addr == 1048576);
+    CHECK(oom.size == 1073741824);
+  }
+
+  TEST_CASE("summary gives the same figures for every pickle protocol") {
+    analysis::SummaryReport base =
+        analysis::Summarize(ParseOrFail(PythonPickle("load_json('summary_basic.json')", 4)));
+    for (int protocol : {2, 3, 5}) {
+      CAPTURE(protocol);
+      analysis::SummaryReport r = analysis::Summarize(
+          ParseOrFail(PythonPickle("load_json('summary_basic.json')", protocol)));
+      CHECK(r.totals.reserved_bytes == base.totals.reserved_bytes);
+      CHECK(r.totals.requested_bytes == base.totals.requested_bytes);
+      CHECK(r.totals.trace_entries == base.totals.trace_entries);
+      CHECK(r.unique_stacks == base.unique_stacks);
+      CHECK(r.unique_frames == base.unique_frames);
+    }
+  }
+
+  TEST_CASE("summary records the allocator settings and roundup table") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    CHECK(snap.settings.present);
+    CHECK(snap.settings.conf == "max_split_size_mb:128");
+    CHECK(snap.settings.max_split_size == 134217728);
+    CHECK(snap.settings.roundup_power2_divisions[2] == 4);
+    CHECK(snap.annotations.size() == 2);
+  }
+
+  TEST_CASE("summary of many files names the outlier rank") {
+    std::string dir = testing::TempDir() + "/ranks";
+    testing::RunPython(
+        "import os\nos.makedirs('" + dir + "', exist_ok=True)\n"
+        "from pyhelpers import *\n"
+        "for r in range(4):\n"
+        "    d = load_json('summary_basic.json')\n"
+        "    if r == 2:\n"
+        "        d['segments'][0]['total_size'] *= 3\n"
+        "        d['segments'][0]['blocks'][2]['size'] += 2 * 20971520\n"
+        "    pickle.dump(d, open(os.path.join('" + dir + "', f'rank{r}.pickle'), 'wb'))\n"
+        "open(os.path.join('" + dir + "', 'README.md'), 'w').write('not a snapshot')\n");
+    testing::RunResult r = testing::RunMemsnap({"summary", "--json", dir});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("\"outliers\"") != std::string::npos);
+    CHECK(r.out.find("rank2.pickle\",\n        \"metric\": \"reserved_bytes\"") != std::string::npos);
+    CHECK(r.out.find("README.md") == std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap

@@ -1,0 +1,135 @@
+// Timeline reconstruction on hand-written fixture traces with known answers.
+#include <numeric>
+
+#include "doctest/doctest.h"
+#include "memsnap/analysis/timeline.h"
+#include "test_util.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::ParseOrFail;
+using testing::PythonPickle;
+
+Snapshot LoadFixture(const std::string& name) {
+  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
+}
+
+DeviceTimeline Device0(const Snapshot& snap) {
+  auto tl = ReconstructTimeline(snap);
+  REQUIRE(tl.ok());
+  REQUIRE(tl->devices.size() == 1);
+  return tl->devices[0];
+}
+
+constexpr int64_t kMiB = 1 << 20;
+
+TEST_SUITE("timeline") {
+  TEST_CASE("a training-step loop gives the exact live curve, peak and lifetime classes") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    DeviceTimeline dt = Device0(snap);
+    CHECK(dt.has_time);
+    CHECK(dt.start_requested == 1000);  // the ghost weight
+    CHECK(dt.live_requested == std::vector<int64_t>{3000, 4000, 4000, 2000, 4000, 4000, 2000});
+    CHECK(dt.live_rounded == std::vector<int64_t>{3072, 4096, 4096, 2048, 4096, 4096, 2048});
+    CHECK(dt.end_requested == 2000);
+    CHECK(dt.unreconciled_requested_bytes == 0);
+    CHECK(dt.peak_requested == 4000);
+    CHECK(dt.peak_event == 1);  // the first event that reaches the peak
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].count == 1);
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kOpen)].count == 1);
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kInWindow)].count == 2);
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kPreWindow)].count == 0);
+    // Address reuse: two lifetimes at S+1024 with versions 0 and 1.
+    CHECK(dt.blocks[0].address == dt.blocks[2].address);
+    CHECK(dt.blocks[0].version == 0);
+    CHECK(dt.blocks[2].version == 1);
+    CHECK(dt.blocks[0].free_requested_event == 2);
+    CHECK(dt.blocks[0].free_completed_event == 3);
+    // Reserved: the segment predates the trace (a ghost segment) and stays.
+    CHECK(dt.start_reserved == 2 * kMiB);
+    CHECK(dt.reserved.back() == 2 * kMiB);
+  }
+
+  TEST_CASE("a ring-buffer-truncated trace counts pre-window frees and ghosts from t0") {
+    Snapshot snap = LoadFixture("timeline_ring.json");
+    DeviceTimeline dt = Device0(snap);
+    CHECK(dt.start_requested == 3100);  // pre-window 3000 + ghost 100
+    CHECK(dt.live_requested == std::vector<int64_t>{3100, 100, 1600, 2300, 1600});
+    CHECK(dt.frees_without_alloc == 1);
+    CHECK(dt.peak_event == -1);  // the initial state is the peak
+    CHECK(dt.peak_requested == 3100);
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kPreWindow)].bytes == 3000);
+    CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].bytes == 100);
+    CHECK(dt.unreconciled_requested_bytes == 0);
+    // The open block takes the final block's size as its rounded size (1536, not RoundSize(1500)).
+    CHECK(dt.live_rounded.back() == 512 + 1536);
+  }
+
+  TEST_CASE("interleaved streams keep each stream's blocks and reserved bytes") {
+    Snapshot snap = LoadFixture("timeline_streams.json");
+    DeviceTimeline dt = Device0(snap);
+    CHECK(dt.live_requested == std::vector<int64_t>{0, 4000, 4000, 4500, 12500, 12500, 12000});
+    CHECK(dt.reserved == std::vector<int64_t>{2 * kMiB, 2 * kMiB, 4 * kMiB, 4 * kMiB, 4 * kMiB,
+                                              4 * kMiB, 4 * kMiB});
+    CHECK(dt.start_reserved == 0);
+    CHECK(dt.peak_event == 4);
+    int on_stream = 0;
+    for (const BlockLifetime& b : dt.blocks) on_stream += b.stream == 0x5a5a;
+    CHECK(on_stream == 2);
+  }
+
+  TEST_CASE("expandable segments follow segment_map and segment_unmap") {
+    Snapshot snap = LoadFixture("timeline_expandable.json");
+    DeviceTimeline dt = Device0(snap);
+    CHECK(dt.start_reserved == 0);
+    CHECK(dt.reserved == std::vector<int64_t>{20 * kMiB, 20 * kMiB, 40 * kMiB, 40 * kMiB,
+                                              40 * kMiB, 40 * kMiB, 20 * kMiB});
+    CHECK(dt.unreconciled_reserved_bytes == 0);
+    CHECK(dt.peak_requested == 11 * kMiB);
+    CHECK(dt.peak_reserved == 40 * kMiB);
+    REQUIRE(dt.segments.size() == 2);
+    CHECK(dt.segments[0].mapping);
+    CHECK(dt.segments[0].cls == LifetimeClass::kOpen);
+    CHECK(dt.segments[1].cls == LifetimeClass::kInWindow);
+  }
+
+  TEST_CASE("moments resolve to device-local event indices") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    DeviceTimeline dt = Device0(snap);
+    auto at = [&](std::string_view text) {
+      auto m = ParseMoment(text);
+      REQUIRE(m.ok());
+      return ResolveMoment(snap, dt, *m);
+    };
+    CHECK(at("peak") == 1);
+    CHECK(at("end") == 6);
+    CHECK(at("event:3") == 3);
+    CHECK(at("event:99") == 6);
+    CHECK(at("350") == 3);  // the last event at or before time 350
+    CHECK(at("10") == -1);
+    CHECK(ParseMoment("soon").status().message() ==
+          "--at soon: expected peak, end, event:N or a time in microseconds");
+    CHECK(LiveBlocksAt(dt, -1).size() == 1);
+    CHECK(LiveBlocksAt(dt, 1).size() == 3);
+  }
+
+  TEST_CASE("an unknown --device is an error naming the devices") {
+    Snapshot snap = LoadFixture("timeline_training.json");
+    TimelineOptions o;
+    o.device = 3;
+    auto tl = ReconstructTimeline(snap, o);
+    REQUIRE(!tl.ok());
+    CHECK(tl.status().message() == "--device 3: no such device in this file (devices: 0)");
+  }
+
+  TEST_CASE("RoundSize rounds like PyTorch's round_size") {
+    CHECK(RoundSize(1) == 512);
+    CHECK(RoundSize(512) == 512);
+    CHECK(RoundSize(513) == 1024);
+    CHECK(RoundSize(0) == 512);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis
