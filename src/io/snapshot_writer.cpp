@@ -201,21 +201,36 @@ class JsonEmitter {
   }
   void Quoted(std::string_view s) {
     buf_.push_back('"');
-    for (char ch : s) {
-      unsigned char c = static_cast<unsigned char>(ch);
+    for (size_t i = 0; i < s.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(s[i]);
       if (c == '"' || c == '\\') {
         buf_.push_back('\\');
-        buf_.push_back(ch);
+        buf_.push_back(s[i]);
       } else if (c < 0x20) {
         static constexpr char kHex[] = "0123456789abcdef";
         buf_.append("\\u00");
         buf_.push_back(kHex[c >> 4]);
         buf_.push_back(kHex[c & 15]);
+      } else if (c < 0x80) {
+        buf_.push_back(s[i]);
+      } else if (size_t n = Utf8Length(s.substr(i)); n > 0) {
+        buf_.append(s.substr(i, n));  // valid UTF-8 passes through
+        i += n - 1;
       } else {
-        buf_.push_back(ch);  // UTF-8 passes through as is
+        buf_.append("\\ufffd");  // an invalid byte: JSON must be UTF-8
       }
     }
     buf_.push_back('"');
+  }
+  /// Length of the valid UTF-8 sequence at the start of `s` (first byte >= 0x80), 0 if invalid.
+  static size_t Utf8Length(std::string_view s) {
+    unsigned char c = static_cast<unsigned char>(s[0]);
+    size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    if (n == 0 || s.size() < n) return 0;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[k]) & 0xc0) != 0x80) return 0;
+    }
+    return n;
   }
   void Flush() {
     out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));

@@ -111,6 +111,14 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
     int64_t e = std::max(b, index(to, n));
     out.ranges.push_back({t.begin + static_cast<uint32_t>(b), t.begin + static_cast<uint32_t>(e)});
     out.events += static_cast<uint64_t>(e - b);
+    if (!timed) {  // event bounds: the time window is that of the events kept
+      for (int64_t i = b; i < e; ++i) {
+        const TraceEvent& ev = snap.events[t.begin + i];
+        if (!ev.has_time()) continue;
+        if (out.min_time_us == kNoTime || ev.time_us < out.min_time_us) out.min_time_us = ev.time_us;
+        if (out.max_time_us == kNoTime || ev.time_us > out.max_time_us) out.max_time_us = ev.time_us;
+      }
+    }
   }
   return out;
 }

@@ -66,7 +66,19 @@ def canonical(snap):
     return out
 
 
+_frames = {}  # id(frame dict) -> (frame dict, canonical): frames are shared objects in pickles
+
+
 def frame(f):
+    hit = _frames.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    c = _frame(f)
+    _frames[id(f)] = (f, c)
+    return c
+
+
+def _frame(f):
     f = dict(f)
     if f.get("line", 0) < 0 or f.get("line", 0) >= 2**63:
         f["line"] = -1  # "unknown line" (snapshot-format.md §4.4)
@@ -99,7 +111,9 @@ def main(args):
     cache = {}  # the same original is usually compared with several conversions
     for i in range(0, len(args), 2):
         if args[i] not in cache:
+            _frames.clear()
             cache = {args[i]: canonical(load(args[i]))}
+        _frames.clear()
         b = canonical(load(args[i + 1]))
         print(first_difference(cache[args[i]], b) or "same", flush=True)
 

@@ -3,7 +3,7 @@
 // whole stacks shared through the memo as PyTorch files share them) or as JSON (the same schema,
 // tuples as arrays, as `json.dumps(snapshot)` would write it). Both stream to an ostream.
 //
-// What the model does not keep is not written back (docs/cli.md, `convert`): stale
+// What the model does not keep is not written back (see `memsnap convert --help`): stale
 // `requested_size` of inactive blocks (written as 0), `compile_context` "N/A" and empty
 // `user_metadata` (omitted), frame lines 2^64-1 (written as -1), and the legacy flavours (2.0
 // `history`, the bare segment list), which come out in the 2.1+ form.

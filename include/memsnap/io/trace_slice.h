@@ -32,7 +32,9 @@ absl::StatusOr<SliceBound> ParseSliceBound(std::string_view text);
 
 struct TraceSlice {
   std::vector<EventRange> ranges;  // one per Snapshot::traces entry
-  int64_t min_time_us = kNoTime;   // the time window the bounds resolved to (kNoTime: open)
+  /// The time window kept, inclusive (kNoTime: open): the bounds' times, or for event bounds the
+  /// times of the first and last event kept. Annotations outside it are dropped.
+  int64_t min_time_us = kNoTime;
   int64_t max_time_us = kNoTime;
   uint64_t events = 0;             // events kept, all devices
 };

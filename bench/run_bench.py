@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""memsnap benchmark (issue 2 "Benchmark", issue 8 "Scale"); results go in docs/BENCHMARKS.md.
+
+Generates snapshots with build/bench/memsnap_gen, then times `memsnap summary` against
+`python3 -c 'pickle.load(...)'` on the same file in the same run, alternating the two so machine
+noise hits both alike, and records each child's peak RSS (wait4 rusage). Also times the other
+analysis commands that this build has (timeline, top, replay: whatever `memsnap --help` lists).
+
+  bench/run_bench.py                 # (a) 2.2M events ~170 MB, (b) ~1.5 GB, (c) 64 rank files
+  bench/run_bench.py --quick         # (a) only, one repetition
+  bench/run_bench.py --no-large      # skip (b)
+The generated files are ours (memsnap_gen), so plain pickle.load on them is safe."""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, quiet=True):
+    """Runs cmd; returns (wall seconds, peak RSS bytes, exit code, CPU seconds user+sys)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None,
+                            stderr=subprocess.DEVNULL if quiet else None)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    return (elapsed, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status),
+            usage.ru_utime + usage.ru_stime)
+
+
+def best(cmd, reps):
+    runs = [run(cmd) for _ in range(reps)]
+    ok = [r for r in runs if r[2] == 0]
+    if not ok:
+        return None
+    return min(r[0] for r in ok), min(r[3] for r in ok), max(r[1] for r in ok)
+
+
+def py_load(paths):
+    code = "import pickle,sys\nfor p in sys.argv[1:]:\n    pickle.load(open(p,'rb'))\n"
+    return [sys.executable, "-c", code] + paths
+
+
+def commands(memsnap):
+    out = subprocess.run([memsnap, "--help"], capture_output=True, text=True).stdout
+    names = []
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and line.startswith("  ") and parts[0].isidentifier():
+            names.append(parts[0])
+    return names
+
+
+def gen(args, path, events, devices=1, seed=1):
+    if os.path.exists(path) and not args.regen:
+        return None
+    t, rss, rc, _ = run([args.gen, "--events", str(events), "--seed", str(seed), "--devices",
+                      str(devices), "--protocol", "4", "-o", path])
+    if rc != 0:
+        sys.exit(f"memsnap_gen failed on {path}")
+    return t, rss
+
+
+def compare(args, label, paths, reps, python=True):
+    size = sum(os.path.getsize(p) for p in paths)
+    target = paths[0] if len(paths) == 1 else os.path.dirname(paths[0])
+    row = {"case": label, "files": len(paths), "bytes": size}
+    ms, py = [], []
+    for _ in range(reps):  # alternate, so noise hits both
+        ms.append(run([args.memsnap, "--quiet", "summary", target]))
+        if python:
+            py.append(run(py_load(paths)))
+    ok = [r for r in ms if r[2] == 0]
+    if not ok:
+        sys.exit(f"memsnap summary failed on {target}")
+    row["memsnap_s"] = min(r[0] for r in ok)
+    row["memsnap_cpu_s"] = min(r[3] for r in ok)
+    row["memsnap_rss"] = max(r[1] for r in ok)
+    if python:
+        row["python_s"] = min(r[0] for r in py)
+        row["python_cpu_s"] = min(r[3] for r in py)
+        row["python_rss"] = max(r[1] for r in py)
+        row["speedup"] = row["python_s"] / row["memsnap_s"]
+        row["speedup_cpu"] = row["python_cpu_s"] / row["memsnap_cpu_s"]
+    row["rss_over_file"] = row["memsnap_rss"] / size
+    if len(paths) == 1:
+        for cmd in ("timeline", "top", "replay", "frag", "check"):
+            if cmd in args.available:
+                r = best([args.memsnap, "--quiet", cmd, paths[0]], reps)
+                if r:
+                    row[f"{cmd}_s"], row[f"{cmd}_cpu_s"], row[f"{cmd}_rss"] = r
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench_data"),
+                    help="where generated snapshots are kept (reused unless --regen)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-large", action="store_true", help="skip the ~1.5 GB file")
+    ap.add_argument("--python-large", action="store_true",
+                    help="also pickle.load the ~1.5 GB file (needs ~10 GB of memory)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--regen", action="store_true")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--cases", default="abc", help="which cases to run (default abc)")
+    args = ap.parse_args()
+    args.memsnap = os.path.join(args.build, "memsnap")
+    args.gen = os.path.join(args.build, "bench", "memsnap_gen")
+    args.available = commands(args.memsnap)
+    reps = 1 if args.quick else args.reps
+    os.makedirs(args.dir, exist_ok=True)
+    results = {"machine": {"cpu": platform.processor() or platform.machine(),
+                           "cores": os.cpu_count(), "python": platform.python_version(),
+                           "load_avg": os.getloadavg()}, "generate": {}, "rows": []}
+
+    a = os.path.join(args.dir, "a_2.2M.pickle")
+    if "a" in args.cases:
+        results["generate"]["a"] = gen(args, a, 2_200_000)
+        results["rows"].append(compare(args, "a: 2.2M events", [a], reps))
+    if not args.quick and not args.no_large and "b" in args.cases:
+        b = os.path.join(args.dir, "b_1.5GB.pickle")
+        results["generate"]["b"] = gen(args, b, 19_500_000)
+        results["rows"].append(compare(args, "b: ~1.5 GB", [b], 1, python=args.python_large))
+    if not args.quick and "c" in args.cases:
+        ranks = os.path.join(args.dir, "ranks")
+        os.makedirs(ranks, exist_ok=True)
+        paths = [os.path.join(ranks, f"rank{r:02d}.pickle") for r in range(64)]
+        t0 = time.perf_counter()
+        for r, p in enumerate(paths):
+            gen(args, p, 40_000, seed=100 + r)
+        results["generate"]["c"] = [time.perf_counter() - t0, 0]
+        results["rows"].append(compare(args, "c: 64 ranks", paths, reps))
+    results["machine"]["load_avg_end"] = os.getloadavg()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
