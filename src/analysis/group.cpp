@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/util/strings.h"
 
@@ -154,14 +155,23 @@ void AccumulateGroups(const Snapshot& snap, const DeviceTimeline& dt,
             std::string key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");
             r = row_for(std::move(key), false, [&](const std::string&) { return texts; });
           } else {
-            const Frame& f = snap.frames.Get(fr[0]);
+            // Attribute to the innermost Python frame when the stack has one: with C++ stacks
+            // the innermost frame is the allocator's own malloc, which says nothing.
+            FrameId site = fr[0];
+            for (FrameId id : fr) {
+              if (absl::EndsWith(Sv(snap.strings.Get(snap.frames.Get(id).filename)), ".py")) {
+                site = id;
+                break;
+              }
+            }
+            const Frame& f = snap.frames.Get(site);
             std::string key;
             if (options.by == GroupBy::kFunction) {
               key = Sanitize(std::string(snap.strings.Get(f.name)));
             } else if (options.by == GroupBy::kFile) {
               key = Sanitize(std::string(snap.strings.Get(f.filename)));
             } else {
-              key = FrameKeyText(snap, fr[0], options.ignore_lines);
+              key = FrameKeyText(snap, site, options.ignore_lines);
             }
             r = row_for(std::move(key), false, just_key);
           }

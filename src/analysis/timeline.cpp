@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/memory.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -31,17 +32,6 @@ struct AddrHash {
 };
 template <class V>
 using AddrMap = absl::flat_hash_map<uint64_t, V, AddrHash>;
-
-// Large per-event buffers fault in 4 KiB pages one by one (a third of the analysis time on a
-// 2.2M-event trace); asking for transparent huge pages cuts that. Advisory: ignored if unsupported.
-template <class T>
-void ReserveHuge(std::vector<T>& v, size_t n) {
-  v.reserve(n);
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(v.data()) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(v.data()) + n * sizeof(T)) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 struct AddrState {
   uint32_t open = kNone;  // index of the open lifetime at this address

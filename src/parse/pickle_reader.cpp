@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
 #include "parse/schema_common.h"
+#include "memsnap/util/memory.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
@@ -274,9 +275,9 @@ class PickleDecoder {
     // Reserve generously: untouched capacity costs address space, not resident memory, and it
     // avoids the transient 3x of a vector doubling on multi-GB inputs.
     size_t n = data_.size();
-    snap_.events.reserve(n / 24 + 16);
-    memo_.reserve(n / 16 + 16);
-    dicts_.reserve(n / 24 + 16);
+    ReserveHuge(snap_.events, n / 24 + 16);
+    ReserveHuge(memo_, n / 16 + 16);
+    ReserveHuge(dicts_, n / 24 + 16);
   }
 
   absl::StatusOr<Snapshot> Run();

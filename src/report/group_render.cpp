@@ -22,6 +22,14 @@ std::string MomentName(const analysis::Moment& m) {
   }
   return "?";
 }
+// Index of the innermost frame of a Python file ("file.py:line:name"), or 0 when there is none.
+size_t FirstPythonFrame(const std::vector<std::string>& frames) {
+  for (size_t k = 0; k < frames.size(); ++k) {
+    if (frames[k].find(".py:") != std::string::npos) return k;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& rows,
@@ -44,12 +52,19 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
                                   : std::string("-");
   };
   for (const GroupRow& r : rows) {
+    // Stacks recorded with C++ frames start with the allocator's own frames; the user wants the
+    // first Python frame, so the listing starts there and says how many frames it skipped.
+    size_t first = FirstPythonFrame(r.frames);
+    size_t end = std::min(r.frames.size(), first + kFramesShown);
     out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatCount(r.count), r.frames.empty() ? r.key : r.frames[0]);
-    size_t shown = std::min(r.frames.size(), kFramesShown);
-    for (size_t k = 1; k < shown; ++k) out << std::string(32, ' ') << "<- " << r.frames[k] << "\n";
-    if (r.frames.size() > shown) {
-      out << std::string(32, ' ') << "<- ... " << r.frames.size() - shown << " more frames\n";
+                           FormatCount(r.count), r.frames.empty() ? r.key : r.frames[first]);
+    for (size_t k = first + 1; k < end; ++k) {
+      out << std::string(32, ' ') << "<- " << r.frames[k] << "\n";
+    }
+    if (first > 0 || r.frames.size() > end) {
+      out << std::string(32, ' ') << "<- ... " << r.frames.size() - end << " more frames";
+      if (first > 0) out << " (and " << first << " native frames inside, not shown)";
+      out << "\n";
     }
   }
   out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(report.total_bytes),

@@ -20,6 +20,9 @@
 
 namespace memsnap::analysis {
 
+/// kFunction, kFile and kFrame key a lifetime by one frame of its (filtered) stack: the innermost
+/// frame of a Python file when there is one (with C++ stacks the innermost frame is the
+/// allocator's own malloc), else the innermost frame.
 enum class GroupBy : uint8_t { kStack, kFunction, kFile, kFrame, kAnnotation };
 /// "stack", "function", "file", "frame", "annotation".
 std::string_view GroupByName(GroupBy by);
