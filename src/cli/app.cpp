@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "memsnap/cli/command.h"
 #include "memsnap/util/build_info.h"
+#include "memsnap/util/progress.h"
 #include "memsnap/util/timer.h"
 
 namespace memsnap::cli {
@@ -47,6 +48,7 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }
 
+  SetProgressEnabled(!ctx.quiet);
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     absl::StatusOr<ExitCode> result = run(ctx);

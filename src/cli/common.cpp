@@ -11,11 +11,18 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/util/parallel.h"
+#include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::cli {
 
 absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx) {
+  // Draws only on a terminal and only when reading takes more than about a second.
+  std::optional<ProgressBar> bar;
+  if (ctx.progress && !ctx.quiet) {
+    bar.emplace("reading " + path, 0, ProgressOptions::Default());
+    bar->StartTicker();
+  }
   parse::ReadOptions options;
   options.strict = ctx.strict;
   absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
@@ -77,6 +84,7 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
     Context local = ctx;
     std::ostringstream err;
     local.err = &err;
+    local.progress = false;  // one line per file would interleave
     absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
     if (!snap.ok()) {
       // A directory may hold other files (a README, a manifest): skip what is not a snapshot.

@@ -71,9 +71,11 @@ RunFn SetupExport(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
     ProgressOptions popts = ProgressOptions::Default();
     popts.enabled = !ctx.quiet;
+    Context quiet_ctx = ctx;
+    quiet_ctx.progress = false;  // this command draws its own progress line
     ProgressBar bar(absl::StrCat("export: reading ", opts->file), 0, popts);
     bar.StartTicker();
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, quiet_ctx));
     bar.SetLabel("export: analyzing");
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;

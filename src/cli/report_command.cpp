@@ -67,13 +67,15 @@ RunFn SetupReport(CLI::App& sub) {
     }
     ProgressOptions popts = ProgressOptions::Default();
     popts.enabled = !ctx.quiet;
+    Context quiet_ctx = ctx;
+    quiet_ctx.progress = false;  // this command draws its own progress line
     ProgressBar bar(absl::StrCat("report: reading ", opts->files[0]), 0, popts);
     bar.StartTicker();
     std::vector<Snapshot> snaps;
     for (const std::string& path : opts->files) {
       bar.SetLabel(absl::StrCat("report: reading ", path));
       ScopedTimer timer("read");
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(path, ctx));
+      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(path, quiet_ctx));
       snaps.push_back(std::move(snap));
     }
     bar.SetLabel("report: analyzing");

@@ -24,6 +24,8 @@ struct Context {
   bool strict = false;          // --strict: diagnostics become errors
   bool quiet = false;           // --quiet: no warnings or progress
   bool timings = false;         // --timings: print phase timers to stderr
+  bool progress = true;         // LoadSnapshot may draw a progress line (off in parallel loads
+                                // and where the command draws its own)
 };
 
 using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;
