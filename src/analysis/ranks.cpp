@@ -74,10 +74,13 @@ RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& optio
   for (const auto& f : r.ranks) {
     if (!f.top_site.empty()) ++counts[f.top_site];
   }
-  if (counts.size() > 1) {
-    auto common = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-      return a.second < b.second;  // ties: the first in text order wins (std::map order)
-    });
+  int with_site = 0;
+  for (const auto& [site, n] : counts) with_site += n;
+  auto common = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;  // ties: the first in text order wins (std::map order)
+  });
+  // Only a majority makes a site "normal"; without one there is nothing to stand out from.
+  if (counts.size() > 1 && common->second * 2 > with_site) {
     for (const auto& f : r.ranks) {
       if (!f.top_site.empty() && f.top_site != common->first) {
         r.outliers.push_back(Outlier{f.file, "top_site", 0, 0,

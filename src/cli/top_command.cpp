@@ -1,4 +1,5 @@
 // memsnap top FILE: the largest groups of live memory at a moment (peak by default).
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -8,7 +9,9 @@
 #include "memsnap/analysis/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/analysis/ranks.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
 
@@ -16,7 +19,7 @@ namespace memsnap::cli {
 
 namespace {
 struct TopCommandOptions {
-  std::string file;
+  std::vector<std::string> files;
   std::string at = "peak";
   GroupFlags group;
   int top = 20;
@@ -24,11 +27,62 @@ struct TopCommandOptions {
   bool json = false;
   std::string folded;
 };
+// Many files (one per rank): each file's peak and largest site at the moment, then the outliers.
+absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analysis::Moment& moment,
+                                     const analysis::GroupOptions& group, Context& ctx) {
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::RankFigures>(
+          opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
+            analysis::RankFigures f;
+            f.file = snap.source.path;
+            for (const Segment& seg : snap.segments) {
+              f.reserved_bytes += seg.total_size;
+              for (const Block& b : snap.BlocksOf(seg)) {
+                if (b.state == BlockState::kActiveAllocated) f.allocated_bytes += b.size;
+              }
+            }
+            analysis::TimelineOptions to;
+            if (opts.device >= 0) to.device = opts.device;
+            absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
+            if (!tl.ok()) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat(f.file, ": ", std::string(tl.status().message())));
+            }
+            for (const analysis::DeviceTimeline& dt : tl->devices) {
+              if (dt.num_events > 0) f.peak_bytes = std::max(f.peak_bytes, dt.peak_requested);
+            }
+            ASSIGN_OR_RETURN(analysis::GroupReport rep,
+                             analysis::GroupLive(snap, *tl, moment, group));
+            for (const analysis::GroupRow& r : rep.rows) {  // rows are sorted, largest first
+              if (r.synthetic) continue;
+              f.top_site = r.key;
+              break;
+            }
+            return f;
+          }));
+  std::vector<analysis::RankFigures> figures;
+  for (auto& [path, f] : results) figures.push_back(std::move(f));
+  analysis::RankReport ranks = analysis::CompareRanks(std::move(figures));
+  if (opts.json) {
+    nlohmann::ordered_json j;
+    j["at"] = opts.at;
+    j["by"] = std::string(analysis::GroupByName(group.by));
+    j["ranks"] = report::RanksToJson(ranks);
+    PrintJson(j, ctx);
+  } else {
+    report::RenderRanksText(ranks, *ctx.out);
+  }
+  return ExitCode::kOk;
+}
+
 }  // namespace
 
 RunFn SetupTop(CLI::App& sub) {
   auto opts = std::make_shared<TopCommandOptions>();
-  sub.add_option("file", opts->file, "Snapshot file")->required();
+  sub.add_option("files", opts->files,
+                 "Snapshot file; several files (or a directory of ranks) give a per-rank table")
+      ->required();
   sub.add_option("--at", opts->at, "peak | end | TIME (time_us) | event:N")->capture_default_str();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top, "Rows to show; the rest fold into one '[N others]' row")
@@ -44,21 +98,25 @@ RunFn SetupTop(CLI::App& sub) {
       "  memsnap top snap.pickle\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"
-      "  memsnap top --folded - snap.pickle | flamegraph.pl > peak.svg");
+      "  memsnap top --folded - snap.pickle | flamegraph.pl > peak.svg\n"
+      "  memsnap top ranks/          # per-rank peak and top site, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
     if (opts->top < 1) return absl::InvalidArgumentError("--top: must be >= 1");
+    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
+    if (inputs.size() > 1) return RunTopRanks(*opts, moment, group, ctx);
+    const std::string& file = inputs[0].path;
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t c0 = std::clock();
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(file, ctx));
     const auto t1 = std::chrono::steady_clock::now();
     const std::clock_t c1 = std::clock();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
+      return absl::InvalidArgumentError(absl::StrCat(file, ": ", std::string(tl.status().message())));
     }
     ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *tl, moment, group));
     if (ctx.timings) {
@@ -78,7 +136,7 @@ RunFn SetupTop(CLI::App& sub) {
     analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
     if (opts->json) {
       nlohmann::ordered_json j;
-      j["file"] = opts->file;
+      j["file"] = file;
       j["at"] = opts->at;
       j.update(report::GroupToJson(rep, rows));
       PrintJson(j, ctx);

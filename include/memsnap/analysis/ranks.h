@@ -39,7 +39,7 @@ struct RankOptions {
 
 /// Compares ranks: always names the rank with the highest peak (or reserved bytes without
 /// traces), any rank more than `deviation` above the median of a metric, and ranks whose top
-/// site differs from the most common top site.
+/// site differs from the top site a majority of ranks share.
 RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options = {});
 
 }  // namespace memsnap::analysis
