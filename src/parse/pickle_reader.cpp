@@ -25,7 +25,6 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
 #include "parse/schema_common.h"
-#include "memsnap/util/memory.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
@@ -275,9 +274,11 @@ class PickleDecoder {
     // Reserve generously: untouched capacity costs address space, not resident memory, and it
     // avoids the transient 3x of a vector doubling on multi-GB inputs.
     size_t n = data_.size();
-    ReserveHuge(snap_.events, n / 24 + 16);
-    ReserveHuge(memo_, n / 16 + 16);
-    ReserveHuge(dicts_, n / 24 + 16);
+    // Not ReserveHuge: transparent huge pages saved a little on a quiet machine but cost 0.3 s of
+    // direct compaction when another process had just freed a lot of memory (docs/BENCHMARKS.md).
+    snap_.events.reserve(n / 24 + 16);
+    memo_.reserve(n / 16 + 16);
+    dicts_.reserve(n / 24 + 16);
   }
 
   absl::StatusOr<Snapshot> Run();
