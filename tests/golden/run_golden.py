@@ -21,6 +21,12 @@ def main():
             code = open(setup).read()
             exec(compile(code, setup, "exec"), {"tmp": tmp, "testdata": testdata,
                                                 "source_dir": source_dir})
+        # Inputs are passed as paths relative to the scratch folder through the links @testdata
+        # and @corpus, so that output (and column widths computed from file names) does not
+        # depend on where the checkout lives.
+        os.symlink(testdata, os.path.join(tmp, "@testdata"))
+        if os.path.isdir(corpus):
+            os.symlink(corpus, os.path.join(tmp, "@corpus"))
         args = []
         for line in open(os.path.join(case_dir, "args")).read().splitlines():
             if not line.strip() or line.startswith("#"):
@@ -28,8 +34,7 @@ def main():
             if "@corpus/" in line and not os.path.isdir(corpus):
                 print("skipped: ../shared/snapshots not found")
                 return 0
-            args.append(line.replace("@testdata/", testdata + "/").replace("@corpus/", corpus + "/")
-                        .replace("@tmp/", tmp + "/"))
+            args.append(line.replace("@tmp/", tmp + "/"))
         proc = subprocess.run([memsnap] + args, capture_output=True, text=True, cwd=tmp,
                               env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
 
