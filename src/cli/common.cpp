@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/export_tables.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
@@ -116,28 +117,10 @@ void PrintJson(const nlohmann::ordered_json& j, Context& ctx) {
 }
 
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx) {
-  if (path == "-") {
-    ctx.out->write(content.data(), static_cast<std::streamsize>(content.size()));
+  return report::WriteStreamedOutput(path, *ctx.out, [&](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
     return absl::OkStatus();
-  }
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
-    f.write(content.data(), static_cast<std::streamsize>(content.size()));
-    f.close();
-    if (!f) {
-      std::filesystem::remove(tmp);
-      return absl::InvalidArgumentError(absl::StrCat(path, ": write failed"));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
+  });
 }
 
 }  // namespace memsnap::cli
