@@ -45,6 +45,7 @@ enum class Tag : uint8_t {
   kTuple,    // ref = tuple handle
   kRun,      // list item only: records [ref, ref + i) of kind `kind`
   kFrameRef, // a frame dict already interned: ref = FrameId (memo GETs of frames yield this)
+  kEventRef, // a trace-entry dict decoded by the fast path (TryEventDict): ref = event record
 };
 
 enum class Kind : uint8_t {
@@ -135,7 +136,8 @@ const char* TagName(Tag t) {
     case Tag::kList: return "list";
     case Tag::kTuple: return "tuple";
     case Tag::kRun: return "record";
-    case Tag::kFrameRef: return "dict";
+    case Tag::kFrameRef:
+    case Tag::kEventRef: return "dict";
   }
   return "?";
 }
@@ -323,6 +325,21 @@ class PickleDecoder {
   // otherwise it leaves pos_ untouched and decoding proceeds normally.
   void TryFrameList();
 
+  // Fast path for trace entries, the bulk of every file. Called right after EMPTY_DICT: when the
+  // dict is memoized, its first key is "action" and every item has the shape PyTorch writes
+  // (memo GETs of known keys, small ints, actions and "N/A" by memo GET, frames by memo GET or as a
+  // new list of memoized frames), it decodes the whole entry straight into a TraceEvent, pushes a
+  // kEventRef and returns true. Otherwise it undoes its memo and list entries and returns false
+  // with pos_ untouched, and the generic opcode loop decodes the entry (and reports its errors).
+  bool TryEventDict();
+  // Pieces of TryEventDict; each reads at p, advances it on success, and returns false when the
+  // bytes are not the expected shape (the caller then rolls back).
+  bool FastGet(size_t& p, uint64_t& packed) const;
+  bool FastMemoPut(size_t& p, uint64_t packed);
+  bool FastInt(size_t& p, int64_t& v) const;
+  bool FastFrames(size_t& p, StackId& stack);
+  bool FastEmptyText(size_t& p);
+
   // ---- memo ----
   absl::Status MemoPut(size_t at, uint64_t index);
   // Pushes memo entry `index`; false when there is none. Inline: GETs are most of the opcodes of
@@ -466,6 +483,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
     case Tag::kTuple:
     case Tag::kNone:
     case Tag::kFrameRef:
+    case Tag::kEventRef:
       packed = static_cast<uint64_t>(v.tag) | (uint64_t{v.ref} << 4);
       break;
     default:
@@ -517,6 +535,223 @@ void PickleDecoder::TryFrameList() {
   marks_.pop_back();
   l.stack = snap_.stacks.Intern(frame_scratch_);
   pos_ = p + 1;
+}
+
+[[gnu::always_inline]] inline bool PickleDecoder::FastGet(size_t& p, uint64_t& packed) const {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  uint64_t index;
+  if (p + 1 < size && d[p] == BINGET) {
+    index = d[p + 1];
+    p += 2;
+  } else if (p + 4 < size && d[p] == LONG_BINGET) {
+    uint32_t v;
+    std::memcpy(&v, d + p + 1, 4);
+    index = v;
+    p += 5;
+  } else {
+    return false;
+  }
+  if (index >= memo_.size()) return false;
+  packed = memo_[index];
+  return packed != ~uint64_t{0};
+}
+
+// Memoizes `packed` when the next opcode memoizes; only appends (MEMOIZE, or BINPUT of the next
+// index, which is what every writer emits), so a rollback is a truncation.
+[[gnu::always_inline]] inline bool PickleDecoder::FastMemoPut(size_t& p, uint64_t packed) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p >= size) return false;
+  if (d[p] == MEMOIZE) {
+    ++p;
+  } else if (d[p] == BINPUT) {
+    if (p + 1 >= size || d[p + 1] != memo_.size()) return false;
+    p += 2;
+  } else if (d[p] == LONG_BINPUT) {
+    uint32_t v;
+    if (p + 4 >= size) return false;
+    std::memcpy(&v, d + p + 1, 4);
+    if (v != memo_.size()) return false;
+    p += 5;
+  } else {
+    return true;  // not memoized
+  }
+  memo_.push_back(packed);
+  return true;
+}
+
+[[gnu::always_inline]] inline bool PickleDecoder::FastInt(size_t& p, int64_t& v) const {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p + 1 >= size) return false;
+  switch (d[p]) {
+    case BININT1:
+      v = d[p + 1];
+      p += 2;
+      return true;
+    case BININT2: {
+      if (p + 2 >= size) return false;
+      uint16_t u;
+      std::memcpy(&u, d + p + 1, 2);
+      v = u;
+      p += 3;
+      return true;
+    }
+    case BININT: {
+      if (p + 4 >= size) return false;
+      int32_t i;
+      std::memcpy(&i, d + p + 1, 4);
+      v = i;
+      p += 5;
+      return true;
+    }
+    case LONG1: {
+      size_t n = d[p + 1];
+      if (n == 0 || n >= 8 || p + 2 + n > size) return false;
+      uint64_t u = 0;
+      std::memcpy(&u, d + p + 2, n);
+      int shift = static_cast<int>(64 - 8 * n);
+      v = static_cast<int64_t>(u << shift) >> shift;  // sign-extend
+      p += 2 + n;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// `frames`: a memo GET of a list already interned as a stack, or a new list of memoized frames
+// (`EMPTY_LIST [memo] MARK GET... APPENDS`).
+inline bool PickleDecoder::FastFrames(size_t& p, StackId& stack) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p >= size) return false;
+  if (d[p] != EMPTY_LIST) {
+    uint64_t packed;
+    if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kList)) return false;
+    stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
+    return stack.valid();
+  }
+  ++p;
+  auto list = static_cast<uint32_t>(lists_.size());
+  lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0, StackId(), false});
+  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kList) | (uint64_t{list} << 4))) return false;
+  if (p >= size || d[p] != MARK) return false;
+  ++p;
+  frame_scratch_.clear();
+  uint64_t packed;
+  size_t q = p;
+  while (FastGet(q, packed)) {
+    if ((packed & 15) != kFrameTag) return false;
+    frame_scratch_.push_back(FrameId(static_cast<uint32_t>(packed >> 4)));
+    p = q;
+  }
+  if (p >= size || d[p] != APPENDS || frame_scratch_.empty()) return false;
+  ++p;
+  stack = snap_.stacks.Intern(frame_scratch_);
+  lists_[list].stack = stack;
+  return true;
+}
+
+// compile_context / user_metadata as PyTorch writes them when the feature is off: "N/A" or "",
+// by memo GET or as a new (possibly memoized) string. Anything else needs the generic path.
+inline bool PickleDecoder::FastEmptyText(size_t& p) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p + 1 < size && d[p] == SHORT_BINUNICODE) {
+    size_t n = d[p + 1];
+    StrId id;
+    if (n == 0) {
+      id = StringPool::kEmpty;
+    } else if (n == 3 && p + 5 <= size && std::memcmp(d + p + 2, "N/A", 3) == 0) {
+      id = na_;
+    } else {
+      return false;
+    }
+    p += 2 + n;
+    return FastMemoPut(p, static_cast<uint64_t>(Tag::kStr) | (uint64_t{id.v} << 4));
+  }
+  uint64_t packed;
+  if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) return false;
+  auto ref = static_cast<uint32_t>(packed >> 4);
+  return ref == na_.v || ref == StringPool::kEmpty.v;
+}
+
+bool PickleDecoder::TryEventDict() {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  size_t memo_before = memo_.size();
+  size_t lists_before = lists_.size();
+  auto rollback = [&] {
+    memo_.resize(memo_before);
+    lists_.resize(lists_before);
+    return false;
+  };
+  size_t p = pos_;
+  auto record = static_cast<uint32_t>(snap_.events.size());
+  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kEventRef) | (uint64_t{record} << 4))) {
+    return rollback();
+  }
+  if (p >= size || d[p] != MARK) return rollback();
+  ++p;
+  TraceEvent e;
+  bool first = true;
+  while (true) {
+    if (p >= size) return rollback();
+    if (d[p] == SETITEMS) break;
+    uint64_t packed;
+    if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) return rollback();
+    auto ref = static_cast<uint32_t>(packed >> 4);
+    Key key = ref < key_codes_.size() ? key_codes_[ref] : Key::kOther;
+    if (first && key != Key::kAction) return rollback();
+    first = false;
+    bool ok = false;
+    int64_t v = 0;
+    switch (key) {
+      case Key::kAction: {
+        uint64_t a;
+        ok = FastGet(p, a) && (a & 15) == static_cast<uint64_t>(Tag::kStr);
+        if (ok) {
+          e.action = ActionOf(StrId(static_cast<uint32_t>(a >> 4)));
+          ok = e.action != Action::kUnknown;  // unknown actions warn through the generic path
+        }
+        break;
+      }
+      case Key::kAddr:
+      case Key::kDeviceFree:
+        ok = FastInt(p, v);
+        e.addr = static_cast<uint64_t>(v);
+        break;
+      case Key::kSize:
+        ok = FastInt(p, v);
+        e.size = v;
+        break;
+      case Key::kStream:
+        ok = FastInt(p, v);
+        e.stream = v;
+        break;
+      case Key::kTimeUs:
+        ok = FastInt(p, v);
+        e.time_us = v;
+        break;
+      case Key::kFrames:
+        ok = FastFrames(p, e.stack);
+        break;
+      case Key::kCompileContext:
+      case Key::kUserMetadata:
+        ok = FastEmptyText(p);
+        break;
+      default:
+        break;
+    }
+    if (!ok) return rollback();
+  }
+  if (first) return rollback();
+  snap_.events.push_back(e);
+  stack_.push_back(Value{Tag::kEventRef, Kind::kEvent, record, 0});
+  pos_ = p + 1;
+  return true;
 }
 
 absl::StatusOr<Value> PickleDecoder::DecodeLong(size_t at, std::string_view b) {
@@ -592,6 +827,9 @@ absl::Status PickleDecoder::Append(size_t at, const Value& list, const Value* it
     uint32_t record = 0;
     if (v.tag == Tag::kFrameRef) {
       kind = Kind::kFrame;
+      record = v.ref;
+    } else if (v.tag == Tag::kEventRef) {
+      kind = Kind::kEvent;
       record = v.ref;
     } else if (v.tag == Tag::kDict) {
       const DictObj& d = dicts_[v.ref];
@@ -682,6 +920,11 @@ uint32_t PickleDecoder::CreateRecord(Kind kind) {
 }
 
 absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* items, size_t n) {
+  if (dict.tag == Tag::kEventRef) {
+    // More items for a trace entry that the fast path decoded (legal, never written by PyTorch).
+    if (n % 2 != 0) return Error(at, "SETITEMS with an odd number of items");
+    return ApplyEvent(at, dict.ref, items, n);
+  }
   if (dict.tag != Tag::kDict) {
     return Error(at, absl::StrCat("SETITEM(S) on a ", TagName(dict.tag), ", not a dict"));
   }
@@ -1601,7 +1844,7 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         break;
       }
       case EMPTY_DICT:
-        stack_.push_back(NewDict());
+        if (!TryEventDict()) stack_.push_back(NewDict());
         break;
       case EMPTY_LIST:
         stack_.push_back(NewList());
