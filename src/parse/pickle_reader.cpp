@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
 #include "parse/schema_common.h"
+#include "memsnap/util/memory.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
@@ -450,6 +451,7 @@ class PickleDecoder {
   std::vector<EventExtra> extras_;
   std::vector<FrameId> frame_scratch_;
   uint64_t clamped_ints_ = 0;
+  Prefaulter events_prefault_;
   // Work that re-reads shared objects (moved list items, records copied because a list holds them
   // out of order or twice, tuples of frames, shared lists under several keys) is charged here. Real
   // files need almost none; a hostile file that shares one big list a million times through memo
@@ -610,7 +612,13 @@ void PickleDecoder::TryFrameList() {
       size_t n = d[p + 1];
       if (n == 0 || n >= 8 || p + 2 + n > size) return false;
       uint64_t u = 0;
-      std::memcpy(&u, d + p + 2, n);
+      if (p + 2 + 8 <= size) [[likely]] {
+        // One 8-byte load, the bytes past the value shifted out below: a variable-length memcpy
+        // compiles to byte stores that stall the load that follows them.
+        std::memcpy(&u, d + p + 2, 8);
+      } else {
+        std::memcpy(&u, d + p + 2, n);
+      }
       int shift = static_cast<int>(64 - 8 * n);
       v = static_cast<int64_t>(u << shift) >> shift;  // sign-extend
       p += 2 + n;
@@ -749,6 +757,7 @@ bool PickleDecoder::TryEventDict() {
   }
   if (first) return rollback();
   snap_.events.push_back(e);
+  events_prefault_.Touch(snap_.events);
   stack_.push_back(Value{Tag::kEventRef, Kind::kEvent, record, 0});
   pos_ = p + 1;
   return true;
