@@ -1,5 +1,6 @@
 // Large per-event vectors fault in 4 KiB pages one by one, which costs a third of the time of a
-// pass over a multi-million-event trace; asking for transparent huge pages cuts that.
+// pass over a multi-million-event trace. Two remedies, both advisory (ignored where unsupported):
+// transparent huge pages, and pre-faulting ahead of a growing vector's end in a few large steps.
 #pragma once
 
 #include <sys/mman.h>
@@ -11,7 +12,9 @@
 namespace memsnap {
 
 /// v.reserve(n), then advises the kernel to back the reserved range with transparent huge pages.
-/// Advisory only: ignored where unsupported. Untouched capacity still costs no resident memory.
+/// Untouched capacity still costs no resident memory. Beware: huge pages come from free 2 MiB
+/// blocks, which a virtual machine's free page reporting may have handed back to the host; the
+/// first touch then costs far more than 4 KiB pages would (docs/BENCHMARKS.md).
 template <class T>
 void ReserveHuge(std::vector<T>& v, size_t n) {
   v.reserve(n);
@@ -23,8 +26,8 @@ void ReserveHuge(std::vector<T>& v, size_t n) {
 
 /// Pre-faults a growing vector's capacity ahead of its end, a few MiB at a time, with
 /// MADV_POPULATE_WRITE: one system call per chunk instead of one page fault per 4 KiB page.
-/// Call it after appending; it does nothing until the end crosses the populated mark. Advisory
-/// only: where the kernel lacks MADV_POPULATE_WRITE (before Linux 5.14) pages fault as usual.
+/// Call it after appending; it does nothing until the end crosses the populated mark. Where the
+/// kernel lacks MADV_POPULATE_WRITE (before Linux 5.14) pages fault as usual.
 class Prefaulter {
  public:
   template <class T>
@@ -36,27 +39,7 @@ class Prefaulter {
   }
 
  private:
-  void Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
-    constexpr uintptr_t kPage = 4096;
-    constexpr uintptr_t kChunk = uintptr_t{4} << 20;
-    if (data != data_) {  // the vector reallocated: start over in its new storage
-      data_ = data;
-      populated_ = data;
-    }
-    const uintptr_t from = std::max((populated_ + kPage - 1) & ~(kPage - 1), end & ~(kPage - 1));
-    const uintptr_t to = std::min(from + kChunk, cap_end & ~(kPage - 1));
-    mark_ = to > end + kPage ? to - kPage : UINTPTR_MAX;
-    if (to <= from) return;
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
-      mark_ = UINTPTR_MAX;  // unsupported here: stop trying
-      return;
-    }
-#else
-    mark_ = UINTPTR_MAX;
-#endif
-    populated_ = to;
-  }
+  void Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end);
   uintptr_t data_ = 0;
   uintptr_t populated_ = 0;
   uintptr_t mark_ = 0;

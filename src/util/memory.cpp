@@ -1,0 +1,27 @@
+#include "memsnap/util/memory.h"
+
+namespace memsnap {
+
+void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
+  constexpr uintptr_t kPage = 4096;
+  constexpr uintptr_t kChunk = uintptr_t{4} << 20;
+  if (data != data_) {  // the vector reallocated: start over in its new storage
+    data_ = data;
+    populated_ = data;
+  }
+  const uintptr_t from = std::max((populated_ + kPage - 1) & ~(kPage - 1), end & ~(kPage - 1));
+  const uintptr_t to = std::min(from + kChunk, cap_end & ~(kPage - 1));
+  mark_ = to > end + kPage ? to - kPage : UINTPTR_MAX;
+  if (to <= from) return;
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
+    mark_ = UINTPTR_MAX;  // unsupported here: stop trying
+    return;
+  }
+#else
+  mark_ = UINTPTR_MAX;
+#endif
+  populated_ = to;
+}
+
+}  // namespace memsnap
