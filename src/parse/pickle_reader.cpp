@@ -340,6 +340,18 @@ class PickleDecoder {
   bool FastInt(size_t& p, int64_t& v) const;
   bool FastFrames(size_t& p, StackId& stack);
   bool FastEmptyText(size_t& p);
+  // The previous trace entry's keys by position: the bytes of their memo GETs and what they meant.
+  // Valid while the memo entries they name keep their values: cleared when the memo is
+  // overwritten (BINPUT to an existing index) or truncated (a rollback).
+  struct KeyCacheEntry {
+    uint64_t bytes = 0;
+    uint64_t mask = 0;
+    Key key = Key::kOther;
+    uint8_t length = 0;
+  };
+  static constexpr uint32_t kKeyCacheSize = 16;
+  KeyCacheEntry key_cache_[kKeyCacheSize];
+  uint32_t key_cache_size_ = 0;
 
   // ---- memo ----
   absl::Status MemoPut(size_t at, uint64_t index);
@@ -497,6 +509,7 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   if (index == memo_.size()) {
     memo_.push_back(packed);
   } else if (index < memo_.size()) {
+    key_cache_size_ = 0;  // a memo entry changes value: cached key GETs may be stale
     memo_[index] = packed;
   } else {
     // BINPUT may skip indices; writers number them densely, so a far jump is hostile input.
@@ -694,6 +707,7 @@ bool PickleDecoder::TryEventDict() {
   auto rollback = [&] {
     memo_.resize(memo_before);
     lists_.resize(lists_before);
+    key_cache_size_ = 0;  // its memo indices may be reused differently by the generic path
     return false;
   };
   size_t p = pos_;
@@ -705,13 +719,34 @@ bool PickleDecoder::TryEventDict() {
   ++p;
   TraceEvent e;
   bool first = true;
-  while (true) {
+  for (uint32_t item = 0;; ++item) {
     if (p >= size) return rollback();
     if (d[p] == SETITEMS) break;
-    uint64_t packed;
-    if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) return rollback();
-    auto ref = static_cast<uint32_t>(packed >> 4);
-    Key key = ref < key_codes_.size() ? key_codes_[ref] : Key::kOther;
+    // The keys are the same memo GETs, in the same order, entry after entry: compare the GET's
+    // bytes with the previous entry's key at this position before resolving them through the memo.
+    Key key;
+    uint64_t word = 0;
+    const bool wide = p + 8 <= size;
+    if (wide) std::memcpy(&word, d + p, 8);
+    if (item < key_cache_size_ && wide &&
+        (word & key_cache_[item].mask) == key_cache_[item].bytes) [[likely]] {
+      key = key_cache_[item].key;
+      p += key_cache_[item].length;
+    } else {
+      size_t at = p;
+      uint64_t packed;
+      if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) {
+        return rollback();
+      }
+      auto ref = static_cast<uint32_t>(packed >> 4);
+      key = ref < key_codes_.size() ? key_codes_[ref] : Key::kOther;
+      if (wide && item < kKeyCacheSize) {
+        const size_t length = p - at;  // 2 (BINGET) or 5 (LONG_BINGET)
+        const uint64_t mask = (uint64_t{1} << (8 * length)) - 1;
+        key_cache_[item] = KeyCacheEntry{word & mask, mask, key, static_cast<uint8_t>(length)};
+        key_cache_size_ = item + 1;
+      }
+    }
     if (first && key != Key::kAction) return rollback();
     first = false;
     bool ok = false;

@@ -59,6 +59,73 @@ TEST_SUITE("pickle_reader") {
     CHECK(s.events[399].addr == 4096u * 399);
   }
 
+  TEST_CASE("trace entries of every shape decode the same in pickles of every protocol as in JSON") {
+    // The decoder takes trace entries of PyTorch's usual shape on a fast path and everything else
+    // through the generic opcode loop; the shapes below interleave both, in every protocol, and
+    // must give the model the JSON reader gives.
+    const std::string kData =
+        "fr = [{'name': 'f%d' % i, 'filename': 'm.py', 'line': i} for i in range(10)]\n"
+        "shared = [fr[0], fr[1]]\n"
+        "ev = []\n"
+        "for i in range(600):\n"
+        "    e = {'action': 'alloc', 'addr': 4096 * i, 'size': 512 + i, 'stream': 0,\n"
+        "         'time_us': 1000 + i, 'compile_context': 'N/A', 'user_metadata': '',\n"
+        "         'frames': [fr[i % 10], fr[(i + 1) % 10]]}\n"
+        "    k = i % 14\n"
+        "    if k == 0: e = dict(reversed(list(e.items())))\n"
+        "    if k == 1: e = {'addr': e['addr'], **e}\n"
+        "    if k == 2: e['unknown_key'] = [1, 2]\n"
+        "    if k == 3: e['compile_context'] = 'ctx%d' % i\n"
+        "    if k == 4: e['frames'] = shared\n"
+        "    if k == 5: e['frames'] = []\n"
+        "    if k == 6: e['frames'] = [fr[3]]\n"
+        "    if k == 7: e['action'] = 'free_requested'\n"
+        "    if k == 8: e['addr'] = 2**64 - 1\n"
+        "    if k == 9: e['stream'] = 2**63 + 5\n"
+        "    if k == 10: e['time_us'] = None\n"
+        "    if k == 11: e['user_metadata'] = 'meta%d' % i\n"
+        "    if k == 12: e['action'] = 'not_an_action'\n"
+        "    if k == 13: e['frames'] = [fr[i % 10]] * 1200\n"
+        "    ev.append(e)\n"
+        "data = {'segments': [], 'device_traces': [ev]}\n";
+    Snapshot json = ParseOrFail(testing::RunPython(
+        kData + "import json\nsys.stdout.write(json.dumps(data))\n"));
+    REQUIRE(json.events.size() == 600);
+    const std::string reference = testing::ModelText(json);
+    for (int protocol : {2, 3, 4, 5}) {
+      CAPTURE(protocol);
+      Snapshot s = ParseOrFail(testing::RunPython(
+          kData + "sys.stdout.buffer.write(pickle.dumps(data, protocol=" +
+          std::to_string(protocol) + "))\n"));
+      CHECK(testing::ModelText(s) == reference);
+      CHECK(s.diagnostics.warnings.size() == json.diagnostics.warnings.size());
+    }
+  }
+
+  TEST_CASE("a memo entry overwritten between trace entries changes what a key GET means") {
+    // The fast path remembers the previous entry's key GETs; a BINPUT over a key's memo slot
+    // (legal, never written by PyTorch) must not leave it reading the old key.
+    PickleBuilder b(4);
+    b.Op('}').Mark().Str("segments").Op(']').Str("device_traces").Op(']').Mark().Op(']').Mark();
+    // Entry 0 introduces the keys (memo 0-3); entry 1 reads them back by GET.
+    b.Op('}').Mark().Str("action").Op('q').U8(0).Str("alloc").Op('q').U8(1);
+    b.Str("addr").Op('q').U8(2).Int1(1).Str("size").Op('q').U8(3).Int1(10).Op('u');
+    b.Op('}').Mark().Op('h').U8(0).Op('h').U8(1).Op('h').U8(2).Int1(2).Op('h').U8(3).Int1(20);
+    b.Op('u');
+    // Memo 3 becomes "stream": the same GET bytes now name another key.
+    b.Str("stream").Op('q').U8(3).Op('0');
+    b.Op('}').Mark().Op('h').U8(0).Op('h').U8(1).Op('h').U8(2).Int1(3).Op('h').U8(3).Int1(30);
+    b.Op('u');
+    b.Op('e').Op('e').Op('u').Stop();
+    Snapshot s = ParseOrFail(b.bytes());
+    REQUIRE(s.events.size() == 3);
+    CHECK(s.events[1].size == 20);
+    CHECK(s.events[1].stream == 0);
+    CHECK(s.events[2].addr == 3);
+    CHECK(s.events[2].size == 0);
+    CHECK(s.events[2].stream == 30);
+  }
+
   TEST_CASE("a hand-assembled stream using every accepted opcode decodes") {
     PickleBuilder b(4);
     b.Op(0x95).U64(0);  // FRAME
