@@ -2,8 +2,6 @@
 // address, then a reconciliation with the final state (ghosts, open blocks, anchoring).
 #include "memsnap/analysis/timeline.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
@@ -95,16 +93,13 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   dt.end_rounded = fin.rounded;
   dt.end_reserved = fin.reserved;
 
-  ReserveHuge(dt.live_requested, n);
-  ReserveHuge(dt.live_rounded, n);
-  ReserveHuge(dt.reserved, n);
+  ReservePopulated(dt.live_requested, n);
   dt.live_requested.resize(n);
-  dt.live_rounded.resize(n);
-  dt.reserved.resize(n);
   AddrMap<AddrState> addrs;
   AddrMap<AddrState> seg_addrs;
   addrs.reserve(fin.active.size());  // small: the table should stay in cache
-  ReserveHuge(dt.blocks, n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
+  dt.blocks.reserve(n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
+  Prefaulter blocks_prefault;
   int64_t cur_req = 0, cur_round = 0, cur_res = 0;
   int64_t pre_req = 0, pre_round = 0, pre_res = 0;
 
@@ -124,8 +119,6 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   };
 
   int64_t* const out_req = dt.live_requested.data();
-  int64_t* const out_round = dt.live_rounded.data();
-  int64_t* const out_res = dt.reserved.data();
   // free_completed almost always follows free_requested at the same address: reuse that lookup.
   // The pointer stays valid because nothing is inserted between the two events.
   uint64_t last_addr = 0;
@@ -161,6 +154,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         lt.alloc_event = i;
         cur_req += lt.requested_size;
         cur_round += lt.rounded_size;
+        blocks_prefault.Touch(dt.blocks);
         break;
       }
       case Action::kFreeRequested: {
@@ -193,6 +187,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         s.stream = e.stream;
         s.begin_event = i;
         cur_res += e.size;
+        dt.reserved_steps.push_back(ReservedStep{i, cur_res});
         break;
       }
       case Action::kSegmentFree:
@@ -212,6 +207,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         SegmentLifetime& s = dt.segments[st.open];
         s.end_event = i;
         cur_res -= e.size;
+        dt.reserved_steps.push_back(ReservedStep{i, cur_res});
         // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
         if (s.mapping && e.size < s.size) {
           s.size -= e.size;
@@ -225,12 +221,9 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         break;
     }
     out_req[i] = cur_req;
-    out_round[i] = cur_round;
-    out_res[i] = cur_res;
   }
 
   // Reconcile lifetimes live at the end with the final blocks; the rest of the final blocks are ghosts.
-  std::vector<int64_t> round_fix;  // rounded-size corrections, applied from the alloc event on
   std::vector<uint8_t> used(snap.blocks.size(), 0);
   for (BlockLifetime& lt : dt.blocks) {
     if (!lt.live_at_end()) continue;
@@ -247,21 +240,8 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
     int64_t fix = blk.size - lt.rounded_size;
     if (fix != 0) {
       lt.rounded_size = blk.size;
-      if (lt.alloc_event == kNone) {
-        pre_round += fix;
-      } else {
-        if (round_fix.empty()) round_fix.assign(n + 1, 0);
-        round_fix[lt.alloc_event] += fix;
-      }
+      (lt.alloc_event == kNone ? pre_round : cur_round) += fix;
     }
-  }
-  if (!round_fix.empty()) {
-    int64_t acc = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      acc += round_fix[i];
-      dt.live_rounded[i] += acc;
-    }
-    cur_round += acc;
   }
   int64_t ghost_req = 0, ghost_round = 0;
   for (uint32_t s : fin.segments) {  // address order: deterministic ghost order
@@ -335,18 +315,19 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   dt.peak_event = -1;
   dt.peak_reserved = dt.start_reserved;
   dt.peak_reserved_event = -1;
-  // One pass: shift the curves by their start values and find the peaks.
+  // Shift the curves by their start values and find the peaks.
   for (uint32_t i = 0; i < n; ++i) {
     const int64_t req = (out_req[i] += dt.start_requested);
-    out_round[i] += dt.start_rounded;
-    const int64_t res = (out_res[i] += dt.start_reserved);
     if (req > dt.peak_requested) {
       dt.peak_requested = req;
       dt.peak_event = i;
     }
-    if (res > dt.peak_reserved) {
-      dt.peak_reserved = res;
-      dt.peak_reserved_event = i;
+  }
+  for (ReservedStep& step : dt.reserved_steps) {
+    step.bytes += dt.start_reserved;
+    if (step.bytes > dt.peak_reserved) {
+      dt.peak_reserved = step.bytes;
+      dt.peak_reserved_event = step.event;
     }
   }
 }
@@ -367,6 +348,24 @@ std::string_view LifetimeClassName(LifetimeClass c) {
     case LifetimeClass::kOpen: return "open";
   }
   return "?";
+}
+
+int64_t DeviceTimeline::ReservedAt(int64_t e) const {
+  auto it = std::upper_bound(
+      reserved_steps.begin(), reserved_steps.end(), e,
+      [](int64_t x, const ReservedStep& s) { return x < static_cast<int64_t>(s.event); });
+  return it == reserved_steps.begin() ? start_reserved : (it - 1)->bytes;
+}
+
+std::vector<int64_t> LiveRoundedCurve(const DeviceTimeline& dt) {
+  std::vector<int64_t> curve(dt.num_events, 0);
+  for (const BlockLifetime& lt : dt.blocks) {
+    if (lt.alloc_event != kNone) curve[lt.alloc_event] += lt.rounded_size;
+    if (lt.free_completed_event != kNone) curve[lt.free_completed_event] -= lt.rounded_size;
+  }
+  int64_t value = dt.start_rounded;
+  for (int64_t& v : curve) v = (value += v);
+  return curve;
 }
 
 int64_t DeviceTimeline::TimeOf(const Snapshot& snap, int64_t e) const {

@@ -353,6 +353,7 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     sink.Add(Counter("reserved", pid, ts0, last_res));
     stats.counter_events += 2;
     const TraceEvent* events = snap.events.data() + dt.event_begin;
+    analysis::ReservedCursor reserved(dt);
     for (uint32_t e = 0; e < dt.num_events; ++e) {
       int64_t ts = clock.Ts(snap, dt, e);
       if (dt.live_requested[e] != last_live) {
@@ -360,8 +361,8 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
         sink.Add(Counter("live", pid, ts, last_live));
         ++stats.counter_events;
       }
-      if (dt.reserved[e] != last_res) {
-        last_res = dt.reserved[e];
+      if (reserved.At(e) != last_res) {
+        last_res = reserved.At(e);
         sink.Add(Counter("reserved", pid, ts, last_res));
         ++stats.counter_events;
       }

@@ -9,6 +9,9 @@
 namespace memsnap::report {
 
 using analysis::DeviceTimeline;
+using analysis::LiveRoundedCurve;
+using analysis::ReservedCursor;
+using analysis::ReservedStep;
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -46,7 +49,11 @@ WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
       f.peak_bytes = dt.live_requested[e];
       f.peak_event = e;
     }
-    f.peak_reserved = std::max(f.peak_reserved, dt.reserved[e]);
+  }
+  for (const ReservedStep& step : dt.reserved_steps) {
+    if (step.event > w.from && step.event <= w.to) {
+      f.peak_reserved = std::max(f.peak_reserved, step.bytes);
+    }
   }
   return f;
 }
@@ -79,10 +86,11 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
     live[0] = live_last[0] = dt.start_requested;
     res[0] = res_last[0] = dt.start_reserved;
   }
+  ReservedCursor reserved(dt);
   for (int64_t e = first; e <= w.to; ++e) {
     int c = col_of(e);
     live[c] = std::max(live[c], live_last[c] = dt.live_requested[e]);
-    res[c] = std::max(res[c], res_last[c] = dt.reserved[e]);
+    res[c] = std::max(res[c], res_last[c] = reserved.At(e));
   }
   for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
     if (live[c] < 0) live[c] = live_last[c] = live_last[c - 1];
@@ -155,10 +163,12 @@ void RenderTimelineCsvHeader(std::ostream& out) {
 void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
                        std::ostream& out) {
   std::string buf;
+  const std::vector<int64_t> rounded = LiveRoundedCurve(dt);
+  ReservedCursor reserved(dt);
   for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
     int64_t t = dt.TimeOf(snap, e);
     absl::StrAppend(&buf, dt.device, ",", e, ",", t == kNoTime ? std::string() : absl::StrCat(t),
-                    ",", dt.live_requested[e], ",", dt.live_rounded[e], ",", dt.reserved[e], "\n");
+                    ",", dt.live_requested[e], ",", rounded[e], ",", reserved.At(e), "\n");
     if (buf.size() > (1 << 16)) {
       out << buf;
       buf.clear();
@@ -183,7 +193,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
   j["end_reserved_bytes"] = dt.ReservedAt(w.to);
-  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded : dt.live_rounded[w.to];
+  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded : LiveRoundedCurve(dt)[w.to];
   j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   j["frees_without_alloc"] = dt.frees_without_alloc;
   Json classes;

@@ -1,6 +1,20 @@
 #include "memsnap/util/memory.h"
 
+#include <sys/mman.h>
+
 namespace memsnap {
+
+void PopulateForWrite(const void* data, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
 
 void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
   constexpr uintptr_t kPage = 4096;

@@ -58,8 +58,11 @@ TEST_SUITE("timeline-corpus") {
         CHECK(dt.start_reserved >= 0);
         if (dt.num_events > 0) {
           CHECK(*std::min_element(dt.live_requested.begin(), dt.live_requested.end()) >= 0);
-          CHECK(*std::min_element(dt.live_rounded.begin(), dt.live_rounded.end()) >= 0);
-          CHECK(*std::min_element(dt.reserved.begin(), dt.reserved.end()) >= 0);
+          std::vector<int64_t> rounded = analysis::LiveRoundedCurve(dt);
+          CHECK(*std::min_element(rounded.begin(), rounded.end()) >= 0);
+          CHECK(rounded.back() == dt.end_rounded);
+          for (const analysis::ReservedStep& step : dt.reserved_steps) CHECK(step.bytes >= 0);
+          CHECK(dt.ReservedAt(dt.num_events - 1) == dt.end_reserved);
         }
         int64_t by_class = 0;
         for (const BlockLifetime& b : dt.blocks) by_class += b.live_at_end() ? b.requested_size : 0;

@@ -15,6 +15,17 @@ Snapshot LoadFixture(const std::string& name) {
   return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
 }
 
+// The reserved curve point by point, read both ways (cursor and search), which must agree.
+std::vector<int64_t> ReservedCurve(const DeviceTimeline& dt) {
+  std::vector<int64_t> curve;
+  ReservedCursor cursor(dt);
+  for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e) {
+    curve.push_back(cursor.At(e));
+    CHECK(dt.ReservedAt(e) == curve.back());
+  }
+  return curve;
+}
+
 DeviceTimeline Device0(const Snapshot& snap) {
   auto tl = ReconstructTimeline(snap);
   REQUIRE(tl.ok());
@@ -31,7 +42,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.has_time);
     CHECK(dt.start_requested == 1000);  // the ghost weight
     CHECK(dt.live_requested == std::vector<int64_t>{3000, 4000, 4000, 2000, 4000, 4000, 2000});
-    CHECK(dt.live_rounded == std::vector<int64_t>{3072, 4096, 4096, 2048, 4096, 4096, 2048});
+    CHECK(LiveRoundedCurve(dt) == std::vector<int64_t>{3072, 4096, 4096, 2048, 4096, 4096, 2048});
     CHECK(dt.end_requested == 2000);
     CHECK(dt.unreconciled_requested_bytes == 0);
     CHECK(dt.peak_requested == 4000);
@@ -48,7 +59,8 @@ TEST_SUITE("timeline") {
     CHECK(dt.blocks[0].free_completed_event == 3);
     // Reserved: the segment predates the trace (a ghost segment) and stays.
     CHECK(dt.start_reserved == 2 * kMiB);
-    CHECK(dt.reserved.back() == 2 * kMiB);
+    CHECK(dt.reserved_steps.empty());
+    CHECK(dt.ReservedAt(6) == 2 * kMiB);
   }
 
   TEST_CASE("a ring-buffer-truncated trace counts pre-window frees and ghosts from t0") {
@@ -63,15 +75,15 @@ TEST_SUITE("timeline") {
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].bytes == 100);
     CHECK(dt.unreconciled_requested_bytes == 0);
     // The open block takes the final block's size as its rounded size (1536, not RoundSize(1500)).
-    CHECK(dt.live_rounded.back() == 512 + 1536);
+    CHECK(LiveRoundedCurve(dt).back() == 512 + 1536);
   }
 
   TEST_CASE("interleaved streams keep each stream's blocks and reserved bytes") {
     Snapshot snap = LoadFixture("timeline_streams.json");
     DeviceTimeline dt = Device0(snap);
     CHECK(dt.live_requested == std::vector<int64_t>{0, 4000, 4000, 4500, 12500, 12500, 12000});
-    CHECK(dt.reserved == std::vector<int64_t>{2 * kMiB, 2 * kMiB, 4 * kMiB, 4 * kMiB, 4 * kMiB,
-                                              4 * kMiB, 4 * kMiB});
+    CHECK(ReservedCurve(dt) == std::vector<int64_t>{2 * kMiB, 2 * kMiB, 4 * kMiB, 4 * kMiB,
+                                                    4 * kMiB, 4 * kMiB, 4 * kMiB});
     CHECK(dt.start_reserved == 0);
     CHECK(dt.peak_event == 4);
     int on_stream = 0;
@@ -83,8 +95,9 @@ TEST_SUITE("timeline") {
     Snapshot snap = LoadFixture("timeline_expandable.json");
     DeviceTimeline dt = Device0(snap);
     CHECK(dt.start_reserved == 0);
-    CHECK(dt.reserved == std::vector<int64_t>{20 * kMiB, 20 * kMiB, 40 * kMiB, 40 * kMiB,
-                                              40 * kMiB, 40 * kMiB, 20 * kMiB});
+    CHECK(ReservedCurve(dt) == std::vector<int64_t>{20 * kMiB, 20 * kMiB, 40 * kMiB, 40 * kMiB,
+                                                    40 * kMiB, 40 * kMiB, 20 * kMiB});
+    CHECK(dt.ReservedAt(-1) == 0);
     CHECK(dt.unreconciled_reserved_bytes == 0);
     CHECK(dt.peak_requested == 11 * kMiB);
     CHECK(dt.peak_reserved == 40 * kMiB);

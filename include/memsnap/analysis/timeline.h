@@ -5,8 +5,8 @@
 //                                     └── devices[] DeviceTimeline
 //                                         ├── blocks    [BlockLifetime]   keyed by (address, version)
 //                                         ├── segments  [SegmentLifetime]
-//                                         └── curve     live requested / live rounded / reserved,
-//                                                       one point per event of the device's trace
+//                                         ├── live_requested   one point per event of the device's trace
+//                                         └── reserved_steps   one point per segment event
 //
 // Curve semantics (what PyTorch's "Active Memory Timeline" plots): a block is live from its `alloc`
 // to its `free_completed`; `free_requested` does not end it. Pre-window blocks (free seen, alloc
@@ -78,6 +78,12 @@ struct SegmentLifetime {
   SegmentId segment;  // the final-state segment at this address when still there, else invalid
 };
 
+/// One change of the reserved curve: the reserved bytes just after device-local event `event`.
+struct ReservedStep {
+  uint32_t event = 0;
+  int64_t bytes = 0;
+};
+
 /// Counts and bytes (requested) per lifetime class.
 struct ClassTotals {
   int64_t count = 0;
@@ -97,10 +103,11 @@ struct DeviceTimeline {
   std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
   ClassTotals by_class[4];                // indexed by LifetimeClass
 
-  // Curves, one value per event (size num_events).
+  /// Live requested bytes, one value per event (size num_events).
   std::vector<int64_t> live_requested;
-  std::vector<int64_t> live_rounded;
-  std::vector<int64_t> reserved;
+  /// Reserved bytes change only at segment events: one step per segment event, ascending. (The
+  /// live rounded-bytes curve is not stored either: LiveRoundedCurve computes it when needed.)
+  std::vector<ReservedStep> reserved_steps;
 
   int64_t start_requested = 0, start_rounded = 0, start_reserved = 0;
   int64_t end_requested = 0, end_rounded = 0, end_reserved = 0;  // == the snapshot's final state
@@ -122,8 +129,32 @@ struct DeviceTimeline {
   int64_t TimeOf(const Snapshot& snap, int64_t e) const;
   /// Live requested bytes after device-local event e (-1: start).
   int64_t LiveAt(int64_t e) const { return e < 0 ? start_requested : live_requested[e]; }
-  int64_t ReservedAt(int64_t e) const { return e < 0 ? start_reserved : reserved[e]; }
+  /// Reserved bytes after device-local event e (-1: start). O(log segment events).
+  int64_t ReservedAt(int64_t e) const;
 };
+
+/// Reads the reserved curve at increasing event indices in amortized constant time.
+class ReservedCursor {
+ public:
+  explicit ReservedCursor(const DeviceTimeline& dt) : dt_(dt), value_(dt.start_reserved) {}
+  /// Reserved bytes after device-local event e; e must not decrease between calls.
+  int64_t At(int64_t e) {
+    while (next_ < dt_.reserved_steps.size() &&
+           static_cast<int64_t>(dt_.reserved_steps[next_].event) <= e) {
+      value_ = dt_.reserved_steps[next_++].bytes;
+    }
+    return value_;
+  }
+
+ private:
+  const DeviceTimeline& dt_;
+  size_t next_ = 0;
+  int64_t value_;
+};
+
+/// The live rounded-bytes curve, one value per event, rebuilt from the lifetimes (the sizes of
+/// the blocks PyTorch carved: what the allocator had handed out after each event).
+std::vector<int64_t> LiveRoundedCurve(const DeviceTimeline& dt);
 
 struct TimelineOptions {
   /// Only this device (others are left out of `devices`); nullopt = all.
