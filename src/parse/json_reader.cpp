@@ -316,6 +316,7 @@ absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
   Segment s;
   std::optional<element> blocks;
+  bool has_total_size = false;
   for (auto [key, v] : obj) {
     Path kp = p.Key(key);
     if (key == "device") {
@@ -326,6 +327,7 @@ absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
       ASSIGN_OR_RETURN(s.address, Address(v, kp));
     } else if (key == "total_size") {
       ASSIGN_OR_RETURN(s.total_size, Int(v, kp));
+      has_total_size = true;
     } else if (key == "allocated_size") {
       ASSIGN_OR_RETURN(s.allocated_size, Int(v, kp));
     } else if (key == "active_size") {
@@ -360,6 +362,8 @@ absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
     }
   }
   s.num_blocks = static_cast<uint32_t>(snap_.blocks.size() - s.first_block);
+  // What makes an object a segment, as in the pickle decoder (which types dicts by their keys).
+  if (!has_total_size) return Error(p, "segment has no 'total_size'");
   snap_.segments.push_back(s);
   return absl::OkStatus();
 }

@@ -64,7 +64,7 @@ enum class Kind : uint8_t {
 
 constexpr const char* KindName(Kind k) {
   switch (k) {
-    case Kind::kUnset: return "empty dict";
+    case Kind::kUnset: return "dict without items";
     case Kind::kGeneric: return "dict";
     case Kind::kTop: return "snapshot dict";
     case Kind::kSegment: return "segment";
@@ -92,7 +92,12 @@ class VmStack {
  public:
   VmStack() { Grow(); }
   [[gnu::always_inline]] void push_back(const Value& v) {
-    if (top_ == end_) [[unlikely]] Grow();
+    if (top_ == end_) [[unlikely]] {
+      const Value copy = v;  // v may live in the storage that Grow frees (DUP pushes back())
+      Grow();
+      *top_++ = copy;
+      return;
+    }
     *top_++ = v;
   }
   void pop_back() { --top_; }
@@ -285,6 +290,9 @@ class PickleDecoder {
   }
 
   absl::StatusOr<Snapshot> Run();
+
+  /// The deepest VM stack (and MARK stack) accepted.
+  static constexpr size_t kMaxStackDepth = size_t{1} << 20;
 
  private:
   // ---- errors ----
@@ -1757,6 +1765,12 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
     if (pos_ >= next_release) {
       input_.ReleaseBefore(pos_);
       next_release = pos_ + (8 << 20);
+    }
+    if (stack_.size() > kMaxStackDepth || marks_.size() > kMaxStackDepth) [[unlikely]] {
+      // Writers batch list and dict items by 1000 (CPython's _BATCHSIZE), so a snapshot's stack
+      // stays a few thousand values deep; a deeper one is an attempt to exhaust memory.
+      return Error(pos_, absl::StrCat("pickle stack deeper than ", kMaxStackDepth,
+                                      " values: not a snapshot"));
     }
     size_t at = pos_;
     uint8_t op = static_cast<uint8_t>(data_[pos_++]);

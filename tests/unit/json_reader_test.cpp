@@ -134,6 +134,9 @@ TEST_SUITE("json_reader") {
     CHECK(ParseError(R"({"segments": [{"blocks": [{"state": "weird"}]}]})", "s.json") ==
           "s.json: /segments/0/blocks/0/state: unknown block state 'weird'");
     CHECK(ParseError(R"({"segments": 5})", "s.json") == "s.json: /segments: expected array, got integer");
+    // An object without total_size is not a segment (the pickle decoder agrees), so a file of
+    // empty objects cannot pass for millions of segments.
+    CHECK(ParseError(R"([{}, {}])", "s.json") == "s.json: /0: segment has no 'total_size'");
     CHECK(ParseError(R"({"a/b~": 1})", "s.json") ==
           "s.json: /: the JSON object is not a snapshot (no 'segments' or 'device_traces' key)");
     CHECK(ParseError(R"("hello")", "s.json").find("") == 0);

@@ -126,6 +126,21 @@ TEST_SUITE("pickle_reader") {
     CHECK(s.events[2].stream == 30);
   }
 
+  TEST_CASE("DUP while the stack grows copies the value before the stack moves") {
+    // push_back(back()) used to read the old storage after growing it away: a crash on 20M DUPs.
+    PickleBuilder b(4);
+    b.Op(']');
+    for (int k = 0; k < 5000; ++k) b.Op('2');
+    b.Stop();
+    CHECK(ParseError(b.bytes()).find("STOP with 5001 values on the stack") != std::string::npos);
+  }
+
+  TEST_CASE("a stack deeper than a million values is refused, not grown without bound") {
+    std::string bytes = PickleBuilder(4).bytes() + std::string((1 << 20) + 8, 'N') + ".";
+    CHECK(ParseError(bytes).find("pickle stack deeper than 1048576 values: not a snapshot") !=
+          std::string::npos);
+  }
+
   TEST_CASE("a hand-assembled stream using every accepted opcode decodes") {
     PickleBuilder b(4);
     b.Op(0x95).U64(0);  // FRAME
