@@ -7,7 +7,8 @@
 namespace memsnap::analysis {
 
 FragRank FragRankOf(const FragReport& report) {
-  return FragRank{report.source.path, report.totals, report.external_fragmentation};
+  return FragRank{report.source.path, report.totals, report.external_fragmentation,
+                  static_cast<int64_t>(report.warnings.size())};
 }
 
 RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options) {
@@ -40,6 +41,15 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
     t.metrics.push_back(std::move(m));
   }
   for (const FragRank& r : ranks) t.files.push_back(r.file);
+  // Warnings say a figure at a peak is approximate: count them where they apply.
+  if (std::any_of(ranks.begin(), ranks.end(), [](const FragRank& r) { return r.warnings > 0; })) {
+    t.note_label = "notes";
+    for (const FragRank& r : ranks) {
+      t.notes.push_back(r.warnings == 0 ? ""
+                                        : absl::StrCat(r.warnings, " reconstruction warning(s): ",
+                                                       "run frag on the file alone to see them"));
+    }
+  }
   t = CompareMetrics(std::move(t), options);
   // The fragmentation ratio is what `frag` is about: its outliers come first.
   std::stable_partition(t.outliers.begin(), t.outliers.end(), [](const Outlier& o) {

@@ -215,6 +215,11 @@ RunFn SetupCheck(CLI::App& sub) {
                      ParseFlag<double>("--tolerance", opts->tolerance, ParseRatio));
     options.tolerance = tolerance.value_or(0.0);
 
+    // "Nothing to check" is known before reading anything: ask RunChecks on a stand-in.
+    analysis::CheckMetrics probe;
+    probe.peak_bytes = 0;
+    RETURN_IF_ERROR(
+        analysis::RunChecks(probe, opts->baseline.empty() ? nullptr : &probe, options).status());
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunCheckRanks(*opts, options, ctx);
     const std::string& file = inputs[0].path;

@@ -109,6 +109,7 @@ Json RankTableToJson(const analysis::RankTable& t) {
     Json row;
     row["file"] = t.files[i];
     for (const auto& m : t.metrics) row[m.name] = OutlierNumber(m.values[i], m.is_ratio);
+    if (!t.note_label.empty() && i < t.notes.size()) row[t.note_label] = t.notes[i];
     ranks.push_back(std::move(row));
   }
   j["outliers"] = OutliersToJson(t.outliers);
@@ -125,7 +126,7 @@ void RenderRankTableText(const analysis::RankTable& t, std::ostream& out) {
   for (size_t i = 0; i < t.files.size(); ++i) {
     out << absl::StrFormat("%-*s", name.width, name(t.files[i]));
     for (const auto& m : t.metrics) out << absl::StrFormat(" %12s", Cell(m.values[i], m.is_ratio));
-    if (notes && i < t.notes.size()) out << "  " << t.notes[i];
+    if (notes && i < t.notes.size() && !t.notes[i].empty()) out << "  " << t.notes[i];
     out << "\n";
   }
   out << absl::StrFormat("%-*s", name.width, "median");

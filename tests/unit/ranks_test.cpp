@@ -107,6 +107,19 @@ TEST_SUITE("ranks") {
     CHECK(t.outliers[1].metric == "free_bytes");
     CHECK(t.outliers[2].metric == "stranded_bytes");
     for (const auto& o : t.outliers) CHECK(o.file == "r2");
+    CHECK(t.note_label.empty());  // no warnings, no notes column
+  }
+
+  TEST_CASE("frag ranks with reconstruction warnings count them in a notes column") {
+    analysis::FragRank quiet, noisy;
+    quiet.file = "quiet";
+    noisy.file = "noisy";
+    noisy.warnings = 2;
+    RankTable t = analysis::CompareFragRanks({quiet, noisy});
+    CHECK(t.note_label == "notes");
+    REQUIRE(t.notes.size() == 2);
+    CHECK(t.notes[0].empty());
+    CHECK(t.notes[1] == "2 reconstruction warning(s): run frag on the file alone to see them");
   }
 
   TEST_CASE("check over ranks fails when one rank fails and names its failed checks") {

@@ -16,6 +16,7 @@ struct FragRank {
   std::string file;
   FragFigures totals;
   double external_fragmentation = 0;
+  int64_t warnings = 0;  // the report's reconstruction warnings (shown in full by frag FILE)
 };
 
 /// The headline of one file's fragmentation report (what a worker keeps of it).
@@ -23,6 +24,7 @@ FragRank FragRankOf(const FragReport& report);
 
 /// Columns reserved, allocated, free, stranded, largest free (bytes) and external fragmentation
 /// (a ratio). Outliers are looked for in external_fragmentation, free_bytes and stranded_bytes.
+/// When a rank has reconstruction warnings, the notes column counts them.
 RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options = {});
 
 /// One rank of `check` over many files: its figures and its verdict.

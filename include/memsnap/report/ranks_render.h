@@ -14,8 +14,8 @@ nlohmann::ordered_json RanksToJson(const analysis::RankReport& report);
 /// A per-rank table (one line per file) followed by the outliers.
 void RenderRanksText(const analysis::RankReport& report, std::ostream& out);
 
-/// {"medians":{metric: value}, "ranks":[{file, metric: value...}], "outliers":[...]}; bytes as
-/// integers, ratios as fractions, unknown values as null.
+/// {"medians":{metric: value}, "ranks":[{file, metric: value..., note_label: note}],
+/// "outliers":[...]}; bytes as integers, ratios as fractions, unknown values as null.
 nlohmann::ordered_json RankTableToJson(const analysis::RankTable& table);
 
 /// The table (one line per file, a median line) followed by the outliers.
