@@ -84,6 +84,7 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
 
 // Many files (one per rank): every rank checked on a worker, then one verdict over all of them.
 absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
+                                       const std::vector<InputFile>& inputs,
                                        const analysis::CheckOptions& options, Context& ctx) {
   // One baseline file for every rank: measured once, kept for the growing sites. A directory:
   // the baselines that match an input by name are measured in parallel first.
@@ -97,12 +98,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
     if (opts.top_sites <= 0) shared_base.reset();
   }
   if (base_dir) {
-    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts.files));
-    std::vector<std::string> paths;
+    std::vector<InputFile> paths;
     for (const InputFile& in : inputs) {
-      // A missing one is an error only if the input turns out to be a snapshot (see below).
+      // A missing one is an error only if the input turns out to be a snapshot (see below); the
+      // baseline of a file found in a directory is skipped, like the file, if not a snapshot.
       absl::StatusOr<std::string> path = BaselineFor(opts.baseline, in.path);
-      if (path.ok()) paths.push_back(*path);
+      if (path.ok()) paths.push_back(InputFile{*path, in.from_directory});
     }
     if (!paths.empty()) {
       ASSIGN_OR_RETURN(auto bases, AnalyzeEach<analysis::CheckMetrics>(
@@ -118,7 +119,7 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   ASSIGN_OR_RETURN(
       auto results,
       AnalyzeEach<analysis::CheckRank>(
-          opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::CheckRank> {
+          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::CheckRank> {
             analysis::CheckRank r;
             r.metrics = analysis::MeasureForCheck(snap);
             const analysis::CheckMetrics* base = shared_metrics ? &*shared_metrics : nullptr;
@@ -221,7 +222,7 @@ RunFn SetupCheck(CLI::App& sub) {
     RETURN_IF_ERROR(
         analysis::RunChecks(probe, opts->baseline.empty() ? nullptr : &probe, options).status());
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
-    if (inputs.size() > 1) return RunCheckRanks(*opts, options, ctx);
+    if (inputs.size() > 1) return RunCheckRanks(*opts, inputs, options, ctx);
     const std::string& file = inputs[0].path;
     ASSIGN_OR_RETURN(Snapshot current, LoadSnapshot(file, ctx));
     analysis::CheckMetrics metrics = analysis::MeasureForCheck(current);

@@ -25,13 +25,14 @@ struct FragCommandOptions {
 
 // Many files (one per rank): each file's headline figures at the moment, then the outliers.
 absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
+                                      const std::vector<InputFile>& inputs,
                                       const analysis::FragOptions& options, Context& ctx) {
   if (opts.render.timeline || opts.csv) {
     return absl::InvalidArgumentError("--timeline and --csv take one file, not several");
   }
   ASSIGN_OR_RETURN(auto results,
                    AnalyzeEach<analysis::FragRank>(
-                       opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
+                       inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
                          ASSIGN_OR_RETURN(analysis::FragReport report,
                                           analysis::AnalyzeFragmentation(snap, options));
                          return analysis::FragRankOf(report);
@@ -103,7 +104,7 @@ RunFn SetupFrag(CLI::App& sub) {
                  : opts->at == "peak-allocated" ? analysis::FragMoment::kPeakAllocated
                                                 : analysis::FragMoment::kPeakReserved;
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
-    if (inputs.size() > 1) return RunFragRanks(*opts, options, ctx);
+    if (inputs.size() > 1) return RunFragRanks(*opts, inputs, options, ctx);
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0].path, ctx));
     if (opts->render.timeline) options.timeline_samples = opts->samples;
     ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
