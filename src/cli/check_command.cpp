@@ -126,9 +126,10 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
             if (base_dir) {
               auto it = base_by_name.find(FileName(snap.source.path));
               if (it == base_by_name.end()) {
-                return absl::InvalidArgumentError(absl::StrCat(
-                    snap.source.path, ": no baseline of the same name in --baseline ",
-                    opts.baseline));
+                // Missing, or there but skipped above as not a snapshot.
+                ASSIGN_OR_RETURN(std::string path, BaselineFor(opts.baseline, snap.source.path));
+                return absl::InvalidArgumentError(
+                    absl::StrCat(snap.source.path, ": its baseline ", path, " is not a snapshot"));
               }
               base = &it->second;
             }
