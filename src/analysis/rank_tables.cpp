@@ -52,9 +52,8 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
   }
   t = CompareMetrics(std::move(t), options);
   // The fragmentation ratio is what `frag` is about: its outliers come first.
-  std::stable_partition(t.outliers.begin(), t.outliers.end(), [](const Outlier& o) {
-    return o.metric == "external_fragmentation";
-  });
+  std::stable_partition(t.outliers.begin(), t.outliers.end(),
+                        [](const Outlier& o) { return o.metric == "external_fragmentation"; });
   return t;
 }
 
@@ -73,9 +72,8 @@ int CheckRanksReport::checks() const {
 }
 
 int CheckRanksReport::failed_ranks() const {
-  return static_cast<int>(std::count_if(ranks.begin(), ranks.end(), [](const CheckRank& r) {
-    return !r.report.passed();
-  }));
+  return static_cast<int>(std::count_if(ranks.begin(), ranks.end(),
+                                        [](const CheckRank& r) { return !r.report.passed(); }));
 }
 
 CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string baseline,

@@ -44,13 +44,14 @@ void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
                                : m.median > 0 && v > m.median * (1.0 + options.deviation);
     bool is_best = i == best && name_best;
     if (!is_best && !deviates) continue;
-    std::string reason =
-        is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, m.is_ratio), " (median ",
-                               Show(m.median, m.is_ratio), ")")
-                : absl::StrCat(m.name, " ", Show(v, m.is_ratio), " is ",
-                               Above(v, m.median, m.is_ratio), " above the median ",
-                               Show(m.median, m.is_ratio));
-    if (is_best && deviates) absl::StrAppend(&reason, ", ", Above(v, m.median, m.is_ratio), " above it");
+    std::string reason = is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, m.is_ratio),
+                                                " (median ", Show(m.median, m.is_ratio), ")")
+                                 : absl::StrCat(m.name, " ", Show(v, m.is_ratio), " is ",
+                                                Above(v, m.median, m.is_ratio),
+                                                " above the median ", Show(m.median, m.is_ratio));
+    if (is_best && deviates) {
+      absl::StrAppend(&reason, ", ", Above(v, m.median, m.is_ratio), " above it");
+    }
     out.push_back(Outlier{files[i], m.name, v, m.median, m.is_ratio, reason});
   }
 }
@@ -102,9 +103,9 @@ RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& optio
   if (counts.size() > 1 && common->second * 2 > with_site) {
     for (const auto& f : r.ranks) {
       if (!f.top_site.empty() && f.top_site != common->first) {
-        r.outliers.push_back(Outlier{f.file, "top_site", 0, 0, false,
-                                     absl::StrCat("top site differs: ", f.top_site, " (most ranks: ",
-                                                  common->first, ")")});
+        r.outliers.push_back(Outlier{
+            f.file, "top_site", 0, 0, false,
+            absl::StrCat("top site differs: ", f.top_site, " (most ranks: ", common->first, ")")});
       }
     }
   }

@@ -13,8 +13,8 @@
 #include "memsnap/analysis/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
-#include "memsnap/report/check_render.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/check_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 
@@ -106,11 +106,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
       if (path.ok()) paths.push_back(InputFile{*path, in.from_directory});
     }
     if (!paths.empty()) {
-      ASSIGN_OR_RETURN(auto bases, AnalyzeEach<analysis::CheckMetrics>(
-                                       paths, ctx,
-                                       [](const Snapshot& snap) -> absl::StatusOr<analysis::CheckMetrics> {
-                                         return analysis::MeasureForCheck(snap);
-                                       }));
+      ASSIGN_OR_RETURN(
+          auto bases,
+          AnalyzeEach<analysis::CheckMetrics>(
+              paths, ctx, [](const Snapshot& snap) -> absl::StatusOr<analysis::CheckMetrics> {
+                return analysis::MeasureForCheck(snap);
+              }));
       for (auto& [path, m] : bases) base_by_name[FileName(path)] = std::move(m);
     }
   }

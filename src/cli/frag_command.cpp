@@ -30,13 +30,14 @@ absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
   if (opts.render.timeline || opts.csv) {
     return absl::InvalidArgumentError("--timeline and --csv take one file, not several");
   }
-  ASSIGN_OR_RETURN(auto results,
-                   AnalyzeEach<analysis::FragRank>(
-                       inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
-                         ASSIGN_OR_RETURN(analysis::FragReport report,
-                                          analysis::AnalyzeFragmentation(snap, options));
-                         return analysis::FragRankOf(report);
-                       }));
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::FragRank>(
+          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
+            ASSIGN_OR_RETURN(analysis::FragReport report,
+                             analysis::AnalyzeFragmentation(snap, options));
+            return analysis::FragRankOf(report);
+          }));
   std::vector<analysis::FragRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
   analysis::RankTable table = analysis::CompareFragRanks(ranks);
@@ -47,7 +48,7 @@ absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
     PrintJson(j, ctx);
   } else {
     *ctx.out << "fragmentation at the "
-             << (opts.at == "end" ? "end of each snapshot"
+             << (opts.at == "end"              ? "end of each snapshot"
                  : opts.at == "peak-allocated" ? "peak allocated of each device"
                                                : "peak reserved of each device")
              << "\n\n";
@@ -88,7 +89,8 @@ RunFn SetupFrag(CLI::App& sub) {
       "  external frag    1 - largest free block / free bytes, per (device, pool, stream,\n"
       "                   small/large); totals: 1 - sum of the groups' largest / free\n"
       "  stranded         free and pending bytes that empty_cache cannot release (inside split\n"
-      "                   segments that hold an allocated block; partial pages of expandable ones)\n"
+      "                   segments that hold an allocated block; partial pages of expandable "
+      "ones)\n"
       "  releasable       bytes empty_cache would return (free segments, whole free pages)\n"
       "  what fits        the largest request served from cached blocks without new memory\n"
       "Examples:\n"

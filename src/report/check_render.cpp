@@ -91,8 +91,8 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
     for (const auto& s : r.growing_sites) {
       absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ", SiteName(s));
     }
-    x << ">\n      <failure type=\"memory regression\" message=\""
-      << XmlEscape(FailureMessage(c)) << "\">" << XmlEscape(detail) << "</failure>\n";
+    x << ">\n      <failure type=\"memory regression\" message=\"" << XmlEscape(FailureMessage(c))
+      << "\">" << XmlEscape(detail) << "</failure>\n";
     x << "    </testcase>\n";
   }
   std::string notes;

@@ -1,7 +1,8 @@
+#include "memsnap/analysis/ranks.h"
+
 #include <doctest/doctest.h>
 
 #include "memsnap/analysis/rank_tables.h"
-#include "memsnap/analysis/ranks.h"
 
 namespace memsnap {
 namespace {
@@ -71,9 +72,8 @@ TEST_SUITE("ranks") {
   }
 
   TEST_CASE("CompareRanks names the highest peak, reserved and allocated ranks") {
-    analysis::RankReport r = analysis::CompareRanks({{"a", 100, 50, -1, "x"},
-                                                     {"b", 300, 50, -1, "x"},
-                                                     {"c", 100, 50, -1, "y"}});
+    analysis::RankReport r = analysis::CompareRanks(
+        {{"a", 100, 50, -1, "x"}, {"b", 300, 50, -1, "x"}, {"c", 100, 50, -1, "y"}});
     CHECK(r.median_reserved == 100);
     CHECK(r.median_allocated == 50);
     CHECK(r.median_peak == -1);

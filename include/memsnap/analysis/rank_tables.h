@@ -40,9 +40,9 @@ struct CheckRanksReport {
   /// Columns peak, reserved, allocated (bytes) and frag (a ratio); the notes column holds each
   /// rank's verdict ("PASS", or "FAIL" and the failed checks). Outliers in every column.
   RankTable table;
-  bool passed() const;            // every rank passed
-  int failures() const;           // failed checks over all ranks
-  int checks() const;             // checks over all ranks
+  bool passed() const;   // every rank passed
+  int failures() const;  // failed checks over all ranks
+  int checks() const;    // checks over all ranks
   int failed_ranks() const;
 };
 

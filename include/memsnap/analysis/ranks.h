@@ -41,12 +41,12 @@ struct RankOptions {
 
 /// One figure of every rank: a column of a per-rank table.
 struct RankMetric {
-  std::string name;            // JSON key and outlier metric: "stranded_bytes", "external_fragmentation"
-  std::string label;           // column header: "stranded", "ext frag"
-  bool is_ratio = false;       // values are fractions (shown as percents), else bytes
-  bool call_out = true;        // look for outliers in this metric
+  std::string name;       // JSON key and outlier metric: "stranded_bytes", "external_fragmentation"
+  std::string label;      // column header: "stranded", "ext frag"
+  bool is_ratio = false;  // values are fractions (shown as percents), else bytes
+  bool call_out = true;   // look for outliers in this metric
   std::vector<double> values;  // one per rank, in rank order; negative = unknown
-  double median = -1;          // filled by CompareMetrics: lower median of the known values; -1 none
+  double median = -1;  // filled by CompareMetrics: lower median of the known values; -1 none
 };
 
 /// A per-rank table of any metrics, with its outliers (frag and check over many files).
