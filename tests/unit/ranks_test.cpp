@@ -1,8 +1,11 @@
-#include "memsnap/analysis/ranks.h"
-
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/ranks.h"
+#include "nlohmann/json.hpp"
+#include "test_util.h"
 
 namespace memsnap {
 namespace {
@@ -150,6 +153,45 @@ TEST_SUITE("ranks") {
     CHECK(r.table.metrics[1].median == 1000);
     analysis::CheckRanksReport ok = analysis::CompareCheckRanks({rank("r0", 1000, true)}, "");
     CHECK(ok.passed());
+  }
+
+  TEST_CASE("frag over the corpus gives every file the figures frag gives it alone") {
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.size() < 2) return;  // the corpus is absent: nothing to compare
+    std::vector<std::string> args = {"frag", "--json"};
+    args.insert(args.end(), files.begin(), files.end());
+    testing::RunResult all = testing::RunMemsnap(args);
+    REQUIRE(all.exit_code == 0);
+    nlohmann::json j = nlohmann::json::parse(all.out);
+    const nlohmann::json& ranks = j["ranks"]["ranks"];
+    REQUIRE(ranks.size() == files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      CAPTURE(files[i]);
+      CHECK(ranks[i]["file"] == files[i]);  // input order kept
+      testing::RunResult one = testing::RunMemsnap({"frag", "--json", files[i]});
+      REQUIRE(one.exit_code == 0);
+      nlohmann::json alone = nlohmann::json::parse(one.out);
+      for (const char* key : {"reserved_bytes", "allocated_bytes", "free_bytes", "stranded_bytes",
+                              "largest_free_bytes", "external_fragmentation"}) {
+        CAPTURE(key);
+        CHECK(ranks[i][key] == alone[key]);
+      }
+    }
+    // Every outlier is above its metric's median.
+    for (const auto& o : j["ranks"]["outliers"]) {
+      CHECK(o["value"].get<double>() > o["median"].get<double>());
+    }
+  }
+
+  TEST_CASE("check over the corpus against itself as a baseline directory passes every file") {
+    std::optional<std::string> dir = testing::CorpusDir();
+    if (!dir || testing::CorpusFiles().empty()) return;  // the corpus is absent
+    testing::RunResult r = testing::RunMemsnap({"check", "--json", "--baseline", *dir, *dir});
+    REQUIRE(r.exit_code == 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["passed"] == true);
+    CHECK(j["files"].size() == testing::CorpusFiles().size());
+    for (const auto& f : j["files"]) CHECK(f["checks"].size() >= 2);  // reserved, allocated
   }
 }
 
