@@ -4,71 +4,91 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::analysis {
 
 namespace {
 
-int64_t Median(std::vector<int64_t> v) {
+double Median(std::vector<double> v) {
   if (v.empty()) return -1;
   std::sort(v.begin(), v.end());
   return v[(v.size() - 1) / 2];
 }
 
+std::string Show(double v, bool is_ratio) {
+  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
+}
+
+// How far above the median: a percent of it for bytes, percentage points for ratios.
+std::string Above(double v, double median, bool is_ratio) {
+  if (is_ratio) return absl::StrFormat("%.1f points", (v - median) * 100.0);
+  return FormatPercent((v - median) / median);
+}
+
+void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
+                  const RankOptions& options, std::vector<Outlier>& out) {
+  if (m.median < 0) return;
+  // The highest rank is named (first in input order on ties) unless it is no higher than the
+  // median: when every rank holds the same figure, none stands out.
+  size_t best = 0;
+  for (size_t i = 1; i < m.values.size(); ++i) {
+    if (m.values[i] > m.values[best]) best = i;
+  }
+  const bool name_best = m.values[best] > m.median;
+  for (size_t i = 0; i < m.values.size(); ++i) {
+    double v = m.values[i];
+    if (v < 0) continue;
+    bool deviates = m.is_ratio ? v > m.median + options.deviation
+                               : m.median > 0 && v > m.median * (1.0 + options.deviation);
+    bool is_best = i == best && name_best;
+    if (!is_best && !deviates) continue;
+    std::string reason = is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, m.is_ratio),
+                                                " (median ", Show(m.median, m.is_ratio), ")")
+                                 : absl::StrCat(m.name, " ", Show(v, m.is_ratio), " is ",
+                                                Above(v, m.median, m.is_ratio),
+                                                " above the median ", Show(m.median, m.is_ratio));
+    if (is_best && deviates) {
+      absl::StrAppend(&reason, ", ", Above(v, m.median, m.is_ratio), " above it");
+    }
+    out.push_back(Outlier{files[i], m.name, v, m.median, m.is_ratio, reason});
+  }
+}
+
 }  // namespace
+
+RankTable CompareMetrics(RankTable table, const RankOptions& options) {
+  for (RankMetric& m : table.metrics) {
+    std::vector<double> known;
+    for (double v : m.values) {
+      if (v >= 0) known.push_back(v);
+    }
+    m.median = Median(known);
+    if (m.call_out) FindOutliers(table.files, m, options, table.outliers);
+  }
+  return table;
+}
 
 RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options) {
   RankReport r;
   r.ranks = std::move(ranks);
   if (r.ranks.empty()) return r;
-  std::vector<int64_t> reserved, allocated, peak;
+  RankTable table;
+  table.metrics = {{"peak_bytes", "peak", false, true, {}, -1},
+                   {"reserved_bytes", "reserved", false, true, {}, -1},
+                   {"allocated_bytes", "allocated", false, true, {}, -1}};
   for (const auto& f : r.ranks) {
-    reserved.push_back(f.reserved_bytes);
-    allocated.push_back(f.allocated_bytes);
-    if (f.peak_bytes >= 0) peak.push_back(f.peak_bytes);
+    table.files.push_back(f.file);
+    table.metrics[0].values.push_back(static_cast<double>(f.peak_bytes));
+    table.metrics[1].values.push_back(static_cast<double>(f.reserved_bytes));
+    table.metrics[2].values.push_back(static_cast<double>(f.allocated_bytes));
   }
-  r.median_reserved = Median(reserved);
-  r.median_allocated = Median(allocated);
-  r.median_peak = Median(peak);
-
-  struct Metric {
-    const char* name;
-    int64_t RankFigures::*field;
-    int64_t median;
-  };
-  const Metric metrics[] = {{"peak_bytes", &RankFigures::peak_bytes, r.median_peak},
-                            {"reserved_bytes", &RankFigures::reserved_bytes, r.median_reserved},
-                            {"allocated_bytes", &RankFigures::allocated_bytes, r.median_allocated}};
-  for (const Metric& m : metrics) {
-    if (m.median < 0) continue;
-    // The highest rank of each metric is always named (first in input order on ties).
-    size_t best = 0;
-    for (size_t i = 1; i < r.ranks.size(); ++i) {
-      if (r.ranks[i].*m.field > r.ranks[best].*m.field) best = i;
-    }
-    for (size_t i = 0; i < r.ranks.size(); ++i) {
-      int64_t v = r.ranks[i].*m.field;
-      if (v < 0) continue;
-      bool deviates = m.median > 0 && static_cast<double>(v) >
-                                          static_cast<double>(m.median) * (1.0 + options.deviation);
-      if (i != best && !deviates) continue;
-      std::string reason =
-          i == best ? absl::StrCat("highest ", m.name, ": ", FormatBytes(v), " (median ",
-                                   FormatBytes(m.median), ")")
-                    : absl::StrCat(m.name, " ", FormatBytes(v), " is ",
-                                   FormatPercent(static_cast<double>(v - m.median) /
-                                                 static_cast<double>(m.median)),
-                                   " above the median ", FormatBytes(m.median));
-      if (i == best && deviates) {
-        absl::StrAppend(&reason, ", ",
-                        FormatPercent(static_cast<double>(v - m.median) /
-                                      static_cast<double>(m.median)),
-                        " above it");
-      }
-      r.outliers.push_back(Outlier{r.ranks[i].file, m.name, v, m.median, reason});
-    }
-  }
+  table = CompareMetrics(std::move(table), options);
+  r.median_peak = static_cast<int64_t>(table.metrics[0].median);
+  r.median_reserved = static_cast<int64_t>(table.metrics[1].median);
+  r.median_allocated = static_cast<int64_t>(table.metrics[2].median);
+  r.outliers = std::move(table.outliers);
   // Top sites: the most common one is "normal"; ranks with another top site are called out.
   std::map<std::string, int> counts;
   for (const auto& f : r.ranks) {
@@ -83,9 +103,9 @@ RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& optio
   if (counts.size() > 1 && common->second * 2 > with_site) {
     for (const auto& f : r.ranks) {
       if (!f.top_site.empty() && f.top_site != common->first) {
-        r.outliers.push_back(Outlier{f.file, "top_site", 0, 0,
-                                     absl::StrCat("top site differs: ", f.top_site, " (most ranks: ",
-                                                  common->first, ")")});
+        r.outliers.push_back(Outlier{
+            f.file, "top_site", 0, 0, false,
+            absl::StrCat("top site differs: ", f.top_site, " (most ranks: ", common->first, ")")});
       }
     }
   }

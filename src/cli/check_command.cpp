@@ -1,13 +1,19 @@
-// memsnap check [thresholds] [--baseline BASE --tolerance 5%] FILE: a CI gate (docs/ci.md).
-// Exit 0 when every check holds, 1 when one fails, 2 when an input cannot be used.
+// memsnap check [thresholds] [--baseline BASE --tolerance 5%] FILE...: a CI gate (docs/ci.md).
+// Exit 0 when every check holds, 1 when one fails, 2 when an input cannot be used. Several files
+// (one per rank) are checked in parallel, each against the same thresholds; the baseline is one
+// file for all of them, or a directory holding a baseline of the same name for each.
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/check.h"
+#include "memsnap/analysis/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/parse/reader.h"
 #include "memsnap/report/check_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -16,7 +22,7 @@ namespace memsnap::cli {
 
 namespace {
 struct CheckCommandOptions {
-  std::string file;
+  std::vector<std::string> files;
   std::string baseline;
   std::string max_peak, max_reserved, max_allocated, max_frag;
   std::string tolerance = "0%";
@@ -34,11 +40,136 @@ absl::StatusOr<std::optional<T>> ParseFlag(const std::string& flag, const std::s
   if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", v.status().message()));
   return std::optional<T>(*v);
 }
+
+std::string FileName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::is_directory(path, ec);
+}
+
+// The baseline of `file`: --baseline itself, or in a baseline directory the file of the same name.
+absl::StatusOr<std::string> BaselineFor(const std::string& baseline, const std::string& file) {
+  if (!IsDirectory(baseline)) return baseline;
+  std::string path = (std::filesystem::path(baseline) / FileName(file)).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": no baseline of the same name in --baseline ", baseline));
+  }
+  return path;
+}
+
+// On a failed baseline check, say which sites grew (the diff engine). A failed peak comparison
+// is explained by the sites live at the peaks, others by the ends.
+void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, int top_sites,
+                             analysis::CheckReport& report) {
+  bool baseline_failed = false, peak_failed = false;
+  for (const auto& c : report.checks) {
+    bool failed = c.kind == analysis::CheckKind::kBaseline && !c.passed;
+    baseline_failed |= failed;
+    peak_failed |= failed && c.metric == "peak";
+  }
+  if (!baseline_failed || top_sites <= 0) return;
+  report.sites_at_peak = peak_failed;
+  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed);
+  if (sites.ok()) {
+    report.growing_sites = std::move(*sites);
+  } else {
+    report.notes.push_back(absl::StrCat("growing sites unavailable: ", sites.status().message()));
+  }
+}
+
+// Many files (one per rank): every rank checked on a worker, then one verdict over all of them.
+absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
+                                       const std::vector<InputFile>& inputs,
+                                       const analysis::CheckOptions& options, Context& ctx) {
+  // One baseline file for every rank: measured once, kept for the growing sites. A directory:
+  // the baselines that match an input by name are measured in parallel first.
+  const bool base_dir = IsDirectory(opts.baseline);
+  std::optional<Snapshot> shared_base;
+  std::optional<analysis::CheckMetrics> shared_metrics;
+  std::map<std::string, analysis::CheckMetrics> base_by_name;
+  if (!opts.baseline.empty() && !base_dir) {
+    ASSIGN_OR_RETURN(shared_base, LoadSnapshot(opts.baseline, ctx));
+    shared_metrics = analysis::MeasureForCheck(*shared_base);
+    if (opts.top_sites <= 0) shared_base.reset();
+  }
+  if (base_dir) {
+    std::vector<InputFile> paths;
+    for (const InputFile& in : inputs) {
+      // A missing one is an error only if the input turns out to be a snapshot (see below); the
+      // baseline of a file found in a directory is skipped, like the file, if not a snapshot.
+      absl::StatusOr<std::string> path = BaselineFor(opts.baseline, in.path);
+      if (path.ok()) paths.push_back(InputFile{*path, in.from_directory});
+    }
+    if (!paths.empty()) {
+      ASSIGN_OR_RETURN(
+          auto bases,
+          AnalyzeEach<analysis::CheckMetrics>(
+              paths, ctx, [](const Snapshot& snap) -> absl::StatusOr<analysis::CheckMetrics> {
+                return analysis::MeasureForCheck(snap);
+              }));
+      for (auto& [path, m] : bases) base_by_name[FileName(path)] = std::move(m);
+    }
+  }
+  parse::ReadOptions read;
+  read.strict = ctx.strict;
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::CheckRank>(
+          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::CheckRank> {
+            analysis::CheckRank r;
+            r.metrics = analysis::MeasureForCheck(snap);
+            const analysis::CheckMetrics* base = shared_metrics ? &*shared_metrics : nullptr;
+            if (base_dir) {
+              auto it = base_by_name.find(FileName(snap.source.path));
+              if (it == base_by_name.end()) {
+                // Missing, or there but skipped above as not a snapshot.
+                ASSIGN_OR_RETURN(std::string path, BaselineFor(opts.baseline, snap.source.path));
+                return absl::InvalidArgumentError(
+                    absl::StrCat(snap.source.path, ": its baseline ", path, " is not a snapshot"));
+              }
+              base = &it->second;
+            }
+            ASSIGN_OR_RETURN(r.report, analysis::RunChecks(r.metrics, base, options));
+            if (base == nullptr || opts.top_sites <= 0 || r.report.passed()) return r;
+            // Growing sites need the baseline's model: the shared one, or read again here.
+            if (shared_base) {
+              ExplainBaselineFailures(*shared_base, snap, opts.top_sites, r.report);
+            } else {
+              absl::StatusOr<Snapshot> own = parse::ReadSnapshot(base->path, read);
+              if (!own.ok()) return own.status();
+              ExplainBaselineFailures(*own, snap, opts.top_sites, r.report);
+            }
+            return r;
+          }));
+  std::vector<analysis::CheckRank> ranks;
+  for (auto& [path, r] : results) ranks.push_back(std::move(r));
+  analysis::CheckRanksReport report = analysis::CompareCheckRanks(std::move(ranks), opts.baseline);
+  if (!opts.junit.empty()) {
+    RETURN_IF_ERROR(WriteOutputFile(opts.junit, report::CheckRanksToJunit(report), ctx));
+  }
+  if (!opts.markdown.empty()) {
+    RETURN_IF_ERROR(WriteOutputFile(opts.markdown, report::CheckRanksToMarkdown(report), ctx));
+  }
+  if (opts.json) {
+    PrintJson(report::CheckRanksToJson(report), ctx);
+  } else {
+    report::RenderCheckRanksText(report, *ctx.out);
+  }
+  return report.passed() ? ExitCode::kOk : ExitCode::kCheckFailed;
+}
 }  // namespace
 
 RunFn SetupCheck(CLI::App& sub) {
   auto opts = std::make_shared<CheckCommandOptions>();
-  sub.add_option("file", opts->file, "Snapshot to check (pickle, JSON, HTML, gzip)")->required();
+  sub.add_option("files", opts->files,
+                 "Snapshot to check (pickle, JSON, HTML, gzip); several files (or a directory of "
+                 "ranks) are each checked, with a per-rank table")
+      ->required();
   sub.add_option("--max-peak", opts->max_peak,
                  "Fail when the peak of live requested bytes over the trace exceeds SIZE");
   sub.add_option("--max-reserved", opts->max_reserved,
@@ -48,11 +179,13 @@ RunFn SetupCheck(CLI::App& sub) {
   sub.add_option("--max-frag", opts->max_frag,
                  "Fail when external fragmentation at the end exceeds RATIO (e.g. 30% or 0.3)");
   sub.add_option("--baseline", opts->baseline,
-                 "Compare peak, reserved and allocated with this snapshot");
+                 "Compare peak, reserved and allocated with this snapshot (every file against it), "
+                 "or with the file of the same name in this directory");
   sub.add_option("--tolerance", opts->tolerance,
                  "Growth allowed over the baseline (e.g. 5% or 0.05)")
       ->default_str("0%");
-  sub.add_option("--junit", opts->junit, "Also write JUnit XML (one testcase per check) here");
+  sub.add_option("--junit", opts->junit,
+                 "Also write JUnit XML (one testcase per check, one testsuite per file) here");
   sub.add_option("--markdown", opts->markdown,
                  "Also write a Markdown summary here (for a CI job summary)");
   sub.add_option("--top-sites", opts->top_sites,
@@ -68,7 +201,9 @@ RunFn SetupCheck(CLI::App& sub) {
       "  memsnap check --max-peak 20GiB --max-frag 30% snap.pickle\n"
       "  memsnap check --baseline main.pickle --tolerance 5% pr.pickle\n"
       "  memsnap check --baseline base.pickle --max-reserved 70GiB --junit memsnap.xml \\\n"
-      "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"");
+      "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"\n"
+      "  memsnap check --baseline base_ranks/ --tolerance 5% --junit memsnap.xml ranks/\n"
+      "      # each ranks/F against base_ranks/F; fails when any rank fails");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::CheckOptions options;
     ASSIGN_OR_RETURN(options.max_peak,
@@ -83,35 +218,27 @@ RunFn SetupCheck(CLI::App& sub) {
                      ParseFlag<double>("--tolerance", opts->tolerance, ParseRatio));
     options.tolerance = tolerance.value_or(0.0);
 
-    ASSIGN_OR_RETURN(Snapshot current, LoadSnapshot(opts->file, ctx));
+    // "Nothing to check" is known before reading anything: ask RunChecks on a stand-in.
+    analysis::CheckMetrics probe;
+    probe.peak_bytes = 0;
+    RETURN_IF_ERROR(
+        analysis::RunChecks(probe, opts->baseline.empty() ? nullptr : &probe, options).status());
+    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
+    if (inputs.size() > 1) return RunCheckRanks(*opts, inputs, options, ctx);
+    const std::string& file = inputs[0].path;
+    ASSIGN_OR_RETURN(Snapshot current, LoadSnapshot(file, ctx));
     analysis::CheckMetrics metrics = analysis::MeasureForCheck(current);
     std::optional<Snapshot> baseline;
     std::optional<analysis::CheckMetrics> base_metrics;
     if (!opts->baseline.empty()) {
-      ASSIGN_OR_RETURN(baseline, LoadSnapshot(opts->baseline, ctx));
+      ASSIGN_OR_RETURN(std::string base_path, BaselineFor(opts->baseline, file));
+      ASSIGN_OR_RETURN(baseline, LoadSnapshot(base_path, ctx));
       base_metrics = analysis::MeasureForCheck(*baseline);
     }
     ASSIGN_OR_RETURN(analysis::CheckReport report,
                      analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr,
                                          options));
-    // On a failed baseline check, say which sites grew (the diff engine).
-    // A failed peak comparison is explained by the sites live at the peaks, others by the ends.
-    bool baseline_failed = false, peak_failed = false;
-    for (const auto& c : report.checks) {
-      bool failed = c.kind == analysis::CheckKind::kBaseline && !c.passed;
-      baseline_failed |= failed;
-      peak_failed |= failed && c.metric == "peak";
-    }
-    if (baseline_failed && opts->top_sites > 0) {
-      report.sites_at_peak = peak_failed;
-      auto sites = analysis::TopGrowingSites(*baseline, current, opts->top_sites, peak_failed);
-      if (sites.ok()) {
-        report.growing_sites = std::move(*sites);
-      } else {
-        report.notes.push_back(
-            absl::StrCat("growing sites unavailable: ", sites.status().message()));
-      }
-    }
+    if (baseline) ExplainBaselineFailures(*baseline, current, opts->top_sites, report);
     if (!opts->junit.empty()) {
       RETURN_IF_ERROR(WriteOutputFile(opts->junit, report::CheckToJunit(report), ctx));
     }

@@ -1,29 +1,69 @@
-// memsnap frag FILE: fragmentation of the allocator's segments (docs/fragmentation.md).
+// memsnap frag FILE...: fragmentation of the allocator's segments (docs/fragmentation.md). With
+// several files (one per rank) they are analysed in parallel and compared in a per-rank table.
 #include <memory>
 #include <sstream>
 
 #include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/report/frag_render.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::cli {
 
 namespace {
 struct FragCommandOptions {
-  std::string file;
+  std::vector<std::string> files;
   std::string at = "end";
   report::FragRenderOptions render;
   int samples = 20;
   bool csv = false;
   bool json = false;
 };
+
+// Many files (one per rank): each file's headline figures at the moment, then the outliers.
+absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
+                                      const std::vector<InputFile>& inputs,
+                                      const analysis::FragOptions& options, Context& ctx) {
+  if (opts.render.timeline || opts.csv) {
+    return absl::InvalidArgumentError("--timeline and --csv take one file, not several");
+  }
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::FragRank>(
+          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
+            ASSIGN_OR_RETURN(analysis::FragReport report,
+                             analysis::AnalyzeFragmentation(snap, options));
+            return analysis::FragRankOf(report);
+          }));
+  std::vector<analysis::FragRank> ranks;
+  for (auto& [path, r] : results) ranks.push_back(std::move(r));
+  analysis::RankTable table = analysis::CompareFragRanks(ranks);
+  if (opts.json) {
+    nlohmann::ordered_json j;
+    j["at"] = opts.at;
+    j["ranks"] = report::RankTableToJson(table);
+    PrintJson(j, ctx);
+  } else {
+    *ctx.out << "fragmentation at the "
+             << (opts.at == "end"              ? "end of each snapshot"
+                 : opts.at == "peak-allocated" ? "peak allocated of each device"
+                                               : "peak reserved of each device")
+             << "\n\n";
+    report::RenderRankTableText(table, *ctx.out);
+  }
+  return ExitCode::kOk;
+}
 }  // namespace
 
 RunFn SetupFrag(CLI::App& sub) {
   auto opts = std::make_shared<FragCommandOptions>();
-  sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
+  sub.add_option("files", opts->files,
+                 "Snapshot file (pickle, JSON, HTML, gzip); several files (or a directory of "
+                 "ranks) give a per-rank table")
+      ->required();
   sub.add_option("--at", opts->at,
                  "Which state to report: end (the snapshot), peak (= peak-reserved) or "
                  "peak-allocated (reconstructed from the trace)")
@@ -57,13 +97,16 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag snap.pickle --top 0 --width 80\n"
       "  memsnap frag snap.pickle --at peak\n"
       "  memsnap frag snap.pickle --timeline --samples 50 --csv > frag.csv\n"
-      "  memsnap frag --json snap.pickle | jq .external_fragmentation");
+      "  memsnap frag --json snap.pickle | jq .external_fragmentation\n"
+      "  memsnap frag ranks/          # per-rank fragmentation, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
     analysis::FragOptions options;
     options.at = opts->at == "end"              ? analysis::FragMoment::kEnd
                  : opts->at == "peak-allocated" ? analysis::FragMoment::kPeakAllocated
                                                 : analysis::FragMoment::kPeakReserved;
+    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
+    if (inputs.size() > 1) return RunFragRanks(*opts, inputs, options, ctx);
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0].path, ctx));
     if (opts->render.timeline) options.timeline_samples = opts->samples;
     ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
     if (opts->json) {

@@ -41,6 +41,13 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<std::string>& inputs, Context& ctx,
     const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
 
+/// AnalyzeEach over inputs already expanded (e.g. paths derived from ExpandInputFiles that keep
+/// its from_directory marks).
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
+    const std::vector<InputFile>& files, Context& ctx,
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
+
 /// Writes `j` to ctx.out, pretty-printed with two spaces, and a newline.
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
 
@@ -62,10 +69,17 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
   absl::StatusOr<std::vector<InputFile>> files = ExpandInputFiles(inputs);
   if (!files.ok()) return files.status();
-  std::vector<std::optional<R>> results(files->size());
+  return AnalyzeEach<R>(*files, ctx, analyze);
+}
+
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
+    const std::vector<InputFile>& files, Context& ctx,
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
+  std::vector<std::optional<R>> results(files.size());
   std::vector<bool> skipped;
   std::vector<absl::Status> status = internal::LoadEach(
-      *files, ctx,
+      files, ctx,
       [&](size_t i, const Snapshot& snap) -> absl::Status {
         absl::StatusOr<R> r = analyze(snap);
         if (!r.ok()) return r.status();
@@ -74,10 +88,10 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
       },
       skipped);
   std::vector<std::pair<std::string, R>> out;
-  for (size_t i = 0; i < files->size(); ++i) {
+  for (size_t i = 0; i < files.size(); ++i) {
     if (!status[i].ok()) return status[i];
     if (skipped[i]) continue;
-    out.emplace_back((*files)[i].path, std::move(*results[i]));
+    out.emplace_back(files[i].path, std::move(*results[i]));
   }
   if (out.empty()) return absl::InvalidArgumentError("no snapshot files among the inputs");
   return out;

@@ -1,0 +1,53 @@
+// Per-rank tables of `frag` and `check` over many files (one snapshot per rank): the figures each
+// command reports for one file, side by side, with the outliers (analysis::CompareMetrics).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memsnap/analysis/check.h"
+#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/ranks.h"
+
+namespace memsnap::analysis {
+
+/// One rank's fragmentation headline: frag's totals at the chosen moment.
+struct FragRank {
+  std::string file;
+  FragFigures totals;
+  double external_fragmentation = 0;
+  int64_t warnings = 0;  // the report's reconstruction warnings (shown in full by frag FILE)
+};
+
+/// The headline of one file's fragmentation report (what a worker keeps of it).
+FragRank FragRankOf(const FragReport& report);
+
+/// Columns reserved, allocated, free, stranded, largest free (bytes) and external fragmentation
+/// (a ratio). Outliers are looked for in external_fragmentation, free_bytes and stranded_bytes.
+/// When a rank has reconstruction warnings, the notes column counts them.
+RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options = {});
+
+/// One rank of `check` over many files: its figures and its verdict.
+struct CheckRank {
+  CheckMetrics metrics;
+  CheckReport report;
+};
+
+/// `check` over many files: every rank's verdict, and a table of their figures.
+struct CheckRanksReport {
+  std::string baseline;          // the baseline file or directory; empty without one
+  std::vector<CheckRank> ranks;  // in input order
+  /// Columns peak, reserved, allocated (bytes) and frag (a ratio); the notes column holds each
+  /// rank's verdict ("PASS", or "FAIL" and the failed checks). Outliers in every column.
+  RankTable table;
+  bool passed() const;   // every rank passed
+  int failures() const;  // failed checks over all ranks
+  int checks() const;    // checks over all ranks
+  int failed_ranks() const;
+};
+
+/// Builds the report of `check` over many files from each rank's result (input order kept).
+CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string baseline,
+                                   const RankOptions& options = {});
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,110 @@
+#include "memsnap/analysis/rank_tables.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace memsnap::analysis {
+
+FragRank FragRankOf(const FragReport& report) {
+  return FragRank{report.source.path, report.totals, report.external_fragmentation,
+                  static_cast<int64_t>(report.warnings.size())};
+}
+
+RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options) {
+  RankTable t;
+  struct Column {
+    const char* name;
+    const char* label;
+    int64_t FragFigures::*field;  // nullptr: external fragmentation
+    bool call_out;
+  };
+  // Outliers: how much is free, how much of it empty_cache cannot give back, how scattered.
+  const Column columns[] = {
+      {"reserved_bytes", "reserved", &FragFigures::reserved_bytes, false},
+      {"allocated_bytes", "allocated", &FragFigures::allocated_bytes, false},
+      {"free_bytes", "free", &FragFigures::free_bytes, true},
+      {"stranded_bytes", "stranded", &FragFigures::stranded_bytes, true},
+      {"largest_free_bytes", "largest free", &FragFigures::largest_free_bytes, false},
+      {"external_fragmentation", "ext frag", nullptr, true},
+  };
+  for (const Column& c : columns) {
+    RankMetric m;
+    m.name = c.name;
+    m.label = c.label;
+    m.is_ratio = c.field == nullptr;
+    m.call_out = c.call_out;
+    for (const FragRank& r : ranks) {
+      m.values.push_back(c.field == nullptr ? r.external_fragmentation
+                                            : static_cast<double>(r.totals.*c.field));
+    }
+    t.metrics.push_back(std::move(m));
+  }
+  for (const FragRank& r : ranks) t.files.push_back(r.file);
+  // Warnings say a figure at a peak is approximate: count them where they apply.
+  if (std::any_of(ranks.begin(), ranks.end(), [](const FragRank& r) { return r.warnings > 0; })) {
+    t.note_label = "notes";
+    for (const FragRank& r : ranks) {
+      t.notes.push_back(r.warnings == 0 ? ""
+                                        : absl::StrCat(r.warnings, " reconstruction warning(s): ",
+                                                       "run frag on the file alone to see them"));
+    }
+  }
+  t = CompareMetrics(std::move(t), options);
+  // The fragmentation ratio is what `frag` is about: its outliers come first.
+  std::stable_partition(t.outliers.begin(), t.outliers.end(),
+                        [](const Outlier& o) { return o.metric == "external_fragmentation"; });
+  return t;
+}
+
+bool CheckRanksReport::passed() const { return failed_ranks() == 0; }
+
+int CheckRanksReport::failures() const {
+  int n = 0;
+  for (const auto& r : ranks) n += r.report.failures();
+  return n;
+}
+
+int CheckRanksReport::checks() const {
+  int n = 0;
+  for (const auto& r : ranks) n += static_cast<int>(r.report.checks.size());
+  return n;
+}
+
+int CheckRanksReport::failed_ranks() const {
+  return static_cast<int>(std::count_if(ranks.begin(), ranks.end(),
+                                        [](const CheckRank& r) { return !r.report.passed(); }));
+}
+
+CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string baseline,
+                                   const RankOptions& options) {
+  CheckRanksReport out;
+  out.baseline = std::move(baseline);
+  out.ranks = std::move(ranks);
+  RankTable& t = out.table;
+  t.metrics = {{"peak_bytes", "peak", false, true, {}, -1},
+               {"reserved_bytes", "reserved", false, true, {}, -1},
+               {"allocated_bytes", "allocated", false, true, {}, -1},
+               {"fragmentation", "frag", true, true, {}, -1}};
+  t.note_label = "verdict";
+  for (const CheckRank& r : out.ranks) {
+    t.files.push_back(r.report.path);
+    const CheckMetrics& m = r.metrics;
+    t.metrics[0].values.push_back(m.peak_bytes ? static_cast<double>(*m.peak_bytes) : -1.0);
+    t.metrics[1].values.push_back(static_cast<double>(m.reserved_bytes));
+    t.metrics[2].values.push_back(static_cast<double>(m.allocated_bytes));
+    t.metrics[3].values.push_back(m.fragmentation);
+    std::string verdict = r.report.passed() ? "PASS" : "FAIL";
+    const char* sep = " ";
+    for (const CheckResult& c : r.report.checks) {
+      if (c.passed) continue;
+      absl::StrAppend(&verdict, sep, c.name);
+      sep = ", ";
+    }
+    t.notes.push_back(std::move(verdict));
+  }
+  out.table = CompareMetrics(std::move(t), options);
+  return out;
+}
+
+}  // namespace memsnap::analysis

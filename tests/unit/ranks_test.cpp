@@ -1,0 +1,199 @@
+#include <doctest/doctest.h>
+
+#include <optional>
+
+#include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/ranks.h"
+#include "nlohmann/json.hpp"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using analysis::RankMetric;
+using analysis::RankTable;
+
+RankTable OneMetric(std::vector<double> values, bool is_ratio) {
+  RankTable t;
+  for (size_t i = 0; i < values.size(); ++i) t.files.push_back("rank" + std::to_string(i));
+  t.metrics.push_back(RankMetric{"m", "m", is_ratio, true, std::move(values), -1});
+  return t;
+}
+
+TEST_SUITE("ranks") {
+  TEST_CASE("a byte metric names the highest rank and ranks more than 10% above the median") {
+    // Sorted 100 100 105 200 120: the lower median is 105.
+    RankTable t = analysis::CompareMetrics(OneMetric({100, 100, 200, 105, 120}, false));
+    CHECK(t.metrics[0].median == 105);
+    REQUIRE(t.outliers.size() == 2);
+    CHECK(t.outliers[0].file == "rank2");
+    CHECK(t.outliers[0].value == 200);
+    CHECK(t.outliers[0].reason == "highest m: 200 B (median 105 B), 90.5% above it");
+    // 120 is 14.3% above 105; 105 itself and 100 are not called out.
+    CHECK(t.outliers[1].file == "rank4");
+    CHECK(t.outliers[1].reason == "m 120 B is 14.3% above the median 105 B");
+  }
+
+  TEST_CASE("a ratio metric deviates by percentage points, not by a fraction of the median") {
+    // Median 0.30: 0.38 is 26.7% above it but only 8 points, so only 0.45 (15 points) deviates.
+    RankTable t = analysis::CompareMetrics(OneMetric({0.30, 0.30, 0.38, 0.45}, true));
+    CHECK(t.metrics[0].median == doctest::Approx(0.30));
+    REQUIRE(t.outliers.size() == 1);
+    CHECK(t.outliers[0].file == "rank3");
+    CHECK(t.outliers[0].is_ratio);
+    CHECK(t.outliers[0].reason == "highest m: 45.0% (median 30.0%), 15.0 points above it");
+  }
+
+  TEST_CASE("a ratio above zero stands out when every other rank is at zero") {
+    RankTable t = analysis::CompareMetrics(OneMetric({0, 0, 0.2}, true));
+    REQUIRE(t.outliers.size() == 1);
+    CHECK(t.outliers[0].file == "rank2");
+  }
+
+  TEST_CASE("ranks that all hold the same figure have no outlier") {
+    RankTable t = analysis::CompareMetrics(OneMetric({64, 64, 64}, false));
+    CHECK(t.metrics[0].median == 64);
+    CHECK(t.outliers.empty());
+  }
+
+  TEST_CASE("unknown values are left out of the median and the outliers") {
+    RankTable t = analysis::CompareMetrics(OneMetric({-1, 10, 30, -1}, false));
+    CHECK(t.metrics[0].median == 10);
+    REQUIRE(t.outliers.size() == 1);
+    CHECK(t.outliers[0].file == "rank2");
+    RankTable none = analysis::CompareMetrics(OneMetric({-1, -1}, false));
+    CHECK(none.metrics[0].median == -1);
+    CHECK(none.outliers.empty());
+  }
+
+  TEST_CASE("a metric without call_out gets a median but no outliers") {
+    RankTable t = OneMetric({1, 1, 100}, false);
+    t.metrics[0].call_out = false;
+    t = analysis::CompareMetrics(std::move(t));
+    CHECK(t.metrics[0].median == 1);
+    CHECK(t.outliers.empty());
+  }
+
+  TEST_CASE("CompareRanks names the highest peak, reserved and allocated ranks") {
+    analysis::RankReport r = analysis::CompareRanks(
+        {{"a", 100, 50, -1, "x"}, {"b", 300, 50, -1, "x"}, {"c", 100, 50, -1, "y"}});
+    CHECK(r.median_reserved == 100);
+    CHECK(r.median_allocated == 50);
+    CHECK(r.median_peak == -1);
+    REQUIRE(r.outliers.size() == 2);
+    CHECK(r.outliers[0].file == "b");
+    CHECK(r.outliers[0].metric == "reserved_bytes");
+    CHECK(r.outliers[1].file == "c");
+    CHECK(r.outliers[1].metric == "top_site");
+    CHECK(r.outliers[1].reason == "top site differs: y (most ranks: x)");
+  }
+
+  TEST_CASE("frag ranks call out fragmentation first, then free and stranded bytes") {
+    auto rank = [](std::string file, int64_t free, int64_t stranded, double frag) {
+      analysis::FragRank r;
+      r.file = std::move(file);
+      r.totals.reserved_bytes = 1000;
+      r.totals.free_bytes = free;
+      r.totals.stranded_bytes = stranded;
+      r.totals.largest_free_bytes = free / 2;
+      r.external_fragmentation = frag;
+      return r;
+    };
+    RankTable t = analysis::CompareFragRanks(
+        {rank("r0", 100, 0, 0.1), rank("r1", 100, 0, 0.1), rank("r2", 400, 300, 0.5)});
+    REQUIRE(t.metrics.size() == 6);
+    CHECK(t.metrics[0].name == "reserved_bytes");
+    CHECK(t.metrics[5].name == "external_fragmentation");
+    CHECK(t.metrics[5].median == doctest::Approx(0.1));
+    REQUIRE(t.outliers.size() == 3);
+    CHECK(t.outliers[0].metric == "external_fragmentation");
+    CHECK(t.outliers[1].metric == "free_bytes");
+    CHECK(t.outliers[2].metric == "stranded_bytes");
+    for (const auto& o : t.outliers) CHECK(o.file == "r2");
+    CHECK(t.note_label.empty());  // no warnings, no notes column
+  }
+
+  TEST_CASE("frag ranks with reconstruction warnings count them in a notes column") {
+    analysis::FragRank quiet, noisy;
+    quiet.file = "quiet";
+    noisy.file = "noisy";
+    noisy.warnings = 2;
+    RankTable t = analysis::CompareFragRanks({quiet, noisy});
+    CHECK(t.note_label == "notes");
+    REQUIRE(t.notes.size() == 2);
+    CHECK(t.notes[0].empty());
+    CHECK(t.notes[1] == "2 reconstruction warning(s): run frag on the file alone to see them");
+  }
+
+  TEST_CASE("check over ranks fails when one rank fails and names its failed checks") {
+    auto rank = [](std::string file, int64_t reserved, bool pass) {
+      analysis::CheckRank r;
+      r.metrics.path = file;
+      r.metrics.reserved_bytes = reserved;
+      r.report.path = file;
+      analysis::CheckResult c;
+      c.name = "reserved <= 1.0 KiB";
+      c.metric = "reserved";
+      c.passed = pass;
+      r.report.checks = {c, c};
+      r.report.checks[0].name = "frag <= 30.0%";
+      r.report.checks[0].passed = true;
+      return r;
+    };
+    analysis::CheckRanksReport r = analysis::CompareCheckRanks(
+        {rank("r0", 1000, true), rank("r1", 2000, false), rank("r2", 1000, true)}, "");
+    CHECK_FALSE(r.passed());
+    CHECK(r.failed_ranks() == 1);
+    CHECK(r.failures() == 1);
+    CHECK(r.checks() == 6);
+    REQUIRE(r.table.notes.size() == 3);
+    CHECK(r.table.notes[0] == "PASS");
+    CHECK(r.table.notes[1] == "FAIL reserved <= 1.0 KiB");
+    CHECK(r.table.metrics[0].values[1] == -1);  // no peak without a trace
+    CHECK(r.table.metrics[1].median == 1000);
+    analysis::CheckRanksReport ok = analysis::CompareCheckRanks({rank("r0", 1000, true)}, "");
+    CHECK(ok.passed());
+  }
+
+  TEST_CASE("frag over the corpus gives every file the figures frag gives it alone") {
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.size() < 2) return;  // the corpus is absent: nothing to compare
+    std::vector<std::string> args = {"frag", "--json"};
+    args.insert(args.end(), files.begin(), files.end());
+    testing::RunResult all = testing::RunMemsnap(args);
+    REQUIRE(all.exit_code == 0);
+    nlohmann::json j = nlohmann::json::parse(all.out);
+    const nlohmann::json& ranks = j["ranks"]["ranks"];
+    REQUIRE(ranks.size() == files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      CAPTURE(files[i]);
+      CHECK(ranks[i]["file"] == files[i]);  // input order kept
+      testing::RunResult one = testing::RunMemsnap({"frag", "--json", files[i]});
+      REQUIRE(one.exit_code == 0);
+      nlohmann::json alone = nlohmann::json::parse(one.out);
+      for (const char* key : {"reserved_bytes", "allocated_bytes", "free_bytes", "stranded_bytes",
+                              "largest_free_bytes", "external_fragmentation"}) {
+        CAPTURE(key);
+        CHECK(ranks[i][key] == alone[key]);
+      }
+    }
+    // Every outlier is above its metric's median.
+    for (const auto& o : j["ranks"]["outliers"]) {
+      CHECK(o["value"].get<double>() > o["median"].get<double>());
+    }
+  }
+
+  TEST_CASE("check over the corpus against itself as a baseline directory passes every file") {
+    std::optional<std::string> dir = testing::CorpusDir();
+    if (!dir || testing::CorpusFiles().empty()) return;  // the corpus is absent
+    testing::RunResult r = testing::RunMemsnap({"check", "--json", "--baseline", *dir, *dir});
+    REQUIRE(r.exit_code == 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["passed"] == true);
+    CHECK(j["files"].size() == testing::CorpusFiles().size());
+    for (const auto& f : j["files"]) CHECK(f["checks"].size() >= 2);  // reserved, allocated
+  }
+}
+
+}  // namespace
+}  // namespace memsnap
