@@ -4,37 +4,15 @@
 #include "memsnap/sim/allocator.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 
 namespace memsnap::sim {
 
 namespace {
 
-bool IsPow2(int64_t v) { return v > 0 && std::has_single_bit(static_cast<uint64_t>(v)); }
-
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-int64_t Pow2DivisionRound(int64_t n, int64_t divisions) {
-  if (IsPow2(n)) return n;
-  int64_t floor = int64_t{1} << (std::bit_width(static_cast<uint64_t>(n)) - 1);
-  int64_t step = floor >> (std::bit_width(static_cast<uint64_t>(divisions)) - 1);
-  if (step == 0) return floor << 1;
-  int64_t down = n & ~(step - 1);
-  return down == n ? n : down + step;
-}
-
 }  // namespace
-
-int64_t RoundSize(int64_t n, const AllocatorConfig& config) {
-  if (n < kMinBlockSize) return kMinBlockSize;
-  // Bucket: clamp(floor(log2 n) - 20, 0, 15) (§3.1).
-  int log = std::bit_width(static_cast<uint64_t>(n)) - 1;
-  int index = std::clamp(log - 20, 0, 15);
-  int64_t d = config.roundup_power2_divisions[index];
-  if (d > 1 && n > kMinBlockSize * d) return Pow2DivisionRound(n, d);
-  return RoundUp(n, kMinBlockSize);
-}
 
 int64_t SegmentSize(int64_t s, const AllocatorConfig& config) {
   if (s <= kSmallSize) return kSmallBuffer;
