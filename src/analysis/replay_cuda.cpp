@@ -20,24 +20,6 @@ namespace {
 using sim::CudaCall;
 using sim::CuResult;
 
-absl::StatusOr<const DeviceTrace*> FindTrace(const Snapshot& snap, int32_t device) {
-  for (const DeviceTrace& t : snap.traces) {
-    if (device >= 0 ? t.device == device : t.size() > 0) return &t;
-  }
-  if (device >= 0) {
-    return absl::NotFoundError(absl::StrCat("device ", device, " has no trace events"));
-  }
-  return absl::FailedPreconditionError(
-      "the snapshot has no trace events (record with torch.cuda.memory._record_memory_history)");
-}
-
-// The cold start (blocks alive before the trace) then the trace, as RunConfig replays them.
-template <typename F>
-void ForEachOp(const PreparedTrace& prepared, F&& f) {
-  for (const Op& op : prepared.cold) f(op);
-  for (const Op& op : prepared.ops) f(op);
-}
-
 // Every request size times `scale` (at least one byte); addresses are kept as identities.
 void ScaleTrace(PreparedTrace& prepared, double scale) {
   if (scale == 1.0) return;
@@ -54,7 +36,7 @@ int64_t PeakLive(const PreparedTrace& prepared) {
   absl::flat_hash_map<uint64_t, int64_t> live;
   int64_t cur = 0;
   int64_t peak = 0;
-  ForEachOp(prepared, [&](const Op& op) {
+  ForEachOp(prepared.cold, prepared, [&](const Op& op) {
     if (op.kind == OpKind::kAlloc) {
       cur += op.size;
       live[op.addr] += op.size;
@@ -83,7 +65,7 @@ void FinishCalls(const sim::CallTimer& timer, CudaConfigResult& r) {
 }
 
 // The caching allocator (native or expandable segments) deciding, real segments underneath.
-// Same dispatch as RunConfig, without the curve and --verify bookkeeping.
+// RunConfig's dispatch (ApplyOp), without the curve and --verify bookkeeping.
 void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::CudaDriver& driver,
                 const sim::NanoClock& clock, CudaConfigResult& r) {
   sim::CallTimer timer(clock);
@@ -91,44 +73,12 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
   {
     sim::CudaDeviceMemory device(&driver, &timer, &mark);
     sim::CachingAllocator alloc(config.config, &device);
-    absl::flat_hash_map<uint64_t, sim::BlockRef> live;
+    LiveBlocks live;
     int64_t peak_reserved = 0;
-    ForEachOp(prepared, [&](const Op& op) {
-      switch (op.kind) {
-        case OpKind::kAlloc: {
-          ++r.allocs;
-          std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-          if (b) {
-            live[op.addr] = *b;
-          } else {
-            ++r.ooms;
-            live.erase(op.addr);
-          }
-          break;
-        }
-        case OpKind::kFree:
-        case OpKind::kFreeCompleted: {
-          auto it = live.find(op.addr);
-          if (it == live.end()) break;
-          op.kind == OpKind::kFree ? alloc.Free(it->second) : alloc.FreeCompleted(it->second);
-          live.erase(it);
-          break;
-        }
-        case OpKind::kFreeRequested: {
-          auto it = live.find(op.addr);
-          if (it != live.end()) alloc.FreeRequested(it->second);
-          break;
-        }
-        case OpKind::kEmptyCache:
-          alloc.EmptyCache();
-          break;
-        case OpKind::kOomMalloc: {  // a recorded OOM: served and given back when it fits
-          ++r.allocs;
-          std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-          b ? alloc.Free(*b) : void(++r.ooms);
-          break;
-        }
-      }
+    ForEachOp(prepared.cold, prepared, [&](const Op& op) {
+      const AppliedOp applied = ApplyOp(op, alloc, live);
+      if (applied.malloc) ++r.allocs;
+      if (applied.oom) ++r.ooms;
       peak_reserved = std::max(peak_reserved, alloc.stats().reserved_bytes.aggregate.current);
     });
     r.peak_reserved = peak_reserved;
@@ -179,7 +129,7 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
     uint64_t stream;
   };
   absl::flat_hash_map<uint64_t, Live> live;
-  ForEachOp(prepared, [&](const Op& op) {
+  ForEachOp(prepared.cold, prepared, [&](const Op& op) {
     if (!error.empty()) return;
     switch (op.kind) {
       case OpKind::kAlloc:
@@ -266,7 +216,7 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
     return absl::InvalidArgumentError(
         absl::StrCat("--scale ", options.scale, ": expected a factor > 0, e.g. 0.25"));
   }
-  absl::StatusOr<const DeviceTrace*> trace = FindTrace(snapshot, options.device);
+  absl::StatusOr<const DeviceTrace*> trace = SelectTrace(snapshot, options.device);
   if (!trace.ok()) return trace.status();
   if (CuResult r = driver.Init(); r != sim::kCudaSuccess) {
     return absl::FailedPreconditionError(

@@ -1,4 +1,5 @@
-// Internals of the replay driver shared by replay.cpp and replay_run.cpp (and the unit tests).
+// Internals of the replay driver shared by replay.cpp, replay_run.cpp, the GPU replay
+// (replay_cuda.cpp) and the unit tests.
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "memsnap/analysis/replay.h"
 
 namespace memsnap::analysis {
@@ -79,6 +82,81 @@ struct RunOutput {
   ConfigResult result;
   std::optional<VerifyResult> verify;
 };
+
+/// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
+/// ("device 3 has no trace events") or FailedPrecondition when there is none.
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
+
+/// Calls f(op) for every operation of `pre` (the state before the trace: PreparedTrace::cold or
+/// warm_leftover), then of the trace, in replay order.
+template <typename F>
+void ForEachOp(const std::vector<Op>& pre, const PreparedTrace& prepared, F&& f) {
+  for (const Op& op : pre) f(op);
+  for (const Op& op : prepared.ops) f(op);
+}
+
+/// Recorded block address -> the simulated block now standing for it.
+using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
+
+/// What ApplyOp did. `malloc`: the op called Malloc (kAlloc, kOomMalloc); `oom`: that Malloc
+/// failed (alloc.last_oom() describes it); `block`: the new block of a served kAlloc.
+struct AppliedOp {
+  bool malloc = false;
+  bool oom = false;
+  std::optional<sim::BlockRef> block;
+};
+
+/// Applies one operation to the caching allocator, keeping `live` up to date: the dispatch the
+/// CPU replay (RunConfig) and the GPU replay share; each adds its own bookkeeping around it.
+/// A free of an address whose alloc failed (OOM) does nothing; a recorded OOM (kOomMalloc) that
+/// this configuration can serve is given back at once, since what the program did after
+/// catching it is not in the trace.
+inline AppliedOp ApplyOp(const Op& op, sim::CachingAllocator& alloc, LiveBlocks& live) {
+  AppliedOp a;
+  switch (op.kind) {
+    case OpKind::kAlloc:
+      a.malloc = true;
+      a.block = alloc.Malloc(op.size, op.stream);
+      if (a.block) {
+        live[op.addr] = *a.block;
+      } else {
+        a.oom = true;
+        live.erase(op.addr);
+      }
+      break;
+    case OpKind::kFree:
+    case OpKind::kFreeCompleted: {
+      auto it = live.find(op.addr);
+      if (it == live.end()) break;
+      if (op.kind == OpKind::kFree) {
+        alloc.Free(it->second);
+      } else {
+        alloc.FreeCompleted(it->second);
+      }
+      live.erase(it);
+      break;
+    }
+    case OpKind::kFreeRequested: {
+      auto it = live.find(op.addr);
+      if (it != live.end()) alloc.FreeRequested(it->second);
+      break;
+    }
+    case OpKind::kEmptyCache:
+      alloc.EmptyCache();
+      break;
+    case OpKind::kOomMalloc: {
+      a.malloc = true;
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (b) {
+        alloc.Free(*b);
+      } else {
+        a.oom = true;
+      }
+      break;
+    }
+  }
+  return a;
+}
 
 /// Replays `prepared` under one configuration.
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
