@@ -8,12 +8,9 @@
 namespace memsnap::analysis {
 namespace {
 
+using testing::LoadFixture;
 using testing::ParseOrFail;
 using testing::PythonPickle;
-
-Snapshot LoadFixture(const std::string& name) {
-  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
-}
 
 DeviceTimeline Device0(const Snapshot& snap) {
   auto tl = ReconstructTimeline(snap);
