@@ -20,6 +20,13 @@ namespace {
 using sim::CudaCall;
 using sim::CuResult;
 
+// The cold start (blocks alive before the trace) then the trace, as RunConfig replays them.
+template <typename F>
+void ForEachOp(const PreparedTrace& prepared, F&& f) {
+  for (const Op& op : prepared.cold) f(op);
+  for (const Op& op : prepared.ops) f(op);
+}
+
 // Every request size times `scale` (at least one byte); addresses are kept as identities.
 void ScaleTrace(PreparedTrace& prepared, double scale) {
   if (scale == 1.0) return;
@@ -36,7 +43,7 @@ int64_t PeakLive(const PreparedTrace& prepared) {
   absl::flat_hash_map<uint64_t, int64_t> live;
   int64_t cur = 0;
   int64_t peak = 0;
-  ForEachOp(prepared.cold, prepared, [&](const Op& op) {
+  ForEachOp(prepared, [&](const Op& op) {
     if (op.kind == OpKind::kAlloc) {
       cur += op.size;
       live[op.addr] += op.size;
@@ -75,10 +82,9 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
     sim::CachingAllocator alloc(config.config, &device);
     LiveBlocks live;
     int64_t peak_reserved = 0;
-    ForEachOp(prepared.cold, prepared, [&](const Op& op) {
-      const AppliedOp applied = ApplyOp(op, alloc, live);
-      if (applied.malloc) ++r.allocs;
-      if (applied.oom) ++r.ooms;
+    ForEachOp(prepared, [&](const Op& op) {
+      if (IsMalloc(op.kind)) ++r.allocs;
+      ApplyOp(op, alloc, live, [](sim::BlockRef) {}, [&] { ++r.ooms; });
       peak_reserved = std::max(peak_reserved, alloc.stats().reserved_bytes.aggregate.current);
     });
     r.peak_reserved = peak_reserved;
@@ -129,7 +135,7 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
     uint64_t stream;
   };
   absl::flat_hash_map<uint64_t, Live> live;
-  ForEachOp(prepared.cold, prepared, [&](const Op& op) {
+  ForEachOp(prepared, [&](const Op& op) {
     if (!error.empty()) return;
     switch (op.kind) {
       case OpKind::kAlloc:

@@ -87,52 +87,38 @@ struct RunOutput {
 /// ("device 3 has no trace events") or FailedPrecondition when there is none.
 absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
 
-/// Calls f(op) for every operation of `pre` (the state before the trace: PreparedTrace::cold or
-/// warm_leftover), then of the trace, in replay order.
-template <typename F>
-void ForEachOp(const std::vector<Op>& pre, const PreparedTrace& prepared, F&& f) {
-  for (const Op& op : pre) f(op);
-  for (const Op& op : prepared.ops) f(op);
-}
-
 /// Recorded block address -> the simulated block now standing for it.
 using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
 
-/// What ApplyOp did. `malloc`: the op called Malloc (kAlloc, kOomMalloc); `oom`: that Malloc
-/// failed (alloc.last_oom() describes it); `block`: the new block of a served kAlloc.
-struct AppliedOp {
-  bool malloc = false;
-  bool oom = false;
-  std::optional<sim::BlockRef> block;
-};
+/// True for the operations that call Malloc: kAlloc and kOomMalloc (a recorded OOM).
+constexpr bool IsMalloc(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kOomMalloc; }
 
 /// Applies one operation to the caching allocator, keeping `live` up to date: the dispatch the
-/// CPU replay (RunConfig) and the GPU replay share; each adds its own bookkeeping around it.
-/// A free of an address whose alloc failed (OOM) does nothing; a recorded OOM (kOomMalloc) that
-/// this configuration can serve is given back at once, since what the program did after
-/// catching it is not in the trace.
-inline AppliedOp ApplyOp(const Op& op, sim::CachingAllocator& alloc, LiveBlocks& live) {
-  AppliedOp a;
+/// CPU replay (RunConfig) and the GPU replay share; each adds its own bookkeeping through
+/// `on_alloc(BlockRef)`, called when a kAlloc was served, and `on_oom()`, called when a malloc
+/// failed (alloc.last_oom() describes it). A free of an address whose alloc failed does
+/// nothing; a recorded OOM (kOomMalloc) that this configuration can serve is given back at
+/// once, since what the program did after catching it is not in the trace. Always inlined,
+/// callbacks included: it is the body of the replay's hot loop.
+template <typename OnAlloc, typename OnOom>
+[[gnu::always_inline]] inline void ApplyOp(const Op& op, sim::CachingAllocator& alloc,
+                                           LiveBlocks& live, OnAlloc&& on_alloc, OnOom&& on_oom) {
   switch (op.kind) {
-    case OpKind::kAlloc:
-      a.malloc = true;
-      a.block = alloc.Malloc(op.size, op.stream);
-      if (a.block) {
-        live[op.addr] = *a.block;
-      } else {
-        a.oom = true;
+    case OpKind::kAlloc: {
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (!b) {
+        on_oom();
         live.erase(op.addr);
+        break;
       }
+      live[op.addr] = *b;
+      on_alloc(*b);
       break;
-    case OpKind::kFree:
-    case OpKind::kFreeCompleted: {
+    }
+    case OpKind::kFree: {
       auto it = live.find(op.addr);
-      if (it == live.end()) break;
-      if (op.kind == OpKind::kFree) {
-        alloc.Free(it->second);
-      } else {
-        alloc.FreeCompleted(it->second);
-      }
+      if (it == live.end()) break;  // its alloc failed (OOM)
+      alloc.Free(it->second);
       live.erase(it);
       break;
     }
@@ -141,21 +127,26 @@ inline AppliedOp ApplyOp(const Op& op, sim::CachingAllocator& alloc, LiveBlocks&
       if (it != live.end()) alloc.FreeRequested(it->second);
       break;
     }
+    case OpKind::kFreeCompleted: {
+      auto it = live.find(op.addr);
+      if (it == live.end()) break;
+      alloc.FreeCompleted(it->second);
+      live.erase(it);
+      break;
+    }
     case OpKind::kEmptyCache:
       alloc.EmptyCache();
       break;
     case OpKind::kOomMalloc: {
-      a.malloc = true;
       std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
       if (b) {
         alloc.Free(*b);
       } else {
-        a.oom = true;
+        on_oom();
       }
       break;
     }
   }
-  return a;
 }
 
 /// Replays `prepared` under one configuration.

@@ -108,23 +108,28 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     }
     r.ooms.push_back(oom);
   };
-  ForEachOp(pre, prepared, [&](const Op& op) {
+  // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
+  const size_t total_ops = pre.size() + prepared.ops.size();
+  for (size_t opi = 0; opi < total_ops; ++opi) {
+    const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
     if (!hints_installed && op.event != kPreexisting) {
       install_hints();
       hints_installed = true;
     }
-    const AppliedOp applied = ApplyOp(op, alloc, live);
-    if (applied.oom) record_oom(op);
-    if (applied.block && op.event != kPreexisting) {
-      ++allocs;
-      if (alloc.BlockPtr(*applied.block) == op.addr) {
-        ++allocs_matched;
-      } else if (!first_mismatch) {
-        first_mismatch = op.event;
-        mismatch_real = op.addr;
-        mismatch_sim = alloc.BlockPtr(*applied.block);
-      }
-    }
+    ApplyOp(
+        op, alloc, live,
+        [&](sim::BlockRef b) {
+          if (op.event == kPreexisting) return;
+          ++allocs;
+          if (alloc.BlockPtr(b) == op.addr) {
+            ++allocs_matched;
+          } else if (!first_mismatch) {
+            first_mismatch = op.event;
+            mismatch_real = op.addr;
+            mismatch_sim = alloc.BlockPtr(b);
+          }
+        },
+        [&] { record_oom(op); });
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
@@ -142,7 +147,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         last_reserved = reserved;
       }
     }
-  });
+  }
   r.peak_allocated = st.allocated_bytes.aggregate.peak;
   r.peak_active = st.active_bytes.aggregate.peak;
   r.peak_requested = st.requested_bytes.aggregate.peak;
