@@ -57,6 +57,22 @@ void CachingAllocator::DeleteBlock(uint32_t b) {
   free_slots_.push_back(b);
 }
 
+inline void CachingAllocator::CountAllocation(bool is_small, int64_t size, int64_t requested) {
+  stats_.allocation.Add(is_small, 1);
+  stats_.allocated_bytes.Add(is_small, size);
+  stats_.active.Add(is_small, 1);
+  stats_.active_bytes.Add(is_small, size);
+  stats_.requested_bytes.Add(is_small, requested);
+  if (size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+}
+
+inline void CachingAllocator::UncountAllocation(Block& x) {
+  x.allocated = false;
+  stats_.allocation.Sub(x.is_small, 1);
+  stats_.allocated_bytes.Sub(x.is_small, x.size);
+  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
+}
+
 void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
   blocks_[b].gc_count_base = pool.get_free_blocks_call_count;
   pool.blocks.insert(KeyOf(b));
@@ -193,31 +209,19 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
   t.allocated = true;
   t.requested = n;
   t.event_count = 0;
-  stats_.allocation.Add(small, 1);
-  stats_.allocated_bytes.Add(small, t.size);
-  stats_.active.Add(small, 1);
-  stats_.active_bytes.Add(small, t.size);
-  stats_.requested_bytes.Add(small, n);
-  if (t.size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+  CountAllocation(small, t.size, n);
   return taken;
 }
 
 void CachingAllocator::Free(BlockRef b) {
-  Block& x = blocks_[b];
-  assert(x.allocated);
-  x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
-  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
+  assert(blocks_[b].allocated);
+  UncountAllocation(blocks_[b]);
   FreeBlock(b);
 }
 
 void CachingAllocator::FreeRequested(BlockRef b) {
   Block& x = blocks_[b];
-  x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
-  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
+  UncountAllocation(x);
   x.event_count = 1;  // one pseudo event: completes at the recorded free_completed
   pending_.push_back(b);
 }
@@ -409,12 +413,7 @@ std::vector<BlockRef> CachingAllocator::SeedSegment(uint64_t base, int64_t size,
     prev = r;
     if (p.allocated) {
       refs.push_back(r);
-      stats_.allocation.Add(is_small, 1);
-      stats_.allocated_bytes.Add(is_small, p.size);
-      stats_.active.Add(is_small, 1);
-      stats_.active_bytes.Add(is_small, p.size);
-      stats_.requested_bytes.Add(is_small, p.requested);
-      if (p.size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+      CountAllocation(is_small, p.size, p.requested);
     }
   }
   // Free blocks go into the pool once the chain is linked (their keys do not change later).

@@ -245,6 +245,12 @@ class CachingAllocator {
   void ReleaseBlocks(Pool& pool);
   void ReleaseBlock(uint32_t b);
   void SynchronizeAndFreeEvents();
+  // Stats of a block becoming allocated (Malloc, SeedSegment) and of an allocated block being
+  // freed (Free, FreeRequested; this also clears `allocated`). Active and requested bytes are
+  // taken back later, when the block returns to its pool (FreeBlock). Inlined into the hot
+  // malloc/free paths (defined in allocator.cpp, the only file that calls them).
+  [[gnu::always_inline]] void CountAllocation(bool is_small, int64_t size, int64_t requested);
+  [[gnu::always_inline]] void UncountAllocation(Block& x);
 
   // Expandable segments (allocator_expandable.cpp).
   uint32_t FindExpandableBlock(Pool& pool, int64_t stream, int64_t s);
