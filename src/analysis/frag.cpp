@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/frag_layout.h"
+#include "memsnap/sim/sizes.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
@@ -19,10 +20,16 @@ namespace memsnap::analysis {
 using frag_internal::LSegment;
 
 namespace {
-constexpr int64_t kMiB = 1024 * 1024;
-constexpr int64_t kMinBlock = 512;
-constexpr int64_t kSmallSize = kMiB;
-constexpr int64_t kNonSplitRounding = 20 * kMiB;
+using sim::kLargeBuffer;
+using sim::kMinBlockSize;
+using sim::kSmallBuffer;
+using sim::kSmallSize;
+constexpr int64_t kNonSplitRounding = kLargeBuffer;  // max_non_split_rounding default
+
+// round_size under the recorded roundup_power2_divisions (the only setting it reads).
+int64_t RoundSize(int64_t n, const AllocatorSettings& settings) {
+  return sim::RoundSize(n, settings.roundup_power2_divisions);
+}
 
 int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
 
@@ -33,7 +40,7 @@ FragFigures SegmentFigures(const LSegment& s) {
   FragFigures f;
   f.segments = 1;
   f.reserved_bytes = s.size;
-  int64_t page = s.is_small ? 2 * kMiB : 20 * kMiB;
+  int64_t page = s.is_small ? kSmallBuffer : kLargeBuffer;
   int64_t run_begin = -1;  // offset of the current run of non-allocated blocks
   auto close_run = [&](int64_t end) {
     if (run_begin < 0) return;
@@ -133,7 +140,7 @@ double GroupFragmentation(const Aggregates& a, std::optional<int32_t> device) {
 
 // Largest n with RoundSize(n) <= limit (RoundSize is monotone); 0 when even 1 byte does not fit.
 int64_t LargestRequestUpTo(int64_t limit, const AllocatorSettings& settings) {
-  if (limit < kMinBlock) return 0;
+  if (limit < kMinBlockSize) return 0;
   int64_t lo = 1, hi = limit;  // RoundSize(lo) <= limit holds
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
@@ -319,19 +326,6 @@ FragFigures& FragFigures::operator+=(const FragFigures& o) {
 double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes) {
   if (free_bytes <= 0) return 0.0;
   return 1.0 - static_cast<double>(largest_free_bytes) / static_cast<double>(free_bytes);
-}
-
-int64_t RoundSize(int64_t n, const AllocatorSettings& settings) {
-  if (n < kMinBlock) return kMinBlock;
-  int bucket = std::clamp(static_cast<int>(std::bit_width(static_cast<uint64_t>(n))) - 21, 0, 15);
-  int64_t d = settings.roundup_power2_divisions[bucket];
-  if (d > 1 && n > kMinBlock * d) {
-    if (std::has_single_bit(static_cast<uint64_t>(n))) return n;
-    int64_t f = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(n)));
-    int64_t step = f / d;
-    return step == 0 ? 2 * f : RoundUp(n, step);
-  }
-  return RoundUp(n, kMinBlock);
 }
 
 absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const FragOptions& options) {

@@ -3,14 +3,15 @@
 #include <algorithm>
 
 #include "memsnap/analysis/frag.h"
+#include "memsnap/sim/sizes.h"
 
 namespace memsnap::analysis::frag_internal {
 
 namespace {
-constexpr int64_t kMiB = 1024 * 1024;
-constexpr int64_t kSmallSegment = 2 * kMiB;    // kSmallBuffer
-constexpr int64_t kLargePage = 20 * kMiB;      // kLargeBuffer, the large expandable page
-constexpr int64_t kNonSplitRounding = 20 * kMiB;  // max_non_split_rounding default
+using sim::kLargeBuffer;  // the large expandable page
+using sim::kSmallBuffer;  // the small segment
+using sim::kSmallSize;
+constexpr int64_t kNonSplitRounding = kLargeBuffer;  // max_non_split_rounding default
 }  // namespace
 
 std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snap) {
@@ -60,11 +61,12 @@ int64_t DeviceRewind::EstimateSize(uint64_t address, int64_t requested, const Se
   auto next = live_.upper_bound(address);
   if (next != live_.end() && next->first < end) end = next->first;
   int64_t room = static_cast<int64_t>(end - address);
-  int64_t s = std::min(RoundSize(std::max<int64_t>(requested, 1), snap_.settings), room);
+  int64_t s = std::min(
+      sim::RoundSize(std::max<int64_t>(requested, 1), snap_.settings.roundup_power2_divisions), room);
   if (!seg.is_small && !seg.is_expandable) {
     int64_t mss = snap_.settings.max_split_size;
     bool oversize = mss >= 0 && s >= mss;
-    if ((!oversize && room - s <= kMiB) || (oversize && room - s < kNonSplitRounding)) s = room;
+    if ((!oversize && room - s <= kSmallSize) || (oversize && room - s < kNonSplitRounding)) s = room;
   }
   return s;
 }
@@ -139,11 +141,11 @@ void DeviceRewind::Undo(const TraceEvent& e) {
       }
       reserved_ += e.size;
       if (e.action == Action::kSegmentFree) {
-        segments_[begin] = Seg{e.size, e.stream, e.size == kSmallSegment, false, PoolId{}};
+        segments_[begin] = Seg{e.size, e.stream, e.size == kSmallBuffer, false, PoolId{}};
         return;
       }
       // An unmapped range comes back as mapped expandable memory, merged with the runs it touches.
-      Seg seg{e.size, e.stream, e.size % kLargePage != 0, true, PoolId{}};
+      Seg seg{e.size, e.stream, e.size % kLargeBuffer != 0, true, PoolId{}};
       auto left = SegmentAt(begin - 1);
       if (begin > 0 && left != segments_.end() && left->second.is_expandable &&
           left->second.stream == e.stream) {

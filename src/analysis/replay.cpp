@@ -288,26 +288,26 @@ absl::StatusOr<std::vector<std::string>> ExpandSweep(std::string_view spec) {
   return out;
 }
 
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device) {
+  if (device >= 0) {
+    const DeviceTrace* trace = snap.TraceOf(device);
+    if (trace == nullptr || trace->size() == 0) {
+      return absl::NotFoundError(absl::StrCat("device ", device, " has no trace events"));
+    }
+    return trace;
+  }
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.size() > 0) return &t;
+  }
+  return absl::FailedPreconditionError(
+      "the snapshot has no trace events (record with torch.cuda.memory._record_memory_history)");
+}
+
 absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<ReplayConfig>& configs,
                                     const ReplayOptions& options) {
-  const DeviceTrace* trace = nullptr;
-  if (options.device >= 0) {
-    trace = snap.TraceOf(options.device);
-    if (trace == nullptr || trace->size() == 0) {
-      return absl::NotFoundError(absl::StrCat("device ", options.device, " has no trace events"));
-    }
-  } else {
-    for (const DeviceTrace& t : snap.traces) {
-      if (t.size() > 0) {
-        trace = &t;
-        break;
-      }
-    }
-    if (trace == nullptr) {
-      return absl::FailedPreconditionError(
-          "the snapshot has no trace events (record with torch.cuda.memory._record_memory_history)");
-    }
-  }
+  absl::StatusOr<const DeviceTrace*> selected = SelectTrace(snap, options.device);
+  if (!selected.ok()) return selected.status();
+  const DeviceTrace* trace = *selected;
   ReplayReport report;
   report.file = snap.source.path;
   report.device = trace->device;

@@ -20,17 +20,6 @@ namespace {
 using sim::CudaCall;
 using sim::CuResult;
 
-absl::StatusOr<const DeviceTrace*> FindTrace(const Snapshot& snap, int32_t device) {
-  for (const DeviceTrace& t : snap.traces) {
-    if (device >= 0 ? t.device == device : t.size() > 0) return &t;
-  }
-  if (device >= 0) {
-    return absl::NotFoundError(absl::StrCat("device ", device, " has no trace events"));
-  }
-  return absl::FailedPreconditionError(
-      "the snapshot has no trace events (record with torch.cuda.memory._record_memory_history)");
-}
-
 // The cold start (blocks alive before the trace) then the trace, as RunConfig replays them.
 template <typename F>
 void ForEachOp(const PreparedTrace& prepared, F&& f) {
@@ -83,7 +72,7 @@ void FinishCalls(const sim::CallTimer& timer, CudaConfigResult& r) {
 }
 
 // The caching allocator (native or expandable segments) deciding, real segments underneath.
-// Same dispatch as RunConfig, without the curve and --verify bookkeeping.
+// RunConfig's dispatch (ApplyOp), without the curve and --verify bookkeeping.
 void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::CudaDriver& driver,
                 const sim::NanoClock& clock, CudaConfigResult& r) {
   sim::CallTimer timer(clock);
@@ -91,44 +80,11 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
   {
     sim::CudaDeviceMemory device(&driver, &timer, &mark);
     sim::CachingAllocator alloc(config.config, &device);
-    absl::flat_hash_map<uint64_t, sim::BlockRef> live;
+    LiveBlocks live;
     int64_t peak_reserved = 0;
     ForEachOp(prepared, [&](const Op& op) {
-      switch (op.kind) {
-        case OpKind::kAlloc: {
-          ++r.allocs;
-          std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-          if (b) {
-            live[op.addr] = *b;
-          } else {
-            ++r.ooms;
-            live.erase(op.addr);
-          }
-          break;
-        }
-        case OpKind::kFree:
-        case OpKind::kFreeCompleted: {
-          auto it = live.find(op.addr);
-          if (it == live.end()) break;
-          op.kind == OpKind::kFree ? alloc.Free(it->second) : alloc.FreeCompleted(it->second);
-          live.erase(it);
-          break;
-        }
-        case OpKind::kFreeRequested: {
-          auto it = live.find(op.addr);
-          if (it != live.end()) alloc.FreeRequested(it->second);
-          break;
-        }
-        case OpKind::kEmptyCache:
-          alloc.EmptyCache();
-          break;
-        case OpKind::kOomMalloc: {  // a recorded OOM: served and given back when it fits
-          ++r.allocs;
-          std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-          b ? alloc.Free(*b) : void(++r.ooms);
-          break;
-        }
-      }
+      if (IsMalloc(op.kind)) ++r.allocs;
+      ApplyOp(op, alloc, live, [](sim::BlockRef) {}, [&] { ++r.ooms; });
       peak_reserved = std::max(peak_reserved, alloc.stats().reserved_bytes.aggregate.current);
     });
     r.peak_reserved = peak_reserved;
@@ -266,7 +222,7 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
     return absl::InvalidArgumentError(
         absl::StrCat("--scale ", options.scale, ": expected a factor > 0, e.g. 0.25"));
   }
-  absl::StatusOr<const DeviceTrace*> trace = FindTrace(snapshot, options.device);
+  absl::StatusOr<const DeviceTrace*> trace = SelectTrace(snapshot, options.device);
   if (!trace.ok()) return trace.status();
   if (CuResult r = driver.Init(); r != sim::kCudaSuccess) {
     return absl::FailedPreconditionError(

@@ -1,4 +1,5 @@
-// Internals of the replay driver shared by replay.cpp and replay_run.cpp (and the unit tests).
+// Internals of the replay driver shared by replay.cpp, replay_run.cpp, the GPU replay
+// (replay_cuda.cpp) and the unit tests.
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "memsnap/analysis/replay.h"
 
 namespace memsnap::analysis {
@@ -79,6 +82,72 @@ struct RunOutput {
   ConfigResult result;
   std::optional<VerifyResult> verify;
 };
+
+/// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
+/// ("device 3 has no trace events") or FailedPrecondition when there is none.
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
+
+/// Recorded block address -> the simulated block now standing for it.
+using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
+
+/// True for the operations that call Malloc: kAlloc and kOomMalloc (a recorded OOM).
+constexpr bool IsMalloc(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kOomMalloc; }
+
+/// Applies one operation to the caching allocator, keeping `live` up to date: the dispatch the
+/// CPU replay (RunConfig) and the GPU replay share; each adds its own bookkeeping through
+/// `on_alloc(BlockRef)`, called when a kAlloc was served, and `on_oom()`, called when a malloc
+/// failed (alloc.last_oom() describes it). A free of an address whose alloc failed does
+/// nothing; a recorded OOM (kOomMalloc) that this configuration can serve is given back at
+/// once, since what the program did after catching it is not in the trace. Always inlined,
+/// callbacks included: it is the body of the replay's hot loop.
+template <typename OnAlloc, typename OnOom>
+[[gnu::always_inline]] inline void ApplyOp(const Op& op, sim::CachingAllocator& alloc,
+                                           LiveBlocks& live, OnAlloc&& on_alloc, OnOom&& on_oom) {
+  switch (op.kind) {
+    case OpKind::kAlloc: {
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (!b) {
+        on_oom();
+        live.erase(op.addr);
+        break;
+      }
+      live[op.addr] = *b;
+      on_alloc(*b);
+      break;
+    }
+    case OpKind::kFree: {
+      auto it = live.find(op.addr);
+      if (it == live.end()) break;  // its alloc failed (OOM)
+      alloc.Free(it->second);
+      live.erase(it);
+      break;
+    }
+    case OpKind::kFreeRequested: {
+      auto it = live.find(op.addr);
+      if (it != live.end()) alloc.FreeRequested(it->second);
+      break;
+    }
+    case OpKind::kFreeCompleted: {
+      auto it = live.find(op.addr);
+      if (it == live.end()) break;
+      alloc.FreeCompleted(it->second);
+      live.erase(it);
+      break;
+    }
+    case OpKind::kEmptyCache:
+      alloc.EmptyCache();
+      break;
+    case OpKind::kOomMalloc: {
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (b) {
+        alloc.Free(*b);
+      } else {
+        on_oom();
+      }
+      break;
+    }
+  }
+}
 
 /// Replays `prepared` under one configuration.
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,

@@ -1,7 +1,6 @@
 // One configuration's replay (the hot loop) and the --verify comparison.
 #include <algorithm>
 
-#include "absl/container/flat_hash_map.h"
 #include "analysis/replay_internal.h"
 #include "memsnap/sim/device_memory.h"
 
@@ -68,7 +67,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   std::vector<uint32_t> log_event;  // trace index of each logged event
   sim::CachingAllocator alloc(config.config, &device);
   alloc.SetEventLog(&log);
-  absl::flat_hash_map<uint64_t, sim::BlockRef> live;
+  LiveBlocks live;
   live.reserve(1024);
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
@@ -109,6 +108,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     }
     r.ooms.push_back(oom);
   };
+  // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
   const size_t total_ops = pre.size() + prepared.ops.size();
   for (size_t opi = 0; opi < total_ops; ++opi) {
     const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
@@ -116,61 +116,20 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
       install_hints();
       hints_installed = true;
     }
-    switch (op.kind) {
-      case OpKind::kAlloc: {
-        std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-        if (!b) {
-          record_oom(op);
-          live.erase(op.addr);
-          break;
-        }
-        live[op.addr] = *b;
-        if (op.event != kPreexisting) {
+    ApplyOp(
+        op, alloc, live,
+        [&](sim::BlockRef b) {
+          if (op.event == kPreexisting) return;
           ++allocs;
-          if (alloc.BlockPtr(*b) == op.addr) {
+          if (alloc.BlockPtr(b) == op.addr) {
             ++allocs_matched;
           } else if (!first_mismatch) {
             first_mismatch = op.event;
             mismatch_real = op.addr;
-            mismatch_sim = alloc.BlockPtr(*b);
+            mismatch_sim = alloc.BlockPtr(b);
           }
-        }
-        break;
-      }
-      case OpKind::kFree: {
-        auto it = live.find(op.addr);
-        if (it == live.end()) break;  // its alloc failed (OOM)
-        alloc.Free(it->second);
-        live.erase(it);
-        break;
-      }
-      case OpKind::kFreeRequested: {
-        auto it = live.find(op.addr);
-        if (it != live.end()) alloc.FreeRequested(it->second);
-        break;
-      }
-      case OpKind::kFreeCompleted: {
-        auto it = live.find(op.addr);
-        if (it == live.end()) break;
-        alloc.FreeCompleted(it->second);
-        live.erase(it);
-        break;
-      }
-      case OpKind::kEmptyCache:
-        alloc.EmptyCache();
-        break;
-      case OpKind::kOomMalloc: {
-        // The program's malloc failed here. When this configuration can serve it, the memory is
-        // given back at once: what the program did after catching the OOM is not in the trace.
-        std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
-        if (b) {
-          alloc.Free(*b);
-        } else {
-          record_oom(op);
-        }
-        break;
-      }
-    }
+        },
+        [&] { record_oom(op); });
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/sim/sizes.h"
 #include "memsnap/util/memory.h"
 #include "memsnap/util/strings.h"
 
@@ -110,7 +111,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
     lt.version = st.next_version++;
     lt.cls = LifetimeClass::kPreWindow;
     lt.requested_size = e.size;
-    lt.rounded_size = RoundSize(e.size);
+    lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
     lt.stream = e.stream;
     lt.stack = e.stack;
     pre_req += lt.requested_size;
@@ -148,7 +149,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         lt.address = e.addr;
         lt.version = st.next_version++;
         lt.requested_size = e.size;
-        lt.rounded_size = RoundSize(e.size);
+        lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
         lt.stream = e.stream;
         lt.stack = e.stack;
         lt.alloc_event = i;
@@ -333,12 +334,6 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
 }
 
 }  // namespace
-
-int64_t RoundSize(int64_t requested) {
-  constexpr int64_t kMin = 512;
-  if (requested < kMin) return kMin;
-  return kMin * ((requested + kMin - 1) / kMin);
-}
 
 std::string_view LifetimeClassName(LifetimeClass c) {
   switch (c) {

@@ -1,6 +1,4 @@
 // memsnap timeline FILE: live and reserved bytes over time, per device.
-#include <chrono>
-#include <ctime>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +8,7 @@
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::cli {
 
@@ -66,22 +65,14 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t c0 = std::clock();
+    ReadAnalysisClock phases;
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
-    const auto t1 = std::chrono::steady_clock::now();
-    const std::clock_t c1 = std::clock();
+    phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
-    if (ctx.timings) {
-      auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-      auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
-      *ctx.err << "timings: read " << ms(t1 - t0) << " ms (cpu " << cpu_ms(c1 - c0)
-               << " ms), analysis " << ms(std::chrono::steady_clock::now() - t1) << " ms (cpu "
-               << cpu_ms(std::clock() - c1) << " ms)\n";
-    }
+    if (ctx.timings) phases.Print(*ctx.err);
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out);

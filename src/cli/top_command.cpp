@@ -1,7 +1,5 @@
 // memsnap top FILE: the largest groups of live memory at a moment (peak by default).
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <memory>
 #include <sstream>
 
@@ -14,6 +12,7 @@
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::cli {
 
@@ -107,11 +106,9 @@ RunFn SetupTop(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunTopRanks(*opts, moment, group, ctx);
     const std::string& file = inputs[0].path;
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t c0 = std::clock();
+    ReadAnalysisClock phases;
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(file, ctx));
-    const auto t1 = std::chrono::steady_clock::now();
-    const std::clock_t c1 = std::clock();
+    phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
@@ -119,13 +116,7 @@ RunFn SetupTop(CLI::App& sub) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": ", std::string(tl.status().message())));
     }
     ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *tl, moment, group));
-    if (ctx.timings) {
-      auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-      auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
-      *ctx.err << "timings: read " << ms(t1 - t0) << " ms (cpu " << cpu_ms(c1 - c0)
-               << " ms), analysis " << ms(std::chrono::steady_clock::now() - t1) << " ms (cpu "
-               << cpu_ms(std::clock() - c1) << " ms)\n";
-    }
+    if (ctx.timings) phases.Print(*ctx.err);
     if (!opts->folded.empty()) {
       std::ostringstream folded;
       report::RenderFolded(rep.rows, folded);

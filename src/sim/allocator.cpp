@@ -4,37 +4,15 @@
 #include "memsnap/sim/allocator.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 
 namespace memsnap::sim {
 
 namespace {
 
-bool IsPow2(int64_t v) { return v > 0 && std::has_single_bit(static_cast<uint64_t>(v)); }
-
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-int64_t Pow2DivisionRound(int64_t n, int64_t divisions) {
-  if (IsPow2(n)) return n;
-  int64_t floor = int64_t{1} << (std::bit_width(static_cast<uint64_t>(n)) - 1);
-  int64_t step = floor >> (std::bit_width(static_cast<uint64_t>(divisions)) - 1);
-  if (step == 0) return floor << 1;
-  int64_t down = n & ~(step - 1);
-  return down == n ? n : down + step;
-}
-
 }  // namespace
-
-int64_t RoundSize(int64_t n, const AllocatorConfig& config) {
-  if (n < kMinBlockSize) return kMinBlockSize;
-  // Bucket: clamp(floor(log2 n) - 20, 0, 15) (§3.1).
-  int log = std::bit_width(static_cast<uint64_t>(n)) - 1;
-  int index = std::clamp(log - 20, 0, 15);
-  int64_t d = config.roundup_power2_divisions[index];
-  if (d > 1 && n > kMinBlockSize * d) return Pow2DivisionRound(n, d);
-  return RoundUp(n, kMinBlockSize);
-}
 
 int64_t SegmentSize(int64_t s, const AllocatorConfig& config) {
   if (s <= kSmallSize) return kSmallBuffer;
@@ -77,6 +55,22 @@ uint32_t CachingAllocator::NewBlock(const Block& b) {
 void CachingAllocator::DeleteBlock(uint32_t b) {
   blocks_[b].dead = true;
   free_slots_.push_back(b);
+}
+
+inline void CachingAllocator::CountAllocation(bool is_small, int64_t size, int64_t requested) {
+  stats_.allocation.Add(is_small, 1);
+  stats_.allocated_bytes.Add(is_small, size);
+  stats_.active.Add(is_small, 1);
+  stats_.active_bytes.Add(is_small, size);
+  stats_.requested_bytes.Add(is_small, requested);
+  if (size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+}
+
+inline void CachingAllocator::UncountAllocation(Block& x) {
+  x.allocated = false;
+  stats_.allocation.Sub(x.is_small, 1);
+  stats_.allocated_bytes.Sub(x.is_small, x.size);
+  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
 }
 
 void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
@@ -215,31 +209,19 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
   t.allocated = true;
   t.requested = n;
   t.event_count = 0;
-  stats_.allocation.Add(small, 1);
-  stats_.allocated_bytes.Add(small, t.size);
-  stats_.active.Add(small, 1);
-  stats_.active_bytes.Add(small, t.size);
-  stats_.requested_bytes.Add(small, n);
-  if (t.size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+  CountAllocation(small, t.size, n);
   return taken;
 }
 
 void CachingAllocator::Free(BlockRef b) {
-  Block& x = blocks_[b];
-  assert(x.allocated);
-  x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
-  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
+  assert(blocks_[b].allocated);
+  UncountAllocation(blocks_[b]);
   FreeBlock(b);
 }
 
 void CachingAllocator::FreeRequested(BlockRef b) {
   Block& x = blocks_[b];
-  x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
-  if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
+  UncountAllocation(x);
   x.event_count = 1;  // one pseudo event: completes at the recorded free_completed
   pending_.push_back(b);
 }
@@ -431,12 +413,7 @@ std::vector<BlockRef> CachingAllocator::SeedSegment(uint64_t base, int64_t size,
     prev = r;
     if (p.allocated) {
       refs.push_back(r);
-      stats_.allocation.Add(is_small, 1);
-      stats_.allocated_bytes.Add(is_small, p.size);
-      stats_.active.Add(is_small, 1);
-      stats_.active_bytes.Add(is_small, p.size);
-      stats_.requested_bytes.Add(is_small, p.requested);
-      if (p.size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
+      CountAllocation(is_small, p.size, p.requested);
     }
   }
   // Free blocks go into the pool once the chain is linked (their keys do not change later).

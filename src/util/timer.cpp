@@ -43,4 +43,20 @@ ScopedTimer::~ScopedTimer() {
   t.entries_.push_back(Timings::Entry{name_, depth_, s, order_});
 }
 
+ReadAnalysisClock::ReadAnalysisClock()
+    : wall0_(std::chrono::steady_clock::now()), wall1_(wall0_), cpu0_(std::clock()), cpu1_(cpu0_) {}
+
+void ReadAnalysisClock::ReadDone() {
+  wall1_ = std::chrono::steady_clock::now();
+  cpu1_ = std::clock();
+}
+
+void ReadAnalysisClock::Print(std::ostream& out) const {
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
+  out << "timings: read " << ms(wall1_ - wall0_) << " ms (cpu " << cpu_ms(cpu1_ - cpu0_)
+      << " ms), analysis " << ms(std::chrono::steady_clock::now() - wall1_) << " ms (cpu "
+      << cpu_ms(std::clock() - cpu1_) << " ms)\n";
+}
+
 }  // namespace memsnap

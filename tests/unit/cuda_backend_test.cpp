@@ -11,6 +11,7 @@
 #include "memsnap/util/build_info.h"
 #include "memsnap/util/strings.h"
 #include "test_util.h"
+#include "trace_builders.h"
 
 #ifdef MEMSNAP_HAVE_CUDA
 #include <cuda.h>
@@ -22,26 +23,11 @@ namespace {
 using analysis::CudaReplayOptions;
 using analysis::CudaReplayReport;
 using analysis::ReplayConfig;
+using testing::Ev;
 using testing::FakeCudaDriver;
+using testing::TraceSnapshot;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
-
-TraceEvent Ev(Action a, uint64_t addr, int64_t size, int64_t stream = 0) {
-  TraceEvent e;
-  e.action = a;
-  e.addr = addr;
-  e.size = size;
-  e.stream = stream;
-  return e;
-}
-
-Snapshot TraceSnapshot(std::vector<TraceEvent> events) {
-  Snapshot s;
-  s.events = std::move(events);
-  s.traces.push_back({0, 0, static_cast<uint32_t>(s.events.size())});
-  s.source.path = "fake.pickle";
-  return s;
-}
 
 // Two 4 MB tensors on stream 0, one 1000-byte tensor on stream 7, all freed.
 Snapshot SmallTrace() {

@@ -198,17 +198,6 @@ TEST_SUITE("frag") {
           "basic.pickle: --at peak needs a trace (device_traces); this file has none");
   }
 
-  TEST_CASE("RoundSize follows the allocator's rounding and power-of-two divisions") {
-    AllocatorSettings s;
-    CHECK(RoundSize(1, s) == 512);
-    CHECK(RoundSize(513, s) == 1024);
-    CHECK(RoundSize(1200, s) == 1536);
-    s.roundup_power2_divisions.fill(4);
-    CHECK(RoundSize(1200, s) == 1536);  // 1200 <= 512 * 4: the 512 rule
-    CHECK(RoundSize(300 * kMiB, s) == 320 * kMiB);
-    CHECK(RoundSize(256 * kMiB, s) == 256 * kMiB);
-  }
-
   TEST_CASE("frag invariants hold on every corpus file, at the end and at the peak") {
     for (const std::string& path : testing::CorpusFiles()) {
       auto snap = parse::ReadSnapshot(path);

@@ -7,12 +7,9 @@
 namespace memsnap::analysis {
 namespace {
 
+using testing::LoadFixture;
 using testing::ParseOrFail;
 using testing::PythonPickle;
-
-Snapshot LoadFixture(const std::string& name) {
-  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
-}
 
 GroupReport Group(const Snapshot& snap, std::string_view at, GroupOptions o = {}) {
   auto tl = ReconstructTimeline(snap);

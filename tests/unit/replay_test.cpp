@@ -6,28 +6,14 @@
 #include "memsnap/analysis/replay.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
+#include "trace_builders.h"
 
 namespace memsnap::analysis {
 namespace {
 
 using sim::kMiB;
-
-TraceEvent Ev(Action a, uint64_t addr, int64_t size, int64_t stream = 0) {
-  TraceEvent e;
-  e.action = a;
-  e.addr = addr;
-  e.size = size;
-  e.stream = stream;
-  return e;
-}
-
-Snapshot MakeSnapshot(std::vector<TraceEvent> events) {
-  Snapshot s;
-  s.events = std::move(events);
-  s.traces.push_back({0, 0, static_cast<uint32_t>(s.events.size())});
-  s.settings.present = true;
-  return s;
-}
+using testing::Ev;
+using testing::TraceSnapshot;
 
 ReplayReport ReplayOrFail(const Snapshot& s, std::vector<ReplayConfig> configs,
                           ReplayOptions options = {}) {
@@ -88,7 +74,7 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
     alloc.EmptyCache();
     flush();
   }
-  Snapshot s = MakeSnapshot(std::move(events));
+  Snapshot s = TraceSnapshot(std::move(events));
   s.settings.expandable_segments = cfg->expandable_segments;
   s.settings.roundup_power2_divisions = cfg->roundup_power2_divisions;
   s.settings.max_split_size = cfg->max_split_size == sim::kUnlimitedSize ? -1 : cfg->max_split_size;
@@ -166,7 +152,7 @@ TEST_SUITE("replay") {
   }
 
   TEST_CASE("blocks freed without an alloc are allocated first (cold start)") {
-    Snapshot s = MakeSnapshot({
+    Snapshot s = TraceSnapshot({
         Ev(Action::kFreeRequested, 0x1000000, 8 * kMiB),
         Ev(Action::kFreeCompleted, 0x1000000, 8 * kMiB),
         Ev(Action::kAlloc, 0x3000000, 4 * kMiB),
@@ -181,7 +167,7 @@ TEST_SUITE("replay") {
   }
 
   TEST_CASE("adjacent free_requested/free_completed pairs become one free") {
-    Snapshot s = MakeSnapshot({
+    Snapshot s = TraceSnapshot({
         Ev(Action::kAlloc, 0x1000000, 4 * kMiB),
         Ev(Action::kFreeRequested, 0x1000000, 4 * kMiB),
         Ev(Action::kAlloc, 0x2000000, 4 * kMiB),  // before the completion: a new block
@@ -198,7 +184,7 @@ TEST_SUITE("replay") {
   }
 
   TEST_CASE("an oom entry implies the device capacity and is replayed as a failed malloc") {
-    Snapshot s = MakeSnapshot({
+    Snapshot s = TraceSnapshot({
         Ev(Action::kSegmentAlloc, 0x10000000, 60 * kMiB),
         Ev(Action::kAlloc, 0x10000000, 60 * kMiB),
         Ev(Action::kOom, /*device_free=*/30 * kMiB, 50 * kMiB),
@@ -226,7 +212,7 @@ TEST_SUITE("replay") {
   }
 
   TEST_CASE("a trailing segment_free burst is an inferred empty_cache") {
-    Snapshot s = MakeSnapshot({
+    Snapshot s = TraceSnapshot({
         Ev(Action::kSegmentAlloc, 0x10000000, 20 * kMiB),
         Ev(Action::kAlloc, 0x10000000, 4 * kMiB),
         Ev(Action::kFreeRequested, 0x10000000, 4 * kMiB),

@@ -89,6 +89,12 @@ Snapshot ParseOrFail(const std::string& bytes, const std::string& name) {
   return std::move((*snaps)[0]);
 }
 
+Snapshot LoadFixture(const std::string& name) {
+  Snapshot snap = ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
+  snap.source.path = name;
+  return snap;
+}
+
 std::string ParseError(const std::string& bytes, const std::string& name) {
   auto input = io::FromMemory(bytes, name);
   auto snaps = parse::ParseSnapshots(*input);

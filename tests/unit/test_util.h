@@ -28,6 +28,10 @@ std::vector<std::string> CorpusFiles();
 /// Parses bytes in memory (any container) and returns the snapshot or fails the test.
 Snapshot ParseOrFail(const std::string& bytes, const std::string& name = "<test>");
 
+/// testdata/<name> (a hand-written JSON fixture) pickled by CPython (pyhelpers.py load_json)
+/// and parsed, with source.path = name; fails the test when it does not parse.
+Snapshot LoadFixture(const std::string& name);
+
 /// Parses bytes and returns the error message ("" when it parsed).
 std::string ParseError(const std::string& bytes, const std::string& name = "<test>");
 

@@ -8,12 +8,9 @@
 namespace memsnap::analysis {
 namespace {
 
+using testing::LoadFixture;
 using testing::ParseOrFail;
 using testing::PythonPickle;
-
-Snapshot LoadFixture(const std::string& name) {
-  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
-}
 
 // The reserved curve point by point, read both ways (cursor and search), which must agree.
 std::vector<int64_t> ReservedCurve(const DeviceTimeline& dt) {
@@ -74,7 +71,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kPreWindow)].bytes == 3000);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].bytes == 100);
     CHECK(dt.unreconciled_requested_bytes == 0);
-    // The open block takes the final block's size as its rounded size (1536, not RoundSize(1500)).
+    // The open block takes the final block's size as its rounded size (1536, not round_size(1500)).
     CHECK(LiveRoundedCurve(dt).back() == 512 + 1536);
   }
 
@@ -136,12 +133,6 @@ TEST_SUITE("timeline") {
     CHECK(tl.status().message() == "--device 3: no such device in this file (devices: 0)");
   }
 
-  TEST_CASE("RoundSize rounds like PyTorch's round_size") {
-    CHECK(RoundSize(1) == 512);
-    CHECK(RoundSize(512) == 512);
-    CHECK(RoundSize(513) == 1024);
-    CHECK(RoundSize(0) == 512);
-  }
 }
 
 }  // namespace

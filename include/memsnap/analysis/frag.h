@@ -155,7 +155,4 @@ struct FragReport {
 absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snapshot,
                                                 const FragOptions& options = {});
 
-/// The allocator's round_size (allocator-model.md §4) under the recorded settings.
-int64_t RoundSize(int64_t bytes, const AllocatorSettings& settings);
-
 }  // namespace memsnap::analysis

@@ -24,14 +24,19 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/sim/sizes.h"
 
 namespace memsnap::analysis {
 
 /// "No such event" for lifetime event indices.
 inline constexpr uint32_t kNoEvent = std::numeric_limits<uint32_t>::max();
 
-/// PyTorch's round_size: 512 for anything below 512, else the next multiple of 512.
-int64_t RoundSize(int64_t requested);
+/// How the timeline rounds a traced request it has no final block for: round_size without
+/// roundup_power2_divisions (plain multiples of 512) whatever the file recorded, as
+/// docs/timeline.md documents, so the rounded curve does not depend on allocator settings.
+/// Under recorded divisions the real block can be larger (sim::RoundSize with
+/// snapshot.settings.roundup_power2_divisions would give it).
+inline constexpr const sim::RoundupDivisions& kTimelineRounding = sim::kNoRoundupDivisions;
 
 enum class LifetimeClass : uint8_t {
   kInWindow,   // alloc and free_completed both in the trace
@@ -50,7 +55,7 @@ struct BlockLifetime {
   uint32_t version = 0;  // reuse count of this address on this device, in trace order (0-based)
   LifetimeClass cls = LifetimeClass::kInWindow;
   int64_t requested_size = 0;  // the trace's size, or the block's requested_size for ghosts
-  int64_t rounded_size = 0;    // the final block's size when live at the end, else RoundSize()
+  int64_t rounded_size = 0;    // the final block's size when live at the end, else round_size
   int64_t stream = 0;
   StackId stack;  // alloc stack; for pre-window the free's stack; for ghosts the block's stack
   uint32_t alloc_event = kNoEvent;

@@ -23,17 +23,14 @@
 #include "absl/container/btree_set.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/sim/device_memory.h"
+#include "memsnap/sim/sizes.h"
 
 namespace memsnap::sim {
 
-inline constexpr int64_t kMinBlockSize = 512;
-inline constexpr int64_t kSmallSize = kMiB;
-inline constexpr int64_t kSmallBuffer = 2 * kMiB;
-inline constexpr int64_t kMinLargeAlloc = 10 * kMiB;
-inline constexpr int64_t kRoundLarge = 2 * kMiB;
-
-/// round_size(n) of §4, including roundup_power2_divisions as the code behaves.
-int64_t RoundSize(int64_t n, const AllocatorConfig& config);
+/// round_size(n) of §4 under `config`'s roundup_power2_divisions (see sizes.h).
+constexpr int64_t RoundSize(int64_t n, const AllocatorConfig& config) {
+  return RoundSize(n, config.roundup_power2_divisions);
+}
 /// get_allocation_size(s) of §5: the cudaMalloc size for a rounded request.
 int64_t SegmentSize(int64_t rounded, const AllocatorConfig& config);
 
@@ -248,6 +245,12 @@ class CachingAllocator {
   void ReleaseBlocks(Pool& pool);
   void ReleaseBlock(uint32_t b);
   void SynchronizeAndFreeEvents();
+  // Stats of a block becoming allocated (Malloc, SeedSegment) and of an allocated block being
+  // freed (Free, FreeRequested; this also clears `allocated`). Active and requested bytes are
+  // taken back later, when the block returns to its pool (FreeBlock). Inlined into the hot
+  // malloc/free paths (defined in allocator.cpp, the only file that calls them).
+  [[gnu::always_inline]] void CountAllocation(bool is_small, int64_t size, int64_t requested);
+  [[gnu::always_inline]] void UncountAllocation(Block& x);
 
   // Expandable segments (allocator_expandable.cpp).
   uint32_t FindExpandableBlock(Pool& pool, int64_t stream, int64_t s);

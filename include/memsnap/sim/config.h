@@ -11,10 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/sim/sizes.h"
 
 namespace memsnap::sim {
 
-inline constexpr int64_t kMiB = int64_t{1} << 20;
 /// `max_split_size` when no limit is set (upstream SIZE_MAX, recorded as -1).
 inline constexpr int64_t kUnlimitedSize = std::numeric_limits<int64_t>::max();
 
@@ -22,15 +22,15 @@ inline constexpr int64_t kUnlimitedSize = std::numeric_limits<int64_t>::max();
 struct AllocatorConfig {
   int64_t max_split_size = kUnlimitedSize;  // bytes
   /// Tolerance for serving an oversize request from a larger oversize block (20 MiB before 2.6).
-  int64_t max_non_split_rounding = 20 * kMiB;
+  int64_t max_non_split_rounding = kLargeBuffer;
   /// Divisions per bucket: index 0 = sizes < 2 MiB, i = [2^(20+i), 2^(21+i)); 0 = none.
-  std::array<int64_t, 16> roundup_power2_divisions{};
+  RoundupDivisions roundup_power2_divisions{};
   double garbage_collection_threshold = 0.0;  // 0 = off
   bool expandable_segments = false;
   /// set_per_process_memory_fraction / per_process_memory_fraction; nullopt = never set.
   std::optional<double> memory_fraction;
   /// kLargeBuffer: segment size for 1-10 MiB requests and the large expandable page.
-  int64_t large_segment_size = 20 * kMiB;
+  int64_t large_segment_size = kLargeBuffer;
   /// "native" or "cudaMallocAsync" (which the simulator does not model).
   std::string backend = "native";
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -43,6 +44,22 @@ class ScopedTimer {
   int depth_;
   size_t order_;
   std::chrono::steady_clock::time_point start_;
+};
+
+/// Wall and CPU clocks of a command's two phases, read then analysis: construct it before
+/// reading, call ReadDone() once the snapshot is loaded, Print() when the analysis is done.
+class ReadAnalysisClock {
+ public:
+  ReadAnalysisClock();
+  /// Ends the read phase and starts the analysis phase.
+  void ReadDone();
+  /// Prints "timings: read W ms (cpu C ms), analysis W ms (cpu C ms)\n"; the analysis phase
+  /// ends now.
+  void Print(std::ostream& out) const;
+
+ private:
+  std::chrono::steady_clock::time_point wall0_, wall1_;
+  std::clock_t cpu0_, cpu1_;
 };
 
 }  // namespace memsnap
