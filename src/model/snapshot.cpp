@@ -95,7 +95,19 @@ std::string Snapshot::FrameText(FrameId id) const {
                       Sv(strings.Get(f.name)));
 }
 
+std::string ClampedBytesWarning(uint64_t count, std::string_view what) {
+  return absl::StrCat(count, " ", Sv(what), " size(s) above 1 TiB (not a CUDA allocation) were "
+                      "clamped to 1 TiB");
+}
+
 void Normalize(Snapshot& snap) {
+  uint64_t clamped = 0;
+  for (Segment& seg : snap.segments) {
+    clamped += ClampBytes(seg.total_size) + ClampBytes(seg.allocated_size) +
+               ClampBytes(seg.active_size) + ClampBytes(seg.requested_size);
+  }
+  for (Block& b : snap.blocks) clamped += ClampBytes(b.size) + ClampBytes(b.requested_size);
+  if (clamped > 0) snap.diagnostics.Warn(ClampedBytesWarning(clamped, "block or segment"));
   for (uint32_t si = 0; si < snap.segments.size(); ++si) {
     Segment& seg = snap.segments[si];
     uint64_t cursor = seg.address;

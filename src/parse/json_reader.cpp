@@ -130,6 +130,7 @@ class JsonDecoder {
 
   io::InputSource& input_;
   Snapshot snap_;
+  uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
   StrId na_;
   std::vector<FrameId> frame_scratch_;
 };
@@ -400,6 +401,7 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
       ASSIGN_OR_RETURN(ev.addr, Address(v, kp));
     } else if (key == "size") {
       ASSIGN_OR_RETURN(ev.size, Int(v, kp));
+      clamped_sizes_ += ClampBytes(ev.size);
     } else if (key == "stream") {
       ASSIGN_OR_RETURN(uint64_t st, Address(v, kp));
       ev.stream = static_cast<int64_t>(st);
@@ -589,6 +591,7 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
   if (traces) RETURN_IF_ERROR(ReadTraces(*traces, top.Key(traces_key)));
   if (settings) RETURN_IF_ERROR(ReadSettings(*settings, top.Key("allocator_settings")));
   if (annotations) RETURN_IF_ERROR(ReadAnnotations(*annotations, top.Key("external_annotations")));
+  if (clamped_sizes_ > 0) snap_.diagnostics.Warn(ClampedBytesWarning(clamped_sizes_, "trace entry"));
   return std::move(snap_);
 }
 

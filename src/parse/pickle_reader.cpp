@@ -471,6 +471,7 @@ class PickleDecoder {
   std::vector<EventExtra> extras_;
   std::vector<FrameId> frame_scratch_;
   uint64_t clamped_ints_ = 0;
+  uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
   Prefaulter events_prefault_;
   // Work that re-reads shared objects (moved list items, records copied because a list holds them
   // out of order or twice, tuples of frames, shared lists under several keys) is charged here. Real
@@ -775,7 +776,7 @@ bool PickleDecoder::TryEventDict() {
         e.addr = static_cast<uint64_t>(v);
         break;
       case Key::kSize:
-        ok = FastInt(p, v);
+        ok = FastInt(p, v) && v <= kMaxBytes && v >= -kMaxBytes;  // else clamped, with a warning
         e.size = v;
         break;
       case Key::kStream:
@@ -1364,6 +1365,7 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         }
         case Key::kSize: {
           ASSIGN_OR_RETURN(e.size, AsInt(at, kWhat, key, v));
+          clamped_sizes_ += ClampBytes(e.size);
           break;
         }
         case Key::kStream: {
@@ -1741,6 +1743,7 @@ absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
     snap_.diagnostics.Warn(absl::StrCat(clamped_ints_,
                                         " integer(s) wider than 64 bits were clamped"));
   }
+  if (clamped_sizes_ > 0) snap_.diagnostics.Warn(ClampedBytesWarning(clamped_sizes_, "trace entry"));
   return absl::OkStatus();
 }
 

@@ -119,7 +119,10 @@ TEST_SUITE("json_reader") {
         R"({"segments": [], "device_traces": [[{"action": "alloc", "addr": 9007199254740993,)"
         R"( "size": 9223372036854775807, "stream": 18446744073709551615, "time_us": 9007199254740995}]]})");
     CHECK(s.events[0].addr == 9007199254740993u);
-    CHECK(s.events[0].size == 9223372036854775807);
+    CHECK(s.events[0].size == kMaxBytes);  // a size beyond 1 TiB is clamped, with a warning
+    REQUIRE(s.diagnostics.warnings.size() == 1);
+    CHECK(s.diagnostics.warnings[0] ==
+          "1 trace entry size(s) above 1 TiB (not a CUDA allocation) were clamped to 1 TiB");
     CHECK(static_cast<uint64_t>(s.events[0].stream) == 18446744073709551615u);
     CHECK(s.events[0].time_us == 9007199254740995);
   }

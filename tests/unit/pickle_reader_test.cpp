@@ -2,6 +2,7 @@
 // every accepted opcode, and every refused opcode with its full message.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "model_text.h"
@@ -136,7 +137,9 @@ TEST_SUITE("pickle_reader") {
   }
 
   TEST_CASE("a stack deeper than a million values is refused, not grown without bound") {
-    std::string bytes = PickleBuilder(4).bytes() + std::string((1 << 20) + 8, 'N') + ".";
+    std::string bytes = PickleBuilder(4).bytes();
+    bytes.append((1 << 20) + 8, 'N');
+    bytes.push_back('.');
     CHECK(ParseError(bytes).find("pickle stack deeper than 1048576 values: not a snapshot") !=
           std::string::npos);
   }
@@ -221,8 +224,13 @@ TEST_SUITE("pickle_reader") {
     b.Mark().Str("segments").Mark().Mark().Str("device").Int1(0).Str("total_size")
         .Long4(std::string(300, '\x7f')).Op('d').Op('l').Op('d').Stop();
     Snapshot s = ParseOrFail(b.bytes());
-    CHECK(s.segments[0].total_size == std::numeric_limits<int64_t>::max());
-    CHECK_FALSE(s.diagnostics.empty());
+    // Clamped to int64 max by the decoder, then to the 1 TiB size bound by Normalize.
+    CHECK(s.segments[0].total_size == kMaxBytes);
+    const auto& w = s.diagnostics.warnings;
+    CHECK(std::count(w.begin(), w.end(), "1 integer(s) wider than 64 bits were clamped") == 1);
+    CHECK(std::count(w.begin(), w.end(),
+                     "1 block or segment size(s) above 1 TiB (not a CUDA allocation) were clamped "
+                     "to 1 TiB") == 1);
   }
 
   TEST_CASE("every opcode that imports or calls code is refused with a clear message") {

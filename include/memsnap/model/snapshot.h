@@ -142,6 +142,27 @@ struct Block {
   bool is_active() const { return state != BlockState::kInactive; }
 };
 
+/// The largest byte count memsnap accepts in a size field (1 TiB: no CUDA device has that much
+/// memory). Larger values (hostile or corrupt files, or 2^63-1 clamped from wider integers) are
+/// clamped to it with a warning, so sums over a file's blocks and events stay far from overflow.
+inline constexpr int64_t kMaxBytes = int64_t{1} << 40;
+
+/// Clamps v into [-kMaxBytes, kMaxBytes]; true when it was outside.
+inline bool ClampBytes(int64_t& v) {
+  if (v > kMaxBytes) {
+    v = kMaxBytes;
+    return true;
+  }
+  if (v < -kMaxBytes) {
+    v = -kMaxBytes;
+    return true;
+  }
+  return false;
+}
+
+/// The warning for `count` clamped size fields of `what` ("trace entry", "block or segment").
+std::string ClampedBytesWarning(uint64_t count, std::string_view what);
+
 struct TraceEvent {
   /// Address of the block or segment; for kOom this holds `device_free` (the OOM has no address).
   uint64_t addr = 0;
