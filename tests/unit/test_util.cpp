@@ -18,18 +18,20 @@ namespace memsnap::testing {
 namespace fs = std::filesystem;
 
 std::string TempDir() {
-  static std::string dir = [] {
+  // Never destroyed: the atexit handler below runs after static destructors registered later
+  // (ASan caught it reading a destroyed std::string).
+  static const std::string* dir = [] {
     std::string tmpl = (fs::temp_directory_path() / "memsnap_test_XXXXXX").string();
     char* made = mkdtemp(tmpl.data());
     REQUIRE(made != nullptr);
-    std::string d = made;
+    auto* d = new std::string(made);
     std::atexit([] {
       std::error_code ec;
-      fs::remove_all(TempDir(), ec);
+      fs::remove_all(*dir, ec);
     });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 std::string RunPython(const std::string& code) {
