@@ -270,6 +270,21 @@ const char* RefusedOpcodeName(uint8_t op) {
   return nullptr;
 }
 
+// The value of a LONG1/LONG4 payload of 1 to 7 little-endian two's-complement bytes at `bytes`,
+// with `readable` bytes readable from there (>= n).
+[[gnu::always_inline]] inline int64_t SmallLong(const uint8_t* bytes, size_t n, size_t readable) {
+  uint64_t u = 0;
+  if (readable >= 8) [[likely]] {
+    // One 8-byte load, the bytes past the value shifted out below: a variable-length memcpy
+    // compiles to byte stores that stall the load that follows them.
+    std::memcpy(&u, bytes, 8);
+  } else {
+    std::memcpy(&u, bytes, n);
+  }
+  const int shift = static_cast<int>(64 - 8 * n);
+  return static_cast<int64_t>(u << shift) >> shift;  // sign-extend
+}
+
 class PickleDecoder {
  public:
   explicit PickleDecoder(io::InputSource& input) : input_(input), data_(input.bytes()) {
@@ -347,6 +362,8 @@ class PickleDecoder {
   bool FastMemoPut(size_t& p, uint64_t packed);
   bool FastInt(size_t& p, int64_t& v) const;
   bool FastFrames(size_t& p, StackId& stack);
+  // `(BINGET|LONG_BINGET of a frame)+ APPENDS` at p: the frames in frame_scratch_, p past APPENDS.
+  bool FastFrameBatch(size_t& p);
   bool FastEmptyText(size_t& p);
   // The previous trace entry's keys by position: the bytes of their memo GETs and what they meant.
   // Valid while the memo entries they name keep their values: cleared when the memo is
@@ -532,35 +549,6 @@ absl::Status PickleDecoder::MemoPut(size_t at, uint64_t index) {
   return absl::OkStatus();
 }
 
-void PickleDecoder::TryFrameList() {
-  ListObj& l = lists_[stack_.back().ref];
-  if (l.count != 0 || l.stack.valid() || l.consumed) return;
-  frame_scratch_.clear();
-  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
-  size_t size = data_.size();
-  size_t p = pos_;
-  while (p < size) {
-    uint64_t index;
-    if (d[p] == BINGET && p + 1 < size) {
-      index = d[p + 1];
-      p += 2;
-    } else if (d[p] == LONG_BINGET && p + 4 < size) {
-      uint32_t v;
-      std::memcpy(&v, d + p + 1, 4);
-      index = v;
-      p += 5;
-    } else {
-      break;
-    }
-    if (index >= memo_.size() || (memo_[index] & 15) != kFrameTag) return;
-    frame_scratch_.push_back(FrameId(static_cast<uint32_t>(memo_[index] >> 4)));
-  }
-  if (p >= size || d[p] != APPENDS || frame_scratch_.empty()) return;
-  marks_.pop_back();
-  l.stack = snap_.stacks.Intern(frame_scratch_);
-  pos_ = p + 1;
-}
-
 [[gnu::always_inline]] inline bool PickleDecoder::FastGet(size_t& p, uint64_t& packed) const {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
@@ -633,16 +621,7 @@ void PickleDecoder::TryFrameList() {
     case LONG1: {
       size_t n = d[p + 1];
       if (n == 0 || n >= 8 || p + 2 + n > size) return false;
-      uint64_t u = 0;
-      if (p + 2 + 8 <= size) [[likely]] {
-        // One 8-byte load, the bytes past the value shifted out below: a variable-length memcpy
-        // compiles to byte stores that stall the load that follows them.
-        std::memcpy(&u, d + p + 2, 8);
-      } else {
-        std::memcpy(&u, d + p + 2, n);
-      }
-      int shift = static_cast<int>(64 - 8 * n);
-      v = static_cast<int64_t>(u << shift) >> shift;  // sign-extend
+      v = SmallLong(d + p + 2, n, size - (p + 2));
       p += 2 + n;
       return true;
     }
@@ -669,6 +648,13 @@ inline bool PickleDecoder::FastFrames(size_t& p, StackId& stack) {
   if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kList) | (uint64_t{list} << 4))) return false;
   if (p >= size || d[p] != MARK) return false;
   ++p;
+  if (!FastFrameBatch(p)) return false;
+  stack = snap_.stacks.Intern(frame_scratch_);
+  lists_[list].stack = stack;
+  return true;
+}
+
+inline bool PickleDecoder::FastFrameBatch(size_t& p) {
   frame_scratch_.clear();
   uint64_t packed;
   size_t q = p;
@@ -677,11 +663,21 @@ inline bool PickleDecoder::FastFrames(size_t& p, StackId& stack) {
     frame_scratch_.push_back(FrameId(static_cast<uint32_t>(packed >> 4)));
     p = q;
   }
-  if (p >= size || d[p] != APPENDS || frame_scratch_.empty()) return false;
+  if (p >= data_.size() || static_cast<uint8_t>(data_[p]) != APPENDS || frame_scratch_.empty()) {
+    return false;
+  }
   ++p;
-  stack = snap_.stacks.Intern(frame_scratch_);
-  lists_[list].stack = stack;
   return true;
+}
+
+void PickleDecoder::TryFrameList() {
+  ListObj& l = lists_[stack_.back().ref];
+  if (l.count != 0 || l.stack.valid() || l.consumed) return;
+  size_t p = pos_;
+  if (!FastFrameBatch(p)) return;
+  marks_.pop_back();
+  l.stack = snap_.stacks.Intern(frame_scratch_);
+  pos_ = p;
 }
 
 // compile_context / user_metadata as PyTorch writes them when the feature is off: "N/A" or "",
@@ -1860,10 +1856,8 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
         }
         if (n > 0 && n < 8) {
           // Fast path: addresses, sizes and time_us are 5 to 7 byte LONG1s.
-          uint64_t u = 0;
-          std::memcpy(&u, data_.data() + pos_, n);
-          int shift = static_cast<int>(64 - 8 * n);
-          stack_.push_back(Int(static_cast<int64_t>(u << shift) >> shift));  // sign-extend
+          stack_.push_back(Int(SmallLong(reinterpret_cast<const uint8_t*>(data_.data()) + pos_, n,
+                                         data_.size() - pos_)));
           pos_ += n;
           break;
         }

@@ -4,20 +4,30 @@
 
 namespace memsnap {
 
-void PopulateForWrite(const void* data, size_t bytes) {
+namespace {
+
+constexpr uintptr_t kPage = 4096;
+
+// MADV_POPULATE_WRITE over [begin, end), page-aligned; false where the kernel refuses it.
+bool Populate(uintptr_t begin, uintptr_t end) {
 #ifdef MADV_POPULATE_WRITE
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+  return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
 #else
-  (void)data;
-  (void)bytes;
+  (void)begin;
+  (void)end;
+  return false;
 #endif
 }
 
+}  // namespace
+
+void PopulateForWrite(const void* data, size_t bytes) {
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
+  if (end > begin) Populate(begin, end);
+}
+
 void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
-  constexpr uintptr_t kPage = 4096;
   constexpr uintptr_t kChunk = uintptr_t{4} << 20;
   if (data != data_) {  // the vector reallocated: start over in its new storage
     data_ = data;
@@ -27,14 +37,10 @@ void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
   const uintptr_t to = std::min(from + kChunk, cap_end & ~(kPage - 1));
   mark_ = to > end + kPage ? to - kPage : UINTPTR_MAX;
   if (to <= from) return;
-#ifdef MADV_POPULATE_WRITE
-  if (madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
+  if (!Populate(from, to)) {
     mark_ = UINTPTR_MAX;  // unsupported here: stop trying
     return;
   }
-#else
-  mark_ = UINTPTR_MAX;
-#endif
   populated_ = to;
 }
 
