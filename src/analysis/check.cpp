@@ -46,7 +46,9 @@ CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tol
 CheckMetrics MeasureForCheck(const Snapshot& snap) {
   CheckMetrics m;
   m.path = snap.source.path;
-  auto timeline = ReconstructTimeline(snap);
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peak only
+  auto timeline = ReconstructTimeline(snap, to);
   if (timeline.ok()) {
     for (const DeviceTimeline& dt : timeline->devices) {
       if (dt.num_events == 0) continue;

@@ -95,7 +95,10 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   GroupReport groups[2];
   const Snapshot* snaps[2] = {&before, &after};
   for (int side = 0; side < 2; ++side) {
-    auto t = ReconstructTimeline(*snaps[side]);
+    TimelineOptions to;
+    to.keep = KeepLifetimes::kLiveAt;
+    to.moment = options.at;
+    auto t = ReconstructTimeline(*snaps[side], to);
     if (!t.ok()) return t.status();
     tl[side] = std::move(*t);
     auto g = GroupLive(*snaps[side], tl[side], options.at, options.group);

@@ -218,6 +218,12 @@ absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& time
     DeviceMoment dm;
     dm.device = dt.device;
     dm.event = ResolveMoment(snap, dt, moment);
+    if (dt.kept == KeepLifetimes::kNone ||
+        (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != dm.event)) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline did not keep the lifetimes live at event ",
+                                              dm.event));
+    }
     dm.time_us = dt.TimeOf(snap, dm.event);
     dm.live_bytes = dt.LiveAt(dm.event);
     report.devices.push_back(dm);

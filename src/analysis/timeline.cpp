@@ -76,7 +76,36 @@ int64_t FindSegment(const Snapshot& snap, const FinalState& f, uint64_t addr) {
   return -1;
 }
 
-void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
+// Device-local event index of a moment known before the pass (end, event:N, a time); -1 = the
+// initial state. The peak is found during the pass instead.
+int64_t ResolveFixedMoment(std::span<const TraceEvent> ev, bool has_time, const Moment& moment) {
+  const int64_t last = static_cast<int64_t>(ev.size()) - 1;
+  switch (moment.kind) {
+    case Moment::Kind::kPeak:  // not known before the pass; callers handle it
+    case Moment::Kind::kEnd: return last;
+    case Moment::Kind::kEvent: return std::clamp<int64_t>(moment.value, -1, last);
+    case Moment::Kind::kTime: {
+      if (!has_time) return std::clamp<int64_t>(moment.value, -1, last);
+      auto it = std::upper_bound(ev.begin(), ev.end(), moment.value,
+                                 [](int64_t t, const TraceEvent& e) { return t < e.time_us; });
+      return (it - ev.begin()) - 1;
+    }
+  }
+  return last;
+}
+
+bool AllTimed(std::span<const TraceEvent> ev) {
+  return !ev.empty() &&
+         std::all_of(ev.begin(), ev.end(), [](const TraceEvent& e) { return e.has_time(); });
+}
+
+// The event that created a lifetime: its alloc, else the free that revealed it.
+uint32_t CreationEvent(const BlockLifetime& lt) {
+  return lt.alloc_event != kNone ? lt.alloc_event : std::min(lt.free_requested_event, lt.free_completed_event);
+}
+
+void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& options,
+                 DeviceTimeline& dt) {
   dt.device = device;
   const DeviceTrace* trace = snap.TraceOf(device);
   std::span<const TraceEvent> ev;
@@ -86,37 +115,90 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   }
   const uint32_t n = static_cast<uint32_t>(ev.size());
   dt.num_events = n;
-  dt.has_time = n > 0 && std::all_of(ev.begin(), ev.end(), [](const TraceEvent& e) {
-    return e.has_time();
-  });
   FinalState fin = CollectFinal(snap, device);
   dt.end_requested = fin.requested;
   dt.end_rounded = fin.rounded;
   dt.end_reserved = fin.reserved;
+
+  // Which lifetimes survive the pass. With kLiveAt, `target` is the event whose live lifetimes
+  // are kept; for the peak it follows the running maximum, and what was kept for an earlier
+  // maximum is dropped (all of it ended before the new one).
+  const KeepLifetimes keep = options.keep;
+  const bool keep_all = keep == KeepLifetimes::kAll;
+  const bool follow_peak = keep == KeepLifetimes::kLiveAt && options.moment.kind == Moment::Kind::kPeak;
+  dt.kept = keep;
+  int64_t target = -1;
+  bool has_time_known = false;
+  if (keep == KeepLifetimes::kLiveAt && !follow_peak) {
+    if (options.moment.kind == Moment::Kind::kTime) {
+      dt.has_time = AllTimed(ev);
+      has_time_known = true;
+    }
+    target = ResolveFixedMoment(ev, dt.has_time, options.moment);
+  }
+  std::vector<BlockLifetime> kept;  // kLiveAt: lifetimes live after `target`, closed so far
+
+  // Lifetimes being built. kAll: dt.blocks itself, one slot per lifetime. Otherwise a small pool
+  // whose slots are recycled when a lifetime ends, so only the open ones take memory.
+  std::vector<BlockLifetime> pool_storage;
+  std::vector<BlockLifetime>& pool = keep_all ? dt.blocks : pool_storage;
+  std::vector<uint32_t> free_slots;
+  Prefaulter pool_prefault;
+  if (keep_all) pool.reserve(n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
 
   ReservePopulated(dt.live_requested, n);
   dt.live_requested.resize(n);
   AddrMap<AddrState> addrs;
   AddrMap<AddrState> seg_addrs;
   addrs.reserve(fin.active.size());  // small: the table should stay in cache
-  dt.blocks.reserve(n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
-  Prefaulter blocks_prefault;
   int64_t cur_req = 0, cur_round = 0, cur_res = 0;
   int64_t pre_req = 0, pre_round = 0, pre_res = 0;
+  int64_t peak = 0;  // of the curve before anchoring (a constant shift: same event)
+  dt.peak_event = -1;
 
-  auto pre_window_block = [&](const TraceEvent& e, AddrState& st) {
-    st.open = static_cast<uint32_t>(dt.blocks.size());
-    BlockLifetime& lt = dt.blocks.emplace_back();
+  auto open_lifetime = [&](const TraceEvent& e, AddrState& st) -> BlockLifetime& {
+    if (!keep_all && !free_slots.empty()) {
+      st.open = free_slots.back();
+      free_slots.pop_back();
+      pool[st.open] = BlockLifetime{};
+    } else {
+      st.open = static_cast<uint32_t>(pool.size());
+      pool.emplace_back();
+      pool_prefault.Touch(pool);
+    }
+    BlockLifetime& lt = pool[st.open];
     lt.address = e.addr;
     lt.version = st.next_version++;
-    lt.cls = LifetimeClass::kPreWindow;
     lt.requested_size = e.size;
     lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
     lt.stream = e.stream;
     lt.stack = e.stack;
+    return lt;
+  };
+  auto pre_window_lifetime = [&](const TraceEvent& e, AddrState& st) {
+    BlockLifetime& lt = open_lifetime(e, st);
+    lt.cls = LifetimeClass::kPreWindow;
     pre_req += lt.requested_size;
     pre_round += lt.rounded_size;
     ++dt.frees_without_alloc;
+  };
+  // Ends the open lifetime of `st` at event i.
+  auto close = [&](AddrState& st, uint32_t i) {
+    BlockLifetime& lt = pool[st.open];
+    lt.free_completed_event = i;
+    cur_req -= lt.requested_size;
+    cur_round -= lt.rounded_size;
+    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
+    ++t.count;
+    t.bytes += lt.requested_size;
+    if (!keep_all) {
+      if (keep == KeepLifetimes::kLiveAt && target < i &&
+          (lt.alloc_event == kNone || lt.alloc_event <= target)) {
+        kept.push_back(lt);
+      }
+      free_slots.push_back(st.open);
+    }
+    st.open = kNone;
   };
 
   int64_t* const out_req = dt.live_requested.data();
@@ -131,48 +213,35 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
     }
     return *last_state;
   };
+  bool all_time = n > 0;
   for (uint32_t i = 0; i < n; ++i) {
     const TraceEvent& e = ev[i];
+    all_time &= e.has_time();
     switch (e.action) {
       case Action::kAlloc: {
         last_state = nullptr;  // the insert below may rehash
         AddrState& st = addrs[e.addr];
         if (st.open != kNone) {  // a free we never saw: end the old lifetime here
-          BlockLifetime& old = dt.blocks[st.open];
-          old.free_completed_event = i;
-          cur_req -= old.requested_size;
-          cur_round -= old.rounded_size;
+          close(st, i);
           ++dt.allocs_without_free;
         }
-        st.open = static_cast<uint32_t>(dt.blocks.size());
-        BlockLifetime& lt = dt.blocks.emplace_back();
-        lt.address = e.addr;
-        lt.version = st.next_version++;
-        lt.requested_size = e.size;
-        lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
-        lt.stream = e.stream;
-        lt.stack = e.stack;
+        BlockLifetime& lt = open_lifetime(e, st);
         lt.alloc_event = i;
         cur_req += lt.requested_size;
         cur_round += lt.rounded_size;
-        blocks_prefault.Touch(dt.blocks);
         break;
       }
       case Action::kFreeRequested: {
         AddrState& st = state_of(e.addr);
-        if (st.open == kNone) pre_window_block(e, st);
-        BlockLifetime& lt = dt.blocks[st.open];
+        if (st.open == kNone) pre_window_lifetime(e, st);
+        BlockLifetime& lt = pool[st.open];
         if (lt.free_requested_event == kNone) lt.free_requested_event = i;
         break;
       }
       case Action::kFreeCompleted: {
         AddrState& st = state_of(e.addr);
-        if (st.open == kNone) pre_window_block(e, st);
-        BlockLifetime& lt = dt.blocks[st.open];
-        lt.free_completed_event = i;
-        cur_req -= lt.requested_size;
-        cur_round -= lt.rounded_size;
-        st.open = kNone;
+        if (st.open == kNone) pre_window_lifetime(e, st);
+        close(st, i);
         break;
       }
       case Action::kSegmentAlloc:
@@ -222,29 +291,52 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
         break;
     }
     out_req[i] = cur_req;
+    if (cur_req > peak) [[unlikely]] {
+      peak = cur_req;
+      dt.peak_event = i;
+      if (follow_peak) {
+        target = i;
+        kept.clear();
+      }
+    }
   }
+  if (!has_time_known) dt.has_time = all_time;
 
-  // Reconcile lifetimes live at the end with the final blocks; the rest of the final blocks are ghosts.
+  // Reconcile lifetimes live at the end with the final blocks; the rest of the final blocks are
+  // ghosts. Pool slots that are not live at the end are ended (or recycled) lifetimes.
   std::vector<uint8_t> used(snap.blocks.size(), 0);
-  for (BlockLifetime& lt : dt.blocks) {
+  for (BlockLifetime& lt : pool) {
     if (!lt.live_at_end()) continue;
+    if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
+    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
+    ++t.count;
+    t.bytes += lt.requested_size;
     auto it = fin.active.find(lt.address);
     if (it == fin.active.end() || used[it->second]) {
       ++dt.open_without_block;
-      if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
-      continue;
+    } else {
+      used[it->second] = 1;
+      const Block& blk = snap.blocks[it->second];
+      lt.block = BlockId(it->second);
+      int64_t fix = blk.size - lt.rounded_size;
+      if (fix != 0) {
+        lt.rounded_size = blk.size;
+        (lt.alloc_event == kNone ? pre_round : cur_round) += fix;
+      }
     }
-    used[it->second] = 1;
-    const Block& blk = snap.blocks[it->second];
-    lt.block = BlockId(it->second);
-    if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
-    int64_t fix = blk.size - lt.rounded_size;
-    if (fix != 0) {
-      lt.rounded_size = blk.size;
-      (lt.alloc_event == kNone ? pre_round : cur_round) += fix;
+    if (keep == KeepLifetimes::kLiveAt && (lt.alloc_event == kNone || lt.alloc_event <= target)) {
+      kept.push_back(lt);
     }
   }
+  if (keep == KeepLifetimes::kLiveAt) {
+    std::sort(kept.begin(), kept.end(), [](const BlockLifetime& a, const BlockLifetime& b) {
+      return CreationEvent(a) < CreationEvent(b);
+    });
+    dt.blocks = std::move(kept);
+    dt.kept_event = target;
+  }
   int64_t ghost_req = 0, ghost_round = 0;
+  ClassTotals& ghosts = dt.by_class[static_cast<int>(LifetimeClass::kGhost)];
   for (uint32_t s : fin.segments) {  // address order: deterministic ghost order
     const Segment& seg = snap.segments[s];
     for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
@@ -252,7 +344,12 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
       if (!blk.is_active() || used[b]) continue;
       auto fit = fin.active.find(blk.address);
       if (fit == fin.active.end() || fit->second != b) continue;  // duplicate address: counted once
-      BlockLifetime& lt = dt.blocks.emplace_back();
+      ghost_req += blk.requested_size;
+      ghost_round += blk.size;
+      ++ghosts.count;
+      ghosts.bytes += blk.requested_size;
+      if (keep == KeepLifetimes::kNone) continue;
+      BlockLifetime& lt = dt.blocks.emplace_back();  // live at every moment
       lt.address = blk.address;
       auto ait = addrs.find(blk.address);
       lt.version = ait == addrs.end() ? 0 : ait->second.next_version;
@@ -262,8 +359,6 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
       lt.stream = seg.stream;
       lt.stack = blk.stack;
       lt.block = BlockId(b);
-      ghost_req += blk.requested_size;
-      ghost_round += blk.size;
     }
   }
 
@@ -307,23 +402,11 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
   anchor(pre_res + ghost_res, cur_res, dt.end_reserved, dt.start_reserved,
          dt.unreconciled_reserved_bytes);
 
-  for (const BlockLifetime& lt : dt.blocks) {
-    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
-    ++t.count;
-    t.bytes += lt.requested_size;
-  }
-  dt.peak_requested = dt.start_requested;
-  dt.peak_event = -1;
+  // Shift the curves by their start values.
+  dt.peak_requested = dt.start_requested + peak;
+  for (uint32_t i = 0; i < n; ++i) out_req[i] += dt.start_requested;
   dt.peak_reserved = dt.start_reserved;
   dt.peak_reserved_event = -1;
-  // Shift the curves by their start values and find the peaks.
-  for (uint32_t i = 0; i < n; ++i) {
-    const int64_t req = (out_req[i] += dt.start_requested);
-    if (req > dt.peak_requested) {
-      dt.peak_requested = req;
-      dt.peak_event = i;
-    }
-  }
   for (ReservedStep& step : dt.reserved_steps) {
     step.bytes += dt.start_reserved;
     if (step.bytes > dt.peak_reserved) {
@@ -332,7 +415,6 @@ void Reconstruct(const Snapshot& snap, int32_t device, DeviceTimeline& dt) {
     }
   }
 }
-
 }  // namespace
 
 std::string_view LifetimeClassName(LifetimeClass c) {
@@ -390,7 +472,9 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
     devices = {*options.device};
   }
   tl.devices.resize(devices.size());
-  for (size_t i = 0; i < devices.size(); ++i) Reconstruct(snapshot, devices[i], tl.devices[i]);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Reconstruct(snapshot, devices[i], options, tl.devices[i]);
+  }
   return tl;
 }
 
@@ -415,21 +499,10 @@ absl::StatusOr<Moment> ParseMoment(std::string_view text) {
 }
 
 int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment) {
-  const int64_t last = static_cast<int64_t>(dt.num_events) - 1;
-  switch (moment.kind) {
-    case Moment::Kind::kPeak: return dt.peak_event;
-    case Moment::Kind::kEnd: return last;
-    case Moment::Kind::kEvent: return std::clamp<int64_t>(moment.value, -1, last);
-    case Moment::Kind::kTime: {
-      if (!dt.has_time) return std::clamp<int64_t>(moment.value, -1, last);
-      const TraceEvent* first = snap.events.data() + dt.event_begin;
-      const TraceEvent* end = first + dt.num_events;
-      const TraceEvent* it = std::upper_bound(
-          first, end, moment.value, [](int64_t t, const TraceEvent& e) { return t < e.time_us; });
-      return (it - first) - 1;
-    }
-  }
-  return last;
+  if (moment.kind == Moment::Kind::kPeak) return dt.peak_event;
+  return ResolveFixedMoment(
+      std::span<const TraceEvent>(snap.events.data() + dt.event_begin, dt.num_events), dt.has_time,
+      moment);
 }
 
 std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e) {

@@ -70,6 +70,10 @@ RunFn SetupTimeline(CLI::App& sub) {
     phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
+    // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) is rebuilt
+    // from the lifetimes; nothing else here needs them.
+    const bool rounded = opts->csv || (opts->json && !opts->to.empty());
+    to.keep = rounded ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
     if (ctx.timings) phases.Print(*ctx.err);

@@ -43,6 +43,8 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analys
             }
             analysis::TimelineOptions to;
             if (opts.device >= 0) to.device = opts.device;
+            to.keep = analysis::KeepLifetimes::kLiveAt;
+            to.moment = moment;
             absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
             if (!tl.ok()) {
               return absl::InvalidArgumentError(
@@ -111,6 +113,8 @@ RunFn SetupTop(CLI::App& sub) {
     phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
+    to.keep = analysis::KeepLifetimes::kLiveAt;
+    to.moment = moment;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": ", std::string(tl.status().message())));

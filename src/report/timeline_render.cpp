@@ -193,7 +193,9 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
   j["end_reserved_bytes"] = dt.ReservedAt(w.to);
-  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded : LiveRoundedCurve(dt)[w.to];
+  j["end_rounded_bytes"] = w.to < 0                                              ? dt.start_rounded
+                           : w.to == static_cast<int64_t>(dt.num_events) - 1 ? dt.end_rounded
+                                                                              : LiveRoundedCurve(dt)[w.to];
   j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   j["frees_without_alloc"] = dt.frees_without_alloc;
   Json classes;

@@ -7,6 +7,7 @@
 #include "memsnap/analysis/group.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
+#include "timeline_keep_check.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -36,7 +37,7 @@ void CheckGroupTotals(const Snapshot& snap, const Timeline& tl, std::string_view
 }
 
 TEST_SUITE("timeline-corpus") {
-  TEST_CASE("reconstruction never fails, never goes negative and ends at the final live bytes") {
+  TEST_CASE("reconstruction never fails, never goes negative, ends at the final live bytes and keeps lifetimes consistently") {
     std::vector<std::string> files = testing::CorpusFiles();
     if (files.empty()) MESSAGE("corpus absent: skipped");
     for (const std::string& path : files) {
@@ -68,6 +69,8 @@ TEST_SUITE("timeline-corpus") {
         for (const BlockLifetime& b : dt.blocks) by_class += b.live_at_end() ? b.requested_size : 0;
         CHECK(by_class == dt.end_requested);
       }
+      testing::CheckKeepModesAgree(*snap, Moment{Moment::Kind::kPeak, 0});
+      testing::CheckKeepModesAgree(*snap, Moment{Moment::Kind::kEnd, 0});
       CheckGroupTotals(*snap, *tl, "peak", GroupBy::kStack);
       CheckGroupTotals(*snap, *tl, "end", GroupBy::kFunction);
       CheckGroupTotals(*snap, *tl, "peak", GroupBy::kAnnotation);

@@ -1,0 +1,59 @@
+// The check shared by the timeline tests: a timeline that keeps fewer lifetimes
+// (KeepLifetimes::kLiveAt, kNone) must agree with the one that keeps them all.
+#pragma once
+
+#include <string>
+
+#include "doctest/doctest.h"
+#include "memsnap/analysis/timeline.h"
+
+namespace memsnap::testing {
+
+/// Reconstructs `snap` three ways and checks that curves, peaks, totals and counters agree, and
+/// that kLiveAt keeps exactly the lifetimes of kAll that are live at `at`, in the same order.
+inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at) {
+  using analysis::KeepLifetimes;
+  analysis::TimelineOptions all_opts, live_opts, none_opts;
+  live_opts.keep = KeepLifetimes::kLiveAt;
+  live_opts.moment = at;
+  none_opts.keep = KeepLifetimes::kNone;
+  auto all = analysis::ReconstructTimeline(snap, all_opts);
+  auto live = analysis::ReconstructTimeline(snap, live_opts);
+  auto none = analysis::ReconstructTimeline(snap, none_opts);
+  REQUIRE(all.ok());
+  REQUIRE(live.ok());
+  REQUIRE(none.ok());
+  REQUIRE(live->devices.size() == all->devices.size());
+  REQUIRE(none->devices.size() == all->devices.size());
+  for (size_t d = 0; d < all->devices.size(); ++d) {
+    const analysis::DeviceTimeline& a = all->devices[d];
+    CAPTURE(a.device);
+    const int64_t e = analysis::ResolveMoment(snap, a, at);
+    std::vector<analysis::BlockLifetime> expected;
+    for (uint32_t i : analysis::LiveBlocksAt(a, e)) expected.push_back(a.blocks[i]);
+    CHECK(live->devices[d].kept_event == e);
+    CHECK(live->devices[d].blocks == expected);
+    CHECK(none->devices[d].blocks.empty());
+    for (const analysis::DeviceTimeline* o : {&live->devices[d], &none->devices[d]}) {
+      CHECK(o->live_requested == a.live_requested);
+      CHECK(o->has_time == a.has_time);
+      CHECK(o->peak_requested == a.peak_requested);
+      CHECK(o->peak_event == a.peak_event);
+      CHECK(o->peak_reserved == a.peak_reserved);
+      CHECK(o->start_requested == a.start_requested);
+      CHECK(o->start_rounded == a.start_rounded);
+      CHECK(o->end_rounded == a.end_rounded);
+      CHECK(o->unreconciled_rounded_bytes == a.unreconciled_rounded_bytes);
+      CHECK(o->frees_without_alloc == a.frees_without_alloc);
+      CHECK(o->allocs_without_free == a.allocs_without_free);
+      CHECK(o->open_without_block == a.open_without_block);
+      CHECK(o->segments.size() == a.segments.size());
+      for (int c = 0; c < 4; ++c) {
+        CHECK(o->by_class[c].count == a.by_class[c].count);
+        CHECK(o->by_class[c].bytes == a.by_class[c].bytes);
+      }
+    }
+  }
+}
+
+}  // namespace memsnap::testing
