@@ -48,6 +48,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap) {
   m.path = snap.source.path;
   TimelineOptions to;
   to.keep = KeepLifetimes::kNone;  // the peak only
+  to.curve = false;
   auto timeline = ReconstructTimeline(snap, to);
   if (timeline.ok()) {
     for (const DeviceTimeline& dt : timeline->devices) {

@@ -98,6 +98,7 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     TimelineOptions to;
     to.keep = KeepLifetimes::kLiveAt;
     to.moment = options.at;
+    to.curve = false;
     auto t = ReconstructTimeline(*snaps[side], to);
     if (!t.ok()) return t.status();
     tl[side] = std::move(*t);

@@ -3,6 +3,7 @@
 #include "memsnap/analysis/timeline.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -35,6 +36,78 @@ using AddrMap = absl::flat_hash_map<uint64_t, V, AddrHash>;
 struct AddrState {
   uint32_t open = kNone;  // index of the open lifetime at this address
   uint32_t next_version = 0;
+};
+
+// Address -> AddrState for the pass: the one lookup done for most events. Linear probing over
+// 16-byte slots at most half full, so a lookup is one hash and usually one compare (absl's
+// flat_hash_map took twice as long here). Nothing is ever erased: an address keeps its version
+// counter for the whole trace. The hash is seeded per process so that a crafted file cannot
+// line its addresses up into one long probe run.
+class AddrTable {
+ public:
+  explicit AddrTable(size_t expected) {
+    size_t cap = 64;
+    while (cap < 2 * expected) cap *= 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+  }
+  /// The state of `addr`, inserted when new. Invalidates earlier references when it grows.
+  [[gnu::always_inline]] AddrState& operator[](uint64_t addr) {
+    if (addr == kEmpty) [[unlikely]] return empty_key_state_;
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == addr) return s.state;
+      if (s.key == kEmpty) {
+        if (2 * (size_ + 1) > slots_.size()) {
+          Grow();
+          return (*this)[addr];
+        }
+        ++size_;
+        s.key = addr;
+        return s.state;
+      }
+    }
+  }
+  const AddrState* Find(uint64_t addr) const {
+    if (addr == kEmpty) return &empty_key_state_;
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == addr) return &s.state;
+      if (s.key == kEmpty) return nullptr;
+    }
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  struct Slot {
+    uint64_t key = kEmpty;
+    AddrState state;
+  };
+  static size_t Hash(uint64_t x) {
+    static const char seed_anchor = 0;  // its address differs between runs (ASLR)
+    x ^= reinterpret_cast<uintptr_t>(&seed_anchor);
+    x ^= x >> 33;  // murmur3's finalizer: addresses share their high bits and are 512-aligned
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return static_cast<size_t>(x);
+  }
+  [[gnu::noinline]] void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      size_t i = Hash(s.key) & mask_;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  AddrState empty_key_state_;  // for the one address equal to kEmpty
 };
 
 // The final state of one device: active blocks by address, segments sorted by address.
@@ -146,17 +219,19 @@ void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& op
   Prefaulter pool_prefault;
   if (keep_all) pool.reserve(n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
 
-  ReservePopulated(dt.live_requested, n);
-  dt.live_requested.resize(n);
-  AddrMap<AddrState> addrs;
-  AddrMap<AddrState> seg_addrs;
-  addrs.reserve(fin.active.size());  // small: the table should stay in cache
+  const bool store_curve = options.curve;
+  if (store_curve) {
+    ReservePopulated(dt.live_requested, n);
+    dt.live_requested.resize(n);
+  }
+  AddrTable addrs(fin.active.size());  // small: the table should stay in cache
+  AddrTable seg_addrs(fin.segments.size());
   int64_t cur_req = 0, cur_round = 0, cur_res = 0;
   int64_t pre_req = 0, pre_round = 0, pre_res = 0;
   int64_t peak = 0;  // of the curve before anchoring (a constant shift: same event)
   dt.peak_event = -1;
 
-  auto open_lifetime = [&](const TraceEvent& e, AddrState& st) -> BlockLifetime& {
+  auto open_lifetime = [&](const TraceEvent& e, AddrState& st) [[gnu::always_inline]] -> BlockLifetime& {
     if (!keep_all && !free_slots.empty()) {
       st.open = free_slots.back();
       free_slots.pop_back();
@@ -183,7 +258,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& op
     ++dt.frees_without_alloc;
   };
   // Ends the open lifetime of `st` at event i.
-  auto close = [&](AddrState& st, uint32_t i) {
+  auto close = [&](AddrState& st, uint32_t i) [[gnu::always_inline]] {
     BlockLifetime& lt = pool[st.open];
     lt.free_completed_event = i;
     cur_req -= lt.requested_size;
@@ -290,7 +365,7 @@ void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& op
       default:  // snapshot / oom / unknown: not terminators, no effect on the curves
         break;
     }
-    out_req[i] = cur_req;
+    if (store_curve) out_req[i] = cur_req;
     if (cur_req > peak) [[unlikely]] {
       peak = cur_req;
       dt.peak_event = i;
@@ -351,8 +426,8 @@ void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& op
       if (keep == KeepLifetimes::kNone) continue;
       BlockLifetime& lt = dt.blocks.emplace_back();  // live at every moment
       lt.address = blk.address;
-      auto ait = addrs.find(blk.address);
-      lt.version = ait == addrs.end() ? 0 : ait->second.next_version;
+      const AddrState* known = addrs.Find(blk.address);
+      lt.version = known == nullptr ? 0 : known->next_version;
       lt.cls = LifetimeClass::kGhost;
       lt.requested_size = blk.requested_size;
       lt.rounded_size = blk.size;
@@ -402,9 +477,18 @@ void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& op
   anchor(pre_res + ghost_res, cur_res, dt.end_reserved, dt.start_reserved,
          dt.unreconciled_reserved_bytes);
 
+  if (keep == KeepLifetimes::kLiveAt) {
+    // Live at the kept moment: the kept lifetimes plus what the trace could not explain (it is in
+    // the start value, so live throughout).
+    dt.kept_live_bytes = dt.unreconciled_requested_bytes;
+    for (const BlockLifetime& lt : dt.blocks) dt.kept_live_bytes += lt.requested_size;
+  }
+
   // Shift the curves by their start values.
   dt.peak_requested = dt.start_requested + peak;
-  for (uint32_t i = 0; i < n; ++i) out_req[i] += dt.start_requested;
+  if (store_curve) {
+    for (uint32_t i = 0; i < n; ++i) out_req[i] += dt.start_requested;
+  }
   dt.peak_reserved = dt.start_reserved;
   dt.peak_reserved_event = -1;
   for (ReservedStep& step : dt.reserved_steps) {
@@ -425,6 +509,15 @@ std::string_view LifetimeClassName(LifetimeClass c) {
     case LifetimeClass::kOpen: return "open";
   }
   return "?";
+}
+
+int64_t DeviceTimeline::LiveAt(int64_t e) const {
+  if (e < 0) return start_requested;
+  if (!live_requested.empty()) return live_requested[e];
+  if (kept == KeepLifetimes::kLiveAt && e == kept_event) return kept_live_bytes;
+  if (e == peak_event) return peak_requested;
+  assert(e == static_cast<int64_t>(num_events) - 1 && "LiveAt: no curve for this event");
+  return end_requested;
 }
 
 int64_t DeviceTimeline::ReservedAt(int64_t e) const {

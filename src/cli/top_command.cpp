@@ -45,6 +45,7 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analys
             if (opts.device >= 0) to.device = opts.device;
             to.keep = analysis::KeepLifetimes::kLiveAt;
             to.moment = moment;
+            to.curve = false;
             absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
             if (!tl.ok()) {
               return absl::InvalidArgumentError(
@@ -115,6 +116,7 @@ RunFn SetupTop(CLI::App& sub) {
     if (opts->device >= 0) to.device = opts->device;
     to.keep = analysis::KeepLifetimes::kLiveAt;
     to.moment = moment;
+    to.curve = false;
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": ", std::string(tl.status().message())));

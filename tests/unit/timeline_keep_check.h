@@ -17,14 +17,19 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
   live_opts.keep = KeepLifetimes::kLiveAt;
   live_opts.moment = at;
   none_opts.keep = KeepLifetimes::kNone;
+  analysis::TimelineOptions bare_opts = live_opts;  // what `top` asks for: no curve either
+  bare_opts.curve = false;
   auto all = analysis::ReconstructTimeline(snap, all_opts);
   auto live = analysis::ReconstructTimeline(snap, live_opts);
   auto none = analysis::ReconstructTimeline(snap, none_opts);
+  auto bare = analysis::ReconstructTimeline(snap, bare_opts);
   REQUIRE(all.ok());
   REQUIRE(live.ok());
   REQUIRE(none.ok());
+  REQUIRE(bare.ok());
   REQUIRE(live->devices.size() == all->devices.size());
   REQUIRE(none->devices.size() == all->devices.size());
+  REQUIRE(bare->devices.size() == all->devices.size());
   for (size_t d = 0; d < all->devices.size(); ++d) {
     const analysis::DeviceTimeline& a = all->devices[d];
     CAPTURE(a.device);
@@ -33,7 +38,17 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     for (uint32_t i : analysis::LiveBlocksAt(a, e)) expected.push_back(a.blocks[i]);
     CHECK(live->devices[d].kept_event == e);
     CHECK(live->devices[d].blocks == expected);
+    CHECK(live->devices[d].kept_live_bytes == a.LiveAt(e));
     CHECK(none->devices[d].blocks.empty());
+    const analysis::DeviceTimeline& b = bare->devices[d];
+    CHECK(b.live_requested.empty());
+    CHECK(b.blocks == expected);
+    CHECK(b.peak_requested == a.peak_requested);
+    CHECK(b.peak_event == a.peak_event);
+    CHECK(b.has_time == a.has_time);
+    for (int64_t m : {int64_t{-1}, e, a.peak_event, static_cast<int64_t>(a.num_events) - 1}) {
+      CHECK(b.LiveAt(m) == a.LiveAt(m));
+    }
     for (const analysis::DeviceTimeline* o : {&live->devices[d], &none->devices[d]}) {
       CHECK(o->live_requested == a.live_requested);
       CHECK(o->has_time == a.has_time);

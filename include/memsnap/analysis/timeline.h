@@ -126,10 +126,12 @@ struct DeviceTimeline {
   std::vector<BlockLifetime> blocks;
   KeepLifetimes kept = KeepLifetimes::kAll;
   int64_t kept_event = -1;  // kLiveAt: `blocks` is what is live after this device-local event
+  int64_t kept_live_bytes = 0;  // kLiveAt: live requested bytes after kept_event
   std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
   ClassTotals by_class[4];                // indexed by LifetimeClass
 
-  /// Live requested bytes, one value per event (size num_events).
+  /// Live requested bytes, one value per event (size num_events); empty when built without the
+  /// curve (TimelineOptions::curve).
   std::vector<int64_t> live_requested;
   /// Reserved bytes change only at segment events: one step per segment event, ascending. (The
   /// live rounded-bytes curve is not stored either: LiveRoundedCurve computes it when needed.)
@@ -153,8 +155,9 @@ struct DeviceTimeline {
 
   /// time_us of device-local event `e`, or kNoTime.
   int64_t TimeOf(const Snapshot& snap, int64_t e) const;
-  /// Live requested bytes after device-local event e (-1: start).
-  int64_t LiveAt(int64_t e) const { return e < 0 ? start_requested : live_requested[e]; }
+  /// Live requested bytes after device-local event e (-1: start). Without the stored curve only
+  /// for -1, peak_event, the last event and (kLiveAt) kept_event.
+  int64_t LiveAt(int64_t e) const;
   /// Reserved bytes after device-local event e (-1: start). O(log segment events).
   int64_t ReservedAt(int64_t e) const;
 };
@@ -188,6 +191,9 @@ struct TimelineOptions {
   std::optional<int32_t> device;
   KeepLifetimes keep = KeepLifetimes::kAll;
   Moment moment;  // kLiveAt only: the moment whose live lifetimes are kept (peak by default)
+  /// Store the live curve (DeviceTimeline::live_requested, 8 bytes per event). Without it LiveAt
+  /// answers only for the start, the peak, the end and the kept moment.
+  bool curve = true;
 };
 
 struct Timeline {
