@@ -177,328 +177,379 @@ uint32_t CreationEvent(const BlockLifetime& lt) {
   return lt.alloc_event != kNone ? lt.alloc_event : std::min(lt.free_requested_event, lt.free_completed_event);
 }
 
-void Reconstruct(const Snapshot& snap, int32_t device, const TimelineOptions& options,
-                 DeviceTimeline& dt) {
-  dt.device = device;
-  const DeviceTrace* trace = snap.TraceOf(device);
-  std::span<const TraceEvent> ev;
-  if (trace != nullptr) {
-    ev = snap.EventsOf(*trace);
-    dt.event_begin = trace->begin;
-  }
-  const uint32_t n = static_cast<uint32_t>(ev.size());
-  dt.num_events = n;
-  FinalState fin = CollectFinal(snap, device);
-  dt.end_requested = fin.requested;
-  dt.end_rounded = fin.rounded;
-  dt.end_reserved = fin.reserved;
-
-  // Which lifetimes survive the pass. With kLiveAt, `target` is the event whose live lifetimes
-  // are kept; for the peak it follows the running maximum, and what was kept for an earlier
-  // maximum is dropped (all of it ended before the new one).
-  const KeepLifetimes keep = options.keep;
-  const bool keep_all = keep == KeepLifetimes::kAll;
-  const bool follow_peak = keep == KeepLifetimes::kLiveAt && options.moment.kind == Moment::Kind::kPeak;
-  dt.kept = keep;
-  int64_t target = -1;
-  bool has_time_known = false;
-  if (keep == KeepLifetimes::kLiveAt && !follow_peak) {
-    if (options.moment.kind == Moment::Kind::kTime) {
-      dt.has_time = AllTimed(ev);
-      has_time_known = true;
+// Rebuilds one device's timeline. The event pass is a template over what is kept and whether the
+// curve is stored, so the per-event loop tests no option it does not need (and the compiler
+// inlines all of it); what comes before and after the pass is shared.
+class DeviceBuilder {
+ public:
+  DeviceBuilder(const Snapshot& snap, int32_t device, const TimelineOptions& options,
+                DeviceTimeline& dt)
+      : snap_(snap), options_(options), dt_(dt), fin_(CollectFinal(snap, device)),
+        addrs_(fin_.active.size()), seg_addrs_(fin_.segments.size()) {
+    dt.device = device;
+    if (const DeviceTrace* trace = snap.TraceOf(device); trace != nullptr) {
+      ev_ = snap.EventsOf(*trace);
+      dt.event_begin = trace->begin;
     }
-    target = ResolveFixedMoment(ev, dt.has_time, options.moment);
+    dt.num_events = static_cast<uint32_t>(ev_.size());
+    dt.end_requested = fin_.requested;
+    dt.end_rounded = fin_.rounded;
+    dt.end_reserved = fin_.reserved;
+    dt.kept = options.keep;
   }
-  std::vector<BlockLifetime> kept;  // kLiveAt: lifetimes live after `target`, closed so far
 
-  // Lifetimes being built. kAll: dt.blocks itself, one slot per lifetime. Otherwise a small pool
-  // whose slots are recycled when a lifetime ends, so only the open ones take memory.
-  std::vector<BlockLifetime> pool_storage;
-  std::vector<BlockLifetime>& pool = keep_all ? dt.blocks : pool_storage;
-  std::vector<uint32_t> free_slots;
-  Prefaulter pool_prefault;
-  if (keep_all) pool.reserve(n / 2 + fin.active.size() + 16);  // ~one lifetime per alloc/free pair
-
-  const bool store_curve = options.curve;
-  if (store_curve) {
-    ReservePopulated(dt.live_requested, n);
-    dt.live_requested.resize(n);
-  }
-  AddrTable addrs(fin.active.size());  // small: the table should stay in cache
-  AddrTable seg_addrs(fin.segments.size());
-  int64_t cur_req = 0, cur_round = 0, cur_res = 0;
-  int64_t pre_req = 0, pre_round = 0, pre_res = 0;
-  int64_t peak = 0;  // of the curve before anchoring (a constant shift: same event)
-  dt.peak_event = -1;
-
-  auto open_lifetime = [&](const TraceEvent& e, AddrState& st) [[gnu::always_inline]] -> BlockLifetime& {
-    if (!keep_all && !free_slots.empty()) {
-      st.open = free_slots.back();
-      free_slots.pop_back();
-      pool[st.open] = BlockLifetime{};
-    } else {
-      st.open = static_cast<uint32_t>(pool.size());
-      pool.emplace_back();
-      pool_prefault.Touch(pool);
+  void Run() {
+    const bool curve = options_.curve;
+    switch (options_.keep) {
+      case KeepLifetimes::kAll:
+        curve ? Pass<KeepLifetimes::kAll, true>() : Pass<KeepLifetimes::kAll, false>();
+        break;
+      case KeepLifetimes::kLiveAt:
+        curve ? Pass<KeepLifetimes::kLiveAt, true>() : Pass<KeepLifetimes::kLiveAt, false>();
+        break;
+      case KeepLifetimes::kNone:
+        curve ? Pass<KeepLifetimes::kNone, true>() : Pass<KeepLifetimes::kNone, false>();
+        break;
     }
-    BlockLifetime& lt = pool[st.open];
-    lt.address = e.addr;
-    lt.version = st.next_version++;
-    lt.requested_size = e.size;
-    lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
-    lt.stream = e.stream;
-    lt.stack = e.stack;
-    return lt;
-  };
-  auto pre_window_lifetime = [&](const TraceEvent& e, AddrState& st) {
-    BlockLifetime& lt = open_lifetime(e, st);
-    lt.cls = LifetimeClass::kPreWindow;
-    pre_req += lt.requested_size;
-    pre_round += lt.rounded_size;
-    ++dt.frees_without_alloc;
-  };
-  // Ends the open lifetime of `st` at event i.
-  auto close = [&](AddrState& st, uint32_t i) [[gnu::always_inline]] {
-    BlockLifetime& lt = pool[st.open];
-    lt.free_completed_event = i;
-    cur_req -= lt.requested_size;
-    cur_round -= lt.rounded_size;
-    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
-    ++t.count;
-    t.bytes += lt.requested_size;
-    if (!keep_all) {
-      if (keep == KeepLifetimes::kLiveAt && target < i &&
-          (lt.alloc_event == kNone || lt.alloc_event <= target)) {
-        kept.push_back(lt);
+    ReconcileOpen();
+    AddGhosts();
+    ReconcileSegments();
+    Anchor();
+  }
+
+ private:
+  // Lifetimes being built: with kAll dt.blocks itself, one slot per lifetime; otherwise a small
+  // pool whose slots are recycled when a lifetime ends, so only the open ones take memory.
+  std::vector<BlockLifetime>& pool() {
+    return options_.keep == KeepLifetimes::kAll ? dt_.blocks : pool_;
+  }
+
+  template <KeepLifetimes kKeep, bool kCurve>
+  void Pass() {
+    constexpr bool kAllKept = kKeep == KeepLifetimes::kAll;
+    constexpr bool kLiveAt = kKeep == KeepLifetimes::kLiveAt;
+    const uint32_t n = static_cast<uint32_t>(ev_.size());
+    std::vector<BlockLifetime>& pool = this->pool();
+    if constexpr (kAllKept) pool.reserve(n / 2 + fin_.active.size() + 16);  // ~one per alloc/free pair
+    // With kLiveAt, `target_` is the event whose live lifetimes are kept. For the peak it follows
+    // the running maximum, and what was kept for an earlier maximum is dropped: all of that
+    // ended before the new maximum.
+    const bool follow_peak = kLiveAt && options_.moment.kind == Moment::Kind::kPeak;
+    bool has_time_known = false;
+    if (kLiveAt && !follow_peak) {
+      if (options_.moment.kind == Moment::Kind::kTime) {
+        dt_.has_time = AllTimed(ev_);
+        has_time_known = true;
       }
-      free_slots.push_back(st.open);
+      target_ = ResolveFixedMoment(ev_, dt_.has_time, options_.moment);
     }
-    st.open = kNone;
-  };
+    int64_t* out = nullptr;
+    if constexpr (kCurve) {
+      ReservePopulated(dt_.live_requested, n);
+      dt_.live_requested.resize(n);
+      out = dt_.live_requested.data();
+    }
+    Prefaulter pool_prefault;
 
-  int64_t* const out_req = dt.live_requested.data();
-  // free_completed almost always follows free_requested at the same address: reuse that lookup.
-  // The pointer stays valid because nothing is inserted between the two events.
-  uint64_t last_addr = 0;
-  AddrState* last_state = nullptr;
-  auto state_of = [&](uint64_t addr) -> AddrState& {
-    if (last_state == nullptr || addr != last_addr) {
-      last_state = &addrs[addr];
-      last_addr = addr;
-    }
-    return *last_state;
-  };
-  bool all_time = n > 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const TraceEvent& e = ev[i];
-    all_time &= e.has_time();
-    switch (e.action) {
-      case Action::kAlloc: {
-        last_state = nullptr;  // the insert below may rehash
-        AddrState& st = addrs[e.addr];
-        if (st.open != kNone) {  // a free we never saw: end the old lifetime here
+    auto open = [&](const TraceEvent& e, AddrState& st) __attribute__((always_inline))
+                    -> BlockLifetime& {
+      if (!kAllKept && !free_slots_.empty()) {
+        st.open = free_slots_.back();
+        free_slots_.pop_back();
+        pool[st.open] = BlockLifetime{};
+      } else {
+        st.open = static_cast<uint32_t>(pool.size());
+        pool.emplace_back();
+        if constexpr (kAllKept) pool_prefault.Touch(pool);
+      }
+      BlockLifetime& lt = pool[st.open];
+      lt.address = e.addr;
+      lt.version = st.next_version++;
+      lt.requested_size = e.size;
+      lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
+      lt.stream = e.stream;
+      lt.stack = e.stack;
+      return lt;
+    };
+    auto open_pre_window = [&](const TraceEvent& e, AddrState& st) {
+      BlockLifetime& lt = open(e, st);
+      lt.cls = LifetimeClass::kPreWindow;
+      pre_req_ += lt.requested_size;
+      pre_round_ += lt.rounded_size;
+      ++dt_.frees_without_alloc;
+    };
+    auto close = [&](AddrState& st, uint32_t i) __attribute__((always_inline)) {
+      BlockLifetime& lt = pool[st.open];
+      lt.free_completed_event = i;
+      cur_req_ -= lt.requested_size;
+      cur_round_ -= lt.rounded_size;
+      if constexpr (!kAllKept) {
+        if (kLiveAt && target_ < i && (lt.alloc_event == kNone || lt.alloc_event <= target_)) {
+          kept_.push_back(lt);
+        }
+        free_slots_.push_back(st.open);
+      }
+      st.open = kNone;
+    };
+    // free_completed almost always follows free_requested at the same address: reuse that
+    // lookup. The pointer stays valid because nothing is inserted between the two events.
+    uint64_t last_addr = 0;
+    AddrState* last_state = nullptr;
+    auto state_of = [&](uint64_t addr) __attribute__((always_inline)) -> AddrState& {
+      if (last_state == nullptr || addr != last_addr) {
+        last_state = &addrs_[addr];
+        last_addr = addr;
+      }
+      return *last_state;
+    };
+
+    int64_t peak = 0;  // of the curve before anchoring (a constant shift: the same event)
+    bool all_time = n > 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const TraceEvent& e = ev_[i];
+      all_time &= e.has_time();
+      switch (e.action) {
+        case Action::kAlloc: {
+          last_state = nullptr;  // the insert below may grow the table
+          AddrState& st = addrs_[e.addr];
+          if (st.open != kNone) [[unlikely]] {  // a free we never saw: end the old lifetime here
+            close(st, i);
+            ++dt_.allocs_without_free;
+          }
+          BlockLifetime& lt = open(e, st);
+          lt.alloc_event = i;
+          cur_req_ += lt.requested_size;
+          cur_round_ += lt.rounded_size;
+          ++allocs_;
+          alloc_bytes_ += lt.requested_size;
+          break;
+        }
+        case Action::kFreeRequested: {
+          AddrState& st = state_of(e.addr);
+          if (st.open == kNone) [[unlikely]] open_pre_window(e, st);
+          BlockLifetime& lt = pool[st.open];
+          if (lt.free_requested_event == kNone) lt.free_requested_event = i;
+          break;
+        }
+        case Action::kFreeCompleted: {
+          AddrState& st = state_of(e.addr);
+          if (st.open == kNone) [[unlikely]] open_pre_window(e, st);
           close(st, i);
-          ++dt.allocs_without_free;
+          break;
         }
-        BlockLifetime& lt = open_lifetime(e, st);
-        lt.alloc_event = i;
-        cur_req += lt.requested_size;
-        cur_round += lt.rounded_size;
-        break;
+        case Action::kSegmentAlloc:
+        case Action::kSegmentMap:
+        case Action::kSegmentFree:
+        case Action::kSegmentUnmap: SegmentEvent(e, i); break;
+        default:  // snapshot / oom / unknown: not terminators, no effect on the curves
+          break;
       }
-      case Action::kFreeRequested: {
-        AddrState& st = state_of(e.addr);
-        if (st.open == kNone) pre_window_lifetime(e, st);
-        BlockLifetime& lt = pool[st.open];
-        if (lt.free_requested_event == kNone) lt.free_requested_event = i;
-        break;
-      }
-      case Action::kFreeCompleted: {
-        AddrState& st = state_of(e.addr);
-        if (st.open == kNone) pre_window_lifetime(e, st);
-        close(st, i);
-        break;
-      }
-      case Action::kSegmentAlloc:
-      case Action::kSegmentMap: {
-        AddrState& st = seg_addrs[e.addr];
-        if (st.open != kNone) dt.segments[st.open].end_event = i;  // missing free: end it here
-        st.open = static_cast<uint32_t>(dt.segments.size());
-        SegmentLifetime& s = dt.segments.emplace_back();
-        s.address = e.addr;
-        s.version = st.next_version++;
-        s.mapping = e.action == Action::kSegmentMap;
-        s.size = e.size;
-        s.stream = e.stream;
-        s.begin_event = i;
-        cur_res += e.size;
-        dt.reserved_steps.push_back(ReservedStep{i, cur_res});
-        break;
-      }
-      case Action::kSegmentFree:
-      case Action::kSegmentUnmap: {
-        AddrState& st = seg_addrs[e.addr];
-        if (st.open == kNone) {
-          st.open = static_cast<uint32_t>(dt.segments.size());
-          SegmentLifetime& s = dt.segments.emplace_back();
-          s.address = e.addr;
-          s.version = st.next_version++;
-          s.cls = LifetimeClass::kPreWindow;
-          s.mapping = e.action == Action::kSegmentUnmap;
-          s.size = e.size;
-          s.stream = e.stream;
-          pre_res += e.size;
+      if constexpr (kCurve) out[i] = cur_req_;
+      if (cur_req_ > peak) [[unlikely]] {
+        peak = cur_req_;
+        dt_.peak_event = i;
+        if (follow_peak) {
+          target_ = i;
+          kept_.clear();
         }
-        SegmentLifetime& s = dt.segments[st.open];
-        s.end_event = i;
-        cur_res -= e.size;
-        dt.reserved_steps.push_back(ReservedStep{i, cur_res});
-        // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
-        if (s.mapping && e.size < s.size) {
-          s.size -= e.size;
-          s.end_event = kNone;
-        } else {
-          st.open = kNone;
-        }
-        break;
-      }
-      default:  // snapshot / oom / unknown: not terminators, no effect on the curves
-        break;
-    }
-    if (store_curve) out_req[i] = cur_req;
-    if (cur_req > peak) [[unlikely]] {
-      peak = cur_req;
-      dt.peak_event = i;
-      if (follow_peak) {
-        target = i;
-        kept.clear();
       }
     }
+    peak_raw_ = peak;
+    if (!has_time_known) dt_.has_time = all_time;
   }
-  if (!has_time_known) dt.has_time = all_time;
 
-  // Reconcile lifetimes live at the end with the final blocks; the rest of the final blocks are
-  // ghosts. Pool slots that are not live at the end are ended (or recycled) lifetimes.
-  std::vector<uint8_t> used(snap.blocks.size(), 0);
-  for (BlockLifetime& lt : pool) {
-    if (!lt.live_at_end()) continue;
-    if (lt.cls == LifetimeClass::kInWindow) lt.cls = LifetimeClass::kOpen;
-    ClassTotals& t = dt.by_class[static_cast<int>(lt.cls)];
-    ++t.count;
-    t.bytes += lt.requested_size;
-    auto it = fin.active.find(lt.address);
-    if (it == fin.active.end() || used[it->second]) {
-      ++dt.open_without_block;
+  void SegmentEvent(const TraceEvent& e, uint32_t i) {
+    AddrState& st = seg_addrs_[e.addr];
+    if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) {
+      if (st.open != kNone) dt_.segments[st.open].end_event = i;  // missing free: end it here
+      st.open = static_cast<uint32_t>(dt_.segments.size());
+      SegmentLifetime& s = dt_.segments.emplace_back();
+      s.address = e.addr;
+      s.version = st.next_version++;
+      s.mapping = e.action == Action::kSegmentMap;
+      s.size = e.size;
+      s.stream = e.stream;
+      s.begin_event = i;
+      cur_res_ += e.size;
+      dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
+      return;
+    }
+    if (st.open == kNone) {
+      st.open = static_cast<uint32_t>(dt_.segments.size());
+      SegmentLifetime& s = dt_.segments.emplace_back();
+      s.address = e.addr;
+      s.version = st.next_version++;
+      s.cls = LifetimeClass::kPreWindow;
+      s.mapping = e.action == Action::kSegmentUnmap;
+      s.size = e.size;
+      s.stream = e.stream;
+      pre_res_ += e.size;
+    }
+    SegmentLifetime& s = dt_.segments[st.open];
+    s.end_event = i;
+    cur_res_ -= e.size;
+    dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
+    // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
+    if (s.mapping && e.size < s.size) {
+      s.size -= e.size;
+      s.end_event = kNone;
     } else {
-      used[it->second] = 1;
-      const Block& blk = snap.blocks[it->second];
-      lt.block = BlockId(it->second);
-      int64_t fix = blk.size - lt.rounded_size;
-      if (fix != 0) {
-        lt.rounded_size = blk.size;
-        (lt.alloc_event == kNone ? pre_round : cur_round) += fix;
+      st.open = kNone;
+    }
+  }
+
+  // Lifetimes still open at the end meet the final blocks: each takes its block's size; the rest
+  // of the final blocks are ghosts. Pool slots not live at the end are ended (or recycled) ones.
+  void ReconcileOpen() {
+    used_.assign(snap_.blocks.size(), 0);
+    ClassTotals& open_totals = dt_.by_class[static_cast<int>(LifetimeClass::kOpen)];
+    for (BlockLifetime& lt : pool()) {
+      if (!lt.live_at_end()) continue;
+      if (lt.cls == LifetimeClass::kInWindow) {
+        lt.cls = LifetimeClass::kOpen;
+        ++open_totals.count;
+        open_totals.bytes += lt.requested_size;
+      }
+      auto it = fin_.active.find(lt.address);
+      if (it == fin_.active.end() || used_[it->second]) {
+        ++dt_.open_without_block;
+      } else {
+        used_[it->second] = 1;
+        const Block& blk = snap_.blocks[it->second];
+        lt.block = BlockId(it->second);
+        int64_t fix = blk.size - lt.rounded_size;
+        if (fix != 0) {
+          lt.rounded_size = blk.size;
+          (lt.alloc_event == kNone ? pre_round_ : cur_round_) += fix;
+        }
+      }
+      if (options_.keep == KeepLifetimes::kLiveAt &&
+          (lt.alloc_event == kNone || lt.alloc_event <= target_)) {
+        kept_.push_back(lt);
       }
     }
-    if (keep == KeepLifetimes::kLiveAt && (lt.alloc_event == kNone || lt.alloc_event <= target)) {
-      kept.push_back(lt);
+    // Every alloc began an in-window lifetime; those still open are counted as open instead.
+    // Every free without an alloc began a pre-window one.
+    dt_.by_class[static_cast<int>(LifetimeClass::kInWindow)] = {allocs_ - open_totals.count,
+                                                                 alloc_bytes_ - open_totals.bytes};
+    dt_.by_class[static_cast<int>(LifetimeClass::kPreWindow)] = {dt_.frees_without_alloc, pre_req_};
+    if (options_.keep == KeepLifetimes::kLiveAt) {
+      std::sort(kept_.begin(), kept_.end(), [](const BlockLifetime& a, const BlockLifetime& b) {
+        return CreationEvent(a) < CreationEvent(b);
+      });
+      dt_.blocks = std::move(kept_);
+      dt_.kept_event = target_;
     }
   }
-  if (keep == KeepLifetimes::kLiveAt) {
-    std::sort(kept.begin(), kept.end(), [](const BlockLifetime& a, const BlockLifetime& b) {
-      return CreationEvent(a) < CreationEvent(b);
-    });
-    dt.blocks = std::move(kept);
-    dt.kept_event = target;
-  }
-  int64_t ghost_req = 0, ghost_round = 0;
-  ClassTotals& ghosts = dt.by_class[static_cast<int>(LifetimeClass::kGhost)];
-  for (uint32_t s : fin.segments) {  // address order: deterministic ghost order
-    const Segment& seg = snap.segments[s];
-    for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
-      const Block& blk = snap.blocks[b];
-      if (!blk.is_active() || used[b]) continue;
-      auto fit = fin.active.find(blk.address);
-      if (fit == fin.active.end() || fit->second != b) continue;  // duplicate address: counted once
-      ghost_req += blk.requested_size;
-      ghost_round += blk.size;
-      ++ghosts.count;
-      ghosts.bytes += blk.requested_size;
-      if (keep == KeepLifetimes::kNone) continue;
-      BlockLifetime& lt = dt.blocks.emplace_back();  // live at every moment
-      lt.address = blk.address;
-      const AddrState* known = addrs.Find(blk.address);
-      lt.version = known == nullptr ? 0 : known->next_version;
-      lt.cls = LifetimeClass::kGhost;
-      lt.requested_size = blk.requested_size;
-      lt.rounded_size = blk.size;
-      lt.stream = seg.stream;
-      lt.stack = blk.stack;
-      lt.block = BlockId(b);
+
+  void AddGhosts() {
+    ClassTotals& ghosts = dt_.by_class[static_cast<int>(LifetimeClass::kGhost)];
+    for (uint32_t s : fin_.segments) {  // address order: deterministic ghost order
+      const Segment& seg = snap_.segments[s];
+      for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
+        const Block& blk = snap_.blocks[b];
+        if (!blk.is_active() || used_[b]) continue;
+        auto fit = fin_.active.find(blk.address);
+        if (fit == fin_.active.end() || fit->second != b) continue;  // duplicate address: once
+        ghost_req_ += blk.requested_size;
+        ghost_round_ += blk.size;
+        ++ghosts.count;
+        ghosts.bytes += blk.requested_size;
+        if (options_.keep == KeepLifetimes::kNone) continue;
+        BlockLifetime& lt = dt_.blocks.emplace_back();  // live at every moment
+        lt.address = blk.address;
+        const AddrState* known = addrs_.Find(blk.address);
+        lt.version = known == nullptr ? 0 : known->next_version;
+        lt.cls = LifetimeClass::kGhost;
+        lt.requested_size = blk.requested_size;
+        lt.rounded_size = blk.size;
+        lt.stream = seg.stream;
+        lt.stack = blk.stack;
+        lt.block = BlockId(b);
+      }
     }
   }
 
   // Segments: match open lifetimes to final segments; uncovered final bytes existed before t0.
-  std::vector<int64_t> covered(fin.segments.size(), 0);
-  absl::flat_hash_map<uint32_t, size_t> seg_pos;
-  for (size_t k = 0; k < fin.segments.size(); ++k) seg_pos[fin.segments[k]] = k;
-  for (SegmentLifetime& s : dt.segments) {
-    if (s.end_event != kNone) continue;
-    if (s.cls == LifetimeClass::kInWindow) s.cls = LifetimeClass::kOpen;
-    int64_t seg = FindSegment(snap, fin, s.address);
-    if (seg < 0) continue;
-    s.segment = SegmentId(static_cast<uint32_t>(seg));
-    covered[seg_pos[static_cast<uint32_t>(seg)]] += s.size;
-  }
-  int64_t ghost_res = 0;
-  for (size_t k = 0; k < fin.segments.size(); ++k) {
-    const Segment& seg = snap.segments[fin.segments[k]];
-    int64_t rest = seg.total_size - covered[k];
-    if (rest <= 0) continue;
-    SegmentLifetime& s = dt.segments.emplace_back();
-    s.address = seg.address;
-    s.cls = LifetimeClass::kGhost;
-    s.mapping = seg.is_expandable;
-    s.size = rest;
-    s.stream = seg.stream;
-    s.segment = SegmentId(fin.segments[k]);
-    ghost_res += rest;
-  }
-
-  // Anchor: the curves end at the final state; unexplained bytes go into the start value.
-  auto anchor = [&](int64_t explicit_start, int64_t net, int64_t end, int64_t& start,
-                    int64_t& unreconciled) {
-    unreconciled = end - (explicit_start + net);
-    start = explicit_start + unreconciled;
-  };
-  anchor(pre_req + ghost_req, cur_req, dt.end_requested, dt.start_requested,
-         dt.unreconciled_requested_bytes);
-  anchor(pre_round + ghost_round, cur_round, dt.end_rounded, dt.start_rounded,
-         dt.unreconciled_rounded_bytes);
-  anchor(pre_res + ghost_res, cur_res, dt.end_reserved, dt.start_reserved,
-         dt.unreconciled_reserved_bytes);
-
-  if (keep == KeepLifetimes::kLiveAt) {
-    // Live at the kept moment: the kept lifetimes plus what the trace could not explain (it is in
-    // the start value, so live throughout).
-    dt.kept_live_bytes = dt.unreconciled_requested_bytes;
-    for (const BlockLifetime& lt : dt.blocks) dt.kept_live_bytes += lt.requested_size;
-  }
-
-  // Shift the curves by their start values.
-  dt.peak_requested = dt.start_requested + peak;
-  if (store_curve) {
-    for (uint32_t i = 0; i < n; ++i) out_req[i] += dt.start_requested;
-  }
-  dt.peak_reserved = dt.start_reserved;
-  dt.peak_reserved_event = -1;
-  for (ReservedStep& step : dt.reserved_steps) {
-    step.bytes += dt.start_reserved;
-    if (step.bytes > dt.peak_reserved) {
-      dt.peak_reserved = step.bytes;
-      dt.peak_reserved_event = step.event;
+  void ReconcileSegments() {
+    std::vector<int64_t> covered(fin_.segments.size(), 0);
+    absl::flat_hash_map<uint32_t, size_t> seg_pos;
+    for (size_t k = 0; k < fin_.segments.size(); ++k) seg_pos[fin_.segments[k]] = k;
+    for (SegmentLifetime& s : dt_.segments) {
+      if (s.end_event != kNone) continue;
+      if (s.cls == LifetimeClass::kInWindow) s.cls = LifetimeClass::kOpen;
+      int64_t seg = FindSegment(snap_, fin_, s.address);
+      if (seg < 0) continue;
+      s.segment = SegmentId(static_cast<uint32_t>(seg));
+      covered[seg_pos[static_cast<uint32_t>(seg)]] += s.size;
+    }
+    for (size_t k = 0; k < fin_.segments.size(); ++k) {
+      const Segment& seg = snap_.segments[fin_.segments[k]];
+      int64_t rest = seg.total_size - covered[k];
+      if (rest <= 0) continue;
+      SegmentLifetime& s = dt_.segments.emplace_back();
+      s.address = seg.address;
+      s.cls = LifetimeClass::kGhost;
+      s.mapping = seg.is_expandable;
+      s.size = rest;
+      s.stream = seg.stream;
+      s.segment = SegmentId(fin_.segments[k]);
+      ghost_res_ += rest;
     }
   }
-}
+
+  // The curves end at the final state; what the trace cannot explain goes into the start value.
+  void Anchor() {
+    auto anchor = [](int64_t explicit_start, int64_t net, int64_t end, int64_t& start,
+                     int64_t& unreconciled) {
+      unreconciled = end - (explicit_start + net);
+      start = explicit_start + unreconciled;
+    };
+    DeviceTimeline& dt = dt_;
+    anchor(pre_req_ + ghost_req_, cur_req_, dt.end_requested, dt.start_requested,
+           dt.unreconciled_requested_bytes);
+    anchor(pre_round_ + ghost_round_, cur_round_, dt.end_rounded, dt.start_rounded,
+           dt.unreconciled_rounded_bytes);
+    anchor(pre_res_ + ghost_res_, cur_res_, dt.end_reserved, dt.start_reserved,
+           dt.unreconciled_reserved_bytes);
+    if (dt.kept == KeepLifetimes::kLiveAt) {
+      // Live at the kept moment: the kept lifetimes plus what the trace could not explain (it is
+      // in the start value, so live throughout).
+      dt.kept_live_bytes = dt.unreconciled_requested_bytes;
+      for (const BlockLifetime& lt : dt.blocks) dt.kept_live_bytes += lt.requested_size;
+    }
+    dt.peak_requested = dt.start_requested + peak_raw_;
+    for (int64_t& v : dt.live_requested) v += dt.start_requested;
+    dt.peak_reserved = dt.start_reserved;
+    dt.peak_reserved_event = -1;
+    for (ReservedStep& step : dt.reserved_steps) {
+      step.bytes += dt.start_reserved;
+      if (step.bytes > dt.peak_reserved) {
+        dt.peak_reserved = step.bytes;
+        dt.peak_reserved_event = step.event;
+      }
+    }
+  }
+
+  const Snapshot& snap_;
+  const TimelineOptions& options_;
+  DeviceTimeline& dt_;
+  std::span<const TraceEvent> ev_;
+  FinalState fin_;
+  AddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
+  AddrTable seg_addrs_;  // segment address -> open segment lifetime
+  std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
+  std::vector<uint32_t> free_slots_;
+  std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
+  int64_t target_ = -1;
+  std::vector<uint8_t> used_;  // final blocks matched by an open lifetime
+  int64_t cur_req_ = 0, cur_round_ = 0, cur_res_ = 0;  // net of the trace so far
+  int64_t pre_req_ = 0, pre_round_ = 0, pre_res_ = 0;  // pre-window lifetimes
+  int64_t ghost_req_ = 0, ghost_round_ = 0, ghost_res_ = 0;
+  int64_t allocs_ = 0, alloc_bytes_ = 0;
+  int64_t peak_raw_ = 0;
+};
+
 }  // namespace
 
 std::string_view LifetimeClassName(LifetimeClass c) {
@@ -566,7 +617,7 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
   }
   tl.devices.resize(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
-    Reconstruct(snapshot, devices[i], options, tl.devices[i]);
+    DeviceBuilder(snapshot, devices[i], options, tl.devices[i]).Run();
   }
   return tl;
 }
