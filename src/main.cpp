@@ -4,5 +4,9 @@
 #include <map>
 
 #include "memsnap/cli/app.h"
+#include "memsnap/util/memory.h"
 
-int main(int argc, char** argv) { return memsnap::cli::RunMain(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  memsnap::KeepFreedMemory();
+  return memsnap::cli::RunMain(argc, argv, std::cout, std::cerr);
+}

@@ -109,7 +109,7 @@ std::vector<double> DetrendedBuckets(const DeviceTimeline& dt, int buckets) {
   for (int b = 0; b < buckets; ++b) {
     const int64_t lo = b * events / buckets, hi = (b + 1) * events / buckets;
     double sum = 0;
-    for (int64_t e = lo; e < hi; ++e) sum += static_cast<double>(dt.live_requested[e]);
+    for (int64_t e = lo; e < hi; ++e) sum += static_cast<double>(dt.LiveAt(e));
     x[b] = sum / static_cast<double>(std::max<int64_t>(1, hi - lo));
   }
   const double n = buckets, mean_i = (n - 1) / 2.0;
@@ -192,7 +192,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
     if (lo > hi) continue;
     int64_t at = lo;
     for (int64_t e = lo; e <= hi; ++e) {
-      if (dt.live_requested[e] < dt.live_requested[at]) at = e;
+      if (dt.LiveAt(e) < dt.LiveAt(at)) at = e;
     }
     cuts.push_back(at);
   }

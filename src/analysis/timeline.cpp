@@ -245,9 +245,9 @@ class DeviceBuilder {
     }
     int64_t* out = nullptr;
     if constexpr (kCurve) {
-      ReservePopulated(dt_.live_requested, n);
-      dt_.live_requested.resize(n);
-      out = dt_.live_requested.data();
+      ReservePopulated(dt_.live_net, n);
+      dt_.live_net.resize(n);
+      out = dt_.live_net.data();
     }
     Prefaulter pool_prefault;
 
@@ -519,7 +519,6 @@ class DeviceBuilder {
       for (const BlockLifetime& lt : dt.blocks) dt.kept_live_bytes += lt.requested_size;
     }
     dt.peak_requested = dt.start_requested + peak_raw_;
-    for (int64_t& v : dt.live_requested) v += dt.start_requested;
     dt.peak_reserved = dt.start_reserved;
     dt.peak_reserved_event = -1;
     for (ReservedStep& step : dt.reserved_steps) {
@@ -562,13 +561,17 @@ std::string_view LifetimeClassName(LifetimeClass c) {
   return "?";
 }
 
-int64_t DeviceTimeline::LiveAt(int64_t e) const {
-  if (e < 0) return start_requested;
-  if (!live_requested.empty()) return live_requested[e];
+int64_t DeviceTimeline::LiveAtWithoutCurve(int64_t e) const {
   if (kept == KeepLifetimes::kLiveAt && e == kept_event) return kept_live_bytes;
   if (e == peak_event) return peak_requested;
   assert(e == static_cast<int64_t>(num_events) - 1 && "LiveAt: no curve for this event");
   return end_requested;
+}
+
+std::vector<int64_t> DeviceTimeline::LiveCurve() const {
+  std::vector<int64_t> curve(live_net);
+  for (int64_t& v : curve) v += start_requested;
+  return curve;
 }
 
 int64_t DeviceTimeline::ReservedAt(int64_t e) const {

@@ -356,8 +356,8 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     analysis::ReservedCursor reserved(dt);
     for (uint32_t e = 0; e < dt.num_events; ++e) {
       int64_t ts = clock.Ts(snap, dt, e);
-      if (dt.live_requested[e] != last_live) {
-        last_live = dt.live_requested[e];
+      if (dt.LiveAt(e) != last_live) {
+        last_live = dt.LiveAt(e);
         sink.Add(Counter("live", pid, ts, last_live));
         ++stats.counter_events;
       }

@@ -45,8 +45,8 @@ WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
   f.peak_event = w.from;
   f.peak_reserved = dt.ReservedAt(w.from);
   for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
-    if (dt.live_requested[e] > f.peak_bytes) {
-      f.peak_bytes = dt.live_requested[e];
+    if (dt.LiveAt(e) > f.peak_bytes) {
+      f.peak_bytes = dt.LiveAt(e);
       f.peak_event = e;
     }
   }
@@ -89,7 +89,7 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   ReservedCursor reserved(dt);
   for (int64_t e = first; e <= w.to; ++e) {
     int c = col_of(e);
-    live[c] = std::max(live[c], live_last[c] = dt.live_requested[e]);
+    live[c] = std::max(live[c], live_last[c] = dt.LiveAt(e));
     res[c] = std::max(res[c], res_last[c] = reserved.At(e));
   }
   for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
@@ -168,7 +168,7 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
   for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
     int64_t t = dt.TimeOf(snap, e);
     absl::StrAppend(&buf, dt.device, ",", e, ",", t == kNoTime ? std::string() : absl::StrCat(t),
-                    ",", dt.live_requested[e], ",", rounded[e], ",", reserved.At(e), "\n");
+                    ",", dt.LiveAt(e), ",", rounded[e], ",", reserved.At(e), "\n");
     if (buf.size() > (1 << 16)) {
       out << buf;
       buf.clear();

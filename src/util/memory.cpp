@@ -2,6 +2,10 @@
 
 #include <sys/mman.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace memsnap {
 
 namespace {
@@ -20,6 +24,15 @@ bool Populate(uintptr_t begin, uintptr_t end) {
 }
 
 }  // namespace
+
+void KeepFreedMemory() {
+#ifdef __GLIBC__
+  // Blocks up to 256 MiB come from the heap rather than their own mmap (which munmap returns
+  // on free), and the top of the heap is not trimmed below 1 GiB.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
 
 void PopulateForWrite(const void* data, size_t bytes) {
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);

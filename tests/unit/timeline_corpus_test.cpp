@@ -58,7 +58,8 @@ TEST_SUITE("timeline-corpus") {
         CHECK(dt.start_rounded >= 0);
         CHECK(dt.start_reserved >= 0);
         if (dt.num_events > 0) {
-          CHECK(*std::min_element(dt.live_requested.begin(), dt.live_requested.end()) >= 0);
+          std::vector<int64_t> live = dt.LiveCurve();
+          CHECK(*std::min_element(live.begin(), live.end()) >= 0);
           std::vector<int64_t> rounded = analysis::LiveRoundedCurve(dt);
           CHECK(*std::min_element(rounded.begin(), rounded.end()) >= 0);
           CHECK(rounded.back() == dt.end_rounded);

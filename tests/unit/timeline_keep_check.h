@@ -41,7 +41,7 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     CHECK(live->devices[d].kept_live_bytes == a.LiveAt(e));
     CHECK(none->devices[d].blocks.empty());
     const analysis::DeviceTimeline& b = bare->devices[d];
-    CHECK(b.live_requested.empty());
+    CHECK(b.live_net.empty());
     CHECK(b.blocks == expected);
     CHECK(b.peak_requested == a.peak_requested);
     CHECK(b.peak_event == a.peak_event);
@@ -50,7 +50,7 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
       CHECK(b.LiveAt(m) == a.LiveAt(m));
     }
     for (const analysis::DeviceTimeline* o : {&live->devices[d], &none->devices[d]}) {
-      CHECK(o->live_requested == a.live_requested);
+      CHECK(o->LiveCurve() == a.LiveCurve());
       CHECK(o->has_time == a.has_time);
       CHECK(o->peak_requested == a.peak_requested);
       CHECK(o->peak_event == a.peak_event);

@@ -38,7 +38,7 @@ TEST_SUITE("timeline") {
     DeviceTimeline dt = Device0(snap);
     CHECK(dt.has_time);
     CHECK(dt.start_requested == 1000);  // the ghost weight
-    CHECK(dt.live_requested == std::vector<int64_t>{3000, 4000, 4000, 2000, 4000, 4000, 2000});
+    CHECK(dt.LiveCurve() == std::vector<int64_t>{3000, 4000, 4000, 2000, 4000, 4000, 2000});
     CHECK(LiveRoundedCurve(dt) == std::vector<int64_t>{3072, 4096, 4096, 2048, 4096, 4096, 2048});
     CHECK(dt.end_requested == 2000);
     CHECK(dt.unreconciled_requested_bytes == 0);
@@ -64,7 +64,7 @@ TEST_SUITE("timeline") {
     Snapshot snap = LoadFixture("timeline_ring.json");
     DeviceTimeline dt = Device0(snap);
     CHECK(dt.start_requested == 3100);  // pre-window 3000 + ghost 100
-    CHECK(dt.live_requested == std::vector<int64_t>{3100, 100, 1600, 2300, 1600});
+    CHECK(dt.LiveCurve() == std::vector<int64_t>{3100, 100, 1600, 2300, 1600});
     CHECK(dt.frees_without_alloc == 1);
     CHECK(dt.peak_event == -1);  // the initial state is the peak
     CHECK(dt.peak_requested == 3100);
@@ -78,7 +78,7 @@ TEST_SUITE("timeline") {
   TEST_CASE("interleaved streams keep each stream's blocks and reserved bytes") {
     Snapshot snap = LoadFixture("timeline_streams.json");
     DeviceTimeline dt = Device0(snap);
-    CHECK(dt.live_requested == std::vector<int64_t>{0, 4000, 4000, 4500, 12500, 12500, 12000});
+    CHECK(dt.LiveCurve() == std::vector<int64_t>{0, 4000, 4000, 4500, 12500, 12500, 12000});
     CHECK(ReservedCurve(dt) == std::vector<int64_t>{2 * kMiB, 2 * kMiB, 4 * kMiB, 4 * kMiB,
                                                     4 * kMiB, 4 * kMiB, 4 * kMiB});
     CHECK(dt.start_reserved == 0);
@@ -149,7 +149,7 @@ TEST_SUITE("timeline") {
     const DeviceTimeline& dt = tl->devices[0];
     CHECK(!dt.has_time);
     CHECK(dt.start_requested == 1000);  // the block at S never appears in the trace: a ghost
-    CHECK(dt.live_requested == std::vector<int64_t>{2500, 6500, 6500, 2500, 2500});
+    CHECK(dt.LiveCurve() == std::vector<int64_t>{2500, 6500, 6500, 2500, 2500});
     CHECK(dt.end_requested == 2500);
     CHECK(dt.peak_event == 1);
     CHECK(dt.TimeOf(snap, dt.peak_event) == kNoTime);

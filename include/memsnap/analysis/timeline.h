@@ -5,7 +5,7 @@
 //                                     └── devices[] DeviceTimeline
 //                                         ├── blocks    [BlockLifetime]   keyed by (address, version)
 //                                         ├── segments  [SegmentLifetime]
-//                                         ├── live_requested   one point per event of the device's trace
+//                                         ├── live_net         one point per event (LiveAt adds the start)
 //                                         └── reserved_steps   one point per segment event
 //
 // Curve semantics (what PyTorch's "Active Memory Timeline" plots): a block is live from its `alloc`
@@ -130,9 +130,11 @@ struct DeviceTimeline {
   std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
   ClassTotals by_class[4];                // indexed by LifetimeClass
 
-  /// Live requested bytes, one value per event (size num_events); empty when built without the
-  /// curve (TimelineOptions::curve).
-  std::vector<int64_t> live_requested;
+  /// The live requested-bytes curve relative to its start, one value per event: after event i,
+  /// LiveAt(i) = start_requested + live_net[i]. (Stored unshifted because the start is known only
+  /// after the pass; shifting would be a second sweep.) Empty when built without the curve
+  /// (TimelineOptions::curve).
+  std::vector<int64_t> live_net;
   /// Reserved bytes change only at segment events: one step per segment event, ascending. (The
   /// live rounded-bytes curve is not stored either: LiveRoundedCurve computes it when needed.)
   std::vector<ReservedStep> reserved_steps;
@@ -157,9 +159,18 @@ struct DeviceTimeline {
   int64_t TimeOf(const Snapshot& snap, int64_t e) const;
   /// Live requested bytes after device-local event e (-1: start). Without the stored curve only
   /// for -1, peak_event, the last event and (kLiveAt) kept_event.
-  int64_t LiveAt(int64_t e) const;
+  int64_t LiveAt(int64_t e) const {
+    if (e < 0) return start_requested;
+    if (!live_net.empty()) [[likely]] return start_requested + live_net[e];
+    return LiveAtWithoutCurve(e);
+  }
+  /// The live requested-bytes curve, one value per event (a copy; needs the stored curve).
+  std::vector<int64_t> LiveCurve() const;
   /// Reserved bytes after device-local event e (-1: start). O(log segment events).
   int64_t ReservedAt(int64_t e) const;
+
+ private:
+  int64_t LiveAtWithoutCurve(int64_t e) const;
 };
 
 /// Reads the reserved curve at increasing event indices in amortized constant time.
@@ -191,7 +202,7 @@ struct TimelineOptions {
   std::optional<int32_t> device;
   KeepLifetimes keep = KeepLifetimes::kAll;
   Moment moment;  // kLiveAt only: the moment whose live lifetimes are kept (peak by default)
-  /// Store the live curve (DeviceTimeline::live_requested, 8 bytes per event). Without it LiveAt
+  /// Store the live curve (DeviceTimeline::live_net, 8 bytes per event). Without it LiveAt
   /// answers only for the start, the peak, the end and the kept moment.
   bool curve = true;
 };
