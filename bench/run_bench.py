@@ -4,7 +4,9 @@
 Generates snapshots with build/bench/memsnap_gen, then times `memsnap summary` against
 `python3 -c 'pickle.load(...)'` on the same file in the same run, alternating the two so machine
 noise hits both alike, and records each child's peak RSS (wait4 rusage). Also times the other
-analysis commands that this build has (timeline, top, replay: whatever `memsnap --help` lists).
+analysis commands that this build has (timeline, top, replay: whatever `memsnap --help` lists),
+and, for issue 3, the analysis CPU time of `timeline` and `top` as a share of their own read
+(`--timings`, median of at least 5 alternating runs).
 
   bench/run_bench.py                 # (a) 2.2M events ~170 MB, (b) ~1.5 GB, (c) 64 rank files
   bench/run_bench.py --quick         # (a) only, one repetition
@@ -14,6 +16,8 @@ import argparse
 import json
 import os
 import platform
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +42,39 @@ def best(cmd, reps):
     if not ok:
         return None
     return min(r[0] for r in ok), min(r[3] for r in ok), max(r[1] for r in ok)
+
+
+def phases(memsnap, cmd, path, reps):
+    """Issue 3's measure: `memsnap --timings CMD FILE` prints the read and the analysis CPU times
+    of one run separately. Runs alternate between the commands (see compare), so this is called
+    once per repetition; returns {"read_ms": x, "analysis_ms": y} or None on failure."""
+    proc = subprocess.run([memsnap, "--timings", cmd, path], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    m = re.search(r"read [\d.]+ ms \(cpu ([\d.]+) ms\), analysis [\d.]+ ms \(cpu ([\d.]+) ms\)",
+                  proc.stderr)
+    if proc.returncode != 0 or not m:
+        return None
+    return {"read_ms": float(m.group(1)), "analysis_ms": float(m.group(2))}
+
+
+def analysis_share(args, path, reps):
+    """Median read and analysis CPU of `timeline` and `top`, alternating, and their ratio."""
+    out = {}
+    runs = {cmd: [] for cmd in ("timeline", "top") if cmd in args.available}
+    for _ in range(max(reps, 5)):
+        for cmd in runs:
+            r = phases(args.memsnap, cmd, path, reps)
+            if r:
+                runs[cmd].append(r)
+    for cmd, rs in runs.items():
+        if not rs:
+            continue
+        read = statistics.median(r["read_ms"] for r in rs)
+        analysis = statistics.median(r["analysis_ms"] for r in rs)
+        out[f"{cmd}_read_cpu_ms"] = read
+        out[f"{cmd}_analysis_cpu_ms"] = analysis
+        out[f"{cmd}_analysis_share"] = analysis / read
+    return out
 
 
 def py_load(paths):
@@ -93,6 +130,7 @@ def compare(args, label, paths, reps, python=True):
                 r = best([args.memsnap, "--quiet", cmd, paths[0]], reps)
                 if r:
                     row[f"{cmd}_s"], row[f"{cmd}_cpu_s"], row[f"{cmd}_rss"] = r
+        row.update(analysis_share(args, paths[0], reps))
     print(json.dumps(row), flush=True)
     return row
 

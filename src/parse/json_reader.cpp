@@ -371,6 +371,15 @@ absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
 
 absl::Status JsonDecoder::ReadSegments(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::array list, Array(e, p));
+  // Reserve what the arrays hold (sizes are in simdjson's tape): vectors grown by doubling would
+  // leave their old buffers behind, up to half again the peak memory.
+  size_t blocks = 0;
+  for (element s : list) {
+    simdjson::dom::array b;
+    if (s.at_key("blocks").get(b) == simdjson::SUCCESS) blocks += b.size();
+  }
+  snap_.segments.reserve(snap_.segments.size() + list.size());
+  snap_.blocks.reserve(snap_.blocks.size() + blocks);
   size_t i = 0;
   for (element s : list) RETURN_IF_ERROR(ReadSegment(s, p.Index(i++)));
   return absl::OkStatus();
@@ -442,6 +451,12 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
 
 absl::Status JsonDecoder::ReadTraces(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::array devices, Array(e, p));
+  size_t events = 0;
+  for (element list : devices) {
+    simdjson::dom::array entries;
+    if (list.get(entries) == simdjson::SUCCESS) events += entries.size();
+  }
+  snap_.events.reserve(snap_.events.size() + events);
   size_t d = 0;
   for (element list : devices) {
     Path dp = p.Index(d);

@@ -15,8 +15,9 @@ namespace memsnap {
 /// kernel: memsnap is a batch process, and what the reader frees (its memo table) is needed again
 /// moments later by the analysis (the timeline's curve), which would otherwise fault it back in
 /// page by page (about 5 ms of the 2.2M-event benchmark's timeline; docs/BENCHMARKS.md). Peak
-/// memory is unchanged; the process just does not shrink before it exits. Call it first thing
-/// in main; a no-op outside glibc.
+/// memory is unchanged on real and generated snapshots; inputs whose vectors grow by doubling
+/// keep the outgrown buffers resident (hostile shapes: up to 1.25x; docs/reader.md), and the
+/// process does not shrink before it exits. Call it first thing in main; a no-op outside glibc.
 void KeepFreedMemory();
 
 /// Faults in the whole pages inside [data, data + bytes) for writing; advisory (a no-op where
