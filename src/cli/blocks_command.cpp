@@ -71,6 +71,11 @@ RunFn SetupBlocks(CLI::App& sub) {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
+    if (!q.all) {  // only the lifetimes live at the moment are listed: keep just those
+      to.keep = analysis::KeepLifetimes::kLiveAt;
+      to.moment = q.at;
+      to.curve = false;
+    }
     absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
     if (!tl.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
