@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for a bounded time.
 #   scripts/fuzz.sh [seconds_per_target] [target...]     (default 60 s; targets: pickle json html
-#   gzip reader)
+#   gzip reader timeline)
 # Seeds are generated (scripts/make_fuzz_seeds.py); the growing corpus lives in build-fuzz/corpus/,
 # crash reproducers in build-fuzz/artifacts/<target>/. Copy a reproducer into
 # tests/fuzz/regressions/ to make it a unit test (tests/unit/fuzz_seeds_test.cpp replays them).
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(pickle json html gzip reader)
+((${#targets[@]})) || targets=(pickle json html gzip reader timeline)
 jobs="${MEMSNAP_FUZZ_BUILD_JOBS:-2}"
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

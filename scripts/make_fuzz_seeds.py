@@ -43,7 +43,7 @@ def main():
                       if f.endswith(".json"))
     datas = {f[:-5]: load_json(os.path.join("formats", f)) for f in fixtures}
     datas["shared_frames"] = shared_frames_snapshot()
-    seeds = {"pickle": {}, "json": {}, "html": {}, "gzip": {}, "reader": {}}
+    seeds = {"pickle": {}, "json": {}, "html": {}, "gzip": {}, "reader": {}, "timeline": {}}
     for name, data in datas.items():
         for proto in (2, 3, 4, 5):
             seeds["pickle"]["%s.p%d" % (name, proto)] = pickle.dumps(data, protocol=proto)
@@ -55,6 +55,13 @@ def main():
     for kind in ("pickle", "json", "html", "gzip"):
         for name, b in seeds[kind].items():
             seeds["reader"][kind + "_" + name] = b
+    # The timeline target starts from JSON (easy to mutate into new traces): the format fixtures
+    # and the timeline fixtures, which have rings, streams and expandable segments.
+    seeds["timeline"] = dict(seeds["json"])
+    for f in sorted(os.listdir(os.path.join(ROOT, "testdata"))):
+        if f.startswith(("timeline_", "frag_")) and f.endswith(".json"):
+            with open(os.path.join(ROOT, "testdata", f), "rb") as fh:
+                seeds["timeline"][f] = fh.read()
     for kind, files in seeds.items():
         d = os.path.join(out, kind)
         os.makedirs(d, exist_ok=True)
