@@ -37,33 +37,53 @@ std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, in
   return absl::StrCat("event ", e, ", ", Offset(dt.TimeOf(snap, e) - dt.TimeOf(snap, 0)));
 }
 
-WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
+namespace {
+// The figures of a window with the start state as its peak (RaisePeak then looks at the events).
+WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f;
   f.start_bytes = dt.LiveAt(w.from);
   f.end_bytes = dt.LiveAt(w.to);
   f.peak_bytes = f.start_bytes;
   f.peak_event = w.from;
   f.peak_reserved = dt.ReservedAt(w.from);
+  for (const ReservedStep& step : dt.reserved_steps) {
+    if (step.event > w.from && step.event <= w.to) {
+      f.peak_reserved = std::max(f.peak_reserved, step.bytes);
+    }
+  }
+  return f;
+}
+
+// The maximum of the stored curve over events [a, b] (relative to its start; a plain loop the
+// compiler vectorizes).
+int64_t MaxNet(const DeviceTimeline& dt, int64_t a, int64_t b) {
+  const int64_t* net = dt.live_net.data();
+  int64_t top = net[a];
+  for (int64_t e = a + 1; e <= b; ++e) top = std::max(top, net[e]);
+  return top;
+}
+
+// When `top`, the maximum of the events, exceeds f's peak: the peak becomes the first event of
+// [a, b] reaching it (the caller guarantees one does and none before a).
+void RaisePeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, WindowFigures& f) {
+  if (dt.start_requested + top <= f.peak_bytes) return;
+  const int64_t* net = dt.live_net.data();
+  f.peak_bytes = dt.start_requested + top;
+  f.peak_event = std::find(net + a, net + b + 1, top) - net;
+}
+}  // namespace
+
+WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
+  WindowFigures f = WindowStart(dt, w);
   const int64_t first = std::max<int64_t>(w.from, 0);
   if (first <= w.to && !dt.live_net.empty()) {
-    // The first event reaching the window's maximum (a vectorized max, then a search for it).
-    const int64_t* net = dt.live_net.data();
-    const int64_t top = *std::max_element(net + first, net + w.to + 1);
-    if (dt.start_requested + top > f.peak_bytes) {
-      f.peak_bytes = dt.start_requested + top;
-      f.peak_event = std::find(net + first, net + w.to + 1, top) - net;
-    }
+    RaisePeak(dt, MaxNet(dt, first, w.to), first, w.to, f);
   } else {
     for (int64_t e = first; e <= w.to; ++e) {  // without the curve LiveAt knows only a few events
       if (dt.LiveAt(e) > f.peak_bytes) {
         f.peak_bytes = dt.LiveAt(e);
         f.peak_event = e;
       }
-    }
-  }
-  for (const ReservedStep& step : dt.reserved_steps) {
-    if (step.event > w.from && step.event <= w.to) {
-      f.peak_reserved = std::max(f.peak_reserved, step.bytes);
     }
   }
   return f;
@@ -108,8 +128,9 @@ bool XNonDecreasing(const Snapshot& snap, const DeviceTimeline& dt, int64_t firs
 }
 
 // Fast path: column c holds the contiguous events [begin[c], begin[c + 1]).
-void FillColumnsByRange(const DeviceTimeline& dt, const ColumnOf& col_of, int64_t first,
-                        int64_t last, ChartColumns& cols) {
+void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const ColumnOf& col_of,
+                        ChartColumns& cols) {
+  const int64_t first = std::max<int64_t>(w.from, 0), last = w.to;
   const int plot_w = static_cast<int>(cols.live.size());
   std::vector<int64_t> begin(plot_w + 1);
   begin[plot_w] = last + 1;
@@ -124,12 +145,15 @@ void FillColumnsByRange(const DeviceTimeline& dt, const ColumnOf& col_of, int64_
   }
   const int64_t* net = dt.live_net.data();
   const std::vector<ReservedStep>& steps = dt.reserved_steps;
+  int best = -1;  // the first column holding the window's maximum event
+  int64_t best_top = 0;
   size_t next = 0;  // the first step not yet applied
   int64_t reserved = dt.start_reserved;
   for (int c = 0; c < plot_w; ++c) {
     const int64_t a = begin[c], b = begin[c + 1] - 1;
     if (a > b) continue;
-    const int64_t top = *std::max_element(net + a, net + b + 1);
+    const int64_t top = MaxNet(dt, a, b);
+    if (best < 0 || top > best_top) best = c, best_top = top;
     cols.live[c] = std::max(cols.live[c], dt.start_requested + top);
     cols.live_last[c] = dt.start_requested + net[b];
     while (next < steps.size() && steps[next].event <= a) reserved = steps[next++].bytes;
@@ -143,6 +167,8 @@ void FillColumnsByRange(const DeviceTimeline& dt, const ColumnOf& col_of, int64_
     cols.res[c] = std::max(cols.res[c], res_top);
     cols.res_last[c] = reserved;
   }
+  cols.figures = WindowStart(dt, w);
+  RaisePeak(dt, best_top, begin[best], begin[best + 1] - 1, cols.figures);
 }
 }  // namespace
 
@@ -156,10 +182,11 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
     cols.live[0] = cols.live_last[0] = dt.start_requested;
     cols.res[0] = cols.res_last[0] = dt.start_reserved;
   }
-  if (!dt.live_net.empty() && XNonDecreasing(snap, dt, first, w.to)) {
-    FillColumnsByRange(dt, col_of, first, w.to, cols);
+  if (first <= w.to && !dt.live_net.empty() && XNonDecreasing(snap, dt, first, w.to)) {
+    FillColumnsByRange(dt, w, col_of, cols);
     cols.contiguous = true;
   } else {
+    cols.figures = ComputeWindow(dt, w);
     ReservedCursor reserved(dt);
     for (int64_t e = first; e <= w.to; ++e) {
       int c = col_of(e);
@@ -176,7 +203,6 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
 
 void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
                          int width, std::ostream& out, bool show_reserved) {
-  WindowFigures fig = ComputeWindow(dt, w);
   out << "device " << dt.device << ": " << FormatCount(dt.num_events) << " events";
   if (w.from > -1 || w.to < static_cast<int64_t>(dt.num_events) - 1) {
     out << " (showing " << std::max<int64_t>(w.from, 0) << ".." << w.to << ")";
@@ -191,6 +217,7 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   const int64_t first = std::max<int64_t>(w.from, 0);
   const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to);
   ChartColumns cols = ComputeChartColumns(snap, dt, w, plot_w);
+  const WindowFigures& fig = cols.figures;
   std::vector<int64_t>& live = cols.live;
   std::vector<int64_t>& res = cols.res;
   int64_t ymax = 1;

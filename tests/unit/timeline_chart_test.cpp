@@ -149,6 +149,11 @@ int CheckAgainstReference(Times times) {
         CHECK(got_cols.live_last == want_cols.live_last);
         CHECK(got_cols.res == want_cols.res);
         CHECK(got_cols.res_last == want_cols.res_last);
+        CHECK(got_cols.figures.peak_bytes == want.peak_bytes);
+        CHECK(got_cols.figures.peak_event == want.peak_event);
+        CHECK(got_cols.figures.start_bytes == want.start_bytes);
+        CHECK(got_cols.figures.end_bytes == want.end_bytes);
+        CHECK(got_cols.figures.peak_reserved == want.peak_reserved);
         contiguous += got_cols.contiguous;
       }
     }

@@ -32,9 +32,10 @@ WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindo
 /// column without events carries the previous column's last values.
 struct ChartColumns {
   std::vector<int64_t> live, res, live_last, res_last;
+  WindowFigures figures;     // ComputeWindow(dt, w), found from the columns
   bool contiguous = false;  // x never decreased: each column was read as one event range
 };
-/// The chart columns of a window (needs w.to >= 0 and the stored live curve). Event e falls in
+/// The chart columns of a window and its figures (needs the stored live curve). Event e falls in
 /// column (x(e) - x(first)) * (plot_w - 1) / span, x = time_us or the event index. Costs
 /// O(columns · log events + window events / SIMD width) when x never decreases over the window
 /// (each column is then a contiguous event range; checking it reads the window's times); else
