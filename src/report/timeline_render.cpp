@@ -54,8 +54,8 @@ WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
   return f;
 }
 
-// The maximum of the stored curve over events [a, b] (relative to its start; a plain loop the
-// compiler vectorizes).
+// The maximum of the stored curve over events [a, b] (relative to its start): a plain loop over
+// contiguous memory, nothing else per event.
 int64_t MaxNet(const DeviceTimeline& dt, int64_t a, int64_t b) {
   const int64_t* net = dt.live_net.data();
   int64_t top = net[a];

@@ -186,6 +186,28 @@ TEST_SUITE("timeline chart") {
     CHECK_FALSE(ComputeChartColumns(snap, tl->devices[0], {-1, n - 1}, 80).contiguous);
   }
 
+  TEST_CASE("reserved steps sharing an event show only the last of them, as the cursor does") {
+    Snapshot snap = TraceSnapshot(std::vector<TraceEvent>(6, Ev(Action::kSnapshot, 0, 0)));
+    DeviceTimeline dt;
+    dt.num_events = 6;
+    dt.live_net = {1, 5, 2, 2, 9, 0};
+    dt.start_reserved = 10;
+    dt.reserved_steps = {{1, 50}, {1, 20}, {3, 70}, {3, 30}, {3, 40}, {5, 15}};
+    for (int plot_w : {1, 2, 3, 6}) {
+      for (EventWindow w : {EventWindow{-1, 5}, EventWindow{1, 4}, EventWindow{3, 3}}) {
+        CAPTURE(plot_w);
+        const ChartColumns got = ComputeChartColumns(snap, dt, w, plot_w);
+        const ChartColumns want = ReferenceColumns(snap, dt, w, plot_w);
+        CHECK(got.contiguous);
+        CHECK(got.live == want.live);
+        CHECK(got.live_last == want.live_last);
+        CHECK(got.res == want.res);
+        CHECK(got.res_last == want.res_last);
+        CHECK(got.figures.peak_event == ComputeWindow(dt, w).peak_event);
+      }
+    }
+  }
+
   TEST_CASE("a window's peak is the first event reaching its maximum, or the start state") {
     Snapshot snap = TraceSnapshot(
         {Ev(Action::kAlloc, 0x1000, 100), Ev(Action::kAlloc, 0x2000, 50),

@@ -36,10 +36,10 @@ struct ChartColumns {
   bool contiguous = false;  // x never decreased: each column was read as one event range
 };
 /// The chart columns of a window and its figures (needs the stored live curve). Event e falls in
-/// column (x(e) - x(first)) * (plot_w - 1) / span, x = time_us or the event index. Costs
-/// O(columns · log events + window events / SIMD width) when x never decreases over the window
-/// (each column is then a contiguous event range; checking it reads the window's times); else
-/// one pass over the events.
+/// column (x(e) - x(first)) * (plot_w - 1) / span, x = time_us or the event index. When x never
+/// decreases over the window, each column is a contiguous event range found by binary search, and
+/// the cost is one sequential read of the window's curve and times (to check the order); else
+/// one pass over the events computing each one's column.
 ChartColumns ComputeChartColumns(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                                  const EventWindow& w, int plot_w);
 
