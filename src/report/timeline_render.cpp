@@ -37,19 +37,15 @@ std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, in
   return absl::StrCat("event ", e, ", ", Offset(dt.TimeOf(snap, e) - dt.TimeOf(snap, 0)));
 }
 
-WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
+namespace {
+// The figures of a window with the start state as its peak (RaisePeak then looks at the events).
+WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f;
   f.start_bytes = dt.LiveAt(w.from);
   f.end_bytes = dt.LiveAt(w.to);
   f.peak_bytes = f.start_bytes;
   f.peak_event = w.from;
   f.peak_reserved = dt.ReservedAt(w.from);
-  for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
-    if (dt.LiveAt(e) > f.peak_bytes) {
-      f.peak_bytes = dt.LiveAt(e);
-      f.peak_event = e;
-    }
-  }
   for (const ReservedStep& step : dt.reserved_steps) {
     if (step.event > w.from && step.event <= w.to) {
       f.peak_reserved = std::max(f.peak_reserved, step.bytes);
@@ -58,9 +54,155 @@ WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
   return f;
 }
 
+// The maximum of the stored curve over events [a, b] (relative to its start): a plain loop over
+// contiguous memory, nothing else per event.
+int64_t MaxNet(const DeviceTimeline& dt, int64_t a, int64_t b) {
+  const int64_t* net = dt.live_net.data();
+  int64_t top = net[a];
+  for (int64_t e = a + 1; e <= b; ++e) top = std::max(top, net[e]);
+  return top;
+}
+
+// When `top`, the maximum of the events, exceeds f's peak: the peak becomes the first event of
+// [a, b] reaching it (the caller guarantees one does and none before a).
+void RaisePeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, WindowFigures& f) {
+  if (dt.start_requested + top <= f.peak_bytes) return;
+  const int64_t* net = dt.live_net.data();
+  f.peak_bytes = dt.start_requested + top;
+  f.peak_event = std::find(net + a, net + b + 1, top) - net;
+}
+}  // namespace
+
+WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
+  WindowFigures f = WindowStart(dt, w);
+  const int64_t first = std::max<int64_t>(w.from, 0);
+  if (first <= w.to && !dt.live_net.empty()) {
+    RaisePeak(dt, MaxNet(dt, first, w.to), first, w.to, f);
+  } else {
+    for (int64_t e = first; e <= w.to; ++e) {  // without the curve LiveAt knows only a few events
+      if (dt.LiveAt(e) > f.peak_bytes) {
+        f.peak_bytes = dt.LiveAt(e);
+        f.peak_event = e;
+      }
+    }
+  }
+  return f;
+}
+
+namespace {
+// The chart column of device-local event e: x(e) scaled from [x(first), x(w.to)] to
+// [0, plot_w - 1], truncated. Monotone in x.
+class ColumnOf {
+ public:
+  ColumnOf(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w, int plot_w)
+      : snap_(snap), dt_(dt), plot_w_(plot_w) {
+    x0_ = XOf(snap, dt, std::max<int64_t>(w.from, 0));
+    const int64_t x1 = XOf(snap, dt, w.to);
+    span_ = x1 > x0_ ? static_cast<double>(x1 - x0_) : 1.0;
+  }
+  int operator()(int64_t e) const {
+    int c = static_cast<int>(static_cast<double>(XOf(snap_, dt_, e) - x0_) * (plot_w_ - 1) / span_);
+    return std::clamp(c, 0, plot_w_ - 1);
+  }
+
+ private:
+  const Snapshot& snap_;
+  const DeviceTimeline& dt_;
+  int plot_w_;
+  int64_t x0_;
+  double span_;
+};
+
+// Whether x never decreases over events [first, last] (then ColumnOf never decreases either).
+bool XNonDecreasing(const Snapshot& snap, const DeviceTimeline& dt, int64_t first, int64_t last) {
+  if (!dt.has_time) return true;  // x is the event index
+  const TraceEvent* ev = snap.events.data() + dt.event_begin;
+  constexpr int64_t kChunk = 4096;  // branch-free within a chunk, stop at the first bad chunk
+  for (int64_t b = first; b < last; b += kChunk) {
+    const int64_t end = std::min(last, b + kChunk);
+    bool ok = true;
+    for (int64_t e = b; e < end; ++e) ok &= ev[e].time_us <= ev[e + 1].time_us;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Fast path: column c holds the contiguous events [begin[c], begin[c + 1]).
+void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const ColumnOf& col_of,
+                        ChartColumns& cols) {
+  const int64_t first = std::max<int64_t>(w.from, 0), last = w.to;
+  const int plot_w = static_cast<int>(cols.live.size());
+  std::vector<int64_t> begin(plot_w + 1);
+  begin[plot_w] = last + 1;
+  int64_t lo = first;
+  for (int c = 0; c < plot_w; ++c) {  // the first event whose column is >= c
+    int64_t hi = last + 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (col_of(mid) < c) lo = mid + 1; else hi = mid;
+    }
+    begin[c] = lo;
+  }
+  const int64_t* net = dt.live_net.data();
+  const std::vector<ReservedStep>& steps = dt.reserved_steps;
+  int best = -1;  // the first column holding the window's maximum event
+  int64_t best_top = 0;
+  size_t next = 0;  // the first step not yet applied
+  int64_t reserved = dt.start_reserved;
+  for (int c = 0; c < plot_w; ++c) {
+    const int64_t a = begin[c], b = begin[c + 1] - 1;
+    if (a > b) continue;
+    const int64_t top = MaxNet(dt, a, b);
+    if (best < 0 || top > best_top) best = c, best_top = top;
+    cols.live[c] = std::max(cols.live[c], dt.start_requested + top);
+    cols.live_last[c] = dt.start_requested + net[b];
+    while (next < steps.size() && steps[next].event <= a) reserved = steps[next++].bytes;
+    int64_t res_top = reserved;  // the value at event a, then each value an event in (a, b] shows
+    while (next < steps.size() && steps[next].event <= b) {
+      reserved = steps[next++].bytes;
+      if (next == steps.size() || steps[next].event != steps[next - 1].event) {
+        res_top = std::max(res_top, reserved);
+      }
+    }
+    cols.res[c] = std::max(cols.res[c], res_top);
+    cols.res_last[c] = reserved;
+  }
+  cols.figures = WindowStart(dt, w);
+  RaisePeak(dt, best_top, begin[best], begin[best + 1] - 1, cols.figures);
+}
+}  // namespace
+
+ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
+                                 const EventWindow& w, int plot_w) {
+  ChartColumns cols;
+  for (auto* v : {&cols.live, &cols.res, &cols.live_last, &cols.res_last}) v->assign(plot_w, -1);
+  const int64_t first = std::max<int64_t>(w.from, 0);
+  const ColumnOf col_of(snap, dt, w, plot_w);
+  if (w.from < 0) {
+    cols.live[0] = cols.live_last[0] = dt.start_requested;
+    cols.res[0] = cols.res_last[0] = dt.start_reserved;
+  }
+  if (first <= w.to && !dt.live_net.empty() && XNonDecreasing(snap, dt, first, w.to)) {
+    FillColumnsByRange(dt, w, col_of, cols);
+    cols.contiguous = true;
+  } else {
+    cols.figures = ComputeWindow(dt, w);
+    ReservedCursor reserved(dt);
+    for (int64_t e = first; e <= w.to; ++e) {
+      int c = col_of(e);
+      cols.live[c] = std::max(cols.live[c], cols.live_last[c] = dt.LiveAt(e));
+      cols.res[c] = std::max(cols.res[c], cols.res_last[c] = reserved.At(e));
+    }
+  }
+  for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
+    if (cols.live[c] < 0) cols.live[c] = cols.live_last[c] = cols.live_last[c - 1];
+    if (cols.res[c] < 0) cols.res[c] = cols.res_last[c] = cols.res_last[c - 1];
+  }
+  return cols;
+}
+
 void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
                          int width, std::ostream& out, bool show_reserved) {
-  WindowFigures fig = ComputeWindow(dt, w);
   out << "device " << dt.device << ": " << FormatCount(dt.num_events) << " events";
   if (w.from > -1 || w.to < static_cast<int64_t>(dt.num_events) - 1) {
     out << " (showing " << std::max<int64_t>(w.from, 0) << ".." << w.to << ")";
@@ -74,32 +216,14 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   const int plot_w = std::max(10, width - kLabelWidth - 2);
   const int64_t first = std::max<int64_t>(w.from, 0);
   const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to);
-  const double span = x1 > x0 ? static_cast<double>(x1 - x0) : 1.0;
-  // Per column: the max (so short peaks stay visible) and the last value (what an empty column
-  // to its right shows: the state persists until the next event).
-  std::vector<int64_t> live(plot_w, -1), res(plot_w, -1), live_last(plot_w, -1), res_last(plot_w, -1);
-  auto col_of = [&](int64_t e) {
-    int c = static_cast<int>(static_cast<double>(XOf(snap, dt, e) - x0) * (plot_w - 1) / span);
-    return std::clamp(c, 0, plot_w - 1);
-  };
-  if (w.from < 0) {
-    live[0] = live_last[0] = dt.start_requested;
-    res[0] = res_last[0] = dt.start_reserved;
-  }
-  ReservedCursor reserved(dt);
-  for (int64_t e = first; e <= w.to; ++e) {
-    int c = col_of(e);
-    live[c] = std::max(live[c], live_last[c] = dt.LiveAt(e));
-    res[c] = std::max(res[c], res_last[c] = reserved.At(e));
-  }
-  for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
-    if (live[c] < 0) live[c] = live_last[c] = live_last[c - 1];
-    if (res[c] < 0) res[c] = res_last[c] = res_last[c - 1];
-  }
+  ChartColumns cols = ComputeChartColumns(snap, dt, w, plot_w);
+  const WindowFigures& fig = cols.figures;
+  std::vector<int64_t>& live = cols.live;
+  std::vector<int64_t>& res = cols.res;
   int64_t ymax = 1;
   if (!show_reserved) std::fill(res.begin(), res.end(), 0);
   for (int c = 0; c < plot_w; ++c) ymax = std::max({ymax, live[c], res[c]});
-  const int peak_col = fig.peak_event < 0 ? 0 : col_of(fig.peak_event);
+  const int peak_col = fig.peak_event < 0 ? 0 : ColumnOf(snap, dt, w, plot_w)(fig.peak_event);
 
   std::string marker(kLabelWidth + 2, ' ');
   for (int c = 0; c < plot_w; ++c) marker += (c == peak_col ? "▼" : " ");

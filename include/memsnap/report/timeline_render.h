@@ -1,7 +1,9 @@
 // Renderers of `memsnap timeline`, `top` and `blocks`: terminal chart, CSV, JSON, tables, folded.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
+#include <vector>
 
 #include "memsnap/analysis/group.h"
 #include "memsnap/analysis/timeline.h"
@@ -23,6 +25,23 @@ struct WindowFigures {
   int64_t peak_reserved = 0;
 };
 WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
+
+/// The columns of the terminal chart: per column the max (so short peaks stay visible) and the
+/// last value (what an empty column to its right shows: the state persists until the next event)
+/// of live requested and reserved bytes. Column 0 includes the start state when w.from < 0; a
+/// column without events carries the previous column's last values.
+struct ChartColumns {
+  std::vector<int64_t> live, res, live_last, res_last;
+  WindowFigures figures;     // ComputeWindow(dt, w), found from the columns
+  bool contiguous = false;  // x never decreased: each column was read as one event range
+};
+/// The chart columns of a window and its figures (needs the stored live curve). Event e falls in
+/// column (x(e) - x(first)) * (plot_w - 1) / span, x = time_us or the event index. When x never
+/// decreases over the window, each column is a contiguous event range found by binary search, and
+/// the cost is one sequential read of the window's curve and times (to check the order); else
+/// one pass over the events computing each one's column.
+ChartColumns ComputeChartColumns(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+                                 const EventWindow& w, int plot_w);
 
 /// Terminal chart of live requested (blocks) and reserved (dotted line) bytes, `width` columns.
 /// Without `show_reserved` the scale fits the live curve alone (when reserved dwarfs it).
