@@ -305,9 +305,13 @@ class DeviceBuilder {
 
     int64_t peak = 0;  // of the curve before anchoring (a constant shift: the same event)
     bool all_time = n > 0;
+    bool time_sorted = true;
+    int64_t last_time = std::numeric_limits<int64_t>::min();
     for (uint32_t i = 0; i < n; ++i) {
       const TraceEvent& e = ev_[i];
       all_time &= e.has_time();
+      time_sorted &= e.time_us >= last_time;
+      last_time = e.time_us;
       switch (e.action) {
         case Action::kAlloc: {
           last_state = nullptr;  // the insert below may grow the table
@@ -356,6 +360,7 @@ class DeviceBuilder {
     }
     peak_raw_ = peak;
     if (!has_time_known) dt_.has_time = all_time;
+    dt_.time_sorted = dt_.has_time && time_sorted;
   }
 
   void SegmentEvent(const TraceEvent& e, uint32_t i) {

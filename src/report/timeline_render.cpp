@@ -115,7 +115,7 @@ class ColumnOf {
 
 // Whether x never decreases over events [first, last] (then ColumnOf never decreases either).
 bool XNonDecreasing(const Snapshot& snap, const DeviceTimeline& dt, int64_t first, int64_t last) {
-  if (!dt.has_time) return true;  // x is the event index
+  if (!dt.has_time || dt.time_sorted) return true;  // x is the event index, or known sorted
   const TraceEvent* ev = snap.events.data() + dt.event_begin;
   constexpr int64_t kChunk = 4096;  // branch-free within a chunk, stop at the first bad chunk
   for (int64_t b = first; b < last; b += kChunk) {

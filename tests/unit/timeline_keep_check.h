@@ -34,6 +34,11 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     const analysis::DeviceTimeline& a = all->devices[d];
     CAPTURE(a.device);
     const int64_t e = analysis::ResolveMoment(snap, a, at);
+    bool sorted = a.has_time;
+    for (uint32_t i = 1; i < a.num_events; ++i) {
+      sorted &= snap.events[a.event_begin + i - 1].time_us <= snap.events[a.event_begin + i].time_us;
+    }
+    CHECK(a.time_sorted == sorted);
     std::vector<analysis::BlockLifetime> expected;
     for (uint32_t i : analysis::LiveBlocksAt(a, e)) expected.push_back(a.blocks[i]);
     CHECK(live->devices[d].kept_event == e);
@@ -52,6 +57,7 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     for (const analysis::DeviceTimeline* o : {&live->devices[d], &none->devices[d]}) {
       CHECK(o->LiveCurve() == a.LiveCurve());
       CHECK(o->has_time == a.has_time);
+      CHECK(o->time_sorted == a.time_sorted);
       CHECK(o->peak_requested == a.peak_requested);
       CHECK(o->peak_event == a.peak_event);
       CHECK(o->peak_reserved == a.peak_reserved);

@@ -120,6 +120,7 @@ struct DeviceTimeline {
   uint32_t event_begin = 0;  // the device's first event in Snapshot::events
   uint32_t num_events = 0;
   bool has_time = false;  // every event of this device has time_us
+  bool time_sorted = false;  // has_time, and time_us never decreases from one event to the next
 
   /// In order of first appearance (alloc or free), then the ghosts in address order; which
   /// lifetimes are there depends on TimelineOptions::keep (recorded in `kept`).
