@@ -9,6 +9,20 @@
 
 namespace memsnap::testing {
 
+/// The live curve rebuilt from a full timeline's lifetimes (an oracle independent of how the pass
+/// computes the curve): each lifetime adds its requested bytes at its alloc (or at the start) and
+/// takes them back at its free_completed; what the trace cannot explain is in the start.
+inline std::vector<int64_t> CurveFromLifetimes(const analysis::DeviceTimeline& dt) {
+  std::vector<int64_t> delta(dt.num_events, 0);
+  for (const analysis::BlockLifetime& lt : dt.blocks) {
+    if (lt.alloc_event != analysis::kNoEvent) delta[lt.alloc_event] += lt.requested_size;
+    if (lt.free_completed_event != analysis::kNoEvent) delta[lt.free_completed_event] -= lt.requested_size;
+  }
+  int64_t v = dt.start_requested;
+  for (int64_t& d : delta) d = (v += d);
+  return delta;
+}
+
 /// Reconstructs `snap` three ways and checks that curves, peaks, totals and counters agree, and
 /// that kLiveAt keeps exactly the lifetimes of kAll that are live at `at`, in the same order.
 inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at) {
@@ -34,6 +48,7 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     const analysis::DeviceTimeline& a = all->devices[d];
     CAPTURE(a.device);
     const int64_t e = analysis::ResolveMoment(snap, a, at);
+    CHECK(a.LiveCurve() == CurveFromLifetimes(a));
     bool sorted = a.has_time;
     for (uint32_t i = 1; i < a.num_events; ++i) {
       sorted &= snap.events[a.event_begin + i - 1].time_us <= snap.events[a.event_begin + i].time_us;
