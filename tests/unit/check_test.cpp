@@ -12,16 +12,9 @@
 namespace memsnap::analysis {
 namespace {
 
-using testing::ParseOrFail;
-using testing::PythonPickle;
+using testing::LoadFixture;
 
 constexpr int64_t kMiB = 1 << 20;
-
-Snapshot Fixture(const std::string& name) {
-  Snapshot snap = ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
-  snap.source.path = name;
-  return snap;
-}
 
 CheckReport Run(const CheckMetrics& cur, const CheckMetrics* base, const CheckOptions& o) {
   auto r = RunChecks(cur, base, o);
@@ -31,13 +24,13 @@ CheckReport Run(const CheckMetrics& cur, const CheckMetrics* base, const CheckOp
 
 TEST_SUITE("check") {
   TEST_CASE("check measures peak, reserved, allocated and fragmentation of a fixture") {
-    CheckMetrics m = MeasureForCheck(Fixture("check_new.json"));
+    CheckMetrics m = MeasureForCheck(LoadFixture("check_new.json"));
     REQUIRE(m.peak_bytes.has_value());
     CHECK(*m.peak_bytes == 18 * kMiB);
     CHECK(m.reserved_bytes == 40 * kMiB);
     CHECK(m.allocated_bytes == 18 * kMiB);
     CHECK(m.fragmentation == doctest::Approx(1.0 - 12.0 / 22.0));
-    CheckMetrics no_trace = MeasureForCheck(Fixture("frag_basic.json"));
+    CheckMetrics no_trace = MeasureForCheck(LoadFixture("frag_basic.json"));
     CHECK(!no_trace.peak_bytes.has_value());
   }
 
@@ -116,8 +109,8 @@ TEST_SUITE("check") {
   }
 
   TEST_CASE("check names the leaking site as the top growing site") {
-    Snapshot base = Fixture("check_base.json");
-    Snapshot cur = Fixture("check_new.json");
+    Snapshot base = LoadFixture("check_base.json");
+    Snapshot cur = LoadFixture("check_new.json");
     for (bool at_peak : {false, true}) {
       auto sites = TopGrowingSites(base, cur, 5, at_peak);
       REQUIRE_MESSAGE(sites.ok(), sites.status().message());

@@ -10,14 +10,9 @@
 namespace memsnap::analysis {
 namespace {
 
-using testing::ParseOrFail;
-using testing::PythonPickle;
+using testing::LoadFixture;
 
 constexpr int64_t kMiB = 1 << 20;
-
-Snapshot Fixture(const std::string& name) {
-  return ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
-}
 
 FragReport Analyze(const Snapshot& snap, FragOptions options = {}) {
   auto r = AnalyzeFragmentation(snap, options);
@@ -60,7 +55,7 @@ void CheckInvariants(const FragReport& r, const std::string& name) {
 
 TEST_SUITE("frag") {
   TEST_CASE("frag computes every figure of a hand-made fragmentation pattern") {
-    Snapshot snap = Fixture("frag_basic.json");
+    Snapshot snap = LoadFixture("frag_basic.json");
     FragReport r = Analyze(snap);
     const FragFigures& t = r.totals;
     CHECK(t.segments == 4);
@@ -109,7 +104,7 @@ TEST_SUITE("frag") {
   }
 
   TEST_CASE("what fits respects max_split_size and power-of-two rounding") {
-    Snapshot snap = Fixture("frag_basic.json");
+    Snapshot snap = LoadFixture("frag_basic.json");
     // Stream 0's free large blocks are 6, 8 and 20 MiB. With 2 divisions in [16, 32) MiB, no
     // request rounds to a size in (16, 20] MiB, so the 20 MiB block can only serve 16 MiB, which
     // is below max_split_size while the block is oversize: a miss. The 8 MiB block serves 8 MiB.
@@ -125,7 +120,7 @@ TEST_SUITE("frag") {
   }
 
   TEST_CASE("frag releases whole free pages of expandable segments and strands the rest") {
-    FragReport r = Analyze(Fixture("frag_expandable.json"));
+    FragReport r = Analyze(LoadFixture("frag_expandable.json"));
     REQUIRE(r.segments.size() == 2);
     const FragFigures& large = r.segments[0].figures;
     CHECK(large.free_bytes == 45 * kMiB);
@@ -139,7 +134,7 @@ TEST_SUITE("frag") {
   }
 
   TEST_CASE("frag reconstructs the layout at the peak by undoing the trace") {
-    Snapshot snap = Fixture("frag_trace.json");
+    Snapshot snap = LoadFixture("frag_trace.json");
     FragOptions options;
     options.at = FragMoment::kPeakReserved;
     options.timeline_samples = 14;
@@ -174,7 +169,7 @@ TEST_SUITE("frag") {
   TEST_CASE("frag keeps pre-window blocks live and warns about events it cannot undo") {
     FragOptions options;
     options.at = FragMoment::kPeakAllocated;
-    FragReport r = Analyze(Fixture("frag_ring.json"), options);
+    FragReport r = Analyze(LoadFixture("frag_ring.json"), options);
     REQUIRE(r.peaks.size() == 1);
     CHECK(r.peaks[0].peak_allocated.event_index == -1);
     CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == 8 * kMiB);
@@ -188,7 +183,7 @@ TEST_SUITE("frag") {
   }
 
   TEST_CASE("frag --at peak on a file without a trace is an error naming the file") {
-    Snapshot snap = Fixture("frag_basic.json");
+    Snapshot snap = LoadFixture("frag_basic.json");
     snap.source.path = "basic.pickle";
     FragOptions options;
     options.at = FragMoment::kPeakReserved;
