@@ -1,5 +1,5 @@
-// Timeline reconstruction: one pass over each device's events with a flat hash map keyed by
-// address, then a reconciliation with the final state (ghosts, open blocks, anchoring).
+// Timeline reconstruction: one pass over each device's events with an address table, then a
+// reconciliation with the final state (ghosts, open blocks, anchoring).
 #include "memsnap/analysis/timeline.h"
 
 #include <algorithm>
@@ -19,16 +19,17 @@ namespace {
 constexpr uint32_t kNone = kNoEvent;
 
 // Addresses are multiples of 512 sharing their high bits; a full 64-bit mixer (murmur3's
-// finalizer) spreads them over the table whatever absl build we link against.
+// finalizer) spreads them over a table whatever absl build we link against.
+constexpr uint64_t MixAddress(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
 struct AddrHash {
-  size_t operator()(uint64_t x) const {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
-  }
+  size_t operator()(uint64_t x) const { return static_cast<size_t>(MixAddress(x)); }
 };
 template <class V>
 using AddrMap = absl::flat_hash_map<uint64_t, V, AddrHash>;
@@ -85,13 +86,7 @@ class AddrTable {
   };
   static size_t Hash(uint64_t x) {
     static const char seed_anchor = 0;  // its address differs between runs (ASLR)
-    x ^= reinterpret_cast<uintptr_t>(&seed_anchor);
-    x ^= x >> 33;  // murmur3's finalizer: addresses share their high bits and are 512-aligned
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
+    return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
   }
   [[gnu::noinline]] void Grow() {
     std::vector<Slot> old = std::move(slots_);
@@ -235,14 +230,7 @@ class DeviceBuilder {
     // the running maximum, and what was kept for an earlier maximum is dropped: all of that
     // ended before the new maximum.
     const bool follow_peak = kLiveAt && options_.moment.kind == Moment::Kind::kPeak;
-    bool has_time_known = false;
-    if (kLiveAt && !follow_peak) {
-      if (options_.moment.kind == Moment::Kind::kTime) {
-        dt_.has_time = AllTimed(ev_);
-        has_time_known = true;
-      }
-      target_ = ResolveFixedMoment(ev_, dt_.has_time, options_.moment);
-    }
+    if (kLiveAt && !follow_peak) target_ = ResolveFixedMoment(ev_, AllTimed(ev_), options_.moment);
     // Filled by push_back into reserved memory, neither zeroed first nor pre-faulted: in the CLI
     // it is what the reader just freed (KeepFreedMemory), already mapped, and MADV_POPULATE_WRITE
     // over mapped pages still walks them (0.8 ms of 13.6 on the benchmark).
@@ -358,7 +346,7 @@ class DeviceBuilder {
       }
     }
     peak_raw_ = peak;
-    if (!has_time_known) dt_.has_time = all_time;
+    dt_.has_time = all_time;
     dt_.time_sorted = dt_.has_time && time_sorted;
   }
 
