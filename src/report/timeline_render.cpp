@@ -76,16 +76,7 @@ void RaisePeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, Wind
 WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f = WindowStart(dt, w);
   const int64_t first = std::max<int64_t>(w.from, 0);
-  if (first <= w.to && !dt.live_net.empty()) {
-    RaisePeak(dt, MaxNet(dt, first, w.to), first, w.to, f);
-  } else {
-    for (int64_t e = first; e <= w.to; ++e) {  // without the curve LiveAt knows only a few events
-      if (dt.LiveAt(e) > f.peak_bytes) {
-        f.peak_bytes = dt.LiveAt(e);
-        f.peak_event = e;
-      }
-    }
-  }
+  if (first <= w.to) RaisePeak(dt, MaxNet(dt, first, w.to), first, w.to, f);
   return f;
 }
 
@@ -182,7 +173,7 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
     cols.live[0] = cols.live_last[0] = dt.start_requested;
     cols.res[0] = cols.res_last[0] = dt.start_reserved;
   }
-  if (first <= w.to && !dt.live_net.empty() && XNonDecreasing(snap, dt, first, w.to)) {
+  if (first <= w.to && XNonDecreasing(snap, dt, first, w.to)) {
     FillColumnsByRange(dt, w, col_of, cols);
     cols.contiguous = true;
   } else {

@@ -24,6 +24,7 @@ struct WindowFigures {
   int64_t peak_event = -1;
   int64_t peak_reserved = 0;
 };
+/// Needs the stored curve (analysis::TimelineOptions::curve), as do the chart and the CSV.
 WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
 
 /// The columns of the terminal chart: per column the max (so short peaks stay visible) and the
