@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/sim/sizes.h"
 #include "memsnap/util/memory.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -172,43 +173,64 @@ uint32_t CreationEvent(const BlockLifetime& lt) {
   return lt.alloc_event != kNone ? lt.alloc_event : std::min(lt.free_requested_event, lt.free_completed_event);
 }
 
-// Rebuilds one device's timeline. The event pass is a template over what is kept and whether the
-// curve is stored, so the per-event loop tests no option it does not need (and the compiler
-// inlines all of it); what comes before and after the pass is shared.
+// Rebuilds one device's timeline: Feed() the device's events in order, in one span or in chunks
+// (TimelineStream feeds them as the reader decodes them), then Finish() with the final state. The
+// event pass is a template over what is kept and whether the curve is stored, so the per-event
+// loop tests no option it does not need (and the compiler inlines all of it); what comes before
+// and after the pass is shared.
 class DeviceBuilder {
  public:
-  DeviceBuilder(const Snapshot& snap, int32_t device, const TimelineOptions& options,
-                DeviceTimeline& dt)
-      : snap_(snap), options_(options), dt_(dt), fin_(CollectFinal(snap, device)),
-        addrs_(fin_.active.size()), seg_addrs_(fin_.segments.size()) {
-    dt.device = device;
-    if (const DeviceTrace* trace = snap.TraceOf(device); trace != nullptr) {
-      ev_ = snap.EventsOf(*trace);
-      dt.event_begin = trace->begin;
-    }
-    dt.num_events = static_cast<uint32_t>(ev_.size());
-    dt.end_requested = fin_.requested;
-    dt.end_rounded = fin_.rounded;
-    dt.end_reserved = fin_.reserved;
+  /// `expected_addrs`, `expected_segments`, `expected_events`: sizing hints (0: unknown).
+  DeviceBuilder(const TimelineOptions& options, DeviceTimeline& dt, size_t expected_addrs,
+                size_t expected_segments, size_t expected_events)
+      : options_(options), dt_(dt), addrs_(expected_addrs), seg_addrs_(expected_segments) {
     dt.kept = options.keep;
+    follow_peak_ = options.keep == KeepLifetimes::kLiveAt && options.moment.kind == Moment::Kind::kPeak;
+    if (options.curve) dt.live_net.reserve(expected_events);
+    // ~one lifetime per alloc/free pair
+    if (options.keep == KeepLifetimes::kAll) dt.blocks.reserve(expected_events / 2 + expected_addrs + 16);
   }
 
-  void Run() {
+  /// kLiveAt at a moment other than the peak: the device-local event whose live lifetimes are kept.
+  void SetTarget(int64_t event) { target_ = event; }
+
+  /// The device's events [first, first + events.size()); `first` is the number fed so far.
+  void Feed(std::span<const TraceEvent> events, uint32_t first) {
+    assert(first == fed_);
     const bool curve = options_.curve;
     switch (options_.keep) {
       case KeepLifetimes::kAll:
-        curve ? Pass<KeepLifetimes::kAll, true>() : Pass<KeepLifetimes::kAll, false>();
+        curve ? Pass<KeepLifetimes::kAll, true>(events, first)
+              : Pass<KeepLifetimes::kAll, false>(events, first);
         break;
       case KeepLifetimes::kLiveAt:
-        curve ? Pass<KeepLifetimes::kLiveAt, true>() : Pass<KeepLifetimes::kLiveAt, false>();
+        curve ? Pass<KeepLifetimes::kLiveAt, true>(events, first)
+              : Pass<KeepLifetimes::kLiveAt, false>(events, first);
         break;
       case KeepLifetimes::kNone:
-        curve ? Pass<KeepLifetimes::kNone, true>() : Pass<KeepLifetimes::kNone, false>();
+        curve ? Pass<KeepLifetimes::kNone, true>(events, first)
+              : Pass<KeepLifetimes::kNone, false>(events, first);
         break;
     }
-    ReconcileOpen();
-    AddGhosts();
-    ReconcileSegments();
+    fed_ += static_cast<uint32_t>(events.size());
+  }
+  uint32_t fed() const { return fed_; }
+
+  /// Meets the final state of `device` (whose events were all fed; they begin at `event_begin` in
+  /// Snapshot::events): open lifetimes, ghosts, segments, and the anchoring of the curves.
+  void Finish(const Snapshot& snap, int32_t device, uint32_t event_begin, FinalState fin) {
+    fin_ = std::move(fin);
+    dt_.device = device;
+    dt_.event_begin = event_begin;
+    dt_.num_events = fed_;
+    dt_.end_requested = fin_.requested;
+    dt_.end_rounded = fin_.rounded;
+    dt_.end_reserved = fin_.reserved;
+    dt_.has_time = fed_ > 0 && all_time_;
+    dt_.time_sorted = dt_.has_time && time_sorted_;
+    ReconcileOpen(snap);
+    AddGhosts(snap);
+    ReconcileSegments(snap);
     Anchor();
   }
 
@@ -220,23 +242,24 @@ class DeviceBuilder {
   }
 
   template <KeepLifetimes kKeep, bool kCurve>
-  void Pass() {
+  void Pass(std::span<const TraceEvent> ev, uint32_t first) {
     constexpr bool kAllKept = kKeep == KeepLifetimes::kAll;
     constexpr bool kLiveAt = kKeep == KeepLifetimes::kLiveAt;
-    const uint32_t n = static_cast<uint32_t>(ev_.size());
+    const uint32_t end = first + static_cast<uint32_t>(ev.size());
     std::vector<BlockLifetime>& pool = this->pool();
-    if constexpr (kAllKept) pool.reserve(n / 2 + fin_.active.size() + 16);  // ~one per alloc/free pair
     // With kLiveAt, `target_` is the event whose live lifetimes are kept. For the peak it follows
     // the running maximum, and what was kept for an earlier maximum is dropped: all of that
     // ended before the new maximum.
-    const bool follow_peak = kLiveAt && options_.moment.kind == Moment::Kind::kPeak;
-    if (kLiveAt && !follow_peak) target_ = ResolveFixedMoment(ev_, AllTimed(ev_), options_.moment);
+    const bool follow_peak = kLiveAt && follow_peak_;
     // Filled by push_back into reserved memory, neither zeroed first nor pre-faulted: in the CLI
     // it is what the reader just freed (KeepFreedMemory), already mapped, and MADV_POPULATE_WRITE
-    // over mapped pages still walks them (0.8 ms of 13.6 on the benchmark).
+    // over mapped pages still walks them (0.8 ms of 13.6 on the benchmark). Fed in chunks, it
+    // grows by doubling.
     std::vector<int64_t>& curve = dt_.live_net;
-    if constexpr (kCurve) curve.reserve(n);
-    Prefaulter pool_prefault;
+    if constexpr (kCurve) {
+      if (curve.capacity() < end) curve.reserve(std::max<size_t>(end, 2 * curve.capacity()));
+    }
+    Prefaulter& pool_prefault = pool_prefault_;
 
     auto open = [&](const TraceEvent& e, AddrState& st) __attribute__((always_inline))
                     -> BlockLifetime& {
@@ -290,12 +313,14 @@ class DeviceBuilder {
       return *last_state;
     };
 
-    int64_t peak = 0;  // of the curve before anchoring (a constant shift: the same event)
-    bool all_time = n > 0;
-    bool time_sorted = true;
-    int64_t last_time = std::numeric_limits<int64_t>::min();
-    for (uint32_t i = 0; i < n; ++i) {
-      const TraceEvent& e = ev_[i];
+    // The pass's running state, in locals for the loop (members between chunks).
+    int64_t peak = peak_raw_;  // of the curve before anchoring (a constant shift: the same event)
+    bool all_time = all_time_;
+    bool time_sorted = time_sorted_;
+    int64_t last_time = last_time_;
+    const TraceEvent* const base = ev.data() - first;  // base[i]: device-local event i
+    for (uint32_t i = first; i < end; ++i) {
+      const TraceEvent& e = base[i];
       all_time &= e.has_time();
       time_sorted &= e.time_us >= last_time;
       last_time = e.time_us;
@@ -346,8 +371,9 @@ class DeviceBuilder {
       }
     }
     peak_raw_ = peak;
-    dt_.has_time = all_time;
-    dt_.time_sorted = dt_.has_time && time_sorted;
+    all_time_ = all_time;
+    time_sorted_ = time_sorted;
+    last_time_ = last_time;
   }
 
   void SegmentEvent(const TraceEvent& e, uint32_t i) {
@@ -392,8 +418,8 @@ class DeviceBuilder {
 
   // Lifetimes still open at the end meet the final blocks: each takes its block's size; the rest
   // of the final blocks are ghosts. Pool slots not live at the end are ended (or recycled) ones.
-  void ReconcileOpen() {
-    used_.assign(snap_.blocks.size(), 0);
+  void ReconcileOpen(const Snapshot& snap) {
+    used_.assign(snap.blocks.size(), 0);
     ClassTotals& open_totals = dt_.by_class[static_cast<int>(LifetimeClass::kOpen)];
     for (BlockLifetime& lt : pool()) {
       if (!lt.live_at_end()) continue;
@@ -407,7 +433,7 @@ class DeviceBuilder {
         ++dt_.open_without_block;
       } else {
         used_[it->second] = 1;
-        const Block& blk = snap_.blocks[it->second];
+        const Block& blk = snap.blocks[it->second];
         lt.block = BlockId(it->second);
         int64_t fix = blk.size - lt.rounded_size;
         if (fix != 0) {
@@ -434,12 +460,12 @@ class DeviceBuilder {
     }
   }
 
-  void AddGhosts() {
+  void AddGhosts(const Snapshot& snap) {
     ClassTotals& ghosts = dt_.by_class[static_cast<int>(LifetimeClass::kGhost)];
     for (uint32_t s : fin_.segments) {  // address order: deterministic ghost order
-      const Segment& seg = snap_.segments[s];
+      const Segment& seg = snap.segments[s];
       for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
-        const Block& blk = snap_.blocks[b];
+        const Block& blk = snap.blocks[b];
         if (!blk.is_active() || used_[b]) continue;
         auto fit = fin_.active.find(blk.address);
         if (fit == fin_.active.end() || fit->second != b) continue;  // duplicate address: once
@@ -463,20 +489,20 @@ class DeviceBuilder {
   }
 
   // Segments: match open lifetimes to final segments; uncovered final bytes existed before t0.
-  void ReconcileSegments() {
+  void ReconcileSegments(const Snapshot& snap) {
     std::vector<int64_t> covered(fin_.segments.size(), 0);
     absl::flat_hash_map<uint32_t, size_t> seg_pos;
     for (size_t k = 0; k < fin_.segments.size(); ++k) seg_pos[fin_.segments[k]] = k;
     for (SegmentLifetime& s : dt_.segments) {
       if (s.end_event != kNone) continue;
       if (s.cls == LifetimeClass::kInWindow) s.cls = LifetimeClass::kOpen;
-      int64_t seg = FindSegment(snap_, fin_, s.address);
+      int64_t seg = FindSegment(snap, fin_, s.address);
       if (seg < 0) continue;
       s.segment = SegmentId(static_cast<uint32_t>(seg));
       covered[seg_pos[static_cast<uint32_t>(seg)]] += s.size;
     }
     for (size_t k = 0; k < fin_.segments.size(); ++k) {
-      const Segment& seg = snap_.segments[fin_.segments[k]];
+      const Segment& seg = snap.segments[fin_.segments[k]];
       int64_t rest = seg.total_size - covered[k];
       if (rest <= 0) continue;
       SegmentLifetime& s = dt_.segments.emplace_back();
@@ -522,11 +548,9 @@ class DeviceBuilder {
     }
   }
 
-  const Snapshot& snap_;
   const TimelineOptions& options_;
   DeviceTimeline& dt_;
-  std::span<const TraceEvent> ev_;
-  FinalState fin_;
+  FinalState fin_;  // set by Finish
   AddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
   AddrTable seg_addrs_;  // segment address -> open segment lifetime
   std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
@@ -539,7 +563,32 @@ class DeviceBuilder {
   int64_t ghost_req_ = 0, ghost_round_ = 0, ghost_res_ = 0;
   int64_t allocs_ = 0, alloc_bytes_ = 0;
   int64_t peak_raw_ = 0;
+  // Between chunks: the rest of the pass's running state.
+  uint32_t fed_ = 0;
+  bool follow_peak_ = false;
+  bool all_time_ = true;
+  bool time_sorted_ = true;
+  int64_t last_time_ = std::numeric_limits<int64_t>::min();
+  Prefaulter pool_prefault_;
 };
+
+// One device's timeline from its whole trace.
+void BuildDevice(const Snapshot& snap, int32_t device, const TimelineOptions& options,
+                 DeviceTimeline& dt) {
+  FinalState fin = CollectFinal(snap, device);
+  std::span<const TraceEvent> ev;
+  uint32_t begin = 0;
+  if (const DeviceTrace* trace = snap.TraceOf(device); trace != nullptr) {
+    ev = snap.EventsOf(*trace);
+    begin = trace->begin;
+  }
+  DeviceBuilder builder(options, dt, fin.active.size(), fin.segments.size(), ev.size());
+  if (options.keep == KeepLifetimes::kLiveAt && options.moment.kind != Moment::Kind::kPeak) {
+    builder.SetTarget(ResolveFixedMoment(ev, AllTimed(ev), options.moment));
+  }
+  builder.Feed(ev, 0);
+  builder.Finish(snap, device, begin, std::move(fin));
+}
 
 }  // namespace
 
@@ -596,23 +645,92 @@ const DeviceTimeline* Timeline::Find(int32_t device) const {
   return nullptr;
 }
 
+namespace {
+
+// The devices a timeline covers: every device of the file, or the one asked for.
+absl::StatusOr<std::vector<int32_t>> TimelineDevices(const Snapshot& snapshot,
+                                                     const TimelineOptions& options) {
+  std::vector<int32_t> devices = snapshot.Devices();
+  if (!options.device.has_value()) return devices;
+  if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+    std::string have;
+    for (int32_t d : devices) absl::StrAppend(&have, have.empty() ? "" : ", ", d);
+    return absl::InvalidArgumentError(absl::StrCat("--device ", *options.device,
+                                                   ": no such device in this file (devices: ",
+                                                   have.empty() ? "none" : have, ")"));
+  }
+  return std::vector<int32_t>{*options.device};
+}
+
+}  // namespace
+
 absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
                                              const TimelineOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options));
   Timeline tl;
-  std::vector<int32_t> devices = snapshot.Devices();
-  if (options.device.has_value()) {
-    if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
-      std::string have;
-      for (int32_t d : devices) absl::StrAppend(&have, have.empty() ? "" : ", ", d);
-      return absl::InvalidArgumentError(absl::StrCat("--device ", *options.device,
-                                                     ": no such device in this file (devices: ",
-                                                     have.empty() ? "none" : have, ")"));
-    }
-    devices = {*options.device};
+  tl.devices.resize(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) BuildDevice(snapshot, devices[i], options, tl.devices[i]);
+  return tl;
+}
+
+// ---- TimelineStream ----
+
+struct TimelineStream::State {
+  State(const TimelineOptions& o, size_t expected_events)
+      : options(o), builder(options, dt, 0, 0, expected_events) {}
+  TimelineOptions options;
+  DeviceTimeline dt;
+  DeviceBuilder builder;
+  bool broken = false;  // fed out of order
+};
+
+TimelineStream::TimelineStream(const TimelineOptions& options, size_t expected_events)
+    : options_(options),
+      state_(Streams(options) ? std::make_unique<State>(options, expected_events) : nullptr) {}
+
+TimelineStream::~TimelineStream() = default;
+
+bool TimelineStream::Streams(const TimelineOptions& options) {
+  return options.keep != KeepLifetimes::kLiveAt || options.moment.kind == Moment::Kind::kPeak;
+}
+
+void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first) {
+  if (state_ == nullptr || state_->broken) return;
+  if (first != state_->builder.fed() || first + events.size() > kNoEvent) {
+    state_->broken = true;
+    return;
   }
+  state_->builder.Feed(events, static_cast<uint32_t>(first));
+}
+
+absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t fed) {
+  used_stream_ = false;
+  std::unique_ptr<State> state = std::move(state_);
+  if (state == nullptr || state->broken || fed == 0 || fed != state->builder.fed() ||
+      fed != snapshot.events.size()) {
+    return ReconstructTimeline(snapshot, options_);
+  }
+  // What was fed is the snapshot's trace only when one device's trace is all of it.
+  const DeviceTrace* streamed = nullptr;
+  for (const DeviceTrace& t : snapshot.traces) {
+    if (t.begin == t.end) continue;
+    if (streamed != nullptr) return ReconstructTimeline(snapshot, options_);
+    streamed = &t;
+  }
+  if (streamed == nullptr || streamed->begin != 0 || streamed->end != fed) {
+    return ReconstructTimeline(snapshot, options_);
+  }
+  ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options_));
+  Timeline tl;
   tl.devices.resize(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
-    DeviceBuilder(snapshot, devices[i], options, tl.devices[i]).Run();
+    if (devices[i] != streamed->device) {  // no events: the final state alone
+      BuildDevice(snapshot, devices[i], options_, tl.devices[i]);
+      continue;
+    }
+    state->builder.Finish(snapshot, streamed->device, 0, CollectFinal(snapshot, streamed->device));
+    tl.devices[i] = std::move(state->dt);
+    used_stream_ = true;
   }
   return tl;
 }

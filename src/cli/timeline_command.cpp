@@ -65,23 +65,22 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ReadAnalysisClock phases;
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
-    phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) is rebuilt
     // from the lifetimes; nothing else here needs them.
     const bool rounded = opts->csv || (opts->json && !opts->to.empty());
     to.keep = rounded ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
-    absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
-    if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
+    ReadAnalysisClock phases;
+    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx, &phases));
     if (ctx.timings) phases.Print(*ctx.err);
+    const Snapshot& snap = loaded.snapshot;
+    const analysis::Timeline& tl = loaded.timeline;
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out);
     bool first = true;
-    for (const analysis::DeviceTimeline& dt : tl->devices) {
+    for (const analysis::DeviceTimeline& dt : tl.devices) {
       ASSIGN_OR_RETURN(report::EventWindow w, Window(snap, dt, opts->from, opts->to));
       if (opts->json) {
         devices.push_back(report::DeviceTimelineToJson(snap, dt, w));

@@ -109,19 +109,16 @@ RunFn SetupTop(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunTopRanks(*opts, moment, group, ctx);
     const std::string& file = inputs[0].path;
-    ReadAnalysisClock phases;
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(file, ctx));
-    phases.ReadDone();
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     to.keep = analysis::KeepLifetimes::kLiveAt;
     to.moment = moment;
     to.curve = false;
-    absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
-    if (!tl.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(file, ": ", std::string(tl.status().message())));
-    }
-    ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *tl, moment, group));
+    ReadAnalysisClock phases;
+    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(file, to, ctx, &phases));
+    const Snapshot& snap = loaded.snapshot;
+    ASSIGN_OR_RETURN(analysis::GroupReport rep,
+                     analysis::GroupLive(snap, loaded.timeline, moment, group));
     if (ctx.timings) phases.Print(*ctx.err);
     if (!opts->folded.empty()) {
       std::ostringstream folded;

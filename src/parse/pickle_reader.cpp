@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/parse/event_observer.h"
 #include "memsnap/parse/reader.h"
 #include "parse/schema_common.h"
 #include "memsnap/util/memory.h"
@@ -287,7 +288,8 @@ const char* RefusedOpcodeName(uint8_t op) {
 
 class PickleDecoder {
  public:
-  explicit PickleDecoder(io::InputSource& input) : input_(input), data_(input.bytes()) {
+  PickleDecoder(io::InputSource& input, EventObserver* observer)
+      : input_(input), data_(input.bytes()), observer_(observer) {
     for (const auto& [key, name] : kKeyNames) {
       StrId id = snap_.strings.Intern(name);
       if (key_codes_.size() <= id.v) key_codes_.resize(id.v + 1, Key::kOther);
@@ -302,7 +304,14 @@ class PickleDecoder {
     snap_.events.reserve(n / 24 + 16);
     memo_.reserve(n / 16 + 16);
     dicts_.reserve(n / 24 + 16);
+    if (observer_ != nullptr) next_publish_ = std::min(kPublishEvery, snap_.events.capacity());
   }
+  // An error return destroys the events: nothing may be reading them then.
+  ~PickleDecoder() {
+    if (observer_ != nullptr) observer_->Release();
+  }
+  PickleDecoder(const PickleDecoder&) = delete;
+  PickleDecoder& operator=(const PickleDecoder&) = delete;
 
   absl::StatusOr<Snapshot> Run();
 
@@ -490,6 +499,24 @@ class PickleDecoder {
   uint64_t clamped_ints_ = 0;
   uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
   Prefaulter events_prefault_;
+  // Streaming decoded events to an observer (event_observer.h): every kPublishEvery events, and
+  // whenever the vector is full (the next append moves it). SIZE_MAX: no observer.
+  static constexpr size_t kPublishEvery = 16384;
+  EventObserver* observer_ = nullptr;
+  size_t next_publish_ = SIZE_MAX;
+  size_t published_ = 0;
+  // After every append to snap_.events: one compare unless an observer is due.
+  void EventAppended() {
+    if (snap_.events.size() >= next_publish_) [[unlikely]] PublishEvents();
+  }
+  void PublishEvents();
+  // Before rewriting, reordering or dropping events: what was published is void.
+  void InvalidateEvents() {
+    if (observer_ == nullptr) return;
+    observer_->Invalidate();
+    observer_ = nullptr;
+    next_publish_ = SIZE_MAX;
+  }
   // Work that re-reads shared objects (moved list items, records copied because a list holds them
   // out of order or twice, tuples of frames, shared lists under several keys) is charged here. Real
   // files need almost none; a hostile file that shares one big list a million times through memo
@@ -798,6 +825,7 @@ bool PickleDecoder::TryEventDict() {
   if (first) return rollback();
   snap_.events.push_back(e);
   events_prefault_.Touch(snap_.events);
+  EventAppended();
   stack_.push_back(Value{Tag::kEventRef, Kind::kEvent, record, 0});
   pos_ = p + 1;
   return true;
@@ -938,6 +966,7 @@ uint32_t PickleDecoder::CreateRecord(Kind kind) {
   switch (kind) {
     case Kind::kEvent:
       snap_.events.emplace_back();
+      EventAppended();
       return static_cast<uint32_t>(snap_.events.size() - 1);
     case Kind::kFrame:
       return 0;  // a frame's record is its FrameId, set once its items are known
@@ -1190,6 +1219,7 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> PickleDecoder::AsRecordRange(size_
         for (int64_t r = 0; r < item.i; ++r) {
           uint32_t src = item.ref + static_cast<uint32_t>(r);
           snap_.events.push_back(snap_.events[src]);
+          EventAppended();
           if (const EventExtra* x = FindExtra(src)) {
             EventExtra copy = *x;
             copy.event = static_cast<uint32_t>(snap_.events.size() - 1);
@@ -1277,6 +1307,8 @@ absl::Status PickleDecoder::ApplyTraceFlag(size_t at, Key key, const Value& v,
 }
 
 absl::Status PickleDecoder::ApplyEvent(size_t at, uint32_t record, const Value* items, size_t n) {
+  // Items set on an entry after later ones were created (legal, never written by PyTorch).
+  if (record < published_) [[unlikely]] InvalidateEvents();
   TraceEvent& e = snap_.events[record];
   for (size_t k = 0; k < n; k += 2) {
     const Value& key = items[k];
@@ -1672,6 +1704,7 @@ absl::Status PickleDecoder::FinishTraces(size_t at, const Value& list) {
     return absl::OkStatus();
   }
   // Slow path: rebuild the event vector in device order.
+  InvalidateEvents();
   std::vector<TraceEvent> events;
   std::vector<EventExtra> extras;
   for (size_t d = 0; d < ranges.size(); ++d) {
@@ -1694,11 +1727,31 @@ absl::Status PickleDecoder::FinishTraces(size_t at, const Value& list) {
   return absl::OkStatus();
 }
 
+void PickleDecoder::PublishEvents() {
+  const size_t n = snap_.events.size();
+  if (n == snap_.events.capacity()) {
+    observer_->Release();  // the next append moves the vector
+    next_publish_ = n + 1;
+    return;
+  }
+  // The newest entry may still get its items (CreateRecord comes before SetItems).
+  published_ = n - 1;
+  observer_->Publish(snap_.events.data(), published_);
+  next_publish_ = std::min(n + kPublishEvery, snap_.events.capacity());
+}
+
 absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
+  // Every entry is complete now; what follows may reorder or drop them.
+  if (observer_ != nullptr) {
+    published_ = snap_.events.size();
+    observer_->Publish(snap_.events.data(), published_);
+    observer_->Release();
+  }
   if (root.tag == Tag::kList) {
     // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;
     RETURN_IF_ERROR(FinishSegments(at, root));
+    InvalidateEvents();
     snap_.events.clear();
     return absl::OkStatus();
   }
@@ -1716,6 +1769,7 @@ absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
   if (top.device_traces) {
     RETURN_IF_ERROR(FinishTraces(at, *top.device_traces));
   } else {
+    InvalidateEvents();
     snap_.events.clear();
     snap_.event_extras.clear();
   }
@@ -1990,8 +2044,8 @@ absl::StatusOr<Snapshot> PickleDecoder::Run() {
 
 }  // namespace
 
-absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input) {
-  PickleDecoder decoder(input);
+absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input, EventObserver* observer) {
+  PickleDecoder decoder(input, observer);
   return decoder.Run();
 }
 

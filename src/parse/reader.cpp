@@ -30,7 +30,7 @@ Container Detect(std::string_view bytes) {
 }
 
 absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool gzipped,
-                                                    int depth) {
+                                                    int depth, EventObserver* observer) {
   std::string_view bytes = input.bytes();
   std::vector<Snapshot> out;
   switch (Detect(bytes)) {
@@ -47,10 +47,10 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
       }
       ASSIGN_OR_RETURN(std::string inflated, io::Gunzip(bytes, input.name()));
       auto inner = io::FromString(std::move(inflated), input.name());
-      return ParseDetected(*inner, true, depth + 1);
+      return ParseDetected(*inner, true, depth + 1, observer);
     }
     case Container::kPickle: {
-      ASSIGN_OR_RETURN(Snapshot snap, ParsePickle(input));
+      ASSIGN_OR_RETURN(Snapshot snap, ParsePickle(input, observer));
       out.push_back(std::move(snap));
       break;
     }
@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
         std::string name = payloads.size() == 1 ? input.name()
                                                 : absl::StrCat(input.name(), " [payload ", i, "]");
         auto inner = io::FromString(std::move(payloads[i]), name);
-        ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(*inner, gzipped, depth + 1));
+        ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(*inner, gzipped, depth + 1, nullptr));
         for (Snapshot& s : snaps) {
           s.source.container = ContainerFormat::kHtml;
           out.push_back(std::move(s));
@@ -86,7 +86,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
 
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options) {
-  ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(input, false, 0));
+  ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(input, false, 0, options.events));
   for (Snapshot& s : snaps) {
     Normalize(s);
     if (options.strict) RETURN_IF_ERROR(s.diagnostics.AsError(s.source.path));

@@ -18,7 +18,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,18 +100,21 @@ struct SegmentLifetime {
   uint32_t begin_event = kNoEvent;  // segment_alloc / segment_map; kNoEvent: before the trace
   uint32_t end_event = kNoEvent;    // segment_free / segment_unmap; kNoEvent: still there
   SegmentId segment;  // the final-state segment at this address when still there, else invalid
+  friend bool operator==(const SegmentLifetime&, const SegmentLifetime&) = default;
 };
 
 /// One change of the reserved curve: the reserved bytes just after device-local event `event`.
 struct ReservedStep {
   uint32_t event = 0;
   int64_t bytes = 0;
+  friend bool operator==(const ReservedStep&, const ReservedStep&) = default;
 };
 
 /// Counts and bytes (requested) per lifetime class.
 struct ClassTotals {
   int64_t count = 0;
   int64_t bytes = 0;
+  friend bool operator==(const ClassTotals&, const ClassTotals&) = default;
 };
 
 /// The curves of one device. Point i is the state *after* device-local event i; the state before
@@ -155,6 +160,9 @@ struct DeviceTimeline {
   int64_t peak_event = -1;
   int64_t peak_reserved = 0;
   int64_t peak_reserved_event = -1;
+
+  /// Every field equal (what TimelineStream promises against ReconstructTimeline).
+  friend bool operator==(const DeviceTimeline&, const DeviceTimeline&) = default;
 
   /// time_us of device-local event `e`, or kNoTime.
   int64_t TimeOf(const Snapshot& snap, int64_t e) const;
@@ -217,6 +225,45 @@ struct Timeline {
 /// traces (counts them instead). Errors only for a --device that the file does not have.
 absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
                                              const TimelineOptions& options = {});
+
+/// The same timeline, built while the file is read: the reader hands the events it decodes to Feed
+/// (on a second core; parse::BackgroundEventFeed), so after the read only the reconciliation with
+/// the final state is left. What was fed is used when it turns out to be the whole trace of the
+/// file's one device with events; otherwise (several devices with events, JSON input, a reordered
+/// trace) Finish rebuilds the timeline from the snapshot, with the same result.
+///
+///   TimelineStream stream(options);
+///   parse::BackgroundEventFeed feed([&](auto events, size_t first) { stream.Feed(events, first); });
+///   ... read with ReadOptions::events = &feed ...;  feed.Release();
+///   absl::StatusOr<Timeline> tl = stream.Finish(snapshot, feed.fed());
+class TimelineStream {
+ public:
+  /// `expected_events`: a sizing hint for the curve (0: none).
+  explicit TimelineStream(const TimelineOptions& options, size_t expected_events = 0);
+  ~TimelineStream();
+  TimelineStream(const TimelineStream&) = delete;
+  TimelineStream& operator=(const TimelineStream&) = delete;
+
+  /// Whether a pass with these options can run before the events are all known: not for
+  /// KeepLifetimes::kLiveAt at a fixed moment (which needs the trace's length or times first).
+  /// Otherwise Feed ignores what it is given and Finish rebuilds.
+  static bool Streams(const TimelineOptions& options);
+
+  /// Events [first, first + events.size()) of Snapshot::events, in order from 0.
+  void Feed(std::span<const TraceEvent> events, size_t first);
+
+  /// The timeline of `snapshot`, equal to ReconstructTimeline(snapshot, options). `fed`: how many
+  /// events were fed and still stand (BackgroundEventFeed::fed()). Call once, after the feeding.
+  absl::StatusOr<Timeline> Finish(const Snapshot& snapshot, size_t fed);
+  /// Whether the last Finish used what was fed (for tests and --timings).
+  bool used_stream() const { return used_stream_; }
+
+ private:
+  struct State;
+  TimelineOptions options_;
+  std::unique_ptr<State> state_;
+  bool used_stream_ = false;
+};
 
 /// Parses "peak", "end", "event:N" or an integer time in microseconds (the trace's time_us; for
 /// traces without time, an event index). Error text names the flag value.

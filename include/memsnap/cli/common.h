@@ -8,15 +8,34 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/cli/command.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/parse/event_observer.h"
+#include "memsnap/util/timer.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::cli {
 
 /// Reads one snapshot, prints its diagnostics to ctx.err (unless --quiet) and fails under
 /// --strict when there are any. Errors name the file.
-absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx);
+/// `events`, when given, is told of the trace events as they are decoded (parse::ReadOptions).
+absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
+                                      parse::EventObserver* events = nullptr);
+
+/// A snapshot and its timeline.
+struct SnapshotTimeline {
+  Snapshot snapshot;
+  analysis::Timeline timeline;
+};
+
+/// Reads one snapshot like LoadSnapshot and rebuilds its timeline, the timeline's event pass
+/// running on a second core while the reader decodes (analysis::TimelineStream): what is left
+/// after the read is the reconciliation with the final state. `phases`, when given, is told when
+/// the read ends. Errors name the file.
+absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
+                                                  const analysis::TimelineOptions& options,
+                                                  Context& ctx, ReadAnalysisClock* phases = nullptr);
 
 /// Expands the command-line inputs: a directory becomes every regular file in it (sorted), other
 /// paths stay as given (the shell expands globs). Errors when nothing is left.

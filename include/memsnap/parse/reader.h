@@ -10,12 +10,16 @@
 #include "absl/status/statusor.h"
 #include "memsnap/io/input.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/parse/event_observer.h"
 
 namespace memsnap::parse {
 
 struct ReadOptions {
   /// Turn reader diagnostics (unknown actions, inconsistent blocks...) into errors.
   bool strict = false;
+  /// Told of the trace events as they are decoded (event_observer.h): pickles only, plain or
+  /// gzipped; an HTML page or JSON file publishes nothing. Not owned.
+  EventObserver* events = nullptr;
 };
 
 /// Reads the file at `path`. Errors carry the path and, where it helps, a byte offset or key path:
@@ -32,8 +36,9 @@ absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options = {});
 
 /// Decodes one pickle (protocols 2-5) into a snapshot. `bytes` must start with the PROTO opcode.
-/// Trailing bytes after STOP are ignored (HTML payloads are NUL padded).
-absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input);
+/// Trailing bytes after STOP are ignored (HTML payloads are NUL padded). `observer`, when given, is
+/// told of the trace events as they are decoded.
+absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input, EventObserver* observer = nullptr);
 
 /// Decodes one JSON document of the same schema.
 absl::StatusOr<Snapshot> ParseJson(io::InputSource& input);

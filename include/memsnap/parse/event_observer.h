@@ -1,0 +1,76 @@
+// Trace events handed to an analysis while the reader is still decoding the file, so that a pass
+// over them (the timeline's) runs on a second core instead of after the read.
+//
+//   decoder ──Publish(events, count)──> EventObserver ──(worker thread)──> feed(events[a, b), a)
+//           ──Release()───────────────>   waits until nothing reads the events
+//
+// The decoder publishes prefixes of its event vector: events[0, count) are decoded and will not
+// change again. Before it moves, frees or rewrites any of them it calls Release(), which returns
+// once no one reads them; Invalidate() says that what was published is void (a rewritten event, a
+// reordered vector). The consumer still has to check, once the read is done, that what it was fed
+// is the snapshot's final trace: the reader publishes the events it decodes, in decoding order,
+// before it knows which device's list holds them.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::parse {
+
+class EventObserver {
+ public:
+  virtual ~EventObserver() = default;
+  /// events[0, count) are decoded and final. `events` stays valid until the next Release().
+  /// Counts never decrease between calls.
+  virtual void Publish(const TraceEvent* events, size_t count) = 0;
+  /// The storage last published is about to move or be freed: returns once nothing reads it.
+  virtual void Release() = 0;
+  /// What was published is void and nothing more will be: returns once nothing reads it.
+  virtual void Invalidate() = 0;
+};
+
+/// Feeds published events, in order and in chunks, to `feed(chunk, index of its first event)` on a
+/// worker thread (inline, in Publish, on a single-core machine). Everything `feed` writes may be
+/// read by the caller after Release(), Invalidate() or destruction.
+class BackgroundEventFeed final : public EventObserver {
+ public:
+  using FeedFn = std::function<void(std::span<const TraceEvent> events, size_t first)>;
+  /// `threaded = false` feeds inline (tests; single-core machines).
+  explicit BackgroundEventFeed(FeedFn feed, bool threaded = std::thread::hardware_concurrency() > 1);
+  ~BackgroundEventFeed() override;
+  BackgroundEventFeed(const BackgroundEventFeed&) = delete;
+  BackgroundEventFeed& operator=(const BackgroundEventFeed&) = delete;
+
+  void Publish(const TraceEvent* events, size_t count) override;
+  void Release() override;
+  void Invalidate() override;
+
+  /// Events fed so far (call after Release). 0 after Invalidate.
+  size_t fed() const;
+  bool invalidated() const;
+
+ private:
+  void Work();
+  // Feeds [fed_, published_) from base_; called with the lock held, releases it while feeding.
+  void FeedPending(std::unique_lock<std::mutex>& lock);
+
+  FeedFn feed_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  // to the worker: more published, or stop
+  std::condition_variable idle_;  // to Release: the worker caught up
+  const TraceEvent* base_ = nullptr;
+  size_t published_ = 0;
+  size_t fed_ = 0;
+  bool busy_ = false;  // the worker is inside feed_ (outside the lock)
+  bool invalid_ = false;
+  bool stop_ = false;
+  std::thread worker_;  // last: started after the state above is initialized
+};
+
+}  // namespace memsnap::parse

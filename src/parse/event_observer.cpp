@@ -1,0 +1,77 @@
+#include "memsnap/parse/event_observer.h"
+
+namespace memsnap::parse {
+
+BackgroundEventFeed::BackgroundEventFeed(FeedFn feed, bool threaded) : feed_(std::move(feed)) {
+  if (threaded) worker_ = std::thread([this] { Work(); });
+}
+
+BackgroundEventFeed::~BackgroundEventFeed() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  worker_.join();
+}
+
+void BackgroundEventFeed::Publish(const TraceEvent* events, size_t count) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (invalid_ || count <= published_) return;
+  base_ = events;
+  published_ = count;
+  if (!worker_.joinable()) {
+    FeedPending(lock);
+    return;
+  }
+  lock.unlock();
+  wake_.notify_one();
+}
+
+void BackgroundEventFeed::Release() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return !busy_ && (invalid_ || fed_ == published_); });
+  base_ = nullptr;
+}
+
+void BackgroundEventFeed::Invalidate() {
+  std::unique_lock<std::mutex> lock(mu_);
+  invalid_ = true;  // the worker feeds no further chunk
+  idle_.wait(lock, [&] { return !busy_; });
+  base_ = nullptr;
+  fed_ = 0;
+}
+
+size_t BackgroundEventFeed::fed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fed_;
+}
+
+bool BackgroundEventFeed::invalidated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return invalid_;
+}
+
+void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
+  const TraceEvent* base = base_;
+  const size_t from = fed_, to = published_;
+  busy_ = true;
+  lock.unlock();
+  feed_(std::span<const TraceEvent>(base + from, to - from), from);
+  lock.lock();
+  busy_ = false;
+  if (!invalid_) fed_ = to;
+}
+
+void BackgroundEventFeed::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || (!invalid_ && fed_ < published_); });
+    if (stop_) return;
+    FeedPending(lock);
+    idle_.notify_all();
+  }
+}
+
+}  // namespace memsnap::parse
