@@ -44,36 +44,50 @@ def best(cmd, reps):
     return min(r[0] for r in ok), min(r[3] for r in ok), max(r[1] for r in ok)
 
 
-def phases(memsnap, cmd, path, reps):
-    """Issue 3's measure: `memsnap --timings CMD FILE` prints the read and the analysis CPU times
-    of one run separately. Runs alternate between the commands (see compare), so this is called
-    once per repetition; returns {"read_ms": x, "analysis_ms": y} or None on failure."""
+def phases(memsnap, cmd, path):
+    """Issue 3's measure: `memsnap --timings CMD FILE` prints the read and the analysis times (wall
+    and process CPU) of one run separately; returns them in ms, or None on failure. For `timeline`
+    and `top` the timeline's event pass runs on a second thread during the read, so the read's CPU
+    includes it and the analysis after the read is the reconciliation alone."""
     proc = subprocess.run([memsnap, "--timings", cmd, path], stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
-    m = re.search(r"read [\d.]+ ms \(cpu ([\d.]+) ms\), analysis [\d.]+ ms \(cpu ([\d.]+) ms\)",
+    m = re.search(r"read ([\d.]+) ms \(cpu ([\d.]+) ms\), analysis ([\d.]+) ms \(cpu ([\d.]+) ms\)",
                   proc.stderr)
     if proc.returncode != 0 or not m:
         return None
-    return {"read_ms": float(m.group(1)), "analysis_ms": float(m.group(2))}
+    return {"read_wall_ms": float(m.group(1)), "read_ms": float(m.group(2)),
+            "analysis_wall_ms": float(m.group(3)), "analysis_ms": float(m.group(4))}
 
 
 def analysis_share(args, path, reps):
-    """Median read and analysis CPU of `timeline` and `top`, alternating, and their ratio."""
+    """Medians, over at least 5 alternating runs, of the read and the analysis of `timeline` and
+    `top` (`--timings`) and their ratios; and of the whole `summary`, `timeline` and `top` commands
+    (wall and CPU), which is what the overlapped pass costs in the end."""
     out = {}
     runs = {cmd: [] for cmd in ("timeline", "top") if cmd in args.available}
+    whole = {cmd: [] for cmd in ("summary", "timeline", "top") if cmd in args.available}
     for _ in range(max(reps, 5)):
         for cmd in runs:
-            r = phases(args.memsnap, cmd, path, reps)
+            r = phases(args.memsnap, cmd, path)
             if r:
                 runs[cmd].append(r)
+        for cmd in whole:
+            r = run([args.memsnap, "--quiet", cmd, path])
+            if r[2] == 0:
+                whole[cmd].append(r)
     for cmd, rs in runs.items():
         if not rs:
             continue
-        read = statistics.median(r["read_ms"] for r in rs)
-        analysis = statistics.median(r["analysis_ms"] for r in rs)
-        out[f"{cmd}_read_cpu_ms"] = read
-        out[f"{cmd}_analysis_cpu_ms"] = analysis
-        out[f"{cmd}_analysis_share"] = analysis / read
+        names = {"read_ms": "read_cpu_ms", "analysis_ms": "analysis_cpu_ms",
+                 "read_wall_ms": "read_wall_ms", "analysis_wall_ms": "analysis_wall_ms"}
+        for key, name in names.items():
+            out[f"{cmd}_{name}"] = statistics.median(r[key] for r in rs)
+        out[f"{cmd}_analysis_share"] = out[f"{cmd}_analysis_cpu_ms"] / out[f"{cmd}_read_cpu_ms"]
+        out[f"{cmd}_analysis_share_wall"] = out[f"{cmd}_analysis_wall_ms"] / out[f"{cmd}_read_wall_ms"]
+    for cmd, rs in whole.items():
+        if rs:
+            out[f"{cmd}_cmd_wall_ms"] = 1000 * statistics.median(r[0] for r in rs)
+            out[f"{cmd}_cmd_cpu_ms"] = 1000 * statistics.median(r[3] for r in rs)
     return out
 
 

@@ -60,10 +60,7 @@ class AddrTable {
       Slot& s = slots_[i];
       if (s.key == addr) return s.state;
       if (s.key == kEmpty) {
-        if (2 * (size_ + 1) > slots_.size()) {
-          Grow();
-          return (*this)[addr];
-        }
+        if (2 * (size_ + 1) > slots_.size()) [[unlikely]] return GrowAndInsert(addr);
         ++size_;
         s.key = addr;
         return s.state;
@@ -89,7 +86,13 @@ class AddrTable {
     static const char seed_anchor = 0;  // its address differs between runs (ASLR)
     return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
   }
-  [[gnu::noinline]] void Grow() {
+  // Out of line: operator[] is always_inline, and calling itself would be recursive inlining
+  // (an error at -O2 under some sanitizers).
+  [[gnu::noinline]] AddrState& GrowAndInsert(uint64_t addr) {
+    Grow();
+    return (*this)[addr];
+  }
+  void Grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;
@@ -191,7 +194,10 @@ class DeviceBuilder {
     if (options.keep == KeepLifetimes::kAll) dt.blocks.reserve(expected_events / 2 + expected_addrs + 16);
   }
 
-  /// kLiveAt at a moment other than the peak: the device-local event whose live lifetimes are kept.
+  /// kLiveAt at a moment other than the peak: the device-local event whose live lifetimes are
+  /// kept. One past the last event may be given for "the end" when the trace's length is not known
+  /// yet (Finish clamps it to the last event): the pass then keeps nothing until the end, as it
+  /// would for the last event.
   void SetTarget(int64_t event) { target_ = event; }
 
   /// The device's events [first, first + events.size()); `first` is the number fed so far.
@@ -228,6 +234,7 @@ class DeviceBuilder {
     dt_.end_reserved = fin_.reserved;
     dt_.has_time = fed_ > 0 && all_time_;
     dt_.time_sorted = dt_.has_time && time_sorted_;
+    target_ = std::min<int64_t>(target_, static_cast<int64_t>(fed_) - 1);
     ReconcileOpen(snap);
     AddGhosts(snap);
     ReconcileSegments(snap);
@@ -677,7 +684,16 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
 
 struct TimelineStream::State {
   State(const TimelineOptions& o, size_t expected_events)
-      : options(o), builder(options, dt, 0, 0, expected_events) {}
+      : options(o), builder(options, dt, 0, 0, expected_events) {
+    if (options.keep != KeepLifetimes::kLiveAt) return;
+    // The moments that need no knowledge of the trace (Streams): event:N is N, clamped to the
+    // trace at the end; the end is "after every event" until then.
+    if (options.moment.kind == Moment::Kind::kEnd) {
+      builder.SetTarget(std::numeric_limits<int64_t>::max());
+    } else if (options.moment.kind == Moment::Kind::kEvent) {
+      builder.SetTarget(std::max<int64_t>(options.moment.value, -1));
+    }
+  }
   TimelineOptions options;
   DeviceTimeline dt;
   DeviceBuilder builder;
@@ -691,7 +707,7 @@ TimelineStream::TimelineStream(const TimelineOptions& options, size_t expected_e
 TimelineStream::~TimelineStream() = default;
 
 bool TimelineStream::Streams(const TimelineOptions& options) {
-  return options.keep != KeepLifetimes::kLiveAt || options.moment.kind == Moment::Kind::kPeak;
+  return options.keep != KeepLifetimes::kLiveAt || options.moment.kind != Moment::Kind::kTime;
 }
 
 void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first) {

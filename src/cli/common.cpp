@@ -69,7 +69,7 @@ absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
   }
   absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
   if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", tl.status().message()));
-  return SnapshotTimeline{*std::move(snap), *std::move(tl)};
+  return SnapshotTimeline{*std::move(snap), *std::move(tl), stream.used_stream()};
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {

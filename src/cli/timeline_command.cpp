@@ -73,7 +73,7 @@ RunFn SetupTimeline(CLI::App& sub) {
     to.keep = rounded ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
     ReadAnalysisClock phases;
     ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx, &phases));
-    if (ctx.timings) phases.Print(*ctx.err);
+    if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
     const Snapshot& snap = loaded.snapshot;
     const analysis::Timeline& tl = loaded.timeline;
     const int width = opts->width > 0 ? opts->width : TerminalWidth();

@@ -119,7 +119,7 @@ RunFn SetupTop(CLI::App& sub) {
     const Snapshot& snap = loaded.snapshot;
     ASSIGN_OR_RETURN(analysis::GroupReport rep,
                      analysis::GroupLive(snap, loaded.timeline, moment, group));
-    if (ctx.timings) phases.Print(*ctx.err);
+    if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
     if (!opts->folded.empty()) {
       std::ostringstream folded;
       report::RenderFolded(rep.rows, folded);

@@ -51,12 +51,14 @@ void ReadAnalysisClock::ReadDone() {
   cpu1_ = std::clock();
 }
 
-void ReadAnalysisClock::Print(std::ostream& out) const {
+void ReadAnalysisClock::Print(std::ostream& out, std::string_view read_note) const {
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
   auto cpu_ms = [](std::clock_t c) { return 1000.0 * static_cast<double>(c) / CLOCKS_PER_SEC; };
   out << "timings: read " << ms(wall1_ - wall0_) << " ms (cpu " << cpu_ms(cpu1_ - cpu0_)
       << " ms), analysis " << ms(std::chrono::steady_clock::now() - wall1_) << " ms (cpu "
-      << cpu_ms(std::clock() - cpu1_) << " ms)\n";
+      << cpu_ms(std::clock() - cpu1_) << " ms)";
+  if (!read_note.empty()) out << "; the read " << read_note;
+  out << "\n";
 }
 
 }  // namespace memsnap

@@ -60,9 +60,10 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
 }
 
 // What the commands ask for: timeline (every lifetime, or none), top at the peak (with or without
-// the curve), and a fixed moment, which is not streamed.
+// the curve), at the end, at event:N (inside and past the trace), and at a time, which is not
+// streamed.
 std::vector<TimelineOptions> OptionSets() {
-  std::vector<TimelineOptions> out(6);
+  std::vector<TimelineOptions> out(10);
   out[0].keep = KeepLifetimes::kAll;
   out[1].keep = KeepLifetimes::kNone;
   out[2].keep = KeepLifetimes::kLiveAt;
@@ -72,6 +73,15 @@ std::vector<TimelineOptions> OptionSets() {
   out[4].curve = false;
   out[5].keep = KeepLifetimes::kLiveAt;
   out[5].moment = Moment{Moment::Kind::kEvent, 3};
+  out[6].keep = KeepLifetimes::kLiveAt;
+  out[6].moment = Moment{Moment::Kind::kEvent, 1 << 20};
+  out[7].keep = KeepLifetimes::kLiveAt;
+  out[7].moment = Moment{Moment::Kind::kEvent, -7};
+  out[8].keep = KeepLifetimes::kLiveAt;
+  out[8].moment = Moment{Moment::Kind::kEnd, 0};
+  out[8].curve = false;
+  out[9].keep = KeepLifetimes::kLiveAt;
+  out[9].moment = Moment{Moment::Kind::kTime, 150};
   return out;
 }
 
@@ -108,14 +118,13 @@ struct StreamedRead {
   bool used_stream = false;
   size_t fed = 0;
 };
-StreamedRead ReadStreamed(const std::string& bytes, const TimelineOptions& options, bool threaded) {
+StreamedRead ReadStreamed(io::InputSource& input, const TimelineOptions& options, bool threaded) {
   TimelineStream stream(options);
   parse::BackgroundEventFeed feed(
       [&](std::span<const TraceEvent> ev, size_t first) { stream.Feed(ev, first); }, threaded);
-  auto input = io::FromString(bytes, "streamed.pickle");
   parse::ReadOptions ro;
   ro.events = &feed;
-  auto snaps = parse::ParseSnapshots(*input, ro);
+  auto snaps = parse::ParseSnapshots(input, ro);
   REQUIRE(snaps.ok());
   REQUIRE(snaps->size() == 1);
   feed.Release();
@@ -125,12 +134,12 @@ StreamedRead ReadStreamed(const std::string& bytes, const TimelineOptions& optio
   out.used_stream = stream.used_stream();
   return out;
 }
+StreamedRead ReadStreamed(const std::string& bytes, const TimelineOptions& options, bool threaded) {
+  auto input = io::FromString(bytes, "streamed.pickle");
+  return ReadStreamed(*input, options, threaded);
+}
 
-void CheckReadStreamed(const std::string& bytes, const TimelineOptions& options, bool threaded,
-                       bool expect_stream) {
-  StreamedRead r = ReadStreamed(bytes, options, threaded);
-  CHECK(r.used_stream == expect_stream);
-  if (expect_stream) CHECK(r.fed == r.snap.events.size());
+void CheckSameAsRebuilt(const StreamedRead& r, const TimelineOptions& options) {
   auto want = ReconstructTimeline(r.snap, options);
   REQUIRE(r.timeline.ok());
   REQUIRE(want.ok());
@@ -139,6 +148,14 @@ void CheckReadStreamed(const std::string& bytes, const TimelineOptions& options,
     CHECK(r.timeline->devices[d].peak_requested == want->devices[d].peak_requested);
     CHECK(r.timeline->devices[d] == want->devices[d]);
   }
+}
+
+void CheckReadStreamed(const std::string& bytes, const TimelineOptions& options, bool threaded,
+                       bool expect_stream) {
+  StreamedRead r = ReadStreamed(bytes, options, threaded);
+  CHECK(r.used_stream == expect_stream);
+  if (expect_stream) CHECK(r.fed == r.snap.events.size());
+  CheckSameAsRebuilt(r, options);
 }
 
 std::string ToPickle(const Snapshot& snap) {
@@ -306,6 +323,28 @@ TEST_SUITE("timeline stream") {
       REQUIRE(r.timeline.ok());
       CHECK(r.timeline->devices[0] == ReconstructTimeline(r.snap)->devices[0]);
     }
+  }
+
+  TEST_CASE("on every corpus file the timeline built while reading is the one built after it") {
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.empty()) MESSAGE("corpus absent: skipped");
+    TimelineOptions timeline_opts;  // what `timeline` asks for
+    timeline_opts.keep = KeepLifetimes::kNone;
+    TimelineOptions top_opts;  // what `top` asks for
+    top_opts.keep = KeepLifetimes::kLiveAt;
+    top_opts.curve = false;
+    int streamed = 0;
+    for (const std::string& path : files) {
+      CAPTURE(path);
+      for (const TimelineOptions& o : {timeline_opts, top_opts}) {
+        auto input = io::OpenFile(path);
+        REQUIRE(input.ok());
+        StreamedRead r = ReadStreamed(**input, o, true);
+        CheckSameAsRebuilt(r, o);
+        streamed += r.used_stream;
+      }
+    }
+    MESSAGE(streamed << " of " << 2 * files.size() << " reads used the stream");
   }
 }
 

@@ -245,7 +245,7 @@ class TimelineStream {
   TimelineStream& operator=(const TimelineStream&) = delete;
 
   /// Whether a pass with these options can run before the events are all known: not for
-  /// KeepLifetimes::kLiveAt at a fixed moment (which needs the trace's length or times first).
+  /// KeepLifetimes::kLiveAt at a time (which event that is depends on every event's time).
   /// Otherwise Feed ignores what it is given and Finish rebuilds.
   static bool Streams(const TimelineOptions& options);
 

@@ -27,6 +27,11 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
 struct SnapshotTimeline {
   Snapshot snapshot;
   analysis::Timeline timeline;
+  bool streamed = false;  // the event pass ran during the read (analysis::TimelineStream)
+  /// For ReadAnalysisClock::Print: what the read's times include.
+  std::string_view timings_note() const {
+    return streamed ? "includes the timeline's event pass, run on a second thread" : "";
+  }
 };
 
 /// Reads one snapshot like LoadSnapshot and rebuilds its timeline, the timeline's event pass

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memsnap {
@@ -53,9 +54,9 @@ class ReadAnalysisClock {
   ReadAnalysisClock();
   /// Ends the read phase and starts the analysis phase.
   void ReadDone();
-  /// Prints "timings: read W ms (cpu C ms), analysis W ms (cpu C ms)\n"; the analysis phase
-  /// ends now.
-  void Print(std::ostream& out) const;
+  /// Prints "timings: read W ms (cpu C ms), analysis W ms (cpu C ms)[; the read NOTE]\n"; the
+  /// analysis phase ends now. The CPU times are the process's, all threads.
+  void Print(std::ostream& out, std::string_view read_note = {}) const;
 
  private:
   std::chrono::steady_clock::time_point wall0_, wall1_;
