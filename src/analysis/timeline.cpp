@@ -683,8 +683,9 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
 // ---- TimelineStream ----
 
 struct TimelineStream::State {
-  State(const TimelineOptions& o, size_t expected_events)
-      : options(o), builder(options, dt, 0, 0, expected_events) {
+  // `options` is the stream's own (TimelineStream neither moves nor copies).
+  State(const TimelineOptions& options, size_t expected_events)
+      : builder(options, dt, 0, 0, expected_events) {
     if (options.keep != KeepLifetimes::kLiveAt) return;
     // The moments that need no knowledge of the trace (Streams): event:N is N, clamped to the
     // trace at the end; the end is "after every event" until then.
@@ -694,7 +695,6 @@ struct TimelineStream::State {
       builder.SetTarget(std::max<int64_t>(options.moment.value, -1));
     }
   }
-  TimelineOptions options;
   DeviceTimeline dt;
   DeviceBuilder builder;
   bool broken = false;  // fed out of order
@@ -702,7 +702,7 @@ struct TimelineStream::State {
 
 TimelineStream::TimelineStream(const TimelineOptions& options, size_t expected_events)
     : options_(options),
-      state_(Streams(options) ? std::make_unique<State>(options, expected_events) : nullptr) {}
+      state_(Streams(options_) ? std::make_unique<State>(options_, expected_events) : nullptr) {}
 
 TimelineStream::~TimelineStream() = default;
 

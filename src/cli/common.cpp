@@ -48,11 +48,11 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
                                                   Context& ctx, ReadAnalysisClock* phases) {
-  // The reader reserves about one event per 24 bytes of input; the curve follows suit instead of
-  // growing by doubling on the worker (a gzipped file may still outgrow it).
+  // The curve is sized as the reader sizes its events, instead of growing by doubling on the
+  // worker (a gzipped file may still outgrow it).
   std::error_code ec;
   const uintmax_t bytes = std::filesystem::file_size(path, ec);
-  analysis::TimelineStream stream(options, ec ? 0 : bytes / 24 + 16);
+  analysis::TimelineStream stream(options, ec ? 0 : parse::EventsReservedFor(bytes));
   std::optional<parse::BackgroundEventFeed> feed;  // declared after `stream`: it feeds it
   if (analysis::TimelineStream::Streams(options)) {
     feed.emplace([&stream](std::span<const TraceEvent> events, size_t first) {

@@ -48,11 +48,6 @@ size_t BackgroundEventFeed::fed() const {
   return fed_;
 }
 
-bool BackgroundEventFeed::invalidated() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return invalid_;
-}
-
 void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
   const TraceEvent* base = base_;
   const size_t from = fed_, to = published_;

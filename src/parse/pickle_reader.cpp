@@ -301,7 +301,7 @@ class PickleDecoder {
     size_t n = data_.size();
     // Not ReserveHuge: transparent huge pages saved a little on a quiet machine but cost 0.3 s of
     // direct compaction when another process had just freed a lot of memory (docs/BENCHMARKS.md).
-    snap_.events.reserve(n / 24 + 16);
+    snap_.events.reserve(EventsReservedFor(n));
     memo_.reserve(n / 16 + 16);
     dicts_.reserve(n / 24 + 16);
     if (observer_ != nullptr) next_publish_ = std::min(kPublishEvery, snap_.events.capacity());

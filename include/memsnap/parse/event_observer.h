@@ -23,6 +23,10 @@
 
 namespace memsnap::parse {
 
+/// How many trace entries the pickle decoder reserves room for in an input of `bytes` bytes (an
+/// entry takes at least about 24 bytes in any real file); an observer may size its own buffers so.
+constexpr size_t EventsReservedFor(size_t bytes) { return bytes / 24 + 16; }
+
 class EventObserver {
  public:
   virtual ~EventObserver() = default;
@@ -53,7 +57,6 @@ class BackgroundEventFeed final : public EventObserver {
 
   /// Events fed so far (call after Release). 0 after Invalidate.
   size_t fed() const;
-  bool invalidated() const;
 
  private:
   void Work();
