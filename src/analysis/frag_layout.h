@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "memsnap/analysis/frag.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis::frag_internal {
@@ -94,5 +95,20 @@ class DeviceRewind {
   int64_t allocated_ = 0;
   UndoProblems problems_;
 };
+
+/// Figures of one segment (docs/fragmentation.md, "What empty_cache releases").
+FragFigures SegmentFigures(const LSegment& segment);
+
+/// The figures of a layout, as `frag --at` reports a reconstructed moment.
+FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
+                    int64_t time_us);
+
+/// The device-local events after which the device's state has its peak reserved bytes (most
+/// allocated among ties, then the earliest) and its first peak of allocated bytes (-1: before
+/// the first event).
+std::pair<int64_t, int64_t> FindPeaks(const Snapshot& snapshot, const DeviceTrace& trace);
+
+/// The warnings `frag` prints for a device once its trace is undone to the start.
+std::vector<std::string> RewindWarnings(const DeviceRewind& rewind, int32_t device);
 
 }  // namespace memsnap::analysis::frag_internal
