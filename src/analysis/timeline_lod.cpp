@@ -45,15 +45,23 @@ std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start
   return curve;
 }
 
-// The most `curve` exceeds reserved bytes by (0 when never).
-int64_t MaxOverReserved(const DeviceTimeline& dt, const std::vector<int64_t>& curve,
+// The most `curve` exceeds the reserved curve by (0 when never).
+int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t>& curve,
                         int64_t start) {
-  int64_t over = std::max<int64_t>(0, start - dt.start_reserved);
-  ReservedCursor reserved(dt);
+  int64_t over = std::max<int64_t>(0, start - reserved.start);
+  size_t next = 0;
+  int64_t value = reserved.start;
   for (size_t i = 0; i < curve.size(); ++i) {
-    over = std::max(over, curve[i] - reserved.At(static_cast<int64_t>(i)));
+    while (next < reserved.steps.size() && reserved.steps[next].event <= i) {
+      value = reserved.steps[next++].bytes;
+    }
+    over = std::max(over, curve[i] - value);
   }
   return over;
+}
+
+bool IsOpenWithoutSegment(const SegmentLifetime& s) {
+  return s.end_event == kNoEvent && s.begin_event != kNoEvent && !s.segment.valid();
 }
 
 // Integer x of the events (microseconds since the first time, or the event index), made
@@ -127,23 +135,22 @@ class BucketCursor {
 // Reads reserved bytes at increasing events from any starting event.
 class ReservedReader {
  public:
-  ReservedReader(const DeviceTimeline& dt, int64_t first) : dt_(dt) {
+  ReservedReader(const ReservedCurve& r, int64_t first) : r_(r) {
     auto it = std::upper_bound(
-        dt.reserved_steps.begin(), dt.reserved_steps.end(), first - 1,
+        r.steps.begin(), r.steps.end(), first - 1,
         [](int64_t x, const ReservedStep& s) { return x < static_cast<int64_t>(s.event); });
-    next_ = static_cast<size_t>(it - dt.reserved_steps.begin());
-    value_ = next_ == 0 ? dt.start_reserved : dt.reserved_steps[next_ - 1].bytes;
+    next_ = static_cast<size_t>(it - r.steps.begin());
+    value_ = next_ == 0 ? r.start : r.steps[next_ - 1].bytes;
   }
   int64_t At(int64_t e) {
-    while (next_ < dt_.reserved_steps.size() &&
-           static_cast<int64_t>(dt_.reserved_steps[next_].event) <= e) {
-      value_ = dt_.reserved_steps[next_++].bytes;
+    while (next_ < r_.steps.size() && static_cast<int64_t>(r_.steps[next_].event) <= e) {
+      value_ = r_.steps[next_++].bytes;
     }
     return value_;
   }
 
  private:
-  const DeviceTimeline& dt_;
+  const ReservedCurve& r_;
   size_t next_ = 0;
   int64_t value_ = 0;
 };
@@ -155,6 +162,7 @@ struct Builder {
   XAxis axis;
   std::vector<int64_t> curve;
   int64_t start = 0;
+  ReservedCurve reserved;
 
   int64_t Live(int64_t e) const { return e < 0 ? start : curve[e]; }
 
@@ -178,7 +186,7 @@ struct Builder {
     LodTile t;
     t.level = level;
     t.tile = tile;
-    ReservedReader reserved(dt, e);
+    ReservedReader reserved(this->reserved, e);
     auto open = [&](int64_t index, int64_t ev, int64_t res) {
       LodBucket b;
       b.index = index;
@@ -189,9 +197,9 @@ struct Builder {
     };
     int64_t count = 0;
     if (tile == 0) {
-      open(0, -1, dt.start_reserved);  // the initial state belongs to the first bucket
+      open(0, -1, this->reserved.start);  // the initial state belongs to the first bucket
     } else if (e >= e_end || BucketOfX(axis.x[e], buckets, axis.span) != first_bucket) {
-      open(first_bucket, e - 1, ReservedReader(dt, e - 1).At(e - 1));  // carried into the tile
+      open(first_bucket, e - 1, ReservedReader(this->reserved, e - 1).At(e - 1));  // carried in
       count = 0;
     }
     int64_t current = t.buckets.empty() ? -1 : t.buckets.back().index;
@@ -269,12 +277,8 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     if (slots.empty()) continue;
     const int64_t buckets = BucketsAt(lod.columns, level);
     const int64_t width = std::max<int64_t>(1, bld.axis.span / buckets);
-    int64_t k = bld.options.bands;
-    if (level > 0) {
-      int64_t left = bld.options.max_band_lifetimes - static_cast<int64_t>(chosen.size());
-      k = std::clamp<int64_t>(left / static_cast<int64_t>(slots.size()), 32, k);
-    }
-    if (k <= 0) break;
+    const int64_t k_max = bld.options.bands;
+    if (k_max <= 0) break;
     std::vector<std::vector<uint32_t>> cand(slots.size());
     std::vector<int64_t> tile_ids;
     for (size_t s : slots) tile_ids.push_back(lod.tiles[s].tile);
@@ -285,35 +289,73 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
       auto it = std::lower_bound(tile_ids.begin(), tile_ids.end(), ta);
       for (; it != tile_ids.end() && *it <= tb; ++it) cand[it - tile_ids.begin()].push_back(i);
     }
+    // Per tile, its candidates ranked twice: by bytes x duration inside the tile, and by bytes.
+    std::vector<std::vector<uint32_t>> by_area(slots.size()), by_size(slots.size());
     for (size_t j = 0; j < slots.size(); ++j) {
       std::vector<uint32_t>& c = cand[j];
       const int64_t tile = tile_ids[j];
       const int64_t xa = bld.BucketStartX(tile * lod.columns, buckets);
       const int64_t xb = bld.BucketStartX((tile + 1) * lod.columns, buckets);
-      auto area = [&](uint32_t i) {
-        int64_t a = std::max(alloc_x[i], xa), b = std::min(free_x[i], xb);
-        return static_cast<double>(dt.blocks[i].requested_size) *
-               static_cast<double>(std::max(b - a, width));
-      };
-      size_t by_area = std::min<size_t>(c.size(), static_cast<size_t>(k) * 3 / 4);
       std::vector<double> score(c.size());
-      for (size_t q = 0; q < c.size(); ++q) score[q] = area(c[q]);
+      for (size_t q = 0; q < c.size(); ++q) {
+        uint32_t i = c[q];
+        int64_t a = std::max(alloc_x[i], xa), b = std::min(free_x[i], xb);
+        score[q] = static_cast<double>(dt.blocks[i].requested_size) *
+                   static_cast<double>(std::max(b - a, width));
+      }
       std::vector<uint32_t> order(c.size());
       std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + by_area, order.end(),
+      size_t n_area = std::min<size_t>(c.size(), static_cast<size_t>(k_max) * 3 / 4);
+      std::partial_sort(order.begin(), order.begin() + n_area, order.end(),
                         [&](uint32_t a, uint32_t b) {
                           return score[a] != score[b] ? score[a] > score[b] : c[a] < c[b];
                         });
+      for (size_t q = 0; q < n_area; ++q) by_area[j].push_back(c[order[q]]);
       // The rest by size, so the short spikes that make a peak get their own band too.
-      size_t by_size = std::min(c.size() - by_area, static_cast<size_t>(k) - by_area);
-      std::partial_sort(order.begin() + by_area, order.begin() + by_area + by_size, order.end(),
-                        [&](uint32_t a, uint32_t b) {
-                          int64_t sa = dt.blocks[c[a]].requested_size;
-                          int64_t sb = dt.blocks[c[b]].requested_size;
-                          return sa != sb ? sa > sb : c[a] < c[b];
-                        });
-      for (size_t q = 0; q < by_area + by_size; ++q) {
-        uint32_t i = c[order[q]];
+      size_t n_size = std::min<size_t>(c.size(), static_cast<size_t>(k_max));
+      std::partial_sort(c.begin(), c.begin() + n_size, c.end(), [&](uint32_t a, uint32_t b) {
+        int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
+        return sa != sb ? sa > sb : a < b;
+      });
+      by_size[j].assign(c.begin(), c.begin() + n_size);
+    }
+    // The tiles' bands for k per tile; long-lived lifetimes repeat from tile to tile, so only the
+    // new ones count against max_band_lifetimes. k halves until they fit.
+    std::vector<uint32_t> stamp(dt.blocks.size(), 0);
+    uint32_t round = 0;
+    auto pick = [&](size_t j, int64_t k, std::vector<uint32_t>& out) {
+      ++round;
+      size_t n_area = std::min<size_t>(by_area[j].size(), static_cast<size_t>(k) * 3 / 4);
+      for (size_t q = 0; q < n_area; ++q) {
+        out.push_back(by_area[j][q]);
+        stamp[by_area[j][q]] = round;
+      }
+      for (size_t q = 0; q < by_size[j].size() && out.size() < static_cast<size_t>(k); ++q) {
+        if (stamp[by_size[j][q]] != round) out.push_back(by_size[j][q]);
+      }
+    };
+    int64_t k = k_max;
+    for (;; k = std::max<int64_t>(k / 2, 16)) {
+      std::vector<uint8_t> fresh(dt.blocks.size(), 0);
+      int64_t added = 0;
+      for (size_t j = 0; j < slots.size(); ++j) {
+        std::vector<uint32_t> out;
+        pick(j, k, out);
+        for (uint32_t i : out) {
+          if (slot_of[i] < 0 && !fresh[i]) {
+            fresh[i] = 1;
+            ++added;
+          }
+        }
+      }
+      if (static_cast<int64_t>(chosen.size()) + added <= bld.options.max_band_lifetimes || k <= 16) {
+        break;
+      }
+    }
+    for (size_t j = 0; j < slots.size(); ++j) {
+      std::vector<uint32_t> out;
+      pick(j, k, out);
+      for (uint32_t i : out) {
         if (slot_of[i] < 0) {
           slot_of[i] = static_cast<int32_t>(chosen.size());
           chosen.push_back(i);
@@ -368,21 +410,33 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
       c.open_left_out_bytes += b.requested_size;
     }
   }
+  c.segment_counted.assign(dt.segments.size(), true);
+  // Only when the reserved curve does not end at the final state: an expandable segment's mapping
+  // that the final state holds merged into a larger segment has no segment of its own.
+  for (size_t i = 0; i < dt.segments.size() && dt.unreconciled_reserved_bytes != 0; ++i) {
+    if (!IsOpenWithoutSegment(dt.segments[i]) || dt.segments[i].mapping) continue;
+    c.segment_counted[i] = false;
+    ++c.segments_left_out;
+    c.segments_left_out_bytes += dt.segments[i].size;
+  }
   // The timeline's own curve, for the words: how far from possible it is.
   if (!dt.live_net.empty() || dt.num_events == 0) {
     c.timeline_min_live = dt.LiveAt(-1);
     int64_t over = std::max<int64_t>(0, dt.LiveAt(-1) - dt.start_reserved);
     ReservedCursor reserved(dt);
     for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e) {
-      int64_t live = dt.LiveAt(e);
+      int64_t live = dt.LiveAt(e), res = reserved.At(e);
       c.timeline_min_live = std::min(c.timeline_min_live, live);
-      over = std::max(over, live - reserved.At(e));
+      c.timeline_min_reserved = std::min(c.timeline_min_reserved, res);
+      over = std::max(over, live - res);
     }
+    c.timeline_min_reserved = std::min(c.timeline_min_reserved, dt.start_reserved);
     c.timeline_max_over_reserved = over;
   }
+  ReservedCurve reserved = CountedReserved(dt, c);
   int64_t start = 0;
   std::vector<int64_t> curve = CurveOf(dt, [&](size_t i) { return c.counted[i]; }, start);
-  if (MaxOverReserved(dt, curve, start) > 0) {
+  if (MaxOverReserved(reserved, curve, start) > 0) {
     // More live than reserved: the blocks the trace frees without allocating cannot all have been
     // live from its start. Nothing says when they were allocated, so they are left out.
     for (size_t i = 0; i < dt.blocks.size(); ++i) {
@@ -392,8 +446,41 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
       ++c.pre_window_left_out;
       c.pre_window_left_out_bytes += b.requested_size;
     }
+    curve = CurveOf(dt, [&](size_t i) { return c.counted[i]; }, start);
+    c.counted_max_over_reserved = MaxOverReserved(reserved, curve, start);
   }
   return c;
+}
+
+ReservedCurve CountedReserved(const DeviceTimeline& dt, const CountedLifetimes& counted) {
+  ReservedCurve r;
+  if (counted.segments_left_out == 0 && dt.unreconciled_reserved_bytes == 0) {
+    r.start = dt.start_reserved;  // the timeline's own curve: the same sums
+    r.steps = dt.reserved_steps;
+    return r;
+  }
+  std::vector<std::pair<uint32_t, int64_t>> deltas;
+  for (size_t i = 0; i < dt.segments.size(); ++i) {
+    if (!counted.segment_counted[i]) continue;
+    const SegmentLifetime& s = dt.segments[i];
+    if (s.begin_event == kNoEvent) {
+      r.start += s.size;
+    } else {
+      deltas.emplace_back(s.begin_event, s.size);
+    }
+    if (s.end_event != kNoEvent) deltas.emplace_back(s.end_event, -s.size);
+  }
+  std::sort(deltas.begin(), deltas.end());
+  int64_t v = r.start;
+  for (const auto& [e, d] : deltas) {
+    v += d;
+    if (!r.steps.empty() && r.steps.back().event == e) {
+      r.steps.back().bytes = v;
+    } else {
+      r.steps.push_back({e, v});
+    }
+  }
+  return r;
 }
 
 std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetimes& counted,
@@ -410,6 +497,18 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   lod.counted = CountLifetimes(dt);
   lod.peak_reserved = dt.peak_reserved;
   lod.peak_reserved_event = dt.peak_reserved_event;
+  ReservedCurve reserved = CountedReserved(dt, lod.counted);
+  if (lod.counted.segments_left_out > 0 || dt.unreconciled_reserved_bytes != 0) {
+    // The timeline's reserved peak is of a curve the page does not draw.
+    lod.peak_reserved = reserved.start;
+    lod.peak_reserved_event = -1;
+    for (const ReservedStep& st : reserved.steps) {
+      if (st.bytes > lod.peak_reserved) {
+        lod.peak_reserved = st.bytes;
+        lod.peak_reserved_event = st.event;
+      }
+    }
+  }
   if (dt.num_events == 0) {
     lod.end_live = dt.end_requested;
     lod.peak_bytes = dt.end_requested;
@@ -417,7 +516,7 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   }
   LodOptions opts = options;
   opts.columns = lod.columns;
-  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), {}, 0};
+  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), {}, 0, std::move(reserved)};
   bld.curve = CountedCurve(dt, lod.counted, bld.start);
   lod.has_time = bld.axis.has_time;
   lod.t0_us = bld.axis.t0;

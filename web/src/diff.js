@@ -29,7 +29,7 @@ function renderDiff() {
   const A = D.before, B = D.after;
   document.title = "memsnap diff: " + A.path.split("/").pop() + " \u2192 " + B.path.split("/").pop();
   document.getElementById("title").textContent = "memsnap diff";
-  document.getElementById("meta").textContent = "before: " + A.path + " \u00b7 after: " + B.path;
+  document.getElementById("meta").replaceChildren("before: ", breakable(A.path), " \u00b7 after: ", breakable(B.path));
   const top = section("Totals", "totals");
   const dl = D.live_bytes[1] - D.live_bytes[0];
   const cards = h("div", { class: "cards" }, card("live before (" + D.moment + ")", fmtBytes(D.live_bytes[0])),

@@ -10,12 +10,13 @@ window.addEventListener("error", (e) => {
 // Words for what the trace cannot explain, and for the lifetimes counted from the start.
 function traceNotes(dev) {
   const c = dev.counted, out = [];
-  if (c.open_left_out > 0 || c.pre_window_left_out > 0) {
-    let t = "This trace cannot be reconciled with the snapshot's final state: added up as recorded, live memory";
-    if (c.timeline_min_live < 0) t += " would fall to " + fmtBytes(c.timeline_min_live);
-    if (c.timeline_min_live < 0 && c.timeline_max_over_reserved > 0) t += " and";
-    if (c.timeline_max_over_reserved > 0) t += " would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved);
-    t += ". The chart leaves out ";
+  if (c.open_left_out > 0 || c.pre_window_left_out > 0 || c.segments_left_out > 0) {
+    const wrong = [];
+    if (c.timeline_min_live < 0) wrong.push("live memory would fall to " + fmtBytes(c.timeline_min_live));
+    if (c.timeline_min_reserved < 0) wrong.push("reserved memory to " + fmtBytes(c.timeline_min_reserved));
+    if (c.timeline_max_over_reserved > 0) wrong.push("live memory would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved));
+    let t = "This trace cannot be reconciled with the snapshot's final state" +
+      (wrong.length ? ": added up as recorded, " + wrong.join(", ") : "") + ". The chart leaves out ";
     const items = [];
     if (c.open_left_out > 0) {
       items.push(fmtCount(c.open_left_out) + " allocations (" + fmtBytes(c.open_left_out_bytes) +
@@ -25,9 +26,17 @@ function traceNotes(dev) {
       items.push(fmtCount(c.pre_window_left_out) + " blocks (" + fmtBytes(c.pre_window_left_out_bytes) +
         ") that the trace frees but never allocates: the recording began mid-run or its ring buffer dropped events, and they cannot all have been live from the start, as that would be more than was reserved");
     }
+    if (c.segments_left_out > 0) {
+      items.push(fmtCount(c.segments_left_out) + " segments (" + fmtBytes(c.segments_left_out_bytes) +
+        ") that the trace creates and never releases although the final state does not hold them");
+    }
     t += items.join("; and ") + ". It draws the allocations the trace records from start to end and what is live at the end, " +
       "so every value shown is one the trace supports (" + fmtBytes(c.end_live_counted) + " live at the end, against " +
       fmtBytes(dev.end_live) + " in the snapshot).";
+    if (c.counted_max_over_reserved > 0) {
+      t += " Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.counted_max_over_reserved) +
+        ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values.";
+    }
     out.push(note(t, "warn"));
   } else if (c.unreconciled_bytes !== 0) {
     out.push(note(fmtBytes(Math.abs(c.unreconciled_bytes)) + (c.unreconciled_bytes > 0 ? " of the final state is" : " more than the final state holds is") +
@@ -211,9 +220,9 @@ function renderSingle() {
   const file = D.file;
   const tables = { frames: D.frames, stacks: D.stacks };
   document.title = "memsnap report: " + file.path.split("/").pop();
-  document.getElementById("meta").textContent = file.path + " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
-    fmtCount(file.segments) + " segments \u00b7 " + fmtCount(file.blocks) + " blocks \u00b7 " + fmtCount(file.events) + " trace events" +
-    (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : "");
+  document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
+    fmtCount(file.segments) + "\u00a0segments \u00b7 " + fmtCount(file.blocks) + "\u00a0blocks \u00b7 " + fmtCount(file.events) + "\u00a0trace events" +
+    (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : ""));
   for (const dev of D.devices) renderDevice(dev, tables);
   const ps = D.peak_sites;
   const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites");

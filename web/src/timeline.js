@@ -210,18 +210,20 @@ class TimelineChart {
       const w = Math.max(320, this.host.clientWidth);
       if (Math.abs(w - this.u.width) >= 1) {
         this.u.setSize({ width: w, height: this.u.height });
-        this.setView(this.a, this.b);
+        this.setView(this.a, this.b, true);
       }
     }).observe(this.host);
-    this.setView(this.a, this.b);
+    this.setView(this.a, this.b, true);
   }
   data() {
     const c = this.cols;
     return [c.x.map(this.map.fwd), c.max, c.min, c.res];
   }
   // Shows raw x range [a, b] (clamped), redrawn from the level-of-detail data.
+  // The narrowest view: a few of the finest columns, never under 2 us or 4 events.
+  minWidth() { return Math.max(this.lod.width(this.lod.levels - 1) * 4, this.dev.has_time ? 2 : 4); }
   setView(a, b, quiet) {
-    const minWidth = Math.max(this.lod.width(this.lod.levels - 1) * 4, this.dev.has_time ? 2 : 4);
+    const minWidth = this.minWidth();
     if (b - a < minWidth) {
       const m = (a + b) / 2;
       a = m - minWidth / 2;
@@ -501,7 +503,7 @@ class TimelineChart {
   figures() {
     const bb = this.u.bbox, r = this.u.over.getBoundingClientRect(), dpr = devicePixelRatio;
     return Object.assign({}, this.fig, {
-      view: [this.a, this.b], level: this.cols.level, bucket_width: this.cols.w, y_top: this.yFmt.axis.top,
+      view: [this.a, this.b], min_width: this.minWidth(), level: this.cols.level, bucket_width: this.cols.w, y_top: this.yFmt.axis.top,
       plot: { left: r.left, top: r.top, width: bb.width / dpr, height: bb.height / dpr },
       columns: this.cols.x.length, view_bands: this.viewBands.length,
     });
