@@ -20,50 +20,33 @@ namespace {
 
 using frag_internal::LSegment;
 
-// Finds the lifetime of the block at an address at a moment: lifetimes by (address, alloc order).
-class LifetimeIndex {
- public:
-  explicit LifetimeIndex(const DeviceTimeline& dt) : dt_(dt) {
-    entries_.reserve(dt.blocks.size());
+// The lifetime each event ends (its free), so that a block brought back by undoing its free
+// knows whose it is; blocks live at the end are found by their final block.
+struct LifetimeTags {
+  std::vector<int32_t> by_free;  // per device-local event: the lifetime it frees, or -1
+  void TagFinal(const DeviceTimeline& dt, frag_internal::DeviceRewind& rw) const {
     for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-      uint32_t a = dt.blocks[i].alloc_event;
-      entries_.push_back({dt.blocks[i].address, a == kNoEvent ? int64_t{-1} : int64_t{a}, i});
+      const BlockLifetime& b = dt.blocks[i];
+      if (b.live_at_end()) rw.Tag(b.address, i);
     }
-    std::sort(entries_.begin(), entries_.end(), [](const Entry& x, const Entry& y) {
-      return std::tie(x.address, x.alloc, x.index) < std::tie(y.address, y.alloc, y.index);
-    });
   }
-  /// The lifetime at `address` live after event e, or -1.
-  int64_t At(uint64_t address, int64_t e) const {
-    // Lifetimes of one address by allocation: the last one allocated by e is the candidate (and,
-    // on an inconsistent trace, one of the few before it).
-    auto it = std::upper_bound(entries_.begin(), entries_.end(), std::tuple(address, e),
-                               [](const std::tuple<uint64_t, int64_t>& key, const Entry& x) {
-                                 return key < std::tie(x.address, x.alloc);
-                               });
-    for (int tries = 0; it != entries_.begin() && tries < 4; ++tries) {
-      --it;
-      if (it->address != address) break;
-      if (dt_.blocks[it->index].LiveAfter(e)) return it->index;
-    }
-    return -1;
-  }
-
- private:
-  struct Entry {
-    uint64_t address;
-    int64_t alloc;
-    uint32_t index;
-  };
-  const DeviceTimeline& dt_;
-  std::vector<Entry> entries_;
 };
+
+LifetimeTags TagsOf(const DeviceTimeline& dt) {
+  LifetimeTags t;
+  t.by_free.assign(dt.num_events, -1);
+  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (b.free_completed_event != kNoEvent) t.by_free[b.free_completed_event] = static_cast<int32_t>(i);
+    if (b.free_requested_event != kNoEvent) t.by_free[b.free_requested_event] = static_cast<int32_t>(i);
+  }
+  return t;
+}
 
 int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
 
 // The segment's runs, with free memory split the way SegmentFigures counts it.
-StateSegment ToStateSegment(const LSegment& s, const FragFigures& f, const LifetimeIndex& index,
-                            int64_t event) {
+StateSegment ToStateSegment(const LSegment& s, const FragFigures& f) {
   StateSegment out{s.address, s.size, s.stream, s.pool, s.is_small, s.is_expandable, {}};
   const bool released_whole = !s.is_expandable && f.allocated_bytes == 0;
   const int64_t page = s.is_small ? sim::kSmallBuffer : sim::kLargeBuffer;
@@ -78,7 +61,7 @@ StateSegment ToStateSegment(const LSegment& s, const FragFigures& f, const Lifet
         (b.state == BlockState::kActivePendingFree && !s.is_expandable)) {
       SpanKind kind = b.state == BlockState::kActiveAllocated ? SpanKind::kAllocated
                                                              : SpanKind::kPendingFree;
-      push({b.size, b.requested, kind, index.At(b.address, event)});
+      push({b.size, b.requested, kind, b.tag});
       ++i;
       continue;
     }
@@ -102,7 +85,7 @@ StateSegment ToStateSegment(const LSegment& s, const FragFigures& f, const Lifet
       int64_t lo = offset, hi = offset + c.size;
       offset = hi;
       if (c.state == BlockState::kActivePendingFree) {
-        push({c.size, c.requested, SpanKind::kPendingFree, index.At(c.address, event)});
+        push({c.size, c.requested, SpanKind::kPendingFree, c.tag});
         continue;
       }
       int64_t a = std::clamp(first, lo, hi), z = std::clamp(last, lo, hi);
@@ -127,6 +110,12 @@ struct SegmentHash {
 
 }  // namespace
 
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, int32_t device) {
+  const DeviceTrace* trace = snap.TraceOf(device);
+  if (trace == nullptr || trace->size() == 0) return {-1, -1};
+  return frag_internal::FindPeaks(snap, *trace);
+}
+
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options) {
   AllocatorStates out;
@@ -134,12 +123,12 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   const DeviceTrace* trace = snap.TraceOf(dt.device);
   const int64_t n = trace != nullptr ? trace->size() : 0;
   auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
-  LifetimeIndex index(dt);
+  LifetimeTags tags = TagsOf(dt);
 
   // The moments: labelled ones, then evenly spaced ones.
   std::map<int64_t, std::vector<std::string>> labelled;
   if (n > 0) {
-    auto [peak_r, peak_a] = frag_internal::FindPeaks(snap, *trace);
+    auto [peak_r, peak_a] = options.peaks ? *options.peaks : frag_internal::FindPeaks(snap, *trace);
     out.peak_reserved_event = peak_r;
     out.peak_allocated_event = peak_a;
     labelled[peak_r].push_back("peak reserved");
@@ -165,7 +154,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     if (it != labelled.end()) st.labels = it->second;
     st.sample = frag_internal::SampleOf(layout, dt.device, e, st.time_us);
     for (const LSegment& s : layout) {
-      StateSegment seg = ToStateSegment(s, frag_internal::SegmentFigures(s), index, e);
+      StateSegment seg = ToStateSegment(s, frag_internal::SegmentFigures(s));
       auto [pos, inserted] = ids.try_emplace(seg, static_cast<uint32_t>(distinct.size()));
       if (inserted) distinct.push_back(std::move(seg));
       st.segments.push_back(pos->second);
@@ -174,16 +163,26 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   };
   if (n == 0) {
     std::vector<LSegment> layout;
+    std::map<uint64_t, int64_t> final_lifetime;
+    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+      if (dt.blocks[i].live_at_end()) final_lifetime[dt.blocks[i].address] = i;
+    }
     for (auto& s : frag_internal::LayoutFromSnapshot(snap)) {
-      if (s.device == dt.device) layout.push_back(std::move(s));
+      if (s.device != dt.device) continue;
+      for (auto& b : s.blocks) {
+        auto it = final_lifetime.find(b.address);
+        if (it != final_lifetime.end() && b.state != BlockState::kInactive) b.tag = it->second;
+      }
+      layout.push_back(std::move(s));
     }
     capture(layout, -1);
     states.back().labels = {"end"};
   } else {
     frag_internal::DeviceRewind rw(snap, dt.device);
+    tags.TagFinal(dt, rw);
     for (int64_t i = n - 1; i >= -1; --i) {
       if (labelled.count(i) || even.count(i)) capture(rw.Layout(), i);
-      if (i >= 0) rw.Undo(events[i]);
+      if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
     }
     out.warnings = frag_internal::RewindWarnings(rw, dt.device);
     std::reverse(states.begin(), states.end());

@@ -3,6 +3,7 @@
 #include "memsnap/analysis/report_analysis.h"
 
 #include <algorithm>
+#include <future>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -77,27 +78,48 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   ReportAnalysis out;
   ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
   ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, options.group.filter));
+  // Per device: the level-of-detail summary, while a second core finds the allocator's peaks;
+  // then the allocator states on that core while this one groups the sites.
   for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
     const DeviceTimeline& dt = out.timeline.devices[i];
     DeviceReportAnalysis d;
     d.device = dt.device;
     d.timeline_index = i;
     d.oom_events = OomEvents(snap, dt);
+    std::future<std::pair<int64_t, int64_t>> peaks;
+    if (options.with_states && dt.num_events > 0) {
+      peaks = std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt.device); });
+    }
     LodOptions lod = options.lod;
     lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());
     d.lod = BuildTimelineLod(snap, dt, lod);
-    if (options.with_states) {
-      AllocatorStatesOptions so = options.states;
-      if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
-      for (int64_t e : d.oom_events) so.moments.push_back({e, "OOM"});
-      d.states = ReconstructAllocatorStates(snap, dt, so);
-    }
+    if (peaks.valid()) d.peaks = peaks.get();
     if (options.with_steps && dt.num_events > 0) {
       StepOptions so;
       so.device = dt.device;
       ASSIGN_OR_RETURN(d.steps, DetectSteps(snap, out.timeline, so));
     }
     out.devices.push_back(std::move(d));
+  }
+  std::vector<std::future<AllocatorStates>> states;  // deferred: run by the worker below
+  if (options.with_states) {
+    for (const DeviceReportAnalysis& d : out.devices) {
+      AllocatorStatesOptions so = options.states;
+      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+      if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
+      for (int64_t e : d.oom_events) so.moments.push_back({e, "OOM"});
+      if (d.peaks) so.peaks = d.peaks;
+      states.push_back(std::async(std::launch::deferred, [&snap, &dt, so] {
+        return ReconstructAllocatorStates(snap, dt, so);
+      }));
+    }
+  }
+  // One worker thread runs the devices' states one after the other.
+  std::future<void> states_done;
+  if (!states.empty()) {
+    states_done = std::async(std::launch::async, [&] {
+      for (size_t k = 0; k < states.size(); ++k) out.devices[k].states = states[k].get();
+    });
   }
   if (options.with_sites) {
     // What was alive at each device's peak (the curve the page draws), by site.
@@ -124,6 +146,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     }
     out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
   }
+  if (states_done.valid()) states_done.get();
   out.frames = std::move(filter);
   RETURN_IF_ERROR(AddReplay(snap, options, out));
   return out;

@@ -282,10 +282,17 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     std::vector<std::vector<uint32_t>> cand(slots.size());
     std::vector<int64_t> tile_ids;
     for (size_t s : slots) tile_ids.push_back(lod.tiles[s].tile);
+    // Which tiles a lifetime overlaps; floating point is close enough to pick candidates.
+    const double tiles_per_x =
+        static_cast<double>(buckets / lod.columns) / static_cast<double>(std::max<int64_t>(bld.axis.span, 1));
+    const int64_t last_tile = buckets / lod.columns - 1;
+    auto tile_of = [&](int64_t x) {
+      return std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(x) * tiles_per_x), 0, last_tile);
+    };
     for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
       if (!lod.counted.counted[i]) continue;
-      int64_t ta = BucketOfX(alloc_x[i], buckets, bld.axis.span) / lod.columns;
-      int64_t tb = BucketOfX(free_x[i], buckets, bld.axis.span) / lod.columns;
+      int64_t ta = tile_of(alloc_x[i]);
+      int64_t tb = tile_of(free_x[i]);
       auto it = std::lower_bound(tile_ids.begin(), tile_ids.end(), ta);
       for (; it != tile_ids.end() && *it <= tb; ++it) cand[it - tile_ids.begin()].push_back(i);
     }

@@ -14,7 +14,7 @@ function h(tag, attrs, ...kids) {
 // Text that may wrap only after path separators and punctuation, never inside a word.
 function breakable(text) {
   const span = h("span");
-  const parts = String(text).split(/(?<=[\/\\.:_,;(])/);
+  const parts = String(text).split(/(?<=[\/\\:;])/);
   parts.forEach((p, i) => {
     if (i > 0) span.append(h("wbr"));
     span.append(p);

@@ -242,6 +242,7 @@ function renderSingle() {
 
 try {
   if (D.mode === "diff") renderDiff(); else renderSingle();
+  M.render_ms = performance.now();  // since the navigation started: load, parse and first draw
   document.body.dataset.rendered = "ok";
 } catch (e) {
   M.errors.push(String(e && e.stack || e));

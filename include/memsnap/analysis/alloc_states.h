@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,8 @@ struct AllocatorStatesOptions {
   int64_t max_spans = 150000;
   /// Further moments to include with a label ("peak live", "OOM"), device-local events.
   std::vector<std::pair<int64_t, std::string>> moments;
+  /// FindStatePeaks' answer when the caller already has it (it costs a pass over the trace).
+  std::optional<std::pair<int64_t, int64_t>> peaks;
 };
 
 struct AllocatorStates {
@@ -75,6 +78,10 @@ struct AllocatorStates {
   std::string reduced;  // what the budget left out, in words
   std::vector<std::string> warnings;  // the reconstruction's, as `frag` prints them
 };
+
+/// The events after which `device` has its peak reserved bytes and its peak allocated bytes, as
+/// `frag --at peak` and `--at peak-allocated` pick them (one backward pass over the trace).
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, int32_t device);
 
 /// The states of `dt`'s device. `dt` must have kept every lifetime (for the stacks); a device
 /// without a trace gets its final state only.
