@@ -37,8 +37,10 @@ LifetimeTags TagsOf(const DeviceTimeline& dt) {
   t.by_free.assign(dt.num_events, -1);
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
-    if (b.free_completed_event != kNoEvent) t.by_free[b.free_completed_event] = static_cast<int32_t>(i);
-    if (b.free_requested_event != kNoEvent) t.by_free[b.free_requested_event] = static_cast<int32_t>(i);
+    if (b.free_completed_event != kNoEvent)
+      t.by_free[b.free_completed_event] = static_cast<int32_t>(i);
+    if (b.free_requested_event != kNoEvent)
+      t.by_free[b.free_requested_event] = static_cast<int32_t>(i);
   }
   return t;
 }
@@ -59,8 +61,8 @@ StateSegment ToStateSegment(const LSegment& s, const FragFigures& f) {
     const auto& b = s.blocks[i];
     if (b.state == BlockState::kActiveAllocated ||
         (b.state == BlockState::kActivePendingFree && !s.is_expandable)) {
-      SpanKind kind = b.state == BlockState::kActiveAllocated ? SpanKind::kAllocated
-                                                             : SpanKind::kPendingFree;
+      SpanKind kind =
+          b.state == BlockState::kActiveAllocated ? SpanKind::kAllocated : SpanKind::kPendingFree;
       push({b.size, b.requested, kind, b.tag});
       ++i;
       continue;
@@ -214,9 +216,9 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     }
   }
   if (kept_even < static_cast<int64_t>(even.size())) {
-    out.reduced = absl::StrCat("The allocator's state is kept at ", kept_even,
-                               " evenly spaced moments (of ", even.size(),
-                               ") and at the marked ones, to keep the page small.");
+    out.reduced =
+        absl::StrCat("The allocator's state is kept at ", kept_even, " evenly spaced moments (of ",
+                     even.size(), ") and at the marked ones, to keep the page small.");
   }
   // Renumber the distinct segments the kept states use, in first-use order.
   std::vector<int64_t> remap(distinct.size(), -1);

@@ -378,10 +378,10 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   bool has_trace = false;
   for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
   if (options.at != FragMoment::kEnd && !has_trace) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        snap.source.path, ": --at ",
-        options.at == FragMoment::kMoment ? "a time or event:N" : "peak",
-        " needs a trace (device_traces); this file has none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(snap.source.path, ": --at ",
+                     options.at == FragMoment::kMoment ? "a time or event:N" : "peak",
+                     " needs a trace (device_traces); this file has none"));
   }
   // A moment given as a time or an event index is resolved per device, as `top --at` does.
   std::optional<Timeline> resolver;

@@ -229,10 +229,10 @@ std::vector<LSegment> DeviceRewind::Layout() const {
       auto next = std::next(it);
       if (next != live_.end() && next->first < block_end) block_end = next->first;
       int64_t size = static_cast<int64_t>(block_end - it->first);
-      ls.blocks.push_back(LBlock{it->first, size, std::min(it->second.requested, size),
-                                 it->second.pending ? BlockState::kActivePendingFree
-                                                    : BlockState::kActiveAllocated,
-                                 it->second.tag});
+      ls.blocks.push_back(
+          LBlock{it->first, size, std::min(it->second.requested, size),
+                 it->second.pending ? BlockState::kActivePendingFree : BlockState::kActiveAllocated,
+                 it->second.tag});
       cursor = block_end;
     }
     if (cursor < end) {

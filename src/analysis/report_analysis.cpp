@@ -88,7 +88,8 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     d.oom_events = OomEvents(snap, dt);
     std::future<std::pair<int64_t, int64_t>> peaks;
     if (options.with_states && dt.num_events > 0) {
-      peaks = std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt.device); });
+      peaks =
+          std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt.device); });
     }
     LodOptions lod = options.lod;
     lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());

@@ -248,8 +248,11 @@ struct Builder {
 
 std::string LevelWidthText(const TimelineLod& lod, int level) {
   double w = lod.BucketWidth(level);
-  if (!lod.has_time) return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
-  auto num = [](double v) { return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v); };
+  if (!lod.has_time)
+    return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
+  auto num = [](double v) {
+    return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
+  };
   if (w >= 1e6) return absl::StrCat(num(w / 1e6), " s");
   if (w >= 1e3) return absl::StrCat(num(w / 1e3), " ms");
   return absl::StrCat(num(w), " \u00b5s");
@@ -283,11 +286,12 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     std::vector<int64_t> tile_ids;
     for (size_t s : slots) tile_ids.push_back(lod.tiles[s].tile);
     // Which tiles a lifetime overlaps; floating point is close enough to pick candidates.
-    const double tiles_per_x =
-        static_cast<double>(buckets / lod.columns) / static_cast<double>(std::max<int64_t>(bld.axis.span, 1));
+    const double tiles_per_x = static_cast<double>(buckets / lod.columns) /
+                               static_cast<double>(std::max<int64_t>(bld.axis.span, 1));
     const int64_t last_tile = buckets / lod.columns - 1;
     auto tile_of = [&](int64_t x) {
-      return std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(x) * tiles_per_x), 0, last_tile);
+      return std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(x) * tiles_per_x), 0,
+                                 last_tile);
     };
     for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
       if (!lod.counted.counted[i]) continue;
@@ -355,7 +359,8 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
           }
         }
       }
-      if (static_cast<int64_t>(chosen.size()) + added <= bld.options.max_band_lifetimes || k <= 16) {
+      if (static_cast<int64_t>(chosen.size()) + added <= bld.options.max_band_lifetimes ||
+          k <= 16) {
         break;
       }
     }
@@ -380,10 +385,12 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
   for (size_t q = 0; q < chosen.size(); ++q) slot_of[chosen[q]] = static_cast<int32_t>(q);
   lod.bands.reserve(chosen.size());
   for (uint32_t i : chosen) {
-    lod.bands.push_back(LodBand{i, static_cast<double>(alloc_x[i]), static_cast<double>(free_x[i])});
+    lod.bands.push_back(
+        LodBand{i, static_cast<double>(alloc_x[i]), static_cast<double>(free_x[i])});
   }
   for (size_t s = 0; s < lod.tiles.size(); ++s) {
-    for (uint32_t i : tile_bands[s]) lod.tiles[s].bands.push_back(static_cast<uint32_t>(slot_of[i]));
+    for (uint32_t i : tile_bands[s])
+      lod.tiles[s].bands.push_back(static_cast<uint32_t>(slot_of[i]));
     std::sort(lod.tiles[s].bands.begin(), lod.tiles[s].bands.end());
   }
 }
@@ -442,7 +449,8 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
   }
   ReservedCurve reserved = CountedReserved(dt, c);
   int64_t start = 0;
-  std::vector<int64_t> curve = CurveOf(dt, [&](size_t i) { return c.counted[i]; }, start);
+  std::vector<int64_t> curve = CurveOf(
+      dt, [&](size_t i) { return c.counted[i]; }, start);
   if (MaxOverReserved(reserved, curve, start) > 0) {
     // More live than reserved: the blocks the trace frees without allocating cannot all have been
     // live from its start. Nothing says when they were allocated, so they are left out.
@@ -453,7 +461,8 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
       ++c.pre_window_left_out;
       c.pre_window_left_out_bytes += b.requested_size;
     }
-    curve = CurveOf(dt, [&](size_t i) { return c.counted[i]; }, start);
+    curve = CurveOf(
+        dt, [&](size_t i) { return c.counted[i]; }, start);
     c.counted_max_over_reserved = MaxOverReserved(reserved, curve, start);
   }
   return c;
@@ -492,7 +501,8 @@ ReservedCurve CountedReserved(const DeviceTimeline& dt, const CountedLifetimes& 
 
 std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetimes& counted,
                                   int64_t& start) {
-  return CurveOf(dt, [&](size_t i) { return counted.counted[i]; }, start);
+  return CurveOf(
+      dt, [&](size_t i) { return counted.counted[i]; }, start);
 }
 
 TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,

@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-
 #include "memsnap/analysis/frag.h"
 #include "memsnap/analysis/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
@@ -92,7 +91,8 @@ RunFn SetupFrag(CLI::App& sub) {
       "  external frag    1 - largest free block / free bytes, per (device, pool, stream,\n"
       "                   small/large); totals: 1 - sum of the groups' largest / free\n"
       "  stranded         free and pending bytes that empty_cache cannot release (inside split\n"
-      "                   segments that hold an allocated block; partial pages of expandable ones)\n"
+      "                   segments that hold an allocated block; partial pages of expandable "
+      "ones)\n"
       "  releasable       bytes empty_cache would return (free segments, whole free pages)\n"
       "  what fits        the largest request served from cached blocks without new memory\n"
       "Examples:\n"

@@ -182,14 +182,15 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["peak"] = std::move(peak);
   Json ooms = Json::array();
   for (int64_t e : d.oom_events) {
-    ooms.push_back(Json{{"event", e}, {"x", lod.EventX(snap, dt, e)},
+    ooms.push_back(Json{{"event", e},
+                        {"x", lod.EventX(snap, dt, e)},
                         {"bytes", snap.events[dt.event_begin + e].size}});
   }
   j["ooms"] = std::move(ooms);
   Json tiles = Json::array();
   for (const analysis::LodTile& t : lod.tiles) {
-    tiles.push_back(Json::array({t.level, t.tile, t.buckets.size(), PackTile(t, lod.columns),
-                                 PackAscending(t.bands)}));
+    tiles.push_back(Json::array(
+        {t.level, t.tile, t.buckets.size(), PackTile(t, lod.columns), PackAscending(t.bands)}));
   }
   j["tiles"] = std::move(tiles);
   // The band lifetimes, 11 varints each (docs/report.md).

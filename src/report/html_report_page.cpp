@@ -61,7 +61,8 @@ void WriteHtmlPage(const nlohmann::ordered_json& data, std::ostream& out) {
   }
   out.write(json.data() + start, static_cast<std::streamsize>(json.size() - start));
   out << "</script>\n<script>\n";
-  WriteComment(std::string(internal::ChartLibraryVersion()) + " (https://github.com/leeoniya/uPlot)\n" +
+  WriteComment(std::string(internal::ChartLibraryVersion()) +
+                   " (https://github.com/leeoniya/uPlot)\n" +
                    std::string(internal::ChartLibraryLicense()),
                out);
   out << internal::ChartLibraryScript() << "\n</script>\n<script>\n";

@@ -56,11 +56,14 @@ void CheckLodInvariants(const DeviceTimeline& dt, const TimelineLod& lod, const 
       const auto& lt = dt.blocks[lt_index];
       if (!lod.counted.counted[lt_index]) ++uncounted;
       int64_t alloc = lt.alloc_event == analysis::kNoEvent ? -1 : lt.alloc_event;
-      int64_t free = lt.free_completed_event == analysis::kNoEvent ? INT64_MAX : lt.free_completed_event;
-      auto first = std::lower_bound(t.buckets.begin(), t.buckets.end(), alloc,
-                                    [](const LodBucket& b, int64_t e) { return b.sample_event < e; });
-      auto last = std::lower_bound(first, t.buckets.end(), free,
-                                   [](const LodBucket& b, int64_t e) { return b.sample_event < e; });
+      int64_t free =
+          lt.free_completed_event == analysis::kNoEvent ? INT64_MAX : lt.free_completed_event;
+      auto first =
+          std::lower_bound(t.buckets.begin(), t.buckets.end(), alloc,
+                           [](const LodBucket& b, int64_t e) { return b.sample_event < e; });
+      auto last = std::lower_bound(first, t.buckets.end(), free, [](const LodBucket& b, int64_t e) {
+        return b.sample_event < e;
+      });
       diff[first - t.buckets.begin()] += lt.requested_size;
       diff[last - t.buckets.begin()] -= lt.requested_size;
     }
@@ -69,7 +72,8 @@ void CheckLodInvariants(const DeviceTimeline& dt, const TimelineLod& lod, const 
       const LodBucket& b = t.buckets[i];
       bands += diff[i];
       if (b.live_min < 0 || b.live_min > b.live_last || b.live_last > b.live_max ||
-          b.reserved_last > b.reserved_max || (i > 0 && b.sample_event < t.buckets[i - 1].sample_event)) {
+          b.reserved_last > b.reserved_max ||
+          (i > 0 && b.sample_event < t.buckets[i - 1].sample_event)) {
         ++bad_order;
       }
       if (bands > b.live_max) ++bad_bands;
@@ -237,7 +241,8 @@ TEST_SUITE("report") {
     int64_t start = 0;
     std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
     CHECK(start == dt.LiveAt(-1));
-    for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e) CHECK(curve[e] == dt.LiveAt(e));
+    for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e)
+      CHECK(curve[e] == dt.LiveAt(e));
   }
 
   TEST_CASE("the allocator's state at the peak is frag's, with free memory split as it counts it") {
@@ -302,7 +307,8 @@ TEST_SUITE("report") {
     analysis::Timeline tl = TimelineOf(snap);
     analysis::AllocatorStatesOptions options;
     options.samples = 4;
-    analysis::AllocatorStates st = analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    analysis::AllocatorStates st =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     for (const analysis::AllocatorState& s : st.states) {
       analysis::FragOptions fo;
       fo.at = analysis::FragMoment::kMoment;
@@ -346,7 +352,8 @@ TEST_SUITE("report") {
         for (const auto& l : m["labels"]) labels.insert(l.get<std::string>());
       }
     }
-    CHECK(labels == std::set<std::string>{"end", "OOM", "peak allocated", "peak live", "peak reserved"});
+    CHECK(labels ==
+          std::set<std::string>{"end", "OOM", "peak allocated", "peak live", "peak reserved"});
     // Device 0 at its peak (4 blocks) plus device 1 at its end (one ghost block).
     CHECK(j["peak_sites"]["total_bytes"] == 20583912 + 512);
     CHECK(j["peak_sites"]["rows"][0]["bytes"] == 8388608);

@@ -5,11 +5,12 @@
 //   Snapshot ──AnalyzeForReport──> ReportAnalysis
 //                                  ├── timeline            lifetimes, curves (timeline.h)
 //                                  ├── devices[]           per device with a timeline:
-//                                  │     ├── lod           zoomable curves and bands (timeline_lod.h)
-//                                  │     └── states        allocator states (alloc_states.h)
-//                                  ├── peak_sites          alive at each device's peak, by site
-//                                  ├── alloc_sites         allocated over the trace, by site
-//                                  └── replay              curves under other settings (replay.h)
+//                                  │     ├── lod           zoomable curves and bands
+//                                  (timeline_lod.h) │     └── states        allocator states
+//                                  (alloc_states.h) ├── peak_sites          alive at each device's
+//                                  peak, by site ├── alloc_sites         allocated over the trace,
+//                                  by site └── replay              curves under other settings
+//                                  (replay.h)
 #pragma once
 
 #include <cstdint>
@@ -46,8 +47,8 @@ struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
   TimelineLod lod;
-  AllocatorStates states;           // empty without options.with_states
-  std::vector<int64_t> oom_events;  // device-local events of the OOMs
+  AllocatorStates states;                            // empty without options.with_states
+  std::vector<int64_t> oom_events;                   // device-local events of the OOMs
   std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
   /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
   StepInfo steps;

@@ -80,9 +80,7 @@ struct CountedLifetimes {
   /// The most the counted curve still exceeds reserved bytes by (a trace that contradicts itself:
   /// more live than reserved even without the lifetimes left out).
   int64_t counted_max_over_reserved = 0;
-  bool any_left_out() const {
-    return open_left_out + pre_window_left_out + segments_left_out > 0;
-  }
+  bool any_left_out() const { return open_left_out + pre_window_left_out + segments_left_out > 0; }
 };
 
 /// A reserved-bytes curve: its value before event 0 and one step per change.
@@ -94,12 +92,12 @@ struct ReservedCurve {
 struct TimelineLod {
   int32_t device = 0;
   int64_t num_events = 0;
-  bool has_time = false;   // x is microseconds since t0_us; else the event index
+  bool has_time = false;  // x is microseconds since t0_us; else the event index
   int64_t t0_us = kNoTime;
-  int64_t x_span = 0;      // x runs over [0, x_span]
+  int64_t x_span = 0;  // x runs over [0, x_span]
   int columns = 0;
-  int levels = 0;           // levels 0..levels-1 have tiles
-  int complete_levels = 0;  // levels stored whole
+  int levels = 0;              // levels 0..levels-1 have tiles
+  int complete_levels = 0;     // levels stored whole
   std::vector<LodTile> tiles;  // by level, then tile
   std::vector<LodBand> bands;  // ascending alloc event, then lifetime index
   CountedLifetimes counted;

@@ -3,7 +3,8 @@
 // the allocator's state at any stored moment, the site tables and the replay curves; or, for two
 // files, the diff page.
 //
-//   ReportAnalysis ──BuildReportData──> JSON ──WriteHtmlPage──> page (data + chart library + script)
+//   ReportAnalysis ──BuildReportData──> JSON ──WriteHtmlPage──> page (data + chart library +
+//   script)
 //
 // The page's data is JSON in a <script type="application/json"> element; its large arrays are
 // packed as base64 varints (docs/report.md, "The page's data"). The script (web/src/*.js) and the
@@ -26,8 +27,7 @@ nlohmann::ordered_json BuildReportData(const Snapshot& snap,
 /// Everything the diff page draws: both timelines, sites before/after/delta, scope totals.
 /// `top_sites`: site rows shown (twice as many deltas, growth and shrink together).
 nlohmann::ordered_json BuildDiffData(const Snapshot& before, const Snapshot& after,
-                                     const analysis::DiffReportAnalysis& analysis,
-                                     int top_sites);
+                                     const analysis::DiffReportAnalysis& analysis, int top_sites);
 
 /// Writes the page: the template with `data` embedded (made safe for a <script> element).
 void WriteHtmlPage(const nlohmann::ordered_json& data, std::ostream& out);
