@@ -15,29 +15,28 @@ function traceNotes(dev) {
     if (c.timeline_min_live < 0) wrong.push("live memory would fall to " + fmtBytes(c.timeline_min_live));
     if (c.timeline_min_reserved < 0) wrong.push("reserved memory to " + fmtBytes(c.timeline_min_reserved));
     if (c.timeline_max_over_reserved > 0) wrong.push("live memory would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved));
-    let t = "This trace cannot be reconciled with the snapshot's final state" +
-      (wrong.length ? ": added up as recorded, " + wrong.join(", ") : "") + ". The chart leaves out ";
     const items = [];
     if (c.open_left_out > 0) {
       items.push(fmtCount(c.open_left_out) + " allocations (" + fmtBytes(c.open_left_out_bytes) +
-        ") that the trace never frees although the final state does not hold them: their frees were not recorded, so when they ended is unknown");
+        ") that the trace never frees although the final state does not hold them: their frees were not recorded, so when they ended is unknown;");
     }
     if (c.pre_window_left_out > 0) {
       items.push(fmtCount(c.pre_window_left_out) + " blocks (" + fmtBytes(c.pre_window_left_out_bytes) +
-        ") that the trace frees but never allocates: the recording began mid-run or its ring buffer dropped events, and they cannot all have been live from the start, as that would be more than was reserved");
+        ") that the trace frees but never allocates (the recording began mid-run or its ring buffer dropped events): they cannot all have been live from the start, as that would be more than was reserved;");
     }
     if (c.segments_left_out > 0) {
       items.push(fmtCount(c.segments_left_out) + " segments (" + fmtBytes(c.segments_left_out_bytes) +
-        ") that the trace creates and never releases although the final state does not hold them");
+        ") that the trace creates and never releases although the final state does not hold them.");
     }
-    t += items.join("; and ") + ". It draws the allocations the trace records from start to end and what is live at the end, " +
-      "so every value shown is one the trace supports (" + fmtBytes(c.end_live_counted) + " live at the end, against " +
-      fmtBytes(dev.end_live) + " in the snapshot).";
-    if (c.counted_max_over_reserved > 0) {
-      t += " Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.counted_max_over_reserved) +
-        ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values.";
-    }
-    out.push(note(t, "warn"));
+    const box = h("div", { class: "note warn" },
+      h("p", { text: "This trace cannot be reconciled with the snapshot's final state" +
+        (wrong.length ? ": added up as recorded, " + wrong.join(", ") : "") + ". The charts leave out:" }),
+      h("ul", {}, ...items.map((t) => h("li", { text: t }))),
+      h("p", { text: "They draw the allocations the trace records from start to end and what is live at the end, so every value shown is one the trace supports (" +
+        fmtBytes(c.end_live_counted) + " live at the end, against " + fmtBytes(dev.end_live) + " in the snapshot)." +
+        (c.counted_max_over_reserved > 0 ? " Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.counted_max_over_reserved) +
+          ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values." : "") }));
+    out.push(box);
   } else if (c.unreconciled_bytes !== 0) {
     out.push(note(fmtBytes(Math.abs(c.unreconciled_bytes)) + (c.unreconciled_bytes > 0 ? " of the final state is" : " more than the final state holds is") +
       " not explained by the trace (block sizes that differ from the recorded requests); the chart shows what the trace records.", "warn"));
