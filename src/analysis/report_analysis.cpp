@@ -78,6 +78,10 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   ReportAnalysis out;
   ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
   ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, options.group.filter));
+  // The page's budget is for the file: devices with a trace share it.
+  int64_t traced = 0;
+  for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
+  const int64_t share = std::max<int64_t>(traced, 1);
   // Per device: the level-of-detail summary, while a second core finds the allocator's peaks;
   // then the allocator states on that core while this one groups the sites.
   for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
@@ -92,6 +96,8 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
           std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt.device); });
     }
     LodOptions lod = options.lod;
+    lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);
+    lod.max_band_lifetimes = std::max<int64_t>(lod.max_band_lifetimes / share, 4 * lod.bands);
     lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());
     d.lod = BuildTimelineLod(snap, dt, lod);
     if (peaks.valid()) d.peaks = peaks.get();
@@ -106,6 +112,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   if (options.with_states) {
     for (const DeviceReportAnalysis& d : out.devices) {
       AllocatorStatesOptions so = options.states;
+      so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
       for (int64_t e : d.oom_events) so.moments.push_back({e, "OOM"});
