@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "doctest/doctest.h"
 #include "memsnap/io/pickle_writer.h"
-#include "memsnap/io/snapshot_writer.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "test_util.h"
 
 namespace memsnap {

@@ -4,7 +4,11 @@
 
 namespace memsnap {
 
-/// "memsnap 0.1.0 (features: cuda)" — the optional parts this binary was built with.
+/// What `memsnap --version` prints: the version and the optional parts of this build, e.g.
+///   memsnap 0.1.0 (git v0.1.0-12-g3f2a1bc)
+///   features: cuda (replay --backend cuda; the driver is loaded at run time)
+///   build: Release, GNU 12.2.0, sanitizers: none
+/// Without the CUDA backend the second line reads "features: none (built without CUDA ...)".
 std::string_view BuildInfo();
 /// True when the CUDA replay backend was compiled in.
 bool BuiltWithCuda();
