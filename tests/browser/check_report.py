@@ -2,7 +2,9 @@
 """Renders `memsnap report` pages in headless Chromium and checks that they load without
 JavaScript errors and that the plots have content.
 
-Usage: check_report.py MEMSNAP SOURCE_DIR [--keep DIR]
+Usage: check_report.py MEMSNAP SOURCE_DIR [--keep DIR] [--corpus CORPUS_DIR]
+With --corpus only the page of the largest corpus pickle is checked; it exits 77 when the corpus is
+absent, and fails then when MEMSNAP_REQUIRE_CORPUS=1. Without it, only pages of fixtures.
 Exits 77 (ctest SKIP_RETURN_CODE) when Chromium is absent: install Debian's `chromium` package,
 e.g. MEMSNAP_SETUP_BROWSER=1 scripts/setup.sh. MEMSNAP_CHROMIUM overrides the browser path.
 With --keep DIR the pages and screenshots are left in DIR (see docs/report.md)."""
@@ -102,11 +104,23 @@ def check_dom(name, result, expect, failures):
 def main():
     memsnap, source_dir = sys.argv[1], sys.argv[2]
     keep = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
+    corpus = sys.argv[sys.argv.index("--corpus") + 1] if "--corpus" in sys.argv else None
     browser = os.environ.get("MEMSNAP_CHROMIUM", "/usr/bin/chromium")
     if not os.path.exists(browser):
         print(f"skipped: {browser} not found (install Debian's chromium package, e.g. "
               "MEMSNAP_SETUP_BROWSER=1 scripts/setup.sh)")
         return SKIP
+    corpus_files = []
+    if corpus:
+        if os.path.isdir(corpus):
+            corpus_files = sorted((f for f in os.listdir(corpus) if f.endswith(".pickle")),
+                                  key=lambda f: -os.path.getsize(os.path.join(corpus, f)))
+        if not corpus_files:
+            if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
+                print(f"FAIL: the corpus {corpus} is absent and MEMSNAP_REQUIRE_CORPUS=1")
+                return 1
+            print(f"skipped: the corpus {corpus} is absent")
+            return SKIP
     sys.path.insert(0, os.path.join(source_dir, "tests", "unit"))
     from pyhelpers import load_json
 
@@ -125,21 +139,17 @@ def main():
             ("peak markers", r'<line class="peak"', 1),
             ("site rows", r'<td class="site">', 4),
             ("segment map rows", r'<rect class="seg-bg"', 3)])]
-        corpus = os.path.normpath(os.path.join(source_dir, "..", "shared", "snapshots"))
-        if os.path.isdir(corpus):
-            files = sorted((f for f in os.listdir(corpus) if f.endswith(".pickle")),
-                           key=lambda f: -os.path.getsize(os.path.join(corpus, f)))
-            if files:
-                pages.append(("corpus", [os.path.join(corpus, files[0])], [
-                    ("timeline charts", r'<svg[^>]*class="timeline"', 1),
-                    ("bands", r'<path class="band"', 50),
-                    ("site rows", r'<td class="site">', 10)]))
         pages.append(("replay", [basic, "--replay", "expandable_segments:True"], [
             ("timeline charts", r'<svg[^>]*class="timeline"', 1),
             ("replay curve charts", r'<svg[^>]*class="lines"', 1)]))
         pages.append(("diff", [basic, later], [
             ("curve charts", r'<svg[^>]*class="lines"', 1),
             ("site rows", r'<td class="site">', 2)]))
+        if corpus:
+            pages = [("corpus", [os.path.join(corpus, corpus_files[0])], [
+                ("timeline charts", r'<svg[^>]*class="timeline"', 1),
+                ("bands", r'<path class="band"', 50),
+                ("site rows", r'<td class="site">', 10)])]
         for name, inputs, expect in pages:
             html = os.path.join(tmp, f"{name}.html")
             proc = subprocess.run([memsnap, "-q", "report"] + inputs + ["-o", html],

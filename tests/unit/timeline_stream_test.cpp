@@ -325,9 +325,8 @@ TEST_SUITE("timeline stream") {
     }
   }
 
-  TEST_CASE("on every corpus file the timeline built while reading is the one built after it") {
+  TEST_CASE("on every corpus file the timeline built while reading is the one built after it" * doctest::test_suite("corpus")) {
     std::vector<std::string> files = testing::CorpusFiles();
-    if (files.empty()) MESSAGE("corpus absent: skipped");
     TimelineOptions timeline_opts;  // what `timeline` asks for
     timeline_opts.keep = KeepLifetimes::kNone;
     TimelineOptions top_opts;  // what `top` asks for
