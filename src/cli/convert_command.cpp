@@ -1,10 +1,10 @@
 // memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol, optionally
 // cut to a range of the trace (--from/--to) so the official viewer can open a piece of a huge file.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/cli/commands_list.h"
@@ -96,7 +96,8 @@ RunFn SetupConvert(CLI::App& sub) {
     writer::SnapshotWriteOptions write;
     write.protocol = opts->protocol;
     uint64_t events = snap.events.size();
-    bool sliced = from.kind != writer::SliceBound::Kind::kNone || to.kind != writer::SliceBound::Kind::kNone;
+    bool sliced =
+        from.kind != writer::SliceBound::Kind::kNone || to.kind != writer::SliceBound::Kind::kNone;
     if (sliced) {
       absl::StatusOr<writer::TraceSlice> slice = writer::ComputeSlice(snap, from, to);
       if (!slice.ok()) {

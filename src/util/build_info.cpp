@@ -15,6 +15,8 @@ constexpr std::string_view kGit =
 
 }  // namespace
 
+std::string_view Version() { return MEMSNAP_VERSION; }
+
 bool BuiltWithCuda() { return MEMSNAP_BUILD_CUDA; }
 
 std::string_view BuildInfo() {

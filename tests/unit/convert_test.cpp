@@ -96,7 +96,8 @@ Snapshot SmallTimedSnapshot() {
 }
 
 TEST_SUITE("convert") {
-  TEST_CASE("every corpus file survives model -> pickle -> model unchanged, for protocols 2, 4, 5" * doctest::test_suite("corpus")) {
+  TEST_CASE("every corpus file survives model -> pickle -> model unchanged, for protocols 2, 4, 5" *
+            doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
       CAPTURE(path);
       auto snap = parse::ReadSnapshot(path);
@@ -110,7 +111,8 @@ TEST_SUITE("convert") {
     }
   }
 
-  TEST_CASE("CPython loads our pickles and JSON of corpus files into the original structure" * doctest::test_suite("corpus")) {
+  TEST_CASE("CPython loads our pickles and JSON of corpus files into the original structure" *
+            doctest::test_suite("corpus")) {
     std::vector<std::string> args;
     std::vector<std::string> names;
     int legacy = 0;
@@ -188,7 +190,8 @@ TEST_SUITE("convert") {
 
   TEST_CASE("slicing keeps events in [from, to) on every device and the annotations in that window") {
     Snapshot snap = SmallTimedSnapshot();
-    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("20"), *writer::ParseSliceBound("60us"));
+    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("20"),
+                                      *writer::ParseSliceBound("60us"));
     REQUIRE(slice.ok());
     REQUIRE(slice->ranges.size() == 2);
     CHECK(slice->ranges[0].begin == 2);  // time 1020

@@ -128,7 +128,8 @@ TEST_SUITE("export") {
     CHECK(ooms[0]["args"]["requested_bytes"] == 1073741824);
   }
 
-  TEST_CASE("perfetto export of every corpus file is well formed and ends at its live bytes" * doctest::test_suite("corpus")) {
+  TEST_CASE("perfetto export of every corpus file is well formed and ends at its live bytes" *
+            doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
       CAPTURE(path);
       auto snap = parse::ReadSnapshot(path);

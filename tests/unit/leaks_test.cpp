@@ -1,10 +1,11 @@
+#include "memsnap/analysis/leaks.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <optional>
 #include <string>
 
-#include "memsnap/analysis/leaks.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 
@@ -279,9 +280,11 @@ TEST_SUITE("leaks") {
     return analysis::AnalyzeSeries(std::move(points), {});
   }
 
-  TEST_CASE("real series: repeated runs of one configuration raise no alarm" * doctest::test_suite("corpus")) {
-    std::optional<LeakReport> fwd = CorpusSeries(
-        {"memory_ctx128_forward__03016ee6", "ctx128_forward__91995574", "ctx128_forward___a97ea92b"});
+  TEST_CASE("real series: repeated runs of one configuration raise no alarm" *
+            doctest::test_suite("corpus")) {
+    std::optional<LeakReport> fwd =
+        CorpusSeries({"memory_ctx128_forward__03016ee6", "ctx128_forward__91995574",
+                      "ctx128_forward___a97ea92b"});
     if (!fwd) return;  // skipped: the corpus is absent
     CHECK(fwd->num_leaks == 0);
     CHECK(fwd->total_verdict == Verdict::kSteady);
@@ -291,7 +294,8 @@ TEST_SUITE("leaks") {
     CHECK(step.total_verdict == Verdict::kSteady);
   }
 
-  TEST_CASE("real series: context lengths and forward vs full step run, and grow as expected" * doctest::test_suite("corpus")) {
+  TEST_CASE("real series: context lengths and forward vs full step run, and grow as expected" *
+            doctest::test_suite("corpus")) {
     std::optional<LeakReport> ctx = CorpusSeries({"medium_128_inference", "medium_256_inference",
                                                   "medium_512_inference", "medium_1024_inference"});
     if (!ctx) return;  // skipped: the corpus is absent
@@ -301,13 +305,14 @@ TEST_SUITE("leaks") {
     // A longer context legitimately needs more memory: those sites grow in every step.
     CHECK(kk.total_verdict == Verdict::kGrowing);
     CHECK(kk.num_leaks > 0);
-    LeakReport fs = *CorpusSeries({"files_memory_ctx128_forward__91995574",
-                                   "files_memory_ctx128_fullstep__86060152"});
+    LeakReport fs = *CorpusSeries(
+        {"files_memory_ctx128_forward__91995574", "files_memory_ctx128_fullstep__86060152"});
     CHECK(fs.labels.size() == 2);
     CHECK(fs.num_leaks == 0);  // one step is never enough to call a leak
   }
 
-  TEST_CASE("a corpus snapshot repeated three times is steady: no false alarm" * doctest::test_suite("corpus")) {
+  TEST_CASE("a corpus snapshot repeated three times is steady: no false alarm" *
+            doctest::test_suite("corpus")) {
     std::vector<std::string> files = testing::CorpusFiles();
     if (files.empty()) return;  // skipped: the corpus is absent
     int repeated = 0;

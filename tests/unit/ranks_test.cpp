@@ -155,7 +155,8 @@ TEST_SUITE("ranks") {
     CHECK(ok.passed());
   }
 
-  TEST_CASE("frag over the corpus gives every file the figures frag gives it alone" * doctest::test_suite("corpus")) {
+  TEST_CASE("frag over the corpus gives every file the figures frag gives it alone" *
+            doctest::test_suite("corpus")) {
     std::vector<std::string> files = testing::CorpusFiles();
     if (files.empty()) return;  // skipped: the corpus is absent
     REQUIRE(files.size() >= 2);
@@ -184,7 +185,8 @@ TEST_SUITE("ranks") {
     }
   }
 
-  TEST_CASE("check over the corpus against itself as a baseline directory passes every file" * doctest::test_suite("corpus")) {
+  TEST_CASE("check over the corpus against itself as a baseline directory passes every file" *
+            doctest::test_suite("corpus")) {
     std::optional<std::string> dir = testing::CorpusDir();
     if (!dir) return;  // skipped: the corpus is absent
     testing::RunResult r = testing::RunMemsnap({"check", "--json", "--baseline", *dir, *dir});

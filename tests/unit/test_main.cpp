@@ -19,8 +19,8 @@ namespace memsnap::testing {
 namespace {
 
 struct RunState {
-  std::string suite;         // of the test case running now
-  std::string skip_reason;   // set by SkipTestCase() for the test case running now
+  std::string suite;        // of the test case running now
+  std::string skip_reason;  // set by SkipTestCase() for the test case running now
   int ran = 0;
   int skipped = 0;
   std::string last_reason;

@@ -20,9 +20,10 @@ std::string RunPython(const std::string& code);
 /// Absolute path of a file under the source tree's testdata/.
 std::string TestdataPath(const std::string& name);
 
-/// The real-snapshot corpus (MEMSNAP_CORPUS_DIR, by default ../shared/snapshots), for a corpus
-/// test: a TEST_CASE in the test suite "corpus" (`TEST_CASE("..." * doctest::test_suite("corpus"))`),
-/// which ctest runs in an entry of its own (corpus/<file>, tests/CMakeLists.txt). When the corpus
+/// The real-snapshot corpus (the folder CMake option MEMSNAP_CORPUS_DIR names), for a corpus
+/// test, which is a test case in the test suite "corpus":
+///   TEST_CASE("..." * doctest::test_suite("corpus"))
+/// ctest runs those in entries of their own (corpus/<file>, tests/CMakeLists.txt). When the corpus
 /// is absent the test case is marked skipped and nullopt returned (the caller returns), so ctest
 /// reports the entry as skipped, never as passed; with MEMSNAP_REQUIRE_CORPUS=1 in the
 /// environment an absent corpus fails the test case instead. Fails when called from a test case

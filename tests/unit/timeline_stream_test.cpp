@@ -325,7 +325,8 @@ TEST_SUITE("timeline stream") {
     }
   }
 
-  TEST_CASE("on every corpus file the timeline built while reading is the one built after it" * doctest::test_suite("corpus")) {
+  TEST_CASE("on every corpus file the timeline built while reading is the one built after it" *
+            doctest::test_suite("corpus")) {
     std::vector<std::string> files = testing::CorpusFiles();
     TimelineOptions timeline_opts;  // what `timeline` asks for
     timeline_opts.keep = KeepLifetimes::kNone;

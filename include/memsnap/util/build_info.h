@@ -10,6 +10,8 @@ namespace memsnap {
 ///   build: Release, GNU 12.2.0, sanitizers: none
 /// Without the CUDA backend the second line reads "features: none (built without CUDA ...)".
 std::string_view BuildInfo();
+/// "0.1.0": the release version alone (the man page's footer).
+std::string_view Version();
 /// True when the CUDA replay backend was compiled in.
 bool BuiltWithCuda();
 
