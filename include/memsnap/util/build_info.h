@@ -5,7 +5,7 @@
 namespace memsnap {
 
 /// What `memsnap --version` prints: the version and the optional parts of this build, e.g.
-///   memsnap 0.1.0 (git v0.1.0-12-g3f2a1bc)
+///   memsnap 0.1.0 (git 7429fbc)      (git describe --tags --always --dirty, when built from git)
 ///   features: cuda (replay --backend cuda; the driver is loaded at run time)
 ///   build: Release, GNU 12.2.0, sanitizers: none
 /// Without the CUDA backend the second line reads "features: none (built without CUDA ...)".
