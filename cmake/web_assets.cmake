@@ -35,4 +35,4 @@ add_custom_command(
   DEPENDS ${MEMSNAP_WEB_ASSET_INPUTS} ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
   COMMENT "Inlining the report's chart library and script (web/)"
   VERBATIM)
-target_sources(memsnap_core PRIVATE ${MEMSNAP_WEB_ASSETS_CPP})
+target_sources(memsnap_report PRIVATE ${MEMSNAP_WEB_ASSETS_CPP})

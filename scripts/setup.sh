@@ -11,6 +11,11 @@ if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 if [[ "${MEMSNAP_SETUP_FUZZ:-0}" == 1 ]]; then packages+=(clang libclang-rt-dev); fi
 # Browser test of the HTML report.
 if [[ "${MEMSNAP_SETUP_BROWSER:-0}" == 1 ]]; then packages+=(chromium); fi
+# The format check (scripts/check_format.sh): Debian's clang-format, with git-clang-format.
+if [[ "${MEMSNAP_SETUP_FORMAT:-0}" == 1 ]]; then packages+=(clang-format git); fi
+# The install check (scripts/install_check.sh): man to read the page, dpkg-shlibdeps (dpkg-dev)
+# for the .deb's dependencies.
+if [[ "${MEMSNAP_SETUP_INSTALL:-0}" == 1 ]]; then packages+=(man-db dpkg-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -10,8 +10,10 @@
 //   - the diff page's deltas match `memsnap diff --at peak --json`;
 //   - the view survives a reload through the URL hash, follows a resize, and resets with a key.
 //
-// Usage: node check_report.mjs MEMSNAP SOURCE_DIR [--keep DIR]
-// Exits 77 (ctest SKIP_RETURN_CODE) only when Chromium is absent (MEMSNAP_CHROMIUM overrides
+// Usage: node check_report.mjs MEMSNAP SOURCE_DIR [--keep DIR] [--corpus DIR]
+// Without --corpus it checks pages of the project's fixtures; with it, pages of corpus files only,
+// and it exits 77 when that folder is absent (1 when MEMSNAP_REQUIRE_CORPUS=1, as CI sets).
+// Exits 77 (ctest SKIP_RETURN_CODE) when Chromium is absent (MEMSNAP_CHROMIUM overrides
 // /usr/bin/chromium). With --keep DIR the pages are left in DIR.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -23,6 +25,20 @@ const SKIP = 77;
 const [memsnap, sourceDir] = process.argv.slice(2);
 const keepAt = process.argv.indexOf("--keep");
 const keep = keepAt > 0 ? process.argv[keepAt + 1] : null;
+const corpusAt = process.argv.indexOf("--corpus");
+const corpus = corpusAt > 0 ? process.argv[corpusAt + 1] : null;
+const corpusFiles = corpus && fs.existsSync(corpus)
+  ? fs.readdirSync(corpus).filter((f) => f.endsWith(".pickle")).map((f) => path.join(corpus, f))
+    .sort((p, q) => fs.statSync(q).size - fs.statSync(p).size || (p < q ? -1 : 1))
+  : [];
+if (corpus && !corpusFiles.length) {
+  if (process.env.MEMSNAP_REQUIRE_CORPUS === "1") {
+    console.log(`FAIL: the corpus ${corpus} is absent and MEMSNAP_REQUIRE_CORPUS=1`);
+    process.exit(1);
+  }
+  console.log(`skipped: the corpus ${corpus} is absent`);
+  process.exit(SKIP);
+}
 const browserPath = process.env.MEMSNAP_CHROMIUM || "/usr/bin/chromium";
 if (!fs.existsSync(browserPath)) {
   console.log(`skipped: ${browserPath} not found (install Debian's chromium package, e.g. ` +
@@ -328,16 +344,15 @@ async function checkInconsistent(name, input) {
 }
 
 try {
-  const testdata = path.join(sourceDir, "testdata");
-  const basic = path.join(testdata, "report_basic.json");
-  await checkSinglePage("basic", basic);
-  await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
-  await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
-  await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
-  const corpus = path.normalize(path.join(sourceDir, "..", "shared", "snapshots"));
-  if (fs.existsSync(corpus)) {
-    const files = fs.readdirSync(corpus).filter((f) => f.endsWith(".pickle"))
-      .map((f) => path.join(corpus, f)).sort((p, q) => fs.statSync(q).size - fs.statSync(p).size || (p < q ? -1 : 1));
+  if (!corpus) {
+    const testdata = path.join(sourceDir, "testdata");
+    const basic = path.join(testdata, "report_basic.json");
+    await checkSinglePage("basic", basic);
+    await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
+    await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
+    await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
+  } else {
+    const files = corpusFiles;
     const pick = (re) => files.find((f) => re.test(path.basename(f)));
     const largest = files[0];
     await checkSinglePage("corpus-largest", largest);
@@ -348,8 +363,6 @@ try {
     const other = pick(/medium_256_training/);
     if (other) await checkDiffPage("corpus-diff", other, largest);
     await checkInconsistent("inconsistent-corpus", largest);
-  } else {
-    console.log("corpus absent: corpus pages skipped");
   }
 } finally {
   await browser.close();
