@@ -151,6 +151,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
     switch (e.action) {
       case Action::kAlloc:
         p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kAlloc});
+        p.max_request = std::max(p.max_request, e.size);
         state[e.addr] = St::kLive;
         break;
       case Action::kFreeRequested: {
@@ -190,6 +191,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
         break;
       case Action::kOom:
         p.ops.push_back({0, e.size, e.stream, idx, OpKind::kOomMalloc});
+        p.max_request = std::max(p.max_request, e.size);
         break;
       default:
         break;
@@ -204,14 +206,33 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       add_pre(b.address, b.requested_size > 0 ? b.requested_size : b.size, seg.stream,
               kPreexisting);
       known_size[b.address] = b.size;
+      p.ghosts.push_back(b.address);
     }
   }
+  std::sort(p.ghosts.begin(), p.ghosts.end());
   std::sort(pre.begin(), pre.end(), [](const Op& a, const Op& b) { return a.addr < b.addr; });
-  for (const Op& o : pre) p.preexisting_bytes += o.size;
+  for (const Op& o : pre) {
+    p.preexisting_bytes += o.size;
+    p.max_request = std::max(p.max_request, o.size);
+  }
   p.preexisting_blocks = static_cast<int64_t>(pre.size());
   BuildWarmStart(snap, trace, pre, known_size, freed_at, recorded, p);
+  for (const WarmSegment& w : p.warm) p.max_warm_segment = std::max(p.max_warm_segment, w.size);
   p.cold = std::move(pre);
   return p;
+}
+
+bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
+                   const sim::AllocatorConfig& candidate) {
+  sim::AllocatorConfig a = base;
+  a.max_split_size = candidate.max_split_size;
+  if (!(a == candidate) || base.expandable_segments) return false;
+  // Every block lies in a segment; segments are SegmentSize(RoundSize(n)) (at least the large
+  // segment size for 1-10 MiB requests) or were alive at t0.
+  const int64_t s = sim::RoundSize(p.max_request, base);
+  const int64_t largest = std::max({sim::SegmentSize(s, base), base.large_segment_size,
+                                    p.max_warm_segment, s});
+  return largest < std::min(base.max_split_size, candidate.max_split_size);
 }
 
 std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,

@@ -24,6 +24,18 @@ std::string FormatBytes(int64_t bytes) {
   return absl::StrFormat("%s%.1f %s", bytes < 0 ? "-" : "", magnitude, kUnits[unit]);
 }
 
+std::string FormatExactBytes(int64_t bytes) { return absl::StrCat(FormatCount(bytes), " B"); }
+
+std::string FormatRelativeTime(int64_t us) {
+  const char* sign = us < 0 ? "-" : "+";
+  const int64_t a = us < 0 ? -us : us;
+  if (a < 1000) return absl::StrCat(sign, a, " us");
+  if (a < 1000000) return absl::StrFormat("%s%.1f ms", sign, static_cast<double>(a) / 1e3);
+  if (a < 600000000) return absl::StrFormat("%s%.3f s", sign, static_cast<double>(a) / 1e6);
+  return absl::StrFormat("%s%d min %.3f s", sign, a / 60000000,
+                         static_cast<double>(a % 60000000) / 1e6);
+}
+
 std::string FormatDelta(int64_t bytes) {
   return bytes > 0 ? absl::StrCat("+", FormatBytes(bytes)) : FormatBytes(bytes);
 }
