@@ -34,7 +34,8 @@ RunFn SetupOom(CLI::App& sub) {
   sub.add_option("--device", opts->device, "Only this device ordinal (default: every device)");
   sub.add_option("--conf", opts->confs,
                  "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
-                 "default six; each applies on top of the recorded settings");
+                 "default six; each applies on top of the recorded settings")
+      ->allow_extra_args(false);
   sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -46,9 +46,11 @@ RunFn SetupReport(CLI::App& sub) {
   sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  // One value per --replay, so `--replay A --replay B FILE` leaves FILE to the positionals.
   sub.add_option("--replay", opts->report.replay_confs,
-                 "Also replay the trace under these PYTORCH_CUDA_ALLOC_CONF strings and draw the "
-                 "reserved curves (needs the replay simulator)");
+                 "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "
+                 "reserved curve (repeatable)")
+      ->allow_extra_args(false);
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print the page's data as JSON instead of writing HTML");
   sub.footer(
@@ -58,7 +60,7 @@ RunFn SetupReport(CLI::App& sub) {
       "  memsnap report snap.pickle -o report.html\n"
       "  memsnap report before.pickle after.pickle -o diff.html\n"
       "  memsnap report snap.pickle --bands 500 --python-only\n"
-      "  memsnap report snap.pickle --replay expandable_segments:True max_split_size_mb:128");
+      "  memsnap report snap.pickle --replay expandable_segments:True --replay max_split_size_mb:128");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(opts->report.group, opts->group.Resolve());
     const bool diff = opts->files.size() == 2;
@@ -105,7 +107,7 @@ RunFn SetupReport(CLI::App& sub) {
       }));
     }
     if (!ctx.quiet && output != "-") {
-      *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";
+      if (!ctx.quiet) *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";
     }
     return ExitCode::kOk;
   };
