@@ -58,7 +58,16 @@ std::string_view PresenceName(Presence p) {
 }
 
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
-                                         const DiffOptions& options) {
+                                         const DiffOptions& requested) {
+  DiffOptions options = requested;
+  std::string reason;
+  if (options.auto_moment) {
+    const bool both = HasTrace(before) && HasTrace(after);
+    options.at = Moment{both ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
+    reason = both ? std::string("both files have a trace")
+                  : absl::StrCat(HasTrace(before) ? after.source.path : before.source.path,
+                                 " has no trace, so no peak");
+  }
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
       if (!HasTrace(*s)) {
@@ -70,6 +79,8 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   }
   DiffReport rep;
   rep.options = options;
+  rep.moment_reason = std::move(reason);
+  rep.both_traced = HasTrace(before) && HasTrace(after);
   rep.before_path = before.source.path;
   rep.after_path = after.source.path;
 
@@ -89,6 +100,11 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     groups[side] = std::move(*g);
   }
   rep.live_bytes = {groups[0].total_bytes, groups[1].total_bytes};
+  auto stackless = [](const GroupReport& g) {
+    return std::all_of(g.rows.begin(), g.rows.end(), [](const GroupRow& r) { return r.synthetic; });
+  };
+  rep.no_stacks = (!groups[0].rows.empty() || !groups[1].rows.empty()) && stackless(groups[0]) &&
+                  stackless(groups[1]);
   rep.live_count = {groups[0].total_count, groups[1].total_count};
 
   // Merge by key text (rows are unique per key on each side).

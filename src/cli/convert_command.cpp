@@ -70,8 +70,8 @@ RunFn SetupConvert(CLI::App& sub) {
                  "Pickle protocol (default 4: the official viewer shows a blank page on 5)")
       ->check(CLI::IsMember({2, 3, 4, 5}));
   sub.add_option("--from", opts->from,
-                 "Keep trace events from here: event:N, a time offset (1500 = µs, 250ms, 2s, -5s "
-                 "from the end) or abs:TIME_US");
+                 "Keep trace events from here: event:N (negative from the end), a time since the "
+                 "trace began (+250ms, 2s; -5s back from its end) or a time_us as recorded");
   sub.add_option("--to", opts->to, "Keep trace events before here (same forms as --from)");
   sub.add_flag("--json", opts->json, "Print what was written as JSON");
   sub.footer(
@@ -87,8 +87,8 @@ RunFn SetupConvert(CLI::App& sub) {
       "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
       "  memsnap convert --from -5s huge.pickle last5s.pickle");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(io::SliceBound from, io::ParseSliceBound(opts->from));
-    ASSIGN_OR_RETURN(io::SliceBound to, io::ParseSliceBound(opts->to));
+    ASSIGN_OR_RETURN(io::SliceBound from, io::ParseSliceBound(opts->from, "--from"));
+    ASSIGN_OR_RETURN(io::SliceBound to, io::ParseSliceBound(opts->to, "--to"));
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
     std::string format = opts->format;
     if (format.empty()) format = opts->output.ends_with(".json") ? "json" : "pickle";

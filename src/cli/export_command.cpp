@@ -39,7 +39,9 @@ RunFn SetupExport(CLI::App& sub) {
       ->check(CLI::IsMember({"perfetto", "folded", "csv", "json"}));
   sub.add_option("file", opts->file, "Snapshot file")->required();
   sub.add_option("-o,--output", opts->output, "Output file ('-' = stdout)")->capture_default_str();
-  sub.add_option("--at", opts->at, "folded: peak | end | TIME (time_us) | event:N")
+  sub.add_option("--at", opts->at,
+                 "folded: peak | end | event:N | a time since the trace began (+25ms, 1.5s) | a "
+                 "time_us as recorded")
       ->capture_default_str();
   sub.add_option("--device", opts->device, "Only this device (default: all)");
   sub.add_option("--top", opts->perfetto.top_slices,
@@ -104,6 +106,7 @@ RunFn SetupExport(CLI::App& sub) {
         return absl::OkStatus();
       });
     } else if (opts->format == "folded") {
+      RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
       ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *timeline, moment, group));
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;

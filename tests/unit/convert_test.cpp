@@ -177,7 +177,8 @@ TEST_SUITE("convert") {
     CHECK(io::ParseSliceBound("250ms")->value == 250000);
     CHECK(io::ParseSliceBound("-5s")->value == -5000000);
     CHECK(io::ParseSliceBound("1.5s")->value == 1500000);
-    CHECK(io::ParseSliceBound("1500")->kind == Kind::kTimeOffset);
+    CHECK(io::ParseSliceBound("+1500us")->kind == Kind::kTimeOffset);
+    CHECK(io::ParseSliceBound("1500")->kind == Kind::kAbsTime);  // a bare number is a time_us
     CHECK(io::ParseSliceBound("abs:1700000000000000")->kind == Kind::kAbsTime);
     CHECK(io::ParseSliceBound("")->kind == Kind::kNone);
     CHECK_FALSE(io::ParseSliceBound("event:x").ok());
@@ -186,7 +187,7 @@ TEST_SUITE("convert") {
 
   TEST_CASE("slicing keeps events in [from, to) on every device and the annotations in that window") {
     Snapshot snap = SmallTimedSnapshot();
-    auto slice = io::ComputeSlice(snap, *io::ParseSliceBound("20"), *io::ParseSliceBound("60us"));
+    auto slice = io::ComputeSlice(snap, *io::ParseSliceBound("+20us"), *io::ParseSliceBound("60us"));
     REQUIRE(slice.ok());
     REQUIRE(slice->ranges.size() == 2);
     CHECK(slice->ranges[0].begin == 2);  // time 1020
@@ -208,6 +209,24 @@ TEST_SUITE("convert") {
     REQUIRE(last.ok());
     CHECK(last->ranges[0].begin == 7);
     CHECK(last->ranges[1].end - last->ranges[1].begin == 1);
+  }
+
+  TEST_CASE("a slice past the trace or reversed is an error naming the flag, not an empty file") {
+    Snapshot snap = SmallTimedSnapshot();
+    auto err = [&](const char* from, const char* to) {
+      auto f = io::ParseSliceBound(from, "--from");
+      auto t = io::ParseSliceBound(to, "--to");
+      if (!f.ok()) return std::string(f.status().message());
+      if (!t.ok()) return std::string(t.status().message());
+      auto s = io::ComputeSlice(snap, *f, *t);
+      return s.ok() ? std::string() : std::string(s.status().message());
+    };
+    CHECK(err("event:5", "event:1").find("--from event:5 is after --to event:1") == 0);
+    CHECK(err("event:99999", "").find("--from event:99999: out of range") == 0);
+    CHECK(err("", "+1h").find("--to +1h") == 0);  // no such unit
+    CHECK(err("", "+10min").find("--to +10min: after the trace ended") == 0);
+    CHECK(err("5", "").find("before the trace began") != std::string::npos);
+    CHECK(err("event:1", "event:3").empty());
   }
 
   TEST_CASE("time slicing a trace without time_us is a clear error") {

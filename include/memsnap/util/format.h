@@ -11,6 +11,9 @@ namespace memsnap {
 
 /// 1536 -> "1.5 KiB", 0 -> "0 B", -2097152 -> "-2.0 MiB". Powers of 1024.
 std::string FormatBytes(int64_t bytes);
+/// A duration with its unit: "25ms", "+1.5s", "250us", "2min", "-5s" -> microseconds (signed).
+/// Errors say what is wrong ("a time needs a unit: us, ms, s or min").
+absl::StatusOr<int64_t> ParseDurationUs(std::string_view text);
 /// Bytes exactly, with thousands separators: 3865470566 -> "3,865,470,566 B".
 std::string FormatExactBytes(int64_t bytes);
 /// A time since the start of a trace, in microseconds: 350 -> "+350 us", 25300 -> "+25.3 ms",
