@@ -425,6 +425,31 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
       for (std::thread& t : pool) t.join();
     }
   }
+  {
+    // The trace's own figures: reserved walked back from the final segments, then forward.
+    RecordedFigures& f = report.recorded;
+    for (const Segment& seg : snap.segments) {
+      if (seg.device == trace->device) f.final_reserved += seg.total_size;
+    }
+    std::span<const TraceEvent> ev = snap.EventsOf(*trace);
+    int64_t reserved = f.final_reserved;
+    for (const TraceEvent& e : ev) {
+      if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) reserved -= e.size;
+      if (e.action == Action::kSegmentFree || e.action == Action::kSegmentUnmap) reserved += e.size;
+    }
+    f.peak_reserved = reserved;
+    for (const TraceEvent& e : ev) {
+      switch (e.action) {
+        case Action::kSegmentAlloc: reserved += e.size; ++f.segment_allocs; break;
+        case Action::kSegmentMap: reserved += e.size; ++f.maps; break;
+        case Action::kSegmentFree: reserved -= e.size; ++f.segment_frees; break;
+        case Action::kSegmentUnmap: reserved -= e.size; ++f.unmaps; break;
+        case Action::kOom: ++f.ooms; break;
+        default: break;
+      }
+      f.peak_reserved = std::max(f.peak_reserved, reserved);
+    }
+  }
   if (verify) {
     int64_t real_final = 0;
     for (const Segment& s : snap.segments) {
