@@ -31,7 +31,8 @@ RunFn SetupDiff(CLI::App& sub) {
   sub.add_option("after", opts->after, "New snapshot")->required();
   sub.add_option("--at", opts->at,
                  "auto (the peak when both files have a trace, else the end) | peak | end")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "peak", "end"}));
   sub.add_option("--min-delta", opts->min_delta, "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_flag("--ignore-lines", opts->group.ignore_lines,

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "doctest/doctest.h"
+#include "memsnap/io/gzip_writer.h"
 #include "memsnap/io/snapshot_writer.h"
 #include "memsnap/io/trace_slice.h"
 #include "memsnap/parse/reader.h"
@@ -227,6 +228,24 @@ TEST_SUITE("convert") {
     CHECK(err("", "+10min").find("--to +10min: after the trace ended") == 0);
     CHECK(err("5", "").find("before the trace began") != std::string::npos);
     CHECK(err("event:1", "event:3").empty());
+  }
+
+  TEST_CASE("a gzip-compressed JSON reads back as the same snapshot") {
+    Snapshot snap = SmallTimedSnapshot();
+    std::ostringstream plain;
+    REQUIRE(io::WriteSnapshotJson(snap, {}, plain).ok());
+    std::ostringstream packed;
+    {
+      io::GzipOstream z(packed);
+      REQUIRE(io::WriteSnapshotJson(snap, {}, z).ok());
+      REQUIRE(z.Finish().ok());
+    }
+    CHECK(packed.str().substr(0, 2) == "\x1f\x8b");  // the gzip magic
+    CHECK(packed.str().size() < plain.str().size());
+    Snapshot back = testing::ParseOrFail(packed.str());
+    CHECK(back.source.gzip);
+    CHECK(back.events.size() == snap.events.size());
+    CHECK(back.events[3].time_us == snap.events[3].time_us);
   }
 
   TEST_CASE("time slicing a trace without time_us is a clear error") {
