@@ -14,6 +14,7 @@
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
+#include "memsnap/util/timer.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -361,6 +362,8 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
 
   // Prepare every device (config independent), then run (device, setting) pairs in parallel,
   // with the timeline's recorded peaks as one more job.
+  std::optional<ScopedTimer> phase;
+  phase.emplace("oom: prepare");
   for (DeviceJob& job : jobs) {
     job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
     job.dev.preexisting_blocks = job.prepared.preexisting_blocks;
@@ -399,16 +402,18 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       if (job.same_as[k] == k) runs.emplace_back(d, k);
     }
   }
-  absl::StatusOr<Timeline> timeline = absl::UnknownError("not built");
+  absl::StatusOr<Timeline> own_timeline = absl::UnknownError("not built");
+  const bool build_timeline = options.timeline == nullptr;
+  phase.emplace(absl::StrCat("oom: ", runs.size(), " replays"));
   ParallelFor(
-      runs.size() + 1,
+      runs.size() + (build_timeline ? 1 : 0),
       [&](size_t i) {
         if (i == runs.size()) {
           TimelineOptions to;
           to.keep = KeepLifetimes::kNone;
           to.curve = false;
           if (options.device >= 0) to.device = options.device;
-          timeline = ReconstructTimeline(snap, to);
+          own_timeline = ReconstructTimeline(snap, to);
           return;
         }
         auto [d, k] = runs[i];
@@ -440,8 +445,11 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       },
       static_cast<size_t>(std::max(0, options.max_threads)));
 
+  phase.emplace("oom: explain");
+  const Timeline* timeline =
+      options.timeline != nullptr ? options.timeline : own_timeline.ok() ? &*own_timeline : nullptr;
   for (DeviceJob& job : jobs) {
-    if (timeline.ok()) {
+    if (timeline != nullptr) {
       if (const DeviceTimeline* dt = timeline->Find(job.dev.device)) {
         job.dev.trace_peak_live = dt->peak_requested;
         job.dev.trace_peak_event = dt->peak_event;

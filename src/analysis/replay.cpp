@@ -57,7 +57,7 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
                     const sim::AllocatorConfig& cfg, PreparedTrace& p) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   absl::flat_hash_map<uint64_t, uint64_t> limit;  // pre-existing block -> bound on its end
-  for (size_t j = 0; j < ev.size(); ++j) {
+  for (size_t j = 0; j < ev.size() && !pre.empty(); ++j) {
     if (ev[j].action != Action::kAlloc) continue;
     auto it = std::upper_bound(pre.begin(), pre.end(), ev[j].addr,
                                [](uint64_t a, const Op& o) { return a < o.addr; });

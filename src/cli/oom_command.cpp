@@ -66,7 +66,13 @@ RunFn SetupOom(CLI::App& sub) {
       }
       o.device_memory = *cap;
     }
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
+    // The timeline's peaks are found on a second core while the file is read.
+    analysis::TimelineOptions to;
+    to.keep = analysis::KeepLifetimes::kNone;
+    to.curve = false;
+    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
+    const Snapshot& snap = loaded.snapshot;
+    o.timeline = &loaded.timeline;
     absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(snap, o);
     if (!report.ok()) {
       return absl::Status(report.status().code(),

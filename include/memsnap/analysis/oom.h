@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/replay.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/allocator.h"
 
@@ -37,6 +38,9 @@ struct OomOptions {
   int top_holders = 5;  // sites listed per OOM
   int max_threads = 0;  // replays in parallel (0: all cores)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
+  /// The snapshot's timeline when the caller has it (its peaks; any KeepLifetimes): `oom` builds
+  /// it while the file is read. nullptr: built here, beside the replays.
+  const Timeline* timeline = nullptr;
 };
 
 /// The candidate settings tried when none are given: expandable segments (or, when the run used
