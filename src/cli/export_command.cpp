@@ -6,7 +6,7 @@
 #include "memsnap/analysis/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
-#include "memsnap/io/snapshot_writer.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
@@ -81,7 +81,7 @@ RunFn SetupExport(CLI::App& sub) {
       // The whole snapshot, normalized, in PyTorch's schema: what `convert OUT.json` writes.
       bar.SetLabel(absl::StrCat("export: writing ", opts->output));
       RETURN_IF_ERROR(report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
-        return io::WriteSnapshotJson(snap, {}, out);
+        return writer::WriteSnapshotJson(snap, {}, out);
       }));
       bar.Finish();
       if (opts->json) {

@@ -1,4 +1,4 @@
-#include "memsnap/io/trace_slice.h"
+#include "memsnap/writer/trace_slice.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
-namespace memsnap::io {
+namespace memsnap::writer {
 
 namespace {
 
@@ -141,4 +141,4 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
   return out;
 }
 
-}  // namespace memsnap::io
+}  // namespace memsnap::writer
