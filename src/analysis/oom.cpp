@@ -68,7 +68,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
       site = namer.Label(a->second.first);
       category = namer.Category(a->second.first, a->second.second);
     } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
-      site = namer.Label(g->second);
+      site = namer.Label(g->second, /*before_trace=*/true);
       category = namer.Category(g->second, kPreexistingEvent);
     } else {
       site = std::string(kPreWindowRow);  // only its free is in the trace
@@ -148,7 +148,7 @@ void Explain(const Snapshot& snap, const DeviceJob& job, int top, bool predictin
     } else if (auto g = ghosts.find(c.addr); g != ghosts.end()) {
       stack = g->second;
     }
-    o.site = stack.valid() ? namer.Label(stack) : std::string(pre ? kPreWindowRow : kNoStackRow);
+    o.site = namer.Label(stack, pre);
     o.category = std::string(namer.Category(stack, c.event));
     o.requested = c.info.requested;
     o.rounded = c.info.rounded;
@@ -186,11 +186,54 @@ void Explain(const Snapshot& snap, const DeviceJob& job, int top, bool predictin
     o.capacity = job.dev.capacity;
     o.recorded_device_free = static_cast<int64_t>(ev[i].addr);
     o.device_free = *o.recorded_device_free;
-    o.site = ev[i].stack.valid() ? namer.Label(ev[i].stack) : std::string(kNoStackRow);
+    o.site = namer.Label(ev[i].stack);
     o.category = std::string(namer.Category(ev[i].stack, static_cast<uint32_t>(i)));
     JudgeOom(cfg, o);
     out.push_back(std::move(o));
   }
+}
+
+// No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
+// held the memory (a snapshot dumped after a caught OOM whose trace lost the failed malloc).
+absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t largest_free = 0;
+  SiteNamer namer(snap);
+  std::map<std::string, int64_t> by_site;
+  for (const Segment& seg : snap.segments) {
+    if (options.device >= 0 && seg.device != options.device) continue;
+    reserved += seg.total_size;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (b.state == BlockState::kActiveAllocated) {
+        allocated += b.size;
+        by_site[namer.Label(b.stack)] += b.size;
+      } else if (b.state == BlockState::kInactive) {
+        largest_free = std::max(largest_free, b.size);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, int64_t>> sites(by_site.begin(), by_site.end());
+  std::stable_sort(sites.begin(), sites.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string holders;
+  for (size_t i = 0; i < sites.size() && i < 3; ++i) {
+    absl::StrAppend(&holders, i == 0 ? "" : ", ", sites[i].first, " ",
+                    FormatBytes(sites[i].second));
+  }
+  std::string text = absl::StrCat(
+      "no oom entry in the trace and no --device-memory, so the device's capacity is unknown "
+      "and there is nothing to replay against. The snapshot ends with ",
+      FormatBytes(reserved), " reserved, ", FormatBytes(allocated), " of it allocated");
+  if (reserved > 0) {
+    absl::StrAppend(&text, " and ", FormatBytes(reserved - allocated), " cached free (largest block ",
+                    FormatBytes(largest_free), ")");
+  }
+  if (!holders.empty()) absl::StrAppend(&text, "; the largest holders then: ", holders);
+  absl::StrAppend(&text,
+                  ". Give the GPU's memory, e.g. --device-memory 24GiB, to ask whether this run "
+                  "fits and where it would fail");
+  return absl::FailedPreconditionError(text);
 }
 
 }  // namespace
@@ -343,22 +386,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         "the snapshot has no trace (record with torch.cuda.memory._record_memory_history): "
         "there is nothing to replay");
   }
-  if (jobs.empty()) {
-    int64_t reserved = 0;
-    int64_t allocated = 0;
-    for (const Segment& seg : snap.segments) {
-      reserved += seg.total_size;
-      for (const Block& b : snap.BlocksOf(seg)) {
-        if (b.state == BlockState::kActiveAllocated) allocated += b.size;
-      }
-    }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no oom entry in the trace and no --device-memory, so the device's capacity is unknown "
-        "(the snapshot ends with ",
-        FormatBytes(reserved), " reserved, ", FormatBytes(allocated),
-        " of it allocated). Give the GPU's memory, e.g. --device-memory 24GiB, to ask whether "
-        "this run fits and where it would fail"));
-  }
+  if (jobs.empty()) return NoCapacityError(snap, options);
 
   // Prepare every device (config independent), then run (device, setting) pairs in parallel,
   // with the timeline's recorded peaks as one more job.

@@ -9,24 +9,44 @@
 
 namespace memsnap::analysis {
 
+std::string ShortenLibraryPath(std::string_view label) {
+  // An installed package reads as its import path: ".../site-packages/torch/nn/..." is
+  // "torch/nn/...". The user's own files keep their whole path.
+  for (std::string_view dir : {"/site-packages/", "/dist-packages/"}) {
+    if (size_t at = label.rfind(dir); at != std::string_view::npos) {
+      return std::string(label.substr(at + dir.size()));
+    }
+  }
+  return std::string(label);
+}
+
 SiteNamer::SiteNamer(const Snapshot& snapshot)
     : snap_(&snapshot), slot_(snapshot.stacks.size(), -1) {}
 
-const std::string& SiteNamer::Label(StackId stack) {
+const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
   static const std::string kNoStack(kNoStackRow);
-  if (!stack.valid() || stack.v >= slot_.size()) return kNoStack;
+  static const std::string kBefore(kPreWindowRow);
+  if (!stack.valid() || stack.v >= slot_.size() || snap_->stacks.Get(stack).empty()) {
+    return before_trace ? kBefore : kNoStack;
+  }
   int32_t& slot = slot_[stack.v];
   if (slot >= 0) return labels_[static_cast<size_t>(slot)];
   std::span<const FrameId> frames = snap_->stacks.Get(stack);
-  // With C++ frames the innermost frame is the allocator's own malloc: prefer the innermost
-  // Python frame, else the innermost frame the upstream viewers show.
+  // With C++ frames the innermost frame is the allocator's own malloc. The innermost Python frame
+  // outside torch/ is most often the user's line (or the model library's); else the innermost
+  // Python frame; else the innermost frame the upstream viewers show.
   std::optional<FrameId> site;
+  std::optional<FrameId> python;
   for (FrameId f : frames) {
-    if (snap_->strings.Get(snap_->frames.Get(f).filename).ends_with(".py")) {
+    std::string_view file = snap_->strings.Get(snap_->frames.Get(f).filename);
+    if (!file.ends_with(".py")) continue;
+    if (!python) python = f;
+    if (file.find("torch/") == std::string_view::npos) {
       site = f;
       break;
     }
   }
+  if (!site) site = python;
   if (!site) {
     for (FrameId f : frames) {
       const Frame& fr = snap_->frames.Get(f);
@@ -38,7 +58,7 @@ const std::string& SiteNamer::Label(StackId stack) {
   }
   if (!site && !frames.empty()) site = frames.front();
   slot = static_cast<int32_t>(labels_.size());
-  labels_.push_back(site ? FrameKeyText(*snap_, *site, false) : kNoStack);
+  labels_.push_back(site ? ShortenLibraryPath(FrameKeyText(*snap_, *site, false)) : kNoStack);
   return labels_.back();
 }
 

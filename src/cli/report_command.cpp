@@ -58,8 +58,7 @@ RunFn SetupReport(CLI::App& sub) {
   sub.add_option("--replay", opts->report.replay_confs,
                  "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "
                  "reserved curve (repeat the flag for more)")
-      ->expected(1)
-      ->take_all();
+      ->allow_extra_args(false);
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print the page's data as JSON instead of writing HTML");
   sub.footer(

@@ -225,10 +225,11 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
     out << absl::StrFormat("  %-32s %12s   %-36s %s\n", c.name, value, limit,
                            c.passed ? "PASS" : "FAIL");
     if (!c.passed) out << "    " << FailureMessage(c) << "\n";
-  }
-  if (r.fits && !r.fits->ooms.empty()) {
-    std::istringstream brief(OomBrief(*r.fits));
-    for (std::string l; std::getline(brief, l);) out << "    " << l << "\n";
+    // The explanation belongs to the fits row, before any other check's row.
+    if (c.metric == "fits" && r.fits && !r.fits->ooms.empty()) {
+      std::istringstream brief(OomBrief(*r.fits));
+      for (std::string l; std::getline(brief, l);) out << "      " << l << "\n";
+    }
   }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
   if (!r.growing_sites.empty()) {

@@ -133,7 +133,11 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
         << FormatBytes(best->headroom) << ")\n";
   } else if (candidates > 0) {
     out << "  none of the " << candidates << " candidate settings fits on "
-        << FormatBytes(d.capacity) << (demand ? ": the demand itself has to shrink" : "") << "\n";
+        << FormatBytes(d.capacity)
+        << (demand ? ": the demand itself has to shrink"
+                   : ": the live memory would fit, but no layout tried does; try other settings "
+                     "(--conf) or a lower peak of live memory")
+        << "\n";
   }
 }
 

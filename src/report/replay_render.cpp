@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/analysis/site.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -42,19 +43,11 @@ double Rate(const VerifyResult& v) {
   return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
 }
 
+// The OOM's site, named as `memsnap oom` names it; empty when the stack has no frames.
 std::string StackTop(const Snapshot& snap, StackId id) {
   if (!id.valid() || id == StackTable::kEmpty) return "";
-  std::span<const FrameId> frames = snap.stacks.Get(id);
-  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
-  std::string python;
-  for (FrameId f : frames) {
-    std::string t = snap.FrameText(f);
-    if (t.find(".py:") == std::string::npos) continue;
-    if (t.find("torch/") == std::string::npos) return t;
-    if (python.empty()) python = t;
-  }
-  if (!python.empty()) return python;
-  return snap.FrameText(frames.front());
+  analysis::SiteNamer namer(snap);
+  return namer.Label(id);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/site.h"
+
 #include "analysis/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/oom_render.h"
@@ -156,6 +159,32 @@ TEST_SUITE("oom") {
     CHECK(absl::IsFailedPrecondition(ExplainOoms(empty, {}).status()));
   }
 
+  TEST_CASE("a site is the innermost Python frame outside torch/, a package's path from its root") {
+    Snapshot s;
+    auto frame = [&](std::string_view name, std::string_view file, int64_t line) {
+      return s.frames.Intern({s.strings.Intern(name), s.strings.Intern(file), line});
+    };
+    const std::string pkgs = "/env/lib/python3.10/site-packages/";
+    FrameId malloc = frame("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 1);
+    FrameId linear = frame("forward", pkgs + "torch/nn/modules/linear.py", 116);
+    FrameId mlp = frame("forward", pkgs + "timm/layers/mlp.py", 44);
+    FrameId user = frame("train_step", "/home/me/train.py", 30);
+    std::vector<FrameId> deep = {malloc, linear, mlp, user};
+    std::vector<FrameId> torch_only = {malloc, linear};
+    std::vector<FrameId> native = {malloc};
+    StackId a = s.stacks.Intern(deep);
+    StackId b = s.stacks.Intern(torch_only);
+    StackId c = s.stacks.Intern(native);
+    SiteNamer namer(s);
+    CHECK(namer.Label(a) == "timm/layers/mlp.py:44:forward");
+    CHECK(namer.Label(b) == "torch/nn/modules/linear.py:116:forward");
+    CHECK(namer.Label(c).find("CUDACachingAllocator") != std::string::npos);
+    CHECK(namer.Label(StackTable::kEmpty) == kNoStackRow);
+    CHECK(namer.Label(StackTable::kEmpty, /*before_trace=*/true) == kPreWindowRow);
+    CHECK(ShortenLibraryPath("/home/me/train.py:30:f") == "/home/me/train.py:30:f");
+    CHECK(ShortenLibraryPath("/usr/lib/python3/dist-packages/numpy/x.py:1:g") == "numpy/x.py:1:g");
+  }
+
   TEST_CASE("a setting that cannot parse names itself") {
     OomOptions o;
     o.candidates = {"max_split_size_mb:5"};
@@ -225,7 +254,7 @@ TEST_SUITE("oom") {
           report::OomToJson(ExplainOrFail(s, all)).dump());
   }
 
-  TEST_CASE("the corpus OOMs are explained as recorded") {
+  TEST_CASE("the corpus OOMs are explained as recorded" * doctest::test_suite("corpus")) {
     std::optional<std::string> nesta =
         CorpusFile("Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json");
     if (!nesta) {
@@ -263,14 +292,20 @@ TEST_SUITE("oom") {
       CHECK(r.ooms[0].reproduced);
       CHECK(r.ooms[0].device_free == r.ooms[0].recorded_device_free);
       CHECK(r.ooms[0].verdict == OomVerdict::kDemand);
+      // The user's own line, not torch/nn/functional.py's relu.
+      CHECK(r.ooms[0].site == "/mnt/data3/haoyangsun/CurProject/src/train/models.py:181:update_nodes");
       CHECK(r.notes.size() == 2);
     }
     {
       absl::StatusOr<Snapshot> s =
           parse::ReadSnapshot(*CorpusFile("Yiyi_LLM-inference__oom_snapshot__fc31f1ea.pickle"), {});
       REQUIRE(s.ok());
-      // No oom entry: the capacity must be given.
-      CHECK(absl::IsFailedPrecondition(ExplainOoms(*s, {}).status()));
+      // No oom entry: the capacity must be given, and the message says what the dump shows.
+      absl::Status no_capacity = ExplainOoms(*s, {}).status();
+      CHECK(absl::IsFailedPrecondition(no_capacity));
+      CHECK(std::string(no_capacity.message()).find("cached free") != std::string::npos);
+      CHECK(std::string(no_capacity.message()).find("flexgen/pytorch_backend.py:190:allocate 11.0 GiB") !=
+            std::string::npos);
       OomOptions o;
       o.device_memory = int64_t{10} << 30;
       OomReport r = ExplainOrFail(*s, o);

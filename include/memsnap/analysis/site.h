@@ -21,8 +21,13 @@ inline constexpr std::string_view kUnknownCategory = "unknown";
 class SiteNamer {
  public:
   explicit SiteNamer(const Snapshot& snapshot);
-  /// "filename:line:function" of the stack's site; "[no stack]" when it has no frames.
-  const std::string& Label(StackId stack);
+  /// "filename:line:function" of the stack's site (an installed package's path from its import
+  /// root); "[no stack]" when it has no frames. Every site memsnap oom, check --fits and summary's
+  /// OOM lines print comes from here.
+  /// `before_trace`: the block was allocated before the trace began, so a stack without frames
+  /// reads "[allocated before the trace]" (the usual case: recording began after the model was
+  /// loaded), not "[no stack]".
+  const std::string& Label(StackId stack, bool before_trace = false);
   /// The category of a lifetime allocated with `stack` at device-local event `alloc_event`
   /// (kNoEvent-like 0xffffffff: before the trace). Always kUnknownCategory for now.
   std::string_view Category(StackId stack, uint32_t alloc_event) const;
@@ -32,6 +37,10 @@ class SiteNamer {
   std::vector<int32_t> slot_;       // StackId -> index into labels_, -1 unknown
   std::deque<std::string> labels_;  // a deque: references stay valid as it grows
 };
+
+/// A frame label with an installed package's path cut to its import path
+/// (".../site-packages/torch/nn/functional.py:2546:layer_norm" -> "torch/nn/functional.py:...").
+std::string ShortenLibraryPath(std::string_view label);
 
 /// What a holder of memory in a category could do about it, as one short phrase
 /// ("activation checkpointing or a smaller batch"); empty for categories with no usual lever.
