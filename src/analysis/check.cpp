@@ -7,6 +7,7 @@
 #include "memsnap/analysis/frag.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
 
@@ -43,9 +44,19 @@ CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tol
 
 }  // namespace
 
-CheckMetrics MeasureForCheck(const Snapshot& snap) {
+CheckMetrics MeasureForCheck(const Snapshot& snap, const CheckOptions* options) {
   CheckMetrics m;
   m.path = snap.source.path;
+  if (options != nullptr && options->fits) {
+    OomOptions oo;
+    oo.device_memory = options->fits;
+    absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
+    if (fits.ok()) {
+      m.fits = *std::move(fits);
+    } else {
+      m.fits_error = std::string(fits.status().message());
+    }
+  }
   TimelineOptions to;
   to.keep = KeepLifetimes::kNone;  // the peak only
   to.curve = false;
@@ -78,10 +89,39 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
                                       const CheckOptions& o) {
   CheckReport r;
   r.path = cur.path;
-  if (!o.max_peak && !o.max_reserved && !o.max_allocated && !o.max_frag && base == nullptr) {
+  if (!o.max_peak && !o.max_reserved && !o.max_allocated && !o.max_frag && !o.fits &&
+      base == nullptr) {
     return absl::InvalidArgumentError(
-        "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag and/or "
-        "--baseline");
+        "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag, --fits "
+        "and/or --baseline");
+  }
+  if (o.fits) {
+    if (!cur.fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(cur.path, ": --fits ", FormatBytes(*o.fits), ": ", cur.fits_error));
+    }
+    CheckResult c;
+    c.name = absl::StrCat("fits ", FormatBytes(*o.fits));
+    c.metric = "fits";
+    c.value = 0;
+    for (const OomDevice& d : cur.fits->devices) {
+      if (d.remedies.empty()) continue;
+      c.value = std::max(c.value, static_cast<double>(d.remedies[0].peak_reserved));
+    }
+    c.limit = static_cast<double>(*o.fits);
+    c.passed = cur.fits->ooms.empty();
+    if (!c.passed) {
+      const OomExplanation& first = cur.fits->ooms.front();
+      c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", first.device,
+                               " runs out of memory at ",
+                               first.event == kPreexistingEvent
+                                   ? std::string("the blocks alive before the trace")
+                                   : absl::StrCat("event:", first.event),
+                               " asking for ", FormatBytes(first.requested), " (",
+                               Sv(OomVerdictName(first.verdict)), ")");
+    }
+    r.checks.push_back(std::move(c));
+    r.fits = cur.fits;
   }
   if (o.max_peak) {
     if (!cur.peak_bytes) {

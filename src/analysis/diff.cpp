@@ -15,24 +15,6 @@ namespace {
 
 bool HasTrace(const Snapshot& s) { return !s.events.empty(); }
 
-std::vector<std::pair<std::string, std::string>> SettingsList(const AllocatorSettings& s) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (!s.present) return out;
-  out.emplace_back("PYTORCH_CUDA_ALLOC_CONF", absl::StrCat("\"", s.conf, "\""));
-  out.emplace_back("max_split_size", absl::StrCat(s.max_split_size));
-  out.emplace_back("garbage_collection_threshold", absl::StrFormat("%g", s.garbage_collection_threshold));
-  out.emplace_back("expandable_segments", s.expandable_segments ? "true" : "false");
-  out.emplace_back("release_lock_on_cudamalloc", s.release_lock_on_cudamalloc ? "true" : "false");
-  out.emplace_back("pinned_use_cuda_host_register", s.pinned_use_cuda_host_register ? "true" : "false");
-  out.emplace_back("pinned_num_register_threads", absl::StrCat(s.pinned_num_register_threads));
-  std::string div;
-  for (size_t i = 0; i < s.roundup_power2_divisions.size(); ++i) {
-    absl::StrAppend(&div, i ? "," : "", s.roundup_power2_divisions[i]);
-  }
-  out.emplace_back("roundup_power2_divisions", div);
-  return out;
-}
-
 void AddScope(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scopes, int32_t device,
               int kind, std::string name, const Totals& t, bool after) {
   ScopeDelta& s = scopes[{device, kind, name}];
@@ -76,7 +58,16 @@ std::string_view PresenceName(Presence p) {
 }
 
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
-                                         const DiffOptions& options) {
+                                         const DiffOptions& requested) {
+  DiffOptions options = requested;
+  std::string reason;
+  if (options.auto_moment) {
+    const bool both = HasTrace(before) && HasTrace(after);
+    options.at = Moment{both ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
+    reason = both ? std::string("both files have a trace")
+                  : absl::StrCat(HasTrace(before) ? after.source.path : before.source.path,
+                                 " has no trace, so no peak");
+  }
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
       if (!HasTrace(*s)) {
@@ -88,6 +79,8 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   }
   DiffReport rep;
   rep.options = options;
+  rep.moment_reason = std::move(reason);
+  rep.both_traced = HasTrace(before) && HasTrace(after);
   rep.before_path = before.source.path;
   rep.after_path = after.source.path;
 
@@ -107,6 +100,11 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     groups[side] = std::move(*g);
   }
   rep.live_bytes = {groups[0].total_bytes, groups[1].total_bytes};
+  auto stackless = [](const GroupReport& g) {
+    return std::all_of(g.rows.begin(), g.rows.end(), [](const GroupRow& r) { return r.synthetic; });
+  };
+  rep.no_stacks = (!groups[0].rows.empty() || !groups[1].rows.empty()) && stackless(groups[0]) &&
+                  stackless(groups[1]);
   rep.live_count = {groups[0].total_count, groups[1].total_count};
 
   // Merge by key text (rows are unique per key on each side).
@@ -144,8 +142,10 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   });
 
   std::map<std::tuple<int32_t, int, std::string>, ScopeDelta> scopes;
-  AddScopes(scopes, Summarize(before), false);
-  AddScopes(scopes, Summarize(after), true);
+  SummaryOptions totals_only;
+  totals_only.peaks = false;
+  AddScopes(scopes, Summarize(before, totals_only), false);
+  AddScopes(scopes, Summarize(after, totals_only), true);
   for (auto& [k, s] : scopes) rep.scopes.push_back(std::move(s));
   std::stable_sort(rep.scopes.begin(), rep.scopes.end(), [](const ScopeDelta& a, const ScopeDelta& b) {
     return a.device < b.device;
@@ -169,13 +169,15 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     rep.devices.push_back(d);
   }
 
-  auto sb = SettingsList(before.settings), sa = SettingsList(after.settings);
+  // The same words as summary's (DescribeSettings): "unlimited -> 512.0 MiB", not "-1 -> 536870912".
+  std::vector<SettingText> sb = DescribeSettings(before.settings);
+  std::vector<SettingText> sa = DescribeSettings(after.settings);
   if (before.settings.present != after.settings.present) {
     rep.settings.push_back({"allocator_settings", before.settings.present ? "present" : "absent",
                             after.settings.present ? "present" : "absent"});
   } else {
     for (size_t i = 0; i < sb.size(); ++i) {
-      if (sb[i].second != sa[i].second) rep.settings.push_back({sb[i].first, sb[i].second, sa[i].second});
+      if (sb[i].value != sa[i].value) rep.settings.push_back({sb[i].name, sb[i].value, sa[i].value});
     }
   }
   return rep;

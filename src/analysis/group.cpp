@@ -225,6 +225,7 @@ absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& time
                                               dm.event));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
+    if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, 0);
     dm.live_bytes = dt.LiveAt(dm.event);
     report.devices.push_back(dm);
     std::vector<uint32_t> live = LiveBlocksAt(dt, dm.event);

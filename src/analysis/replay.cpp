@@ -57,7 +57,7 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
                     const sim::AllocatorConfig& cfg, PreparedTrace& p) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   absl::flat_hash_map<uint64_t, uint64_t> limit;  // pre-existing block -> bound on its end
-  for (size_t j = 0; j < ev.size(); ++j) {
+  for (size_t j = 0; j < ev.size() && !pre.empty(); ++j) {
     if (ev[j].action != Action::kAlloc) continue;
     auto it = std::upper_bound(pre.begin(), pre.end(), ev[j].addr,
                                [](uint64_t a, const Op& o) { return a < o.addr; });
@@ -151,6 +151,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
     switch (e.action) {
       case Action::kAlloc:
         p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kAlloc});
+        p.max_request = std::max(p.max_request, e.size);
         state[e.addr] = St::kLive;
         break;
       case Action::kFreeRequested: {
@@ -190,6 +191,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
         break;
       case Action::kOom:
         p.ops.push_back({0, e.size, e.stream, idx, OpKind::kOomMalloc});
+        p.max_request = std::max(p.max_request, e.size);
         break;
       default:
         break;
@@ -204,14 +206,33 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       add_pre(b.address, b.requested_size > 0 ? b.requested_size : b.size, seg.stream,
               kPreexisting);
       known_size[b.address] = b.size;
+      p.ghosts.push_back(b.address);
     }
   }
+  std::sort(p.ghosts.begin(), p.ghosts.end());
   std::sort(pre.begin(), pre.end(), [](const Op& a, const Op& b) { return a.addr < b.addr; });
-  for (const Op& o : pre) p.preexisting_bytes += o.size;
+  for (const Op& o : pre) {
+    p.preexisting_bytes += o.size;
+    p.max_request = std::max(p.max_request, o.size);
+  }
   p.preexisting_blocks = static_cast<int64_t>(pre.size());
   BuildWarmStart(snap, trace, pre, known_size, freed_at, recorded, p);
+  for (const WarmSegment& w : p.warm) p.max_warm_segment = std::max(p.max_warm_segment, w.size);
   p.cold = std::move(pre);
   return p;
+}
+
+bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
+                   const sim::AllocatorConfig& candidate) {
+  sim::AllocatorConfig a = base;
+  a.max_split_size = candidate.max_split_size;
+  if (!(a == candidate) || base.expandable_segments) return false;
+  // Every block lies in a segment; segments are SegmentSize(RoundSize(n)) (at least the large
+  // segment size for 1-10 MiB requests) or were alive at t0.
+  const int64_t s = sim::RoundSize(p.max_request, base);
+  const int64_t largest = std::max({sim::SegmentSize(s, base), base.large_segment_size,
+                                    p.max_warm_segment, s});
+  return largest < std::min(base.max_split_size, candidate.max_split_size);
 }
 
 std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
@@ -402,6 +423,31 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
         pool.emplace_back(run_one, k);
       }
       for (std::thread& t : pool) t.join();
+    }
+  }
+  {
+    // The trace's own figures: reserved walked back from the final segments, then forward.
+    RecordedFigures& f = report.recorded;
+    for (const Segment& seg : snap.segments) {
+      if (seg.device == trace->device) f.final_reserved += seg.total_size;
+    }
+    std::span<const TraceEvent> ev = snap.EventsOf(*trace);
+    int64_t reserved = f.final_reserved;
+    for (const TraceEvent& e : ev) {
+      if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) reserved -= e.size;
+      if (e.action == Action::kSegmentFree || e.action == Action::kSegmentUnmap) reserved += e.size;
+    }
+    f.peak_reserved = reserved;
+    for (const TraceEvent& e : ev) {
+      switch (e.action) {
+        case Action::kSegmentAlloc: reserved += e.size; ++f.segment_allocs; break;
+        case Action::kSegmentMap: reserved += e.size; ++f.maps; break;
+        case Action::kSegmentFree: reserved -= e.size; ++f.segment_frees; break;
+        case Action::kSegmentUnmap: reserved -= e.size; ++f.unmaps; break;
+        case Action::kOom: ++f.ooms; break;
+        default: break;
+      }
+      f.peak_reserved = std::max(f.peak_reserved, reserved);
     }
   }
   if (verify) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -51,7 +52,20 @@ struct PreparedTrace {
   int64_t preexisting_blocks = 0;
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
+  /// The largest request of any malloc (trace, recorded OOMs, blocks alive before the trace) and
+  /// the largest segment alive when the trace began: bounds on the blocks any run can create.
+  int64_t max_request = 0;
+  int64_t max_warm_segment = 0;
+  /// Addresses of the blocks alive at the end that the trace never allocated (sorted).
+  std::vector<uint64_t> ghosts;
 };
+
+/// Whether replaying `p` under `candidate` takes exactly the decisions it takes under `base`:
+/// true when they differ only in max_split_size, neither uses expandable segments, and no
+/// request, segment or block of the run can reach either limit (blocks never outgrow their
+/// segments), so the oversize rules and should_split never see a difference.
+bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
+                   const sim::AllocatorConfig& candidate);
 
 /// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
 /// blocks freed without an alloc (or alive in the final segments without one) are allocated
@@ -69,6 +83,9 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
 /// device_free + reserved at the first oom entry, or nullopt when the trace has none.
 std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
 
+/// Recorded block address -> the simulated block now standing for it.
+using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
+
 struct RunOptions {
   int64_t capacity = sim::kUnlimitedCapacity;
   bool curve = false;
@@ -76,6 +93,12 @@ struct RunOptions {
   bool validation = false;             // reuse recorded addresses and compare
   bool warm = false;                   // start from PreparedTrace::warm instead of cold
   const std::vector<SegmentEventRecord>* recorded = nullptr;
+  /// Stop at the first failed malloc (the peaks are then those up to it): enough to know that a
+  /// configuration does not fit.
+  bool stop_at_first_oom = false;
+  /// Called at every failed malloc, right after it, with the allocator in the state it failed in
+  /// (alloc.last_oom() describes the failure) and the live blocks: what `oom` explains.
+  std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
 };
 
 struct RunOutput {
@@ -86,9 +109,6 @@ struct RunOutput {
 /// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
 /// ("device 3 has no trace events") or FailedPrecondition when there is none.
 absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
-
-/// Recorded block address -> the simulated block now standing for it.
-using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
 
 /// True for the operations that call Malloc: kAlloc and kOomMalloc (a recorded OOM).
 constexpr bool IsMalloc(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kOomMalloc; }

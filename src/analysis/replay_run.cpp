@@ -107,6 +107,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
       oom.stack = options.events[op.event].stack;
     }
     r.ooms.push_back(oom);
+    if (options.on_oom) options.on_oom(op, alloc, live);
   };
   // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
   const size_t total_ops = pre.size() + prepared.ops.size();
@@ -131,6 +132,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         },
         [&] { record_oom(op); });
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
+    if (options.stop_at_first_oom && !r.ooms.empty()) break;
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
       const int64_t allocated = st.allocated_bytes.aggregate.current;

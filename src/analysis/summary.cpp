@@ -5,6 +5,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/analysis/site.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::analysis {
@@ -72,7 +75,39 @@ void CountWindowEffects(const Snapshot& snap, const DeviceTrace& trace, DeviceSu
 
 }  // namespace
 
-SummaryReport Summarize(const Snapshot& snap, const SummaryOptions&) {
+std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
+  std::vector<SettingText> out;
+  if (!s.present) return out;
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  out.push_back({"PYTORCH_CUDA_ALLOC_CONF", absl::StrCat("\"", s.conf, "\""), s.conf.empty()});
+  out.push_back({"max_split_size",
+                 s.max_split_size < 0 ? std::string("unlimited") : FormatBytes(s.max_split_size),
+                 s.max_split_size < 0});
+  out.push_back({"expandable_segments", flag(s.expandable_segments), !s.expandable_segments});
+  out.push_back({"garbage_collection_threshold",
+                 s.garbage_collection_threshold > 0
+                     ? absl::StrFormat("%g", s.garbage_collection_threshold)
+                     : std::string("off"),
+                 s.garbage_collection_threshold <= 0});
+  std::string div;
+  for (size_t i = 0; i < s.roundup_power2_divisions.size(); ++i) {
+    if (s.roundup_power2_divisions[i] == 0) continue;
+    // Bucket 0 holds sizes below 2 MiB, bucket i sizes from 2^(20+i).
+    absl::StrAppend(&div, div.empty() ? "" : ", ",
+                    i == 0 ? std::string("<2 MiB") : ">=" + FormatBytes(int64_t{1} << (20 + i)),
+                    ": ", s.roundup_power2_divisions[i]);
+  }
+  out.push_back({"roundup_power2_divisions", div.empty() ? "none" : div, div.empty()});
+  out.push_back({"release_lock_on_cudamalloc", flag(s.release_lock_on_cudamalloc),
+                 !s.release_lock_on_cudamalloc});
+  out.push_back({"pinned_use_cuda_host_register", flag(s.pinned_use_cuda_host_register),
+                 !s.pinned_use_cuda_host_register});
+  out.push_back({"pinned_num_register_threads", absl::StrCat(s.pinned_num_register_threads),
+                 s.pinned_num_register_threads <= 1});
+  return out;
+}
+
+SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
   SummaryReport report;
   report.source = snap.source;
   report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
@@ -83,6 +118,7 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions&) {
   std::map<int32_t, DeviceSummary> devices;
   std::map<int32_t, std::map<std::pair<PoolId, bool>, Totals>> pools;
   std::map<int32_t, std::map<int64_t, Totals>> streams;
+  std::optional<SiteNamer> namer;
   for (const Segment& seg : snap.segments) {
     Totals t = SegmentTotals(snap, seg);
     DeviceSummary& dev = devices[seg.device];
@@ -105,6 +141,41 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions&) {
       }
     }
     CountWindowEffects(snap, trace, dev);
+    if (options.peaks) {
+      std::span<const TraceEvent> ev = snap.EventsOf(trace);
+      for (size_t i = 0; i < ev.size(); ++i) {
+        if (ev[i].action != Action::kOom) continue;
+        SummaryOom o;
+        o.event = static_cast<uint32_t>(i);
+        o.time_us = ev[i].time_us;
+        o.requested = ev[i].size;
+        o.device_free = static_cast<int64_t>(ev[i].addr);
+        o.stream = ev[i].stream;
+        if (!namer) namer.emplace(snap);
+        o.site = namer->Label(ev[i].stack);
+        dev.ooms.push_back(std::move(o));
+      }
+    }
+  }
+  if (options.peaks) {
+    TimelineOptions to;
+    to.keep = KeepLifetimes::kNone;
+    to.curve = false;
+    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
+    if (tl.ok()) {
+      for (const DeviceTimeline& dt : tl->devices) {
+        auto it = devices.find(dt.device);
+        if (it == devices.end() || dt.num_events == 0) continue;
+        TracePeaks p;
+        p.live_bytes = dt.peak_requested;
+        p.live_event = dt.peak_event;
+        p.live_time_us = dt.TimeOf(snap, dt.peak_event);
+        p.reserved_bytes = dt.peak_reserved;
+        p.reserved_event = dt.peak_reserved_event;
+        p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
+        it->second.peaks = p;
+      }
+    }
   }
   for (auto& [device, dev] : devices) {
     for (const auto& [key, totals] : pools[device]) {
@@ -132,12 +203,19 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions&) {
         "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
         "lost its oldest events");
   } else {
+    // Frees without an alloc also come from recording that began mid-run, so a guess needs a
+    // trace long enough to be a full ring buffer: at least trace_alloc_max_entries events when
+    // the file records it, else at least kMinEventsForOverflow.
+    constexpr int64_t kMinEventsForOverflow = 1000;
+    const std::optional<int64_t> max_entries = snap.settings.trace_alloc_max_entries;
     for (const DeviceSummary& dev : report.devices) {
-      if (dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > dev.totals.trace_entries) {
+      const int64_t n = dev.totals.trace_entries;
+      const bool full = max_entries ? *max_entries > 0 && n >= *max_entries
+                                    : n >= kMinEventsForOverflow;
+      if (full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n) {
         report.warnings.push_back(absl::StrCat(
             "device ", dev.device, ": the trace ring buffer likely overflowed (",
-            FormatPercent(static_cast<double>(dev.frees_without_alloc) /
-                          static_cast<double>(std::max<int64_t>(1, dev.totals.trace_entries))),
+            FormatPercent(static_cast<double>(dev.frees_without_alloc) / static_cast<double>(n)),
             " of events are frees without an alloc)"));
       }
     }

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/sim/sizes.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/memory.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
@@ -155,11 +156,22 @@ int64_t ResolveFixedMoment(std::span<const TraceEvent> ev, bool has_time, const 
   switch (moment.kind) {
     case Moment::Kind::kPeak:  // not known before the pass; callers handle it
     case Moment::Kind::kEnd: return last;
-    case Moment::Kind::kEvent: return std::clamp<int64_t>(moment.value, -1, last);
-    case Moment::Kind::kTime: {
-      if (!has_time) return std::clamp<int64_t>(moment.value, -1, last);
-      auto it = std::upper_bound(ev.begin(), ev.end(), moment.value,
-                                 [](int64_t t, const TraceEvent& e) { return t < e.time_us; });
+    case Moment::Kind::kEvent:
+      return std::clamp<int64_t>(moment.value < 0 ? last + 1 + moment.value : moment.value, -1,
+                                 last);
+    case Moment::Kind::kTime:
+    case Moment::Kind::kSinceStart:
+    case Moment::Kind::kBeforeEnd: {
+      if (!has_time) {
+        return moment.kind == Moment::Kind::kTime ? std::clamp<int64_t>(moment.value, -1, last)
+                                                  : last;
+      }
+      const int64_t t = moment.kind == Moment::Kind::kTime ? moment.value
+                        : moment.kind == Moment::Kind::kSinceStart
+                            ? ev.front().time_us + moment.value
+                            : ev.back().time_us - moment.value;
+      auto it = std::upper_bound(ev.begin(), ev.end(), t,
+                                 [](int64_t x, const TraceEvent& e) { return x < e.time_us; });
       return (it - ev.begin()) - 1;
     }
   }
@@ -707,7 +719,11 @@ TimelineStream::TimelineStream(const TimelineOptions& options, size_t expected_e
 TimelineStream::~TimelineStream() = default;
 
 bool TimelineStream::Streams(const TimelineOptions& options) {
-  return options.keep != KeepLifetimes::kLiveAt || options.moment.kind != Moment::Kind::kTime;
+  // Which event a time is depends on every event's time; negative event indices on the count.
+  const Moment& m = options.moment;
+  return options.keep != KeepLifetimes::kLiveAt ||
+         (m.kind != Moment::Kind::kTime && m.kind != Moment::Kind::kSinceStart &&
+          m.kind != Moment::Kind::kBeforeEnd && !(m.kind == Moment::Kind::kEvent && m.value < 0));
 }
 
 void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first) {
@@ -751,23 +767,34 @@ absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t
   return tl;
 }
 
-absl::StatusOr<Moment> ParseMoment(std::string_view text) {
+absl::StatusOr<Moment> ParseMoment(std::string_view text, std::string_view flag) {
   Moment m;
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Sv(flag), " ", Sv(text), ": ", Sv(why),
+        "; expected peak, end, event:N, a time since the trace began (+25ms, 1.5s; -5s counts "
+        "back from its end) or a time_us as the file records it"));
+  };
   if (text == "peak") return m;
   if (text == "end") {
     m.kind = Moment::Kind::kEnd;
     return m;
   }
-  std::string_view num = text;
-  m.kind = Moment::Kind::kTime;
-  if (text.substr(0, 6) == "event:") {
-    num = text.substr(6);
+  if (text.starts_with("event:")) {
     m.kind = Moment::Kind::kEvent;
+    if (!absl::SimpleAtoi(Sv(text.substr(6)), &m.value)) return bad("not an event index");
+    return m;
   }
-  if (!absl::SimpleAtoi(Sv(num), &m.value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--at ", Sv(text), ": expected peak, end, event:N or a time in microseconds"));
+  std::string_view abs = text.starts_with("abs:") ? text.substr(4) : text;
+  if (absl::SimpleAtoi(Sv(abs), &m.value) && !abs.starts_with('+') &&
+      (abs == text || m.value >= 0)) {
+    m.kind = Moment::Kind::kTime;
+    return m;
   }
+  absl::StatusOr<int64_t> us = ParseDurationUs(text);
+  if (!us.ok()) return bad(ToStd(us.status().message()));
+  m.kind = text.starts_with('-') ? Moment::Kind::kBeforeEnd : Moment::Kind::kSinceStart;
+  m.value = *us < 0 ? -*us : *us;
   return m;
 }
 
@@ -776,6 +803,56 @@ int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Mome
   return ResolveFixedMoment(
       std::span<const TraceEvent>(snap.events.data() + dt.event_begin, dt.num_events), dt.has_time,
       moment);
+}
+
+std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
+  if (e < 0) return "the initial state";
+  std::string s = absl::StrCat("event:", e);
+  const int64_t t = dt.TimeOf(snap, e);
+  const int64_t t0 = dt.TimeOf(snap, 0);
+  if (dt.has_time && t != kNoTime && t0 != kNoTime) {
+    absl::StrAppend(&s, " (", FormatRelativeTime(t - t0), ")");
+  }
+  return s;
+}
+
+absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& m,
+                         std::string_view flag, std::string_view text) {
+  if (m.kind == Moment::Kind::kPeak || m.kind == Moment::Kind::kEnd || dt.num_events == 0) {
+    return absl::OkStatus();
+  }
+  const int64_t n = dt.num_events;
+  auto error = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(flag), " ", Sv(text), ": ", why));
+  };
+  const std::string events = absl::StrCat("device ", dt.device, "'s trace has ", FormatCount(n),
+                                          n == 1 ? " event" : " events", " (event:0 to event:",
+                                          n - 1, ")");
+  const bool index = m.kind == Moment::Kind::kEvent || (m.kind == Moment::Kind::kTime && !dt.has_time);
+  if (index) {
+    if (m.value >= n || m.value < -n) return error(absl::StrCat("out of range: ", events));
+    return absl::OkStatus();
+  }
+  if (!dt.has_time) {
+    return error(absl::StrCat("device ", dt.device,
+                              "'s trace records no time_us: give an event index (event:N)"));
+  }
+  const int64_t first = dt.TimeOf(snap, 0);
+  const int64_t last = dt.TimeOf(snap, n - 1);
+  const std::string span =
+      absl::StrCat("device ", dt.device, "'s trace runs from time_us ", first, " to ", last, " (",
+                   FormatRelativeTime(last - first).substr(1), " long)");
+  int64_t t = m.value;
+  if (m.kind == Moment::Kind::kSinceStart) t = first + m.value;
+  if (m.kind == Moment::Kind::kBeforeEnd) t = last - m.value;
+  if (t < first) {
+    return error(absl::StrCat("before the trace began: ", span,
+                              m.kind == Moment::Kind::kTime
+                                  ? "; for a time since it began write e.g. +25ms"
+                                  : ""));
+  }
+  if (t > last) return error(absl::StrCat("after the trace ended: ", span));
+  return absl::OkStatus();
 }
 
 std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e) {

@@ -30,7 +30,10 @@ struct BlocksCommandOptions {
 RunFn SetupBlocks(CLI::App& sub) {
   auto opts = std::make_shared<BlocksCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file")->required();
-  sub.add_option("--at", opts->at, "peak | end | TIME (time_us) | event:N")->capture_default_str();
+  sub.add_option("--at", opts->at,
+                 "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
+                 "end) | a time_us as recorded")
+      ->capture_default_str();
   sub.add_flag("--all", opts->all, "Every block lifetime of the trace, not just the live ones");
   sub.add_option("--min-size", opts->min_size, "Only blocks of at least SIZE requested (e.g. 1MiB)");
   sub.add_option("--stream", opts->stream, "Only blocks on this stream (decimal or 0x hex)");
@@ -80,6 +83,7 @@ RunFn SetupBlocks(CLI::App& sub) {
     if (!tl.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
     }
+    if (!q.all) RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, q.at, snap, *tl));
     ASSIGN_OR_RETURN(analysis::BlocksReport rep, analysis::SelectBlocks(snap, *tl, q));
     if (opts->json) {
       PrintJson(report::BlocksToJson(rep, static_cast<size_t>(opts->limit)), ctx);

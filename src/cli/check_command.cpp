@@ -24,7 +24,7 @@ namespace {
 struct CheckCommandOptions {
   std::vector<std::string> files;
   std::string baseline;
-  std::string max_peak, max_reserved, max_allocated, max_frag;
+  std::string max_peak, max_reserved, max_allocated, max_frag, fits;
   std::string tolerance = "0%";
   std::string junit, markdown;
   int top_sites = 5;
@@ -122,7 +122,7 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
       AnalyzeEach<analysis::CheckRank>(
           inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::CheckRank> {
             analysis::CheckRank r;
-            r.metrics = analysis::MeasureForCheck(snap);
+            r.metrics = analysis::MeasureForCheck(snap, &options);
             const analysis::CheckMetrics* base = shared_metrics ? &*shared_metrics : nullptr;
             if (base_dir) {
               auto it = base_by_name.find(FileName(snap.source.path));
@@ -178,6 +178,9 @@ RunFn SetupCheck(CLI::App& sub) {
                  "Fail when allocated bytes at the end (largest device) exceed SIZE");
   sub.add_option("--max-frag", opts->max_frag,
                  "Fail when external fragmentation at the end exceeds RATIO (e.g. 30% or 0.3)");
+  sub.add_option("--fits", opts->fits,
+                 "Fail when replaying the trace under the recorded settings on a device of SIZE "
+                 "runs out of memory; the failure says why and which settings fit (memsnap oom)");
   sub.add_option("--baseline", opts->baseline,
                  "Compare peak, reserved and allocated with this snapshot (every file against it), "
                  "or with the file of the same name in this directory");
@@ -199,6 +202,7 @@ RunFn SetupCheck(CLI::App& sub) {
       "docs/fragmentation.md. Exit codes: 0 all checks pass, 1 a check failed, 2 unusable input.\n"
       "Examples:\n"
       "  memsnap check --max-peak 20GiB --max-frag 30% snap.pickle\n"
+      "  memsnap check --fits 24GiB --junit memsnap.xml run.pickle   # fits a 24 GiB GPU?\n"
       "  memsnap check --baseline main.pickle --tolerance 5% pr.pickle\n"
       "  memsnap check --baseline base.pickle --max-reserved 70GiB --junit memsnap.xml \\\n"
       "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"\n"
@@ -214,6 +218,11 @@ RunFn SetupCheck(CLI::App& sub) {
                      ParseFlag<int64_t>("--max-allocated", opts->max_allocated, ParseSize));
     ASSIGN_OR_RETURN(options.max_frag,
                      ParseFlag<double>("--max-frag", opts->max_frag, ParseRatio));
+    ASSIGN_OR_RETURN(options.fits, ParseFlag<int64_t>("--fits", opts->fits, ParseSize));
+    if (options.fits && *options.fits <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fits ", opts->fits, ": expected a device size such as 24GiB"));
+    }
     ASSIGN_OR_RETURN(std::optional<double> tolerance,
                      ParseFlag<double>("--tolerance", opts->tolerance, ParseRatio));
     options.tolerance = tolerance.value_or(0.0);
@@ -221,13 +230,14 @@ RunFn SetupCheck(CLI::App& sub) {
     // "Nothing to check" is known before reading anything: ask RunChecks on a stand-in.
     analysis::CheckMetrics probe;
     probe.peak_bytes = 0;
+    probe.fits.emplace();
     RETURN_IF_ERROR(
         analysis::RunChecks(probe, opts->baseline.empty() ? nullptr : &probe, options).status());
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunCheckRanks(*opts, inputs, options, ctx);
     const std::string& file = inputs[0].path;
     ASSIGN_OR_RETURN(Snapshot current, LoadSnapshot(file, ctx));
-    analysis::CheckMetrics metrics = analysis::MeasureForCheck(current);
+    analysis::CheckMetrics metrics = analysis::MeasureForCheck(current, &options);
     std::optional<Snapshot> baseline;
     std::optional<analysis::CheckMetrics> base_metrics;
     if (!opts->baseline.empty()) {

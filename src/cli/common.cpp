@@ -140,6 +140,15 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
 
 }  // namespace internal
 
+absl::Status CheckMomentFlag(std::string_view flag, std::string_view text,
+                             const analysis::Moment& moment, const Snapshot& snap,
+                             const analysis::Timeline& timeline) {
+  for (const analysis::DeviceTimeline& dt : timeline.devices) {
+    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, moment, flag, text));
+  }
+  return absl::OkStatus();
+}
+
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx) {
   // Strings come from the snapshot and may hold invalid UTF-8: replace, never throw.
   *ctx.out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";

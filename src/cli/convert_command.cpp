@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/io/gzip_writer.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
@@ -24,6 +25,7 @@ struct ConvertCommandOptions {
   std::string output;
   std::string format;  // "json" | "pickle"; empty: from OUT's extension
   int protocol = 4;
+  bool gzip = false;
   std::string from;
   std::string to;
   bool json = false;
@@ -70,9 +72,12 @@ RunFn SetupConvert(CLI::App& sub) {
                  "Pickle protocol (default 4: the official viewer shows a blank page on 5)")
       ->check(CLI::IsMember({2, 3, 4, 5}));
   sub.add_option("--from", opts->from,
-                 "Keep trace events from here: event:N, a time offset (1500 = µs, 250ms, 2s, -5s "
-                 "from the end) or abs:TIME_US");
+                 "Keep trace events from here: event:N (negative from the end), a time since the "
+                 "trace began (+250ms, 2s; -5s back from its end) or a time_us as recorded");
   sub.add_option("--to", opts->to, "Keep trace events before here (same forms as --from)");
+  sub.add_flag("--gzip", opts->gzip,
+               "Compress the output with gzip (the default when OUT ends in .gz); memsnap and "
+               "the official viewer read it back");
   sub.add_flag("--json", opts->json, "Print what was written as JSON");
   sub.footer(
       "Slicing cuts only device_traces (and external_annotations to the same time window): the\n"
@@ -83,15 +88,19 @@ RunFn SetupConvert(CLI::App& sub) {
       "files (block history) and bare segment lists are written in the 2.1+ form.\n"
       "Examples:\n"
       "  memsnap convert snap.pickle snap.json\n"
+      "  memsnap convert snap.pickle snap.json.gz     # compressed: JSON repeats every stack\n"
       "  memsnap convert --protocol 4 snap_p5.pickle snap_p4.pickle\n"
       "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
       "  memsnap convert --from -5s huge.pickle last5s.pickle");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from));
-    ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to));
+    ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from, "--from"));
+    ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to, "--to"));
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
     std::string format = opts->format;
-    if (format.empty()) format = opts->output.ends_with(".json") ? "json" : "pickle";
+    const bool gzip = opts->gzip || opts->output.ends_with(".gz");
+    const std::string plain_name =
+        opts->output.ends_with(".gz") ? opts->output.substr(0, opts->output.size() - 3) : opts->output;
+    if (format.empty()) format = plain_name.ends_with(".json") ? "json" : "pickle";
 
     writer::SnapshotWriteOptions write;
     write.protocol = opts->protocol;
@@ -112,13 +121,34 @@ RunFn SetupConvert(CLI::App& sub) {
     uint64_t bytes = 0;
     RETURN_IF_ERROR(WriteStreamAtomically(
         opts->output, ctx,
-        [&](std::ostream& out) {
-          return format == "json" ? writer::WriteSnapshotJson(snap, write, out)
-                                  : writer::WriteSnapshotPickle(snap, write, out);
+        [&](std::ostream& sink) {
+          auto write_to = [&](std::ostream& out) {
+            return format == "json" ? writer::WriteSnapshotJson(snap, write, out)
+                                    : writer::WriteSnapshotPickle(snap, write, out);
+          };
+          if (!gzip) return write_to(sink);
+          io::GzipOstream z(sink);
+          RETURN_IF_ERROR(write_to(z));
+          return z.Finish();
         },
         &bytes));
     if (opts->output == "-") return ExitCode::kOk;
     std::string what = format == "json" ? "JSON" : absl::StrCat("pickle protocol ", opts->protocol);
+    if (gzip) what += ", gzip";
+    // JSON has no memo: every stack is written out in full where a pickle shares it, so a JSON
+    // can be tens of times its input. Say so, and what is smaller.
+    const uint64_t in_bytes = snap.source.file_bytes;
+    const bool big = format == "json" && !gzip && in_bytes > 0 && bytes > 10 * in_bytes;
+    if (big && !ctx.quiet) {
+      *ctx.err << "note: " << opts->output << " is "
+               << FormatBytes(static_cast<int64_t>(bytes)) << ", "
+               << static_cast<int64_t>(bytes / in_bytes) << "x the "
+               << FormatBytes(static_cast<int64_t>(in_bytes))
+               << " input: JSON repeats every stack a pickle shares (it is already written without "
+                  "indentation). Write "
+               << plain_name << ".gz (or --gzip) for a compressed JSON, or a pickle (protocol 4 "
+               << "opens in the official viewer)\n";
+    }
     if (opts->json) {
       nlohmann::ordered_json j;
       j["input"] = opts->input;
@@ -129,6 +159,7 @@ RunFn SetupConvert(CLI::App& sub) {
       j["trace_entries_in_input"] = snap.events.size();
       j["segments"] = snap.segments.size();
       j["bytes"] = bytes;
+      j["gzip"] = gzip;
       PrintJson(j, ctx);
     } else {
       *ctx.out << "wrote " << opts->output << ": " << what << ", " << snap.segments.size()

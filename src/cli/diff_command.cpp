@@ -16,7 +16,7 @@ namespace memsnap::cli {
 namespace {
 struct DiffCommandOptions {
   std::string before, after;
-  std::string at = "end";
+  std::string at = "auto";
   std::string min_delta;
   GroupFlags group;
   int top = 20;
@@ -29,7 +29,10 @@ RunFn SetupDiff(CLI::App& sub) {
   auto opts = std::make_shared<DiffCommandOptions>();
   sub.add_option("before", opts->before, "Baseline snapshot")->required();
   sub.add_option("after", opts->after, "New snapshot")->required();
-  sub.add_option("--at", opts->at, "end | peak (peak needs traces in both files)")->capture_default_str();
+  sub.add_option("--at", opts->at,
+                 "auto (the peak when both files have a trace, else the end) | peak | end")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "peak", "end"}));
   sub.add_option("--min-delta", opts->min_delta, "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_flag("--ignore-lines", opts->group.ignore_lines,
@@ -43,14 +46,19 @@ RunFn SetupDiff(CLI::App& sub) {
       "Sites are matched by frame text, never by address, so different runs, PyTorch versions and\n"
       "device counts compare. Positive delta = growth.\n\n"
       "Examples:\n"
-      "  memsnap diff base.pickle new.pickle\n"
+      "  memsnap diff base.pickle new.pickle            # at each file's peak when both have a trace\n"
       "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
       "  memsnap diff --folded - a.pickle b.pickle | flamegraph.pl > diff.svg");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::DiffOptions o;
-    ASSIGN_OR_RETURN(o.at, analysis::ParseMoment(opts->at));
-    if (o.at.kind != analysis::Moment::Kind::kPeak && o.at.kind != analysis::Moment::Kind::kEnd) {
-      return absl::InvalidArgumentError(absl::StrCat("--at ", opts->at, ": diff accepts end or peak"));
+    o.auto_moment = opts->at == "auto";
+    if (!o.auto_moment) {
+      ASSIGN_OR_RETURN(o.at, analysis::ParseMoment(opts->at));
+      if (o.at.kind != analysis::Moment::Kind::kPeak &&
+          o.at.kind != analysis::Moment::Kind::kEnd) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--at ", opts->at, ": diff accepts auto, peak or end"));
+      }
     }
     ASSIGN_OR_RETURN(o.group, opts->group.Resolve());
     if (!opts->min_delta.empty()) {

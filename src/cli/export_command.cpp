@@ -6,6 +6,7 @@
 #include "memsnap/analysis/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
@@ -34,12 +35,15 @@ RunFn SetupExport(CLI::App& sub) {
   auto opts = std::make_shared<ExportCommandOptions>();
   sub.add_option("--format,-f", opts->format,
                  "perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: "
-                 "folded stacks of live memory; csv: one row per block lifetime")
+                 "folded stacks of live memory; csv: one row per block lifetime; json: the whole "
+                 "snapshot, normalized, in PyTorch's own schema (as convert writes it)")
       ->required()
       ->check(CLI::IsMember({"perfetto", "folded", "csv", "json"}));
   sub.add_option("file", opts->file, "Snapshot file")->required();
   sub.add_option("-o,--output", opts->output, "Output file ('-' = stdout)")->capture_default_str();
-  sub.add_option("--at", opts->at, "folded: peak | end | TIME (time_us) | event:N")
+  sub.add_option("--at", opts->at,
+                 "folded: peak | end | event:N | a time since the trace began (+25ms, 1.5s) | a "
+                 "time_us as recorded")
       ->capture_default_str();
   sub.add_option("--device", opts->device, "Only this device (default: all)");
   sub.add_option("--top", opts->perfetto.top_slices,
@@ -51,18 +55,15 @@ RunFn SetupExport(CLI::App& sub) {
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print what was written (format, counts) as JSON on stdout");
   sub.footer(
-      "For a normalized JSON (or a pickle the official viewer opens) of the whole snapshot, use\n"
-      "`memsnap convert FILE OUT.json`.\n\n"
+      "-f json writes the whole snapshot as `memsnap convert FILE OUT.json` does; for a pickle the\n"
+      "official viewer opens, or a slice of the trace, use `memsnap convert`.\n\n"
       "Examples:\n"
       "  memsnap export --format perfetto snap.pickle -o trace.json   # open in ui.perfetto.dev\n"
       "  memsnap export --format folded --at peak snap.pickle | flamegraph.pl > peak.svg\n"
-      "  memsnap export --format csv snap.pickle -o lifetimes.csv");
+      "  memsnap export --format csv snap.pickle -o lifetimes.csv\n"
+      "  memsnap export --format json snap.pickle -o snap.json");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    if (opts->format == "json") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--format json: use `memsnap convert ", opts->file,
-          " OUT.json` for a normalized JSON of the whole snapshot"));
-    }
+
     if (opts->json && opts->output == "-") {
       return absl::InvalidArgumentError("--json: needs -o FILE (the export itself goes to stdout)");
     }
@@ -76,6 +77,22 @@ RunFn SetupExport(CLI::App& sub) {
     ProgressBar bar(absl::StrCat("export: reading ", opts->file), 0, popts);
     bar.StartTicker();
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, quiet_ctx));
+    if (opts->format == "json") {
+      // The whole snapshot, normalized, in PyTorch's schema: what `convert OUT.json` writes.
+      bar.SetLabel(absl::StrCat("export: writing ", opts->output));
+      RETURN_IF_ERROR(report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+        return writer::WriteSnapshotJson(snap, {}, out);
+      }));
+      bar.Finish();
+      if (opts->json) {
+        PrintJson({{"format", "json"},
+                   {"output", opts->output},
+                   {"trace_entries", snap.events.size()},
+                   {"segments", snap.segments.size()}},
+                  ctx);
+      }
+      return ExitCode::kOk;
+    }
     bar.SetLabel("export: analyzing");
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
@@ -104,6 +121,7 @@ RunFn SetupExport(CLI::App& sub) {
         return absl::OkStatus();
       });
     } else if (opts->format == "folded") {
+      RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
       ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *timeline, moment, group));
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
 
 namespace memsnap::cli {
@@ -27,8 +28,17 @@ absl::StatusOr<analysis::GroupOptions> GroupFlags::Resolve() const {
 
 void AddGroupFlags(CLI::App& sub, GroupFlags& flags, bool grouping) {
   if (grouping) {
-    sub.add_option("--by", flags.by, "Group by stack|function|file|frame|annotation")
-        ->capture_default_str();
+    // The choices come from analysis::GroupByName (every value until its "?"), so completion
+    // offers them and a new grouping needs no change here.
+    std::vector<std::string> choices;
+    for (int i = 0; i < 256; ++i) {
+      std::string_view name = analysis::GroupByName(static_cast<analysis::GroupBy>(i));
+      if (name == "?") break;
+      choices.emplace_back(name);
+    }
+    sub.add_option("--by", flags.by, "Group by " + absl::StrJoin(choices, "|"))
+        ->capture_default_str()
+        ->check(CLI::IsMember(choices));
     sub.add_option("--depth", flags.depth, "Keep the N innermost frames of each stack (0 = all)");
   }
   sub.add_flag("--no-filter", flags.no_filter,

@@ -54,11 +54,11 @@ RunFn SetupReport(CLI::App& sub) {
   sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  // One value per --replay, so `--replay A --replay B FILE` leaves FILE to the positionals.
   sub.add_option("--replay", opts->report.replay_confs,
                  "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "
                  "reserved curve (repeat the flag for more)")
-      ->expected(1)
-      ->take_all();
+      ->allow_extra_args(false);
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print the page's data as JSON instead of writing HTML");
   sub.footer(
@@ -121,7 +121,7 @@ RunFn SetupReport(CLI::App& sub) {
       }));
     }
     if (!ctx.quiet && output != "-") {
-      *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";
+      if (!ctx.quiet) *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";
     }
     return ExitCode::kOk;
   };

@@ -45,7 +45,7 @@ RunFn SetupSummary(CLI::App& sub) {
       if (opts->json) {
         PrintJson(report::SummaryToJson(reports[0]), ctx);
       } else {
-        report::RenderSummaryText(reports[0], *ctx.out);
+        report::RenderSummaryText(reports[0], *ctx.out, !ctx.quiet);
       }
       return ExitCode::kOk;
     }
@@ -65,7 +65,7 @@ RunFn SetupSummary(CLI::App& sub) {
     }
     if (opts->each) {
       for (const auto& r : reports) {
-        report::RenderSummaryText(r, *ctx.out);
+        report::RenderSummaryText(r, *ctx.out, !ctx.quiet);
         *ctx.out << "\n";
       }
     }

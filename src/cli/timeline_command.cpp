@@ -22,24 +22,40 @@ struct TimelineCommandOptions {
   bool live_only = false;
 };
 
-// --from/--to: "event:N" or a time (time_us; an event index when the trace has no time).
+// --from/--to: the window of one device, both ends checked against its trace; a window that
+// ends before it starts is an error, not one event.
 absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                                            const std::string& from, const std::string& to) {
   report::EventWindow w{-1, static_cast<int64_t>(dt.num_events) - 1};
   if (!from.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(from));
-    if (m.kind == analysis::Moment::Kind::kTime) {
-      m.value -= 1;  // the first event at or after the time
+    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(from, "--from"));
+    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--from", from));
+    const bool time = m.kind != analysis::Moment::Kind::kEvent &&
+                      m.kind != analysis::Moment::Kind::kPeak &&
+                      m.kind != analysis::Moment::Kind::kEnd && dt.has_time;
+    if (time) {
+      // The first event at or after the time.
+      m.value += m.kind == analysis::Moment::Kind::kBeforeEnd ? 1 : -1;
       w.from = analysis::ResolveMoment(snap, dt, m) + 1;
     } else {
       w.from = analysis::ResolveMoment(snap, dt, m);
     }
   }
   if (!to.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(to));
+    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(to, "--to"));
+    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--to", to));
     w.to = analysis::ResolveMoment(snap, dt, m);
   }
-  if (w.to < w.from) w.to = w.from;
+  if (w.to < w.from) {
+    // "event:5 (+400 us)", or "+2s (event:12 (+2.000 s))" when the text was not the event.
+    auto where = [&](const std::string& text, int64_t e) {
+      std::string d = analysis::DescribeEvent(snap, dt, e);
+      return d.starts_with(text) ? d : absl::StrCat(text, " (", d, ")");
+    };
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--from ", where(from, w.from), " is after --to ", where(to.empty() ? "end" : to, w.to),
+        " on device ", dt.device, ": the window is empty"));
+  }
   return w;
 }
 }  // namespace
@@ -50,8 +66,10 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output (start/peak/end per device)");
   sub.add_flag("--csv", opts->csv, "One CSV row per event: device,event,time_us,live,rounded,reserved");
   sub.add_option("--device", opts->device, "Only this device");
-  sub.add_option("--from", opts->from, "Start of the window: time_us, or event:N");
-  sub.add_option("--to", opts->to, "End of the window (inclusive): time_us, or event:N");
+  sub.add_option("--from", opts->from,
+                 "Start of the window: event:N, a time since the trace began (+25ms, 1.5s; -5s "
+                 "from its end) or a time_us as recorded");
+  sub.add_option("--to", opts->to, "End of the window, inclusive (same forms as --from)");
   sub.add_option("--width", opts->width, "Chart width in columns (default: terminal width)");
   sub.add_flag("--live-only", opts->live_only,
                "Chart only live bytes, scaled to them (when reserved memory dwarfs them)");
@@ -62,6 +80,7 @@ RunFn SetupTimeline(CLI::App& sub) {
       "Examples:\n"
       "  memsnap timeline snap.pickle\n"
       "  memsnap timeline --device 0 --from event:1000 --to event:2000 snap.pickle\n"
+      "  memsnap timeline --from +2s --to +2.5s snap.pickle    # half a second, 2 s in\n"
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {

@@ -51,6 +51,7 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analys
               return absl::InvalidArgumentError(
                   absl::StrCat(f.file, ": ", std::string(tl.status().message())));
             }
+            RETURN_IF_ERROR(CheckMomentFlag("--at", opts.at, moment, snap, *tl));
             for (const analysis::DeviceTimeline& dt : tl->devices) {
               if (dt.num_events > 0) f.peak_bytes = std::max(f.peak_bytes, dt.peak_requested);
             }
@@ -85,7 +86,10 @@ RunFn SetupTop(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Snapshot file; several files (or a directory of ranks) give a per-rank table")
       ->required();
-  sub.add_option("--at", opts->at, "peak | end | TIME (time_us) | event:N")->capture_default_str();
+  sub.add_option("--at", opts->at,
+                 "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
+                 "end) | a time_us as recorded")
+      ->capture_default_str();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top, "Rows to show; the rest fold into one '[N others]' row")
       ->capture_default_str();
@@ -99,6 +103,7 @@ RunFn SetupTop(CLI::App& sub) {
       "Examples:\n"
       "  memsnap top snap.pickle\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
+      "  memsnap top --at +1.5s snap.pickle       # 1.5 s after the trace began\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"
       "  memsnap top --folded - snap.pickle | flamegraph.pl > peak.svg\n"
       "  memsnap top ranks/          # per-rank peak and top site, outliers called out");
@@ -117,6 +122,7 @@ RunFn SetupTop(CLI::App& sub) {
     ReadAnalysisClock phases;
     ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(file, to, ctx, &phases));
     const Snapshot& snap = loaded.snapshot;
+    RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, loaded.timeline));
     ASSIGN_OR_RETURN(analysis::GroupReport rep,
                      analysis::GroupLive(snap, loaded.timeline, moment, group));
     if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/oom_render.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
 
@@ -28,10 +29,33 @@ std::string SiteName(const analysis::SiteDelta& s) {
   return s.frames.empty() ? s.key : s.frames.front();
 }
 
-// What a failure says, e.g. "reserved 1.2 GiB exceeds 1.0 GiB (baseline 1.0 GiB)".
+// How far a failed check is over its limit: "+12.0 MiB, 0.3% over" (bytes) or "+2.1 points"
+// (ratios).
+std::string Overshoot(const CheckResult& c) {
+  const double over = c.value - c.limit;
+  if (c.is_ratio) return absl::StrFormat("+%.1f points", over * 100.0);
+  std::string s = FormatDelta(static_cast<int64_t>(over));
+  if (c.limit > 0) absl::StrAppend(&s, ", ", FormatPercent(over / c.limit), " over");
+  return s;
+}
+
+// The value column: a --fits run that fails never reaches its own peak.
+std::string ValueCell(const CheckResult& c) {
+  if (c.metric != "fits") return Show(c.value, c.is_ratio);
+  return c.passed ? absl::StrCat("peak ", Show(c.value, false)) : std::string("does not fit");
+}
+
+// Exact figures: rounded to one decimal, a failing value and its limit often print the same.
+std::string Exact(double v, bool is_ratio) {
+  return is_ratio ? FormatPercent(v) : FormatExactBytes(static_cast<int64_t>(v));
+}
+
+// What a failure says, e.g. "reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB,
+// 0.3% over (baseline 3.5 GiB, +117.0 MiB)".
 std::string FailureMessage(const CheckResult& c) {
-  std::string m = absl::StrCat(c.metric, " ", Show(c.value, c.is_ratio), " exceeds ",
-                               Show(c.limit, c.is_ratio));
+  if (!c.failure.empty()) return c.failure;
+  std::string m = absl::StrCat(c.metric, " ", Exact(c.value, c.is_ratio), " exceeds ",
+                               Exact(c.limit, c.is_ratio), " by ", Overshoot(c));
   if (c.baseline) {
     absl::StrAppend(&m, " (baseline ", Show(*c.baseline, c.is_ratio), ", ",
                     FormatDelta(static_cast<int64_t>(c.value - *c.baseline)), ")");
@@ -88,8 +112,12 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
       continue;
     }
     std::string detail = FailureMessage(c);
-    for (const auto& s : r.growing_sites) {
-      absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ", SiteName(s));
+    if (c.metric == "fits" && r.fits) {
+      absl::StrAppend(&detail, "\n", OomBrief(*r.fits));
+    } else {
+      for (const auto& s : r.growing_sites) {
+        absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ", SiteName(s));
+      }
     }
     x << ">\n      <failure type=\"memory regression\" message=\"" << XmlEscape(FailureMessage(c))
       << "\">" << XmlEscape(detail) << "</failure>\n";
@@ -105,11 +133,18 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
 void MarkdownChecks(const CheckReport& r, std::ostream& m) {
   m << "| Check | Value | Limit | Baseline | Result |\n|---|---:|---:|---:|---|\n";
   for (const auto& c : r.checks) {
-    m << "| " << MarkdownCell(c.name) << " | " << Show(c.value, c.is_ratio) << " | "
-      << Show(c.limit, c.is_ratio) << " | " << (c.baseline ? Show(*c.baseline, c.is_ratio) : "")
-      << " | " << (c.passed ? "PASS" : "**FAIL**") << " |\n";
+    m << "| " << MarkdownCell(c.name) << " | " << ValueCell(c) << " | " << Show(c.limit, c.is_ratio)
+      << " | " << (c.baseline ? Show(*c.baseline, c.is_ratio) : "") << " | "
+      << (c.passed             ? "PASS"
+          : c.metric == "fits" ? std::string("**FAIL**")
+                               : absl::StrCat("**FAIL** (", Overshoot(c), ")"))
+      << " |\n";
   }
   for (const auto& n : r.notes) m << "\n> " << MarkdownCell(n) << "\n";
+  for (const auto& c : r.checks) {
+    if (c.passed || c.metric != "fits" || !r.fits) continue;
+    m << "\n**" << MarkdownCell(FailureMessage(c)) << "**\n\n```\n" << OomBrief(*r.fits) << "```\n";
+  }
   if (!r.growing_sites.empty()) {
     m << "\n**Top growing sites** (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
       << ")\n\n"
@@ -150,6 +185,14 @@ Json CheckToJson(const CheckReport& r) {
     }
     if (c.baseline) cj["baseline"] = static_cast<int64_t>(*c.baseline);
     cj["passed"] = c.passed;
+    if (!c.passed) {
+      if (c.is_ratio) {
+        cj["over"] = c.value - c.limit;
+      } else {
+        cj["over"] = static_cast<int64_t>(c.value - c.limit);
+      }
+      cj["message"] = FailureMessage(c);
+    }
     checks.push_back(cj);
   }
   j["checks"] = checks;
@@ -166,6 +209,7 @@ Json CheckToJson(const CheckReport& r) {
   j["growing_sites"] = sites;
   j["growing_sites_at"] = r.sites_at_peak ? "peak" : "end";
   j["notes"] = r.notes;
+  if (r.fits) j["fits"] = OomToJson(*r.fits);
   return j;
 }
 
@@ -176,8 +220,16 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
   for (const auto& c : r.checks) {
     std::string limit = absl::StrCat("limit ", Show(c.limit, c.is_ratio));
     if (c.baseline) absl::StrAppend(&limit, " (baseline ", Show(*c.baseline, c.is_ratio), ")");
-    out << absl::StrFormat("  %-32s %12s   %-36s %s\n", c.name, Show(c.value, c.is_ratio), limit,
+    const std::string value = ValueCell(c);
+    if (c.metric == "fits") limit = absl::StrCat("device ", Show(c.limit, false));
+    out << absl::StrFormat("  %-32s %12s   %-36s %s\n", c.name, value, limit,
                            c.passed ? "PASS" : "FAIL");
+    if (!c.passed) out << "    " << FailureMessage(c) << "\n";
+    // The explanation belongs to the fits row, before any other check's row.
+    if (c.metric == "fits" && r.fits && !r.fits->ooms.empty()) {
+      std::istringstream brief(OomBrief(*r.fits));
+      for (std::string l; std::getline(brief, l);) out << "      " << l << "\n";
+    }
   }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
   if (!r.growing_sites.empty()) {

@@ -19,15 +19,35 @@ Json DeltaJson(const Delta& d) {
 std::string MomentText(const analysis::Moment& m) {
   return m.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
 }
+// "at each file's peak (both files have a trace; --at end compares the final states)".
+std::string MomentHeader(const analysis::DiffReport& rep) {
+  const bool peak = rep.options.at.kind == analysis::Moment::Kind::kPeak;
+  std::string s = peak ? "at each file's peak" : "at the end";
+  if (!rep.moment_reason.empty()) {
+    absl::StrAppend(&s, " (", rep.moment_reason,
+                    peak ? "; --at end compares the final states)" : ")");
+  }
+  return s;
+}
 }  // namespace
 
 void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& out) {
   out << "before: " << rep.before_path << "\nafter:  " << rep.after_path << "\n";
-  out << "live memory at " << MomentText(rep.options.at) << " by "
+  out << "live memory " << MomentHeader(rep) << " by "
       << analysis::GroupByName(rep.options.group.by) << ": " << FormatBytes(rep.live_bytes.before)
       << " -> " << FormatBytes(rep.live_bytes.after) << " (" << FormatDelta(rep.live_bytes.delta())
       << "), blocks " << FormatCount(rep.live_count.before) << " -> "
-      << FormatCount(rep.live_count.after) << "\n\n";
+      << FormatCount(rep.live_count.after) << "\n";
+  if (rep.no_stacks) {
+    out << "note: neither file has a stack for the memory live "
+        << (rep.options.at.kind == analysis::Moment::Kind::kPeak ? "at its peak" : "at the end")
+        << ", so sites cannot be told apart"
+        << (rep.both_traced && rep.options.at.kind != analysis::Moment::Kind::kPeak
+                ? "; the traces record stacks: try --at peak"
+                : "; record with torch.cuda.memory._record_memory_history() for stacks")
+        << "\n";
+  }
+  out << "\n";
   out << absl::StrFormat("%12s %12s %12s %9s  %s\n", "before", "after", "delta", "count", "site");
   size_t n = top == 0 ? rep.sites.size() : std::min(top, rep.sites.size());
   for (size_t i = 0; i < n; ++i) {
@@ -80,6 +100,8 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["before"] = rep.before_path;
   j["after"] = rep.after_path;
   j["at"] = MomentText(rep.options.at);
+  j["at_reason"] = rep.moment_reason.empty() ? Json(nullptr) : Json(rep.moment_reason);
+  j["no_stacks"] = rep.no_stacks;
   j["by"] = std::string(analysis::GroupByName(rep.options.group.by));
   j["min_delta"] = rep.options.min_delta;
   j["live_bytes"] = DeltaJson(rep.live_bytes);

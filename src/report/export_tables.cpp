@@ -29,10 +29,13 @@ std::string CsvField(std::string_view s) {
 
 std::string EventField(uint32_t e) { return e == kNoEvent ? "" : absl::StrCat(e); }
 
-std::string TimeField(const Snapshot& snap, const analysis::DeviceTimeline& dt, uint32_t e) {
-  if (e == kNoEvent) return "";
-  int64_t t = snap.events[dt.event_begin + e].time_us;
-  return t == kNoTime ? "" : absl::StrCat(t);
+// "time_us,time_rel_us" of device-local event e (relative to the device's first event).
+std::string TimeFields(const Snapshot& snap, const analysis::DeviceTimeline& dt, uint32_t e) {
+  if (e == kNoEvent) return ",";
+  const int64_t t = snap.events[dt.event_begin + e].time_us;
+  const int64_t t0 = dt.num_events > 0 ? snap.events[dt.event_begin].time_us : kNoTime;
+  if (t == kNoTime) return ",";
+  return absl::StrCat(t, ",", t0 == kNoTime ? std::string() : absl::StrCat(t - t0));
 }
 
 }  // namespace
@@ -40,7 +43,8 @@ std::string TimeField(const Snapshot& snap, const analysis::DeviceTimeline& dt, 
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
                        analysis::FrameFilter& filter, std::ostream& out) {
   out << "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
-         "free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame\n";
+         "free_requested_event,free_completed_event,alloc_time_us,alloc_time_rel_us,free_time_us,"
+         "free_time_rel_us,top_frame\n";
   std::string line;
   for (const analysis::DeviceTimeline& dt : timeline.devices) {
     for (const analysis::BlockLifetime& b : dt.blocks) {
@@ -54,8 +58,8 @@ void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
                           b.rounded_size, ",", b.stream, ",", EventField(b.alloc_event), ",",
                           EventField(b.free_requested_event), ",",
                           EventField(b.free_completed_event), ",",
-                          TimeField(snap, dt, b.alloc_event), ",",
-                          TimeField(snap, dt, b.free_completed_event), ",", CsvField(top), "\n");
+                          TimeFields(snap, dt, b.alloc_event), ",",
+                          TimeFields(snap, dt, b.free_completed_event), ",", CsvField(top), "\n");
       out << line;
     }
   }

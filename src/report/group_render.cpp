@@ -17,8 +17,11 @@ std::string MomentName(const analysis::Moment& m) {
   switch (m.kind) {
     case analysis::Moment::Kind::kPeak: return "peak";
     case analysis::Moment::Kind::kEnd: return "end";
-    case analysis::Moment::Kind::kTime: return absl::StrCat("time ", m.value);
+    case analysis::Moment::Kind::kTime: return absl::StrCat("time_us ", m.value);
     case analysis::Moment::Kind::kEvent: return absl::StrCat("event:", m.value);
+    case analysis::Moment::Kind::kSinceStart: return FormatRelativeTime(m.value);
+    case analysis::Moment::Kind::kBeforeEnd:
+      return absl::StrCat(FormatRelativeTime(-m.value), " before the end");
   }
   return "?";
 }
@@ -42,8 +45,10 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
   out << (report.options.filter.noise_filter ? "" : ", noise filter off") << "\n";
   for (const analysis::DeviceMoment& d : report.devices) {
     out << "  device " << d.device << ": "
-        << (d.event < 0 ? std::string("initial state") : absl::StrCat("after event ", d.event));
-    if (d.time_us != kNoTime) out << " (time_us " << d.time_us << ")";
+        << (d.event < 0 ? std::string("initial state") : absl::StrCat("after event:", d.event));
+    if (d.time_us != kNoTime && d.start_time_us != kNoTime) {
+      out << " (" << FormatRelativeTime(d.time_us - d.start_time_us) << ")";
+    }
     out << ", " << FormatBytes(d.live_bytes) << " live\n";
   }
   out << absl::StrFormat("%12s %7s %9s  %s\n", "bytes", "share", "count", "site");
@@ -80,6 +85,9 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
     devs.push_back({{"device", d.device},
                     {"event_index", d.event},
                     {"time_us", d.time_us == kNoTime ? Json(nullptr) : Json(d.time_us)},
+                    {"time_rel_us", d.time_us == kNoTime || d.start_time_us == kNoTime
+                                        ? Json(nullptr)
+                                        : Json(d.time_us - d.start_time_us)},
                     {"live_bytes", d.live_bytes}});
   }
   j["devices"] = devs;

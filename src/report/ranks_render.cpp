@@ -77,20 +77,27 @@ nlohmann::ordered_json RanksToJson(const analysis::RankReport& r) {
 
 void RenderRanksText(const analysis::RankReport& r, std::ostream& out) {
   bool any_peak = false;
+  bool any_site = false;
   std::vector<std::string> files;
   for (const auto& f : r.ranks) {
     files.push_back(f.file);
     any_peak = any_peak || f.peak_bytes >= 0;
+    any_site = any_site || !f.top_site.empty();
   }
   const FileColumn name(files);
   const size_t width = name.width;
   out << absl::StrFormat("%-*s %12s %12s", width, "file", "reserved", "allocated");
   if (any_peak) out << absl::StrFormat(" %12s", "peak");
+  if (any_site) out << "  top site";
   out << "\n";
   for (const auto& f : r.ranks) {
     out << absl::StrFormat("%-*s %12s %12s", width, name(f.file), FormatBytes(f.reserved_bytes),
                            FormatBytes(f.allocated_bytes));
     if (any_peak) out << absl::StrFormat(" %12s", f.peak_bytes < 0 ? "-" : FormatBytes(f.peak_bytes));
+    // A stack key is folded, root first: its site is the innermost frame, after the last ';'.
+    if (any_site && !f.top_site.empty()) {
+      out << "  " << f.top_site.substr(f.top_site.rfind(';') + 1);
+    }
     out << "\n";
   }
   out << absl::StrFormat("%-*s %12s %12s", width, "median", FormatBytes(r.median_reserved),

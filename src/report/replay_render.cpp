@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/analysis/site.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -42,19 +43,11 @@ double Rate(const VerifyResult& v) {
   return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
 }
 
+// The OOM's site, named as `memsnap oom` names it; empty when the stack has no frames.
 std::string StackTop(const Snapshot& snap, StackId id) {
   if (!id.valid() || id == StackTable::kEmpty) return "";
-  std::span<const FrameId> frames = snap.stacks.Get(id);
-  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
-  std::string python;
-  for (FrameId f : frames) {
-    std::string t = snap.FrameText(f);
-    if (t.find(".py:") == std::string::npos) continue;
-    if (t.find("torch/") == std::string::npos) return t;
-    if (python.empty()) python = t;
-  }
-  if (!python.empty()) return python;
-  return snap.FrameText(frames.front());
+  analysis::SiteNamer namer(snap);
+  return namer.Label(id);
 }
 
 }  // namespace
@@ -75,6 +68,13 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
   j["inferred_empty_cache"] = rep.inferred_empty_cache;
   j["start"] = rep.warm_start ? "warm" : "cold";
   j["notes"] = rep.notes;
+  j["recorded"] = {{"peak_reserved", rep.recorded.peak_reserved},
+                   {"final_reserved", rep.recorded.final_reserved},
+                   {"cuda_malloc", rep.recorded.segment_allocs},
+                   {"cuda_free", rep.recorded.segment_frees},
+                   {"segment_map", rep.recorded.maps},
+                   {"segment_unmap", rep.recorded.unmaps},
+                   {"ooms", rep.recorded.ooms}};
   Json configs = Json::array();
   for (const ConfigResult& r : rep.results) {
     Json c;
@@ -158,30 +158,49 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
   }
   for (const std::string& n : rep.notes) out << "note: " << n << "\n";
   out << "\n";
-  // Table: metric column, then one column per configuration.
-  std::vector<std::string> header = {""};
-  for (const ConfigResult& r : rep.results) header.push_back(r.config.label);
+  // Table: metric column, the trace's own figures, then one simulated column per configuration,
+  // each labelled by what it is: the recorded settings replayed are a simulation, not the
+  // recorded run.
+  const analysis::RecordedFigures& t = rep.recorded;
+  std::vector<std::string> header = {"", "trace (as recorded)"};
+  const std::string start = rep.warm_start ? "warm" : "cold";
+  for (const ConfigResult& r : rep.results) {
+    header.push_back(r.config.label == "recorded"
+                         ? absl::StrCat("sim: recorded settings, ", start)
+                         : absl::StrCat("sim: ", r.config.label));
+  }
   std::vector<std::vector<std::string>> rows;
-  auto row = [&](std::string name, auto fn) {
-    std::vector<std::string> cells = {std::move(name)};
+  auto row = [&](std::string name, std::string traced, auto fn) {
+    std::vector<std::string> cells = {std::move(name), std::move(traced)};
     for (const ConfigResult& r : rep.results) cells.push_back(fn(r));
     rows.push_back(std::move(cells));
   };
-  row("conf", [](const ConfigResult& r) { return sim::FormatAllocatorConf(r.config.config); });
-  row("peak reserved", [](const ConfigResult& r) { return FormatBytes(r.peak_reserved); });
-  row("peak allocated", [](const ConfigResult& r) { return FormatBytes(r.peak_allocated); });
-  row("final reserved", [](const ConfigResult& r) { return FormatBytes(r.final_reserved); });
-  row("frag at peak", [](const ConfigResult& r) { return FormatPercent(r.FragmentationAtPeak()); });
-  row("inactive split @peak",
+  const std::string recorded_conf =
+      rep.results.empty() ? std::string() : sim::FormatAllocatorConf(rep.results[0].config.config);
+  row("conf", rep.results.empty() || rep.results[0].config.label != "recorded" ? "-" : recorded_conf,
+      [](const ConfigResult& r) { return sim::FormatAllocatorConf(r.config.config); });
+  row("peak reserved", FormatBytes(t.peak_reserved),
+      [](const ConfigResult& r) { return FormatBytes(r.peak_reserved); });
+  row("peak allocated", "-", [](const ConfigResult& r) { return FormatBytes(r.peak_allocated); });
+  row("final reserved", FormatBytes(t.final_reserved),
+      [](const ConfigResult& r) { return FormatBytes(r.final_reserved); });
+  row("frag at peak", "-",
+      [](const ConfigResult& r) { return FormatPercent(r.FragmentationAtPeak()); });
+  row("inactive split @peak", "-",
       [](const ConfigResult& r) { return FormatBytes(r.inactive_split_at_peak); });
-  row("cudaMalloc / cudaFree", [](const ConfigResult& r) {
-    return absl::StrCat(FormatCount(r.cuda_mallocs), " / ", FormatCount(r.cuda_frees));
-  });
-  row("map / unmap", [](const ConfigResult& r) {
-    return absl::StrCat(FormatCount(r.maps), " / ", FormatCount(r.unmaps));
-  });
-  row("alloc retries", [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
-  row("OOMs", [](const ConfigResult& r) { return FormatCount(static_cast<int64_t>(r.ooms.size())); });
+  row("cudaMalloc / cudaFree",
+      absl::StrCat(FormatCount(t.segment_allocs), " / ", FormatCount(t.segment_frees)),
+      [](const ConfigResult& r) {
+        return absl::StrCat(FormatCount(r.cuda_mallocs), " / ", FormatCount(r.cuda_frees));
+      });
+  row("map / unmap", absl::StrCat(FormatCount(t.maps), " / ", FormatCount(t.unmaps)),
+      [](const ConfigResult& r) {
+        return absl::StrCat(FormatCount(r.maps), " / ", FormatCount(r.unmaps));
+      });
+  row("alloc retries", "-",
+      [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
+  row("OOMs", FormatCount(t.ooms),
+      [](const ConfigResult& r) { return FormatCount(static_cast<int64_t>(r.ooms.size())); });
   std::vector<size_t> width(header.size(), 0);
   for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& r : rows) {
@@ -201,7 +220,9 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
   for (const auto& r : rows) print(r);
   for (const ConfigResult& r : rep.results) {
     if (r.ooms.empty()) continue;
-    out << "\nOOMs under " << r.config.label << ":\n";
+    out << "\nOOMs under " << (r.config.label == "recorded" ? "the recorded settings (simulated)"
+                                                          : r.config.label)
+        << ":\n";
     size_t shown = 0;
     for (const analysis::ReplayOom& o : r.ooms) {
       if (++shown > 10) {
@@ -230,7 +251,8 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
           << FormatAddress(v.mismatch_sim_addr) << ")";
     }
     out << "\n";
-    out << "  final reserved: recorded " << FormatBytes(v.real_final_reserved) << ", simulated "
+    out << "  final reserved: as recorded " << FormatBytes(v.real_final_reserved)
+        << ", simulated (recorded settings, " << (v.warm ? "warm" : "cold") << " start) "
         << FormatBytes(v.sim_final_reserved) << "\n";
     if (v.first_real) {
       size_t i = *v.first_real;

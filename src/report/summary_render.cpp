@@ -53,6 +53,21 @@ std::string Flavour(const SourceInfo& s) {
   return "2.1+";
 }
 
+// "21.8 GiB at +1.020 s (event:1090)"; the time relative to the device's first event.
+std::string PeakText(int64_t bytes, int64_t event, int64_t time_us, int64_t first_us) {
+  std::string s = FormatBytes(bytes);
+  if (event < 0) return s + " before the first event";
+  if (time_us != kNoTime && first_us != kNoTime) {
+    absl::StrAppend(&s, " at ", FormatRelativeTime(time_us - first_us));
+  }
+  return absl::StrCat(s, " (event:", event, ")");
+}
+
+Json RelJson(int64_t time_us, int64_t first_us) {
+  if (time_us == kNoTime || first_us == kNoTime) return nullptr;
+  return time_us - first_us;
+}
+
 std::string TimeSpan(int64_t first, int64_t last) {
   if (first == kNoTime) return "no time_us (ordered by event index)";
   return absl::StrFormat("%.3f s", static_cast<double>(last - first) / 1e6);
@@ -114,6 +129,29 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
       streams.push_back(sj);
     }
     dj["streams"] = streams;
+    if (d.peaks) {
+      const analysis::TracePeaks& p = *d.peaks;
+      dj["peaks"] = {{"live_bytes", p.live_bytes},
+                     {"live_event", p.live_event},
+                     {"live_time_us", p.live_time_us == kNoTime ? Json(nullptr) : Json(p.live_time_us)},
+                     {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
+                     {"reserved_bytes", p.reserved_bytes},
+                     {"reserved_event", p.reserved_event},
+                     {"reserved_time_us",
+                      p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
+                     {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
+    }
+    Json ooms = Json::array();
+    for (const analysis::SummaryOom& o : d.ooms) {
+      ooms.push_back({{"event", o.event},
+                      {"time_us", o.time_us == kNoTime ? Json(nullptr) : Json(o.time_us)},
+                      {"time_rel_us", RelJson(o.time_us, d.first_time_us)},
+                      {"requested_bytes", o.requested},
+                      {"device_free_bytes", o.device_free},
+                      {"stream", o.stream},
+                      {"site", o.site}});
+    }
+    dj["ooms"] = ooms;
     devices.push_back(dj);
   }
   j["devices"] = devices;
@@ -122,7 +160,7 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
   return j;
 }
 
-void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out) {
+void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool warnings) {
   const auto& t = r.totals;
   out << r.source.path << "\n";
   out << absl::StrFormat("  format      %s, %s\n", ContainerName(r.source), Flavour(r.source));
@@ -170,20 +208,35 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out) {
       out << absl::StrFormat("  trace       %s events over %s\n", FormatCount(d.totals.trace_entries),
                              TimeSpan(d.first_time_us, d.last_time_us));
     }
+    if (d.peaks) {
+      const analysis::TracePeaks& p = *d.peaks;
+      out << "  peak live      "
+          << PeakText(p.live_bytes, p.live_event, p.live_time_us, d.first_time_us) << "\n";
+      out << "  peak reserved  "
+          << PeakText(p.reserved_bytes, p.reserved_event, p.reserved_time_us, d.first_time_us)
+          << "\n";
+    }
+    for (const analysis::SummaryOom& o : d.ooms) {
+      std::string when = absl::StrCat("event:", o.event);
+      if (o.time_us != kNoTime && d.first_time_us != kNoTime) {
+        absl::StrAppend(&when, " (", FormatRelativeTime(o.time_us - d.first_time_us), ")");
+      }
+      out << "  oom            " << when << ": " << FormatBytes(o.requested) << " on stream "
+          << o.stream << " with " << FormatBytes(o.device_free) << " free, from " << o.site
+          << "; `memsnap oom` explains it\n";
+    }
   }
   if (r.settings.present) {
     out << "\nallocator settings\n";
-    out << "  PYTORCH_CUDA_ALLOC_CONF  \"" << r.settings.conf << "\"\n";
-    out << "  max_split_size           "
-        << (r.settings.max_split_size < 0 ? std::string("unlimited")
-                                          : FormatBytes(r.settings.max_split_size))
-        << "\n";
-    out << "  expandable_segments      " << (r.settings.expandable_segments ? "true" : "false")
-        << "\n";
-    out << absl::StrFormat("  gc threshold             %g\n",
-                           r.settings.garbage_collection_threshold);
+    for (const analysis::SettingText& t : analysis::DescribeSettings(r.settings)) {
+      // The settings that place blocks always; the others when set.
+      const bool main = t.name == "PYTORCH_CUDA_ALLOC_CONF" || t.name == "max_split_size" ||
+                        t.name == "expandable_segments" ||
+                        t.name == "garbage_collection_threshold";
+      if (main || !t.is_default) out << absl::StrFormat("  %-29s %s\n", t.name, t.value);
+    }
   }
-  if (!r.warnings.empty()) {
+  if (warnings && !r.warnings.empty()) {
     out << "\nwarnings\n";
     for (const auto& w : r.warnings) out << "  - " << w << "\n";
   }

@@ -272,7 +272,7 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
 }
 
 void RenderTimelineCsvHeader(std::ostream& out) {
-  out << "device,event,time_us,live_requested,live_rounded,reserved\n";
+  out << "device,event,time_us,time_rel_us,live_requested,live_rounded,reserved\n";
 }
 
 void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
@@ -280,10 +280,13 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
   std::string buf;
   const std::vector<int64_t> rounded = LiveRoundedCurve(dt);
   ReservedCursor reserved(dt);
+  const int64_t t0 = dt.TimeOf(snap, 0);
   for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
     int64_t t = dt.TimeOf(snap, e);
-    absl::StrAppend(&buf, dt.device, ",", e, ",", t == kNoTime ? std::string() : absl::StrCat(t),
-                    ",", dt.LiveAt(e), ",", rounded[e], ",", reserved.At(e), "\n");
+    const bool timed = t != kNoTime && t0 != kNoTime;
+    absl::StrAppend(&buf, dt.device, ",", e, ",", timed ? absl::StrCat(t) : std::string(), ",",
+                    timed ? absl::StrCat(t - t0) : std::string(), ",", dt.LiveAt(e), ",",
+                    rounded[e], ",", reserved.At(e), "\n");
     if (buf.size() > (1 << 16)) {
       out << buf;
       buf.clear();

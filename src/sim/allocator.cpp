@@ -92,7 +92,11 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
   Pool& pool = s <= kSmallSize ? small_ : large_;
   const int64_t alloc_size = SegmentSize(s, config_);
   uint32_t b = GetFreeBlock(pool, stream, s);
+  int64_t reserved_before = 0;
+  int64_t releases_before = 0;
   if (b == kNone) {
+    reserved_before = stats_.reserved_bytes.aggregate.current;
+    releases_before = stats_.num_device_free;
     if (GcEnabled()) GarbageCollect();
     b = AllocBlock(pool, stream, s, alloc_size, false);
     if (b == kNone && ReleaseAvailableCachedBlocks(pool, stream, s)) {
@@ -105,7 +109,18 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
   }
   if (b == kNone) {
     stats_.num_ooms += 1;
-    last_oom_ = {n, s, alloc_size, device_->FreeBytes(), stream};
+    const int64_t reserved = stats_.reserved_bytes.aggregate.current;
+    last_oom_ = {n,
+                 s,
+                 alloc_size,
+                 device_->FreeBytes(),
+                 stream,
+                 pool.is_small,
+                 reserved_before,
+                 reserved_before - reserved,
+                 stats_.num_device_free - releases_before,
+                 reserved,
+                 stats_.allocated_bytes.aggregate.current};
     return std::nullopt;
   }
   return AllocFoundBlock(b, pool, n, s);
@@ -474,6 +489,37 @@ int64_t CachingAllocator::CachedFreeBytes() const {
     for (const Key& k : p->blocks) total += k.size;
   }
   return total;
+}
+
+FreeSpace CachingAllocator::DescribeFreeSpace(int64_t s, int64_t stream, bool is_small) const {
+  FreeSpace f;
+  const uint64_t st = static_cast<uint64_t>(stream);
+  for (const Pool* p : {&large_, &small_}) {
+    const bool own_pool = p->is_small == is_small;
+    for (const Key& k : p->blocks) {
+      f.all_free += k.size;
+      f.all_largest = std::max(f.all_largest, k.size);
+      if (!own_pool) {
+        f.other_pool_free += k.size;
+      } else if (k.stream == st) {
+        f.pool_free += k.size;
+        f.pool_largest = std::max(f.pool_largest, k.size);
+        const bool refused = (s < config_.max_split_size && k.size >= config_.max_split_size) ||
+                             (s >= config_.max_split_size &&
+                              k.size >= s + config_.max_non_split_rounding);
+        if (k.size >= s && refused && (f.oversize_refused == 0 || k.size < f.oversize_refused)) {
+          f.oversize_refused = k.size;
+        }
+      } else {
+        f.other_streams_free += k.size;
+        if (k.size > f.other_streams_largest) {
+          f.other_streams_largest = k.size;
+          f.other_streams_stream = static_cast<int64_t>(k.stream);
+        }
+      }
+    }
+  }
+  return f;
 }
 
 }  // namespace memsnap::sim

@@ -24,6 +24,46 @@ std::string FormatBytes(int64_t bytes) {
   return absl::StrFormat("%s%.1f %s", bytes < 0 ? "-" : "", magnitude, kUnits[unit]);
 }
 
+absl::StatusOr<int64_t> ParseDurationUs(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    double us;
+  };
+  static constexpr Unit kUnits[] = {{"us", 1}, {"\u00b5s", 1}, {"ms", 1e3}, {"min", 60e6},
+                                    {"s", 1e6}};
+  std::string_view number = text;
+  double scale = 0;
+  for (const Unit& u : kUnits) {
+    if (text.ends_with(u.suffix)) {
+      number = text.substr(0, text.size() - u.suffix.size());
+      scale = u.us;
+      break;
+    }
+  }
+  if (scale == 0) {
+    return absl::InvalidArgumentError("a time needs a unit: us, ms, s or min (e.g. +25ms)");
+  }
+  if (number.starts_with('+')) number.remove_prefix(1);
+  double v = 0;
+  if (number.empty() || number.starts_with('+') || !absl::SimpleAtod(Sv(number), &v) ||
+      !std::isfinite(v) || std::fabs(v * scale) > 9e18) {
+    return absl::InvalidArgumentError("not a number of us, ms, s or min");
+  }
+  return static_cast<int64_t>(std::llround(v * scale));
+}
+
+std::string FormatExactBytes(int64_t bytes) { return absl::StrCat(FormatCount(bytes), " B"); }
+
+std::string FormatRelativeTime(int64_t us) {
+  const char* sign = us < 0 ? "-" : "+";
+  const int64_t a = us < 0 ? -us : us;
+  if (a < 1000) return absl::StrCat(sign, a, " us");
+  if (a < 1000000) return absl::StrFormat("%s%.1f ms", sign, static_cast<double>(a) / 1e3);
+  if (a < 600000000) return absl::StrFormat("%s%.3f s", sign, static_cast<double>(a) / 1e6);
+  return absl::StrFormat("%s%d min %.3f s", sign, a / 60000000,
+                         static_cast<double>(a % 60000000) / 1e6);
+}
+
 std::string FormatDelta(int64_t bytes) {
   return bytes > 0 ? absl::StrCat("+", FormatBytes(bytes)) : FormatBytes(bytes);
 }

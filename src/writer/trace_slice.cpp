@@ -4,17 +4,18 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::writer {
 
 namespace {
 
-absl::Status BadBound(std::string_view text) {
+absl::Status BadBound(std::string_view flag, std::string_view text, std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "bad range bound '", Sv(text),
-      "': use event:N (event index, negative from the end), a time offset like 1500 (µs), 250ms, "
-      "2s or -5s (from the end), or abs:T (a time_us value)"));
+      Sv(flag), " ", Sv(text), ": ", Sv(why),
+      "; use event:N (negative from the end), a time since the trace began (+250ms, 2s; -5s "
+      "back from its end) or a time_us as recorded (abs:T)"));
 }
 
 bool ParseInt(std::string_view text, int64_t* out) {
@@ -23,38 +24,25 @@ bool ParseInt(std::string_view text, int64_t* out) {
 
 }  // namespace
 
-absl::StatusOr<SliceBound> ParseSliceBound(std::string_view text) {
+absl::StatusOr<SliceBound> ParseSliceBound(std::string_view text, std::string_view flag) {
   SliceBound b;
+  b.flag = std::string(flag);
+  b.text = std::string(text);
   if (text.empty()) return b;
   if (text.starts_with("event:")) {
     b.kind = SliceBound::Kind::kEvent;
-    if (!ParseInt(text.substr(6), &b.value)) return BadBound(text);
+    if (!ParseInt(text.substr(6), &b.value)) return BadBound(flag, text, "not an event index");
     return b;
   }
-  if (text.starts_with("abs:")) {
+  std::string_view abs = text.starts_with("abs:") ? text.substr(4) : text;
+  if (!abs.starts_with('+') && !abs.starts_with('-') && ParseInt(abs, &b.value)) {
     b.kind = SliceBound::Kind::kAbsTime;
-    if (!ParseInt(text.substr(4), &b.value)) return BadBound(text);
     return b;
   }
-  struct Unit {
-    std::string_view suffix;
-    int64_t us;
-  };
-  static constexpr Unit kUnits[] = {{"us", 1}, {"µs", 1}, {"ms", 1000}, {"min", 60'000'000},
-                                    {"s", 1'000'000}};
-  int64_t scale = 1;
-  std::string_view number = text;
-  for (const Unit& u : kUnits) {
-    if (text.ends_with(u.suffix)) {
-      number = text.substr(0, text.size() - u.suffix.size());
-      scale = u.us;
-      break;
-    }
-  }
-  double v = 0;
-  if (number.empty() || !absl::SimpleAtod(Sv(number), &v) || !(v == v)) return BadBound(text);
+  absl::StatusOr<int64_t> us = ParseDurationUs(text);
+  if (!us.ok()) return BadBound(flag, text, ToStd(us.status().message()));
   b.kind = SliceBound::Kind::kTimeOffset;
-  b.value = static_cast<int64_t>(v * static_cast<double>(scale));
+  b.value = *us;
   return b;
 }
 
@@ -78,6 +66,27 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
     if (b.kind == Kind::kAbsTime) return b.value;
     return b.value >= 0 ? first + b.value : last + 1 + b.value;
   };
+  for (const SliceBound* b : {&from, &to}) {
+    const bool is_time = b->kind == Kind::kTimeOffset || b->kind == Kind::kAbsTime;
+    if (!is_time) continue;
+    const int64_t t = to_time(*b);
+    if (t < first || t > last + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          b->flag, " ", b->text, ": ", t < first ? "before the trace began" : "after the trace ended",
+          ": the trace runs from time_us ", first, " to ", last, " (", FormatRelativeTime(last - first).substr(1),
+          " long)", b->kind == Kind::kAbsTime && t < first ? "; for a time since it began write e.g. +250ms" : ""));
+    }
+  }
+  // An event index must fall inside at least one device's trace (devices differ in length).
+  int64_t longest = 0;
+  for (const DeviceTrace& t : snap.traces) longest = std::max<int64_t>(longest, t.size());
+  for (const SliceBound* b : {&from, &to}) {
+    if (b->kind == Kind::kEvent && longest > 0 && (b->value > longest || b->value < -longest)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          b->flag, " ", b->text, ": out of range: the longest device trace has ", longest,
+          longest == 1 ? " event" : " events", " (event:0 to event:", longest - 1, ")"));
+    }
+  }
   TraceSlice out;
   if (timed) {
     if (from.kind == Kind::kTimeOffset || from.kind == Kind::kAbsTime) out.min_time_us = to_time(from);
@@ -108,7 +117,16 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
       return open;
     };
     int64_t b = index(from, 0);
-    int64_t e = std::max(b, index(to, n));
+    int64_t e = index(to, n);
+    if (b > e) {
+      auto where = [](const SliceBound& x, int64_t i) {
+        const std::string ev = absl::StrCat("event:", i);
+        return x.text == ev ? ev : absl::StrCat(x.text, " (", ev, ")");
+      };
+      return absl::InvalidArgumentError(absl::StrCat(from.flag, " ", where(from, b), " is after ",
+                                                     to.flag, " ", where(to, e), " on device ",
+                                                     t.device, ": nothing would be kept"));
+    }
     out.ranges.push_back({t.begin + static_cast<uint32_t>(b), t.begin + static_cast<uint32_t>(e)});
     out.events += static_cast<uint64_t>(e - b);
     if (!timed) {  // event bounds: the time window is that of the events kept

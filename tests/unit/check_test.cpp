@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "memsnap/analysis/check.h"
 #include "memsnap/parse/reader.h"
@@ -58,6 +59,40 @@ TEST_SUITE("check") {
     CHECK(!r.passed());
   }
 
+  TEST_CASE("check --fits passes when the replay fits and fails with the oom explanation") {
+    Snapshot snap = LoadFixture("oom_fragmentation.json");
+    CheckOptions o;
+    o.fits = 80 * kMiB;
+    CheckReport pass = Run(MeasureForCheck(snap, &o), nullptr, o);
+    REQUIRE(pass.checks.size() == 1);
+    CHECK(pass.checks[0].passed);
+    CHECK(pass.checks[0].value == 70 * kMiB);  // the replay's peak reserved
+    o.fits = 30 * kMiB;
+    CheckReport fail = Run(MeasureForCheck(snap, &o), nullptr, o);
+    CHECK_FALSE(fail.passed());
+    CHECK(fail.checks[0].failure.find("event:4") != std::string::npos);
+    REQUIRE(fail.fits.has_value());
+    CHECK(fail.fits->ooms[0].verdict == OomVerdict::kFragmentation);
+    CHECK(report::CheckToJunit(fail).find("Fragmentation: this 2.0 MiB request") !=
+          std::string::npos);
+    // Without a trace there is nothing to replay: an error, not a pass.
+    CheckMetrics none = MeasureForCheck(LoadFixture("frag_basic.json"), &o);
+    CHECK_FALSE(RunChecks(none, nullptr, o).ok());
+  }
+
+  TEST_CASE("a failed byte check states the exact bytes and how far over the limit they are") {
+    CheckMetrics m;
+    m.path = "x";
+    m.reserved_bytes = 3865470566;
+    CheckOptions o;
+    o.max_reserved = 3852887654;
+    CheckReport r = Run(m, nullptr, o);
+    std::ostringstream text;
+    report::RenderCheckText(r, text);
+    CHECK(text.str().find("reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB, 0.3% over") !=
+          std::string::npos);
+  }
+
   TEST_CASE("check baseline allows exactly the tolerance") {
     CheckMetrics base, cur;
     base.path = "base.pickle";
@@ -98,8 +133,8 @@ TEST_SUITE("check") {
     auto none = RunChecks(m, nullptr, CheckOptions{});
     REQUIRE(!none.ok());
     CHECK(std::string(none.status().message()) ==
-          "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag and/or "
-          "--baseline");
+          "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag, --fits "
+          "and/or --baseline");
     CheckOptions o;
     o.max_peak = 1;
     auto peak = RunChecks(m, nullptr, o);
@@ -147,10 +182,11 @@ TEST_SUITE("check") {
     CHECK(out ==
           "3 1 memsnap check new \"x\".pickle\n"
           "reserved <= 100 B | ok\n"
-          "reserved vs baseline (+0.0%) | reserved 20 B exceeds 10 B (baseline 10 B, +10 B)\n"
+          "reserved vs baseline (+0.0%) | reserved 20 B exceeds 10 B by +10 B, 100.0% over "
+              "(baseline 10 B, +10 B)\n"
           "allocated vs baseline (+0.0%) | ok\n");
     std::string md = report::CheckToMarkdown(r);
-    CHECK(md.find("| reserved vs baseline (+0.0%) | 20 B | 10 B | 10 B | **FAIL** |") !=
+    CHECK(md.find("| reserved vs baseline (+0.0%) | 20 B | 10 B | 10 B | **FAIL** (+10 B, 100.0% over) |") !=
           std::string::npos);
   }
 

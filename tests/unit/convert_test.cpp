@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "doctest/doctest.h"
+#include "memsnap/io/gzip_writer.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/writer/trace_slice.h"
@@ -181,7 +182,8 @@ TEST_SUITE("convert") {
     CHECK(writer::ParseSliceBound("250ms")->value == 250000);
     CHECK(writer::ParseSliceBound("-5s")->value == -5000000);
     CHECK(writer::ParseSliceBound("1.5s")->value == 1500000);
-    CHECK(writer::ParseSliceBound("1500")->kind == Kind::kTimeOffset);
+    CHECK(writer::ParseSliceBound("+1500us")->kind == Kind::kTimeOffset);
+    CHECK(writer::ParseSliceBound("1500")->kind == Kind::kAbsTime);  // a bare number is a time_us
     CHECK(writer::ParseSliceBound("abs:1700000000000000")->kind == Kind::kAbsTime);
     CHECK(writer::ParseSliceBound("")->kind == Kind::kNone);
     CHECK_FALSE(writer::ParseSliceBound("event:x").ok());
@@ -190,8 +192,7 @@ TEST_SUITE("convert") {
 
   TEST_CASE("slicing keeps events in [from, to) on every device and the annotations in that window") {
     Snapshot snap = SmallTimedSnapshot();
-    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("20"),
-                                      *writer::ParseSliceBound("60us"));
+    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("+20us"), *writer::ParseSliceBound("60us"));
     REQUIRE(slice.ok());
     REQUIRE(slice->ranges.size() == 2);
     CHECK(slice->ranges[0].begin == 2);  // time 1020
@@ -213,6 +214,42 @@ TEST_SUITE("convert") {
     REQUIRE(last.ok());
     CHECK(last->ranges[0].begin == 7);
     CHECK(last->ranges[1].end - last->ranges[1].begin == 1);
+  }
+
+  TEST_CASE("a slice past the trace or reversed is an error naming the flag, not an empty file") {
+    Snapshot snap = SmallTimedSnapshot();
+    auto err = [&](const char* from, const char* to) {
+      auto f = writer::ParseSliceBound(from, "--from");
+      auto t = writer::ParseSliceBound(to, "--to");
+      if (!f.ok()) return std::string(f.status().message());
+      if (!t.ok()) return std::string(t.status().message());
+      auto s = writer::ComputeSlice(snap, *f, *t);
+      return s.ok() ? std::string() : std::string(s.status().message());
+    };
+    CHECK(err("event:5", "event:1").find("--from event:5 is after --to event:1") == 0);
+    CHECK(err("event:99999", "").find("--from event:99999: out of range") == 0);
+    CHECK(err("", "+1h").find("--to +1h") == 0);  // no such unit
+    CHECK(err("", "+10min").find("--to +10min: after the trace ended") == 0);
+    CHECK(err("5", "").find("before the trace began") != std::string::npos);
+    CHECK(err("event:1", "event:3").empty());
+  }
+
+  TEST_CASE("a gzip-compressed JSON reads back as the same snapshot") {
+    Snapshot snap = SmallTimedSnapshot();
+    std::ostringstream plain;
+    REQUIRE(writer::WriteSnapshotJson(snap, {}, plain).ok());
+    std::ostringstream packed;
+    {
+      io::GzipOstream z(packed);
+      REQUIRE(writer::WriteSnapshotJson(snap, {}, z).ok());
+      REQUIRE(z.Finish().ok());
+    }
+    CHECK(packed.str().substr(0, 2) == "\x1f\x8b");  // the gzip magic
+    CHECK(packed.str().size() < plain.str().size());
+    Snapshot back = testing::ParseOrFail(packed.str());
+    CHECK(back.source.gzip);
+    CHECK(back.events.size() == snap.events.size());
+    CHECK(back.events[3].time_us == snap.events[3].time_us);
   }
 
   TEST_CASE("time slicing a trace without time_us is a clear error") {

@@ -158,6 +158,49 @@ TEST_SUITE("diff") {
     REQUIRE(!err.ok());
     CHECK(std::string(err.status().message()).find("--at peak needs a trace") != std::string::npos);
   }
+
+  TEST_CASE("by default diff compares at each file's peak when both have a trace, else at the "
+            "end, and says why") {
+    Snapshot a = LoadFixture("timeline_training.json");
+    Snapshot b = LoadFixture("timeline_ring.json");
+    DiffOptions o;
+    o.auto_moment = true;
+    auto both = DiffSnapshots(a, b, o);
+    REQUIRE(both.ok());
+    CHECK(both->options.at.kind == Moment::Kind::kPeak);
+    CHECK(both->moment_reason == "both files have a trace");
+    Snapshot no_trace = ParseOrFail(PythonPickle(
+        "{'segments': load_json('timeline_training.json')['segments'], 'device_traces': [[]]}"));
+    no_trace.source.path = "old.pickle";
+    auto one = DiffSnapshots(a, no_trace, o);
+    REQUIRE(one.ok());
+    CHECK(one->options.at.kind == Moment::Kind::kEnd);
+    CHECK(one->moment_reason == "old.pickle has no trace, so no peak");
+  }
+
+  TEST_CASE("diff says when no live block of either file has a stack") {
+    Snapshot a = LoadFixture("frag_basic.json");  // blocks without frames, no trace
+    auto rep = DiffSnapshots(a, a, DiffOptions{});
+    REQUIRE(rep.ok());
+    CHECK(rep->no_stacks);
+    Snapshot t = LoadFixture("timeline_training.json");
+    CHECK_FALSE(DiffSnapshots(t, t, DiffOptions{})->no_stacks);
+  }
+
+  TEST_CASE("diff names settings in summary's words") {
+    Snapshot a = LoadFixture("oom_fragmentation.json");
+    Snapshot b = LoadFixture("summary_basic.json");
+    auto rep = DiffSnapshots(a, b, DiffOptions{});
+    REQUIRE(rep.ok());
+    bool found = false;
+    for (const SettingDelta& d : rep->settings) {
+      if (d.name != "max_split_size") continue;
+      found = true;
+      CHECK(d.before == "unlimited");
+      CHECK(d.after == "128.0 MiB");
+    }
+    CHECK(found);
+  }
 }
 
 }  // namespace

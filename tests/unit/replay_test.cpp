@@ -314,6 +314,16 @@ TEST_SUITE("replay") {
     }
     CHECK(replayed > 0);
   }
+
+  TEST_CASE("replay reports the trace's own figures beside the simulated ones") {
+    Snapshot s = testing::LoadFixture("oom_fragmentation.json");
+    ReplayReport r = ReplayOrFail(s, {{"recorded", sim::ConfigFromSettings(s.settings)}});
+    CHECK(r.recorded.peak_reserved == 40 * kMiB);
+    CHECK(r.recorded.final_reserved == 40 * kMiB);
+    CHECK(r.recorded.segment_allocs == 2);
+    CHECK(r.recorded.segment_frees == 0);
+    CHECK(r.recorded.ooms == 1);
+  }
 }
 
 }  // namespace memsnap::analysis

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "memsnap/analysis/summary.h"
 #include "test_util.h"
 
@@ -82,6 +84,60 @@ TEST_SUITE("summary") {
     CHECK(r.out.find("\"outliers\"") != std::string::npos);
     CHECK(r.out.find("rank2.pickle\",\n        \"metric\": \"reserved_bytes\"") != std::string::npos);
     CHECK(r.out.find("README.md") == std::string::npos);
+  }
+
+  TEST_CASE("summary gives each device's live and reserved peak, with event and time, and its "
+            "oom entries") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    analysis::SummaryReport r = analysis::Summarize(snap);
+    REQUIRE(r.devices[0].peaks.has_value());
+    const analysis::TracePeaks& p = *r.devices[0].peaks;
+    CHECK(p.live_bytes == 4000000 + 2097152 + 1512);  // both traced allocs + the pre-trace block
+    CHECK(p.live_event == 2);
+    CHECK(p.live_time_us == 1700000000000020);
+    CHECK(p.reserved_bytes == 20971520 + 2097152);
+    CHECK(p.reserved_event == 0);
+    REQUIRE(r.devices[0].ooms.size() == 1);
+    CHECK(r.devices[0].ooms[0].event == 5);
+    CHECK(r.devices[0].ooms[0].requested == 1073741824);
+    CHECK(r.devices[0].ooms[0].device_free == 1048576);
+    analysis::SummaryOptions no_peaks;
+    no_peaks.peaks = false;
+    CHECK_FALSE(analysis::Summarize(snap, no_peaks).devices[0].peaks.has_value());
+  }
+
+  TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {
+    // One free without its alloc: recording began mid-run, nothing says the buffer overflowed.
+    Snapshot one;
+    TraceEvent e;
+    e.action = Action::kFreeCompleted;
+    e.addr = 0x1000;
+    e.size = 512;
+    one.events.push_back(e);
+    one.traces.push_back({0, 0, 1});
+    auto overflow = [](const analysis::SummaryReport& r) {
+      return std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+        return w.find("likely overflowed") != std::string::npos;
+      });
+    };
+    CHECK_FALSE(overflow(analysis::Summarize(one)));
+    // The same trace when the file says the buffer holds one entry: it is full.
+    one.settings.trace_alloc_max_entries = 1;
+    CHECK(overflow(analysis::Summarize(one)));
+  }
+
+  TEST_CASE("settings are described in the words summary and diff share") {
+    AllocatorSettings s;
+    s.present = true;
+    s.max_split_size = -1;
+    std::vector<analysis::SettingText> a = analysis::DescribeSettings(s);
+    s.max_split_size = 536870912;
+    std::vector<analysis::SettingText> b = analysis::DescribeSettings(s);
+    REQUIRE(a[1].name == "max_split_size");
+    CHECK(a[1].value == "unlimited");
+    CHECK(b[1].value == "512.0 MiB");
+    CHECK(a[1].is_default);
+    CHECK_FALSE(b[1].is_default);
   }
 }
 

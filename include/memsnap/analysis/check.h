@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/oom.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -23,21 +24,28 @@ struct CheckMetrics {
   int64_t reserved_bytes = 0;   // Σ segment sizes at the end
   int64_t allocated_bytes = 0;  // Σ active_allocated block sizes at the end
   double fragmentation = 0;     // external fragmentation at the end (frag's definition)
+  /// --fits: the trace replayed under the recorded settings on that capacity (oom's analysis);
+  /// unset when not asked, or when it could not run (`fits_error` says why: no trace).
+  std::optional<OomReport> fits;
+  std::string fits_error;
 };
-
-/// Measures `snapshot`. Never fails.
-CheckMetrics MeasureForCheck(const Snapshot& snapshot);
 
 struct CheckOptions {
   std::optional<int64_t> max_peak;
   std::optional<int64_t> max_reserved;
   std::optional<int64_t> max_allocated;
   std::optional<double> max_frag;
+  /// Fail when replaying the trace under the recorded settings on a device of this many bytes
+  /// runs out of memory.
+  std::optional<int64_t> fits;
   /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
   double tolerance = 0.0;
 };
 
 enum class CheckKind : uint8_t { kThreshold, kBaseline };
+
+/// Measures `snapshot`; with options->fits also replays it on that capacity. Never fails.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot, const CheckOptions* options = nullptr);
 
 /// One line of the verdict.
 struct CheckResult {
@@ -49,6 +57,8 @@ struct CheckResult {
   double limit = 0;
   std::optional<double> baseline;
   bool passed = true;
+  /// A failure's own message when the generic "value exceeds limit" says too little (--fits).
+  std::string failure;
 };
 
 struct CheckReport {
@@ -60,6 +70,7 @@ struct CheckReport {
   std::vector<SiteDelta> growing_sites;
   bool sites_at_peak = false;  // growing_sites compare the peaks rather than the ends
   std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
+  std::optional<OomReport> fits;   // --fits: the replay on that capacity and its explanation
   bool passed() const;
   int failures() const;
 };

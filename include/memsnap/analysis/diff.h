@@ -16,6 +16,8 @@ namespace memsnap::analysis {
 
 struct DiffOptions {
   Moment at{Moment::Kind::kEnd, 0};  // kEnd or kPeak (peak needs traces in both files)
+  /// Choose the moment: the peak when both files have a trace, else the end (`at` is ignored).
+  bool auto_moment = false;
   GroupOptions group;
   int64_t min_delta = 0;  // drop sites with |delta bytes| below this
 };
@@ -70,6 +72,12 @@ struct DiffReport {
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
   std::vector<DeviceDelta> devices;
   std::vector<SettingDelta> settings;  // only those that differ
+  /// Why this moment, when DiffOptions::auto_moment chose it ("both files have a trace", or
+  /// "FILE has no trace"); empty when the user chose.
+  std::string moment_reason;
+  /// No live block of either file at the moment has a stack: the site rows say nothing.
+  bool no_stacks = false;
+  bool both_traced = false;  // both files have trace events (--at peak is possible)
 };
 
 /// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.

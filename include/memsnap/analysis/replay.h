@@ -115,6 +115,14 @@ struct VerifyResult {
   }
 };
 
+/// What PyTorch itself did, read from the trace and the final segments (not simulated).
+struct RecordedFigures {
+  int64_t peak_reserved = 0;   // the reserved curve of the trace's segment events
+  int64_t final_reserved = 0;  // Σ the device's segments in the snapshot
+  int64_t segment_allocs = 0, segment_frees = 0, maps = 0, unmaps = 0;
+  int64_t ooms = 0;  // oom entries
+};
+
 struct ReplayReport {
   std::string file;
   int32_t device = 0;
@@ -128,6 +136,7 @@ struct ReplayReport {
   std::vector<std::string> notes;  // caveats (backend, truncation, ...)
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;
+  RecordedFigures recorded;
 };
 
 /// Replays `device`'s trace under each configuration (in parallel, one thread each).

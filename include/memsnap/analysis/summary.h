@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,19 @@
 
 namespace memsnap::analysis {
 
-struct SummaryOptions {};
+struct SummaryOptions {
+  /// Find each device's peaks (one timeline pass) and name the site of each oom entry.
+  bool peaks = true;
+};
+
+/// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
+/// ("max_split_size" -> "unlimited" or "512.0 MiB"): what summary shows and diff compares.
+struct SettingText {
+  std::string name;
+  std::string value;
+  bool is_default = true;  // the value PyTorch uses when the setting is not given
+};
+std::vector<SettingText> DescribeSettings(const AllocatorSettings& settings);
 
 /// Figures summed over a set of segments/blocks/events. Byte figures follow `_memory_viz stats`:
 /// reserved = Σ segment total_size; allocated = Σ size of active_allocated blocks;
@@ -39,6 +52,26 @@ struct StreamSummary {
   Totals totals;
 };
 
+/// The peaks of one device's trace (the timeline's): value, device-local event, time.
+struct TracePeaks {
+  int64_t live_bytes = 0;  // live requested bytes
+  int64_t live_event = -1;  // -1: before the first event
+  int64_t live_time_us = kNoTime;
+  int64_t reserved_bytes = 0;
+  int64_t reserved_event = -1;
+  int64_t reserved_time_us = kNoTime;
+};
+
+/// An `oom` entry of the trace, as recorded.
+struct SummaryOom {
+  uint32_t event = 0;  // device-local
+  int64_t time_us = kNoTime;
+  int64_t requested = 0;  // the rounded size the entry records
+  int64_t device_free = 0;
+  int64_t stream = 0;
+  std::string site;
+};
+
 struct DeviceSummary {
   int32_t device = 0;
   Totals totals;
@@ -50,6 +83,8 @@ struct DeviceSummary {
   int64_t ghost_blocks = 0;         // live blocks at the end whose alloc is not in the trace
   int64_t ghost_bytes = 0;
   int64_t segments_expandable = 0;
+  std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
+  std::vector<SummaryOom> ooms;
 };
 
 struct SummaryReport {

@@ -51,9 +51,16 @@ std::string_view LifetimeClassName(LifetimeClass c);
 
 /// A moment of a device's timeline.
 struct Moment {
-  enum class Kind : uint8_t { kPeak, kEnd, kTime, kEvent };
+  enum class Kind : uint8_t {
+    kPeak,
+    kEnd,
+    kTime,        // an absolute time_us (for a trace without times: an event index)
+    kEvent,       // a device-local event index; negative counts from the end (-1: the last)
+    kSinceStart,  // microseconds after the device's first event ("+25ms", "1.5s")
+    kBeforeEnd,   // microseconds before the device's last event ("-5s")
+  };
   Kind kind = Kind::kPeak;
-  int64_t value = 0;  // time_us for kTime, device-local event index for kEvent
+  int64_t value = 0;
 };
 
 /// Which block lifetimes ReconstructTimeline keeps in DeviceTimeline::blocks. The curves, peaks,
@@ -265,12 +272,22 @@ class TimelineStream {
   bool used_stream_ = false;
 };
 
-/// Parses "peak", "end", "event:N" or an integer time in microseconds (the trace's time_us; for
-/// traces without time, an event index). Error text names the flag value.
-absl::StatusOr<Moment> ParseMoment(std::string_view text);
-/// Resolves a moment to a device-local event index (-1 = initial state; num_events-1 = end).
-/// kTime picks the last event with time_us <= value (-1 if none).
+/// Parses a moment the way every --at, --from and --to takes it: "peak", "end", "event:N" (negative
+/// from the end), a time since the trace's first event with a unit ("+25ms", "1.5s", "250us",
+/// "2min"; a leading "-" counts back from its last event), or an integer time_us as the file
+/// records it ("abs:T" too; for traces without time, an event index). Errors name `flag`.
+absl::StatusOr<Moment> ParseMoment(std::string_view text, std::string_view flag = "--at");
+/// Resolves a moment to a device-local event index (-1 = initial state; num_events-1 = end),
+/// clamped to the trace. Times pick the last event with time_us <= the time (-1 if none).
 int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment);
+/// InvalidArgument naming `flag` and `text` when `moment` lies outside device dt's trace (an
+/// event index past its end, a time before its first or after its last event, a relative time on
+/// a trace without times); OK for devices without events and for peak and end.
+absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment,
+                         std::string_view flag, std::string_view text);
+/// "event:1117 (+1.039 s)" (the time relative to the device's first event when it has times),
+/// "the initial state" for e < 0.
+std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, int64_t e);
 
 /// Indices into dt.blocks of the lifetimes live after device-local event e (-1: initial state).
 /// A timeline built with KeepLifetimes::kLiveAt answers only for its own `kept_event`.

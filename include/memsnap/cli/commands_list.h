@@ -15,6 +15,7 @@ RunFn SetupFrag(CLI::App& sub);
 RunFn SetupCheck(CLI::App& sub);
 RunFn SetupLeaks(CLI::App& sub);
 RunFn SetupReplay(CLI::App& sub);
+RunFn SetupOom(CLI::App& sub);
 RunFn SetupReport(CLI::App& sub);
 RunFn SetupExport(CLI::App& sub);
 RunFn SetupConvert(CLI::App& sub);

@@ -72,6 +72,12 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx,
     const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
 
+/// Checks a parsed --at/--from/--to value against every device of `timeline`: an error naming the
+/// flag when it lies outside a device's trace (analysis::CheckMoment).
+absl::Status CheckMomentFlag(std::string_view flag, std::string_view text,
+                             const analysis::Moment& moment, const Snapshot& snap,
+                             const analysis::Timeline& timeline);
+
 /// Writes `j` to ctx.out, pretty-printed with two spaces, and a newline.
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
 

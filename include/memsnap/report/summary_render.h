@@ -12,7 +12,9 @@ namespace memsnap::report {
 nlohmann::ordered_json SummaryToJson(const analysis::SummaryReport& report);
 
 /// Human-readable summary with aligned columns.
-void RenderSummaryText(const analysis::SummaryReport& report, std::ostream& out);
+/// `warnings` = false (-q) leaves out the warnings section.
+void RenderSummaryText(const analysis::SummaryReport& report, std::ostream& out,
+                       bool warnings = true);
 
 /// Shared by renderers: the JSON form of allocator settings and pool ids.
 nlohmann::ordered_json SettingsToJson(const AllocatorSettings& settings);

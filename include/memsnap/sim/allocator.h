@@ -102,6 +102,32 @@ struct OomInfo {
   int64_t segment_size = 0;  // A, what the message reports
   int64_t device_free = 0;
   int64_t stream = 0;
+  bool is_small = false;  // the pool the request was for (s <= 1 MiB)
+  /// Reserved bytes when the malloc found no cached block, before GC and the release paths.
+  int64_t reserved_before = 0;
+  /// What the malloc gave back to the device before failing (GC, release_available_cached_blocks,
+  /// release_cached_blocks): bytes and cudaFree/unmap calls.
+  int64_t released_bytes = 0;
+  int64_t released_segments = 0;
+  /// Reserved and allocated bytes at the failure (after the releases).
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+};
+
+/// The cached free memory as a failing malloc of `s` bytes on `stream` saw it: what the caller
+/// needs to say why no cached block served it (OomInfo says why the device could not).
+struct FreeSpace {
+  int64_t pool_free = 0;     // free mapped bytes in the request's pool on its stream
+  int64_t pool_largest = 0;  // the largest of those blocks
+  int64_t other_streams_free = 0;     // free bytes in the request's pool on other streams
+  int64_t other_streams_largest = 0;  // the largest of those blocks
+  int64_t other_streams_stream = 0;   // the stream of that largest block
+  int64_t other_pool_free = 0;        // free bytes in the other pool (small vs large)
+  /// The smallest block on the request's stream that holds `s` but that the oversize rules
+  /// (max_split_size, max_non_split_rounding) refuse to serve it; 0 when none.
+  int64_t oversize_refused = 0;
+  int64_t all_free = 0;      // every free mapped byte of both pools
+  int64_t all_largest = 0;   // the largest free block of both pools
 };
 
 /// One block of a segment, for inspection (Segments()).
@@ -165,6 +191,9 @@ class CachingAllocator {
   std::vector<SegmentView> Segments() const;
   /// Σ free mapped bytes in the pools (cached but unused).
   int64_t CachedFreeBytes() const;
+  /// The free blocks as a malloc of rounded size `s` on `stream` in the small or large pool sees
+  /// them (an OOM's explanation); a scan of the pools, not for the hot path.
+  FreeSpace DescribeFreeSpace(int64_t s, int64_t stream, bool is_small) const;
 
  private:
   static constexpr uint32_t kNone = 0xffffffffu;

@@ -11,6 +11,14 @@ namespace memsnap {
 
 /// 1536 -> "1.5 KiB", 0 -> "0 B", -2097152 -> "-2.0 MiB". Powers of 1024.
 std::string FormatBytes(int64_t bytes);
+/// A duration with its unit: "25ms", "+1.5s", "250us", "2min", "-5s" -> microseconds (signed).
+/// Errors say what is wrong ("a time needs a unit: us, ms, s or min").
+absl::StatusOr<int64_t> ParseDurationUs(std::string_view text);
+/// Bytes exactly, with thousands separators: 3865470566 -> "3,865,470,566 B".
+std::string FormatExactBytes(int64_t bytes);
+/// A time since the start of a trace, in microseconds: 350 -> "+350 us", 25300 -> "+25.3 ms",
+/// 1500000 -> "+1.500 s", 612000000 -> "+10 min 12.000 s".
+std::string FormatRelativeTime(int64_t us);
 /// Like FormatBytes but with an explicit sign for positive values: "+1.0 MiB".
 std::string FormatDelta(int64_t bytes);
 /// Accepts "512MiB", "1.5GB", "20 MiB", "4096", "2g", "80GiB". KB/MB/GB are powers of 1000,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,17 +19,21 @@ struct SliceBound {
   enum class Kind : uint8_t {
     kNone,        // open end
     kEvent,       // "event:N": index in each device's trace; negative counts from the end
-    kTimeOffset,  // "1500", "250ms", "2s": microseconds after the first time_us of the file;
+    kTimeOffset,  // "+1500us", "250ms", "2s": microseconds after the first time_us of the file;
                   // negative ("-5s") counts back from the last time_us
-    kAbsTime,     // "abs:1700000000000000": a time_us value as written in the file
+    kAbsTime,     // "1700000000000000" or "abs:1700000000000000": a time_us as in the file
   };
   Kind kind = Kind::kNone;
   int64_t value = 0;  // events, or microseconds
+  std::string flag;   // "--from" / "--to", for messages
+  std::string text;   // as the user wrote it
 };
 
-/// Parses "event:N", "abs:T", or a time "[-]N[us|ms|s|min]" (plain numbers are microseconds).
-/// An empty text is an open end.
-absl::StatusOr<SliceBound> ParseSliceBound(std::string_view text);
+/// Parses the grammar every --at/--from/--to shares (analysis::ParseMoment): "event:N" (negative
+/// from the end), a time with a unit since the first event ("+250ms", "2s"; "-5s" back from the
+/// last), or a time_us as recorded ("1700000000000000", "abs:1700000000000000"). An empty text
+/// is an open end. Errors name `flag`.
+absl::StatusOr<SliceBound> ParseSliceBound(std::string_view text, std::string_view flag = "--from");
 
 struct TraceSlice {
   std::vector<EventRange> ranges;  // one per Snapshot::traces entry
@@ -40,7 +45,8 @@ struct TraceSlice {
 };
 
 /// Resolves [from, to) on every device trace. Time bounds need `time_us` in the file (an error
-/// names the alternative, event:N); event bounds are clamped to each trace.
+/// names the alternative, event:N). Errors (naming the flag) for an event index past a trace's
+/// end, a time outside the file's times, and a `from` after `to`.
 absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& from,
                                         const SliceBound& to);
 

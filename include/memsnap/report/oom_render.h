@@ -1,0 +1,29 @@
+// Renderers of `memsnap oom` (and of the OOM explanation `check --fits` prints on failure).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "memsnap/analysis/oom.h"
+#include "nlohmann/json.hpp"
+
+namespace memsnap::report {
+
+/// The `oom --json` object: {"file", "device_memory_bytes", "ooms": [{"device", "event_index",
+/// "time_us", "requested_bytes", "device_free_bytes", "reserved_bytes", "allocated_bytes",
+/// "verdict", "largest_free_block_bytes", "holders": [{"site", "category", "bytes"}],
+/// "remedies": [{"conf", "fits", "peak_reserved_bytes"}], "shortfall_bytes"}, ...]} plus the
+/// fields docs/oom.md lists (relative time, rounded size, pool, the retry, "devices").
+nlohmann::ordered_json OomToJson(const analysis::OomReport& report);
+
+/// The whole explanation: per device its capacity, each OOM (request, state, retry, verdict,
+/// holders, shortfall and levers) and the remedies table.
+void RenderOomText(const analysis::OomReport& report, std::ostream& out);
+
+/// One OOM in a few lines (verdict, holders, what fits): the failure text of `check --fits`.
+std::string OomBrief(const analysis::OomReport& report);
+
+/// "event:1117 (+0.912 s)", "event:3", or "before the trace (re-creating the blocks alive then)".
+std::string OomWhere(const analysis::OomExplanation& oom);
+
+}  // namespace memsnap::report

@@ -1,0 +1,90 @@
+// memsnap oom FILE: why each recorded OOM happened, or where the run would fail on a device of
+// --device-memory SIZE, who held the memory, and which settings fit (proven by replay).
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/oom.h"
+#include "memsnap/cli/commands_list.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/report/oom_render.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::cli {
+
+namespace {
+struct OomCommandOptions {
+  std::string file;
+  std::string device_memory;
+  int device = -1;
+  std::vector<std::string> confs;
+  int top = 5;
+  int threads = 0;
+  bool json = false;
+};
+}  // namespace
+
+RunFn SetupOom(CLI::App& sub) {
+  auto opts = std::make_shared<OomCommandOptions>();
+  sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip) with a trace")
+      ->required();
+  sub.add_option("--device-memory", opts->device_memory,
+                 "Replay on a device of this size (e.g. 24GiB) and say where the run would fail; "
+                 "default: the capacity an oom entry implies (device_free + reserved)");
+  sub.add_option("--device", opts->device, "Only this device ordinal (default: every device)");
+  sub.add_option("--conf", opts->confs,
+                 "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
+                 "default six; each applies on top of the recorded settings")
+      ->allow_extra_args(false);
+  sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--threads", opts->threads, "Replays run at once (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.footer(
+      "Every `oom` entry of the trace is replayed on the capacity it implies; without one, give\n"
+      "--device-memory. Candidate settings are replayed on the same capacity in parallel.\n"
+      "Verdicts: demand, fragmentation, cache_not_released (docs/oom.md). Exit codes: 0 explained\n"
+      "(an OOM or a fit), 2 unusable input (no trace, no capacity).\n"
+      "Examples:\n"
+      "  memsnap oom crash.pickle\n"
+      "  memsnap oom run.pickle --device-memory 24GiB          # would it fit a 24 GiB card?\n"
+      "  memsnap oom run.pickle --device-memory 40GiB --conf expandable_segments:True\n"
+      "  memsnap oom crash.pickle --json | jq '.ooms[0].verdict'");
+  return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    analysis::OomOptions o;
+    o.device = opts->device;
+    o.candidates = opts->confs;
+    o.top_holders = opts->top;
+    o.max_threads = opts->threads;
+    if (!opts->device_memory.empty()) {
+      absl::StatusOr<int64_t> cap = ParseSize(opts->device_memory);
+      if (!cap.ok() || *cap <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--device-memory \"", opts->device_memory,
+                                                       "\": expected a size such as 24GiB"));
+      }
+      o.device_memory = *cap;
+    }
+    // The timeline's peaks are found on a second core while the file is read.
+    analysis::TimelineOptions to;
+    to.keep = analysis::KeepLifetimes::kNone;
+    to.curve = false;
+    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
+    const Snapshot& snap = loaded.snapshot;
+    o.timeline = &loaded.timeline;
+    absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(snap, o);
+    if (!report.ok()) {
+      return absl::Status(report.status().code(),
+                          absl::StrCat(opts->file, ": ", report.status().message()));
+    }
+    if (opts->json) {
+      PrintJson(report::OomToJson(*report), ctx);
+    } else {
+      report::RenderOomText(*report, *ctx.out);
+    }
+    return ExitCode::kOk;
+  };
+}
+
+}  // namespace memsnap::cli

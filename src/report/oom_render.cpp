@@ -1,0 +1,405 @@
+#include "memsnap/report/oom_render.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/analysis/site.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::report {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::OomDevice;
+using analysis::OomExplanation;
+using analysis::OomRemedy;
+using analysis::OomReport;
+
+Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
+
+Json EventJson(uint32_t e) { return e == analysis::kPreexistingEvent ? Json(nullptr) : Json(e); }
+
+const OomDevice* DeviceOf(const OomReport& r, int32_t device) {
+  for (const OomDevice& d : r.devices) {
+    if (d.device == device) return &d;
+  }
+  return nullptr;
+}
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return absl::StrCat(FormatCount(n), " ", Sv(n == 1 ? one : many));
+}
+
+std::string Share(int64_t part, int64_t whole) {
+  return whole <= 0 ? std::string("-")
+                    : FormatPercent(static_cast<double>(part) / static_cast<double>(whole));
+}
+
+std::string RemedyResult(const OomRemedy& m) {
+  if (m.fits) return "fits";
+  if (m.fails_at == analysis::kPreexistingEvent) {
+    return absl::StrCat("fails before the trace (", FormatBytes(m.fail_requested), ")");
+  }
+  return absl::StrCat("fails at event:", m.fails_at, " (", FormatBytes(m.fail_requested), ")");
+}
+
+std::string SettingName(const OomRemedy& m) {
+  if (m.conf == "recorded") return absl::StrCat("recorded (", m.settings, ")");
+  return m.conf;
+}
+
+// The verdict sentence, capitalised for a line of its own.
+std::string Sentence(const std::string& s) {
+  std::string out = s;
+  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out + ".";
+}
+
+// What the trace shows about where the bytes could come from.
+std::vector<std::string> Levers(const OomExplanation& o) {
+  std::vector<std::string> out;
+  if (o.shortfall > 0 && !o.holders.empty()) {
+    const auto& h = o.holders[0];
+    out.push_back(absl::StrCat("the largest holder, ", h.site, ", holds ", FormatBytes(h.bytes),
+                               " in ", Plural(h.blocks, "block", "blocks"), ": ",
+                               h.bytes >= o.shortfall
+                                   ? absl::StrCat(FormatPercent(static_cast<double>(o.shortfall) /
+                                                                static_cast<double>(h.bytes)),
+                                                  " less of it would make room")
+                                   : std::string("even all of it would not make room")));
+  }
+  for (const auto& h : o.holders) {
+    if (h.site == o.site) {
+      out.push_back(absl::StrCat("the failing request's own site already holds ",
+                                 FormatBytes(h.bytes), " in ", Plural(h.blocks, "block", "blocks"),
+                                 " (", Share(h.bytes, o.holders_bytes), " of the live memory)"));
+      break;
+    }
+  }
+  for (const auto& c : o.categories) {
+    std::string_view lever = analysis::CategoryLever(c.category);
+    if (lever.empty() || c.bytes < o.shortfall) continue;
+    out.push_back(absl::StrCat(c.category, " holds ", FormatBytes(c.bytes), " (",
+                               Share(c.bytes, o.holders_bytes), "): ", Sv(lever)));
+  }
+  return out;
+}
+
+void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
+  out << "  remedies, each replayed on " << FormatBytes(d.capacity)
+      << " (applied on top of the recorded settings):\n";
+  size_t w = 7;
+  for (const OomRemedy& m : d.remedies) w = std::max(w, SettingName(m).size());
+  size_t rw = 6;
+  for (const OomRemedy& m : d.remedies) rw = std::max(rw, RemedyResult(m).size());
+  out << absl::StrFormat("    %-*s  %-*s  %13s  %10s\n", static_cast<int>(w), "setting",
+                         static_cast<int>(rw), "result", "peak reserved", "headroom");
+  for (const OomRemedy& m : d.remedies) {
+    out << absl::StrFormat("    %-*s  %-*s  %13s  %10s\n", static_cast<int>(w), SettingName(m),
+                           static_cast<int>(rw), RemedyResult(m), FormatBytes(m.peak_reserved),
+                           m.fits ? FormatBytes(m.headroom) : std::string("-"));
+  }
+  std::string same;
+  for (const OomRemedy& m : d.remedies) {
+    if (m.same_as.empty()) continue;
+    absl::StrAppend(&same, same.empty() ? "" : ", ", m.conf);
+  }
+  if (!same.empty()) {
+    out << "    (" << same
+        << ": no block of this run reaches that size, so the oversize rules never apply and "
+           "every block is placed as under the recorded settings; that replay stands for them)\n";
+  }
+  const OomRemedy* best = nullptr;
+  int fitting = 0;
+  for (size_t i = 1; i < d.remedies.size(); ++i) {
+    const OomRemedy& m = d.remedies[i];
+    if (!m.fits) continue;
+    ++fitting;
+    if (best == nullptr || m.peak_reserved < best->peak_reserved) best = &m;
+  }
+  const size_t candidates = d.remedies.empty() ? 0 : d.remedies.size() - 1;
+  if (d.fits()) {
+    out << "  the recorded settings fit: peak reserved " << FormatBytes(d.remedies[0].peak_reserved)
+        << ", headroom " << FormatBytes(d.remedies[0].headroom) << "\n";
+  } else if (best != nullptr) {
+    out << "  " << fitting << " of the " << candidates
+        << " candidate settings fit, verified by replaying the whole trace; the lowest peak: "
+           "PYTORCH_CUDA_ALLOC_CONF="
+        << best->settings << " (peak reserved " << FormatBytes(best->peak_reserved) << ", headroom "
+        << FormatBytes(best->headroom) << ")\n";
+  } else if (candidates > 0) {
+    out << "  none of the " << candidates << " candidate settings fits on "
+        << FormatBytes(d.capacity)
+        << (demand ? ": the demand itself has to shrink"
+                   : ": the live memory would fit, but no layout tried does; try other settings "
+                     "(--conf) or a lower peak of live memory")
+        << "\n";
+  }
+}
+
+void RenderOne(const OomExplanation& o, size_t index, size_t count, std::ostream& out) {
+  out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
+  if (o.recorded) {
+    out << (o.reproduced ? ", recorded oom entry, reproduced by the replay"
+                         : ", recorded oom entry (not reproduced by the replay)");
+  } else {
+    out << ", predicted by the replay";
+  }
+  out << "\n";
+  auto line = [&](std::string_view label, const std::string& text) {
+    out << absl::StrFormat("  %-11s %s\n", label, text);
+  };
+  std::string asked = FormatBytes(o.requested);
+  if (o.reproduced) {
+    absl::StrAppend(&asked, " (rounded ", FormatBytes(o.rounded), "; a new segment needs ",
+                    FormatBytes(o.segment_bytes), "), ", o.is_small ? "small" : "large",
+                    " pool, stream ", o.stream);
+  } else {
+    absl::StrAppend(&asked, " (rounded), stream ", o.stream);
+  }
+  line("asked for", asked);
+  line("site", absl::StrCat(o.site, "  [", o.category, "]"));
+  if (o.reproduced) {
+    std::string dev = absl::StrCat(FormatBytes(o.device_free), " free of ", FormatBytes(o.capacity),
+                                   "; reserved ", FormatBytes(o.reserved), ", allocated ",
+                                   FormatBytes(o.allocated));
+    if (o.recorded_device_free && *o.recorded_device_free != o.device_free) {
+      absl::StrAppend(&dev, " (the trace recorded ", FormatBytes(*o.recorded_device_free),
+                      " free)");
+    }
+    line("device", dev);
+    if (o.released_segments > 0) {
+      line("retry",
+           absl::StrCat("no cached block fit; the allocator released ",
+                        Plural(o.released_segments, "cached segment", "cached segments"), " (",
+                        FormatBytes(o.released_bytes), ") and retried, and still failed"));
+    } else {
+      line("retry", absl::StrCat("no cached block fit, and no whole free segment was left to "
+                                 "release (reserved ",
+                                 FormatBytes(o.reserved_before), ")"));
+    }
+  } else {
+    line("device", absl::StrCat(FormatBytes(o.device_free), " free of ", FormatBytes(o.capacity),
+                                " (as recorded)"));
+  }
+  line("verdict", Sentence(o.verdict_text));
+  if (!o.holders.empty()) {
+    line("holders",
+         absl::StrCat("live blocks at the failure: ", FormatBytes(o.holders_bytes), " in ",
+                      Plural(o.holders_blocks, "block", "blocks"), "; the largest sites:"));
+    for (const auto& h : o.holders) {
+      out << absl::StrFormat("    %10s  %6s  %7s  %s  [%s]\n", FormatBytes(h.bytes),
+                             Share(h.bytes, o.holders_bytes), Plural(h.blocks, "blk", "blks"),
+                             h.site, h.category);
+    }
+    bool all_unknown = std::all_of(o.categories.begin(), o.categories.end(), [](const auto& c) {
+      return c.category == analysis::kUnknownCategory;
+    });
+    if (all_unknown) {
+      line("categories", "not attributed yet (every block is \"unknown\")");
+    } else {
+      std::string cats;
+      for (const auto& c : o.categories) {
+        absl::StrAppend(&cats, cats.empty() ? "" : ", ", c.category, " ", FormatBytes(c.bytes));
+      }
+      line("categories", cats);
+    }
+  }
+  if (o.reproduced) {
+    line("shortfall",
+         o.shortfall > 0
+             ? absl::StrCat(FormatBytes(o.shortfall), " (", FormatExactBytes(o.shortfall),
+                            "): live memory must shrink by at least this for the request to fit")
+             : std::string("0 B: the demand fits the device; the layout does not"));
+  }
+  for (const std::string& l : Levers(o)) line("lever", l);
+}
+
+}  // namespace
+
+std::string OomWhere(const OomExplanation& o) {
+  if (o.event == analysis::kPreexistingEvent) {
+    return "before the trace (re-creating the blocks alive when it began)";
+  }
+  std::string s = absl::StrCat("event:", o.event);
+  if (o.time_us != kNoTime && o.start_time_us != kNoTime) {
+    absl::StrAppend(&s, " (", FormatRelativeTime(o.time_us - o.start_time_us), ")");
+  }
+  return s;
+}
+
+Json OomToJson(const OomReport& r) {
+  Json j;
+  j["file"] = r.file;
+  if (r.device_memory) {
+    j["device_memory_bytes"] = *r.device_memory;
+  } else if (!r.devices.empty()) {
+    j["device_memory_bytes"] = r.devices[0].capacity;
+  } else {
+    j["device_memory_bytes"] = nullptr;
+  }
+  Json ooms = Json::array();
+  for (const OomExplanation& o : r.ooms) {
+    Json oj;
+    oj["device"] = o.device;
+    oj["event_index"] = EventJson(o.event);
+    oj["time_us"] = TimeJson(o.time_us);
+    oj["time_rel_us"] = o.time_us == kNoTime || o.start_time_us == kNoTime
+                            ? Json(nullptr)
+                            : Json(o.time_us - o.start_time_us);
+    oj["recorded"] = o.recorded;
+    oj["reproduced"] = o.reproduced;
+    oj["requested_bytes"] = o.requested;
+    oj["rounded_bytes"] = o.rounded;
+    oj["segment_bytes"] = o.segment_bytes;
+    oj["pool"] = o.is_small ? "small" : "large";
+    oj["stream"] = o.stream;
+    oj["site"] = o.site;
+    oj["category"] = o.category;
+    oj["capacity_bytes"] = o.capacity;
+    oj["device_free_bytes"] = o.device_free;
+    oj["recorded_device_free_bytes"] =
+        o.recorded_device_free ? Json(*o.recorded_device_free) : Json(nullptr);
+    oj["reserved_bytes"] = o.reserved;
+    oj["allocated_bytes"] = o.allocated;
+    oj["retry"] = {{"reserved_before_bytes", o.reserved_before},
+                   {"released_segments", o.released_segments},
+                   {"released_bytes", o.released_bytes}};
+    oj["verdict"] = std::string(analysis::OomVerdictName(o.verdict));
+    oj["verdict_text"] = o.verdict_text;
+    oj["largest_free_block_bytes"] = o.largest_free_block;
+    oj["free_bytes"] = o.free_bytes;
+    oj["cached_free"] = {{"same_stream_bytes", o.free.pool_free},
+                         {"other_streams_bytes", o.free.other_streams_free},
+                         {"other_streams_largest_block_bytes", o.free.other_streams_largest},
+                         {"other_pool_bytes", o.free.other_pool_free}};
+    Json holders = Json::array();
+    for (const auto& h : o.holders) {
+      holders.push_back(
+          {{"site", h.site}, {"category", h.category}, {"bytes", h.bytes}, {"blocks", h.blocks}});
+    }
+    oj["holders"] = holders;
+    Json cats = Json::array();
+    for (const auto& c : o.categories) {
+      cats.push_back({{"category", c.category}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+    }
+    oj["categories"] = cats;
+    oj["live_bytes"] = o.holders_bytes;
+    Json remedies = Json::array();
+    if (const OomDevice* d = DeviceOf(r, o.device)) {
+      for (const OomRemedy& m : d->remedies) {
+        remedies.push_back({{"conf", m.conf},
+                            {"settings", m.settings},
+                            {"fits", m.fits},
+                            {"peak_reserved_bytes", m.peak_reserved},
+                            {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
+                            {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}});
+      }
+    }
+    oj["remedies"] = remedies;
+    oj["shortfall_bytes"] = o.shortfall;
+    ooms.push_back(std::move(oj));
+  }
+  j["ooms"] = ooms;
+  Json devices = Json::array();
+  for (const OomDevice& d : r.devices) {
+    Json dj;
+    dj["device"] = d.device;
+    dj["capacity_bytes"] = d.capacity;
+    dj["capacity_source"] = d.capacity_source;
+    dj["events"] = d.events;
+    dj["recorded_ooms"] = d.recorded_ooms;
+    dj["start"] = d.warm_start ? "warm" : "cold";
+    dj["fits"] = d.fits();
+    dj["trace_peak_live_bytes"] = d.trace_peak_live;
+    dj["trace_peak_event"] = d.trace_peak_event;
+    Json remedies = Json::array();
+    for (const OomRemedy& m : d.remedies) {
+      remedies.push_back({{"conf", m.conf},
+                          {"settings", m.settings},
+                          {"fits", m.fits},
+                          {"peak_reserved_bytes", m.peak_reserved},
+                          {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
+                          {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}});
+    }
+    dj["remedies"] = remedies;
+    dj["notes"] = d.notes;
+    devices.push_back(std::move(dj));
+  }
+  j["devices"] = devices;
+  j["notes"] = r.notes;
+  return j;
+}
+
+void RenderOomText(const OomReport& r, std::ostream& out) {
+  out << "oom " << r.file << "\n";
+  for (const std::string& n : r.notes) out << "note: " << n << "\n";
+  for (const OomDevice& d : r.devices) {
+    out << "\ndevice " << d.device << ": " << FormatBytes(d.capacity) << " ("
+        << (d.capacity_source == "--device-memory"
+                ? std::string("--device-memory")
+                : std::string("implied by its oom entry: device_free + reserved"))
+        << "), " << Plural(d.events, "trace event", "trace events") << ", "
+        << Plural(d.recorded_ooms, "oom entry", "oom entries") << "\n";
+    for (const std::string& n : d.notes) out << "  note: " << n << "\n";
+    std::vector<const OomExplanation*> mine;
+    for (const OomExplanation& o : r.ooms) {
+      if (o.device == d.device) mine.push_back(&o);
+    }
+    if (mine.empty()) {
+      out << "  no allocation fails on " << FormatBytes(d.capacity)
+          << " under the recorded settings: peak reserved "
+          << FormatBytes(d.remedies.empty() ? 0 : d.remedies[0].peak_reserved) << ", headroom "
+          << FormatBytes(d.remedies.empty() ? 0 : d.remedies[0].headroom) << "\n";
+    }
+    for (size_t i = 0; i < mine.size(); ++i) RenderOne(*mine[i], i + 1, mine.size(), out);
+    if (!r.device_memory || d.trace_peak_live <= d.capacity) {
+      // Nothing to add: the trace's own peak fits the capacity.
+    } else {
+      out << "  the trace's own live peak is " << FormatBytes(d.trace_peak_live) << " ("
+          << (d.trace_peak_event < 0 ? std::string("before its first event")
+                                     : absl::StrCat("at event:", d.trace_peak_event))
+          << "): on " << FormatBytes(d.capacity) << " live memory must shrink by at least "
+          << FormatBytes(d.trace_peak_live - d.capacity) << " somewhere in the run\n";
+    }
+    out << "\n";
+    const bool demand = std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
+      return o->verdict == analysis::OomVerdict::kDemand;
+    });
+    RenderRemedies(d, demand, out);
+  }
+}
+
+std::string OomBrief(const OomReport& r) {
+  std::ostringstream out;
+  for (const OomExplanation& o : r.ooms) {
+    out << "device " << o.device << " fails at " << OomWhere(o) << ": " << FormatBytes(o.requested)
+        << " from " << o.site << "\n";
+    out << "  " << Sentence(o.verdict_text) << "\n";
+    for (size_t i = 0; i < o.holders.size() && i < 3; ++i) {
+      out << "  holder " << FormatBytes(o.holders[i].bytes) << "  " << o.holders[i].site << "\n";
+    }
+    if (o.shortfall > 0) {
+      out << "  live memory must shrink by at least " << FormatBytes(o.shortfall) << " ("
+          << FormatExactBytes(o.shortfall) << ")\n";
+    }
+    if (const OomDevice* d = DeviceOf(r, o.device)) {
+      std::string fits;
+      for (size_t i = 1; i < d->remedies.size(); ++i) {
+        if (d->remedies[i].fits)
+          absl::StrAppend(&fits, fits.empty() ? "" : ", ", d->remedies[i].conf);
+      }
+      out << "  "
+          << (fits.empty() ? std::string("no candidate setting fits")
+                           : absl::StrCat("fits with: ", fits))
+          << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace memsnap::report

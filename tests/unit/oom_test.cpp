@@ -1,0 +1,323 @@
+// `memsnap oom`: verdicts, holders and remedies on fixtures whose answer is known by hand
+// (testdata/oom_*.json), the shortcut for settings that provably change nothing, and the corpus.
+#include "memsnap/analysis/oom.h"
+
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/site.h"
+
+#include "analysis/replay_internal.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/oom_render.h"
+#include "test_util.h"
+#include "trace_builders.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using sim::kMiB;
+
+OomReport ExplainOrFail(const Snapshot& s, OomOptions o = {}) {
+  absl::StatusOr<OomReport> r = ExplainOoms(s, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  return *std::move(r);
+}
+
+const OomRemedy& RemedyFor(const OomDevice& d, std::string_view conf) {
+  for (const OomRemedy& m : d.remedies) {
+    if (m.conf == conf) return m;
+  }
+  FAIL("no remedy " << conf);
+  return d.remedies[0];
+}
+
+std::optional<std::string> CorpusFile(const std::string& name) {
+  std::optional<std::string> dir = testing::CorpusDir();
+  if (!dir) return std::nullopt;
+  return *dir + "/" + name;
+}
+
+TEST_SUITE("oom") {
+  TEST_CASE(
+      "a request that no single free block holds is fragmentation, and the settings that "
+      "fit are found by replay") {
+    // Two 20 MiB segments each pinned by a 2 MiB block around an 18 MiB hole; a 30 MiB request
+    // on a 64 MiB device (24 MiB left): 60 MiB free, no piece of 30 MiB.
+    OomReport r = ExplainOrFail(testing::LoadFixture("oom_fragmentation.json"));
+    REQUIRE(r.ooms.size() == 1);
+    const OomExplanation& o = r.ooms[0];
+    CHECK(o.verdict == OomVerdict::kFragmentation);
+    CHECK(o.recorded);
+    CHECK(o.reproduced);
+    CHECK(o.event == 7);
+    CHECK(o.capacity == 64 * kMiB);
+    CHECK(o.requested == 30 * kMiB);
+    CHECK(o.device_free == 24 * kMiB);
+    CHECK(o.recorded_device_free == 24 * kMiB);
+    CHECK(o.reserved == 40 * kMiB);
+    CHECK(o.allocated == 4 * kMiB);
+    CHECK(o.largest_free_block == 18 * kMiB);
+    CHECK(o.free_bytes == 60 * kMiB);
+    CHECK(o.shortfall == 0);
+    CHECK(o.released_segments == 0);  // both segments hold a live block: nothing to release
+    CHECK(o.site == "model.py:44:attention");
+    REQUIRE(o.holders.size() == 1);
+    CHECK(o.holders[0].site == "model.py:31:forward");
+    CHECK(o.holders[0].bytes == 4 * kMiB);
+    CHECK(o.holders[0].blocks == 2);
+    REQUIRE(r.devices.size() == 1);
+    const OomDevice& d = r.devices[0];
+    CHECK_FALSE(d.fits());
+    CHECK(d.remedies[0].fails_at == 7);
+    // Expandable segments map the 30 MiB right after the last block: it fits with 4 MiB spare.
+    const OomRemedy& exp = RemedyFor(d, "expandable_segments:True");
+    CHECK(exp.fits);
+    CHECK(exp.peak_reserved == 60 * kMiB);
+    CHECK(exp.headroom == 4 * kMiB);
+    // No block of this run reaches 128 MiB: the max_split_size candidates are the recorded run.
+    CHECK_FALSE(RemedyFor(d, "max_split_size_mb:128").fits);
+    CHECK(RemedyFor(d, "max_split_size_mb:128").same_as == "recorded");
+  }
+
+  TEST_CASE("live memory plus the request above the capacity is demand, and no setting fits") {
+    OomReport r = ExplainOrFail(testing::LoadFixture("oom_demand.json"));
+    REQUIRE(r.ooms.size() == 1);
+    const OomExplanation& o = r.ooms[0];
+    CHECK(o.verdict == OomVerdict::kDemand);
+    CHECK(o.allocated == 60 * kMiB);
+    CHECK(o.rounded == 10 * kMiB);
+    CHECK(o.shortfall == 6 * kMiB);  // 60 + 10 - 64
+    REQUIRE(o.holders.size() == 2);
+    CHECK(o.holders[0].site == "model.py:10:__init__");
+    CHECK(o.holders[0].bytes == 40 * kMiB);
+    CHECK(o.holders[1].site == "optim.py:40:step");
+    CHECK(o.holders_bytes == o.allocated);
+    for (const OomRemedy& m : r.devices[0].remedies) {
+      CAPTURE(m.conf);
+      CHECK_FALSE(m.fits);
+    }
+  }
+
+  TEST_CASE(
+      "a block cached for another stream that would hold the request is cache not "
+      "released") {
+    OomReport r = ExplainOrFail(testing::LoadFixture("oom_streams.json"));
+    REQUIRE(r.ooms.size() == 1);
+    const OomExplanation& o = r.ooms[0];
+    CHECK(o.verdict == OomVerdict::kCacheNotReleased);
+    CHECK(o.free.other_streams_largest == 18 * kMiB);
+    CHECK(o.free.other_streams_stream == 7);
+    CHECK(o.shortfall == 0);
+    CHECK(o.verdict_text.find("stream 7") != std::string::npos);
+  }
+
+  TEST_CASE("a free block the oversize rules refuse is cache not released") {
+    OomExplanation o;
+    o.reproduced = true;
+    o.capacity = 100 * kMiB;
+    o.allocated = 40 * kMiB;
+    o.reserved = 90 * kMiB;
+    o.rounded = 30 * kMiB;
+    o.free.oversize_refused = 50 * kMiB;
+    sim::AllocatorConfig c;
+    c.max_split_size = 40 * kMiB;
+    JudgeOom(c, o);
+    CHECK(o.verdict == OomVerdict::kCacheNotReleased);
+    CHECK(o.verdict_text.find("max_split_size (40.0 MiB)") != std::string::npos);
+  }
+
+  TEST_CASE("a given capacity predicts where the run fails, and a larger one that it fits") {
+    Snapshot s = testing::LoadFixture("oom_fragmentation.json");
+    OomOptions o;
+    o.device_memory = 30 * kMiB;
+    OomReport small = ExplainOrFail(s, o);
+    REQUIRE(small.ooms.size() == 1);
+    // The second 20 MiB segment does not fit beside the first: the 2 MiB alloc at event 4 fails.
+    CHECK(small.ooms[0].event == 4);
+    CHECK_FALSE(small.ooms[0].recorded);
+    CHECK(small.ooms[0].requested == 2 * kMiB);
+    CHECK(small.ooms[0].segment_bytes == 20 * kMiB);
+    CHECK(small.ooms[0].capacity == 30 * kMiB);
+    o.device_memory = 80 * kMiB;
+    OomReport big = ExplainOrFail(s, o);
+    CHECK(big.ooms.empty());
+    REQUIRE(big.devices.size() == 1);
+    CHECK(big.devices[0].fits());
+    CHECK(big.devices[0].remedies[0].peak_reserved == 70 * kMiB);
+    CHECK(big.devices[0].remedies[0].headroom == 10 * kMiB);
+  }
+
+  TEST_CASE("without an oom entry or a capacity, or without a trace, there is nothing to explain") {
+    Snapshot s = testing::LoadFixture("oom_demand.json");
+    s.events.pop_back();  // the oom entry
+    s.traces[0].end -= 1;
+    absl::StatusOr<OomReport> r = ExplainOoms(s, {});
+    CHECK(absl::IsFailedPrecondition(r.status()));
+    CHECK(std::string(r.status().message()).find("--device-memory") != std::string::npos);
+    Snapshot empty;
+    CHECK(absl::IsFailedPrecondition(ExplainOoms(empty, {}).status()));
+  }
+
+  TEST_CASE("a site is the innermost Python frame outside torch/, a package's path from its root") {
+    Snapshot s;
+    auto frame = [&](std::string_view name, std::string_view file, int64_t line) {
+      return s.frames.Intern({s.strings.Intern(name), s.strings.Intern(file), line});
+    };
+    const std::string pkgs = "/env/lib/python3.10/site-packages/";
+    FrameId malloc = frame("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 1);
+    FrameId linear = frame("forward", pkgs + "torch/nn/modules/linear.py", 116);
+    FrameId mlp = frame("forward", pkgs + "timm/layers/mlp.py", 44);
+    FrameId user = frame("train_step", "/home/me/train.py", 30);
+    std::vector<FrameId> deep = {malloc, linear, mlp, user};
+    std::vector<FrameId> torch_only = {malloc, linear};
+    std::vector<FrameId> native = {malloc};
+    StackId a = s.stacks.Intern(deep);
+    StackId b = s.stacks.Intern(torch_only);
+    StackId c = s.stacks.Intern(native);
+    SiteNamer namer(s);
+    CHECK(namer.Label(a) == "timm/layers/mlp.py:44:forward");
+    CHECK(namer.Label(b) == "torch/nn/modules/linear.py:116:forward");
+    CHECK(namer.Label(c).find("CUDACachingAllocator") != std::string::npos);
+    CHECK(namer.Label(StackTable::kEmpty) == kNoStackRow);
+    CHECK(namer.Label(StackTable::kEmpty, /*before_trace=*/true) == kPreWindowRow);
+    CHECK(ShortenLibraryPath("/home/me/train.py:30:f") == "/home/me/train.py:30:f");
+    CHECK(ShortenLibraryPath("/usr/lib/python3/dist-packages/numpy/x.py:1:g") == "numpy/x.py:1:g");
+  }
+
+  TEST_CASE("a setting that cannot parse names itself") {
+    OomOptions o;
+    o.candidates = {"max_split_size_mb:5"};
+    absl::StatusOr<OomReport> r = ExplainOoms(testing::LoadFixture("oom_demand.json"), o);
+    CHECK(absl::IsInvalidArgument(r.status()));
+    CHECK(std::string(r.status().message()).find("max_split_size_mb:5") != std::string::npos);
+  }
+
+  TEST_CASE("the default candidates leave out what equals the recorded settings") {
+    sim::AllocatorConfig rec = *sim::ParseAllocatorConf("max_split_size_mb:256");
+    std::vector<std::string> c = DefaultOomCandidates(rec);
+    CHECK(c.size() == 5);
+    CHECK(std::find(c.begin(), c.end(), "max_split_size_mb:256") == c.end());
+    CHECK(c[0] == "expandable_segments:True");
+    CHECK(DefaultOomCandidates(*sim::ParseAllocatorConf("expandable_segments:True"))[0] ==
+          "expandable_segments:False");
+  }
+
+  TEST_CASE("a max_split_size no block reaches takes exactly the recorded decisions") {
+    // Requests up to 60 MiB: limits of 128 and 512 MiB change nothing, 32 MiB does.
+    std::vector<TraceEvent> ev;
+    uint64_t addr = 0x1000000;
+    for (int i = 0; i < 40; ++i) {
+      const int64_t n = (i % 7 + 1) * 9 * kMiB - 12345 * i;
+      ev.push_back(testing::Ev(Action::kAlloc, addr + 0x10000000ULL * i, n));
+      if (i % 3 == 2) {
+        ev.push_back(testing::Ev(Action::kFreeRequested, addr + 0x10000000ULL * (i - 1), 0));
+        ev.push_back(testing::Ev(Action::kFreeCompleted, addr + 0x10000000ULL * (i - 1), 0));
+      }
+    }
+    Snapshot s = testing::TraceSnapshot(ev);
+    const sim::AllocatorConfig rec = sim::ConfigFromSettings(s.settings);
+    PreparedTrace p = PrepareTrace(s, s.traces[0], EmptyCacheMode::kHeuristic, rec, true);
+    auto conf = [&](const char* c) { return *sim::ApplyAllocatorConf(rec, c); };
+    CHECK(SameDecisions(p, rec, conf("max_split_size_mb:128")));
+    CHECK(SameDecisions(p, rec, conf("max_split_size_mb:512")));
+    CHECK_FALSE(SameDecisions(p, rec, conf("max_split_size_mb:32")));
+    CHECK_FALSE(SameDecisions(p, rec, conf("max_split_size_mb:128,expandable_segments:True")));
+    CHECK_FALSE(SameDecisions(p, rec, conf("roundup_power2_divisions:4")));
+    // What the shortcut claims, checked by running both on a tight device.
+    for (int64_t cap : {int64_t{150} * kMiB, int64_t{400} * kMiB}) {
+      ReplayOptions ro;
+      ro.device_memory = cap;
+      absl::StatusOr<ReplayReport> a = Replay(s,
+                                              {{"recorded", rec},
+                                               {"128", conf("max_split_size_mb:128")},
+                                               {"32", conf("max_split_size_mb:32")}},
+                                              ro);
+      REQUIRE(a.ok());
+      auto same = [](const ConfigResult& x, const ConfigResult& y) {
+        return x.peak_reserved == y.peak_reserved && x.final_reserved == y.final_reserved &&
+               x.cuda_mallocs == y.cuda_mallocs && x.cuda_frees == y.cuda_frees &&
+               x.ooms.size() == y.ooms.size() && x.alloc_retries == y.alloc_retries &&
+               x.inactive_split_at_peak == y.inactive_split_at_peak;
+      };
+      CHECK(same(a->results[0], a->results[1]));
+      CHECK_FALSE(same(a->results[0], a->results[2]));  // the comparison can tell them apart
+    }
+  }
+
+  TEST_CASE("results do not depend on the number of threads") {
+    Snapshot s = testing::LoadFixture("oom_fragmentation.json");
+    OomOptions one;
+    one.max_threads = 1;
+    OomOptions all;
+    CHECK(report::OomToJson(ExplainOrFail(s, one)).dump() ==
+          report::OomToJson(ExplainOrFail(s, all)).dump());
+  }
+
+  TEST_CASE("the corpus OOMs are explained as recorded" * doctest::test_suite("corpus")) {
+    std::optional<std::string> nesta =
+        CorpusFile("Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json");
+    if (!nesta) {
+      MESSAGE("skipped: ../shared/snapshots not found");
+      return;
+    }
+    {
+      absl::StatusOr<Snapshot> s = parse::ReadSnapshot(*nesta, {});
+      REQUIRE(s.ok());
+      OomReport r = ExplainOrFail(*s);
+      REQUIRE(r.ooms.size() == 1);
+      const OomExplanation& o = r.ooms[0];
+      CHECK(o.event == 1117);
+      CHECK(o.reproduced);
+      CHECK(o.device_free == 264634368);  // as the trace recorded it
+      CHECK(o.recorded_device_free == 264634368);
+      CHECK(o.requested == 402653184);
+      // The segment_free right before the oom entry is the retry releasing a cached segment.
+      CHECK(o.released_segments == 1);
+      CHECK(o.released_bytes == 100663296);
+      CHECK(o.verdict == OomVerdict::kDemand);
+      CHECK(o.holders_bytes == o.allocated);
+      REQUIRE(!o.holders.empty());
+      CHECK(o.holders[0].site.ends_with("timm/models/vision_transformer.py:93:forward"));
+      CHECK_FALSE(r.devices[0].fits());
+    }
+    {
+      absl::StatusOr<Snapshot> s = parse::ReadSnapshot(
+          *CorpusFile("ConstructorSun_code_location__memory_snapshot__b5ef67ce.pickle"), {});
+      REQUIRE(s.ok());
+      OomReport r = ExplainOrFail(*s);
+      REQUIRE(r.ooms.size() == 1);  // devices 0 and 2 have no oom entry
+      CHECK(r.ooms[0].device == 1);
+      CHECK(r.ooms[0].event == 421);
+      CHECK(r.ooms[0].reproduced);
+      CHECK(r.ooms[0].device_free == r.ooms[0].recorded_device_free);
+      CHECK(r.ooms[0].verdict == OomVerdict::kDemand);
+      // The user's own line, not torch/nn/functional.py's relu.
+      CHECK(r.ooms[0].site == "/mnt/data3/haoyangsun/CurProject/src/train/models.py:181:update_nodes");
+      CHECK(r.notes.size() == 2);
+    }
+    {
+      absl::StatusOr<Snapshot> s =
+          parse::ReadSnapshot(*CorpusFile("Yiyi_LLM-inference__oom_snapshot__fc31f1ea.pickle"), {});
+      REQUIRE(s.ok());
+      // No oom entry: the capacity must be given, and the message says what the dump shows.
+      absl::Status no_capacity = ExplainOoms(*s, {}).status();
+      CHECK(absl::IsFailedPrecondition(no_capacity));
+      CHECK(std::string(no_capacity.message()).find("cached free") != std::string::npos);
+      CHECK(std::string(no_capacity.message()).find("flexgen/pytorch_backend.py:190:allocate 11.0 GiB") !=
+            std::string::npos);
+      OomOptions o;
+      o.device_memory = int64_t{10} << 30;
+      OomReport r = ExplainOrFail(*s, o);
+      REQUIRE(r.ooms.size() == 1);
+      CHECK(r.ooms[0].event == kPreexistingEvent);  // all 11 GiB were allocated before the trace
+      CHECK(r.ooms[0].verdict == OomVerdict::kDemand);
+      CHECK(r.ooms[0].site.ends_with("flexgen/pytorch_backend.py:190:allocate"));
+      o.device_memory = int64_t{12} << 30;
+      CHECK(ExplainOrFail(*s, o).ooms.empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis
