@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::report {
 
@@ -25,7 +26,7 @@ std::string Verdict(const CheckReport& r) {
 }
 
 std::string SiteName(const analysis::SiteDelta& s) {
-  return s.frames.empty() ? s.key : s.frames.front();
+  return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
 }
 
 // What a failure says, e.g. "reserved 1.2 GiB exceeds 1.0 GiB (baseline 1.0 GiB)".
@@ -155,7 +156,9 @@ Json CheckToJson(const CheckReport& r) {
   j["checks"] = checks;
   Json sites = Json::array();
   for (const auto& s : r.growing_sites) {
-    sites.push_back(Json{{"site", s.key},
+    sites.push_back(Json{{"site", s.site},
+                         {"key", s.key},
+                         {"category", std::string(analysis::CategoryName(s.category()))},
                          {"frames", s.frames},
                          {"before_bytes", s.before_bytes},
                          {"after_bytes", s.after_bytes},

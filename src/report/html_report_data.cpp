@@ -5,8 +5,11 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/group.h"
 #include "memsnap/report/html_report.h"
+#include "memsnap/report/timeline_render.h"
 #include "report/html_report_internal.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -203,6 +206,9 @@ Json SiteRowsJson(const std::vector<analysis::GroupRow>& rows, StackTableJson& s
   for (const auto& r : rows) {
     Json j;
     j["key"] = r.key;
+    j["site"] = r.site;
+    j["category"] = std::string(analysis::CategoryName(r.category()));
+    j["categories"] = CategoriesJson(r.category_bytes);
     j["frames"] = stacks.Indices(r.frames);
     j["bytes"] = r.bytes;
     j["rounded"] = r.rounded_bytes;
@@ -235,8 +241,36 @@ Json NullableX(const Snapshot& snap, const DeviceTimeline& dt, const CurveColumn
   return e == kNoEvent ? Json(nullptr) : Json(EventX(snap, dt, cols, e));
 }
 
+// Live bytes per category at each column's sample event: {"parameter": [...], ...}, only the
+// categories that hold bytes somewhere.
+Json CategoryColumnsJson(analysis::GroupContext& context, const DeviceTimeline& dt,
+                         const CurveColumns& cols) {
+  analysis::CategoryCurve curve = analysis::BuildCategoryCurve(context, dt);
+  std::vector<size_t> order(cols.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Sample events ascend with the columns except where a column repeats an earlier state.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cols.sample_event[a] < cols.sample_event[b]; });
+  std::vector<int64_t> events;
+  for (size_t c : order) events.push_back(cols.sample_event[c]);
+  std::vector<analysis::CategoryBytes> sampled = analysis::SampleCategoryCurve(curve, events);
+  std::vector<analysis::CategoryBytes> by_column(cols.size());
+  for (size_t k = 0; k < order.size(); ++k) by_column[order[k]] = sampled[k];
+  Json j = Json::object();
+  for (int c = 0; c < analysis::kNumCategories; ++c) {
+    std::vector<int64_t> values(cols.size());
+    bool any = false;
+    for (size_t col = 0; col < cols.size(); ++col) {
+      values[col] = by_column[col][c];
+      any = any || values[col] != 0;
+    }
+    if (any) j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = values;
+  }
+  return j;
+}
+
 Json DeviceJson(const Snapshot& snap, const DeviceTimeline& dt, const HtmlReportOptions& options,
-                internal::StackTableJson& stacks) {
+                internal::StackTableJson& stacks, analysis::GroupContext& context) {
   Json j;
   j["device"] = dt.device;
   j["num_events"] = dt.num_events;
@@ -265,6 +299,7 @@ Json DeviceJson(const Snapshot& snap, const DeviceTimeline& dt, const HtmlReport
   }
   Json curve = internal::CurveColumnsJson(cols);
   curve["rest"] = rest;
+  curve["categories"] = CategoryColumnsJson(context, dt, cols);
   j["curve"] = std::move(curve);
   Json bands_json = Json::array();
   for (const Band& band : bands) {
@@ -280,6 +315,10 @@ Json DeviceJson(const Snapshot& snap, const DeviceTimeline& dt, const HtmlReport
     bj["alloc_x"] = NullableX(snap, dt, cols, b.alloc_event);
     bj["free_x"] = NullableX(snap, dt, cols, b.free_completed_event);
     bj["stack"] = stacks.Add(b.stack);
+    bj["site"] = b.cls == analysis::LifetimeClass::kPreWindow
+                     ? std::string(analysis::kPreWindowRow)
+                     : context.attribution().Site(b.stack).BaseLabel();
+    bj["category"] = std::string(analysis::CategoryName(context.Categorize(dt, b).category));
     bj["c0"] = band.first_col;
     bj["c1"] = band.last_col;
     Json bottoms = Json::array();
@@ -306,28 +345,28 @@ Json DeviceJson(const Snapshot& snap, const DeviceTimeline& dt, const HtmlReport
 absl::StatusOr<Json> BuildReportData(const Snapshot& snap, const HtmlReportOptions& options) {
   // Lifetimes and curves of every device: what the timeline, the bands and the peak are made of.
   ASSIGN_OR_RETURN(analysis::Timeline timeline, analysis::ReconstructTimeline(snap));
-  ASSIGN_OR_RETURN(analysis::FrameFilter filter,
-                   analysis::FrameFilter::Create(snap, options.group.filter));
-  internal::StackTableJson stacks(snap, filter);
+  ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
+                   analysis::GroupContext::Create(snap, options.group));
+  internal::StackTableJson stacks(snap, context->filter());
   Json j;
   j["mode"] = "single";
   j["file"] = internal::FileJson(snap);
   Json devices = Json::array();
   for (const DeviceTimeline& dt : timeline.devices) {
-    devices.push_back(DeviceJson(snap, dt, options, stacks));
+    devices.push_back(DeviceJson(snap, dt, options, stacks, *context));
   }
   j["devices"] = std::move(devices);
   // What was alive at each device's peak, by site.
   bool any_events = false;
   for (const DeviceTimeline& dt : timeline.devices) any_events = any_events || dt.num_events > 0;
   analysis::Moment at{any_events ? analysis::Moment::Kind::kPeak : analysis::Moment::Kind::kEnd, 0};
-  ASSIGN_OR_RETURN(analysis::GroupReport at_peak,
-                   analysis::GroupLive(snap, timeline, at, options.group));
+  ASSIGN_OR_RETURN(analysis::GroupReport at_peak, analysis::GroupLive(*context, timeline, at));
   analysis::CollapseTail(at_peak.rows, static_cast<size_t>(options.top_sites));
   Json peak_sites;
   peak_sites["moment"] = any_events ? "peak" : "end";
   peak_sites["total_bytes"] = at_peak.total_bytes;
   peak_sites["total_count"] = at_peak.total_count;
+  peak_sites["categories"] = CategoriesJson(at_peak.category_bytes);
   peak_sites["rows"] = internal::SiteRowsJson(at_peak.rows, stacks);
   j["peak_sites"] = std::move(peak_sites);
   // Where memory is allocated over the whole trace (every lifetime counts once).
@@ -336,9 +375,10 @@ absl::StatusOr<Json> BuildReportData(const Snapshot& snap, const HtmlReportOptio
   for (const DeviceTimeline& dt : timeline.devices) {
     std::vector<uint32_t> all(dt.blocks.size());
     std::iota(all.begin(), all.end(), 0);
-    analysis::AccumulateGroups(snap, dt, all, options.group, filter, alloc_rows);
+    analysis::AccumulateGroups(dt, all, *context, alloc_rows);
   }
   analysis::SortAndMergeRows(alloc_rows);
+  analysis::LabelRows(alloc_rows);
   for (const auto& r : alloc_rows) {
     alloc_total += r.bytes;
     alloc_count += r.count;

@@ -238,12 +238,10 @@ function framesOf(r) {
   const f = r.frames && r.frames.length ? r.frames : [r.key];
   return f.map((x) => (typeof x === "number" ? D.frames[x] : x));
 }
-// The line a site is known by: its innermost Python frame when it has one (C++ allocator frames
-// come first in stacks recorded with C++ context), else its innermost frame.
-function siteCell(frames, synthetic) {
-  if (synthetic || frames.length <= 1) return h("span", { text: frames[0] || "" });
-  const py = frames.findIndex((t) => /\.py:/.test(t));
-  const head = py > 0 ? frames[py] + "  (+" + py + " C++ frames inside)" : frames[0];
+// The line a site is known by: its label and category (docs/attribution.md), the stack on click.
+function siteCell(frames, synthetic, r) {
+  const head = (r && r.site ? r.site : frames[0] || "") + (r && r.category && !synthetic ? "  [" + r.category + "]" : "");
+  if (synthetic || frames.length <= 1) return h("span", { text: head });
   return h("details", {}, h("summary", { text: head }), h("pre", { text: frames.join("\n") }));
 }
 
@@ -253,7 +251,7 @@ function siteTable(rows, total) {
     h("th", { class: "n", text: "share" }), h("th", { class: "n", text: "count" }), h("th", { text: "site (click for the whole stack, innermost frame first)" })));
   const top = rows.length ? Math.max(...rows.map((r) => r.bytes), 1) : 1;
   rows.forEach((r, i) => {
-    const site = siteCell(framesOf(r), r.synthetic);
+    const site = siteCell(framesOf(r), r.synthetic, r);
     const bar = h("span", { class: "bar" });
     bar.style.width = Math.max(1, (80 * r.bytes) / top) + "px";
     t.append(h("tr", {}, h("td", { class: "n", text: String(i + 1) }),
@@ -431,7 +429,7 @@ function renderDiff() {
   for (const r of D.sites) {
     const d = r.after - r.before, bar = h("span", { class: "bar " + (d > 0 ? "grow" : "shrink") });
     bar.style.width = Math.max(1, (80 * Math.abs(d)) / mx) + "px";
-    const site = siteCell(framesOf(r), r.synthetic);
+    const site = siteCell(framesOf(r), r.synthetic, r);
     t.append(h("tr", {}, h("td", { class: "n", text: fmtBytes(r.before) }), h("td", { class: "n", text: fmtBytes(r.after) }),
       h("td", { class: "n " + (d > 0 ? "grow" : "shrink"), text: fmtDelta(d) }), h("td", {}, bar),
       h("td", { class: "site" }, site, r.presence !== "both" ? h("span", { class: "note", text: " (" + r.presence.replace("_", " ") + ")" }) : null)));
