@@ -31,19 +31,22 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string Normalized(std::string_view path) {
-  std::string p(path);
-  std::replace(p.begin(), p.end(), '\\', '/');
-  return p;
-}
+std::string Normalized(std::string_view path) { return NormalPath(path); }
 
 // Library functions whose name says nothing about what was computed.
 bool IsGenericFunction(std::string_view name) {
-  static constexpr std::array<std::string_view, 18> kGeneric = {
+  static constexpr std::array<std::string_view, 21> kGeneric = {
       "forward", "__call__", "_call_impl", "_wrapped_call_impl", "wrapper", "wrapped", "inner",
       "apply", "run", "<module>", "<lambda>", "decorate_context", "_fn", "fn", "f", "convert",
-      "_forward", "call"};
+      "_forward", "call", "runtime_wrapper", "call_func_at_runtime_with_args", "compile_wrapper"};
   return std::find(kGeneric.begin(), kGeneric.end(), name) != kGeneric.end();
+}
+
+// What torch.compile runs: Dynamo/AOTAutograd/Inductor's own files and the code Inductor writes.
+bool IsCompiledCode(std::string_view file) {
+  return Has(file, "torchinductor_") || Has(file, "torch/_inductor/") ||
+         Has(file, "torch/_dynamo/") || Has(file, "torch/_functorch/") ||
+         file.starts_with("<eval_with_key");
 }
 
 // Operators that only make the output tensor: the library function that called them says more.
@@ -186,6 +189,25 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
       parts[entries[m].label].push_back(m);
     }
     for (auto& [label, part] : parts) Refine(entries, std::move(part), j + 1);
+    return;
+  }
+  // Same callers: a frame inside the owner may ("step ← train.py:25 train [via adam.py:95 ...]").
+  size_t deepest = 0;
+  for (size_t m : members) deepest = std::max(deepest, entries[m].site->inner.size());
+  auto inner = [&](size_t m, size_t j) -> std::string_view {
+    const auto& c = entries[m].site->inner;
+    return j < c.size() ? std::string_view(c[j]) : std::string_view();
+  };
+  for (size_t j = 0; j < deepest; ++j) {
+    std::set<std::string_view> values;
+    for (size_t m : members) values.insert(inner(m, j));
+    if (values.size() < 2) continue;
+    std::map<std::string, std::vector<size_t>> parts;
+    for (size_t m : members) {
+      if (!inner(m, j).empty()) absl::StrAppend(&entries[m].label, " [via ", Sv(inner(m, j)), "]");
+      parts[entries[m].label].push_back(m);
+    }
+    for (auto& [label, part] : parts) Refine(entries, std::move(part), longest);
     return;
   }
   // Same Python frames: the operator tells them apart ("sqrt ← optimizers.py:100 step").
@@ -384,30 +406,27 @@ SiteInfo Attribution::Build(StackId stack) {
   if (facts.accumulate_grad || facts.node_at != SIZE_MAX || facts.engine) {
     s.phase = Phase::kBackward;
   } else if (facts.first_python != SIZE_MAX) {
-    bool backward = false, optimizer = false, forward = false, weak_init = false, data = false;
+    // The innermost telling frame decides: a forward pass run by an optimizer's closure
+    // (optimizer.step(closure), as Lightning does) is a forward pass; Module.to() called inside
+    // a forward is loading weights. A call into backward decides wherever it is.
+    bool backward = false, weak_init = false;
     Marker innermost = Marker::kNone;
     for (size_t i = facts.first_python; i < frames.size(); ++i) {
       if (ClassOf(frames[i]) != FrameClass::kPython) continue;
       Marker m = PythonMarker(file_of(i), name_of(i));
-      if (m == Marker::kNone) continue;
-      if (innermost == Marker::kNone && (m == Marker::kStrongInit || m == Marker::kForward)) {
-        innermost = m;
-      }
       backward |= m == Marker::kBackward;
-      optimizer |= m == Marker::kOptimizer;
-      forward |= m == Marker::kForward;
       weak_init |= m == Marker::kWeakInit;
-      data |= m == Marker::kData;
+      if (innermost == Marker::kNone && m != Marker::kNone && m != Marker::kWeakInit) innermost = m;
     }
     if (backward) {
       s.phase = Phase::kBackward;
-    } else if (optimizer || IsOptimizerOp(facts.op_inner_to_python)) {
+    } else if (innermost == Marker::kOptimizer || IsOptimizerOp(facts.op_inner_to_python)) {
       s.phase = Phase::kOptimizer;
     } else if (innermost == Marker::kStrongInit) {
       s.phase = Phase::kInit;
-    } else if (forward) {
+    } else if (innermost == Marker::kForward) {
       s.phase = Phase::kForward;
-    } else if (data || IsCopyOp(facts.op_inner_to_python)) {
+    } else if (innermost == Marker::kData || IsCopyOp(facts.op_inner_to_python)) {
       s.phase = Phase::kData;
     } else if (weak_init) {
       s.phase = Phase::kInit;
@@ -449,29 +468,38 @@ SiteInfo Attribution::Build(StackId stack) {
       // name ("einsum", "to", "scatter"), unless an operator says it better ("linear" rather than
       // Linear's `forward`); a factory operator says less than a named library function.
       std::string_view api;
+      bool compiled = false;
       for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
         if (*it >= owner) continue;
-        if (!IsGenericFunction(name_of(*it))) {
+        if (IsCompiledCode(file_of(*it))) {
+          compiled = true;  // torch.compile's machinery names nothing the user wrote
+        } else if (api.empty() && !IsGenericFunction(name_of(*it))) {
           api = name_of(*it);
-          break;
         }
       }
       if (!s.op.empty() && !(IsFactoryOp(s.op) && !api.empty())) {
         s.what = s.op;
       } else if (!api.empty()) {
         s.what = std::string(api);
+      } else if (compiled) {
+        s.what = "torch.compile";
       } else {
         s.what = PythonFrameText(frames[facts.python[0]]);
       }
     }
     s.owner = PythonFrameText(frames[owner]);
+    for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
+      if (*it < owner && !IsModulePlumbing(file_of(*it), name_of(*it))) {
+        s.inner.push_back(PythonFrameText(frames[*it]));
+      }
+    }
     bool past_owner = false;
     for (size_t i : facts.python) {
       if (i == owner) {
         past_owner = true;
         continue;
       }
-      if (past_owner && !IsModulePlumbing(file_of(i), name_of(i))) {
+      if (past_owner && !IsModulePlumbing(file_of(i), name_of(i)) && !IsCompiledCode(file_of(i))) {
         s.callers.push_back(PythonFrameText(frames[i]));
       }
     }

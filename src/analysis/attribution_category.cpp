@@ -235,7 +235,13 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     default: {
       // Outside any phase: a batch made ready for the next forward pass, something a coming
       // backward needs (the loss), or a temporary of the training loop.
-      if (end < runs_->size() && runs_->PhaseAt(end) == Phase::kForward && alive_at(end)) {
+      // (Between two forward runs, as in a script that calls layers one by one at top level,
+      // it is an intermediate result, not an input.)
+      const Runs::Run* before = run != nullptr && run->start > 0 ? runs_->Containing(run->start - 1)
+                                                                 : nullptr;
+      const bool after_forward = before != nullptr && before->phase == Phase::kForward;
+      if (!after_forward && end < runs_->size() && runs_->PhaseAt(end) == Phase::kForward &&
+          alive_at(end)) {
         return {C::kInput, R::kBeforeForward};
       }
       const uint32_t backward = runs_->NextOfPhase(a, Phase::kBackward);

@@ -265,10 +265,11 @@ std::string LowerCase(std::string_view s) {
 }
 
 bool IsLibraryPath(std::string_view path) {
-  std::string p(path);
-  std::replace(p.begin(), p.end(), '\\', '/');
+  std::string p = NormalPath(path);
   if (Contains(p, "site-packages/") || Contains(p, "dist-packages/")) return true;
   if (p.starts_with("<frozen") || p.starts_with("<built-in")) return true;
+  // Code torch.compile generated (Inductor's output, FX graphs): not a line the user wrote.
+  if (Contains(p, "torchinductor_") || p.starts_with("<eval_with_key")) return true;
   if (Contains(LowerCase(p), "/lib/python")) return true;
   // A PyTorch source checkout used in place (pip install -e, a build tree).
   return Contains(p, "/torch/nn/") || Contains(p, "/torch/optim/") ||
@@ -276,9 +277,35 @@ bool IsLibraryPath(std::string_view path) {
          Contains(p, "/torch/_") || p.ends_with("/torch/functional.py");
 }
 
-std::string ShortPath(std::string_view path, std::string_view user_prefix) {
+std::string NormalPath(std::string_view path) {
   std::string p(path);
   std::replace(p.begin(), p.end(), '\\', '/');
+  if (p.find("/.") == std::string::npos) return p;
+  // "scripts/../cs336/x.py" -> "cs336/x.py": lexically, as a person would read it.
+  std::vector<std::string> parts;
+  size_t at = 0;
+  while (at <= p.size()) {
+    size_t slash = p.find('/', at);
+    if (slash == std::string::npos) slash = p.size();
+    std::string part = p.substr(at, slash - at);
+    if (part == "..") {
+      if (!parts.empty() && !parts.back().empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else {
+        parts.push_back(part);
+      }
+    } else if (part != "." || parts.empty()) {
+      parts.push_back(part);
+    }
+    at = slash + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? "/" : "", parts[i]);
+  return out;
+}
+
+std::string ShortPath(std::string_view path, std::string_view user_prefix) {
+  std::string p = NormalPath(path);
   for (std::string_view marker : {"site-packages/", "dist-packages/"}) {
     size_t at = p.rfind(marker);
     if (at != std::string::npos) return p.substr(at + marker.size());

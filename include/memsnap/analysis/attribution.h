@@ -97,6 +97,8 @@ std::string ShortNativeName(std::string_view function);
 /// `dist-packages/`, or to `lib/pythonX.Y/` for the standard library, or (user files) with
 /// `user_prefix` removed; backslashes become '/'.
 std::string ShortPath(std::string_view path, std::string_view user_prefix);
+/// `path` with '/' separators and "." and "dir/.." components removed (lexically).
+std::string NormalPath(std::string_view path);
 /// Whether a Python file is library code (site-packages, dist-packages, the standard library, a
 /// torch source tree, "<frozen ...>") rather than the user's own.
 bool IsLibraryPath(std::string_view path);
@@ -125,6 +127,9 @@ struct SiteInfo {
   /// Frames outward from the owner (display text), nearest first: what tells two sites with the
   /// same owner apart. Python frames for Python sites; native frames for native sites.
   std::vector<std::string> callers;
+  /// Python frames inside the owner (library code it called), nearest the owner first: what
+  /// tells apart stacks of one site (--by stack rows), shown as " [via FRAME]".
+  std::vector<std::string> inner;
   std::string op;     // the operator called (outermost at::_ops frame inside the owner), or ""
   std::string node;   // the autograd node, or ""
   Phase phase = Phase::kNone;
@@ -143,7 +148,8 @@ inline constexpr std::string_view kMachineryOnlyRow = "[allocator frames only]";
 /// Labels for a table's sites, one per entry, distinct whenever the keys differ (entries with equal
 /// keys get equal labels). Starts from BaseLabel(); entries whose labels collide get, in turn: the
 /// nearest caller that tells them apart (repeated until they differ or callers run out), the
-/// operator, and finally " #2", " #3"... in key order. Deterministic; depends only on the entries.
+/// nearest frame inside the owner that does (" [via FRAME]"), the operator, and finally " #2",
+/// " #3"... in key order. Deterministic; depends only on the entries.
 std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites);
 
 struct AttributionOptions {
