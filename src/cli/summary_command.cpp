@@ -29,6 +29,8 @@ RunFn SetupSummary(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");
   sub.footer(
+      "One file: also its memory at the peak by category (parameter, gradient, optimizer_state,\n"
+      "activation, temporary, input, unknown; docs/attribution.md).\n\n"
       "Examples:\n"
       "  memsnap summary snap.pickle\n"
       "  memsnap summary --json snap.pickle | jq .reserved_bytes\n"
