@@ -31,8 +31,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string Normalized(std::string_view path) { return NormalPath(path); }
-
 // Library functions whose name says nothing about what was computed.
 bool IsGenericFunction(std::string_view name) {
   static constexpr std::array<std::string_view, 21> kGeneric = {
@@ -275,6 +273,7 @@ struct Attribution::StackFacts {
 Attribution::Attribution(const Snapshot& snapshot, FrameFilter* filter, AttributionOptions options)
     : snap_(snapshot), filter_(filter), options_(options) {
   frame_class_.assign(snapshot.frames.size(), 0);
+  python_.resize(snapshot.frames.size());
   site_slot_.assign(snapshot.stacks.size(), -1);
   phase_.assign(snapshot.stacks.size(), 0);
   no_stack_.kind = SiteKind::kNoStack;
@@ -291,17 +290,29 @@ FrameClass Attribution::ClassOf(FrameId frame) {
   return static_cast<FrameClass>(c - 1);
 }
 
+const Attribution::FileFacts& Attribution::File(StrId filename) {
+  auto [it, inserted] = files_.try_emplace(filename.v);
+  if (inserted) {
+    std::string_view raw = snap_.strings.Get(filename);
+    it->second.normal = NormalPath(raw);
+    it->second.library = IsLibraryPath(raw);
+    it->second.compiled = IsCompiledCode(it->second.normal);
+  }
+  return it->second;
+}
+
 const std::string& Attribution::user_prefix() {
   if (user_prefix_done_) return user_prefix_;
   user_prefix_done_ = true;
   std::set<std::string> files;
+  absl::flat_hash_map<uint32_t, bool> seen;
   for (size_t i = 0; i < snap_.frames.size(); ++i) {
-    const Frame& f = snap_.frames.Get(FrameId(static_cast<uint32_t>(i)));
-    std::string_view file = snap_.strings.Get(f.filename);
-    if (!file.ends_with(".py") || IsLibraryPath(file)) continue;
-    std::string p = Normalized(file);
-    if (p.find('/') == std::string::npos) continue;
-    files.insert(std::move(p));
+    StrId name = snap_.frames.Get(FrameId(static_cast<uint32_t>(i))).filename;
+    if (!seen.try_emplace(name.v, true).second) continue;
+    if (!snap_.strings.Get(name).ends_with(".py")) continue;
+    const FileFacts& f = File(name);
+    if (f.library || f.normal.find('/') == std::string::npos) continue;
+    files.insert(f.normal);
   }
   if (files.empty()) return user_prefix_;
   // The sorted set's first and last entries bound the common prefix of all.
@@ -316,13 +327,25 @@ const std::string& Attribution::user_prefix() {
   return user_prefix_;
 }
 
-std::string Attribution::PythonFrameText(FrameId frame) {
-  const Frame& f = snap_.frames.Get(frame);
-  std::string path = ShortPath(snap_.strings.Get(f.filename), user_prefix());
-  std::string_view name = snap_.strings.Get(f.name);
-  if (f.line == kUnknownLine) return absl::StrCat(path, " ", Sv(name));
-  return absl::StrCat(path, ":", f.line, " ", Sv(name));
+const Attribution::PythonFacts& Attribution::Python(FrameId frame) {
+  PythonFacts& p = python_[frame.v];
+  if (!p.done) {
+    p.done = true;
+    const Frame& f = snap_.frames.Get(frame);
+    const FileFacts& file = File(f.filename);
+    std::string path = ShortPath(file.normal, user_prefix());
+    std::string_view name = snap_.strings.Get(f.name);
+    p.text = f.line == kUnknownLine ? absl::StrCat(path, " ", Sv(name))
+                                    : absl::StrCat(path, ":", f.line, " ", Sv(name));
+    p.key = options_.ignore_lines || f.line == kUnknownLine
+                ? absl::StrCat(path, ":", Sv(name))
+                : absl::StrCat(path, ":", f.line, ":", Sv(name));
+    p.marker = static_cast<uint8_t>(PythonMarker(file.normal, name));
+  }
+  return p;
 }
+
+std::string Attribution::PythonFrameText(FrameId frame) { return Python(frame).text; }
 
 Attribution::StackFacts Attribution::Facts(std::span<const FrameId> frames) {
   StackFacts facts;
@@ -390,16 +413,12 @@ SiteInfo Attribution::Build(StackId stack) {
   s.accumulate_grad = facts.accumulate_grad;
   s.zero_grad = facts.zero_grad;
   s.node = facts.node;
-  auto file_of = [&](size_t i) {
-    return Normalized(snap_.strings.Get(snap_.frames.Get(frames[i]).filename));
+  auto file_of = [&](size_t i) -> const FileFacts& {
+    return File(snap_.frames.Get(frames[i]).filename);
   };
   auto name_of = [&](size_t i) { return snap_.strings.Get(snap_.frames.Get(frames[i]).name); };
-  auto key_text = [&](size_t i) {
-    const Frame& f = snap_.frames.Get(frames[i]);
-    std::string path = ShortPath(snap_.strings.Get(f.filename), user_prefix());
-    if (options_.ignore_lines || f.line == kUnknownLine) return absl::StrCat(path, ":", Sv(name_of(i)));
-    return absl::StrCat(path, ":", f.line, ":", Sv(name_of(i)));
-  };
+  auto key_text = [&](size_t i) -> const std::string& { return Python(frames[i]).key; };
+  auto plumbing = [&](size_t i) { return IsModulePlumbing(file_of(i).normal, name_of(i)); };
 
   // Phase: backward first (the engine runs forward code again under checkpointing), then the
   // optimizer, then the innermost of the Python frames' markers.
@@ -413,7 +432,7 @@ SiteInfo Attribution::Build(StackId stack) {
     Marker innermost = Marker::kNone;
     for (size_t i = facts.first_python; i < frames.size(); ++i) {
       if (ClassOf(frames[i]) != FrameClass::kPython) continue;
-      Marker m = PythonMarker(file_of(i), name_of(i));
+      Marker m = static_cast<Marker>(Python(frames[i]).marker);
       backward |= m == Marker::kBackward;
       weak_init |= m == Marker::kWeakInit;
       if (innermost == Marker::kNone && m != Marker::kNone && m != Marker::kWeakInit) innermost = m;
@@ -446,7 +465,7 @@ SiteInfo Attribution::Build(StackId stack) {
     s.owner = s.node;
     if (!s.op.empty() && s.node != "AccumulateGrad") absl::StrAppend(&s.owner, " (", s.op, ")");
     for (size_t i : facts.python) {
-      if (!IsModulePlumbing(file_of(i), name_of(i))) s.callers.push_back(PythonFrameText(frames[i]));
+      if (!plumbing(i)) s.callers.push_back(PythonFrameText(frames[i]));
     }
     s.key = absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(key_parts, ";"));
     return s;
@@ -456,7 +475,7 @@ SiteInfo Attribution::Build(StackId stack) {
     s.op = facts.op_inner_to_python;
     size_t owner = facts.python[0];
     for (size_t i : facts.python) {
-      if (!IsLibraryPath(file_of(i))) {
+      if (!file_of(i).library) {
         owner = i;
         break;
       }
@@ -471,7 +490,7 @@ SiteInfo Attribution::Build(StackId stack) {
       bool compiled = false;
       for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
         if (*it >= owner) continue;
-        if (IsCompiledCode(file_of(*it))) {
+        if (file_of(*it).compiled) {
           compiled = true;  // torch.compile's machinery names nothing the user wrote
         } else if (api.empty() && !IsGenericFunction(name_of(*it))) {
           api = name_of(*it);
@@ -489,7 +508,7 @@ SiteInfo Attribution::Build(StackId stack) {
     }
     s.owner = PythonFrameText(frames[owner]);
     for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
-      if (*it < owner && !IsModulePlumbing(file_of(*it), name_of(*it))) {
+      if (*it < owner && !plumbing(*it)) {
         s.inner.push_back(PythonFrameText(frames[*it]));
       }
     }
@@ -499,7 +518,7 @@ SiteInfo Attribution::Build(StackId stack) {
         past_owner = true;
         continue;
       }
-      if (past_owner && !IsModulePlumbing(file_of(i), name_of(i)) && !IsCompiledCode(file_of(i))) {
+      if (past_owner && !plumbing(i) && !file_of(i).compiled) {
         s.callers.push_back(PythonFrameText(frames[i]));
       }
     }

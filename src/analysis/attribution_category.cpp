@@ -38,7 +38,8 @@ struct LifetimeCategorizer::Runs {
   };
   Attribution& attr;
   const DeviceTimeline& dt;
-  std::map<uint32_t, Run> runs;  // by start
+  std::map<uint32_t, Run> runs;  // by start (std::map: nodes stay put, `last` stays valid)
+  Run* last = nullptr;           // the run Known() returned last
   int model_ran = -1;            // -1 unknown
 
   Runs(Attribution& a, const DeviceTimeline& d) : attr(a), dt(d) {}
@@ -52,12 +53,16 @@ struct LifetimeCategorizer::Runs {
     return ev.action == Action::kOom ? Phase::kOther : Phase::kNone;
   }
 
-  // The known run containing event e, or nullptr.
+  // The known run containing event e, or nullptr. Lifetimes come in event order, so the last run
+  // found usually holds the next one asked about.
   Run* Known(uint32_t e) {
+    if (last != nullptr && last->start <= e && e < last->end) return last;
     auto it = runs.upper_bound(e);
     if (it == runs.begin()) return nullptr;
     --it;
-    return e < it->second.end ? &it->second : nullptr;
+    if (e >= it->second.end) return nullptr;
+    last = &it->second;
+    return last;
   }
 
   // Finds the run around `seed`, an allocation whose phase is known.
@@ -253,8 +258,11 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
 }
 
 LifetimeCategorizer& Categorizers::For(const DeviceTimeline& dt) {
+  if (&dt == last_device_) return *last_;
   auto& c = by_device_[&dt];
   if (!c) c = std::make_unique<LifetimeCategorizer>(attr_, dt);
+  last_device_ = &dt;
+  last_ = c.get();
   return *c;
 }
 

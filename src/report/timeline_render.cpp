@@ -339,14 +339,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["lifetimes"] = classes;
   j["segment_lifetimes"] = dt.segments.size();
   if (categories != nullptr) {
-    // Start, peak and end of the window, then the series.
-    std::vector<int64_t> marks = {w.from, fig.peak_event, w.to};
-    std::vector<analysis::CategoryBytes> at =
-        analysis::SampleCategoryCurve(*categories, {std::min(marks[0], marks[1]), marks[1], marks[2]});
-    if (marks[0] > marks[1]) at[0] = at[1];
-    j["categories"] = {{"start", CategoriesJson(at[0])},
-                       {"peak", CategoriesJson(at[1])},
-                       {"end", CategoriesJson(at[2])}};
+    // Start, peak and end of the window, and a series across it, sampled in one pass.
     std::vector<int64_t> events;
     const int64_t span = w.to - w.from;
     const int64_t n = std::max<int64_t>(1, std::min<int64_t>(samples, span));
@@ -354,7 +347,19 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
       int64_t e = w.from + span * k / n;
       if (events.empty() || events.back() != e) events.push_back(e);
     }
-    std::vector<analysis::CategoryBytes> series = analysis::SampleCategoryCurve(*categories, events);
+    std::vector<int64_t> all = events;
+    all.push_back(fig.peak_event);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    std::vector<analysis::CategoryBytes> sampled = analysis::SampleCategoryCurve(*categories, all);
+    auto at = [&](int64_t e) {
+      return sampled[std::lower_bound(all.begin(), all.end(), e) - all.begin()];
+    };
+    j["categories"] = {{"start", CategoriesJson(at(w.from))},
+                       {"peak", CategoriesJson(at(fig.peak_event))},
+                       {"end", CategoriesJson(at(w.to))}};
+    std::vector<analysis::CategoryBytes> series;
+    for (int64_t e : events) series.push_back(at(e));
     Json s;
     s["event"] = events;
     Json times = Json::array();

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/timeline.h"
@@ -179,6 +180,21 @@ class Attribution {
 
  private:
   struct StackFacts;
+  /// What a Python file's path says, computed once per distinct file name.
+  struct FileFacts {
+    std::string normal;  // NormalPath
+    bool library = false;
+    bool compiled = false;  // code torch.compile runs
+  };
+  const FileFacts& File(StrId filename);
+  /// Per Python frame, computed once: display text, key text, phase marker.
+  struct PythonFacts {
+    std::string text;  // "short/path.py:LINE function"
+    std::string key;   // "short/path.py:LINE:function" (no line with ignore_lines)
+    uint8_t marker = 0;
+    bool done = false;
+  };
+  const PythonFacts& Python(FrameId frame);
   StackFacts Facts(std::span<const FrameId> frames);
   SiteInfo Build(StackId stack);
 
@@ -186,6 +202,8 @@ class Attribution {
   FrameFilter* filter_;
   AttributionOptions options_;
   std::vector<uint8_t> frame_class_;  // FrameClass + 1; 0 = not classified yet
+  std::vector<PythonFacts> python_;   // by FrameId, filled on first use
+  absl::flat_hash_map<uint32_t, FileFacts> files_;  // by filename StrId
   std::vector<int32_t> site_slot_;    // StackId -> index into sites_; -1 = not built
   std::vector<uint8_t> phase_;        // StackId -> Phase + 1; 0 = not computed
   std::deque<SiteInfo> sites_;  // a deque: Site() hands out references that must stay valid
@@ -256,6 +274,8 @@ class Categorizers {
  private:
   Attribution& attr_;
   std::map<const DeviceTimeline*, std::unique_ptr<LifetimeCategorizer>> by_device_;
+  const DeviceTimeline* last_device_ = nullptr;  // the device asked about last, and its categorizer
+  LifetimeCategorizer* last_ = nullptr;
 };
 
 }  // namespace memsnap::analysis
