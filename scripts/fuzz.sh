@@ -16,7 +16,8 @@ jobs="${MEMSNAP_FUZZ_BUILD_JOBS:-2}"
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMEMSNAP_ENABLE_FUZZ=ON -DMEMSNAP_ENABLE_ASAN=ON -DMEMSNAP_ENABLE_UBSAN=ON \
-  -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_ENABLE_CUDA=OFF >/dev/null
+  -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_ENABLE_CUDA=OFF \
+  -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" >/dev/null
 cmake --build build-fuzz -j"$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
 python3 scripts/make_fuzz_seeds.py build-fuzz/seeds >/dev/null

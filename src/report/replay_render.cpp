@@ -42,24 +42,9 @@ double Rate(const VerifyResult& v) {
   return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
 }
 
-std::string StackTop(const Snapshot& snap, StackId id) {
-  if (!id.valid() || id == StackTable::kEmpty) return "";
-  std::span<const FrameId> frames = snap.stacks.Get(id);
-  // The innermost Python frame outside torch/ is the user's line; else the innermost Python one.
-  std::string python;
-  for (FrameId f : frames) {
-    std::string t = snap.FrameText(f);
-    if (t.find(".py:") == std::string::npos) continue;
-    if (t.find("torch/") == std::string::npos) return t;
-    if (python.empty()) python = t;
-  }
-  if (!python.empty()) return python;
-  return snap.FrameText(frames.front());
-}
-
 }  // namespace
 
-Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
+Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   Json j;
   j["file"] = rep.file;
   j["device"] = rep.device;
@@ -107,7 +92,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
       oj["rounded"] = o.rounded;
       oj["stream"] = o.stream;
       oj["device_free"] = o.device_free;
-      oj["frame"] = StackTop(snap, o.stack);
+      oj["site"] = o.site;
       ooms.push_back(oj);
     }
     c["ooms"] = ooms;
@@ -146,7 +131,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
   return j;
 }
 
-void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, std::ostream& out) {
+void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*/, std::ostream& out) {
   out << "replay " << rep.file << "  device " << rep.device << "  "
       << FormatCount(rep.events) << " trace events\n";
   out << "device memory: "
@@ -212,8 +197,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
                                                                  : absl::StrCat("event ", o.event);
       out << "  " << where << ": " << FormatBytes(o.requested) << " (rounded "
           << FormatBytes(o.rounded) << "), device free " << FormatBytes(o.device_free);
-      std::string top = StackTop(snap, o.stack);
-      if (!top.empty()) out << "  at " << top;
+      if (!o.site.empty()) out << "  at " << o.site;
       out << "\n";
     }
   }

@@ -121,6 +121,23 @@ TEST_SUITE("attribution") {
     CHECK(Label(stack) == "zeros_like \u2190 cs336_basics/optimizers.py:82 step");
   }
 
+  TEST_CASE("labels stay right in a snapshot with many Python files") {
+    // The first label computes the user's common directory from every file, which grows the
+    // per-file cache while the first frame's entry is in use (a crash on real snapshots once).
+    MiniTrace t;
+    std::vector<StackId> stacks;
+    for (int i = 0; i < 2000; ++i) {
+      std::string file = "/home/a/proj/pkg" + std::to_string(i) + "/mod.py";
+      stacks.push_back(t.Stack({kMalloc, kEmpty, Op("zeros"), Py(file, i + 1, "f"), kEval}));
+    }
+    Snapshot snap = t.Finish();
+    Attribution attr(snap, nullptr);
+    for (int i = 0; i < 2000; ++i) {
+      REQUIRE(attr.Site(stacks[i]).BaseLabel() ==
+              "zeros \u2190 pkg" + std::to_string(i) + "/mod.py:" + std::to_string(i + 1) + " f");
+    }
+  }
+
   TEST_CASE("a library call is named by its operator and the user's line that made it") {
     const std::string site = "/v/lib/python3.11/site-packages/";
     CHECK(Label({kMalloc, Op("mm"), Op("linear"), Py(site + "torch/nn/modules/linear.py", 116, "forward"),

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/timeline.h"
@@ -203,7 +204,8 @@ class Attribution {
   AttributionOptions options_;
   std::vector<uint8_t> frame_class_;  // FrameClass + 1; 0 = not classified yet
   std::vector<PythonFacts> python_;   // by FrameId, filled on first use
-  absl::flat_hash_map<uint32_t, FileFacts> files_;  // by filename StrId
+  // By filename StrId; node-based: File() hands out references that stay valid as it grows.
+  absl::node_hash_map<uint32_t, FileFacts> files_;
   std::vector<int32_t> site_slot_;    // StackId -> index into sites_; -1 = not built
   std::vector<uint8_t> phase_;        // StackId -> Phase + 1; 0 = not computed
   std::deque<SiteInfo> sites_;  // a deque: Site() hands out references that must stay valid
