@@ -417,7 +417,9 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   Attribution attribution(snap, nullptr);
   for (ConfigResult& r : report.results) {
     for (ReplayOom& o : r.ooms) {
-      if (o.stack.valid() && o.stack != StackTable::kEmpty) o.site = attribution.Site(o.stack).BaseLabel();
+      if (o.stack.valid() && o.stack != StackTable::kEmpty) {
+        o.site = attribution.Site(o.stack).BaseLabel();
+      }
     }
   }
   return report;

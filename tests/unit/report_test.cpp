@@ -345,7 +345,9 @@ TEST_SUITE("report") {
     // Memory by kind at the peak adds up to the peak; a device without a trace has none.
     REQUIRE(d0["categories"].is_object());
     int64_t at_peak = 0;
-    for (const auto& [name, c] : d0["categories"]["series"].items()) at_peak += c["peak"].get<int64_t>();
+    for (const auto& [name, c] : d0["categories"]["series"].items()) {
+      at_peak += c["peak"].get<int64_t>();
+    }
     CHECK(at_peak == 20583912);
     CHECK(d0["categories"]["n"].get<int64_t>() > 0);
     CHECK(j["devices"][1]["categories"].is_null());

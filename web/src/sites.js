@@ -9,7 +9,8 @@ function rowFrames(r, tables) {
 // and operator, distinct within the table) and its category; opens to the whole stack.
 function siteCell(frames, synthetic, row) {
   const head = row && row.site ? row.site : frames[0] || "";
-  const cat = row && row.category && !synthetic ? h("span", { class: "note cat", text: " " + row.category.replace("_", " ") }) : null;
+  // Every row but "[N others]" has one category ("[no stack]" rows too: often the parameters).
+  const cat = row && row.category && !isOthersRow(row) ? h("span", { class: "note cat", text: " " + row.category.replace("_", " ") }) : null;
   if (synthetic || frames.length <= 1) return h("span", {}, h("span", { class: "frame" }, breakable(head)), cat);
   const summary = h("summary", {}, h("span", { class: "frame" }, breakable(head)), cat);
   const pre = h("pre");
