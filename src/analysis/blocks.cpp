@@ -11,8 +11,11 @@ namespace memsnap::analysis {
 
 absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& timeline,
                                           const BlockQuery& query) {
-  auto filter = FrameFilter::Create(snap, query.filter);
-  if (!filter.ok()) return filter.status();
+  GroupOptions group;
+  group.filter = query.filter;
+  auto made = GroupContext::Create(snap, group);
+  if (!made.ok()) return made.status();
+  GroupContext& context = **made;
   std::optional<std::regex> stack_re;
   if (!query.stack_regex.empty()) {
     try {
@@ -39,6 +42,9 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   };
 
   BlocksReport rep;
+  absl::flat_hash_map<uint32_t, int32_t> stack_index;  // StackId -> index into rep.stacks
+  SiteLabels labels(context.attribution());
+  std::vector<size_t> site_of_row;
   for (const DeviceTimeline& dt : timeline.devices) {
     int64_t e = query.all ? 0 : ResolveMoment(snap, dt, query.at);
     for (const BlockLifetime& lt : dt.blocks) {
@@ -51,11 +57,29 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
       row.lifetime = lt;
       if (lt.alloc_event != kNoEvent) row.alloc_time_us = dt.TimeOf(snap, lt.alloc_event);
       if (lt.free_completed_event != kNoEvent) row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
-      const std::vector<FrameId>& fr = filter->Filtered(lt.stack);
-      for (size_t k = 0; k < std::min(fr.size(), query.frames_shown); ++k) {
-        row.frames.push_back(FrameKeyText(snap, fr[k], false));
+      row.category = context.Categorize(dt, lt);
+      if (lt.stack.valid() && !snap.stacks.Get(lt.stack).empty()) {
+        auto [it, inserted] = stack_index.try_emplace(lt.stack.v, static_cast<int32_t>(rep.stacks.size()));
+        if (inserted) {
+          std::vector<std::string>& texts = rep.stacks.emplace_back();
+          for (FrameId f : context.filter().Filtered(lt.stack)) {
+            texts.push_back(FrameKeyText(snap, f, false));
+          }
+        }
+        row.stack = it->second;
       }
+      site_of_row.push_back(labels.Add(lt));
       rep.total_bytes += lt.requested_size;
+    }
+  }
+  labels.Finish();
+  for (size_t i = 0; i < rep.rows.size(); ++i) {
+    BlockRow& row = rep.rows[i];
+    const SiteInfo& site = labels.Site(site_of_row[i]);
+    row.site = labels.Label(site_of_row[i]);
+    for (const std::string& c : site.callers) {
+      if (row.context.size() + 1 >= query.frames_shown) break;
+      if (row.site.find(c) == std::string::npos) row.context.push_back(c);
     }
   }
   auto first = [](const BlockLifetime& l) {

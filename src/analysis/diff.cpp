@@ -48,6 +48,46 @@ void AddScopes(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scop
 
 }  // namespace
 
+Category SiteDelta::category() const {
+  Category after = DominantCategory(after_categories);
+  return after_bytes > 0 ? after : DominantCategory(before_categories);
+}
+
+std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
+                                  const std::vector<GroupRow>& after) {
+  std::map<std::string, SiteDelta> merged;
+  const std::vector<GroupRow>* sides[2] = {&before, &after};
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *sides[side]) {
+      auto [it, inserted] = merged.try_emplace(r.key);
+      SiteDelta& s = it->second;
+      if (inserted) {
+        s.key = r.key;
+        s.synthetic = r.synthetic;
+        s.presence = side == 0 ? Presence::kOnlyBefore : Presence::kOnlyAfter;
+      } else {
+        s.presence = Presence::kBoth;
+      }
+      if (inserted || side == 1) {  // the later side names the site
+        s.info = r.info;
+        s.frames = r.frames;
+      }
+      (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
+      (side == 0 ? s.before_count : s.after_count) += r.count;
+      CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
+      for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+    }
+  }
+  std::vector<SiteDelta> out;
+  out.reserve(merged.size());
+  for (auto& [key, s] : merged) out.push_back(std::move(s));
+  std::vector<const SiteInfo*> infos;
+  for (const SiteDelta& s : out) infos.push_back(&s.info);
+  std::vector<std::string> labels = DistinctLabels(infos);
+  for (size_t i = 0; i < out.size(); ++i) out[i].site = std::move(labels[i]);
+  return out;
+}
+
 std::string_view PresenceName(Presence p) {
   switch (p) {
     case Presence::kBoth: return "both";
@@ -107,25 +147,8 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
                   stackless(groups[1]);
   rep.live_count = {groups[0].total_count, groups[1].total_count};
 
-  // Merge by key text (rows are unique per key on each side).
-  std::map<std::string, SiteDelta> merged;
-  for (int side = 0; side < 2; ++side) {
-    for (const GroupRow& r : groups[side].rows) {
-      auto [it, inserted] = merged.try_emplace(r.key);
-      SiteDelta& s = it->second;
-      if (inserted) {
-        s.key = r.key;
-        s.frames = r.frames;
-        s.synthetic = r.synthetic;
-        s.presence = side == 0 ? Presence::kOnlyBefore : Presence::kOnlyAfter;
-      } else {
-        s.presence = Presence::kBoth;
-      }
-      (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
-      (side == 0 ? s.before_count : s.after_count) += r.count;
-    }
-  }
-  for (auto& [key, s] : merged) {
+  std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows);
+  for (SiteDelta& s : merged) {
     if (s.presence == Presence::kOnlyBefore) ++rep.sites_only_before;
     if (s.presence == Presence::kOnlyAfter) ++rep.sites_only_after;
     int64_t d = s.delta_bytes();

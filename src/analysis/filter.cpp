@@ -69,6 +69,13 @@ bool FrameFilter::Keep(FrameId id) {
   return keep;
 }
 
+bool FrameFilter::KeepByRegex(FrameId id) const {
+  if (!hide_ && !keep_) return true;
+  std::string text = snap_->FrameText(id);
+  if (hide_ && std::regex_search(text, *hide_)) return false;
+  return !keep_ || std::regex_search(text, *keep_);
+}
+
 const std::vector<FrameId>& FrameFilter::Filtered(StackId stack) {
   if (!stack.valid() || stack.v >= stack_slot_.size()) return empty_;
   int32_t& slot = stack_slot_[stack.v];

@@ -1,21 +1,20 @@
-// Grouping of live memory by site. Keys are cached per StackId, so the per-lifetime work is two
-// hash lookups; frame text is built once per distinct stack.
+// Grouping of live memory by site. Rows are cached per StackId, so the per-lifetime work is a
+// lookup and a category; the text of a site is built once per distinct stack (attribution.h).
 #include "memsnap/analysis/group.h"
+
+#include "memsnap/util/status_macros.h"
 
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
 
-namespace {
-
 // Innermost annotation over time for one device: boundaries where it changes.
-struct AnnotationIndex {
+struct GroupContext::AnnotationIndex {
   std::vector<int64_t> times;
   std::vector<StrId> names;  // invalid = none
   StrId At(int64_t t) const {
@@ -25,7 +24,9 @@ struct AnnotationIndex {
   }
 };
 
-AnnotationIndex BuildAnnotationIndex(const Snapshot& snap, int32_t device) {
+namespace {
+
+GroupContext::AnnotationIndex BuildAnnotationIndex(const Snapshot& snap, int32_t device) {
   std::vector<uint32_t> idx;
   for (uint32_t i = 0; i < snap.annotations.size(); ++i) {
     const Annotation& a = snap.annotations[i];
@@ -34,7 +35,7 @@ AnnotationIndex BuildAnnotationIndex(const Snapshot& snap, int32_t device) {
   std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
     return snap.annotations[a].time_us < snap.annotations[b].time_us;
   });
-  AnnotationIndex out;
+  GroupContext::AnnotationIndex out;
   std::vector<StrId> stack;
   for (uint32_t i : idx) {
     const Annotation& a = snap.annotations[i];
@@ -71,22 +72,25 @@ std::string Sanitize(std::string s) {
 
 std::string_view GroupByName(GroupBy by) {
   switch (by) {
+    case GroupBy::kSite: return "site";
     case GroupBy::kStack: return "stack";
     case GroupBy::kFunction: return "function";
     case GroupBy::kFile: return "file";
     case GroupBy::kFrame: return "frame";
     case GroupBy::kAnnotation: return "annotation";
+    case GroupBy::kCategory: return "category";
   }
   return "?";
 }
 
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
-  for (GroupBy by : {GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile, GroupBy::kFrame,
-                     GroupBy::kAnnotation}) {
+  for (GroupBy by : {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile,
+                     GroupBy::kFrame, GroupBy::kAnnotation, GroupBy::kCategory}) {
     if (GroupByName(by) == text) return by;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--by ", Sv(text), ": expected one of stack, function, file, frame, annotation"));
+      "--by ", Sv(text),
+      ": expected one of site, stack, function, file, frame, annotation, category"));
 }
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
@@ -98,92 +102,146 @@ std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
       absl::StrCat(Sv(file), ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
 }
 
-void AccumulateGroups(const Snapshot& snap, const DeviceTimeline& dt,
-                      const std::vector<uint32_t>& lifetimes, const GroupOptions& options,
-                      FrameFilter& filter, std::vector<GroupRow>& rows) {
+bool GroupRow::mixed() const {
+  int kinds = 0;
+  for (int64_t b : category_bytes) kinds += b > 0 ? 1 : 0;
+  return kinds > 1;
+}
+
+namespace {
+
+// A row named by its key alone (synthetic rows, annotations, categories).
+GroupRow PlainRow(std::string key, bool synthetic) {
+  GroupRow r;
+  r.key = std::move(key);
+  r.synthetic = synthetic;
+  r.info.kind = SiteKind::kNoStack;
+  r.info.key = r.key;
+  r.info.owner = r.key;
+  return r;
+}
+
+}  // namespace
+
+GroupContext::GroupContext(const Snapshot& snap, const GroupOptions& options, FrameFilter filter)
+    : snap_(snap),
+      options_(options),
+      filter_(std::move(filter)),
+      attribution_(snap, &filter_, AttributionOptions{options.ignore_lines}),
+      categorizers_(attribution_) {}
+
+GroupContext::~GroupContext() = default;
+
+absl::StatusOr<std::unique_ptr<GroupContext>> GroupContext::Create(const Snapshot& snap,
+                                                                   const GroupOptions& options) {
+  auto filter = FrameFilter::Create(snap, options.filter);
+  if (!filter.ok()) return filter.status();
+  return std::unique_ptr<GroupContext>(new GroupContext(snap, options, std::move(*filter)));
+}
+
+std::string GroupContext::AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  auto& index = annotations_[dt.device];
+  if (!index) index = std::make_unique<AnnotationIndex>(BuildAnnotationIndex(snap_, dt.device));
+  int64_t t = lt.alloc_event == kNoEvent ? kNoTime : dt.TimeOf(snap_, lt.alloc_event);
+  StrId name = t == kNoTime ? StrId() : index->At(t);
+  return name.valid() ? Sanitize(std::string(snap_.strings.Get(name))) : std::string();
+}
+
+GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  if (lt.cls == LifetimeClass::kPreWindow) return PlainRow(std::string(kPreWindowRow), true);
+  switch (options_.by) {
+    case GroupBy::kAnnotation: {
+      std::string name = AnnotationAt(dt, lt);
+      return name.empty() ? PlainRow(std::string(kNoAnnotationRow), true)
+                          : PlainRow(std::move(name), false);
+    }
+    case GroupBy::kCategory:
+      return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
+    default: break;
+  }
+  const SiteInfo& site = attribution_.Site(lt.stack);
+  if (site.kind == SiteKind::kNoStack) return PlainRow(std::string(kNoStackRow), true);
+  const std::vector<FrameId>& fr = filter_.Filtered(lt.stack);
+  std::vector<std::string> texts;
+  texts.reserve(fr.size());
+  for (FrameId id : fr) texts.push_back(FrameKeyText(snap_, id, options_.ignore_lines));
+  GroupRow r;
+  r.synthetic = site.synthetic();
+  if (fr.empty() && filter_.has_regexes()) return PlainRow(std::string(kAllFilteredRow), true);
+  switch (options_.by) {
+    case GroupBy::kSite:
+      r.key = site.key;
+      r.info = site;
+      break;
+    case GroupBy::kStack: {
+      if (fr.empty()) return PlainRow(std::string(kAllFilteredRow), true);
+      size_t n = options_.depth > 0 ? std::min<size_t>(options_.depth, texts.size()) : texts.size();
+      texts.resize(n);
+      r.key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");  // folded form: root first
+      r.info = site;
+      r.info.key = r.key;  // one row per stack: two stacks of one site get distinct labels
+      break;
+    }
+    default: {
+      // The frame that owns the site: its function, file or whole text.
+      std::string owner = site.owner;
+      std::string key = owner;
+      if (site.kind == SiteKind::kPython) {
+        size_t colon = owner.rfind(' ');
+        std::string_view place = std::string_view(owner).substr(0, colon);
+        if (options_.by == GroupBy::kFunction) key = owner.substr(colon + 1);
+        if (options_.by == GroupBy::kFile) key = std::string(place.substr(0, place.rfind(':')));
+      }
+      GroupRow p = PlainRow(Sanitize(std::move(key)), site.synthetic());
+      p.frames = std::move(texts);
+      return p;
+    }
+  }
+  r.frames = std::move(texts);
+  return r;
+}
+
+SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
+  pre_window_.key = pre_window_.owner = std::string(kPreWindowRow);
+}
+
+size_t SiteLabels::Add(const BlockLifetime& lt) {
+  const SiteInfo& site =
+      lt.cls == LifetimeClass::kPreWindow ? pre_window_ : attribution_.Site(lt.stack);
+  auto [it, inserted] = index_.try_emplace(site.key, sites_.size());
+  if (inserted) sites_.push_back(&site);
+  return it->second;
+}
+
+void SiteLabels::Finish() { labels_ = DistinctLabels(sites_); }
+
+void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
+                      GroupContext& context, std::vector<GroupRow>& rows) {
   absl::flat_hash_map<std::string, uint32_t> by_key;
   for (uint32_t i = 0; i < rows.size(); ++i) by_key.emplace(rows[i].key, i);
-  auto row_for = [&](std::string key, bool synthetic, auto&& make_frames) -> uint32_t {
-    auto [it, inserted] = by_key.emplace(key, static_cast<uint32_t>(rows.size()));
-    if (inserted) {
-      GroupRow& r = rows.emplace_back();
-      r.key = std::move(key);
-      r.synthetic = synthetic;
-      r.frames = make_frames(r.key);
-    }
-    return it->second;
-  };
-  auto just_key = [](const std::string& k) { return std::vector<std::string>{k}; };
-
-  AnnotationIndex ann;
-  if (options.by == GroupBy::kAnnotation) ann = BuildAnnotationIndex(snap, dt.device);
-  absl::flat_hash_map<uint32_t, uint32_t> row_of_stack;  // StackId -> row (non-annotation)
-  absl::flat_hash_map<uint32_t, uint32_t> row_of_name;   // annotation StrId -> row
-  int64_t pre_window_row = -1;
-
+  // (StackId, pre-window) -> row, when the key depends on nothing else.
+  absl::flat_hash_map<uint64_t, uint32_t> by_stack;
+  const bool stack_keyed = context.stack_keyed();
   for (uint32_t li : lifetimes) {
     const BlockLifetime& lt = dt.blocks[li];
-    uint32_t row;
-    if (lt.cls == LifetimeClass::kPreWindow) {
-      if (pre_window_row < 0) pre_window_row = row_for(std::string(kPreWindowRow), true, just_key);
-      row = static_cast<uint32_t>(pre_window_row);
-    } else if (options.by == GroupBy::kAnnotation) {
-      int64_t t = lt.alloc_event == kNoEvent ? kNoTime : dt.TimeOf(snap, lt.alloc_event);
-      StrId name = t == kNoTime ? StrId() : ann.At(t);
-      auto it = row_of_name.find(name.v);
-      if (it == row_of_name.end()) {
-        std::string key = name.valid() ? Sanitize(std::string(snap.strings.Get(name)))
-                                       : std::string(kNoAnnotationRow);
-        it = row_of_name.emplace(name.v, row_for(std::move(key), !name.valid(), just_key)).first;
-      }
-      row = it->second;
+    const uint64_t stack_key =
+        (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+    uint32_t row = 0;
+    auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
+    if (cached != by_stack.end()) {
+      row = cached->second;
     } else {
-      auto it = row_of_stack.find(lt.stack.v);
-      if (it == row_of_stack.end()) {
-        uint32_t r;
-        if (!lt.stack.valid() || snap.stacks.Get(lt.stack).empty()) {
-          r = row_for(std::string(kNoStackRow), true, just_key);
-        } else {
-          const std::vector<FrameId>& fr = filter.Filtered(lt.stack);
-          if (fr.empty()) {
-            r = row_for(std::string(kAllFilteredRow), true, just_key);
-          } else if (options.by == GroupBy::kStack) {
-            size_t n = options.depth > 0 ? std::min<size_t>(options.depth, fr.size()) : fr.size();
-            std::vector<std::string> texts;
-            texts.reserve(n);
-            for (size_t k = 0; k < n; ++k) texts.push_back(FrameKeyText(snap, fr[k], options.ignore_lines));
-            std::string key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");
-            r = row_for(std::move(key), false, [&](const std::string&) { return texts; });
-          } else {
-            // Attribute to the innermost Python frame when the stack has one: with C++ stacks
-            // the innermost frame is the allocator's own malloc, which says nothing.
-            FrameId site = fr[0];
-            for (FrameId id : fr) {
-              if (absl::EndsWith(Sv(snap.strings.Get(snap.frames.Get(id).filename)), ".py")) {
-                site = id;
-                break;
-              }
-            }
-            const Frame& f = snap.frames.Get(site);
-            std::string key;
-            if (options.by == GroupBy::kFunction) {
-              key = Sanitize(std::string(snap.strings.Get(f.name)));
-            } else if (options.by == GroupBy::kFile) {
-              key = Sanitize(std::string(snap.strings.Get(f.filename)));
-            } else {
-              key = FrameKeyText(snap, site, options.ignore_lines);
-            }
-            r = row_for(std::move(key), false, just_key);
-          }
-        }
-        it = row_of_stack.emplace(lt.stack.v, r).first;
-      }
+      GroupRow fresh = context.RowFor(dt, lt);
+      auto [it, inserted] = by_key.emplace(fresh.key, static_cast<uint32_t>(rows.size()));
+      if (inserted) rows.push_back(std::move(fresh));
       row = it->second;
+      if (stack_keyed) by_stack.emplace(stack_key, row);
     }
     GroupRow& r = rows[row];
     ++r.count;
     r.bytes += lt.requested_size;
     r.rounded_bytes += lt.rounded_size;
+    r.category_bytes[static_cast<size_t>(context.Categorize(dt, lt).category)] += lt.requested_size;
   }
 }
 
@@ -192,9 +250,11 @@ void SortAndMergeRows(std::vector<GroupRow>& rows) {
   std::vector<GroupRow> merged;
   for (GroupRow& r : rows) {
     if (!merged.empty() && merged.back().key == r.key) {
-      merged.back().count += r.count;
-      merged.back().bytes += r.bytes;
-      merged.back().rounded_bytes += r.rounded_bytes;
+      GroupRow& m = merged.back();
+      m.count += r.count;
+      m.bytes += r.bytes;
+      m.rounded_bytes += r.rounded_bytes;
+      for (int c = 0; c < kNumCategories; ++c) m.category_bytes[c] += r.category_bytes[c];
     } else {
       merged.push_back(std::move(r));
     }
@@ -207,12 +267,19 @@ void SortAndMergeRows(std::vector<GroupRow>& rows) {
   rows = std::move(merged);
 }
 
-absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& timeline,
-                                      const Moment& moment, const GroupOptions& options) {
-  auto filter = FrameFilter::Create(snap, options.filter);
-  if (!filter.ok()) return filter.status();
+void LabelRows(std::vector<GroupRow>& rows) {
+  std::vector<const SiteInfo*> infos;
+  infos.reserve(rows.size());
+  for (const GroupRow& r : rows) infos.push_back(&r.info);
+  std::vector<std::string> labels = DistinctLabels(infos);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].site = std::move(labels[i]);
+}
+
+absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& timeline,
+                                      const Moment& moment) {
+  const Snapshot& snap = context.snapshot();
   GroupReport report;
-  report.options = options;
+  report.options = context.options();
   report.moment = moment;
   for (const DeviceTimeline& dt : timeline.devices) {
     DeviceMoment dm;
@@ -229,30 +296,72 @@ absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& time
     dm.live_bytes = dt.LiveAt(dm.event);
     report.devices.push_back(dm);
     std::vector<uint32_t> live = LiveBlocksAt(dt, dm.event);
-    AccumulateGroups(snap, dt, live, options, *filter, report.rows);
+    AccumulateGroups(dt, live, context, report.rows);
   }
   SortAndMergeRows(report.rows);
+  LabelRows(report.rows);
   for (const GroupRow& r : report.rows) {
     report.total_bytes += r.bytes;
     report.total_rounded_bytes += r.rounded_bytes;
     report.total_count += r.count;
+    for (int c = 0; c < kNumCategories; ++c) report.category_bytes[c] += r.category_bytes[c];
   }
   return report;
 }
 
+absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& timeline,
+                                      const Moment& moment, const GroupOptions& options) {
+  auto context = GroupContext::Create(snap, options);
+  if (!context.ok()) return context.status();
+  return GroupLive(**context, timeline, moment);
+}
+
 void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
   if (rows.size() <= top) return;
-  GroupRow others;
-  others.synthetic = true;
+  GroupRow others = PlainRow(absl::StrCat("[", rows.size() - top, " others]"), true);
   for (size_t i = top; i < rows.size(); ++i) {
     others.count += rows[i].count;
     others.bytes += rows[i].bytes;
     others.rounded_bytes += rows[i].rounded_bytes;
+    for (int c = 0; c < kNumCategories; ++c) others.category_bytes[c] += rows[i].category_bytes[c];
   }
-  others.key = absl::StrCat("[", rows.size() - top, " others]");
-  others.frames = {others.key};
+  others.site = others.key;
   rows.resize(top);
   rows.push_back(std::move(others));
+}
+
+absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& moment,
+                                           std::string_view at_text, const GroupOptions& options,
+                                           std::optional<int32_t> device) {
+  RankFigures f;
+  f.file = snap.source.path;
+  for (const Segment& seg : snap.segments) {
+    f.reserved_bytes += seg.total_size;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (b.state == BlockState::kActiveAllocated) f.allocated_bytes += b.size;
+    }
+  }
+  TimelineOptions to;
+  to.device = device;
+  to.keep = KeepLifetimes::kLiveAt;
+  to.moment = moment;
+  to.curve = false;
+  absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
+  if (!tl.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(f.file, ": ", tl.status().message()));
+  }
+  for (const DeviceTimeline& dt : tl->devices) {
+    RETURN_IF_ERROR(CheckMoment(snap, dt, moment, "--at", at_text));
+    if (dt.num_events > 0) f.peak_bytes = std::max(f.peak_bytes, dt.peak_requested);
+  }
+  absl::StatusOr<GroupReport> rep = GroupLive(snap, *tl, moment, options);
+  if (!rep.ok()) return rep.status();
+  for (const GroupRow& r : rep->rows) {  // rows are sorted, largest first
+    if (r.synthetic) continue;
+    f.top_site = r.site;
+    break;
+  }
+  return f;
 }
 
 }  // namespace memsnap::analysis

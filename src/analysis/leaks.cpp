@@ -98,6 +98,14 @@ std::optional<int64_t> FullAt(int64_t last_index, int64_t current, int64_t per_s
 
 }  // namespace
 
+void LabelSites(std::vector<LeakSite>& sites) {
+  std::vector<const SiteInfo*> infos;
+  infos.reserve(sites.size());
+  for (const LeakSite& s : sites) infos.push_back(&s.info);
+  std::vector<std::string> labels = DistinctLabels(infos);
+  for (size_t i = 0; i < sites.size(); ++i) sites[i].site = std::move(labels[i]);
+}
+
 LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<SeriesPoint>& points,
                             const LeakOptions& options) {
   LeakReport report;
@@ -124,6 +132,7 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     }
   }
 
+  LabelSites(sites);
   report.sites_total = static_cast<int64_t>(sites.size());
   const int64_t current = report.live_bytes.empty() ? 0 : report.live_bytes.back();
   for (LeakSite& s : sites) {
@@ -184,6 +193,7 @@ LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& opt
       if (inserted) {
         LeakSite site;
         site.key = row.key;
+        site.info = std::move(row.info);
         site.frames = std::move(row.frames);
         site.synthetic = row.synthetic;
         site.bytes.assign(n, 0);
@@ -193,6 +203,7 @@ LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& opt
       LeakSite& site = sites[it->second];
       site.bytes[i] += row.bytes;
       site.counts[i] += row.count;
+      for (int c = 0; c < kNumCategories; ++c) site.category_bytes[c] += row.category_bytes[c];
     }
     points[i].rows.clear();
   }

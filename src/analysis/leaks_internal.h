@@ -13,6 +13,9 @@ namespace memsnap::analysis::internal {
 LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<SeriesPoint>& points,
                             const LeakOptions& options);
 
+/// Sets every site's label (DistinctLabels over the sites).
+void LabelSites(std::vector<LeakSite>& sites);
+
 /// Capacity implied by the OOM entries of `snapshot` (reserved at the OOM + device_free, largest
 /// over devices and entries), or 0 when it has none.
 int64_t InferDeviceMemory(const Snapshot& snapshot, const Timeline& timeline);

@@ -13,46 +13,46 @@ namespace memsnap::analysis {
 
 namespace {
 
-// Maps every lifetime of `dt` to a site (index into `sites`), keyed by frame text like `top`.
+// Maps every lifetime of `dt` to a site (index into `sites`), keyed like `top`'s rows, and adds
+// each lifetime's requested bytes to its site's category.
 absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
                                                       const DeviceTimeline& dt,
                                                       const GroupOptions& group, size_t points,
                                                       std::vector<LeakSite>& sites) {
-  ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, group.filter));
+  ASSIGN_OR_RETURN(std::unique_ptr<GroupContext> context, GroupContext::Create(snap, group));
   absl::flat_hash_map<std::string, uint32_t> by_key;
-  // (StackId, pre-window) -> site; not for annotations. Pre-window lifetimes have their own row.
+  // (StackId, pre-window) -> site, when the key depends on nothing else.
   absl::flat_hash_map<uint64_t, uint32_t> by_stack;
-  auto stack_key = [&](const BlockLifetime& lt) {
-    return (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
-  };
-  const bool per_stack = group.by != GroupBy::kAnnotation;
+  const bool stack_keyed = context->stack_keyed();
   std::vector<uint32_t> site_of(dt.blocks.size());
-  std::vector<GroupRow> rows;
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-    if (per_stack) {
-      auto it = by_stack.find(stack_key(dt.blocks[i]));
-      if (it != by_stack.end()) {
-        site_of[i] = it->second;
-        continue;
+    const BlockLifetime& lt = dt.blocks[i];
+    const uint64_t stack_key =
+        (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+    auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
+    uint32_t s = 0;
+    if (cached != by_stack.end()) {
+      s = cached->second;
+    } else {
+      GroupRow row = context->RowFor(dt, lt);
+      auto [it, inserted] = by_key.try_emplace(row.key, static_cast<uint32_t>(sites.size()));
+      if (inserted) {
+        LeakSite site;
+        site.key = std::move(row.key);
+        site.info = std::move(row.info);
+        site.frames = std::move(row.frames);
+        site.synthetic = row.synthetic;
+        site.bytes.assign(points, 0);
+        site.counts.assign(points, 0);
+        site.retained.assign(points > 0 ? points - 1 : 0, 0);
+        sites.push_back(std::move(site));
       }
+      s = it->second;
+      if (stack_keyed) by_stack.emplace(stack_key, s);
     }
-    rows.clear();
-    AccumulateGroups(snap, dt, {i}, group, filter, rows);
-    GroupRow row = rows.empty() ? GroupRow{std::string(kNoStackRow), {}, 0, 0, 0, true}
-                                : std::move(rows[0]);
-    auto [it, inserted] = by_key.try_emplace(row.key, static_cast<uint32_t>(sites.size()));
-    if (inserted) {
-      LeakSite site;
-      site.key = std::move(row.key);
-      site.frames = std::move(row.frames);
-      site.synthetic = row.synthetic;
-      site.bytes.assign(points, 0);
-      site.counts.assign(points, 0);
-      site.retained.assign(points > 0 ? points - 1 : 0, 0);
-      sites.push_back(std::move(site));
-    }
-    site_of[i] = it->second;
-    if (per_stack) by_stack.emplace(stack_key(dt.blocks[i]), it->second);
+    site_of[i] = s;
+    sites[s].category_bytes[static_cast<size_t>(context->Categorize(dt, lt).category)] +=
+        lt.requested_size;
   }
   return site_of;
 }

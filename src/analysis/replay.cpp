@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "analysis/replay_internal.h"
+#include "memsnap/analysis/attribution.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
@@ -457,6 +458,15 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
     }
     verify->real_final_reserved = real_final;
     report.verify = std::move(verify);
+  }
+  // Each OOM's site, named as every other command names it (attribution.h).
+  Attribution attribution(snap, nullptr);
+  for (ConfigResult& r : report.results) {
+    for (ReplayOom& o : r.ooms) {
+      if (o.stack.valid() && o.stack != StackTable::kEmpty) {
+        o.site = attribution.Site(o.stack).BaseLabel();
+      }
+    }
   }
   return report;
 }

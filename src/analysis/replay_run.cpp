@@ -102,7 +102,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
   auto record_oom = [&](const Op& op) {
     const sim::OomInfo& o = alloc.last_oom();
-    ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId()};
+    ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId(), {}};
     if (op.event != kPreexisting && op.event < options.events.size()) {
       oom.stack = options.events[op.event].stack;
     }

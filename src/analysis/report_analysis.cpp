@@ -26,6 +26,7 @@ std::vector<int64_t> OomEvents(const Snapshot& snap, const DeviceTimeline& dt) {
 SiteTable Finish(std::vector<GroupRow> rows, int top) {
   SiteTable t;
   SortAndMergeRows(rows);
+  LabelRows(rows);
   for (const GroupRow& r : rows) {
     t.total_bytes += r.bytes;
     t.total_count += r.count;
@@ -71,13 +72,41 @@ absl::Status AddReplay(const Snapshot& snap, const ReportAnalysisOptions& option
   return absl::OkStatus();
 }
 
+ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline& dt,
+                                    const TimelineLod& lod) {
+  ReportCategories out;
+  CategoryCurve curve = BuildCategoryCurve(context, dt);
+  std::vector<const LodBucket*> buckets;
+  for (const LodTile& t : lod.tiles) {
+    if (t.level != 0) continue;
+    for (const LodBucket& b : t.buckets) buckets.push_back(&b);
+  }
+  // Sample events ascend with the columns but for the initial state (-1); sort to sample once.
+  std::vector<int64_t> events;
+  for (const LodBucket* b : buckets) events.push_back(b->sample_event);
+  events.push_back(lod.peak_event);
+  std::sort(events.begin(), events.end());
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, events);
+  auto at = [&](int64_t e) {
+    return sampled[std::lower_bound(events.begin(), events.end(), e) - events.begin()];
+  };
+  for (const LodBucket* b : buckets) {
+    out.column.push_back(b->index);
+    out.columns.push_back(at(b->sample_event));
+  }
+  out.peak = at(lod.peak_event);
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
                                                 const ReportAnalysisOptions& options) {
   ReportAnalysis out;
   ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
-  ASSIGN_OR_RETURN(FrameFilter filter, FrameFilter::Create(snap, options.group.filter));
+  ASSIGN_OR_RETURN(out.context, GroupContext::Create(snap, options.group));
+  GroupContext& context = *out.context;
   // The page's budget is for the file: devices with a trace share it.
   int64_t traced = 0;
   for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
@@ -141,7 +170,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
         if (d.lod.counted.counted[i] && dt.blocks[i].LiveAfter(e)) live.push_back(i);
       }
-      AccumulateGroups(snap, dt, live, options.group, filter, rows);
+      AccumulateGroups(dt, live, context, rows);
     }
     out.peak_sites = Finish(std::move(rows), options.top_sites);
     out.peak_sites.moment = any_events ? "peak" : "end";
@@ -150,12 +179,17 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     for (const DeviceTimeline& dt : out.timeline.devices) {
       std::vector<uint32_t> all(dt.blocks.size());
       std::iota(all.begin(), all.end(), 0);
-      AccumulateGroups(snap, dt, all, options.group, filter, all_rows);
+      AccumulateGroups(dt, all, context, all_rows);
     }
     out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
+    // Memory by category over time and at the peak.
+    for (DeviceReportAnalysis& d : out.devices) {
+      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+      if (dt.num_events > 0) d.categories = CategoriesOverTime(context, dt, d.lod);
+    }
   }
   if (states_done.valid()) states_done.get();
-  out.frames = std::move(filter);
+  out.frames = context.filter();
   RETURN_IF_ERROR(AddReplay(snap, options, out));
   return out;
 }

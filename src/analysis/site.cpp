@@ -1,4 +1,4 @@
-// Site labels and categories until the attribution model lands (see site.h).
+// Site labels and categories through the attribution model (see site.h).
 #include "memsnap/analysis/site.h"
 
 #include <optional>
@@ -21,48 +21,35 @@ std::string ShortenLibraryPath(std::string_view label) {
 }
 
 SiteNamer::SiteNamer(const Snapshot& snapshot)
-    : snap_(&snapshot), slot_(snapshot.stacks.size(), -1) {}
+    : attribution_(snapshot, nullptr), slot_(snapshot.stacks.size(), -1) {}
 
 const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
   static const std::string kNoStack(kNoStackRow);
   static const std::string kBefore(kPreWindowRow);
-  if (!stack.valid() || stack.v >= slot_.size() || snap_->stacks.Get(stack).empty()) {
+  if (!stack.valid() || stack.v >= slot_.size() ||
+      attribution_.snapshot().stacks.Get(stack).empty()) {
     return before_trace ? kBefore : kNoStack;
   }
   int32_t& slot = slot_[stack.v];
   if (slot >= 0) return labels_[static_cast<size_t>(slot)];
-  std::span<const FrameId> frames = snap_->stacks.Get(stack);
-  // With C++ frames the innermost frame is the allocator's own malloc. The innermost Python frame
-  // outside torch/ is most often the user's line (or the model library's); else the innermost
-  // Python frame; else the innermost frame the upstream viewers show.
-  std::optional<FrameId> site;
-  std::optional<FrameId> python;
-  for (FrameId f : frames) {
-    std::string_view file = snap_->strings.Get(snap_->frames.Get(f).filename);
-    if (!file.ends_with(".py")) continue;
-    if (!python) python = f;
-    if (file.find("torch/") == std::string_view::npos) {
-      site = f;
-      break;
-    }
-  }
-  if (!site) site = python;
-  if (!site) {
-    for (FrameId f : frames) {
-      const Frame& fr = snap_->frames.Get(f);
-      if (!IsNoiseFrame(snap_->strings.Get(fr.name), snap_->strings.Get(fr.filename))) {
-        site = f;
-        break;
-      }
-    }
-  }
-  if (!site && !frames.empty()) site = frames.front();
   slot = static_cast<int32_t>(labels_.size());
-  labels_.push_back(site ? ShortenLibraryPath(FrameKeyText(*snap_, *site, false)) : kNoStack);
+  labels_.push_back(attribution_.Site(stack).BaseLabel());
   return labels_.back();
 }
 
-std::string_view SiteNamer::Category(StackId, uint32_t) const { return kUnknownCategory; }
+std::string_view SiteNamer::Category(StackId stack, uint32_t /*alloc_event*/) {
+  if (!stack.valid() || stack.v >= slot_.size()) return kUnknownCategory;
+  const SiteInfo& site = attribution_.Site(stack);
+  if (site.accumulate_grad) return CategoryName(analysis::Category::kGradient);
+  switch (site.phase) {
+    case Phase::kBackward: return CategoryName(analysis::Category::kGradient);
+    case Phase::kOptimizer: return CategoryName(analysis::Category::kOptimizerState);
+    case Phase::kInit: return CategoryName(analysis::Category::kParameter);
+    case Phase::kForward: return CategoryName(analysis::Category::kActivation);
+    case Phase::kData: return CategoryName(analysis::Category::kInput);
+    default: return kUnknownCategory;
+  }
+}
 
 std::string_view CategoryLever(std::string_view category) {
   if (category == "activation") return "activation checkpointing or a smaller batch";

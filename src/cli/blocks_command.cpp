@@ -45,7 +45,9 @@ RunFn SetupBlocks(CLI::App& sub) {
   sub.footer(
       "Classes: in-window (alloc and free in the trace), pre-window (only the free), ghost (live at\n"
       "the end, never in the trace), open (alloc in the trace, live at the end). Events are indices\n"
-      "into the device's trace; t0 = before the trace, end = still live.\n\n"
+      "into the device's trace; t0 = before the trace, end = still live. Each block's site and\n"
+      "category (parameter, gradient, optimizer_state, activation, temporary, input, unknown) are\n"
+      "explained in docs/attribution.md; --json gives the rule that decided the category.\n\n"
       "Examples:\n"
       "  memsnap blocks snap.pickle\n"
       "  memsnap blocks --at peak --min-size 100MiB snap.pickle\n"

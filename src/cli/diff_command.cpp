@@ -43,8 +43,9 @@ RunFn SetupDiff(CLI::App& sub) {
                  "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
                  "difffolded.pl / flamegraph.pl");
   sub.footer(
-      "Sites are matched by frame text, never by address, so different runs, PyTorch versions and\n"
-      "device counts compare. Positive delta = growth.\n\n"
+      "Sites are matched by their identity (the user's frames, the autograd node and the operator;\n"
+      "docs/attribution.md), never by address or native frames, so different runs, PyTorch builds\n"
+      "and device counts compare. Positive delta = growth.\n\n"
       "Examples:\n"
       "  memsnap diff base.pickle new.pickle            # at each file's peak when both have a trace\n"
       "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
@@ -75,8 +76,15 @@ RunFn SetupDiff(CLI::App& sub) {
     rep.before_path = opts->before;
     rep.after_path = opts->after;
     if (!opts->folded.empty()) {
+      // Differential flame graphs need whole stacks, whatever the table is grouped by.
+      analysis::DiffReport stacks = rep;
+      if (o.group.by != analysis::GroupBy::kStack) {
+        analysis::DiffOptions by_stack = o;
+        by_stack.group.by = analysis::GroupBy::kStack;
+        ASSIGN_OR_RETURN(stacks, analysis::DiffSnapshots(before, after, by_stack));
+      }
       std::ostringstream folded;
-      report::RenderDiffFolded(rep, folded);
+      report::RenderDiffFolded(stacks, folded);
       RETURN_IF_ERROR(WriteOutputFile(opts->folded, folded.str(), ctx));
       if (opts->folded == "-") return ExitCode::kOk;
     }

@@ -34,9 +34,10 @@ struct ExportCommandOptions {
 RunFn SetupExport(CLI::App& sub) {
   auto opts = std::make_shared<ExportCommandOptions>();
   sub.add_option("--format,-f", opts->format,
-                 "perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: "
-                 "folded stacks of live memory; csv: one row per block lifetime; json: the whole "
-                 "snapshot, normalized, in PyTorch's own schema (as convert writes it)")
+                 "perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing), slices "
+                 "named by site; folded: folded stacks of live memory; csv: one row per block "
+                 "lifetime with its site and category; json: the whole snapshot, normalized, in "
+                 "PyTorch's own schema (as convert writes it)")
       ->required()
       ->check(CLI::IsMember({"perfetto", "folded", "csv", "json"}));
   sub.add_option("file", opts->file, "Snapshot file")->required();
@@ -101,8 +102,10 @@ RunFn SetupExport(CLI::App& sub) {
       return absl::InvalidArgumentError(
           absl::StrCat(opts->file, ": ", std::string(timeline.status().message())));
     }
-    ASSIGN_OR_RETURN(analysis::FrameFilter filter,
-                     analysis::FrameFilter::Create(snap, group.filter));
+    // Folded stacks are whole stacks; the other formats name sites the way `top` does.
+    group.by = analysis::GroupBy::kStack;
+    ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
+                     analysis::GroupContext::Create(snap, group));
     bar.SetLabel(absl::StrCat("export: writing ", opts->output));
     ScopedTimer timer("export");
     nlohmann::ordered_json info;
@@ -112,7 +115,7 @@ RunFn SetupExport(CLI::App& sub) {
     if (opts->format == "perfetto") {
       st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) -> absl::Status {
         ASSIGN_OR_RETURN(report::PerfettoStats stats,
-                         report::WritePerfettoTrace(snap, *timeline, filter, opts->perfetto, out));
+                         report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
         info["counter_events"] = stats.counter_events;
         info["slice_events"] = stats.slice_events;
         info["annotation_events"] = stats.annotation_events;
@@ -122,7 +125,7 @@ RunFn SetupExport(CLI::App& sub) {
       });
     } else if (opts->format == "folded") {
       RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
-      ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(snap, *timeline, moment, group));
+      ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(*context, *timeline, moment));
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;
       st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
@@ -134,7 +137,7 @@ RunFn SetupExport(CLI::App& sub) {
       for (const auto& dt : timeline->devices) rows += static_cast<int64_t>(dt.blocks.size());
       info["rows"] = rows;
       st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
-        report::WriteLifetimesCsv(snap, *timeline, filter, out);
+        report::WriteLifetimesCsv(snap, *timeline, *context, out);
         return absl::OkStatus();
       });
     }

@@ -13,7 +13,8 @@ namespace memsnap::cli {
 
 absl::StatusOr<analysis::GroupOptions> GroupFlags::Resolve() const {
   analysis::GroupOptions o;
-  auto by_or = analysis::ParseGroupBy(by);
+  // --depth keeps the innermost frames of whole stacks: alone, it asks for stack rows.
+  auto by_or = analysis::ParseGroupBy(by.empty() ? (depth > 0 ? "stack" : "site") : by);
   if (!by_or.ok()) return by_or.status();
   o.by = *by_or;
   if (depth < 0) return absl::InvalidArgumentError(absl::StrCat("--depth ", depth, ": must be >= 0"));
@@ -36,10 +37,13 @@ void AddGroupFlags(CLI::App& sub, GroupFlags& flags, bool grouping) {
       if (name == "?") break;
       choices.emplace_back(name);
     }
-    sub.add_option("--by", flags.by, "Group by " + absl::StrJoin(choices, "|"))
+    sub.add_option("--by", flags.by,
+                   "Group by " + absl::StrJoin(choices, " | ") + " (site: the default)")
         ->capture_default_str()
         ->check(CLI::IsMember(choices));
-    sub.add_option("--depth", flags.depth, "Keep the N innermost frames of each stack (0 = all)");
+    sub.add_option("--depth", flags.depth,
+                   "Stack rows: keep the N innermost frames of each stack (0 = all); implies "
+                   "--by stack");
   }
   sub.add_flag("--no-filter", flags.no_filter,
                "Keep the noise frames the upstream viewers hide (CPython internals, dispatch...)");

@@ -2,6 +2,7 @@
 // per rank, a directory or a glob) they are read in parallel and compared in a per-rank table.
 #include <memory>
 
+#include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/ranks.h"
 #include "memsnap/analysis/summary.h"
 #include "memsnap/cli/commands_list.h"
@@ -28,13 +29,37 @@ RunFn SetupSummary(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");
   sub.footer(
+      "One file: also its memory at the peak by category (parameter, gradient, optimizer_state,\n"
+      "activation, temporary, input, unknown; docs/attribution.md).\n\n"
       "Examples:\n"
       "  memsnap summary snap.pickle\n"
       "  memsnap summary --json snap.pickle | jq .reserved_bytes\n"
       "  memsnap summary snapshots/          # one file per rank: per-rank table and outliers");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
+    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
+    if (inputs.size() == 1) {
+      // One file: also the categories of the memory live at the peak, from a timeline built
+      // while the file is read.
+      analysis::TimelineOptions to;
+      to.keep = analysis::KeepLifetimes::kLiveAt;
+      to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
+      to.curve = false;
+      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx));
+      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot);
+      ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
+                       analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));
+      if (opts->json) {
+        nlohmann::ordered_json j = report::SummaryToJson(summary);
+        j["categories_at_peak"] = report::CategoriesAtJson(categories);
+        PrintJson(j, ctx);
+      } else {
+        report::RenderSummaryText(summary, *ctx.out);
+        report::RenderCategoriesAtText(categories, *ctx.out);
+      }
+      return ExitCode::kOk;
+    }
     ASSIGN_OR_RETURN(auto results, AnalyzeEach<analysis::SummaryReport>(
-                                       opts->files, ctx,
+                                       inputs, ctx,
                                        [](const Snapshot& snap) -> absl::StatusOr<analysis::SummaryReport> {
                                          return analysis::Summarize(snap);
                                        }));

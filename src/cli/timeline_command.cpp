@@ -2,6 +2,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/categories.h"
+#include "memsnap/analysis/group.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
@@ -63,8 +65,13 @@ absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis:
 RunFn SetupTimeline(CLI::App& sub) {
   auto opts = std::make_shared<TimelineCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file")->required();
-  sub.add_flag("--json", opts->json, "Machine-readable output (start/peak/end per device)");
-  sub.add_flag("--csv", opts->csv, "One CSV row per event: device,event,time_us,live,rounded,reserved");
+  sub.add_flag("--json", opts->json,
+               "Machine-readable output (start/peak/end per device, categories at each and over "
+               "time)");
+  sub.add_flag("--csv", opts->csv,
+               "One CSV row per event: device,event,time_us,live,rounded,reserved and the live "
+               "bytes of each category (parameter,gradient,optimizer_state,activation,temporary,"
+               "input,unknown)");
   sub.add_option("--device", opts->device, "Only this device");
   sub.add_option("--from", opts->from,
                  "Start of the window: event:N, a time since the trace began (+25ms, 1.5s; -5s "
@@ -86,10 +93,10 @@ RunFn SetupTimeline(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
-    // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) is rebuilt
-    // from the lifetimes; nothing else here needs them.
-    const bool rounded = opts->csv || (opts->json && !opts->to.empty());
-    to.keep = rounded ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
+    // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) and the
+    // categories over time (--csv, --json) are rebuilt from the lifetimes; the chart needs none.
+    const bool lifetimes = opts->csv || opts->json;
+    to.keep = lifetimes ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
     ReadAnalysisClock phases;
     ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx, &phases));
     if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
@@ -97,14 +104,20 @@ RunFn SetupTimeline(CLI::App& sub) {
     const analysis::Timeline& tl = loaded.timeline;
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-    if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out);
+    std::unique_ptr<analysis::GroupContext> context;
+    if (lifetimes) {
+      ASSIGN_OR_RETURN(context, analysis::GroupContext::Create(snap, analysis::GroupOptions{}));
+    }
+    if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, /*categories=*/true);
     bool first = true;
     for (const analysis::DeviceTimeline& dt : tl.devices) {
       ASSIGN_OR_RETURN(report::EventWindow w, Window(snap, dt, opts->from, opts->to));
+      analysis::CategoryCurve categories;
+      if (context) categories = analysis::BuildCategoryCurve(*context, dt);
       if (opts->json) {
-        devices.push_back(report::DeviceTimelineToJson(snap, dt, w));
+        devices.push_back(report::DeviceTimelineToJson(snap, dt, w, &categories));
       } else if (opts->csv) {
-        report::RenderTimelineCsv(snap, dt, w, *ctx.out);
+        report::RenderTimelineCsv(snap, dt, w, &categories, *ctx.out);
       } else {
         if (!first) *ctx.out << "\n";
         report::RenderTimelineChart(snap, dt, w, width, *ctx.out, !opts->live_only);

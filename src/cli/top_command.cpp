@@ -1,6 +1,7 @@
 // memsnap top FILE: the largest groups of live memory at a moment (peak by default).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -29,41 +30,14 @@ struct TopCommandOptions {
 // Many files (one per rank): each file's peak and largest site at the moment, then the outliers.
 absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analysis::Moment& moment,
                                      const analysis::GroupOptions& group, Context& ctx) {
-  ASSIGN_OR_RETURN(
-      auto results,
-      AnalyzeEach<analysis::RankFigures>(
-          opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
-            analysis::RankFigures f;
-            f.file = snap.source.path;
-            for (const Segment& seg : snap.segments) {
-              f.reserved_bytes += seg.total_size;
-              for (const Block& b : snap.BlocksOf(seg)) {
-                if (b.state == BlockState::kActiveAllocated) f.allocated_bytes += b.size;
-              }
-            }
-            analysis::TimelineOptions to;
-            if (opts.device >= 0) to.device = opts.device;
-            to.keep = analysis::KeepLifetimes::kLiveAt;
-            to.moment = moment;
-            to.curve = false;
-            absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
-            if (!tl.ok()) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat(f.file, ": ", std::string(tl.status().message())));
-            }
-            RETURN_IF_ERROR(CheckMomentFlag("--at", opts.at, moment, snap, *tl));
-            for (const analysis::DeviceTimeline& dt : tl->devices) {
-              if (dt.num_events > 0) f.peak_bytes = std::max(f.peak_bytes, dt.peak_requested);
-            }
-            ASSIGN_OR_RETURN(analysis::GroupReport rep,
-                             analysis::GroupLive(snap, *tl, moment, group));
-            for (const analysis::GroupRow& r : rep.rows) {  // rows are sorted, largest first
-              if (r.synthetic) continue;
-              f.top_site = r.key;
-              break;
-            }
-            return f;
-          }));
+  std::optional<int32_t> device;
+  if (opts.device >= 0) device = opts.device;
+  ASSIGN_OR_RETURN(auto results,
+                   AnalyzeEach<analysis::RankFigures>(
+                       opts.files, ctx,
+                       [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
+                         return analysis::TopRankFigures(snap, moment, opts.at, group, device);
+                       }));
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
   analysis::RankReport ranks = analysis::CompareRanks(std::move(figures));
@@ -99,9 +73,12 @@ RunFn SetupTop(CLI::App& sub) {
                  "Write folded stacks (root first, 'a;b;c bytes') to FILE ('-' = stdout) for "
                  "flamegraph.pl, inferno or speedscope");
   sub.footer(
-      "Bytes are requested bytes of live blocks. Blocks without a stack are in '[no stack]'.\n\n"
+      "Bytes are requested bytes of live blocks. A site is named after the user's frame that\n"
+      "allocated (and what it called), backward memory after its autograd node; the category says\n"
+      "which kind of memory it is (docs/attribution.md). Blocks without a stack are in '[no stack]'.\n\n"
       "Examples:\n"
       "  memsnap top snap.pickle\n"
+      "  memsnap top --by category snap.pickle       # parameters, gradients, optimizer state...\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
       "  memsnap top --at +1.5s snap.pickle       # 1.5 s after the trace began\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"
@@ -127,8 +104,15 @@ RunFn SetupTop(CLI::App& sub) {
                      analysis::GroupLive(snap, loaded.timeline, moment, group));
     if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
     if (!opts->folded.empty()) {
+      // Flame graphs need whole stacks, whatever the table is grouped by.
+      analysis::GroupReport stacks = rep;
+      if (group.by != analysis::GroupBy::kStack) {
+        analysis::GroupOptions by_stack = group;
+        by_stack.by = analysis::GroupBy::kStack;
+        ASSIGN_OR_RETURN(stacks, analysis::GroupLive(snap, loaded.timeline, moment, by_stack));
+      }
       std::ostringstream folded;
-      report::RenderFolded(rep.rows, folded);
+      report::RenderFolded(stacks.rows, folded);
       RETURN_IF_ERROR(WriteOutputFile(opts->folded, folded.str(), ctx));
       if (opts->folded == "-") return ExitCode::kOk;
     }

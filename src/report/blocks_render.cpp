@@ -1,5 +1,7 @@
 #include "memsnap/report/blocks_render.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
@@ -17,22 +19,21 @@ Json EventJson(uint32_t e) { return e == kNoEvent ? Json(nullptr) : Json(e); }
 }  // namespace
 
 void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostream& out) {
-  out << absl::StrFormat("%3s %-16s %11s %11s %-10s %-15s %-10s %s\n", "dev", "address", "size",
-                         "requested", "class", "events", "stream", "allocated at");
+  out << absl::StrFormat("%3s %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", "dev", "address",
+                         "size", "requested", "class", "events", "stream", "category",
+                         "allocated at");
   size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];
     const analysis::BlockLifetime& l = r.lifetime;
     std::string events =
         absl::StrCat(EventText(l.alloc_event, "t0"), "..", EventText(l.free_completed_event, "end"));
-    out << absl::StrFormat("%3d %-16s %11s %11s %-10s %-15s %-10s %s\n", r.device,
+    out << absl::StrFormat("%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device,
                            FormatAddress(l.address), FormatBytes(l.rounded_size),
                            FormatBytes(l.requested_size), analysis::LifetimeClassName(l.cls), events,
                            FormatAddress(static_cast<uint64_t>(l.stream)),
-                           r.frames.empty() ? std::string("[no stack]") : r.frames[0]);
-    for (size_t k = 1; k < r.frames.size(); ++k) {
-      out << std::string(85, ' ') << "<- " << r.frames[k] << "\n";
-    }
+                           analysis::CategoryName(r.category.category), r.site);
+    for (const std::string& c : r.context) out << std::string(101, ' ') << "<- " << c << "\n";
   }
   if (n < rep.rows.size()) out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
   out << FormatCount(rep.rows.size()) << " blocks, " << FormatBytes(rep.total_bytes) << " requested\n";
@@ -43,6 +44,8 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
   j["count"] = rep.rows.size();
   j["total_bytes"] = rep.total_bytes;
   Json arr = Json::array();
+  std::map<int32_t, int> stack_ids;  // the report's stack index -> index in this output
+  Json stacks = Json::array();
   size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];
@@ -60,10 +63,20 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
     b["free_completed_event"] = EventJson(l.free_completed_event);
     b["alloc_time_us"] = r.alloc_time_us == kNoTime ? Json(nullptr) : Json(r.alloc_time_us);
     b["free_time_us"] = r.free_time_us == kNoTime ? Json(nullptr) : Json(r.free_time_us);
-    b["frames"] = r.frames;
+    b["site"] = r.site;
+    b["category"] = std::string(analysis::CategoryName(r.category.category));
+    b["category_rule"] = std::string(analysis::CategoryRuleName(r.category.rule));
+    if (r.stack < 0) {
+      b["stack"] = nullptr;
+    } else {
+      auto [it, inserted] = stack_ids.try_emplace(r.stack, static_cast<int>(stacks.size()));
+      if (inserted) stacks.push_back(rep.stacks[r.stack]);
+      b["stack"] = it->second;
+    }
     arr.push_back(std::move(b));
   }
   j["blocks"] = arr;
+  j["stacks"] = stacks;  // "stack" of a block indexes this: frames innermost first
   return j;
 }
 

@@ -7,6 +7,7 @@
 #include "memsnap/report/oom_render.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::report {
 
@@ -26,7 +27,7 @@ std::string Verdict(const CheckReport& r) {
 }
 
 std::string SiteName(const analysis::SiteDelta& s) {
-  return s.frames.empty() ? s.key : s.frames.front();
+  return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
 }
 
 // How far a failed check is over its limit: "+12.0 MiB, 0.3% over" (bytes) or "+2.1 points"
@@ -198,7 +199,9 @@ Json CheckToJson(const CheckReport& r) {
   j["checks"] = checks;
   Json sites = Json::array();
   for (const auto& s : r.growing_sites) {
-    sites.push_back(Json{{"site", s.key},
+    sites.push_back(Json{{"site", s.site},
+                         {"key", s.key},
+                         {"category", std::string(analysis::CategoryName(s.category()))},
                          {"frames", s.frames},
                          {"before_bytes", s.before_bytes},
                          {"after_bytes", s.after_bytes},

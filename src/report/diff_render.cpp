@@ -48,7 +48,8 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
         << "\n";
   }
   out << "\n";
-  out << absl::StrFormat("%12s %12s %12s %9s  %s\n", "before", "after", "delta", "count", "site");
+  out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s\n", "before", "after", "delta", "count",
+                         "category", "site");
   size_t n = top == 0 ? rep.sites.size() : std::min(top, rep.sites.size());
   for (size_t i = 0; i < n; ++i) {
     const SiteDelta& s = rep.sites[i];
@@ -56,11 +57,15 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
                       : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
                                                                       : "";
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
-    out << absl::StrFormat("%12s %12s %12s %9s  %s%s\n", FormatBytes(s.before_bytes),
+    out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
-                           s.frames.empty() ? s.key : s.frames[0], tag);
-    for (size_t k = 1; k < std::min<size_t>(s.frames.size(), 3); ++k) {
-      out << std::string(50, ' ') << "<- " << s.frames[k] << "\n";
+                           analysis::CategoryName(s.category()), s.site, tag);
+    size_t shown = 0;
+    for (const std::string& c : s.info.callers) {
+      if (shown == 2) break;
+      if (s.site.find(c) != std::string::npos) continue;
+      out << std::string(67, ' ') << "<- " << c << "\n";
+      ++shown;
     }
   }
   if (n < rep.sites.size()) out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
@@ -113,6 +118,9 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   for (const SiteDelta& s : rep.sites) {
     Json o;
     o["key"] = s.key;
+    o["site"] = s.site;
+    o["category"] = std::string(analysis::CategoryName(s.category()));
+    o["frames"] = s.frames;
     o["presence"] = std::string(analysis::PresenceName(s.presence));
     o["before_bytes"] = s.before_bytes;
     o["after_bytes"] = s.after_bytes;

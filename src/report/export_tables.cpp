@@ -41,25 +41,33 @@ std::string TimeFields(const Snapshot& snap, const analysis::DeviceTimeline& dt,
 }  // namespace
 
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
-                       analysis::FrameFilter& filter, std::ostream& out) {
+                       analysis::GroupContext& context, std::ostream& out) {
   out << "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
          "free_requested_event,free_completed_event,alloc_time_us,alloc_time_rel_us,free_time_us,"
-         "free_time_rel_us,top_frame\n";
+         "free_time_rel_us,site,category\n";
+  // Labels distinct among the file's sites: collect every lifetime's site first.
+  analysis::SiteLabels labels(context.attribution());
+  std::vector<std::vector<uint32_t>> site_of(timeline.devices.size());
+  for (size_t d = 0; d < timeline.devices.size(); ++d) {
+    for (const analysis::BlockLifetime& b : timeline.devices[d].blocks) {
+      site_of[d].push_back(static_cast<uint32_t>(labels.Add(b)));
+    }
+  }
+  labels.Finish();
   std::string line;
-  for (const analysis::DeviceTimeline& dt : timeline.devices) {
-    for (const analysis::BlockLifetime& b : dt.blocks) {
-      std::string top;
-      if (b.stack.valid()) {
-        const std::vector<FrameId>& frames = filter.Filtered(b.stack);
-        if (!frames.empty()) top = snap.FrameText(frames[0]);
-      }
+  for (size_t d = 0; d < timeline.devices.size(); ++d) {
+    const analysis::DeviceTimeline& dt = timeline.devices[d];
+    for (size_t i = 0; i < dt.blocks.size(); ++i) {
+      const analysis::BlockLifetime& b = dt.blocks[i];
+      std::string_view category = analysis::CategoryName(context.Categorize(dt, b).category);
       line = absl::StrCat(dt.device, ",", FormatAddress(b.address), ",", b.version, ",",
                           Sv(analysis::LifetimeClassName(b.cls)), ",", b.requested_size, ",",
                           b.rounded_size, ",", b.stream, ",", EventField(b.alloc_event), ",",
                           EventField(b.free_requested_event), ",",
                           EventField(b.free_completed_event), ",",
                           TimeFields(snap, dt, b.alloc_event), ",",
-                          TimeFields(snap, dt, b.free_completed_event), ",", CsvField(top), "\n");
+                          TimeFields(snap, dt, b.free_completed_event), ",",
+                          CsvField(labels.Label(site_of[d][i])), ",", Sv(category), "\n");
       out << line;
     }
   }

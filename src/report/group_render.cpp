@@ -3,6 +3,7 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::report {
 
@@ -25,12 +26,25 @@ std::string MomentName(const analysis::Moment& m) {
   }
   return "?";
 }
-// Index of the innermost frame of a Python file ("file.py:line:name"), or 0 when there is none.
-size_t FirstPythonFrame(const std::vector<std::string>& frames) {
-  for (size_t k = 0; k < frames.size(); ++k) {
-    if (frames[k].find(".py:") != std::string::npos) return k;
+
+// Context under a row: the callers its label does not already show, up to `limit`.
+std::vector<std::string> ContextLines(const GroupRow& r, size_t limit, size_t& more) {
+  std::vector<std::string> out;
+  more = 0;
+  for (const std::string& c : r.info.callers) {
+    if (r.site.find(c) != std::string::npos) continue;
+    if (out.size() < limit) {
+      out.push_back(c);
+    } else {
+      ++more;
+    }
   }
-  return 0;
+  return out;
+}
+
+std::string CategoryCell(const GroupRow& r) {
+  if (r.bytes <= 0 && r.count == 0) return "-";
+  return absl::StrCat(Sv(analysis::CategoryName(r.category())), r.mixed() ? "*" : "");
 }
 
 }  // namespace
@@ -51,29 +65,48 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     }
     out << ", " << FormatBytes(d.live_bytes) << " live\n";
   }
-  out << absl::StrFormat("%12s %7s %9s  %s\n", "bytes", "share", "count", "site");
+  const bool by_category = report.options.by == analysis::GroupBy::kCategory;
   auto share = [&](int64_t b) {
     return report.total_bytes > 0 ? FormatPercent(static_cast<double>(b) / report.total_bytes)
                                   : std::string("-");
   };
+  const std::string indent(by_category ? 32 : 49, ' ');
+  if (by_category) {
+    out << absl::StrFormat("%12s %7s %9s  %s\n", "bytes", "share", "count", "category");
+  } else {
+    out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", "bytes", "share", "count", "category",
+                           "site");
+  }
+  bool any_mixed = false;
   for (const GroupRow& r : rows) {
-    // Stacks recorded with C++ frames start with the allocator's own frames; the user wants the
-    // first Python frame, so the listing starts there and says how many frames it skipped.
-    size_t first = FirstPythonFrame(r.frames);
-    size_t end = std::min(r.frames.size(), first + kFramesShown);
-    out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatCount(r.count), r.frames.empty() ? r.key : r.frames[first]);
-    for (size_t k = first + 1; k < end; ++k) {
-      out << std::string(32, ' ') << "<- " << r.frames[k] << "\n";
+    if (by_category) {
+      out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(r.bytes), share(r.bytes),
+                             FormatCount(r.count), r.site);
+      continue;
     }
-    if (first > 0 || r.frames.size() > end) {
-      out << std::string(32, ' ') << "<- ... " << r.frames.size() - end << " more frames";
-      if (first > 0) out << " (and " << first << " native frames inside, not shown)";
-      out << "\n";
+    any_mixed = any_mixed || r.mixed();
+    out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", FormatBytes(r.bytes), share(r.bytes),
+                           FormatCount(r.count), CategoryCell(r), r.site);
+    size_t more = 0;
+    for (const std::string& c : ContextLines(r, kFramesShown - 1, more)) {
+      out << indent << "<- " << c << "\n";
     }
+    if (more > 0) out << indent << "<- ... " << more << (more == 1 ? " more frame\n" : " more frames\n");
   }
   out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(report.total_bytes),
                          share(report.total_bytes), FormatCount(report.total_count), "total");
+  if (any_mixed) {
+    out << "* the site holds other categories too; the one with the most bytes is shown "
+           "(--by category splits them)\n";
+  }
+}
+
+Json CategoriesJson(const analysis::CategoryBytes& bytes) {
+  Json j = Json::object();
+  for (int c = 0; c < analysis::kNumCategories; ++c) {
+    if (bytes[c] != 0) j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = bytes[c];
+  }
+  return j;
 }
 
 Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
@@ -94,16 +127,20 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
   j["total_bytes"] = report.total_bytes;
   j["total_rounded_bytes"] = report.total_rounded_bytes;
   j["total_count"] = report.total_count;
+  j["categories"] = CategoriesJson(report.category_bytes);
   Json arr = Json::array();
   for (const GroupRow& r : rows) {
     Json row;
     row["key"] = r.key;
+    row["site"] = r.site;
+    row["category"] = std::string(analysis::CategoryName(r.category()));
+    row["categories"] = CategoriesJson(r.category_bytes);
     row["bytes"] = r.bytes;
     row["rounded_bytes"] = r.rounded_bytes;
     row["count"] = r.count;
     row["share"] = report.total_bytes > 0 ? static_cast<double>(r.bytes) / report.total_bytes : 0.0;
     row["synthetic"] = r.synthetic;
-    if (report.options.by == analysis::GroupBy::kStack && !r.synthetic) row["frames"] = r.frames;
+    row["frames"] = r.frames;
     arr.push_back(std::move(row));
   }
   j["rows"] = arr;

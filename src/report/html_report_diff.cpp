@@ -53,6 +53,8 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
     const analysis::SiteDelta& s = diff.sites[i];
     Json r;
     r["key"] = s.key;
+    r["site"] = s.site;
+    r["category"] = std::string(analysis::CategoryName(s.category()));
     r["frames"] = s.frames;
     r["before"] = s.before_bytes;
     r["after"] = s.after_bytes;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/categories.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/util/format.h"
@@ -67,6 +68,8 @@ Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks) {
   for (const analysis::GroupRow& r : table.rows) {
     Json row;
     row["key"] = r.key;
+    row["site"] = r.site.empty() ? r.key : r.site;
+    row["category"] = std::string(analysis::CategoryName(r.category()));
     row["frames"] = stacks.Indices(r.frames);
     row["bytes"] = r.bytes;
     row["rounded"] = r.rounded_bytes;
@@ -224,8 +227,34 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
   // Memory by category over time and at the peak (parameters, gradients, optimizer state,
-  // activations) goes here once the attribution analysis provides it; the page draws it when set.
-  j["categories"] = nullptr;
+  // activations...): per category that holds bytes anywhere, its live bytes at each sampled column.
+  if (d.categories) {
+    const analysis::ReportCategories& c = *d.categories;
+    Json series = Json::object();
+    for (int k = 0; k < analysis::kNumCategories; ++k) {
+      std::vector<int64_t> values;
+      bool any = c.peak[k] != 0;
+      for (const analysis::CategoryBytes& b : c.columns) {
+        values.push_back(b[k]);
+        any = any || b[k] != 0;
+      }
+      if (any) {
+        series[std::string(analysis::CategoryName(static_cast<analysis::Category>(k)))] =
+            Json{{"peak", c.peak[k]}, {"bytes", PackVarints(values)}};
+      }
+    }
+    // Column k's x is column[k] * column_width: the column indices, delta-coded.
+    std::vector<int64_t> dcol;
+    for (size_t i = 0; i < c.column.size(); ++i) {
+      dcol.push_back(c.column[i] - (i == 0 ? 0 : c.column[i - 1]));
+    }
+    j["categories"] = Json{{"n", c.column.size()},
+                           {"column_width", lod.BucketWidth(0)},
+                           {"columns", PackVarints(dcol)},
+                           {"series", std::move(series)}};
+  } else {
+    j["categories"] = nullptr;
+  }
   return j;
 }
 

@@ -49,14 +49,10 @@ std::string Series(const std::vector<int64_t>& v, F format) {
   return s;
 }
 
-// The innermost Python frame names a site best (C++ allocator frames come first in full stacks).
-const std::string& SiteName(const LeakSite& s) {
-  if (s.frames.empty()) return s.key;
-  for (const std::string& f : s.frames) {
-    const size_t colon = f.find(':');
-    if (colon != std::string::npos && colon >= 3 && f.compare(colon - 3, 3, ".py") == 0) return f;
-  }
-  return s.frames[0];
+constexpr size_t kCallersShown = 5;
+
+std::string SiteName(const LeakSite& s) {
+  return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
 }
 
 std::string PointNoun(const LeakReport& r) {
@@ -66,6 +62,8 @@ std::string PointNoun(const LeakReport& r) {
 Json SiteToJson(const LeakSite& s) {
   Json j;
   j["key"] = s.key;
+  j["site"] = s.site;
+  j["category"] = std::string(analysis::CategoryName(s.category()));
   j["frames"] = s.frames;
   j["synthetic"] = s.synthetic;
   j["verdict"] = std::string(analysis::VerdictName(s.verdict));
@@ -135,12 +133,17 @@ void RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
     out << "    kept by the next step (allocated in step k, live at the end of step k+1): "
         << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
   }
-  if (s.synthetic || s.frames.size() <= 1) {
-    out << "    site: " << SiteName(s) << "\n";
-    return;
+  out << "    site: " << SiteName(s) << "\n";
+  size_t shown = 0;
+  for (const std::string& c : s.info.callers) {
+    if (s.site.find(c) != std::string::npos) continue;
+    if (shown == kCallersShown) {
+      out << "      <- ...\n";
+      break;
+    }
+    out << "      <- " << c << "\n";
+    ++shown;
   }
-  out << "    stack (innermost first):\n";
-  for (const std::string& f : s.frames) out << "      " << f << "\n";
 }
 
 }  // namespace
@@ -238,7 +241,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     out << absl::StrFormat("\nOther sites that changed by at least %s:\n",
                            FormatBytes(r.options.min_growth));
     out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", "verdict", "growth", "first", "last",
-                           "site (innermost Python frame)");
+                           "site (category)");
     for (const LeakSite& s : r.sites) {
       if (s.leak) continue;
       out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", analysis::VerdictName(s.verdict),

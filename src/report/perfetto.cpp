@@ -161,26 +161,8 @@ Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack
   return frames;
 }
 
-/// "model.py:20 forward": the innermost Python frame (stacks with C++ context start with the
-/// allocator's own frames), else the innermost frame's function; "" without a stack.
-std::string SliceSite(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack) {
-  if (!stack.valid()) return "";
-  const std::vector<FrameId>& frames = filter.Filtered(stack);
-  if (frames.empty()) return "";
-  for (FrameId id : frames) {
-    const Frame& f = snap.frames.Get(id);
-    std::string_view file = snap.strings.Get(f.filename);
-    if (file.size() >= 3 && file.substr(file.size() - 3) == ".py") {
-      size_t slash = file.rfind('/');
-      std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
-      return absl::StrCat(Sv(base), ":", f.line, " ", Sv(snap.strings.Get(f.name)));
-    }
-  }
-  return std::string(snap.strings.Get(snap.frames.Get(frames[0]).name));
-}
-
 void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock, int pid,
-                 analysis::FrameFilter& filter, const PerfettoOptions& options, EventSink& sink,
+                 analysis::GroupContext& context, const PerfettoOptions& options, EventSink& sink,
                  PerfettoStats& stats) {
   if (dt.num_events == 0 || options.top_slices <= 0) return;
   std::vector<uint32_t> order(dt.blocks.size());
@@ -207,6 +189,11 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   for (size_t k : by_start) sorted.push_back(spans[k]);
   int lanes = 0;
   std::vector<int> lane = PackLanes(sorted, /*nest=*/false, lanes);
+  // Slices are named by site, distinct among this device's slices.
+  analysis::SiteLabels labels(context.attribution());
+  std::vector<size_t> site_of(n);
+  for (size_t j = 0; j < n; ++j) site_of[j] = labels.Add(dt.blocks[order[by_start[j]]]);
+  labels.Finish();
   stats.lanes += lanes;
   for (int l = 0; l < lanes; ++l) {
     sink.Add(Meta("thread_name", pid, 100 + l, absl::StrCat("allocations ", l)));
@@ -214,11 +201,11 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   for (size_t j = 0; j < n; ++j) {
     const auto& b = dt.blocks[order[by_start[j]]];
     const auto& [t0, t1] = sorted[j];
-    std::string name = absl::StrCat(
-        FormatBytes(b.requested_size), " ",
-        b.cls == analysis::LifetimeClass::kPreWindow ? "(allocated before the trace)"
-                                                      : SliceSite(snap, filter, b.stack));
+    const analysis::CategoryVerdict category = context.Categorize(dt, b);
+    std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", labels.Label(site_of[j]));
     Json args;
+    args["site"] = labels.Label(site_of[j]);
+    args["category"] = std::string(analysis::CategoryName(category.category));
     args["requested_bytes"] = b.requested_size;
     args["rounded_bytes"] = b.rounded_size;
     args["address"] = FormatAddress(b.address);
@@ -226,7 +213,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     args["class"] = std::string(analysis::LifetimeClassName(b.cls));
     // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
     args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
-        StackArg(snap, filter, b.stack, options.max_stack_frames);
+        StackArg(snap, context.filter(), b.stack, options.max_stack_frames);
     sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":",
                           pid, ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
                           ",\"args\":", Sv(args.dump(-1, ' ', false, Json::error_handler_t::replace)),
@@ -301,7 +288,7 @@ void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
 
 absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                                                  const analysis::Timeline& timeline,
-                                                 analysis::FrameFilter& filter,
+                                                 analysis::GroupContext& context,
                                                  const PerfettoOptions& options,
                                                  std::ostream& out) {
   PerfettoStats stats;
@@ -377,7 +364,7 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     if (options.per_stream) {
       stats.counter_events += WriteStreamCounters(snap, dt, clock, pid, sink);
     }
-    WriteSlices(snap, dt, clock, pid, filter, options, sink, stats);
+    WriteSlices(snap, dt, clock, pid, context, options, sink, stats);
   }
   WriteAnnotations(snap, clock, sink, stats);
   Json other;

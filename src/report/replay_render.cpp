@@ -43,16 +43,9 @@ double Rate(const VerifyResult& v) {
   return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
 }
 
-// The OOM's site, named as `memsnap oom` names it; empty when the stack has no frames.
-std::string StackTop(const Snapshot& snap, StackId id) {
-  if (!id.valid() || id == StackTable::kEmpty) return "";
-  analysis::SiteNamer namer(snap);
-  return namer.Label(id);
-}
-
 }  // namespace
 
-Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
+Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   Json j;
   j["file"] = rep.file;
   j["device"] = rep.device;
@@ -107,7 +100,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
       oj["rounded"] = o.rounded;
       oj["stream"] = o.stream;
       oj["device_free"] = o.device_free;
-      oj["frame"] = StackTop(snap, o.stack);
+      oj["site"] = o.site;
       ooms.push_back(oj);
     }
     c["ooms"] = ooms;
@@ -146,7 +139,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& snap) {
   return j;
 }
 
-void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, std::ostream& out) {
+void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*/, std::ostream& out) {
   out << "replay " << rep.file << "  device " << rep.device << "  "
       << FormatCount(rep.events) << " trace events\n";
   out << "device memory: "
@@ -233,8 +226,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& snap, s
                                                                  : absl::StrCat("event ", o.event);
       out << "  " << where << ": " << FormatBytes(o.requested) << " (rounded "
           << FormatBytes(o.rounded) << "), device free " << FormatBytes(o.device_free);
-      std::string top = StackTop(snap, o.stack);
-      if (!top.empty()) out << "  at " << top;
+      if (!o.site.empty()) out << "  at " << o.site;
       out << "\n";
     }
   }

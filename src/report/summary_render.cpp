@@ -1,7 +1,10 @@
 #include "memsnap/report/summary_render.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -240,6 +243,38 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
     out << "\nwarnings\n";
     for (const auto& w : r.warnings) out << "  - " << w << "\n";
   }
+}
+
+void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devices,
+                            std::ostream& out) {
+  for (const analysis::DeviceCategories& d : devices) {
+    if (d.live_bytes == 0) continue;
+    out << "\ndevice " << d.device << " at the "
+        << (d.event < 0 ? std::string("start") : absl::StrCat("peak (after event ", d.event, ")"))
+        << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";
+    std::vector<int> order;
+    for (int c = 0; c < analysis::kNumCategories; ++c) {
+      if (d.bytes[c] != 0) order.push_back(c);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return d.bytes[a] > d.bytes[b]; });
+    for (int c : order) {
+      out << absl::StrFormat("  %-16s %12s %7s\n",
+                             analysis::CategoryName(static_cast<analysis::Category>(c)),
+                             FormatBytes(d.bytes[c]),
+                             FormatPercent(static_cast<double>(d.bytes[c]) / d.live_bytes));
+    }
+  }
+}
+
+Json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices) {
+  Json arr = Json::array();
+  for (const analysis::DeviceCategories& d : devices) {
+    arr.push_back({{"device", d.device},
+                   {"event_index", d.event < 0 ? Json(nullptr) : Json(d.event)},
+                   {"live_bytes", d.live_bytes},
+                   {"categories", CategoriesJson(d.bytes)}});
+  }
+  return arr;
 }
 
 }  // namespace memsnap::report

@@ -271,22 +271,39 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   }
 }
 
-void RenderTimelineCsvHeader(std::ostream& out) {
-  out << "device,event,time_us,time_rel_us,live_requested,live_rounded,reserved\n";
+void RenderTimelineCsvHeader(std::ostream& out, bool categories) {
+  out << "device,event,time_us,time_rel_us,live_requested,live_rounded,reserved";
+  if (categories) {
+    for (int c = 0; c < analysis::kNumCategories; ++c) {
+      out << "," << analysis::CategoryName(static_cast<analysis::Category>(c));
+    }
+  }
+  out << "\n";
 }
 
 void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
-                       std::ostream& out) {
+                       const analysis::CategoryCurve* categories, std::ostream& out) {
   std::string buf;
   const std::vector<int64_t> rounded = LiveRoundedCurve(dt);
   ReservedCursor reserved(dt);
+  analysis::CategoryBytes now{};
+  size_t next_extra = 0;
+  int64_t applied = 0;  // events whose category changes are in `now`
+  if (categories != nullptr) now = categories->start;
   const int64_t t0 = dt.TimeOf(snap, 0);
   for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
     int64_t t = dt.TimeOf(snap, e);
     const bool timed = t != kNoTime && t0 != kNoTime;
     absl::StrAppend(&buf, dt.device, ",", e, ",", timed ? absl::StrCat(t) : std::string(), ",",
                     timed ? absl::StrCat(t - t0) : std::string(), ",", dt.LiveAt(e), ",",
-                    rounded[e], ",", reserved.At(e), "\n");
+                    rounded[e], ",", reserved.At(e));
+    if (categories != nullptr) {
+      for (; applied <= e; ++applied) {
+        categories->Apply(static_cast<uint32_t>(applied), now, next_extra);
+      }
+      for (int64_t b : now) absl::StrAppend(&buf, ",", b);
+    }
+    buf += '\n';
     if (buf.size() > (1 << 16)) {
       out << buf;
       buf.clear();
@@ -295,7 +312,8 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
   out << buf;
 }
 
-Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w) {
+Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
+                          const analysis::CategoryCurve* categories, int samples) {
   WindowFigures fig = ComputeWindow(dt, w);
   Json j;
   j["device"] = dt.device;
@@ -323,6 +341,47 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   }
   j["lifetimes"] = classes;
   j["segment_lifetimes"] = dt.segments.size();
+  if (categories != nullptr) {
+    // Start, peak and end of the window, and a series across it, sampled in one pass.
+    std::vector<int64_t> events;
+    const int64_t span = w.to - w.from;
+    const int64_t n = std::max<int64_t>(1, std::min<int64_t>(samples, span));
+    for (int64_t k = 0; k <= n; ++k) {
+      int64_t e = w.from + span * k / n;
+      if (events.empty() || events.back() != e) events.push_back(e);
+    }
+    std::vector<int64_t> all = events;
+    all.push_back(fig.peak_event);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    std::vector<analysis::CategoryBytes> sampled = analysis::SampleCategoryCurve(*categories, all);
+    auto at = [&](int64_t e) {
+      return sampled[std::lower_bound(all.begin(), all.end(), e) - all.begin()];
+    };
+    j["categories"] = {{"start", CategoriesJson(at(w.from))},
+                       {"peak", CategoriesJson(at(fig.peak_event))},
+                       {"end", CategoriesJson(at(w.to))}};
+    std::vector<analysis::CategoryBytes> series;
+    for (int64_t e : events) series.push_back(at(e));
+    Json s;
+    s["event"] = events;
+    Json times = Json::array();
+    for (int64_t e : events) {
+      int64_t t = e < 0 ? kNoTime : dt.TimeOf(snap, e);
+      times.push_back(t == kNoTime ? Json(nullptr) : Json(t));
+    }
+    s["time_us"] = times;
+    for (int c = 0; c < analysis::kNumCategories; ++c) {
+      std::vector<int64_t> values;
+      bool any = false;
+      for (const analysis::CategoryBytes& b : series) {
+        values.push_back(b[c]);
+        any = any || b[c] != 0;
+      }
+      if (any) s[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = values;
+    }
+    j["category_series"] = std::move(s);
+  }
   return j;
 }
 

@@ -273,6 +273,29 @@ async function checkSites(name, page) {
   }
 }
 
+// Memory by kind: one chart per device with a trace, never negative, adding up at the peak to the
+// live curve's peak (when the curve counts every lifetime); site tables name sites, not the
+// allocator, and carry a category.
+async function checkCategories(name, page) {
+  const got = await page.evaluate(() => {
+    const D = JSON.parse(document.getElementById("memsnap-data").textContent);
+    return { cats: __memsnap.categories || [], devices: D.devices.map((d) => ({ device: d.device, peak: d.peak, counted: d.counted, has: !!d.categories })),
+      sites: [...document.querySelectorAll("table.sites td.site")].map((td) => td.querySelector(".frame") ? td.querySelector(".frame").textContent : ""),
+      cats_shown: document.querySelectorAll("table.sites .cat").length };
+  });
+  for (const d of got.devices) {
+    if (!d.has) continue;
+    const c = got.cats.find((x) => x.device === d.device);
+    if (!c) { fail(name, `device ${d.device} has categories but no chart`); continue; }
+    if (c.negative) fail(name, `device ${d.device}: ${c.negative} negative category values`);
+    const whole = d.counted.open_left_out === 0 && d.counted.pre_window_left_out === 0 && d.counted.unreconciled_bytes === 0;
+    if (whole && d.peak && c.peak_total !== d.peak.bytes) fail(name, `device ${d.device}: categories at the peak add up to ${c.peak_total}, the peak is ${d.peak.bytes}`);
+  }
+  const machinery = got.sites.filter((s) => /CUDACachingAllocator|DeviceCachingAllocator|c10::|at::detail::empty/.test(s));
+  if (machinery.length) fail(name, `site tables name allocator frames: ${machinery.slice(0, 3).join(" | ")}`);
+  if (got.sites.length && !got.cats_shown) fail(name, "site tables show no category");
+}
+
 async function checkSinglePage(name, input, extra = []) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
@@ -285,6 +308,7 @@ async function checkSinglePage(name, input, extra = []) {
   }
   await checkStateAtPeak(name, page, input);
   await checkSites(name, page);
+  await checkCategories(name, page);
   checkConsole(name, page);
   if (zoomed) await checkHashAndKeys(name, page, zoomed.index, zoomed.fig);
   await page.close();
@@ -349,6 +373,7 @@ try {
     const basic = path.join(testdata, "report_basic.json");
     await checkSinglePage("basic", basic);
     await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
+    await checkSinglePage("attribution", path.join(testdata, "attribution_training.json"));
     await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
     await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
   } else {

@@ -22,10 +22,10 @@ using testing::PythonPickle;
 Json Perfetto(const Snapshot& snap, const report::PerfettoOptions& options = {}) {
   auto tl = analysis::ReconstructTimeline(snap);
   REQUIRE(tl.ok());
-  auto filter = analysis::FrameFilter::Create(snap, {});
-  REQUIRE(filter.ok());
+  auto context = analysis::GroupContext::Create(snap, {});
+  REQUIRE(context.ok());
   std::ostringstream out;
-  auto stats = report::WritePerfettoTrace(snap, *tl, *filter, options, out);
+  auto stats = report::WritePerfettoTrace(snap, *tl, **context, options, out);
   REQUIRE(stats.ok());
   return Json::parse(out.str());
 }
@@ -144,20 +144,23 @@ TEST_SUITE("export") {
     }
   }
 
-  TEST_CASE("the lifetimes CSV has one row per lifetime with its events and top frame") {
+  TEST_CASE("the lifetimes CSV has one row per lifetime with its events, site and category") {
     Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
     auto tl = analysis::ReconstructTimeline(snap);
-    auto filter = analysis::FrameFilter::Create(snap, {});
+    auto context = analysis::GroupContext::Create(snap, {});
+    REQUIRE(context.ok());
     std::ostringstream out;
-    report::WriteLifetimesCsv(snap, *tl, *filter, out);
+    report::WriteLifetimesCsv(snap, *tl, **context, out);
     CHECK(out.str() ==
           "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
-          "free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame\n"
-          "0,0x7f0000000000,0,open,8000000,8388608,0,1,,,1010,,model.py:10:__init__\n"
-          "0,0x7f0000800000,0,in-window,4194304,4194304,0,2,6,7,1020,1060,model.py:30:act\n"
-          "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,,optim.py:40:step\n"
-          "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,,model.py:20:attn</script><b>\n"
-          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,\n");
+          "free_requested_event,free_completed_event,alloc_time_us,free_time_us,site,category\n"
+          "0,0x7f0000000000,0,open,8000000,8388608,0,1,,,1010,,model.py:10 __init__,parameter\n"
+          "0,0x7f0000800000,0,in-window,4194304,4194304,0,2,6,7,1020,1060,model.py:30 act,"
+          "activation\n"
+          "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,,optim.py:40 step,optimizer_state\n"
+          "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,,model.py:20 attn</script><b>,"
+          "activation\n"
+          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,[no stack],unknown\n");
   }
 
   TEST_CASE("a streamed output is renamed into place only when the writer succeeds") {

@@ -29,9 +29,11 @@ GroupReport Group(const Snapshot& snap, std::string_view at, GroupOptions o = {}
 }
 
 TEST_SUITE("group") {
-  TEST_CASE("live memory at the peak is grouped by filtered stack, root first in the key") {
+  TEST_CASE("--by stack groups by filtered stack, root first in the key") {
     Snapshot snap = LoadFixture("timeline_training.json");
-    GroupReport rep = Group(snap, "peak");
+    GroupOptions by_stack;
+    by_stack.by = GroupBy::kStack;
+    GroupReport rep = Group(snap, "peak", by_stack);
     CHECK(rep.total_bytes == 4000);
     REQUIRE(rep.rows.size() == 3);
     CHECK(rep.rows[0].key == "train.py:5:train;model.py:10:forward");  // ceval.c frame filtered
@@ -44,10 +46,12 @@ TEST_SUITE("group") {
   TEST_CASE("--no-filter keeps the noise frames and --depth truncates to the innermost frames") {
     Snapshot snap = LoadFixture("timeline_training.json");
     GroupOptions o;
+    o.by = GroupBy::kStack;
     o.filter.noise_filter = false;
     CHECK(Group(snap, "peak", o).rows[0].key ==
           "train.py:5:train;ceval.c:0:PyEval_EvalFrameDefault;model.py:10:forward");
     o = {};
+    o.by = GroupBy::kStack;
     o.depth = 1;
     CHECK(Group(snap, "peak", o).rows[0].key == "model.py:10:forward");
     o = {};
@@ -64,7 +68,7 @@ TEST_SUITE("group") {
     GroupOptions o;
     o.filter.hide = "model\\.py";
     GroupReport rep = Group(snap, "peak", o);
-    CHECK(rep.rows[0].key == "train.py:5:train");
+    CHECK(rep.rows[0].site == "train.py:5 train");  // a hidden frame never names a site
     o.filter.hide.clear();
     o.filter.keep = "backward";
     rep = Group(snap, "peak", o);
@@ -107,7 +111,7 @@ TEST_SUITE("group") {
 }
 
 TEST_SUITE("diff") {
-  TEST_CASE("diff matches sites by frame text and sorts by absolute delta") {
+  TEST_CASE("diff matches sites by their site key and sorts by absolute delta") {
     Snapshot a = LoadFixture("timeline_training.json");
     Snapshot b = LoadFixture("timeline_ring.json");
     auto rep = DiffSnapshots(a, b, DiffOptions{});
@@ -115,12 +119,12 @@ TEST_SUITE("diff") {
     CHECK(rep->live_bytes.before == 2000);
     CHECK(rep->live_bytes.after == 1600);
     REQUIRE(rep->sites.size() == 3);
-    CHECK(rep->sites[0].key == "train.py:5:train;model.py:10:forward");
+    CHECK(rep->sites[0].site == "model.py:10 forward");
     CHECK(rep->sites[0].presence == Presence::kOnlyAfter);
     CHECK(rep->sites[0].delta_bytes() == 1500);
     CHECK(rep->sites[1].delta_bytes() == -1000);
     CHECK(rep->sites[1].presence == Presence::kOnlyBefore);
-    CHECK(rep->sites[2].key == "train.py:1:<module>;model.py:3:__init__");
+    CHECK(rep->sites[2].site == "model.py:3 __init__");
     CHECK(rep->sites[2].delta_bytes() == -900);
     CHECK(rep->sites_only_before == 1);
     CHECK(rep->sites_only_after == 1);

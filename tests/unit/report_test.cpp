@@ -342,7 +342,17 @@ TEST_SUITE("report") {
     CHECK(d0["bands"]["n"] == 4);
     REQUIRE(d0["ooms"].size() == 1);
     CHECK(d0["ooms"][0]["x"] == 70.0);
-    CHECK(d0["categories"].is_null());
+    // Memory by kind at the peak adds up to the peak; a device without a trace has none.
+    REQUIRE(d0["categories"].is_object());
+    int64_t at_peak = 0;
+    for (const auto& [name, c] : d0["categories"]["series"].items()) {
+      at_peak += c["peak"].get<int64_t>();
+    }
+    CHECK(at_peak == 20583912);
+    CHECK(d0["categories"]["n"].get<int64_t>() > 0);
+    CHECK(j["devices"][1]["categories"].is_null());
+    CHECK(j["peak_sites"]["rows"][0].contains("site"));
+    CHECK(j["peak_sites"]["rows"][0].contains("category"));
     CHECK(!j["devices"][1].contains("tiles"));  // no trace: its final state only
     CHECK(j["devices"][1]["states"]["moments"].size() == 1);
     // Labelled moments: the peaks, the OOM and the end.

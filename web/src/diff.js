@@ -130,7 +130,7 @@ function renderSiteDeltas() {
     const row = h("div", { class: "delta-row", "data-delta": String(d) },
       h("span", { class: "n", text: fmtBytes(r.before) }), h("span", { class: "n", text: fmtBytes(r.after) }),
       h("span", { class: "n " + (d > 0 ? "grow" : "shrink"), text: fmtDelta(d) }), axis,
-      h("span", { class: "site" }, siteCell(rowFrames(r, { frames: [] }), r.synthetic), presence));
+      h("span", { class: "site" }, siteCell(rowFrames(r, { frames: [] }), r.synthetic, r), presence));
     row.addEventListener("mousemove", (e) => showTip(e, fmtDelta(d) + " (" + fmtCount(r.before_count) + " \u2192 " + fmtCount(r.after_count) + " blocks)\n" + r.key.split(";").reverse().slice(0, 6).join("\n")));
     row.addEventListener("mouseleave", hideTip);
     chart.append(row);

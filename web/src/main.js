@@ -91,7 +91,7 @@ function renderDevice(dev, tables) {
     tools.append(h("span", { class: "note", text: "Wheel or drag to zoom, shift-drag or arrow keys to pan, double-click to reset. " +
       "Click the chart to see the allocator's segments at that moment below." }));
     if (dev.reduced) sec.append(note(dev.reduced));
-    if (dev.categories) renderCategories(sec, dev);
+    if (dev.categories) renderCategories(sec, dev, chart);
     const v = getHashPart("t" + dev.device);
     if (v) { const [a, b] = v.split(",").map(Number); if (isFinite(a) && isFinite(b) && b > a) chart.setView(a, b, true); }
   } else {
@@ -113,9 +113,102 @@ function renderDevice(dev, tables) {
   }
 }
 
-// Memory by category (parameters, gradients, optimizer state, activations) over time and at the
-// peak: drawn here once the data carries `categories` (the attribution analysis).
-function renderCategories(sec, dev) {}
+// Memory by category (parameters, gradients, optimizer state, activations...) at the peak and over
+// time: a stacked chart that follows the timeline's zoom (docs/attribution.md names the rules).
+const CATEGORIES = [
+  ["parameter", "parameters", "#1f5fbf", "allocated before the first forward (module init, .to(), load_state_dict) and kept"],
+  ["gradient", "gradients", "#7a5af8", "allocated by AccumulateGrad or .grad creation in backward and kept for the optimizer"],
+  ["optimizer_state", "optimizer state", "#0e9384", "allocated under an optimizer's step or its state init and alive across steps"],
+  ["activation", "activations", "#f79009", "allocated in forward and still alive when backward starts (saved for backward)"],
+  ["temporary", "temporaries", "#98a2b3", "allocated and freed inside one phase (forward, backward or the optimizer step)"],
+  ["input", "inputs", "#039855", "allocated by the data loading (batches moved to the GPU)"],
+  ["unknown", "unknown", "#d0d5dd", "no stack or no rule applies"],
+];
+function renderCategories(sec, dev, timeline) {
+  const c = dev.categories;
+  const cats = CATEGORIES.filter(([k]) => c.series[k]);
+  if (!cats.length || !c.n) return;
+  const width = c.column_width;
+  const xs = [];
+  let col = 0;
+  for (const d of unpackVarints(c.columns)) { col += d; xs.push(col * width); }
+  const values = cats.map(([k]) => unpackVarints(c.series[k].bytes));
+  const peakTotal = cats.reduce((s, [k]) => s + c.series[k].peak, 0);
+  const box = h("div", { class: "categories" });
+  sec.append(box);
+  box.append(h("h3", { text: "Memory by kind" }), note("Live memory split by what it is, as " +
+    "memsnap top --by category names it (inferred from each allocation's stack and lifetime); " +
+    "each column at its highest point, so the top edge is the live curve above."));
+  // At the peak: one row per category, largest first.
+  const t = h("table", { class: "cats" }, h("thead", {}, h("tr", {}, h("th", { text: "at the peak" }),
+    h("th", { class: "n", text: "bytes" }), h("th", { class: "n", text: "share" }))));
+  const body = h("tbody");
+  for (const [k, label, color, title] of cats.slice().sort((p, q) => c.series[q[0]].peak - c.series[p[0]].peak)) {
+    const v = c.series[k].peak;
+    const bar = h("span", { class: "bar" });
+    bar.style.width = Math.max(1, (80 * v) / Math.max(1, peakTotal)) + "px";
+    bar.style.background = color;
+    body.append(h("tr", { title }, h("td", {}, swatch(color, label)),
+      h("td", { class: "n" }, bar, " " + fmtBytes(v)),
+      h("td", { class: "n", text: peakTotal > 0 ? fmtPct(v / peakTotal) : "" })));
+  }
+  t.append(body);
+  box.append(h("div", { class: "table-wrap" }, t));
+  // Over time: cumulative sums, drawn from the top series down so each fills over the next.
+  const n = xs.length, span = dev.x_span;
+  const cum = [];
+  let acc = new Array(n).fill(0);
+  for (const v of values) { acc = acc.map((a, i) => a + v[i]); cum.push(acc); }
+  const data = [xs.concat([span])];
+  for (let s = cum.length - 1; s >= 0; s--) data.push(cum[s].concat([cum[s][n - 1]]));
+  const host = h("div", { class: "chart" });
+  box.append(host, h("div", { class: "legend" }, ...cats.map(([k, label, color, title]) => swatch(color, label, title))));
+  const stepped = uPlot.paths.stepped({ align: 1 });
+  let axis = byteAxis(Math.max(1, ...acc)), ticks = null;
+  const series = [{}];
+  for (let s = cats.length - 1; s >= 0; s--) {
+    series.push({ stroke: cats[s][2], fill: cats[s][2], width: 0, paths: stepped, points: { show: false } });
+  }
+  const u = new uPlot({
+    width: Math.max(320, host.clientWidth || 900), height: 200, legend: { show: false },
+    scales: { x: { time: false, auto: false, min: 0, max: span }, y: { auto: false, min: 0, max: axis.top } },
+    axes: [
+      { stroke: "#667085", grid: { show: false }, size: 36,
+        splits: (u, i, lo, hi) => { ticks = xAxis(lo, hi, dev.has_time ? "time" : "events", Math.max(3, u.bbox.width / devicePixelRatio / 120)); return ticks.ticks; },
+        values: (u, s) => s.map((v) => ticks.label(v)) },
+      { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 78,
+        splits: () => axis.ticks, values: (u, s) => s.map((v) => axis.label(v)) },
+    ],
+    series,
+    cursor: { drag: { x: false, y: false }, points: { show: false }, y: false },
+  }, data, host);
+  // Hover: the categories of the column under the pointer.
+  u.over.addEventListener("mousemove", (e) => {
+    const i = u.cursor.idx;
+    if (i == null || i >= n) { hideTip(); return; }
+    const lines = [fmtX(xs[i], dev.has_time)];
+    for (let s = cats.length - 1; s >= 0; s--) lines.push(cats[s][1] + ": " + fmtBytes(values[s][i]));
+    lines.push("total: " + fmtBytes(cum[cum.length - 1][i]));
+    showTip(e, lines.join("\n"));
+  });
+  u.over.addEventListener("mouseleave", hideTip);
+  const follow = (a, b) => {
+    let top = 1;
+    for (let i = 0; i < n; i++) {
+      const right = i + 1 < n ? xs[i + 1] : span;
+      if (right >= a && xs[i] <= b) top = Math.max(top, cum[cum.length - 1][i]);
+    }
+    axis = byteAxis(top);
+    u.batch(() => { u.setScale("x", { min: a, max: b }); u.setScale("y", { min: 0, max: axis.top }); });
+  };
+  if (timeline) timeline.followers.push(follow);
+  new ResizeObserver(() => { if (Math.abs(host.clientWidth - u.width) >= 1) u.setSize({ width: Math.max(320, host.clientWidth), height: u.height }); }).observe(host);
+  // For the browser test: the peak's categories, and each column's total against the live curve.
+  M.categories = M.categories || [];
+  M.categories.push({ device: dev.device, peak: Object.fromEntries(cats.map(([k]) => [k, c.series[k].peak])),
+    peak_total: peakTotal, columns: n, max_total: Math.max(...cum[cum.length - 1]),
+    negative: values.reduce((m, v) => m + v.filter((x) => x < 0).length, 0) });
+}
 
 function glossary() {
   const sec = section("Terms used on this page", "terms");

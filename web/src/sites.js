@@ -5,14 +5,14 @@ function rowFrames(r, tables) {
   const f = r.frames && r.frames.length ? r.frames : [r.key];
   return f.map((x) => (typeof x === "number" ? tables.frames[x] : x));
 }
-// The line a site is known by: its innermost Python frame when it has one (C++ allocator frames
-// come first in stacks recorded with C++ context), else its innermost frame; opens to the stack.
-function siteCell(frames, synthetic) {
-  if (synthetic || frames.length <= 1) return h("span", { class: "frame" }, breakable(frames[0] || ""));
-  const py = frames.findIndex((t) => /\.py:/.test(t));
-  const head = py > 0 ? frames[py] : frames[0];
-  const summary = h("summary", {}, h("span", { class: "frame" }, breakable(head)),
-    py > 0 ? h("span", { class: "note", text: " (+" + py + " C++ frames inside)" }) : null);
+// The line a site is known by: its label (docs/attribution.md: the user's frame, the autograd node
+// and operator, distinct within the table) and its category; opens to the whole stack.
+function siteCell(frames, synthetic, row) {
+  const head = row && row.site ? row.site : frames[0] || "";
+  // Every row but "[N others]" has one category ("[no stack]" rows too: often the parameters).
+  const cat = row && row.category && !isOthersRow(row) ? h("span", { class: "note cat", text: " " + row.category.replace("_", " ") }) : null;
+  if (synthetic || frames.length <= 1) return h("span", {}, h("span", { class: "frame" }, breakable(head)), cat);
+  const summary = h("summary", {}, h("span", { class: "frame" }, breakable(head)), cat);
   const pre = h("pre");
   frames.forEach((f, i) => { if (i) pre.append("\n"); pre.append(breakable(f)); });
   return h("details", {}, summary, pre);
@@ -36,7 +36,7 @@ function siteTable(table, tables) {
       h("td", { class: "n" }, bar, " " + fmtBytes(r.bytes)),
       h("td", { class: "n", text: table.total_bytes > 0 ? fmtPct(r.bytes / table.total_bytes) : "" }),
       h("td", { class: "n", text: fmtCount(r.count) }),
-      h("td", { class: "site" }, siteCell(rowFrames(r, tables), r.synthetic))));
+      h("td", { class: "site" }, siteCell(rowFrames(r, tables), r.synthetic, r))));
   });
   t.append(body);
   return h("div", { class: "table-wrap" }, t);

@@ -135,6 +135,7 @@ class TimelineChart {
     this.selected = null;
     this.guard = false;
     this.fig = { device: dev.device, negative: 0, outside: 0 };
+    this.followers = [];  // f(a, b) after every change of view (the categories chart)
     this.build();
   }
   build() {
@@ -253,6 +254,7 @@ class TimelineChart {
       this.u.setScale("y", { min: 0, max: this.yFmt.axis.top });
     });
     this.guard = false;
+    for (const f of this.followers) f(a, b);
     if (!quiet && this.opts.onView) this.opts.onView(this, a, b);
   }
   // Bottoms of the view's bands, stacked in allocation order at each column's sample event.

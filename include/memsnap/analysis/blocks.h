@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution.h"
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/timeline.h"
 
@@ -19,20 +20,28 @@ struct BlockQuery {
   std::optional<int64_t> stream;        // only this stream
   std::string stack_regex;              // only lifetimes with a frame whose text matches
   FilterOptions filter;                 // for the frames shown
-  size_t frames_shown = 3;
+  size_t frames_shown = 3;              // the label and up to this many - 1 context lines
 };
 
 struct BlockRow {
   int32_t device = 0;
   BlockLifetime lifetime;
   int64_t alloc_time_us = kNoTime, free_time_us = kNoTime;
-  std::vector<std::string> frames;  // innermost first, filtered, at most frames_shown
+  /// The site's label (distinct among the report's sites; "[allocated before the trace]" for
+  /// pre-window lifetimes, whose stack is the free's) and the lifetime's category.
+  std::string site;
+  CategoryVerdict category;
+  /// Callers the label does not show (text output), at most frames_shown - 1.
+  std::vector<std::string> context;
+  int32_t stack = -1;  // index into BlocksReport::stacks; -1: no frames recorded
 };
 
 struct BlocksReport {
   std::vector<BlockRow> rows;  // live: requested desc, then device, address, version;
                                // all: device, then first event, then address, version
   int64_t total_bytes = 0;     // Σ requested over rows
+  /// The rows' stacks, filtered, frame texts innermost first, in order of first use.
+  std::vector<std::vector<std::string>> stacks;
 };
 
 /// Selects lifetimes from `timeline`. Errors: invalid regexes (naming the flag).

@@ -1,7 +1,8 @@
 // `memsnap diff A B`: live memory by site before/after, plus totals per device, pool and stream,
-// segment counts, peaks and allocator settings. Sites are matched by frame text (GroupRow::key),
-// never by ids or addresses, so files of different flavours and devices compare. Also used by
-// `check` for its "top growing sites".
+// segment counts, peaks and allocator settings. Sites are matched by their key (MatchSites: the site
+// identity of attribution.h by default, built from Python frames, autograd node and operator, never
+// from ids, addresses or other native frames), so files of different flavours, devices and PyTorch
+// builds compare. Also used by `check` for its "top growing sites".
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,12 @@ std::string_view PresenceName(Presence p);  // "both", "only_before", "only_afte
 
 struct SiteDelta {
   std::string key;
-  std::vector<std::string> frames;  // innermost first (from whichever side has the site)
+  std::string site;                 // label, distinct among the rows of one MatchSites result
+  SiteInfo info;                    // label parts (after's when both sides have the site)
+  std::vector<std::string> frames;  // innermost first (after's when both sides have the site)
+  CategoryBytes before_categories{}, after_categories{};
+  /// The category with the most bytes on the later side that has the site.
+  Category category() const;
   int64_t before_bytes = 0, after_bytes = 0;
   int64_t before_count = 0, after_count = 0;
   Presence presence = Presence::kBoth;
@@ -79,6 +85,12 @@ struct DiffReport {
   bool no_stacks = false;
   bool both_traced = false;  // both files have trace events (--at peak is possible)
 };
+
+/// Matches the rows of two groupings by key (rows are unique per key on each side), sums them, and
+/// labels the merged sites with DistinctLabels. Presence and both sides' figures are set; the order
+/// is by key. The one place where sites of two snapshots are matched.
+std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
+                                  const std::vector<GroupRow>& after);
 
 /// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,

@@ -32,6 +32,10 @@ class FrameFilter {
 
   /// Whether frame `id` survives the filter (cached per frame).
   bool Keep(FrameId id);
+  /// Whether frame `id` survives --hide and --keep alone (true when neither is set): what decides
+  /// which Python frames may name a site (attribution.h). Not cached: callers cache per stack.
+  bool KeepByRegex(FrameId id) const;
+  bool has_regexes() const { return hide_.has_value() || keep_.has_value(); }
   /// The surviving frames of `stack`, innermost first. Empty for invalid or empty stacks.
   const std::vector<FrameId>& Filtered(StackId stack);
 

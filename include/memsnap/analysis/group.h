@@ -1,6 +1,7 @@
 // Live memory at a moment, grouped by allocation site (`memsnap top`, reused by `diff`, `check`,
-// the HTML report). Keys are built from frame *text*, never from ids, so rows of two snapshots can
-// be matched by key (diff).
+// `leaks`, the HTML report). Keys are built from frame *text*, never from ids, so rows of two
+// snapshots can be matched by key (diff). Rows are named by the attribution model (attribution.h):
+// a label per row, distinct within the table, and the bytes of each category of memory.
 //
 // Invariant (tested): Σ rows.bytes == total_bytes and Σ rows.count == total_count; anything without
 // a stack goes to the explicit "[no stack]" row, stacks whose frames are all filtered out to
@@ -9,22 +10,28 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution.h"
 #include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/ranks.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
 
-/// kFunction, kFile and kFrame key a lifetime by one frame of its (filtered) stack: the innermost
-/// frame of a Python file when there is one (with C++ stacks the innermost frame is the
-/// allocator's own malloc), else the innermost frame.
-enum class GroupBy : uint8_t { kStack, kFunction, kFile, kFrame, kAnnotation };
-/// "stack", "function", "file", "frame", "annotation".
+/// kSite keys a lifetime by its site (SiteInfo::key: Python frames, autograd node, operator), the
+/// default. kStack by its whole filtered stack (what folded stacks and flame graphs need).
+/// kFunction, kFile and kFrame by the frame that owns the site (SiteInfo::owner; the label for
+/// sites without Python frames). kCategory by the lifetime's category of memory.
+enum class GroupBy : uint8_t { kSite, kStack, kFunction, kFile, kFrame, kAnnotation, kCategory };
+/// "site", "stack", "function", "file", "frame", "annotation", "category".
 std::string_view GroupByName(GroupBy by);
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 
@@ -36,7 +43,7 @@ inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
 
 struct GroupOptions {
-  GroupBy by = GroupBy::kStack;
+  GroupBy by = GroupBy::kSite;
   int depth = 0;              // stack: keep the N innermost (surviving) frames; 0 = all
   bool ignore_lines = false;  // frame text "filename:name" instead of "filename:line:name"
   FilterOptions filter;
@@ -47,12 +54,22 @@ struct GroupOptions {
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines);
 
 struct GroupRow {
-  std::string key;                  // stack: frames root-first joined by ';' (folded form)
-  std::vector<std::string> frames;  // stack rows: frame texts innermost first; else {key}
+  std::string key;   // site: SiteInfo::key; stack: frames root-first joined by ';' (folded form)
+  std::string site;  // the label shown (LabelRows: distinct within the table); else the key
+  /// What the label is made of (site and stack rows; for stack rows `info.key` is the row key, so
+  /// two stacks of one site still get distinct labels). Other rows: kind kNoStack, owner = key.
+  SiteInfo info;
+  /// Site, stack, function, file and frame rows: the filtered stack (frame texts, innermost first)
+  /// of the row's first lifetime. Empty for the others.
+  std::vector<std::string> frames;
   int64_t count = 0;
   int64_t bytes = 0;          // live requested bytes
   int64_t rounded_bytes = 0;  // live rounded (block) bytes
+  CategoryBytes category_bytes{};  // requested bytes per category; sums to `bytes`
   bool synthetic = false;     // one of the bracketed rows ([no stack] ...)
+  /// The category with the most bytes; mixed() when others hold some too.
+  Category category() const { return DominantCategory(category_bytes); }
+  bool mixed() const;
 };
 
 /// Which lifetimes are grouped: one per device, each at its own resolved moment.
@@ -72,21 +89,103 @@ struct GroupReport {
   int64_t total_bytes = 0;
   int64_t total_rounded_bytes = 0;
   int64_t total_count = 0;
+  CategoryBytes category_bytes{};  // Σ rows.category_bytes: the categories of all live bytes
+};
+
+/// What grouping keeps per snapshot: the frame filter, the attribution of its stacks and the
+/// categorizers of its devices. Make one per snapshot and reuse it for every device and call.
+/// Not thread-safe.
+class GroupContext {
+ public:
+  /// Errors: invalid --hide/--keep regexes (naming the flag).
+  static absl::StatusOr<std::unique_ptr<GroupContext>> Create(const Snapshot& snap,
+                                                              const GroupOptions& options);
+  ~GroupContext();
+  GroupContext(const GroupContext&) = delete;
+  GroupContext& operator=(const GroupContext&) = delete;
+  const Snapshot& snapshot() const { return snap_; }
+  const GroupOptions& options() const { return options_; }
+  FrameFilter& filter() { return filter_; }
+  Attribution& attribution() { return attribution_; }
+  /// The category of one lifetime of `dt` (a timeline of this snapshot).
+  CategoryVerdict Categorize(const DeviceTimeline& dt, const BlockLifetime& lifetime) {
+    return categorizers_.For(dt).Categorize(lifetime);
+  }
+
+  /// A new row (count and bytes 0) for `lifetime` of `dt`: its key, label parts, frames.
+  GroupRow RowFor(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+  /// Whether RowFor's key depends on the lifetime's stack alone (and on whether it is pre-window):
+  /// callers may then cache rows per StackId. Not for annotation and category grouping.
+  bool stack_keyed() const {
+    return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory;
+  }
+
+ private:
+  GroupContext(const Snapshot& snap, const GroupOptions& options, FrameFilter filter);
+  const Snapshot& snap_;
+  GroupOptions options_;
+  FrameFilter filter_;
+  Attribution attribution_;
+  Categorizers categorizers_;
+
+ public:
+  struct AnnotationIndex;  // innermost annotation over time (group.cpp)
+
+ private:
+  std::map<int32_t, std::unique_ptr<AnnotationIndex>> annotations_;  // by device
+  std::string AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+};
+
+/// Labels for the sites of individual lifetimes (blocks, CSV and Perfetto exports): collect them,
+/// then label them all at once, distinct among the sites collected.
+class SiteLabels {
+ public:
+  explicit SiteLabels(Attribution& attribution);
+  /// The index of the lifetime's site (pre-window lifetimes: "[allocated before the trace]", as
+  /// their stack is the free's).
+  size_t Add(const BlockLifetime& lifetime);
+  /// Computes the labels (DistinctLabels); call once, after the last Add.
+  void Finish();
+  const std::string& Label(size_t index) const { return labels_[index]; }
+  const SiteInfo& Site(size_t index) const { return *sites_[index]; }
+
+ private:
+  Attribution& attribution_;
+  SiteInfo pre_window_;
+  absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
+  std::vector<const SiteInfo*> sites_;
+  std::vector<std::string> labels_;
 };
 
 /// Adds the given lifetimes (indices into dt.blocks) to `rows`: to the row with the same key when
 /// there is one, else to a new row appended at the end (rows stay unsorted; call
-/// SortAndMergeRows). Used by GroupLive for each device. `filter` must have been created for `snap`.
-void AccumulateGroups(const Snapshot& snap, const DeviceTimeline& dt,
-                      const std::vector<uint32_t>& lifetimes, const GroupOptions& options,
-                      FrameFilter& filter, std::vector<GroupRow>& rows);
+/// SortAndMergeRows, then LabelRows). Used by GroupLive for each device.
+void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
+                      GroupContext& context, std::vector<GroupRow>& rows);
 
 /// Sorts rows (bytes desc, count desc, key asc) and merges rows with equal keys.
 void SortAndMergeRows(std::vector<GroupRow>& rows);
 
-/// Live memory at `moment` on every device of `timeline` (each device at its own moment), grouped.
+/// Sets every row's `site` label: DistinctLabels over the rows (attribution.h), so no two rows
+/// print the same label.
+void LabelRows(std::vector<GroupRow>& rows);
+
+/// Live memory at `moment` on every device of `timeline` (each device at its own moment), grouped,
+/// sorted and labelled.
 absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& timeline,
                                       const Moment& moment, const GroupOptions& options);
+
+/// The same with a context made for this snapshot (reused across calls).
+absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& timeline,
+                                      const Moment& moment);
+
+/// One rank of `top` over many files: reserved and allocated bytes at the end, the peak of live
+/// bytes (when the file has a trace), and the label of the largest site that is not a bracketed
+/// row at `moment`. `device`: only that device (an error when the file does not have it).
+/// `at_text`: the --at flag as the user wrote it, for the error when the moment is out of range.
+absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& moment,
+                                           std::string_view at_text, const GroupOptions& options,
+                                           std::optional<int32_t> device);
 
 /// Keeps the `top` largest rows and folds the rest into one "[N others]" row (totals unchanged).
 void CollapseTail(std::vector<GroupRow>& rows, size_t top);

@@ -6,7 +6,8 @@
 //   single-trace mode  FILE (with a trace) DetectSteps -> step ends -> one SeriesPoint per step end
 //                                          ──AnalyzeSeries──> LeakReport (+ step boundaries)
 //
-// Sites are keyed by frame text (group.h), so they match across files of different flavours.
+// Sites are keyed like `top`'s rows (group.h: the site identity by default), so they match across
+// files of different flavours; they are labelled with DistinctLabels.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +71,13 @@ absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOp
 /// A site's figures over the series.
 struct LeakSite {
   std::string key;
+  std::string site;                 // label, distinct among the report's sites
+  SiteInfo info;                    // label parts
   std::vector<std::string> frames;  // innermost first (filtered)
+  /// Requested bytes per category: over the site's lifetimes (single-trace mode) or summed over
+  /// the points (series mode); decides category().
+  CategoryBytes category_bytes{};
+  Category category() const { return DominantCategory(category_bytes); }
   bool synthetic = false;
   std::vector<int64_t> bytes;   // one per point
   std::vector<int64_t> counts;  // one per point

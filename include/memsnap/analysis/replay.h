@@ -51,6 +51,7 @@ struct ReplayOom {
   int64_t stream = 0;
   int64_t device_free = 0;
   StackId stack;
+  std::string site;  // the stack's site label (attribution.h); empty without a stack
 };
 
 /// A point of the reserved-bytes curve: emitted whenever reserved changes.

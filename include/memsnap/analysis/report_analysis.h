@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/alloc_states.h"
+#include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/diff.h"
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/group.h"
@@ -43,6 +45,15 @@ struct ReportAnalysisOptions {
   bool with_steps = false;  // the diff page aligns the two timelines on their steps
 };
 
+/// Live memory by category (attribution.h) across one device's trace: one sample per stored column
+/// of the timeline's coarsest level, taken at the column's highest live point (its sample event),
+/// so the stacked categories reach the drawn live curve's highest line; and at the peak.
+struct ReportCategories {
+  std::vector<int64_t> column;         // the sampled columns (level-0 bucket indices), ascending
+  std::vector<CategoryBytes> columns;  // live bytes per category at each column's sample event
+  CategoryBytes peak{};                // at the drawn curve's peak (TimelineLod::peak_event)
+};
+
 struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
@@ -52,6 +63,8 @@ struct DeviceReportAnalysis {
   std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
   /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
   StepInfo steps;
+  /// Categories over time and at the peak (with_sites, devices with events).
+  std::optional<ReportCategories> categories;
 };
 
 /// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.
@@ -69,6 +82,9 @@ struct ReplayCurve {
 
 struct ReportAnalysis {
   Timeline timeline;
+  /// Sites and categories of this snapshot's stacks (attribution.h), as every table above used
+  /// them. Holds a reference to the snapshot.
+  std::unique_ptr<GroupContext> context;
   /// The frame filter of options.group (--hide, --keep, --python-only), for the stacks the page
   /// lists (copy it to use it: it caches).
   std::optional<FrameFilter> frames;

@@ -1,7 +1,7 @@
-// The name of an allocation as its owner would say it: a site label per stack and a category per
-// lifetime. This is the one place the attribution model plugs in: until it lands the label is the
-// innermost Python frame (else the innermost frame upstream's viewers do not hide) and every
-// category is "unknown". Callers go through SiteNamer only, so switching is a change here.
+// Site labels and categories for code that names allocations one stack at a time, without a
+// timeline (memsnap oom, check --fits, summary's and replay's OOM lines): a thin front of the
+// attribution model (analysis/attribution.h, docs/attribution.md), so that an OOM's holders read
+// exactly like the rows of `top`.
 #pragma once
 
 #include <cstdint>
@@ -10,30 +10,34 @@
 #include <string_view>
 #include <vector>
 
+#include "memsnap/analysis/attribution.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
 
-/// The category of memory whose owner is not known (the only one until attribution lands).
+/// The category of memory whose owner is not known.
 inline constexpr std::string_view kUnknownCategory = "unknown";
 
 /// Labels stacks of one snapshot, caching per StackId. Not thread-safe.
 class SiteNamer {
  public:
   explicit SiteNamer(const Snapshot& snapshot);
-  /// "filename:line:function" of the stack's site (an installed package's path from its import
-  /// root); "[no stack]" when it has no frames. Every site memsnap oom, check --fits and summary's
-  /// OOM lines print comes from here.
+  /// The attribution model's label of the stack's site ("what ← file.py:LINE owner",
+  /// "BmmBackward0 (bmm)"); "[no stack]" when it has no frames. Every site memsnap oom,
+  /// check --fits and summary's OOM lines print comes from here.
   /// `before_trace`: the block was allocated before the trace began, so a stack without frames
   /// reads "[allocated before the trace]" (the usual case: recording began after the model was
   /// loaded), not "[no stack]".
   const std::string& Label(StackId stack, bool before_trace = false);
-  /// The category of a lifetime allocated with `stack` at device-local event `alloc_event`
-  /// (kNoEvent-like 0xffffffff: before the trace). Always kUnknownCategory for now.
-  std::string_view Category(StackId stack, uint32_t alloc_event) const;
+  /// The category of memory allocated with `stack`, from what the stack shows alone (the
+  /// attribution model's stack-phase rule, docs/attribution.md): an AccumulateGrad or backward
+  /// stack is a gradient, an optimizer step's is optimizer state, a forward pass's an activation,
+  /// module init's a parameter, the data loader's an input; "unknown" otherwise. Without the
+  /// device's timeline it cannot tell a temporary from what outlives its phase.
+  std::string_view Category(StackId stack, uint32_t alloc_event);
 
  private:
-  const Snapshot* snap_;
+  Attribution attribution_;
   std::vector<int32_t> slot_;       // StackId -> index into labels_, -1 unknown
   std::deque<std::string> labels_;  // a deque: references stay valid as it grows
 };

@@ -11,7 +11,7 @@ namespace memsnap::cli {
 
 /// Raw flag values; Resolve() validates them into GroupOptions.
 struct GroupFlags {
-  std::string by = "stack";
+  std::string by;  // empty: site (stack when --depth is given)
   int depth = 0;
   bool no_filter = false;
   std::string hide, keep;

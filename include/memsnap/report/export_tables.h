@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/group.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
@@ -16,11 +16,12 @@ namespace memsnap::report {
 /// One row per block lifetime (analysis::BlockLifetime), devices ascending, lifetimes in order of
 /// first appearance:
 ///   device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,
-///   free_requested_event,free_completed_event,alloc_time_us,free_time_us,top_frame
+///   free_requested_event,free_completed_event,alloc_time_us,free_time_us,site,category
 /// Events are device-local indices, times the trace's time_us (of alloc and free_completed);
-/// empty when not seen. top_frame is the innermost frame that survives `filter`, "" for none.
+/// empty when not seen. `site` is the site's label (distinct among the file's sites, as `top`
+/// names them), `category` the lifetime's category of memory (attribution.h).
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
-                       analysis::FrameFilter& filter, std::ostream& out);
+                       analysis::GroupContext& context, std::ostream& out);
 
 /// Writes through `write` to a temporary file next to `path`, renamed into place only when
 /// `write` returns OK and the stream did not fail, so a failure never leaves a half-written file

@@ -5,7 +5,7 @@
 //     {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"cuda:0"}},
 //     {"ph":"C","name":"live","pid":1,"tid":0,"ts":0,"args":{"bytes":4000000}},      counters
 //     {"ph":"C","name":"reserved","pid":1,"tid":0,"ts":0,"args":{"bytes":20971520}},
-//     {"ph":"X","name":"3.8 MiB forward","pid":1,"tid":100,"ts":10,"dur":30,"args":{...}},
+//     {"ph":"X","name":"3.8 MiB model.py:20 forward","pid":1,"tid":100,"ts":10,"dur":30,...},
 //     {"ph":"X","name":"train_step","pid":1,"tid":10,"ts":0,"dur":60},                 annotation
 //     {"ph":"i","name":"OOM","pid":1,"tid":0,"ts":50,"s":"p","args":{...}}],
 //    "displayTimeUnit":"ms","otherData":{...}}
@@ -15,7 +15,7 @@
 // "reserved stream S" when the device used more than one stream. The device counters end at the
 // snapshot's live and reserved bytes. Slices: the largest lifetimes, greedily packed into lanes
 // (tid 100 + lane) so that slices on one lane never overlap; their args carry size, address,
-// stream and the allocation stack. Annotations (record_function / external annotations) are
+// stream, site, category and the allocation stack. Annotations (record_function / external annotations) are
 // slices on tids 10+. ts is microseconds since the first event (every device on one clock); a
 // trace without times uses the event index as ts.
 #pragma once
@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/group.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
@@ -45,11 +46,12 @@ struct PerfettoStats {
   int lanes = 0;  // allocation lanes used, all devices together
 };
 
-/// Streams the trace to `out`. `filter` (made for `snap`) decides which frames the stacks keep.
-/// Errors: a failed stream.
+/// Streams the trace to `out`. `context` (made for `snap`) names slices by site (labels distinct
+/// among a device's slices), gives their category, and its filter decides which frames the stacks
+/// keep. Errors: a failed stream.
 absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                                                  const analysis::Timeline& timeline,
-                                                 analysis::FrameFilter& filter,
+                                                 analysis::GroupContext& context,
                                                  const PerfettoOptions& options,
                                                  std::ostream& out);
 

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/summary.h"
 #include "nlohmann/json.hpp"
 
@@ -15,6 +16,13 @@ nlohmann::ordered_json SummaryToJson(const analysis::SummaryReport& report);
 /// `warnings` = false (-q) leaves out the warnings section.
 void RenderSummaryText(const analysis::SummaryReport& report, std::ostream& out,
                        bool warnings = true);
+
+/// The categories of the memory live at the peak (each device at its own; at the end for devices
+/// without a trace), largest first, with shares of the device's live bytes.
+void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devices,
+                            std::ostream& out);
+/// [{"device", "event_index" (null: before the trace), "live_bytes", "categories": {...}}].
+nlohmann::ordered_json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices);
 
 /// Shared by renderers: the JSON form of allocator settings and pool ids.
 nlohmann::ordered_json SettingsToJson(const AllocatorSettings& settings);

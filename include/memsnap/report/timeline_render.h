@@ -5,6 +5,7 @@
 #include <ostream>
 #include <vector>
 
+#include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/group.h"
 #include "memsnap/analysis/timeline.h"
 #include "nlohmann/json.hpp"
@@ -50,22 +51,32 @@ void RenderTimelineChart(const Snapshot& snap, const analysis::DeviceTimeline& d
                          const EventWindow& w, int width, std::ostream& out,
                          bool show_reserved = true);
 
-/// CSV: device,event,time_us,live_requested,live_rounded,reserved; one row per event in the window.
-void RenderTimelineCsvHeader(std::ostream& out);
+/// CSV: device,event,time_us,live_requested,live_rounded,reserved and, with a category curve, the
+/// live bytes of each category (parameter,...,unknown; they add up to live_requested); one row per
+/// event in the window.
+void RenderTimelineCsvHeader(std::ostream& out, bool categories);
 void RenderTimelineCsv(const Snapshot& snap, const analysis::DeviceTimeline& dt,
-                       const EventWindow& w, std::ostream& out);
+                       const EventWindow& w, const analysis::CategoryCurve* categories,
+                       std::ostream& out);
 
 /// One object of `timeline --json` `devices`: device, events, has_time, start_bytes, peak_bytes,
-/// peak_event_index, peak_time_us (null if absent), end_bytes, reserved figures, lifetime classes.
+/// peak_event_index, peak_time_us (null if absent), end_bytes, reserved figures, lifetime classes;
+/// with a category curve, "categories": the bytes of each category at the window's start, peak and
+/// end, and "category_series": the same at about `samples` events spread over the window (arrays
+/// "event", "time_us" and one per category that holds bytes).
 nlohmann::ordered_json DeviceTimelineToJson(const Snapshot& snap,
                                             const analysis::DeviceTimeline& dt,
-                                            const EventWindow& w);
+                                            const EventWindow& w,
+                                            const analysis::CategoryCurve* categories = nullptr,
+                                            int samples = 100);
 
 /// `top` text table (rows as given; totals from the report).
 void RenderGroupText(const analysis::GroupReport& report, const std::vector<analysis::GroupRow>& rows,
                      std::ostream& out);
 nlohmann::ordered_json GroupToJson(const analysis::GroupReport& report,
                                    const std::vector<analysis::GroupRow>& rows);
+/// {"parameter": bytes, ...}: the non-zero categories, in Category order.
+nlohmann::ordered_json CategoriesJson(const analysis::CategoryBytes& bytes);
 /// Folded stacks, root first: "frame;frame;frame bytes" (flamegraph.pl, inferno, speedscope).
 void RenderFolded(const std::vector<analysis::GroupRow>& rows, std::ostream& out);
 

@@ -1,0 +1,211 @@
+// Categories of memory: every rule of docs/attribution.md ("Categories") on a training loop with
+// known answers (testdata/attribution_training.json) and on small traces made for one rule each.
+#include <map>
+
+#include "doctest/doctest.h"
+#include "attribution_builders.h"
+#include "memsnap/analysis/attribution.h"
+#include "memsnap/analysis/blocks.h"
+#include "memsnap/analysis/categories.h"
+#include "memsnap/analysis/group.h"
+#include "test_util.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::F;
+using testing::MiniTrace;
+
+struct Expect {
+  std::string site;
+  std::string category;
+  std::string rule;
+};
+
+TEST_SUITE("attribution-categories") {
+  TEST_CASE("every lifetime of the training loop fixture has the category it was made with") {
+    Snapshot snap = testing::LoadFixture("attribution_training.json");
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    BlockQuery q;
+    q.all = true;
+    auto rep = SelectBlocks(snap, *tl, q);
+    REQUIRE(rep.ok());
+    // In order of first appearance (testdata/attribution_fixture.py says what each one is).
+    const std::string to = "to \u2190 ", arrow = " \u2190 ";
+    const Expect step[] = {
+        {to + "train.py:20 train", "input", "data_kept"},
+        {"linear" + arrow + "model/net.py:15 forward", "activation", "saved_for_backward"},
+        {"relu" + arrow + "model/net.py:16 forward", "temporary", "forward_freed"},
+        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:17 forward", "activation",
+         "saved_for_backward"},
+        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:18 forward", "activation",
+         "saved_for_backward"},
+        {"cross_entropy_loss" + arrow + "train.py:22 train", "activation", "saved_for_backward"},
+        {"backward" + arrow + "train.py:23 train", "temporary", "backward_freed"},
+        {"ReluBackward0 (threshold_backward)", "temporary", "backward_freed"},
+        {"MmBackward0 (mm)", "gradient", "backward_kept"},
+        {"AccumulateGrad", "gradient", "accumulate_grad"},
+        {"sum (autograd engine)", "gradient", "backward_kept"},
+    };
+    std::vector<Expect> expected = {
+        {"[no stack]", "parameter", "pre_trace_persistent"},
+        {"[allocated before the trace]", "gradient", "freed_by_zero_grad"},
+        {to + "train.py:12 <module>", "parameter", "init_kept"}};
+    expected.insert(expected.end(), std::begin(step), std::end(step));
+    expected.push_back({"step" + arrow + "train.py:25 train", "optimizer_state", "optimizer_kept"});
+    expected.push_back({"step" + arrow + "train.py:25 train", "optimizer_state", "optimizer_kept"});
+    expected.push_back({"sqrt" + arrow + "train.py:25 train", "temporary", "optimizer_freed"});
+    expected.insert(expected.end(), std::begin(step), std::end(step));
+    expected.push_back({"sqrt" + arrow + "train.py:25 train", "temporary", "optimizer_freed"});
+    REQUIRE(rep->rows.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const BlockRow& r = rep->rows[i];
+      INFO("row " << i << ": " << r.site);
+      CHECK(r.site == expected[i].site);
+      CHECK(CategoryName(r.category.category) == expected[i].category);
+      CHECK(CategoryRuleName(r.category.rule) == expected[i].rule);
+    }
+  }
+
+  TEST_CASE("grouping by category adds up to the live bytes, and categories add up over time") {
+    Snapshot snap = testing::LoadFixture("attribution_training.json");
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    GroupOptions o;
+    o.by = GroupBy::kCategory;
+    auto rep = GroupLive(snap, *tl, Moment{Moment::Kind::kPeak, 0}, o);
+    REQUIRE(rep.ok());
+    std::map<std::string, int64_t> by;
+    int64_t sum = 0;
+    for (const GroupRow& r : rep->rows) {
+      by[r.key] = r.bytes;
+      sum += r.bytes;
+    }
+    CHECK(sum == rep->total_bytes);
+    CHECK(sum == tl->devices[0].peak_requested);
+    CHECK(by["parameter"] == 6 << 20);        // W0 4 MiB + P1 2 MiB
+    CHECK(by["optimizer_state"] == 4 << 20);  // exp_avg + exp_avg_sq
+    auto context = GroupContext::Create(snap, GroupOptions{});
+    REQUIRE(context.ok());
+    const DeviceTimeline& dt = tl->devices[0];
+    CategoryCurve curve = BuildCategoryCurve(**context, dt);
+    std::vector<int64_t> events;
+    for (int64_t e = -1; e < static_cast<int64_t>(dt.num_events); ++e) events.push_back(e);
+    std::vector<CategoryBytes> at = SampleCategoryCurve(curve, events);
+    for (size_t i = 0; i < events.size(); ++i) {
+      int64_t total = 0;
+      for (int64_t b : at[i]) total += b;
+      CHECK(total == dt.LiveAt(events[i]));
+    }
+  }
+
+  // Small traces, one rule each.
+  const F kForward{"forward", "/home/a/model.py", 10};
+  const F kOther{"train", "/home/a/train.py", 5};
+  const F kMakeGrads{"_make_grads", "/v/lib/python3.11/site-packages/torch/autograd/__init__.py", 88};
+  const F kEngine{"torch::autograd::Engine::evaluate_function(...)"};
+  const F kMm{"torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"};
+  const F kAdam{"step", "/v/lib/python3.11/site-packages/torch/optim/adam.py", 220};
+  const F kInit{"__init__", "/v/lib/python3.11/site-packages/torch/nn/modules/linear.py", 99};
+
+  std::vector<CategoryVerdict> Verdicts(const Snapshot& snap) {
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    Attribution attr(snap, nullptr);
+    LifetimeCategorizer c(attr, tl->devices[0]);
+    std::vector<CategoryVerdict> out;
+    for (const BlockLifetime& lt : tl->devices[0].blocks) out.push_back(c.Categorize(lt));
+    return out;
+  }
+
+  TEST_CASE("without a backward, forward memory alive after its pass is an activation, the rest temporary") {
+    MiniTrace t;
+    StackId f = t.Stack({kForward}), x = t.Stack({kOther});
+    t.Alloc(0x1000, 100, f);  // kept past the forward pass
+    t.Alloc(0x2000, 100, f);
+    t.Free(0x2000, 100);       // freed inside it
+    t.Alloc(0x3000, 100, x);   // the training loop's own code ends the pass
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    REQUIRE(v.size() == 3);
+    CHECK(v[0].rule == CategoryRule::kForwardKept);
+    CHECK(v[0].category == Category::kActivation);
+    CHECK(v[1].rule == CategoryRule::kForwardFreed);
+    CHECK(v[1].category == Category::kTemporary);
+  }
+
+  TEST_CASE("an out-of-memory error ends the forward pass it interrupts") {
+    MiniTrace t;
+    StackId f = t.Stack({kForward});
+    t.Alloc(0x1000, 100, f);
+    t.Event(Action::kOom, 0, 1 << 30);
+    t.Free(0x1000, 100);  // the exception unwinds and frees it
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    CHECK(v[0].rule == CategoryRule::kForwardKept);
+    MiniTrace u;  // the same without the OOM: freed inside the pass
+    StackId g = u.Stack({kForward});
+    u.Alloc(0x1000, 100, g);
+    u.Free(0x1000, 100);
+    CHECK(Verdicts(u.Finish())[0].rule == CategoryRule::kForwardFreed);
+  }
+
+  TEST_CASE("memory made before a forward pass and alive when it starts is an input") {
+    MiniTrace t;
+    StackId f = t.Stack({kForward}), x = t.Stack({kOther});
+    t.Alloc(0x1000, 100, x);  // the batch
+    t.Alloc(0x2000, 100, x);  // a temporary of the loop, freed before the forward
+    t.Free(0x2000, 100);
+    t.Alloc(0x3000, 100, f);
+    t.Free(0x1000, 100);
+    t.Alloc(0x4000, 100, x);  // made after the last forward, alive at the end: no evidence
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    CHECK(v[0].rule == CategoryRule::kBeforeForward);
+    CHECK(v[0].category == Category::kInput);
+    CHECK(v[1].rule == CategoryRule::kOtherFreed);
+    CHECK(v[3].rule == CategoryRule::kNoEvidence);
+    CHECK(v[3].category == Category::kUnknown);
+  }
+
+  TEST_CASE("allocations without a stack inside a backward pass are the autograd engine's") {
+    // Recorded with Python frames only: the engine's thread has none.
+    MiniTrace t;
+    StackId f = t.Stack({kForward}), seed = t.Stack({kMakeGrads, kOther});
+    t.Alloc(0x1000, 100, f);
+    t.Alloc(0x2000, 100, seed);
+    t.Alloc(0x3000, 100, StackId::Invalid());  // a backward temporary
+    t.Free(0x3000, 100);
+    t.Alloc(0x4000, 100, StackId::Invalid());  // a gradient, alive after backward
+    t.Free(0x2000, 100);
+    t.Alloc(0x5000, 100, f);                    // the next forward pass
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    CHECK(v[2].rule == CategoryRule::kBackwardFreed);
+    CHECK(v[3].rule == CategoryRule::kBackwardKept);
+    CHECK(v[3].category == Category::kGradient);
+    MiniTrace u;  // outside backward: no evidence
+    u.Alloc(0x1000, 100, u.Stack({kForward}));
+    u.Alloc(0x2000, 100, StackId::Invalid());
+    CHECK(Verdicts(u.Finish())[1].rule == CategoryRule::kNoEvidence);
+  }
+
+  TEST_CASE("memory older than the trace is named by who frees it, or by its own stack") {
+    MiniTrace t;
+    StackId engine = t.Stack({kMm, kEngine}), adam = t.Stack({kAdam, kOther}), loop = t.Stack({kOther});
+    StackId init = t.Stack({kInit, kOther});
+    t.Ghost(0x100000, 100, init);     // recorded by the block: made by a module's __init__
+    t.Ghost(0x200000, 100);           // no stack, and the trace runs no model: unknown
+    t.Free(0x1000, 100, engine);      // a saved tensor released by the engine
+    t.Free(0x2000, 100, adam);        // old optimizer state replaced by a step
+    t.Free(0x3000, 100, loop);        // freed by the loop's code: no evidence
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    std::map<CategoryRule, Category> seen;
+    for (const CategoryVerdict& c : v) seen[c.rule] = c.category;
+    CHECK(seen[CategoryRule::kFreedByBackward] == Category::kActivation);
+    CHECK(seen[CategoryRule::kFreedByOptimizer] == Category::kOptimizerState);
+    CHECK(seen[CategoryRule::kStackPhase] == Category::kParameter);
+    CHECK(seen.count(CategoryRule::kNoEvidence) == 1);
+    CHECK(seen.count(CategoryRule::kPreTracePersistent) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis
