@@ -104,6 +104,10 @@ class JsonDecoder {
   absl::Status TypeError(const Path& p, element e, const char* want) const {
     return Error(p, absl::StrCat("expected ", want, ", got ", TypeName(e.type())));
   }
+  template <typename T>
+  void Limit(Limited kind, T read, const Path& p) {
+    limits_.Note(kind, read, limits_.Seen(kind) ? std::string() : Pointer(p));
+  }
   void Clamped(const Path& p) {
     snap_.diagnostics.Warn(
         absl::StrCat(Pointer(p), ": integer does not fit in 64 bits; clamped"));
@@ -130,7 +134,7 @@ class JsonDecoder {
 
   io::InputSource& input_;
   Snapshot snap_;
-  uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
+  LimitReport limits_;  // values out of range (model/limits.h)
   StrId na_;
   std::vector<FrameId> frame_scratch_;
 };
@@ -258,6 +262,8 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p, Block& block) {
     Path kp = p.Key(key);
     if (key == "address") {
       ASSIGN_OR_RETURN(block.address, Address(v, kp));
+      // A stated 2^64-1 is not "no address": keep it out of range for Normalize to report.
+      if (block.address == kUnknownAddress) --block.address;
     } else if (key == "size") {
       ASSIGN_OR_RETURN(block.size, Int(v, kp));
     } else if (key == "requested_size") {
@@ -279,7 +285,7 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p, Block& block) {
   // 2.0 era: history[0] describes the block itself (format §3.3 fallbacks).
   ASSIGN_OR_RETURN(simdjson::dom::array entries, Array(*history, hp));
   uint64_t addr = kUnknownAddress;
-  int64_t real_size = -1;
+  int64_t real_size = kNoRequestedSize;
   StackId stack;
   size_t i = 0;
   for (element entry : entries) {
@@ -307,7 +313,7 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p, Block& block) {
   // blocks out from the segment start (same rules as the pickle decoder).
   (void)addr;
   if (block.is_active()) {
-    if (block.requested_size < 0) block.requested_size = real_size;
+    if (block.requested_size == kNoRequestedSize) block.requested_size = real_size;
     if (!block.stack.valid()) block.stack = stack;
   }
   return absl::OkStatus();
@@ -406,17 +412,23 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
       if (ev.action == Action::kUnknown) {
         snap_.diagnostics.Warn(absl::StrCat(Pointer(kp), ": unknown trace action '", Sv(name), "'"));
       }
-    } else if (key == "addr" || key == "device_free") {
+    } else if (key == "addr") {
       ASSIGN_OR_RETURN(ev.addr, Address(v, kp));
+      if (uint64_t read = ev.addr; FixAddress(ev.addr)) Limit(Limited::kEventAddr, read, kp);
+    } else if (key == "device_free") {
+      ASSIGN_OR_RETURN(int64_t free, Int(v, kp));
+      if (int64_t read = free; FixSize(free)) Limit(Limited::kEventDeviceFree, read, kp);
+      ev.addr = static_cast<uint64_t>(free);
     } else if (key == "size") {
       ASSIGN_OR_RETURN(ev.size, Int(v, kp));
-      clamped_sizes_ += ClampBytes(ev.size);
+      if (int64_t read = ev.size; FixSize(ev.size)) Limit(Limited::kEventSize, read, kp);
     } else if (key == "stream") {
       ASSIGN_OR_RETURN(uint64_t st, Address(v, kp));
       ev.stream = static_cast<int64_t>(st);
     } else if (key == "time_us") {
       if (v.type() != element_type::NULL_VALUE) {
         ASSIGN_OR_RETURN(ev.time_us, Int(v, kp));
+        if (int64_t read = ev.time_us; FixTime(ev.time_us)) Limit(Limited::kEventTime, read, kp);
       }
     } else if (key == "frames") {
       ASSIGN_OR_RETURN(ev.stack, Stack(v, kp));
@@ -510,6 +522,9 @@ absl::Status JsonDecoder::ReadSettings(element e, const Path& p) {
     } else if (key == "max_split_size") {
       ASSIGN_OR_RETURN(int64_t m, Int(v, kp));
       s.max_split_size = NormalizeMaxSplitSize(m, v.type() == element_type::UINT64);
+      if (int64_t read = s.max_split_size; FixMaxSplitSize(s.max_split_size)) {
+        Limit(Limited::kMaxSplitSize, read, kp);
+      }
     } else if (key == "garbage_collection_threshold") {
       if (v.type() == element_type::DOUBLE) {
         s.garbage_collection_threshold = v.get_double().value_unsafe();
@@ -533,7 +548,10 @@ absl::Status JsonDecoder::ReadSettings(element e, const Path& p) {
       for (auto [mib, div] : ObjOf(v)) {
         if (div.type() != element_type::INT64) continue;
         std::optional<int> bucket = RoundupBucket(mib);
-        if (bucket) s.roundup_power2_divisions[*bucket] = div.get_int64().value_unsafe();
+        if (!bucket) continue;
+        int64_t d = div.get_int64().value_unsafe();
+        if (int64_t read = d; FixDivisions(d)) Limit(Limited::kRoundupDivisions, read, kp.Key(mib));
+        s.roundup_power2_divisions[*bucket] = d;
       }
     } else if (key == "trace_alloc_overflowed" || key == "trace_alloc_max_entries") {
       RETURN_IF_ERROR(ReadTraceFlag(v, kp, key == "trace_alloc_overflowed", s));
@@ -556,6 +574,7 @@ absl::Status JsonDecoder::ReadAnnotations(element e, const Path& p) {
         a.device = static_cast<int32_t>(d);
       } else if (key == "time_us") {
         ASSIGN_OR_RETURN(a.time_us, Int(v, kp));
+        if (int64_t read = a.time_us; FixTime(a.time_us)) Limit(Limited::kAnnotationTime, read, kp);
       } else if (key == "stage" && v.type() == element_type::STRING) {
         a.stage = snap_.strings.Intern(v.get_string().value_unsafe());
       } else if (key == "name" && v.type() == element_type::STRING) {
@@ -606,7 +625,7 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
   if (traces) RETURN_IF_ERROR(ReadTraces(*traces, top.Key(traces_key)));
   if (settings) RETURN_IF_ERROR(ReadSettings(*settings, top.Key("allocator_settings")));
   if (annotations) RETURN_IF_ERROR(ReadAnnotations(*annotations, top.Key("external_annotations")));
-  if (clamped_sizes_ > 0) snap_.diagnostics.Warn(ClampedBytesWarning(clamped_sizes_, "trace entry"));
+  limits_.AddWarnings(snap_.diagnostics);
   return std::move(snap_);
 }
 

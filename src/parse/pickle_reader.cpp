@@ -224,7 +224,7 @@ struct SegmentRec {
 
 struct HistoryRec {
   uint64_t addr = kUnknownAddress;
-  int64_t real_size = -1;
+  int64_t real_size = kNoRequestedSize;
   StackId stack;
 };
 
@@ -427,6 +427,9 @@ class PickleDecoder {
   absl::Status Append(size_t at, const Value& list, const Value* items, size_t n);
   absl::Status SetItems(size_t at, const Value& dict, const Value* items, size_t n);
   Kind Classify(const Value* items, size_t n) const;
+  Key KeyOf(const Value& key) const {
+    return key.tag == Tag::kStr && key.ref < key_codes_.size() ? key_codes_[key.ref] : Key::kOther;
+  }
   uint32_t CreateRecord(Kind kind);
   absl::Status ApplyItem(size_t at, Kind kind, uint32_t record, Key key, const Value& v);
   // The hot path for trace entries (millions per file): common keys with inline type checks;
@@ -497,7 +500,12 @@ class PickleDecoder {
   std::vector<EventExtra> extras_;
   std::vector<FrameId> frame_scratch_;
   uint64_t clamped_ints_ = 0;
-  uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
+  LimitReport limits_;  // values out of range (model/limits.h), paths resolved by Finish
+  // Where Finish found the trace entries and annotations, to name a record's key path.
+  std::string_view traces_key_ = "device_traces";
+  std::vector<std::pair<uint32_t, uint32_t>> trace_ranges_;
+  std::pair<uint32_t, uint32_t> annotation_range_{0, 0};
+  std::string RecordPath(Limited kind, uint32_t record) const;
   Prefaulter events_prefault_;
   // Streaming decoded events to an observer (event_observer.h): every kPublishEvery events, and
   // whenever the vector is full (the next append moves it). SIZE_MAX: no observer.
@@ -793,13 +801,17 @@ bool PickleDecoder::TryEventDict() {
         }
         break;
       }
+      // Values out of range (model/limits.h) take the generic path, which fixes and reports them.
       case Key::kAddr:
+        ok = FastInt(p, v) && AddressInRange(static_cast<uint64_t>(v));
+        e.addr = static_cast<uint64_t>(v);
+        break;
       case Key::kDeviceFree:
-        ok = FastInt(p, v);
+        ok = FastInt(p, v) && SizeInRange(v);
         e.addr = static_cast<uint64_t>(v);
         break;
       case Key::kSize:
-        ok = FastInt(p, v) && v <= kMaxBytes && v >= -kMaxBytes;  // else clamped, with a warning
+        ok = FastInt(p, v) && SizeInRange(v);
         e.size = v;
         break;
       case Key::kStream:
@@ -807,7 +819,7 @@ bool PickleDecoder::TryEventDict() {
         e.stream = v;
         break;
       case Key::kTimeUs:
-        ok = FastInt(p, v);
+        ok = FastInt(p, v) && TimeInRange(v);
         e.time_us = v;
         break;
       case Key::kFrames:
@@ -1011,6 +1023,23 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
   if (d.kind == Kind::kUnset) {
     d.kind = Classify(items, n);
     d.record = CreateRecord(d.kind);
+  } else if (d.kind == Kind::kGeneric) {
+    // CPython sets a dict's items in batches of 1000, so the keys that type a dict may come in a
+    // later batch (a snapshot dict with 1,001 other keys before 'segments'): a dict is typed by
+    // all its keys. What the earlier batches set with known keys is applied first.
+    if (Kind kind = Classify(items, n); kind != Kind::kGeneric) {
+      std::vector<Value> all;
+      for (const auto& [key, value] : generic_[d.record].items) {
+        if (KeyOf(key) == Key::kOther) continue;
+        RETURN_IF_ERROR(Charge(at, 1));
+        all.push_back(key);
+        all.push_back(value);
+      }
+      all.insert(all.end(), items, items + n);
+      d.kind = kind;
+      d.record = CreateRecord(kind);
+      return SetItems(at, dict, all.data(), all.size());
+    }
   }
   if (d.kind == Kind::kFrame) {
     // A frame is complete in one batch (its dict has three keys); intern it by content.
@@ -1040,9 +1069,11 @@ absl::Status PickleDecoder::SetItems(size_t at, const Value& dict, const Value* 
     return absl::OkStatus();
   }
   if (d.kind == Kind::kGeneric || d.kind == Kind::kUnset) {
+    // Generic dicts are only rendered as text: keep them bounded, except for the items with
+    // known keys, which a later batch may need (above).
     auto& g = generic_[d.record].items;
-    if (g.size() < 4096) {  // generic dicts are only rendered as text; keep them bounded
-      for (size_t k = 0; k < n; k += 2) g.emplace_back(items[k], items[k + 1]);
+    for (size_t k = 0; k < n; k += 2) {
+      if (g.size() < 4096 || KeyOf(items[k]) != Key::kOther) g.emplace_back(items[k], items[k + 1]);
     }
     return absl::OkStatus();
   }
@@ -1276,7 +1307,14 @@ void PickleDecoder::ApplyRoundup(const Value& v, AllocatorSettings& s) {
   for (const auto& [k, val] : generic_[dicts_[v.ref].record].items) {
     if (k.tag != Tag::kStr || val.tag != Tag::kInt) continue;
     std::optional<int> bucket = RoundupBucket(snap_.strings.Get(StrId(k.ref)));
-    if (bucket) s.roundup_power2_divisions[*bucket] = val.i;
+    if (!bucket) continue;
+    int64_t d = val.i;
+    if (FixDivisions(d)) {
+      limits_.Note(Limited::kRoundupDivisions, val.i,
+                   absl::StrCat("/allocator_settings/roundup_power2_divisions/",
+                                Sv(snap_.strings.Get(StrId(k.ref)))));
+    }
+    s.roundup_power2_divisions[*bucket] = d;
   }
 }
 
@@ -1325,14 +1363,19 @@ absl::Status PickleDecoder::ApplyEvent(size_t at, uint32_t record, const Value* 
         }
         break;
       case Key::kAddr:
+        if (v.tag == Tag::kInt && AddressInRange(static_cast<uint64_t>(v.i))) {
+          e.addr = static_cast<uint64_t>(v.i);
+          continue;
+        }
+        break;
       case Key::kDeviceFree:
-        if (v.tag == Tag::kInt || v.tag == Tag::kUInt64) {
+        if (v.tag == Tag::kInt && SizeInRange(v.i)) {
           e.addr = static_cast<uint64_t>(v.i);
           continue;
         }
         break;
       case Key::kSize:
-        if (v.tag == Tag::kInt) {
+        if (v.tag == Tag::kInt && SizeInRange(v.i)) {
           e.size = v.i;
           continue;
         }
@@ -1344,7 +1387,7 @@ absl::Status PickleDecoder::ApplyEvent(size_t at, uint32_t record, const Value* 
         }
         break;
       case Key::kTimeUs:
-        if (v.tag == Tag::kInt) {
+        if (v.tag == Tag::kInt && TimeInRange(v.i)) {
           e.time_us = v.i;
           continue;
         }
@@ -1385,15 +1428,24 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
           break;
         case Key::kAddr: {
           ASSIGN_OR_RETURN(e.addr, AsAddress(at, kWhat, key, v));
+          if (uint64_t read = e.addr; FixAddress(e.addr)) {
+            limits_.NoteRecord(Limited::kEventAddr, read, record);
+          }
           break;
         }
         case Key::kDeviceFree: {
-          ASSIGN_OR_RETURN(e.addr, AsAddress(at, kWhat, key, v));
+          ASSIGN_OR_RETURN(int64_t free, AsInt(at, kWhat, key, v));
+          if (int64_t read = free; FixSize(free)) {
+            limits_.NoteRecord(Limited::kEventDeviceFree, read, record);
+          }
+          e.addr = static_cast<uint64_t>(free);
           break;
         }
         case Key::kSize: {
           ASSIGN_OR_RETURN(e.size, AsInt(at, kWhat, key, v));
-          clamped_sizes_ += ClampBytes(e.size);
+          if (int64_t read = e.size; FixSize(e.size)) {
+            limits_.NoteRecord(Limited::kEventSize, read, record);
+          }
           break;
         }
         case Key::kStream: {
@@ -1404,6 +1456,9 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kTimeUs:
           if (v.tag != Tag::kNone) {
             ASSIGN_OR_RETURN(e.time_us, AsInt(at, kWhat, key, v));
+            if (int64_t read = e.time_us; FixTime(e.time_us)) {
+              limits_.NoteRecord(Limited::kEventTime, read, record);
+            }
           }
           break;
         case Key::kFrames: {
@@ -1448,6 +1503,8 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
       switch (key) {
         case Key::kAddress: {
           ASSIGN_OR_RETURN(b.block.address, AsAddress(at, kWhat, key, v));
+          // A stated 2^64-1 is not "no address": keep it out of range for Normalize to report.
+          if (b.block.address == kUnknownAddress) --b.block.address;
           break;
         }
         case Key::kSize: {
@@ -1565,6 +1622,9 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         a.device = static_cast<int32_t>(d);
       } else if (key == Key::kTimeUs) {
         ASSIGN_OR_RETURN(a.time_us, AsInt(at, kWhat, key, v));
+        if (int64_t read = a.time_us; FixTime(a.time_us)) {
+          limits_.NoteRecord(Limited::kAnnotationTime, read, record);
+        }
       } else if (key == Key::kStage && v.tag == Tag::kStr) {
         a.stage = StrId(v.ref);
       } else if (key == Key::kName && v.tag == Tag::kStr) {
@@ -1582,6 +1642,9 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
         case Key::kMaxSplitSize: {
           ASSIGN_OR_RETURN(s.max_split_size, AsInt(at, kWhat, key, v));
           s.max_split_size = NormalizeMaxSplitSize(s.max_split_size, v.tag == Tag::kUInt64);
+          if (int64_t read = s.max_split_size; FixMaxSplitSize(s.max_split_size)) {
+            limits_.Note(Limited::kMaxSplitSize, read, "/allocator_settings/max_split_size");
+          }
           break;
         }
         case Key::kGcThreshold:
@@ -1627,7 +1690,10 @@ absl::Status PickleDecoder::ApplyItem(size_t at, Kind kind, uint32_t record, Key
     case Kind::kTop: {
       TopRec& t = tops_[record];
       if (key == Key::kSegments) t.segments = v;
-      if (key == Key::kDeviceTraces || key == Key::kTraces) t.device_traces = v;
+      if (key == Key::kDeviceTraces || key == Key::kTraces) {
+        t.device_traces = v;
+        traces_key_ = key == Key::kTraces ? "traces" : "device_traces";
+      }
       if (key == Key::kAllocatorSettings) t.settings = v;
       if (key == Key::kExternalAnnotations) t.annotations = v;
       return absl::OkStatus();
@@ -1659,7 +1725,7 @@ absl::Status PickleDecoder::FinishSegments(size_t at, const Value& list) {
         // address is left to Normalize(), which lays blocks out from the segment start.
         const HistoryRec& h = history_[*rec.history];
         if (block.is_active()) {
-          if (block.requested_size < 0) block.requested_size = h.real_size;
+          if (block.requested_size == kNoRequestedSize) block.requested_size = h.real_size;
           if (!block.stack.valid()) block.stack = h.stack;
         }
       }
@@ -1683,6 +1749,7 @@ absl::Status PickleDecoder::FinishTraces(size_t at, const Value& list) {
     ASSIGN_OR_RETURN(auto range, AsRecordRange(at, what.c_str(), Kind::kEvent, inner[d]));
     ranges.push_back(range);
   }
+  trace_ranges_ = ranges;
   // Fast path: the device lists tile the event vector in order (what every writer produces).
   bool tiled = true;
   uint32_t cursor = 0;
@@ -1740,6 +1807,40 @@ void PickleDecoder::PublishEvents() {
   next_publish_ = std::min(n + kPublishEvery, snap_.events.capacity());
 }
 
+std::string PickleDecoder::RecordPath(Limited kind, uint32_t record) const {
+  std::string_view key;
+  switch (kind) {
+    case Limited::kEventSize:
+      key = "size";
+      break;
+    case Limited::kEventAddr:
+      key = "addr";
+      break;
+    case Limited::kEventDeviceFree:
+      key = "device_free";
+      break;
+    case Limited::kEventTime:
+      key = "time_us";
+      break;
+    case Limited::kAnnotationTime: {
+      auto [begin, count] = annotation_range_;
+      if (record >= begin && record - begin < count) {
+        return absl::StrCat("/external_annotations/", record - begin, "/time_us");
+      }
+      return "an annotation outside external_annotations";
+    }
+    default:
+      return "?";
+  }
+  for (size_t d = 0; d < trace_ranges_.size(); ++d) {
+    auto [begin, count] = trace_ranges_[d];
+    if (record >= begin && record - begin < count) {
+      return absl::StrCat("/", Sv(traces_key_), "/", d, "/", record - begin, "/", Sv(key));
+    }
+  }
+  return absl::StrCat("a trace entry outside ", Sv(traces_key_), " (", Sv(key), ")");
+}
+
 absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
   // Every entry is complete now; what follows may reorder or drop them.
   if (observer_ != nullptr) {
@@ -1786,6 +1887,7 @@ absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
   if (top.annotations) {
     ASSIGN_OR_RETURN(auto range,
                      AsRecordRange(at, "'external_annotations'", Kind::kAnnotation, *top.annotations));
+    annotation_range_ = range;
     snap_.annotations.assign(annotations_.begin() + range.first,
                              annotations_.begin() + range.first + range.second);
   }
@@ -1793,7 +1895,8 @@ absl::Status PickleDecoder::Finish(size_t at, const Value& root) {
     snap_.diagnostics.Warn(absl::StrCat(clamped_ints_,
                                         " integer(s) wider than 64 bits were clamped"));
   }
-  if (clamped_sizes_ > 0) snap_.diagnostics.Warn(ClampedBytesWarning(clamped_sizes_, "trace entry"));
+  limits_.ResolveRecords([&](Limited kind, uint32_t record) { return RecordPath(kind, record); });
+  limits_.AddWarnings(snap_.diagnostics);
   return absl::OkStatus();
 }
 

@@ -48,7 +48,4 @@ inline int64_t NormalizeLine(int64_t line, bool was_unsigned_or_huge) {
 /// level, then "...": same rule in both readers, bounded work on hostile input.
 inline constexpr size_t kMaxRenderedChars = 1024;
 
-/// Segment `device` must be a plausible device ordinal.
-inline bool ValidDeviceOrdinal(int64_t d) { return d >= 0 && d <= (int64_t{1} << 20); }
-
 }  // namespace memsnap::parse
