@@ -8,17 +8,19 @@
 #                                                        S seconds (default 1800) at nice 19, one
 #                                                        process at a time, until each has run N
 #                                                        executions in all (default 10^7) or H
-#                                                        hours have passed (default 8)
+#                                                        hours have passed (default 8; H may be
+#                                                        a fraction)
 #   scripts/fuzz.sh --report [target...]                 what the campaigns reached so far
 #
 # Targets: pickle json html gzip reader timeline (byte level) pickle_paths (the pickle decoder's
 # fast path against its generic path) structured (decodes a snapshot, mutates its fields, writes
 # it back with the project's pickle writer). Seeds are generated (scripts/make_fuzz_seeds.py),
-# never the real corpus. The growing corpus lives in build-fuzz/corpus/<target>/ and is kept
-# between runs and campaigns; crash reproducers go to build-fuzz/artifacts/<target>/ (copy one
-# into tests/fuzz/regressions/ to make it a unit test). A campaign appends one line per turn to
-# build-fuzz/campaign/<target>.tsv (date, seconds, executions, edges covered, features, corpus
-# files); --report sums them. Exits non-zero when a target finds a crash.
+# never the real corpus. The growing corpus lives in $MEMSNAP_FUZZ_STATE/corpus/<target>/
+# (default build-fuzz; point it outside the checkout to keep it across clones) and is kept
+# between runs and campaigns; crash reproducers go to $MEMSNAP_FUZZ_STATE/artifacts/<target>/
+# (copy one into tests/fuzz/regressions/ to make it a unit test). A campaign appends one line per
+# turn to $MEMSNAP_FUZZ_STATE/campaign/<target>.tsv (date, seconds, executions, edges covered,
+# features, corpus files); --report sums them. Exits non-zero when a target finds a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 all_targets=(pickle json html gzip reader timeline pickle_paths structured)
@@ -45,6 +47,10 @@ fi
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 jobs="${MEMSNAP_FUZZ_BUILD_JOBS:-2}"
+state="${MEMSNAP_FUZZ_STATE:-build-fuzz}"
+# MEMSNAP_FUZZ_BIN: run the fuzzers already built there (say, copied out of the checkout so that a
+# campaign goes on while the checkout is rebuilt) instead of building them.
+bin="${MEMSNAP_FUZZ_BIN:-build-fuzz/tests/fuzz}"
 
 # Whole snapshots for the targets that mutate them as such; 64 KiB keeps byte-level ones fast.
 max_len() {
@@ -56,7 +62,7 @@ max_len() {
 
 # Sums of a target's campaign: turns, seconds, executions; the last coverage, features, corpus.
 report() {
-  local t="$1" f="build-fuzz/campaign/$1.tsv"
+  local t="$1" f="$state/campaign/$1.tsv"
   if [[ ! -s "$f" ]]; then
     printf '%-13s no campaign yet\n' "$t"
     return
@@ -67,7 +73,7 @@ report() {
 }
 
 executions_so_far() {
-  local f="build-fuzz/campaign/$1.tsv"
+  local f="$state/campaign/$1.tsv"
   [[ -s "$f" ]] && awk -F'\t' '{e+=$3} END {print e+0}' "$f" || echo 0
 }
 
@@ -76,40 +82,43 @@ if [[ "$mode" == report ]]; then
   exit 0
 fi
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMEMSNAP_ENABLE_FUZZ=ON -DMEMSNAP_ENABLE_ASAN=ON -DMEMSNAP_ENABLE_UBSAN=ON \
-  -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_ENABLE_CUDA=OFF >/dev/null
-[[ "$mode" == long ]] && build_nice=19 || build_nice=0
-nice -n "$build_nice" cmake --build build-fuzz -j"$jobs" \
-  --target $(printf 'fuzz_%s ' "${targets[@]}")
-python3 scripts/make_fuzz_seeds.py build-fuzz/seeds >/dev/null
+if [[ -z "${MEMSNAP_FUZZ_BIN:-}" ]]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMEMSNAP_ENABLE_FUZZ=ON -DMEMSNAP_ENABLE_ASAN=ON -DMEMSNAP_ENABLE_UBSAN=ON \
+    -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_ENABLE_CUDA=OFF \
+    -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" >/dev/null
+  [[ "$mode" == long ]] && build_nice=19 || build_nice=0
+  nice -n "$build_nice" cmake --build build-fuzz -j"$jobs" \
+    --target $(printf 'fuzz_%s ' "${targets[@]}")
+fi
+python3 scripts/make_fuzz_seeds.py "$state/seeds" >/dev/null
 
 # Runs target $1 for $2 seconds and at most $3 executions (0: no limit) at niceness $4; appends
 # the turn to the campaign log when $5 is "log". Returns non-zero on a crash.
 run_target() {
   local t="$1" secs="$2" runs="$3" niceness="$4" log="$5"
-  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t" build-fuzz/campaign
+  mkdir -p "$state/corpus/$t" "$state/artifacts/$t" "$state/campaign"
   local start=$SECONDS
-  if ! nice -n "$niceness" build-fuzz/tests/fuzz/fuzz_"$t" "build-fuzz/corpus/$t" \
-      "build-fuzz/seeds/$t" tests/fuzz/regressions -dict=tests/fuzz/snapshot.dict \
+  if ! nice -n "$niceness" "$bin/fuzz_$t" "$state/corpus/$t" \
+      "$state/seeds/$t" tests/fuzz/regressions -dict=tests/fuzz/snapshot.dict \
       -max_total_time="$secs" -runs="$((runs > 0 ? runs : -1))" -timeout=10 \
-      -rss_limit_mb=2048 -max_len="$(max_len "$t")" -artifact_prefix="build-fuzz/artifacts/$t/" \
-      -print_final_stats=1 >"build-fuzz/fuzz_$t.log" 2>&1; then
-    echo "fuzz: $t FOUND A CRASH (see build-fuzz/fuzz_$t.log, build-fuzz/artifacts/$t/)" >&2
-    tail -30 "build-fuzz/fuzz_$t.log" >&2
+      -rss_limit_mb=2048 -max_len="$(max_len "$t")" -artifact_prefix="$state/artifacts/$t/" \
+      -print_final_stats=1 >"$state/fuzz_$t.log" 2>&1; then
+    echo "fuzz: $t FOUND A CRASH (see $state/fuzz_$t.log, $state/artifacts/$t/)" >&2
+    tail -30 "$state/fuzz_$t.log" >&2
     return 1
   fi
   local done_runs cov ft files
-  done_runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/fuzz_$t.log" |
+  done_runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$state/fuzz_$t.log" |
               grep -o '[0-9]*$' | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "build-fuzz/fuzz_$t.log" | tail -1 | grep -o '[0-9]*$' || echo 0)
-  ft=$(grep -o 'ft: [0-9]*' "build-fuzz/fuzz_$t.log" | tail -1 | grep -o '[0-9]*$' || echo 0)
-  files=$(find "build-fuzz/corpus/$t" -type f | wc -l)
+  cov=$(grep -o 'cov: [0-9]*' "$state/fuzz_$t.log" | tail -1 | grep -o '[0-9]*$' || echo 0)
+  ft=$(grep -o 'ft: [0-9]*' "$state/fuzz_$t.log" | tail -1 | grep -o '[0-9]*$' || echo 0)
+  files=$(find "$state/corpus/$t" -type f | wc -l)
   echo "fuzz: $t: ${done_runs:-0} executions in $((SECONDS - start)) s, cov ${cov:-0}," \
        "ft ${ft:-0}, corpus $files" >&2
   if [[ "$log" == log ]]; then
     printf '%s\t%d\t%d\t%d\t%d\t%d\n' "$(date -u +%FT%TZ)" "$((SECONDS - start))" \
-      "${done_runs:-0}" "${cov:-0}" "${ft:-0}" "$files" >>"build-fuzz/campaign/$t.tsv"
+      "${done_runs:-0}" "${cov:-0}" "${ft:-0}" "$files" >>"$state/campaign/$t.tsv"
   fi
 }
 
@@ -123,7 +132,7 @@ if [[ "$mode" == bounded ]]; then
 fi
 
 # The campaign: turns until every target reached its executions or the time is up.
-deadline=$((SECONDS + hours * 3600))
+deadline=$((SECONDS + $(awk -v h="$hours" 'BEGIN {print int(h * 3600)}')))
 declare -A crashed=()
 while ((SECONDS < deadline)); do
   pending=0

@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSNAP_ENABLE_ASAN=ON \
-  -DMEMSNAP_ENABLE_UBSAN=ON -DMEMSNAP_BUILD_BENCH=OFF >/dev/null
+  -DMEMSNAP_ENABLE_UBSAN=ON -DMEMSNAP_BUILD_BENCH=OFF \
+  -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" >/dev/null
 cmake --build build-asan -j"${MEMSNAP_JOBS:-2}" --target memsnap memsnap_tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan/tests && ./memsnap_tests \

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/frag_layout.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/sim/sizes.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -32,6 +33,10 @@ int64_t RoundSize(int64_t n, const AllocatorSettings& settings) {
 }
 
 int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+}  // namespace
+
+namespace frag_internal {
 
 // Figures of one segment. Free space left after empty_cache (allocator-model.md §9.2, §12.4):
 // pending frees complete first; a segment with no allocated block is released whole; in an
@@ -81,6 +86,12 @@ FragFigures SegmentFigures(const LSegment& s) {
   f.free_segments = (f.allocated_bytes == 0 && f.pending_free_bytes == 0) ? 1 : 0;
   return f;
 }
+
+}  // namespace frag_internal
+
+namespace {
+
+using frag_internal::SegmentFigures;
 
 using GroupKey = std::tuple<int32_t, PoolId, int64_t, bool>;  // device, pool, stream, small
 
@@ -210,13 +221,41 @@ void FillFromLayout(const std::vector<LSegment>& layout, const AllocatorSettings
   for (const auto& [log2, b] : buckets) r.histogram.push_back(b);
 }
 
+}  // namespace
+
+namespace frag_internal {
+
 FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
                     int64_t time_us) {
   Aggregates a = Aggregate(layout, nullptr);
   return FragSample{device, index, time_us, a.totals, GroupFragmentation(a, std::nullopt)};
 }
 
-std::string ProblemText(const frag_internal::UndoProblems& p) {
+std::pair<int64_t, int64_t> FindPeaks(const Snapshot& snap, const DeviceTrace& trace) {
+  auto events = snap.EventsOf(trace);
+  const int64_t n = static_cast<int64_t>(events.size());
+  int64_t peak_r = n - 1, peak_a = n - 1;
+  DeviceRewind rw(snap, trace.device);
+  int64_t best_r = rw.reserved(), best_ra = rw.allocated(), best_a = rw.allocated();
+  for (int64_t i = n - 1; i >= 0; --i) {
+    rw.Undo(events[i]);  // now the state after event i - 1
+    int64_t res = rw.reserved(), alloc = rw.allocated();
+    if (std::tuple(res, alloc) >= std::tuple(best_r, best_ra)) {
+      best_r = res;
+      best_ra = alloc;
+      peak_r = i - 1;
+    }
+    if (alloc >= best_a) {
+      best_a = alloc;
+      peak_a = i - 1;
+    }
+  }
+  return {peak_r, peak_a};
+}
+
+namespace {
+
+std::string ProblemText(const UndoProblems& p) {
   std::vector<std::string> parts;
   if (p.alloc_without_block) parts.push_back(absl::StrCat(p.alloc_without_block, " alloc(s) of a block not live"));
   if (p.free_of_live_block) parts.push_back(absl::StrCat(p.free_of_live_block, " free(s) of a block already live"));
@@ -228,39 +267,52 @@ std::string ProblemText(const frag_internal::UndoProblems& p) {
   return out;
 }
 
+}  // namespace
+
+std::vector<std::string> RewindWarnings(const DeviceRewind& rw, int32_t device) {
+  std::vector<std::string> out;
+  auto [pre_count, pre_bytes] = rw.PreWindowBlocks();
+  if (pre_count > 0) {
+    out.push_back(absl::StrCat(
+        "device ", device, ": the trace begins mid-run (", pre_count, " block(s), ",
+        FormatBytes(pre_bytes),
+        ", are freed in it but were allocated before it): peaks and the timeline cover the "
+        "trace window only"));
+  }
+  if (rw.problems().any()) {
+    out.push_back(absl::StrCat("device ", device, ": the trace could not be undone consistently (",
+                               ProblemText(rw.problems()),
+                               "); states reconstructed before those events are approximate"));
+  }
+  return out;
+}
+
+}  // namespace frag_internal
+
+namespace {
+
+using frag_internal::SampleOf;
+
 // Rewinds one device's trace: finds the peaks (pass 1), then computes the figures at the peaks and
-// at the timeline samples and, when asked, the layout at the chosen peak (pass 2).
+// at the timeline samples and, when asked, the layout at the chosen moment (pass 2). `at_event`:
+// the chosen moment's device-local event when the options name one (kMoment).
 void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
-                  FragReport& r, std::vector<LSegment>* layout_at, DeviceFrag* where) {
+                  int64_t at_event, FragReport& r, std::vector<LSegment>* layout_at,
+                  DeviceFrag* where) {
   auto events = snap.EventsOf(trace);
   const int64_t n = static_cast<int64_t>(events.size());
   auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
-  int64_t peak_r = n - 1, peak_a = n - 1;
-  {
-    frag_internal::DeviceRewind rw(snap, trace.device);
-    int64_t best_r = rw.reserved(), best_ra = rw.allocated(), best_a = rw.allocated();
-    for (int64_t i = n - 1; i >= 0; --i) {
-      rw.Undo(events[i]);  // now the state after event i - 1
-      int64_t res = rw.reserved(), alloc = rw.allocated();
-      if (std::tuple(res, alloc) >= std::tuple(best_r, best_ra)) {
-        best_r = res;
-        best_ra = alloc;
-        peak_r = i - 1;
-      }
-      if (alloc >= best_a) {
-        best_a = alloc;
-        peak_a = i - 1;
-      }
-    }
-  }
-  std::set<int64_t> wanted = {peak_r, peak_a};
+  auto [peak_r, peak_a] = frag_internal::FindPeaks(snap, trace);
+  int64_t chosen = options.at == FragMoment::kPeakAllocated ? peak_a
+                   : options.at == FragMoment::kMoment      ? at_event
+                                                            : peak_r;
+  std::set<int64_t> wanted = {peak_r, peak_a, chosen};
   std::set<int64_t> samples;
   if (options.timeline_samples > 0) {
     int64_t k = std::min<int64_t>(options.timeline_samples, n + 1);
     for (int64_t j = 0; j < k; ++j) samples.insert(k == 1 ? n - 1 : -1 + j * n / (k - 1));
     wanted.insert(samples.begin(), samples.end());
   }
-  int64_t chosen = options.at == FragMoment::kPeakAllocated ? peak_a : peak_r;
   DevicePeaks peaks;
   peaks.device = trace.device;
   peaks.trace_start_us = n > 0 ? events[0].time_us : kNoTime;
@@ -288,19 +340,8 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   std::reverse(series.begin(), series.end());
   r.timeline.insert(r.timeline.end(), series.begin(), series.end());
   r.peaks.push_back(peaks);
-  auto [pre_count, pre_bytes] = rw.PreWindowBlocks();
-  if (pre_count > 0) {
-    r.warnings.push_back(absl::StrCat(
-        "device ", trace.device, ": the trace begins mid-run (", pre_count, " block(s), ",
-        FormatBytes(pre_bytes),
-        ", are freed in it but were allocated before it): peaks and the timeline cover the "
-        "trace window only"));
-  }
-  if (rw.problems().any()) {
-    r.warnings.push_back(absl::StrCat(
-        "device ", trace.device, ": the trace could not be undone consistently (",
-        ProblemText(rw.problems()),
-        "); states reconstructed before those events are approximate"));
+  for (std::string& w : frag_internal::RewindWarnings(rw, trace.device)) {
+    r.warnings.push_back(std::move(w));
   }
 }
 
@@ -332,19 +373,38 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   FragReport r;
   r.source = snap.source;
   r.at = options.at;
+  r.moment = options.moment;
   r.max_split_size = snap.settings.max_split_size;
   bool has_trace = false;
   for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
   if (options.at != FragMoment::kEnd && !has_trace) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        snap.source.path, ": --at peak needs a trace (device_traces); this file has none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(snap.source.path, ": --at ",
+                     options.at == FragMoment::kMoment ? "a time or event:N" : "peak",
+                     " needs a trace (device_traces); this file has none"));
+  }
+  // A moment given as a time or an event index is resolved per device, as `top --at` does.
+  std::optional<Timeline> resolver;
+  if (options.at == FragMoment::kMoment) {
+    TimelineOptions to;
+    to.keep = KeepLifetimes::kNone;
+    to.curve = false;
+    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
+    if (!tl.ok()) return tl.status();
+    resolver = std::move(*tl);
   }
   std::vector<LSegment> layout;
   std::map<int32_t, DeviceFrag> where;
   for (const DeviceTrace& t : snap.traces) {
     if (t.size() == 0) continue;
     bool use = options.at != FragMoment::kEnd;
-    RewindDevice(snap, t, options, r, use ? &layout : nullptr, &where[t.device]);
+    int64_t at_event = static_cast<int64_t>(t.size()) - 1;
+    if (resolver) {
+      if (const DeviceTimeline* dt = resolver->Find(t.device)) {
+        at_event = ResolveMoment(snap, *dt, options.moment);
+      }
+    }
+    RewindDevice(snap, t, options, at_event, r, use ? &layout : nullptr, &where[t.device]);
   }
   if (options.at == FragMoment::kEnd) {
     layout = frag_internal::LayoutFromSnapshot(snap);

@@ -82,7 +82,12 @@ void DeviceRewind::DropBlocksIn(uint64_t begin, uint64_t end) {
   if (dropped) ++problems_.segment_with_blocks;
 }
 
-void DeviceRewind::Undo(const TraceEvent& e) {
+void DeviceRewind::Tag(uint64_t address, int64_t tag) {
+  auto it = live_.find(address);
+  if (it != live_.end()) it->second.tag = tag;
+}
+
+void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
   switch (e.action) {
     case Action::kAlloc: {
       auto it = live_.find(e.addr);
@@ -114,7 +119,7 @@ void DeviceRewind::Undo(const TraceEvent& e) {
       int64_t size = EstimateSize(e.addr, e.size, seg->second, seg->first);
       ++problems_.estimated_sizes;
       bool pending = e.action == Action::kFreeCompleted;
-      live_[e.addr] = Live{size, e.size, pending, true};
+      live_[e.addr] = Live{size, e.size, pending, true, tag};
       if (!pending) allocated_ += size;
       return;
     }
@@ -224,9 +229,10 @@ std::vector<LSegment> DeviceRewind::Layout() const {
       auto next = std::next(it);
       if (next != live_.end() && next->first < block_end) block_end = next->first;
       int64_t size = static_cast<int64_t>(block_end - it->first);
-      ls.blocks.push_back(LBlock{it->first, size, std::min(it->second.requested, size),
-                                 it->second.pending ? BlockState::kActivePendingFree
-                                                    : BlockState::kActiveAllocated});
+      ls.blocks.push_back(
+          LBlock{it->first, size, std::min(it->second.requested, size),
+                 it->second.pending ? BlockState::kActivePendingFree : BlockState::kActiveAllocated,
+                 it->second.tag});
       cursor = block_end;
     }
     if (cursor < end) {

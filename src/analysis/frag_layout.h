@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "memsnap/analysis/frag.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis::frag_internal {
@@ -19,6 +20,7 @@ struct LBlock {
   int64_t size = 0;
   int64_t requested = 0;
   BlockState state = BlockState::kInactive;
+  int64_t tag = -1;  // DeviceRewind: the caller's tag of the live block (its lifetime), or -1
 };
 
 /// One segment; its blocks tile [address, address + size) in address order.
@@ -55,8 +57,11 @@ struct UndoProblems {
 class DeviceRewind {
  public:
   DeviceRewind(const Snapshot& snapshot, int32_t device);
-  /// Undoes `event`: afterwards the state is the one before it.
-  void Undo(const TraceEvent& event);
+  /// Undoes `event`: afterwards the state is the one before it. A block that reappears (undoing
+  /// its free) gets `tag`, which Layout() reports with it.
+  void Undo(const TraceEvent& event, int64_t tag = -1);
+  /// Tags the live block at `address` (a block of the final state), if there is one.
+  void Tag(uint64_t address, int64_t tag);
   int64_t reserved() const { return reserved_; }
   int64_t allocated() const { return allocated_; }
   /// Materializes the state as segments whose gaps between live blocks are inactive blocks.
@@ -80,6 +85,7 @@ class DeviceRewind {
     int64_t requested = 0;
     bool pending = false;
     bool from_trace = false;  // brought back by undoing a free
+    int64_t tag = -1;
   };
   std::map<uint64_t, Seg>::iterator SegmentAt(uint64_t address);
   int64_t EstimateSize(uint64_t address, int64_t requested, const Seg& seg,
@@ -94,5 +100,20 @@ class DeviceRewind {
   int64_t allocated_ = 0;
   UndoProblems problems_;
 };
+
+/// Figures of one segment (docs/fragmentation.md, "What empty_cache releases").
+FragFigures SegmentFigures(const LSegment& segment);
+
+/// The figures of a layout, as `frag --at` reports a reconstructed moment.
+FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
+                    int64_t time_us);
+
+/// The device-local events after which the device's state has its peak reserved bytes (most
+/// allocated among ties, then the earliest) and its first peak of allocated bytes (-1: before
+/// the first event).
+std::pair<int64_t, int64_t> FindPeaks(const Snapshot& snapshot, const DeviceTrace& trace);
+
+/// The warnings `frag` prints for a device once its trace is undone to the start.
+std::vector<std::string> RewindWarnings(const DeviceRewind& rewind, int32_t device);
 
 }  // namespace memsnap::analysis::frag_internal

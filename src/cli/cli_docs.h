@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -38,6 +39,11 @@ AppDoc DescribeApp(const CLI::App& root);
 
 /// docs/cli.md: an index of commands, then per command its usage, options and examples.
 std::string RenderCliMarkdown(const AppDoc& app);
+
+/// A man page (roff, section 1) with the same content as docs/cli.md: name, synopsis, global
+/// options, then per command its usage, options and examples; exit status. `version` goes in the
+/// page's footer ("memsnap 0.1.0"). Installed as share/man/man1/memsnap.1 (`memsnap help-man`).
+std::string RenderManPage(const AppDoc& app, std::string_view version);
 
 /// A bash completion script: subcommands, each command's options, values of choice options,
 /// file names elsewhere. Install: `memsnap completion bash > /etc/bash_completion.d/memsnap`.

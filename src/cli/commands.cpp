@@ -29,6 +29,7 @@ constexpr CommandSpec kCommands[] = {
     {"completion", "Print a shell completion script (bash)", &SetupCompletion},
     {"help-markdown", "Print the command-line reference as markdown (docs/cli.md)",
      &SetupHelpMarkdown},
+    {"help-man", "Print the man page (memsnap.1)", &SetupHelpMan},
 };
 }  // namespace
 

@@ -1,19 +1,19 @@
 // memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol, optionally
 // cut to a range of the trace (--from/--to) so the official viewer can open a piece of a huge file.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
-#include "memsnap/io/snapshot_writer.h"
-#include "memsnap/io/trace_slice.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
+#include "memsnap/writer/snapshot_writer.h"
+#include "memsnap/writer/trace_slice.h"
 
 namespace memsnap::cli {
 
@@ -87,18 +87,19 @@ RunFn SetupConvert(CLI::App& sub) {
       "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
       "  memsnap convert --from -5s huge.pickle last5s.pickle");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(io::SliceBound from, io::ParseSliceBound(opts->from));
-    ASSIGN_OR_RETURN(io::SliceBound to, io::ParseSliceBound(opts->to));
+    ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from));
+    ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to));
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
     std::string format = opts->format;
     if (format.empty()) format = opts->output.ends_with(".json") ? "json" : "pickle";
 
-    io::SnapshotWriteOptions write;
+    writer::SnapshotWriteOptions write;
     write.protocol = opts->protocol;
     uint64_t events = snap.events.size();
-    bool sliced = from.kind != io::SliceBound::Kind::kNone || to.kind != io::SliceBound::Kind::kNone;
+    bool sliced =
+        from.kind != writer::SliceBound::Kind::kNone || to.kind != writer::SliceBound::Kind::kNone;
     if (sliced) {
-      absl::StatusOr<io::TraceSlice> slice = io::ComputeSlice(snap, from, to);
+      absl::StatusOr<writer::TraceSlice> slice = writer::ComputeSlice(snap, from, to);
       if (!slice.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(opts->input, ": ", Sv(ToStd(slice.status().message()))));
@@ -112,8 +113,8 @@ RunFn SetupConvert(CLI::App& sub) {
     RETURN_IF_ERROR(WriteStreamAtomically(
         opts->output, ctx,
         [&](std::ostream& out) {
-          return format == "json" ? io::WriteSnapshotJson(snap, write, out)
-                                  : io::WriteSnapshotPickle(snap, write, out);
+          return format == "json" ? writer::WriteSnapshotJson(snap, write, out)
+                                  : writer::WriteSnapshotPickle(snap, write, out);
         },
         &bytes));
     if (opts->output == "-") return ExitCode::kOk;

@@ -3,6 +3,7 @@
 #include <memory>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/frag.h"
 #include "memsnap/analysis/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
@@ -50,7 +51,9 @@ absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
     *ctx.out << "fragmentation at the "
              << (opts.at == "end"              ? "end of each snapshot"
                  : opts.at == "peak-allocated" ? "peak allocated of each device"
-                                               : "peak reserved of each device")
+                 : options.at == analysis::FragMoment::kMoment
+                     ? absl::StrCat("moment ", opts.at, " of each device")
+                     : "peak reserved of each device")
              << "\n\n";
     report::RenderRankTableText(table, *ctx.out);
   }
@@ -65,9 +68,8 @@ RunFn SetupFrag(CLI::App& sub) {
                  "ranks) give a per-rank table")
       ->required();
   sub.add_option("--at", opts->at,
-                 "Which state to report: end (the snapshot), peak (= peak-reserved) or "
-                 "peak-allocated (reconstructed from the trace)")
-      ->check(CLI::IsMember({"end", "peak", "peak-reserved", "peak-allocated"}))
+                 "Which state to report: end (the snapshot), peak (= peak-reserved), "
+                 "peak-allocated, event:N or a time (reconstructed from the trace)")
       ->default_val("end");
   sub.add_option("--top", opts->render.top, "Segments in the segment map (0 = all)")
       ->check(CLI::NonNegativeNumber)
@@ -89,21 +91,31 @@ RunFn SetupFrag(CLI::App& sub) {
       "  external frag    1 - largest free block / free bytes, per (device, pool, stream,\n"
       "                   small/large); totals: 1 - sum of the groups' largest / free\n"
       "  stranded         free and pending bytes that empty_cache cannot release (inside split\n"
-      "                   segments that hold an allocated block; partial pages of expandable ones)\n"
+      "                   segments that hold an allocated block; partial pages of expandable "
+      "ones)\n"
       "  releasable       bytes empty_cache would return (free segments, whole free pages)\n"
       "  what fits        the largest request served from cached blocks without new memory\n"
       "Examples:\n"
       "  memsnap frag snap.pickle\n"
       "  memsnap frag snap.pickle --top 0 --width 80\n"
       "  memsnap frag snap.pickle --at peak\n"
+      "  memsnap frag snap.pickle --at event:1200    # the state after trace event 1200\n"
       "  memsnap frag snap.pickle --timeline --samples 50 --csv > frag.csv\n"
       "  memsnap frag --json snap.pickle | jq .external_fragmentation\n"
       "  memsnap frag ranks/          # per-rank fragmentation, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::FragOptions options;
-    options.at = opts->at == "end"              ? analysis::FragMoment::kEnd
-                 : opts->at == "peak-allocated" ? analysis::FragMoment::kPeakAllocated
-                                                : analysis::FragMoment::kPeakReserved;
+    if (opts->at == "end") {
+      options.at = analysis::FragMoment::kEnd;
+    } else if (opts->at == "peak" || opts->at == "peak-reserved") {
+      options.at = analysis::FragMoment::kPeakReserved;
+    } else if (opts->at == "peak-allocated") {
+      options.at = analysis::FragMoment::kPeakAllocated;
+    } else {
+      // event:N or a time, read by the parser `top --at` uses.
+      ASSIGN_OR_RETURN(options.moment, analysis::ParseMoment(opts->at));
+      options.at = analysis::FragMoment::kMoment;
+    }
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunFragRanks(*opts, inputs, options, ctx);
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0].path, ctx));

@@ -1,9 +1,11 @@
-// memsnap report FILE [-o report.html]: one self-contained HTML page of the snapshot (timeline with
-// stacked bands, peak, sites, segment map, replay). With two files: the diff page.
+// memsnap report FILE [-o report.html]: one self-contained HTML page of the snapshot (zoomable
+// timeline with stacked bands, the allocator's state at any moment, sites, replay). With two
+// files: the diff page. Flags -> options -> analysis::AnalyzeForReport -> report::BuildReportData.
 #include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/report_analysis.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
@@ -20,7 +22,7 @@ namespace {
 struct ReportCommandOptions {
   std::vector<std::string> files;
   std::string output;  // default: report.html, or diff.html for two files
-  report::HtmlReportOptions report;
+  analysis::ReportAnalysisOptions report;
   GroupFlags group;
   bool json = false;
 };
@@ -34,31 +36,41 @@ RunFn SetupReport(CLI::App& sub) {
   sub.add_option("-o,--output", opts->output,
                  "The HTML file to write ('-' = stdout; default report.html, diff.html for two "
                  "files)");
-  sub.add_option("--columns", opts->report.columns,
-                 "Pixel columns of the curves (each keeps its minimum and maximum)")
+  sub.add_option("--columns", opts->report.lod.columns,
+                 "Columns of the whole-trace curve (each keeps its minimum and maximum); every "
+                 "zoom level has as many")
       ->capture_default_str()
       ->check(CLI::Range(16, 100000));
-  sub.add_option("--bands", opts->report.bands,
-                 "Largest lifetimes drawn as their own band (by bytes x duration); the rest fold "
-                 "into one")
+  sub.add_option("--bands", opts->report.lod.bands,
+                 "Largest lifetimes drawn as their own band (by bytes x duration) in each stretch "
+                 "of the trace; the rest fold into one")
       ->capture_default_str()
       ->check(CLI::Range(0, 5000));
+  sub.add_option("--states", opts->report.states.samples,
+                 "Moments at which the allocator's state (segment map) is kept, besides the "
+                 "peaks and OOMs")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 5000));
   sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   sub.add_option("--replay", opts->report.replay_confs,
-                 "Also replay the trace under these PYTORCH_CUDA_ALLOC_CONF strings and draw the "
-                 "reserved curves (needs the replay simulator)");
+                 "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "
+                 "reserved curve (repeat the flag for more)")
+      ->expected(1)
+      ->take_all();
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print the page's data as JSON instead of writing HTML");
   sub.footer(
-      "The page needs no network: open it from disk in any browser. Hover a band for its size,\n"
-      "lifetime and stack; click it to keep the stack on screen.\n\n"
+      "The page needs no network: open it from disk in any browser. Zoom with the wheel or a\n"
+      "drag, double-click to reset; hover a band for its size, lifetime and stack; click the\n"
+      "timeline to see the allocator's segments at that moment.\n\n"
       "Examples:\n"
       "  memsnap report snap.pickle -o report.html\n"
       "  memsnap report before.pickle after.pickle -o diff.html\n"
       "  memsnap report snap.pickle --bands 500 --python-only\n"
-      "  memsnap report snap.pickle --replay expandable_segments:True max_split_size_mb:128");
+      "  memsnap report snap.pickle --replay expandable_segments:True --replay "
+      "max_split_size_mb:128");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(opts->report.group, opts->group.Resolve());
     const bool diff = opts->files.size() == 2;
@@ -82,11 +94,15 @@ RunFn SetupReport(CLI::App& sub) {
     nlohmann::ordered_json data;
     {
       ScopedTimer timer("analyze");
-      absl::StatusOr<nlohmann::ordered_json> built =
-          diff ? report::BuildDiffData(snaps[0], snaps[1], opts->report)
-               : report::BuildReportData(snaps[0], opts->report);
-      if (!built.ok()) return built.status();
-      data = std::move(*built);
+      if (diff) {
+        ASSIGN_OR_RETURN(analysis::DiffReportAnalysis a,
+                         analysis::AnalyzeDiffForReport(snaps[0], snaps[1], opts->report));
+        data = report::BuildDiffData(snaps[0], snaps[1], a, opts->report.top_sites);
+      } else {
+        ASSIGN_OR_RETURN(analysis::ReportAnalysis a,
+                         analysis::AnalyzeForReport(snaps[0], opts->report));
+        data = report::BuildReportData(snaps[0], a);
+      }
     }
     bar.Finish();
     if (opts->json) {

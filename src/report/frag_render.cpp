@@ -18,8 +18,12 @@ using analysis::FragReport;
 std::string Ratio(double x) { return absl::StrFormat("%.4f", x); }
 Json JsonRatio(double x) { return std::round(x * 10000.0) / 10000.0; }
 
-std::string MomentName(analysis::FragMoment m) {
-  switch (m) {
+std::string MomentName(const FragReport& r) {
+  switch (r.at) {
+    case analysis::FragMoment::kMoment:
+      return r.moment.kind == analysis::Moment::Kind::kEvent
+                 ? absl::StrCat("event:", r.moment.value)
+                 : absl::StrCat(r.moment.value);
     case analysis::FragMoment::kEnd:
       return "end";
     case analysis::FragMoment::kPeakReserved:
@@ -113,7 +117,7 @@ Json FragFiguresToJson(const FragFigures& f) {
 Json FragToJson(const FragReport& r) {
   Json j;
   j["file"] = r.source.path;
-  j["at"] = MomentName(r.at);
+  j["at"] = MomentName(r);
   j.update(FragFiguresToJson(r.totals));
   j["external_fragmentation"] = JsonRatio(r.external_fragmentation);
   j["max_split_size"] = r.max_split_size;
@@ -201,34 +205,50 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   if (r.at == analysis::FragMoment::kEnd) {
     out << "  state          end of the snapshot (its segments)\n";
   } else {
-    out << "  state          " << MomentName(r.at) << ", reconstructed from the trace:";
+    out << "  state          "
+        << (r.at == analysis::FragMoment::kMoment ? "at " + MomentName(r) : MomentName(r))
+        << ", reconstructed from the trace:";
     const char* sep = " ";
     for (const auto& d : r.devices) {
       if (!d.reconstructed) continue;
       out << sep << "device " << d.device << " " << EventName(d.event_index);
+      for (const auto& p : r.peaks) {
+        std::string secs = p.device == d.device ? Seconds(d.time_us, p.trace_start_us) : "";
+        if (!secs.empty()) out << " (" << secs << ")";
+      }
       sep = "; ";
     }
     out << "\n";
   }
-  out << absl::StrFormat("  segments       %s (%s entirely free)    blocks %s\n",
-                         FormatCount(t.segments), FormatCount(t.free_segments),
-                         FormatCount(t.blocks));
   auto line = [&](const char* name, int64_t v, const std::string& note) {
     out << absl::StrFormat("  %-14s %12s%s\n", name, FormatBytes(v), note.empty() ? "" : "  " + note);
   };
-  line("reserved", t.reserved_bytes, "");
+  line("reserved", t.reserved_bytes,
+       absl::StrCat("in ", FormatCount(t.segments), " segments (", FormatCount(t.free_segments),
+                    " entirely free), ", FormatCount(t.blocks), " blocks"));
   line("allocated", t.allocated_bytes, Share(t.allocated_bytes, t.reserved_bytes));
-  line("pending free", t.pending_free_bytes, Share(t.pending_free_bytes, t.reserved_bytes));
+  line("pending free", t.pending_free_bytes,
+       absl::StrCat(Share(t.pending_free_bytes, t.reserved_bytes),
+                    t.pending_free_bytes > 0 ? " freed, waiting on other streams' work" : ""));
   line("free", t.free_bytes,
        absl::StrCat(Share(t.free_bytes, t.reserved_bytes), " in ", FormatCount(t.free_blocks),
                     " blocks, largest ", FormatBytes(t.largest_free_bytes)));
+  // What the free (and pending) memory is, the way empty_cache() sees it: these two lines are
+  // the headline, not the fragmentation ratio below (docs/fragmentation.md).
+  bool expandable = std::any_of(r.segments.begin(), r.segments.end(),
+                                [](const analysis::SegmentFrag& s) { return s.is_expandable; });
+  line("releasable", t.releasable_bytes,
+       absl::StrCat(expandable ? "segments and pages" : "segments",
+                    " holding no allocation: empty_cache() would release them"));
+  line("stranded", t.stranded_bytes,
+       "free blocks inside segments in use: empty_cache() cannot release them");
   line("requested", t.requested_bytes, "");
   line("internal waste", t.internal_waste_bytes, "block size - requested, on active blocks");
-  out << absl::StrFormat("  %-14s %12s  %s\n", "external frag", FormatPercent(r.external_fragmentation),
-                         "1 - largest free / free, per pool and stream");
-  line("stranded", t.stranded_bytes, "free bytes empty_cache cannot release");
-  line("releasable", t.releasable_bytes, "bytes empty_cache would release");
-
+  out << absl::StrFormat(
+      "  %-14s %12s  %s\n", "external frag", FormatPercent(r.external_fragmentation),
+      t.releasable_bytes > t.stranded_bytes
+          ? "1 - largest free / free, per pool and stream (mostly whole free segments)"
+          : "1 - largest free / free, per pool and stream");
   out << "\nfree space by pool and stream\n";
   out << absl::StrFormat("  %-6s %-14s %14s %9s %11s %11s %11s %7s %11s %9s\n", "device", "pool",
                          "stream", "segments", "reserved", "free", "pending", "blocks",

@@ -1,63 +1,54 @@
-// The diff page's data: both files' curves, sites before/after/delta, scope totals, settings.
+// The diff page's data: both files' timelines (curves, bands, steps), the sites before/after/delta
+// from `memsnap diff`, scope totals and settings, written out from the finished analyses.
 #include <algorithm>
 
-#include "memsnap/analysis/diff.h"
 #include "memsnap/report/html_report.h"
-#include "memsnap/util/status_macros.h"
 #include "report/html_report_internal.h"
 
 namespace memsnap::report {
 
-using Json = nlohmann::ordered_json;
+using internal::Json;
 
 namespace {
 
-Json CurvesOf(const Snapshot& snap, const analysis::Timeline& timeline, int columns) {
+Json SideJson(const Snapshot& snap, const analysis::ReportAnalysis& a,
+              internal::StackTableJson& stacks) {
+  Json j = internal::FileJson(snap);
   Json devices = Json::array();
-  for (const analysis::DeviceTimeline& dt : timeline.devices) {
-    Json d;
-    d["device"] = dt.device;
-    d["end_live"] = dt.end_requested;
-    d["end_reserved"] = dt.end_reserved;
-    d["peak_bytes"] = dt.peak_requested;
-    CurveColumns cols = DownsampleCurves(snap, dt, columns);
-    if (cols.size() > 0) d["curve"] = internal::CurveColumnsJson(cols);
-    devices.push_back(std::move(d));
+  for (const analysis::DeviceReportAnalysis& d : a.devices) {
+    devices.push_back(
+        internal::TimelineJson(snap, a.timeline.devices[d.timeline_index], d, stacks));
   }
-  return devices;
+  j["devices"] = std::move(devices);
+  return j;
 }
 
 Json DeltaJson(const analysis::Delta& d) { return Json::array({d.before, d.after}); }
 
 }  // namespace
 
-absl::StatusOr<Json> BuildDiffData(const Snapshot& before, const Snapshot& after,
-                                   const HtmlReportOptions& options) {
-  ASSIGN_OR_RETURN(analysis::Timeline tb, analysis::ReconstructTimeline(before));
-  ASSIGN_OR_RETURN(analysis::Timeline ta, analysis::ReconstructTimeline(after));
-  analysis::DiffOptions diff_options;
-  diff_options.group = options.group;
-  // Sites at the peak when both files can tell it, else at the end.
-  bool peak = !before.events.empty() && !after.events.empty();
-  diff_options.at = analysis::Moment{peak ? analysis::Moment::Kind::kPeak
-                                          : analysis::Moment::Kind::kEnd,
-                                     0};
-  ASSIGN_OR_RETURN(analysis::DiffReport diff,
-                   analysis::DiffSnapshots(before, after, diff_options));
+Json BuildDiffData(const Snapshot& before, const Snapshot& after,
+                   const analysis::DiffReportAnalysis& a, int top_sites) {
+  // One stack table per file (frame texts are shared by text, stacks are per file).
+  internal::StackTableJson before_stacks(before, *a.before.frames);
+  internal::StackTableJson after_stacks(after, *a.after.frames);
+  const analysis::DiffReport& diff = a.diff;
   Json j;
   j["mode"] = "diff";
-  j["before"] = internal::FileJson(before);
-  j["after"] = internal::FileJson(after);
-  j["before"]["devices"] = CurvesOf(before, tb, options.columns);
-  j["after"]["devices"] = CurvesOf(after, ta, options.columns);
-  j["moment"] = peak ? "peak" : "end";
+  j["before"] = SideJson(before, a.before, before_stacks);
+  j["after"] = SideJson(after, a.after, after_stacks);
+  j["before"]["frames"] = before_stacks.FramesJson();
+  j["before"]["stacks"] = before_stacks.StacksJson();
+  j["after"]["frames"] = after_stacks.FramesJson();
+  j["after"]["stacks"] = after_stacks.StacksJson();
+  j["moment"] = diff.options.at.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
   j["live_bytes"] = DeltaJson(diff.live_bytes);
   j["live_count"] = DeltaJson(diff.live_count);
   j["sites_only_before"] = diff.sites_only_before;
   j["sites_only_after"] = diff.sites_only_after;
   j["sites_unchanged"] = diff.sites_unchanged;
   Json sites = Json::array();
-  size_t shown = std::min(diff.sites.size(), static_cast<size_t>(std::max(options.top_sites, 0)) * 2);
+  size_t shown = std::min(diff.sites.size(), static_cast<size_t>(std::max(top_sites, 0)) * 2);
   for (size_t i = 0; i < shown; ++i) {
     const analysis::SiteDelta& s = diff.sites[i];
     Json r;
@@ -68,10 +59,19 @@ absl::StatusOr<Json> BuildDiffData(const Snapshot& before, const Snapshot& after
     r["before_count"] = s.before_count;
     r["after_count"] = s.after_count;
     r["presence"] = std::string(analysis::PresenceName(s.presence));
+    if (s.synthetic) r["synthetic"] = true;
     sites.push_back(std::move(r));
   }
   j["sites"] = std::move(sites);
   j["sites_total"] = diff.sites.size();
+  Json peaks = Json::array();
+  for (const analysis::DeviceDelta& d : diff.devices) {
+    peaks.push_back(Json{{"device", d.device},
+                         {"has_peak", d.has_peak},
+                         {"peak", DeltaJson(d.peak)},
+                         {"live", DeltaJson(d.live)}});
+  }
+  j["device_deltas"] = std::move(peaks);
   Json scopes = Json::array();
   for (const analysis::ScopeDelta& s : diff.scopes) {
     Json r;

@@ -3,7 +3,8 @@
 with the fake libcuda.so.1 (exact byte counter): for every snapshot with a trace, under native,
 expandable and cudaMallocAsync, no driver error; the driver's peak equals the allocator's peak on
 the "card" and the simulator's prediction, OOMs equal the prediction; the pool's used high is at
-least the live peak. Skips (exit 0) when the corpus is absent.
+least the live peak. Exits 77 (ctest: skipped) when the corpus is absent, or fails then when
+MEMSNAP_REQUIRE_CORPUS=1.
 Usage: corpus.py MEMSNAP FAKE_LIB_DIR CORPUS_DIR"""
 import glob
 import json
@@ -14,8 +15,11 @@ import sys
 memsnap, lib_dir, corpus = sys.argv[1:4]
 files = sorted(glob.glob(os.path.join(corpus, "*.pickle")))
 if not files:
-    print(f"corpus absent ({corpus}): skipped")
-    sys.exit(0)
+    if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
+        print(f"FAIL: the corpus {corpus} is absent and MEMSNAP_REQUIRE_CORPUS=1")
+        sys.exit(1)
+    print(f"skipped: the corpus {corpus} is absent")
+    sys.exit(77)
 env = dict(os.environ, LD_LIBRARY_PATH=lib_dir, FAKE_LIBCUDA_MEM_MIB="200000")
 failures, replayed = [], 0
 for f in files:

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Runs one golden CLI case: tests/golden/<command>/<case>/{args, expected.stdout[, expected.stderr,
-expected.exit]}. `args` holds one argument per line; `@testdata/` and `@corpus/` expand to the
-project's testdata folder and ../shared/snapshots. A `setup` file (Python) may create inputs first,
+expected.exit]}.
+
+  run_golden.py MEMSNAP CASE_DIR SOURCE_DIR [CORPUS_DIR]
+
+`args` holds one argument per line; `@testdata/` and `@corpus/` expand to the project's testdata
+folder and the real-snapshot corpus (CORPUS_DIR, as configured by MEMSNAP_CORPUS_DIR). A case that
+names `@corpus/` exits 77 when the corpus is absent, which ctest reports as skipped, not passed;
+with MEMSNAP_REQUIRE_CORPUS=1 it fails instead. A `setup` file (Python) may create inputs first,
 with the variable `tmp` naming a scratch folder and `testdata` the fixture folder; `@tmp/` expands
 to that folder. MEMSNAP_UPDATE_GOLDEN=1 rewrites the expected files."""
 import difflib
@@ -10,11 +16,22 @@ import subprocess
 import sys
 import tempfile
 
+SKIP = 77  # ctest SKIP_RETURN_CODE (tests/CMakeLists.txt)
+
 
 def main():
     memsnap, case_dir, source_dir = sys.argv[1:4]
     testdata = os.path.join(source_dir, "testdata")
-    corpus = os.path.normpath(os.path.join(source_dir, "..", "shared", "snapshots"))
+    corpus = os.path.normpath(sys.argv[4] if len(sys.argv) > 4 else
+                              os.path.join(source_dir, "..", "shared", "snapshots"))
+    lines = [line for line in open(os.path.join(case_dir, "args")).read().splitlines()
+             if line.strip() and not line.startswith("#")]
+    if any("@corpus/" in line for line in lines) and not os.path.isdir(corpus):
+        if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
+            print(f"FAIL: the corpus {corpus} is absent and MEMSNAP_REQUIRE_CORPUS=1")
+            return 1
+        print(f"skipped: the corpus {corpus} is absent")
+        return SKIP
     with tempfile.TemporaryDirectory() as tmp:
         setup = os.path.join(case_dir, "setup")
         if os.path.exists(setup):
@@ -27,14 +44,7 @@ def main():
         os.symlink(testdata, os.path.join(tmp, "@testdata"))
         if os.path.isdir(corpus):
             os.symlink(corpus, os.path.join(tmp, "@corpus"))
-        args = []
-        for line in open(os.path.join(case_dir, "args")).read().splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
-            if "@corpus/" in line and not os.path.isdir(corpus):
-                print("skipped: ../shared/snapshots not found")
-                return 0
-            args.append(line.replace("@tmp/", tmp + "/"))
+        args = [line.replace("@tmp/", tmp + "/") for line in lines]
         proc = subprocess.run([memsnap] + args, capture_output=True, text=True, cwd=tmp,
                               env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
 

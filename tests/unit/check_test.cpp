@@ -154,7 +154,8 @@ TEST_SUITE("check") {
           std::string::npos);
   }
 
-  TEST_CASE("every corpus file passes a check against itself with zero tolerance") {
+  TEST_CASE("every corpus file passes a check against itself with zero tolerance" *
+            doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
       auto snap = parse::ReadSnapshot(path);
       REQUIRE_MESSAGE(snap.ok(), snap.status().message());

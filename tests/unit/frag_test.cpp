@@ -193,7 +193,8 @@ TEST_SUITE("frag") {
           "basic.pickle: --at peak needs a trace (device_traces); this file has none");
   }
 
-  TEST_CASE("frag invariants hold on every corpus file, at the end and at the peak") {
+  TEST_CASE("frag invariants hold on every corpus file, at the end and at the peak" *
+            doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
       auto snap = parse::ReadSnapshot(path);
       REQUIRE_MESSAGE(snap.ok(), snap.status().message());

@@ -196,7 +196,8 @@ TEST_SUITE("json_reader") {
     }
   }
 
-  TEST_CASE("JSON and pickle of every corpus snapshot give identical summaries and models") {
+  TEST_CASE("JSON and pickle of every corpus snapshot give identical summaries and models" *
+            doctest::test_suite("corpus")) {
     // One file at a time (the JSON of a 4 MB pickle is about 100 MB: frames are no longer shared),
     // deleted after use. A find_class that refuses everything: corpus files are read as data only.
     for (const std::string& path : testing::CorpusFiles()) {

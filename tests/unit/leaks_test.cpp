@@ -1,9 +1,11 @@
+#include "memsnap/analysis/leaks.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
-#include "memsnap/analysis/leaks.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 
@@ -223,7 +225,7 @@ TEST_SUITE("leaks") {
     CHECK(!analysis::AnalyzeTraceLeaks(empty, {}, {}).ok());
   }
 
-  TEST_CASE("leaks runs on every corpus file with a trace") {
+  TEST_CASE("leaks runs on every corpus file with a trace" * doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
       auto snap = parse::ReadSnapshot(path);
       REQUIRE(snap.ok());
@@ -255,61 +257,71 @@ TEST_SUITE("leaks") {
     }
   }
 
-  // Series of real files picked by name; an empty result when the corpus is absent.
-  LeakReport CorpusSeries(std::initializer_list<const char*> names, bool* found) {
+  // Series of real files picked by name, each name matching exactly one file; nullopt when the
+  // corpus is absent (the test case is then skipped).
+  std::optional<LeakReport> CorpusSeries(std::initializer_list<const char*> names) {
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.empty()) return std::nullopt;
     std::vector<analysis::SeriesPoint> points;
     for (const char* name : names) {
-      for (const std::string& path : testing::CorpusFiles()) {
+      CAPTURE(name);
+      int matched = 0;
+      for (const std::string& path : files) {
         if (path.find(name) == std::string::npos) continue;
+        ++matched;
         auto snap = parse::ReadSnapshot(path);
-        REQUIRE(snap.ok());
+        REQUIRE_MESSAGE(snap.ok(), snap.status().message());
         auto p = analysis::SeriesPointOf(*snap, {});
         REQUIRE(p.ok());
         points.push_back(std::move(*p));
       }
+      REQUIRE(matched == 1);
     }
-    *found = points.size() == names.size();
-    if (!*found) return {};
     return analysis::AnalyzeSeries(std::move(points), {});
   }
 
-  TEST_CASE("real series: repeated runs of one configuration raise no alarm") {
-    bool found = false;
-    LeakReport fwd = CorpusSeries({"memory_ctx128_forward__03016ee6", "ctx128_forward__91995574",
-                                   "ctx128_forward___a97ea92b"}, &found);
-    if (!found) return;
-    CHECK(fwd.num_leaks == 0);
-    CHECK(fwd.total_verdict == Verdict::kSteady);
-    LeakReport step = CorpusSeries({"ctx128_fullstep__86060152", "ctx128_fullstep___332e0bb4",
-                                    "memory_ctx128_fullstep__b1a7c70c"}, &found);
+  TEST_CASE("real series: repeated runs of one configuration raise no alarm" *
+            doctest::test_suite("corpus")) {
+    std::optional<LeakReport> fwd =
+        CorpusSeries({"memory_ctx128_forward__03016ee6", "ctx128_forward__91995574",
+                      "ctx128_forward___a97ea92b"});
+    if (!fwd) return;  // skipped: the corpus is absent
+    CHECK(fwd->num_leaks == 0);
+    CHECK(fwd->total_verdict == Verdict::kSteady);
+    LeakReport step = *CorpusSeries({"ctx128_fullstep__86060152", "ctx128_fullstep___332e0bb4",
+                                     "memory_ctx128_fullstep__b1a7c70c"});
     CHECK(step.num_leaks == 0);
     CHECK(step.total_verdict == Verdict::kSteady);
   }
 
-  TEST_CASE("real series: context lengths and forward vs full step run, and grow as expected") {
-    bool found = false;
-    LeakReport ctx = CorpusSeries({"medium_128_inference", "medium_256_inference",
-                                   "medium_512_inference", "medium_1024_inference"}, &found);
-    if (!found) return;
-    CHECK(ctx.labels.size() == 4);
-    LeakReport kk = CorpusSeries({"files_memory_ctx128_forward__91995574",
-                                  "ctx256_forward___019e70b3", "ctx512_forward___b9620ccc"},
-                                 &found);
+  TEST_CASE("real series: context lengths and forward vs full step run, and grow as expected" *
+            doctest::test_suite("corpus")) {
+    std::optional<LeakReport> ctx = CorpusSeries({"medium_128_inference", "medium_256_inference",
+                                                  "medium_512_inference", "medium_1024_inference"});
+    if (!ctx) return;  // skipped: the corpus is absent
+    CHECK(ctx->labels.size() == 4);
+    LeakReport kk = *CorpusSeries({"files_memory_ctx128_forward__91995574",
+                                   "ctx256_forward___019e70b3", "ctx512_forward___b9620ccc"});
     // A longer context legitimately needs more memory: those sites grow in every step.
     CHECK(kk.total_verdict == Verdict::kGrowing);
     CHECK(kk.num_leaks > 0);
-    LeakReport fs = CorpusSeries({"files_memory_ctx128_forward__91995574",
-                                  "files_memory_ctx128_fullstep__86060152"}, &found);
+    LeakReport fs = *CorpusSeries(
+        {"files_memory_ctx128_forward__91995574", "files_memory_ctx128_fullstep__86060152"});
     CHECK(fs.labels.size() == 2);
     CHECK(fs.num_leaks == 0);  // one step is never enough to call a leak
   }
 
-  TEST_CASE("a corpus snapshot repeated three times is steady: no false alarm") {
-    for (const std::string& path : testing::CorpusFiles()) {
+  TEST_CASE("a corpus snapshot repeated three times is steady: no false alarm" *
+            doctest::test_suite("corpus")) {
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.empty()) return;  // skipped: the corpus is absent
+    int repeated = 0;
+    for (const std::string& path : files) {
       if (path.find("memory_ctx128_fullstep__b1a7c70c") == std::string::npos &&
           path.find("medium_512_inference") == std::string::npos) {
         continue;
       }
+      ++repeated;
       auto snap = parse::ReadSnapshot(path);
       REQUIRE(snap.ok());
       std::vector<analysis::SeriesPoint> points;
@@ -318,6 +330,7 @@ TEST_SUITE("leaks") {
       CHECK(r.num_leaks == 0);
       CHECK(r.total_verdict == Verdict::kSteady);
     }
+    CHECK(repeated == 2);
   }
 }
 

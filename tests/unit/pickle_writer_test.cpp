@@ -1,13 +1,14 @@
 // The pickle writer against CPython's own pickle module: byte-identical output for the shapes a
 // snapshot uses, and snapshot round trips (model -> pickle -> model, and pickle.loads in CPython).
+#include "memsnap/io/pickle_writer.h"
+
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "doctest/doctest.h"
-#include "memsnap/io/pickle_writer.h"
-#include "memsnap/io/snapshot_writer.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "test_util.h"
 
 namespace memsnap {

@@ -1,187 +1,455 @@
+// The HTML report's analyses (timeline_lod.h, alloc_states.h, report_analysis.h) on hand-made
+// traces and fixtures, the page's data and its packing, and invariants on every corpus file.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 
+#include "memsnap/analysis/alloc_states.h"
+#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/report_analysis.h"
 #include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline_lod.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/html_report.h"
 #include "test_util.h"
+#include "trace_builders.h"
 
 namespace memsnap {
 namespace {
 
 using analysis::DeviceTimeline;
-using report::CurveColumns;
+using analysis::LodBucket;
+using analysis::TimelineLod;
+using testing::Ev;
+using testing::LoadFixture;
 using testing::ParseOrFail;
 using testing::PythonPickle;
 
 Snapshot Basic() { return ParseOrFail(PythonPickle("load_json('report_basic.json')")); }
 
-/// rest + Σ sizes of the bands live at each column's sample == live bytes there == live_max.
-void CheckBandInvariant(const DeviceTimeline& dt, const CurveColumns& cols,
-                        const std::vector<report::Band>& bands, const std::vector<int64_t>& rest) {
-  for (size_t c = 0; c < cols.size(); ++c) {
-    int64_t e = cols.sample_event[c];
-    int64_t sum = rest[c];
-    for (const report::Band& b : bands) {
-      if (dt.blocks[b.lifetime].LiveAfter(e)) sum += dt.blocks[b.lifetime].requested_size;
-    }
-    REQUIRE(sum == dt.LiveAt(e));
-    REQUIRE(cols.live_max[c] == dt.LiveAt(e));
-    REQUIRE(cols.live_min[c] <= cols.live_max[c]);
-    REQUIRE(cols.reserved_min[c] <= cols.reserved_max[c]);
+analysis::Timeline TimelineOf(const Snapshot& snap) {
+  auto tl = analysis::ReconstructTimeline(snap);
+  REQUIRE_MESSAGE(tl.ok(), tl.status().message());
+  return std::move(*tl);
+}
+
+const analysis::LodTile* FindTile(const TimelineLod& lod, int level, int64_t tile) {
+  for (const auto& t : lod.tiles) {
+    if (t.level == level && t.tile == tile) return &t;
   }
+  return nullptr;
+}
+
+/// At every stored bucket: the band lifetimes live at its sample are counted and sum to at most
+/// the bucket's live bytes (the grey band is never negative), and min <= last <= max.
+void CheckLodInvariants(const DeviceTimeline& dt, const TimelineLod& lod, const std::string& name) {
+  INFO(name);
+  int64_t bad_order = 0, bad_bands = 0, uncounted = 0;
+  for (const auto& t : lod.tiles) {
+    const size_t n = t.buckets.size();
+    // Σ sizes of the bands live at each bucket's sample, by a difference array over buckets
+    // (samples never decrease within a tile).
+    std::vector<int64_t> diff(n + 1, 0);
+    for (uint32_t id : t.bands) {
+      uint32_t lt_index = lod.bands[id].lifetime;
+      const auto& lt = dt.blocks[lt_index];
+      if (!lod.counted.counted[lt_index]) ++uncounted;
+      int64_t alloc = lt.alloc_event == analysis::kNoEvent ? -1 : lt.alloc_event;
+      int64_t free =
+          lt.free_completed_event == analysis::kNoEvent ? INT64_MAX : lt.free_completed_event;
+      auto first =
+          std::lower_bound(t.buckets.begin(), t.buckets.end(), alloc,
+                           [](const LodBucket& b, int64_t e) { return b.sample_event < e; });
+      auto last = std::lower_bound(first, t.buckets.end(), free, [](const LodBucket& b, int64_t e) {
+        return b.sample_event < e;
+      });
+      diff[first - t.buckets.begin()] += lt.requested_size;
+      diff[last - t.buckets.begin()] -= lt.requested_size;
+    }
+    int64_t bands = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const LodBucket& b = t.buckets[i];
+      bands += diff[i];
+      if (b.live_min < 0 || b.live_min > b.live_last || b.live_last > b.live_max ||
+          b.reserved_last > b.reserved_max ||
+          (i > 0 && b.sample_event < t.buckets[i - 1].sample_event)) {
+        ++bad_order;
+      }
+      if (bands > b.live_max) ++bad_bands;
+    }
+  }
+  CHECK(bad_order == 0);
+  CHECK(bad_bands == 0);
+  CHECK(uncounted == 0);
 }
 
 TEST_SUITE("report") {
-  TEST_CASE("downsampling keeps each column's minimum and maximum") {
+  TEST_CASE("the level-of-detail curve keeps each bucket's lowest, highest and last state") {
     Snapshot snap = Basic();
-    auto tl = analysis::ReconstructTimeline(snap);
-    REQUIRE(tl.ok());
-    const DeviceTimeline& dt = tl->devices[0];
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
     REQUIRE(dt.num_events == 9);
-    // Times 1000..1070 in 3 columns of 23.3 us: [1000,1023) [1023,1046) [1046,1070].
-    CurveColumns cols = report::DownsampleCurves(snap, dt, 3);
-    REQUIRE(cols.size() == 3);
-    CHECK(cols.has_time);
-    CHECK(cols.t0_us == 1000);
-    CHECK(cols.x_hi == 70);
-    CHECK(cols.live_min == std::vector<int64_t>{0, 12194304, 16389608});
-    CHECK(cols.live_max == std::vector<int64_t>{12194304, 20583912, 20583912});
-    CHECK(cols.reserved_min == std::vector<int64_t>{0, 23068672, 23068672});
-    CHECK(cols.reserved_max == std::vector<int64_t>{20971520, 23068672, 23068672});
-    CHECK(cols.sample_event == std::vector<int64_t>{2, 5, 6});
+    analysis::LodOptions options;
+    options.columns = 3;
+    TimelineLod lod = analysis::BuildTimelineLod(snap, dt, options);
+    // Times 1000..1070: x 0..70, level 0 has 3 buckets [0,24) [24,47) [47,70].
+    CHECK(lod.has_time);
+    CHECK(lod.t0_us == 1000);
+    CHECK(lod.x_span == 70);
+    const analysis::LodTile* top = FindTile(lod, 0, 0);
+    REQUIRE(top != nullptr);
+    REQUIRE(top->buckets.size() == 3);
+    const LodBucket& b0 = top->buckets[0];  // the initial state and events 0..2
+    CHECK(b0.live_min == 0);
+    CHECK(b0.live_max == 12194304);
+    CHECK(b0.sample_event == 2);
+    CHECK(b0.last_event == 2);
+    CHECK(b0.reserved_max == 20971520);
+    const LodBucket& b2 = top->buckets[2];  // events 6..8: the activation is freed at 7
+    CHECK(b2.live_max == 20583912);
+    CHECK(b2.sample_event == 6);
+    CHECK(b2.live_last == 16389608);
+    CHECK(b2.live_min == 16389608);
+    CHECK(b2.reserved_last == 23068672);
+    // Level 1 (12 buckets) holds one event per bucket: nothing finer exists, nothing was reduced.
+    CHECK(lod.levels == 2);
+    CHECK(lod.complete_levels == 2);
+    CHECK(lod.finest_events_per_bucket == 1);
+    CHECK(lod.reduced.empty());
+    // Tile 3 of level 1 (buckets 9..11) starts in an empty bucket: it carries the state after
+    // event 6 so that it can be drawn alone.
+    const analysis::LodTile* t3 = FindTile(lod, 1, 3);
+    REQUIRE(t3 != nullptr);
+    REQUIRE(t3->buckets.size() == 3);
+    CHECK(t3->buckets[0].index == 9);
+    CHECK(t3->buckets[0].last_event == 6);
+    CHECK(t3->buckets[0].live_max == 20583912);
+    CHECK(t3->buckets[1].sample_event == 7);
+    // The peak and the x of events, as the buckets place them.
+    CHECK(lod.peak_bytes == 20583912);
+    CHECK(lod.peak_event == 5);
+    CHECK(lod.EventX(snap, dt, 5) == 40.0);
+    CheckLodInvariants(dt, lod, "report_basic");
   }
 
-  TEST_CASE("downsampling never makes more columns than events, and empty columns carry the state") {
+  TEST_CASE("bands are chosen per tile and stacked in allocation order") {
     Snapshot snap = Basic();
-    auto tl = analysis::ReconstructTimeline(snap);
-    const DeviceTimeline& dt = tl->devices[0];
-    CHECK(report::DownsampleCurves(snap, dt, 2000).size() == 9);
-    CHECK(report::DownsampleCurves(snap, tl->devices[1], 2000).size() == 0);  // no trace
-    // 9 columns of 7.8 us: events fall in columns 0 1 2 3 3 5 6 7 8; column 4 shows the state
-    // after the last earlier event; the initial state (-1) is in column 0.
-    CurveColumns cols = report::DownsampleCurves(snap, dt, 9);
-    REQUIRE(cols.size() == 9);
-    CHECK(cols.sample_event == std::vector<int64_t>{-1, 1, 2, 4, 4, 5, 6, 7, 8});
-    CHECK(cols.live_min[4] == 12195304);
-    CHECK(cols.live_max[4] == 12195304);
-    CHECK(cols.live_max[7] == 16389608);
-  }
-
-  TEST_CASE("bands stack in allocation order under the folded band and add up to the live bytes") {
-    Snapshot snap = Basic();
-    auto tl = analysis::ReconstructTimeline(snap);
-    const DeviceTimeline& dt = tl->devices[0];
-    CurveColumns cols = report::DownsampleCurves(snap, dt, 100);
-    SUBCASE("all lifetimes as bands") {
-      std::vector<uint32_t> chosen = report::SelectBandLifetimes(snap, dt, cols, 10);
-      REQUIRE(chosen.size() == 4);
-      // Allocation order: weights (event 1), activation (2), optimizer (4), attention (5).
-      CHECK(dt.blocks[chosen[0]].alloc_event == 1);
-      CHECK(dt.blocks[chosen[3]].alloc_event == 5);
-      std::vector<int64_t> rest;
-      auto bands = report::StackBands(dt, cols, chosen, 0, rest);
-      CheckBandInvariant(dt, cols, bands, rest);
-      for (int64_t r : rest) CHECK(r == 0);
-      // The attention block sits on the weights once the activation below it is freed.
-      const report::Band& attn = bands[3];
-      REQUIRE(attn.bottoms.size() == 2);
-      CHECK(attn.bottoms[0].second == 8000000 + 4194304 + 1000);
-      CHECK(attn.bottoms[1].second == 8000000 + 1000);
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::LodOptions options;
+    options.columns = 3;
+    options.bands = 2;
+    TimelineLod lod = analysis::BuildTimelineLod(snap, dt, options);
+    const analysis::LodTile* top = FindTile(lod, 0, 0);
+    REQUIRE(top->bands.size() == 2);
+    // Allocation order across the whole table: weights (1), activation (2), optimizer (4),
+    // attention (5); a tile keeps the largest by bytes x duration, then by bytes.
+    for (size_t i = 1; i < lod.bands.size(); ++i) {
+      CHECK(dt.blocks[lod.bands[i - 1].lifetime].alloc_event <
+            dt.blocks[lod.bands[i].lifetime].alloc_event);
     }
-    SUBCASE("two bands, the rest folded") {
-      std::vector<uint32_t> chosen = report::SelectBandLifetimes(snap, dt, cols, 2);
-      REQUIRE(chosen.size() == 2);
-      std::vector<int64_t> rest;
-      auto bands = report::StackBands(dt, cols, chosen, 0, rest);
-      CheckBandInvariant(dt, cols, bands, rest);
-      CHECK(rest.back() > 0);
+    CHECK(dt.blocks[lod.bands[top->bands[0]].lifetime].alloc_event == 1);  // weights: 8 MB, long
+    CHECK(dt.blocks[lod.bands[top->bands[1]].lifetime].alloc_event == 5);  // attention: largest
+    CHECK(lod.bands[top->bands[1]].alloc_x == 40.0);
+    CHECK(lod.bands[top->bands[1]].free_x == 70.0);  // live at the end
+    CheckLodInvariants(dt, lod, "two bands");
+  }
+
+  TEST_CASE("the byte budget keeps whole levels, then refines the tiles around the peak") {
+    // 40,000 allocations of 1 KiB at times 0..39,999 us, freed at once; one 1 MiB spike at 30,000.
+    std::vector<TraceEvent> ev;
+    for (int i = 0; i < 40000; ++i) {
+      TraceEvent a = Ev(Action::kAlloc, 0x1000000 + 4096 * i, 1024);
+      a.time_us = i;
+      TraceEvent f = Ev(Action::kFreeCompleted, 0x1000000 + 4096 * i, 1024);
+      f.time_us = i;
+      ev.push_back(a);
+      if (i == 30000) {
+        TraceEvent s = Ev(Action::kAlloc, 0x900000000, 1 << 20);
+        s.time_us = i;
+        ev.push_back(s);
+        TraceEvent sf = Ev(Action::kFreeCompleted, 0x900000000, 1 << 20);
+        sf.time_us = i;
+        ev.push_back(sf);
+      }
+      ev.push_back(f);
+    }
+    Snapshot snap = testing::TraceSnapshot(ev);
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::LodOptions options;
+    options.columns = 100;
+    options.max_buckets = 1000;  // 100 + 400 buckets fit whole, then single tiles
+    TimelineLod lod = analysis::BuildTimelineLod(snap, dt, options);
+    CHECK(lod.complete_levels == 2);
+    CHECK(lod.levels > 2);
+    CHECK(lod.peak_event == dt.peak_event);
+    CHECK(lod.peak_bytes == (1 << 20) + 1024);
+    // The deepest tile stored holds the peak, and the page says what was left out.
+    int64_t buckets = 0;
+    const analysis::LodTile* deepest = nullptr;
+    for (const auto& t : lod.tiles) {
+      buckets += static_cast<int64_t>(t.buckets.size());
+      if (deepest == nullptr || t.level > deepest->level) deepest = &t;
+    }
+    CHECK(buckets <= options.max_buckets);
+    bool holds_peak = false;
+    for (const auto& t : lod.tiles) {
+      if (t.level != deepest->level) continue;
+      for (const LodBucket& b : t.buckets) holds_peak |= b.live_max == lod.peak_bytes;
+    }
+    CHECK(holds_peak);
+    CHECK(lod.reduced.find("around the peaks") != std::string::npos);
+    CheckLodInvariants(dt, lod, "budget");
+  }
+
+  TEST_CASE("lifetimes the trace cannot place are left out, so the curve is never negative") {
+    // The final state holds nothing, yet the trace allocates A and B and never frees them (their
+    // frees were lost), and frees C (50 B) that it never allocated while nothing was reserved.
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kAlloc, 0xA00, 100),
+        Ev(Action::kFreeCompleted, 0xC00, 50),
+        Ev(Action::kAlloc, 0xD00, 20),
+        Ev(Action::kFreeCompleted, 0xD00, 20),
+        Ev(Action::kAlloc, 0xB00, 30),
+    });
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
+    CHECK(c.open_left_out == 2);
+    CHECK(c.open_left_out_bytes == 130);
+    CHECK(c.pre_window_left_out == 1);
+    CHECK(c.pre_window_left_out_bytes == 50);
+    CHECK(c.timeline_min_live < 0);  // what the timeline's own curve would have drawn
+    int64_t start = -1;
+    std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
+    CHECK(start == 0);
+    CHECK(curve == std::vector<int64_t>{0, 0, 20, 0, 0});
+    TimelineLod lod = analysis::BuildTimelineLod(snap, dt);
+    CHECK(lod.peak_bytes == 20);
+    CHECK(lod.end_live == 0);
+    CheckLodInvariants(dt, lod, "inconsistent");
+  }
+
+  TEST_CASE("a consistent trace's drawn curve is the timeline's live curve") {
+    Snapshot snap = LoadFixture("frag_trace.json");
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
+    CHECK(!c.any_left_out());
+    int64_t start = 0;
+    std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
+    CHECK(start == dt.LiveAt(-1));
+    for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e)
+      CHECK(curve[e] == dt.LiveAt(e));
+  }
+
+  TEST_CASE("the allocator's state at the peak is frag's, with free memory split as it counts it") {
+    Snapshot snap = LoadFixture("frag_trace.json");
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::AllocatorStatesOptions options;
+    options.samples = 5;
+    options.moments = {{2, "mine"}};
+    analysis::AllocatorStates st = analysis::ReconstructAllocatorStates(snap, dt, options);
+    analysis::FragOptions fo;
+    fo.at = analysis::FragMoment::kPeakReserved;
+    auto frag = analysis::AnalyzeFragmentation(snap, fo);
+    REQUIRE(frag.ok());
+    CHECK(st.peak_reserved_event == frag->devices[0].event_index);
+    bool found_peak = false, found_mine = false;
+    for (const analysis::AllocatorState& s : st.states) {
+      INFO("event " << s.event);
+      auto has = [&](const std::string& l) {
+        return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end();
+      };
+      found_mine |= s.event == 2 && has("mine");
+      if (has("peak reserved")) {
+        found_peak = true;
+        CHECK(s.event == frag->devices[0].event_index);
+        CHECK(s.sample.figures.segments == frag->totals.segments);
+        CHECK(s.sample.figures.free_bytes == frag->totals.free_bytes);
+        CHECK(s.sample.figures.largest_free_bytes == frag->totals.largest_free_bytes);
+        CHECK(s.sample.figures.stranded_bytes == frag->totals.stranded_bytes);
+      }
+      // The spans add up to the figures: allocated, free = releasable + stranded parts; a
+      // segment holding no allocation is released whole, its pending frees too.
+      int64_t by_kind[4] = {0, 0, 0, 0}, reserved = 0, pending_released = 0;
+      for (uint32_t id : s.segments) {
+        const analysis::StateSegment& seg = st.segments[id];
+        reserved += seg.size;
+        int64_t covered = 0, allocated = 0, pending = 0;
+        for (const analysis::StateSpan& p : seg.spans) {
+          by_kind[static_cast<int>(p.kind)] += p.size;
+          covered += p.size;
+          if (p.kind == analysis::SpanKind::kAllocated) {
+            CHECK(p.lifetime >= 0);
+            allocated += p.size;
+          }
+          if (p.kind == analysis::SpanKind::kPendingFree) pending += p.size;
+        }
+        CHECK(covered == seg.size);
+        if (allocated == 0 && !seg.is_expandable) pending_released += pending;
+      }
+      CHECK(reserved == s.sample.figures.reserved_bytes);
+      CHECK(by_kind[0] == s.sample.figures.allocated_bytes);
+      CHECK(by_kind[1] == s.sample.figures.pending_free_bytes);
+      CHECK(by_kind[2] + by_kind[3] == s.sample.figures.free_bytes);
+      CHECK(by_kind[3] + pending_released == s.sample.figures.releasable_bytes);
+    }
+    CHECK(found_peak);
+    CHECK(found_mine);
+  }
+
+  TEST_CASE("frag --at event:N describes the same state as the report's moment there") {
+    Snapshot snap = LoadFixture("frag_trace.json");
+    analysis::Timeline tl = TimelineOf(snap);
+    analysis::AllocatorStatesOptions options;
+    options.samples = 4;
+    analysis::AllocatorStates st =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    for (const analysis::AllocatorState& s : st.states) {
+      analysis::FragOptions fo;
+      fo.at = analysis::FragMoment::kMoment;
+      fo.moment = {analysis::Moment::Kind::kEvent, s.event};
+      auto frag = analysis::AnalyzeFragmentation(snap, fo);
+      REQUIRE(frag.ok());
+      INFO("event " << s.event);
+      if (s.sample.figures.segments == 0) {  // before the first segment: nothing to describe
+        CHECK(frag->totals.segments == 0);
+        continue;
+      }
+      REQUIRE(frag->devices.size() == 1);
+      CHECK(frag->devices[0].event_index == s.event);
+      CHECK(frag->totals.reserved_bytes == s.sample.figures.reserved_bytes);
+      CHECK(frag->totals.free_bytes == s.sample.figures.free_bytes);
+      CHECK(frag->totals.releasable_bytes == s.sample.figures.releasable_bytes);
+      CHECK(frag->totals.largest_free_bytes == s.sample.figures.largest_free_bytes);
     }
   }
 
-  TEST_CASE("the report data has the peak, the sites at the peak and the segment map") {
+  TEST_CASE("the report data has the peak, the sites alive there and the allocator states") {
     Snapshot snap = Basic();
-    auto data = report::BuildReportData(snap, report::HtmlReportOptions{});
-    REQUIRE(data.ok());
-    const auto& j = *data;
+    auto a = analysis::AnalyzeForReport(snap, {});
+    REQUIRE(a.ok());
+    nlohmann::ordered_json j = report::BuildReportData(snap, *a);
     CHECK(j["mode"] == "single");
     REQUIRE(j["devices"].size() == 2);
-    CHECK(j["devices"][0]["peak"]["bytes"] == 20583912);
-    CHECK(j["devices"][0]["peak"]["x"] == 40.0);
-    CHECK(j["devices"][0]["bands"].size() == 4);
-    CHECK(!j["devices"][1].contains("curve"));
+    const auto& d0 = j["devices"][0];
+    CHECK(d0["peak"]["bytes"] == 20583912);
+    CHECK(d0["peak"]["x"] == 40.0);
+    CHECK(d0["bands"]["n"] == 4);
+    REQUIRE(d0["ooms"].size() == 1);
+    CHECK(d0["ooms"][0]["x"] == 70.0);
+    CHECK(d0["categories"].is_null());
+    CHECK(!j["devices"][1].contains("tiles"));  // no trace: its final state only
+    CHECK(j["devices"][1]["states"]["moments"].size() == 1);
+    // Labelled moments: the peaks, the OOM and the end.
+    std::set<std::string> labels;
+    for (const auto& m : d0["states"]["moments"]) {
+      if (m.contains("labels")) {
+        for (const auto& l : m["labels"]) labels.insert(l.get<std::string>());
+      }
+    }
+    CHECK(labels ==
+          std::set<std::string>{"end", "OOM", "peak allocated", "peak live", "peak reserved"});
     // Device 0 at its peak (4 blocks) plus device 1 at its end (one ghost block).
     CHECK(j["peak_sites"]["total_bytes"] == 20583912 + 512);
     CHECK(j["peak_sites"]["rows"][0]["bytes"] == 8388608);
     CHECK(j["alloc_sites"]["total_count"] == 5);
-    CHECK(j["segments"]["reserved_bytes"] == 20971520 + 2097152 + 2097152);
-    CHECK(j["segments"]["segments"].size() == 3);
     CHECK(j["replay"].is_null());
   }
 
-  TEST_CASE("the diff data has both curves and the sites before, after and delta") {
+  TEST_CASE("the diff data has both timelines and the sites before, after and delta") {
     Snapshot before = ParseOrFail(PythonPickle("load_json('summary_basic.json')"), "before");
     Snapshot after = Basic();
-    auto data = report::BuildDiffData(before, after, report::HtmlReportOptions{});
-    REQUIRE(data.ok());
-    const auto& j = *data;
+    auto a = analysis::AnalyzeDiffForReport(before, after, {});
+    REQUIRE(a.ok());
+    nlohmann::ordered_json j = report::BuildDiffData(before, after, *a, 25);
     CHECK(j["mode"] == "diff");
     CHECK(j["moment"] == "peak");
-    CHECK(j["before"]["devices"][0].contains("curve"));
-    CHECK(j["after"]["devices"][0]["peak_bytes"] == 20583912);
+    CHECK(j["before"]["devices"][0].contains("tiles"));
+    CHECK(j["after"]["devices"][0]["peak"]["bytes"] == 20583912);
     REQUIRE(!j["sites"].empty());
     int64_t delta = 0;
     for (const auto& s : j["sites"]) delta += s["after"].get<int64_t>() - s["before"].get<int64_t>();
     CHECK(delta == j["live_bytes"][1].get<int64_t>() - j["live_bytes"][0].get<int64_t>());
   }
 
-#if __has_include("memsnap/analysis/replay.h")
   TEST_CASE("--replay adds the simulated reserved curves, the recorded settings first") {
     Snapshot snap = Basic();
-    report::HtmlReportOptions options;
+    analysis::ReportAnalysisOptions options;
     options.replay_confs = {"expandable_segments:True"};
-    auto data = report::BuildReportData(snap, options);
-    REQUIRE(data.ok());
-    const auto& rp = (*data)["replay"];
+    auto a = analysis::AnalyzeForReport(snap, options);
+    REQUIRE(a.ok());
+    nlohmann::ordered_json j = report::BuildReportData(snap, *a);
+    const auto& rp = j["replay"];
     REQUIRE(rp["runs"].size() == 2);
     CHECK(rp["runs"][0]["conf"] == "recorded");
     CHECK(rp["runs"][1]["conf"] == "expandable_segments:True");
     for (const auto& run : rp["runs"]) {
       REQUIRE(run.contains("curve"));
-      CHECK(run["curve"]["reserved_max"].size() == (*data)["devices"][0]["curve"]["live_max"].size());
+      CHECK(run["curve"]["x"].size() == run["curve"]["reserved"].size());
       CHECK(run["peak_reserved"].get<int64_t>() >= 20583912);  // at least the live peak
     }
     options.replay_confs = {"max_split_size_mb:abc"};
-    auto bad = report::BuildReportData(snap, options);
+    auto bad = analysis::AnalyzeForReport(snap, options);
     REQUIRE(!bad.ok());
     CHECK(std::string(bad.status().message()).find("--replay max_split_size_mb:abc: ") == 0);
   }
-#endif
 
-  TEST_CASE("the page escapes text that could close its script element") {
+  TEST_CASE("packed arrays are zigzag varints in base64") {
+    // 0 -> 00, -1 -> 01, 1 -> 02, 300 -> 600 = d8 04, -2^40 -> 2^41-1 = ff ff ff ff ff 3f.
+    CHECK(report::PackVarints({0, -1, 1, 300}) == "AAEC2AQ=");
+    CHECK(report::PackVarints({-(int64_t{1} << 40)}) == "//////8/");
+    CHECK(report::PackVarints({}).empty());
+  }
+
+  TEST_CASE("the page inlines its library and escapes text that could close its script element") {
     Snapshot snap = Basic();
-    auto data = report::BuildReportData(snap, report::HtmlReportOptions{});
-    REQUIRE(data.ok());
+    auto a = analysis::AnalyzeForReport(snap, {});
+    REQUIRE(a.ok());
     std::ostringstream page;
-    report::WriteHtmlPage(*data, page);
+    report::WriteHtmlPage(report::BuildReportData(snap, *a), page);
     std::string html = page.str();
-    // The frame "attn</script><b>" is in the data, escaped; only the page's own two script
-    // elements close.
+    // The frame "attn</script><b>" is in the data, escaped; only the page's three script
+    // elements (data, chart library, page script) close.
     size_t closes = 0;
     for (size_t p = html.find("</script>"); p != std::string::npos; p = html.find("</script>", p + 1)) {
       ++closes;
     }
-    CHECK(closes == 2);
+    CHECK(closes == 3);
     CHECK(html.find("attn\\u003c/script>\\u003cb>") != std::string::npos);
-    CHECK(html.find("<script src") == std::string::npos);  // self-contained: nothing to fetch
-    // No network: the only URL is the SVG namespace name, which is never fetched.
-    std::string rest = html;
-    for (size_t p; (p = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;) {
-      rest.erase(p, 26);
+    // Self-contained: nothing is fetched (URLs appear only in the library's notices).
+    CHECK(html.find("<script src") == std::string::npos);
+    CHECK(html.find("<link") == std::string::npos);
+    CHECK(html.find("@import") == std::string::npos);
+    CHECK(html.find("url(http") == std::string::npos);
+    // The chart library's licence travels with it.
+    CHECK(html.find("Permission is hereby granted, free of charge") != std::string::npos);
+    CHECK(html.find("uPlot 1.") != std::string::npos);
+  }
+
+  TEST_CASE("report invariants hold on every corpus file") {
+    auto files = testing::CorpusFiles();
+    if (files.empty()) {
+      MESSAGE("corpus absent: skipped");
+      return;
     }
-    CHECK(rest.find("http://") == std::string::npos);
-    CHECK(rest.find("https://") == std::string::npos);
+    for (const std::string& path : files) {
+      auto snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      analysis::Timeline tl = TimelineOf(*snap);
+      for (const DeviceTimeline& dt : tl.devices) {
+        if (dt.num_events == 0) continue;
+        TimelineLod lod = analysis::BuildTimelineLod(*snap, dt);
+        CheckLodInvariants(dt, lod, path);
+        // Real traces are consistent: the drawn peak is the timeline's.
+        CHECK_MESSAGE(!lod.counted.any_left_out(), path);
+        CHECK_MESSAGE(lod.peak_bytes == dt.peak_requested, path);
+      }
+    }
   }
 }
 

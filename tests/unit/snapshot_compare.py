@@ -1,6 +1,6 @@
 """Compares two snapshot files (pickle or JSON) as Python structures, after mapping away what
-memsnap's model deliberately does not keep (see include/memsnap/io/snapshot_writer.h). Loads pickles
-with a find_class that refuses everything. Prints "same" or the first difference with its path.
+memsnap's model deliberately does not keep (see include/memsnap/writer/snapshot_writer.h). Loads
+pickles with a find_class that refuses everything. Prints "same" or the first difference with its path.
 
 usage: snapshot_compare.py ORIGINAL CONVERTED [ORIGINAL CONVERTED...]  (one line per pair)"""
 import json

@@ -2,7 +2,7 @@
 // actions, states, frames and counts changed to the values that break assumptions (0, 1 TiB and
 // one past it, 2^63-1, negatives, other records' addresses, unknown actions, shared or missing
 // stacks), records copied over others and traces cut short. The result is still a well-formed
-// model, so the project's own writer (io/snapshot_writer.h) can encode it and the readers and
+// model, so the project's own writer (writer/snapshot_writer.h) can encode it and the readers and
 // every analysis see semantic mutants, not only byte noise. Used by the fuzz_structured target
 // and by tests/unit/mutation_test.cpp.
 #pragma once
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "memsnap/io/snapshot_writer.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::testing {
@@ -30,10 +30,10 @@ class SnapshotMutator {
 
   /// `s` as a pickle of a random protocol, by the project's writer ("" if it fails).
   std::string Encode(const Snapshot& s) {
-    io::SnapshotWriteOptions options;
+    writer::SnapshotWriteOptions options;
     options.protocol = Pick({2, 4, 5});
     std::ostringstream out;
-    if (!io::WriteSnapshotPickle(s, options, out).ok()) return "";
+    if (!writer::WriteSnapshotPickle(s, options, out).ok()) return "";
     return out.str();
   }
 

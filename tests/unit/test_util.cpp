@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -65,8 +67,17 @@ std::string TestdataPath(const std::string& name) {
 }
 
 std::optional<std::string> CorpusDir() {
+  REQUIRE_MESSAGE(CurrentTestSuite() == "corpus",
+                  "a test that reads the corpus must be in the test suite \"corpus\" "
+                  "(TEST_CASE(\"...\" * doctest::test_suite(\"corpus\"))): ctest runs those apart "
+                  "and reports them as skipped when the corpus is absent");
   std::string dir = MEMSNAP_CORPUS_DIR;
   if (fs::exists(dir + "/manifest.json")) return dir;
+  const char* require = std::getenv("MEMSNAP_REQUIRE_CORPUS");
+  if (require != nullptr && std::string(require) == "1") {
+    FAIL("the corpus " << dir << " is absent and MEMSNAP_REQUIRE_CORPUS=1");
+  }
+  SkipTestCase("the corpus " + dir + " is absent (configure -DMEMSNAP_CORPUS_DIR=...)");
   return std::nullopt;
 }
 
@@ -80,6 +91,7 @@ std::vector<std::string> CorpusFiles() {
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
+  REQUIRE_MESSAGE(!files.empty(), "the corpus " << *dir << " holds no snapshot");
   return files;
 }
 

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memsnap/model/snapshot.h"
@@ -19,11 +20,27 @@ std::string RunPython(const std::string& code);
 /// Absolute path of a file under the source tree's testdata/.
 std::string TestdataPath(const std::string& name);
 
-/// The real corpus folder (../shared/snapshots), or nullopt when absent: corpus tests skip.
+/// The real-snapshot corpus (the folder CMake option MEMSNAP_CORPUS_DIR names), for a corpus
+/// test, which is a test case in the test suite "corpus":
+///   TEST_CASE("..." * doctest::test_suite("corpus"))
+/// ctest runs those in entries of their own (corpus/<file>, tests/CMakeLists.txt). When the corpus
+/// is absent the test case is marked skipped and nullopt returned (the caller returns), so ctest
+/// reports the entry as skipped, never as passed; with MEMSNAP_REQUIRE_CORPUS=1 in the
+/// environment an absent corpus fails the test case instead. Fails when called from a test case
+/// outside the suite "corpus": that one would pass by skipping inside the `unit` entry.
 std::optional<std::string> CorpusDir();
 
-/// Every snapshot file in the corpus (sorted), empty when the corpus is absent.
+/// Every snapshot file of the corpus (sorted; manifest.json and README.md left out). Same
+/// contract as CorpusDir(): empty when the corpus is absent (the test case is then skipped).
 std::vector<std::string> CorpusFiles();
+
+/// Marks the running test case skipped, with the reason (tests/unit/test_main.cpp). When every
+/// test case of a run is skipped, memsnap_tests exits kSkipExitCode (ctest SKIP_RETURN_CODE).
+void SkipTestCase(const std::string& reason);
+inline constexpr int kSkipExitCode = 77;
+
+/// The test suite of the running test case ("" outside any).
+std::string_view CurrentTestSuite();
 
 /// Parses bytes in memory (any container) and returns the snapshot or fails the test.
 Snapshot ParseOrFail(const std::string& bytes, const std::string& name = "<test>");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -18,10 +19,13 @@ enum class FragMoment : uint8_t {
   kEnd,            // the `segments` of the snapshot (the default)
   kPeakReserved,   // per device, the moment of peak reserved (most allocated among ties)
   kPeakAllocated,  // per device, the first moment of peak allocated
+  kMoment,         // per device, the state after FragOptions::moment (an event or a time)
 };
 
 struct FragOptions {
   FragMoment at = FragMoment::kEnd;
+  /// kMoment: the moment (Moment::Kind::kEvent or kTime), resolved per device as `top --at`.
+  Moment moment;
   /// Number of evenly spaced samples for the fragmentation timeline; 0 = no timeline.
   int timeline_samples = 0;
 };
@@ -135,6 +139,7 @@ struct DevicePeaks {
 struct FragReport {
   SourceInfo source;
   FragMoment at = FragMoment::kEnd;
+  Moment moment;  // kMoment: the moment asked for
   FragFigures totals;
   double external_fragmentation = 0;  // over all groups, as in DeviceFrag
   std::vector<DeviceFrag> devices;    // ascending device

@@ -20,5 +20,6 @@ RunFn SetupExport(CLI::App& sub);
 RunFn SetupConvert(CLI::App& sub);
 RunFn SetupCompletion(CLI::App& sub);
 RunFn SetupHelpMarkdown(CLI::App& sub);
+RunFn SetupHelpMan(CLI::App& sub);
 
 }  // namespace memsnap::cli

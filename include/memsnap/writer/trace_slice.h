@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memsnap/io/snapshot_writer.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/writer/snapshot_writer.h"
 
-namespace memsnap::io {
+namespace memsnap::writer {
 
 /// One end of a slice, as the user wrote it.
 struct SliceBound {
@@ -44,4 +44,4 @@ struct TraceSlice {
 absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& from,
                                         const SliceBound& to);
 
-}  // namespace memsnap::io
+}  // namespace memsnap::writer

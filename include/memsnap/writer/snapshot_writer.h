@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "memsnap/model/snapshot.h"
 
-namespace memsnap::io {
+namespace memsnap::writer {
 
 /// Events [begin, end) of Snapshot::events to write for one device trace.
 struct EventRange {
@@ -43,4 +43,4 @@ absl::Status WriteSnapshotPickle(const Snapshot& snap, const SnapshotWriteOption
 absl::Status WriteSnapshotJson(const Snapshot& snap, const SnapshotWriteOptions& options,
                                std::ostream& out);
 
-}  // namespace memsnap::io
+}  // namespace memsnap::writer

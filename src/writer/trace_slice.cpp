@@ -1,4 +1,4 @@
-#include "memsnap/io/trace_slice.h"
+#include "memsnap/writer/trace_slice.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/strings.h"
 
-namespace memsnap::io {
+namespace memsnap::writer {
 
 namespace {
 
@@ -123,4 +123,4 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
   return out;
 }
 
-}  // namespace memsnap::io
+}  // namespace memsnap::writer

@@ -1,6 +1,6 @@
 // One traversal of the model in PyTorch's key order (EmitSnapshot), two emitters: pickle (memo
 // sharing of frames and stacks) and JSON (streamed text).
-#include "memsnap/io/snapshot_writer.h"
+#include "memsnap/writer/snapshot_writer.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/io/pickle_writer.h"
 
-namespace memsnap::io {
+namespace memsnap::writer {
 
 namespace {
 
@@ -47,9 +47,9 @@ class PickleEmitter {
  public:
   PickleEmitter(const Snapshot& snap, std::ostream& out, int protocol)
       : snap_(snap), w_(out, protocol) {
-    key_slots_.fill(PickleWriter::kNoSlot);
-    frame_slots_.assign(snap.frames.size(), PickleWriter::kNoSlot);
-    stack_slots_.assign(snap.stacks.size(), PickleWriter::kNoSlot);
+    key_slots_.fill(io::PickleWriter::kNoSlot);
+    frame_slots_.assign(snap.frames.size(), io::PickleWriter::kNoSlot);
+    stack_slots_.assign(snap.stacks.size(), io::PickleWriter::kNoSlot);
   }
   void BeginDict(size_t n) { w_.BeginDict(n); }
   void EndDict() { w_.EndDict(); }
@@ -71,12 +71,12 @@ class PickleEmitter {
   /// Identical tracebacks are one memoized list; identical frames one memoized dict.
   void Stack(StackId id) {
     uint32_t& slot = stack_slots_[id.v];
-    if (slot != PickleWriter::kNoSlot) return w_.Get(slot);
+    if (slot != io::PickleWriter::kNoSlot) return w_.Get(slot);
     std::span<const FrameId> frames = snap_.stacks.Get(id);
     uint32_t s = w_.BeginList(frames.size());
     for (FrameId f : frames) {
       uint32_t& fslot = frame_slots_[f.v];
-      if (fslot != PickleWriter::kNoSlot) {
+      if (fslot != io::PickleWriter::kNoSlot) {
         w_.Get(fslot);
         continue;
       }
@@ -97,7 +97,7 @@ class PickleEmitter {
 
  private:
   const Snapshot& snap_;
-  PickleWriter w_;
+  io::PickleWriter w_;
   std::array<uint32_t, static_cast<size_t>(K::kCount)> key_slots_;
   std::vector<uint32_t> frame_slots_;
   std::vector<uint32_t> stack_slots_;
@@ -413,4 +413,4 @@ absl::Status WriteSnapshotJson(const Snapshot& snap, const SnapshotWriteOptions&
   return EmitSnapshot(snap, options, e);
 }
 
-}  // namespace memsnap::io
+}  // namespace memsnap::writer

@@ -1,0 +1,97 @@
+// Everything the HTML report shows, computed before any of it is rendered: `memsnap report` calls
+// AnalyzeForReport (or AnalyzeDiffForReport) and hands the result to report::BuildReportData,
+// which only writes it out (docs/report.md).
+//
+//   Snapshot ──AnalyzeForReport──> ReportAnalysis
+//                                  ├── timeline            lifetimes, curves (timeline.h)
+//                                  ├── devices[]           per device with a timeline:
+//                                  │     ├── lod           zoomable curves and bands
+//                                  (timeline_lod.h) │     └── states        allocator states
+//                                  (alloc_states.h) ├── peak_sites          alive at each device's
+//                                  peak, by site ├── alloc_sites         allocated over the trace,
+//                                  by site └── replay              curves under other settings
+//                                  (replay.h)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/alloc_states.h"
+#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/filter.h"
+#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/replay.h"
+#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline_lod.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct ReportAnalysisOptions {
+  LodOptions lod;                 // curve columns and bands
+  AllocatorStatesOptions states;  // how many allocator states the page keeps
+  int top_sites = 25;             // rows of the site tables (the tail folds into "[N others]")
+  GroupOptions group;             // how sites are keyed (frame filters, depth)
+  /// PYTORCH_CUDA_ALLOC_CONF strings to replay the trace under (besides the recorded settings).
+  std::vector<std::string> replay_confs;
+  bool with_states = true;  // the diff page leaves the allocator states and sites out
+  bool with_sites = true;
+  bool with_steps = false;  // the diff page aligns the two timelines on their steps
+};
+
+struct DeviceReportAnalysis {
+  int32_t device = 0;
+  size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
+  TimelineLod lod;
+  AllocatorStates states;                            // empty without options.with_states
+  std::vector<int64_t> oom_events;                   // device-local events of the OOMs
+  std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
+  /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
+  StepInfo steps;
+};
+
+/// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.
+struct SiteTable {
+  std::string moment;  // "peak" or "end" (peak_sites); empty for alloc_sites
+  int64_t total_bytes = 0, total_count = 0;
+  std::vector<GroupRow> rows;
+};
+
+/// One replay run's reserved curve, at its change points, in the x units of the device's lod.
+struct ReplayCurve {
+  std::vector<double> x;
+  std::vector<int64_t> reserved;
+};
+
+struct ReportAnalysis {
+  Timeline timeline;
+  /// The frame filter of options.group (--hide, --keep, --python-only), for the stacks the page
+  /// lists (copy it to use it: it caches).
+  std::optional<FrameFilter> frames;
+  std::vector<DeviceReportAnalysis> devices;  // ascending device, as timeline.devices
+  SiteTable peak_sites;   // each device at the peak of its drawn curve (counted lifetimes)
+  SiteTable alloc_sites;  // every lifetime counts once
+  std::optional<ReplayReport> replay;
+  std::vector<ReplayCurve> replay_curves;  // one per replay.results entry
+};
+
+/// Runs every analysis behind the single-file page. Errors: a filter regex or a --replay
+/// configuration that does not parse, a replay that fails.
+absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
+                                                const ReportAnalysisOptions& options);
+
+struct DiffReportAnalysis {
+  ReportAnalysis before, after;  // curves, bands and steps of each file
+  DiffReport diff;               // sites at the peak (or the end), scopes, settings
+};
+
+/// Runs every analysis behind the diff page.
+absl::StatusOr<DiffReportAnalysis> AnalyzeDiffForReport(const Snapshot& before,
+                                                        const Snapshot& after,
+                                                        const ReportAnalysisOptions& options);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Checks that memsnap installs like a command-line tool, from the build in build/ (or $1):
+#   - `cmake --install` into a temporary prefix puts bin/memsnap, the man page and the bash
+#     completion where they belong, and the installed binary runs (`--version`);
+#   - `man -l` renders the page, with every command in it;
+#   - the installed completion script, sourced in bash, completes commands and flags;
+#   - `cpack -G DEB` makes a .deb whose Depends names the Debian packages of what memsnap links,
+#     whose files are those above, and whose memsnap runs once unpacked (dpkg-deb -x).
+# Installs man-db and dpkg-dev if missing (MEMSNAP_SETUP_INSTALL=1 scripts/setup.sh). CI runs it
+# after scripts/test.sh (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+MEMSNAP_SETUP_INSTALL=1 ./scripts/setup.sh
+cmake --build "$build" -j"${MEMSNAP_JOBS:-2}" --target memsnap memsnap_man
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "install_check: FAIL: $*" >&2; exit 1; }
+
+echo "install_check: cmake --install into $work/prefix" >&2
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+for f in bin/memsnap share/man/man1/memsnap.1 share/bash-completion/completions/memsnap \
+         share/doc/memsnap/README.md share/doc/memsnap/cli.md; do
+  [[ -f "$work/prefix/$f" ]] || fail "cmake --install did not install $f"
+done
+version="$("$work/prefix/bin/memsnap" --version)" || fail "the installed memsnap --version failed"
+echo "$version" | sed 's/^/  /' >&2
+grep -q "^memsnap [0-9]" <<<"$version" || fail "--version does not start with 'memsnap <version>'"
+grep -q "^features: " <<<"$version" || fail "--version does not name the optional features"
+grep -q "^build: .*sanitizers: " <<<"$version" || fail "--version does not describe the build"
+
+# The man page: rendered without roff warnings, and naming every command of `memsnap --help`.
+page="$work/memsnap.txt"
+MANWIDTH=100 man --warnings -l "$work/prefix/share/man/man1/memsnap.1" >"$page" \
+  2>"$work/man.err" || fail "man -l failed: $(cat "$work/man.err")"
+[[ ! -s "$work/man.err" ]] || fail "man -l warns: $(cat "$work/man.err")"
+for section in NAME SYNOPSIS DESCRIPTION "GLOBAL OPTIONS" COMMANDS "EXIT STATUS"; do
+  grep -q "^$section" "$page" || fail "the man page has no $section section"
+done
+commands="$("$work/prefix/bin/memsnap" --help |
+            awk '/^Subcommands:/ { on = 1; next } on && NF == 0 { on = 0 } on { print $1 }')"
+[[ -n "$commands" ]] || fail "memsnap --help lists no subcommands"
+for c in $commands; do
+  grep -q "memsnap $c \[OPTIONS\]" "$page" || fail "the man page does not describe '$c'"
+done
+echo "install_check: man -l: $(wc -l <"$page") lines, $(wc -w <<<"$commands") commands" >&2
+
+# The completion: sourced from its installed place, it completes a command and a flag.
+completion="$work/prefix/share/bash-completion/completions/memsnap"
+got="$(bash -c '
+  source "$1"
+  complete -p memsnap >/dev/null || exit 1
+  COMP_WORDS=(memsnap ti); COMP_CWORD=1; _memsnap; echo "${COMPREPLY[*]}"
+  COMP_WORDS=(memsnap top --py); COMP_CWORD=2; _memsnap; echo "${COMPREPLY[*]}"
+' _ "$completion")" || fail "sourcing $completion does not define a completion for memsnap"
+[[ "$got" == $'timeline\n--python-only' ]] ||
+  fail "the completion completes 'memsnap ti' and 'memsnap top --py' as: $got"
+echo "install_check: bash completion completes commands and flags" >&2
+
+# The .deb.
+(cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) ||
+  fail "cpack -G DEB failed: $(tail -20 "$work/cpack.log")"
+deb="$(ls "$work"/deb/memsnap_*.deb)"
+info="$(dpkg-deb --info "$deb")"
+contents="$(dpkg-deb --contents "$deb")"
+echo "install_check: $(basename "$deb"), $(du -k "$deb" | cut -f1) KiB" >&2
+depends="$(dpkg-deb --field "$deb" Depends)"
+echo "  Depends: $depends" >&2
+for dep in libc6 libstdc++6 libabsl zlib1g libsimdjson; do
+  grep -q "$dep" <<<"$depends" || fail "the .deb does not depend on $dep: $depends"
+done
+for f in ./usr/bin/memsnap ./usr/share/man/man1/memsnap.1 \
+         ./usr/share/bash-completion/completions/memsnap; do
+  grep -q " $f\$" <<<"$contents" || fail "the .deb does not contain $f"
+done
+grep -q "^ Package: memsnap$" <<<"$info" || fail "the .deb is not the package memsnap"
+dpkg-deb -x "$deb" "$work/unpacked"
+"$work/unpacked/usr/bin/memsnap" --version >/dev/null || fail "memsnap from the .deb does not run"
+echo "install_check: ok" >&2

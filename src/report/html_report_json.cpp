@@ -1,0 +1,310 @@
+// The JSON pieces both pages share: stacks, site tables, the file header, a device's zoomable
+// timeline and its allocator states. Large arrays are packed (PackVarints); web/src/codec.js reads
+// them back. The field layout is documented in docs/report.md, "The page's data".
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/report/html_report.h"
+#include "memsnap/report/summary_render.h"
+#include "memsnap/util/format.h"
+#include "report/html_report_internal.h"
+
+namespace memsnap::report {
+
+std::string PackVarints(const std::vector<int64_t>& values) {
+  std::string bytes;
+  bytes.reserve(values.size() * 2);
+  for (int64_t v : values) {
+    uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);  // zigzag
+    while (z >= 0x80) {
+      bytes.push_back(static_cast<char>((z & 0x7f) | 0x80));
+      z >>= 7;
+    }
+    bytes.push_back(static_cast<char>(z));
+  }
+  return absl::Base64Escape(bytes);
+}
+
+namespace internal {
+
+using analysis::DeviceTimeline;
+using analysis::kNoEvent;
+
+int StackTableJson::Add(StackId stack) {
+  if (!stack.valid()) return -1;
+  auto it = stack_index_.find(stack.v);
+  if (it != stack_index_.end()) return it->second;
+  std::vector<int> frames;
+  for (FrameId f : filter_.Filtered(stack)) frames.push_back(AddText(snap_.FrameText(f)));
+  int id = static_cast<int>(stacks_.size());
+  stacks_.push_back(std::move(frames));
+  stack_index_.emplace(stack.v, id);
+  return id;
+}
+
+int StackTableJson::AddText(const std::string& text) {
+  auto [it, inserted] = text_index_.try_emplace(text, static_cast<int>(frame_texts_.size()));
+  if (inserted) frame_texts_.push_back(text);
+  return it->second;
+}
+
+Json StackTableJson::Indices(const std::vector<std::string>& texts) {
+  Json out = Json::array();
+  for (const std::string& t : texts) out.push_back(AddText(t));
+  return out;
+}
+
+Json StackTableJson::FramesJson() const { return Json(frame_texts_); }
+Json StackTableJson::StacksJson() const { return Json(stacks_); }
+
+Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks) {
+  Json j;
+  if (!table.moment.empty()) j["moment"] = table.moment;
+  j["total_bytes"] = table.total_bytes;
+  j["total_count"] = table.total_count;
+  Json rows = Json::array();
+  for (const analysis::GroupRow& r : table.rows) {
+    Json row;
+    row["key"] = r.key;
+    row["frames"] = stacks.Indices(r.frames);
+    row["bytes"] = r.bytes;
+    row["rounded"] = r.rounded_bytes;
+    row["count"] = r.count;
+    if (r.synthetic) row["synthetic"] = true;
+    rows.push_back(std::move(row));
+  }
+  j["rows"] = std::move(rows);
+  return j;
+}
+
+Json FileJson(const Snapshot& snap) {
+  Json j;
+  j["path"] = snap.source.path;
+  j["file_bytes"] = snap.source.file_bytes;
+  j["segments"] = snap.segments.size();
+  j["blocks"] = snap.blocks.size();
+  j["events"] = snap.events.size();
+  int64_t reserved = 0, active = 0;
+  for (const Segment& s : snap.segments) reserved += s.total_size;
+  for (const Block& b : snap.blocks) {
+    if (b.is_active()) active += b.requested_size;
+  }
+  j["reserved_bytes"] = reserved;
+  j["live_bytes"] = active;
+  if (snap.settings.present) j["alloc_conf"] = snap.settings.conf;
+  return j;
+}
+
+namespace {
+
+int64_t EventOrNone(uint32_t e) { return e == kNoEvent ? -1 : static_cast<int64_t>(e); }
+
+// One tile's buckets, 8 varints each, deltas against the previous bucket (docs/report.md).
+std::string PackTile(const analysis::LodTile& t, int columns) {
+  std::vector<int64_t> v;
+  v.reserve(t.buckets.size() * 8);
+  int64_t index = t.tile * columns, last = -1, live = 0, reserved = 0;
+  for (const analysis::LodBucket& b : t.buckets) {
+    v.push_back(b.index - index);
+    v.push_back(b.sample_event - last);
+    v.push_back(b.last_event - b.sample_event);
+    v.push_back(b.live_max - live);
+    v.push_back(b.live_max - b.live_min);
+    v.push_back(b.live_max - b.live_last);
+    v.push_back(b.reserved_max - reserved);
+    v.push_back(b.reserved_max - b.reserved_last);
+    index = b.index;
+    last = b.last_event;
+    live = b.live_max;
+    reserved = b.reserved_max;
+  }
+  return PackVarints(v);
+}
+
+std::string PackAscending(const std::vector<uint32_t>& ids) {
+  std::vector<int64_t> v;
+  int64_t prev = 0;
+  for (uint32_t id : ids) {
+    v.push_back(static_cast<int64_t>(id) - prev);
+    prev = id;
+  }
+  return PackVarints(v);
+}
+
+int ClassCode(analysis::LifetimeClass c) { return static_cast<int>(c); }
+
+}  // namespace
+
+Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
+                  const analysis::DeviceReportAnalysis& d, StackTableJson& stacks) {
+  const analysis::TimelineLod& lod = d.lod;
+  Json j;
+  j["device"] = dt.device;
+  j["num_events"] = dt.num_events;
+  j["lifetimes"] = dt.blocks.size();
+  j["end_live"] = dt.end_requested;
+  j["end_reserved"] = dt.end_reserved;
+  Json counted;
+  counted["open_left_out"] = lod.counted.open_left_out;
+  counted["open_left_out_bytes"] = lod.counted.open_left_out_bytes;
+  counted["pre_window_left_out"] = lod.counted.pre_window_left_out;
+  counted["pre_window_left_out_bytes"] = lod.counted.pre_window_left_out_bytes;
+  counted["timeline_min_live"] = lod.counted.timeline_min_live;
+  counted["timeline_min_reserved"] = lod.counted.timeline_min_reserved;
+  counted["segments_left_out"] = lod.counted.segments_left_out;
+  counted["segments_left_out_bytes"] = lod.counted.segments_left_out_bytes;
+  counted["timeline_max_over_reserved"] = lod.counted.timeline_max_over_reserved;
+  counted["counted_max_over_reserved"] = lod.counted.counted_max_over_reserved;
+  counted["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
+  counted["frees_without_alloc"] = dt.frees_without_alloc;
+  counted["pre_window"] = dt.by_class[static_cast<int>(analysis::LifetimeClass::kPreWindow)].count;
+  counted["pre_window_bytes"] =
+      dt.by_class[static_cast<int>(analysis::LifetimeClass::kPreWindow)].bytes;
+  counted["ghosts"] = dt.by_class[static_cast<int>(analysis::LifetimeClass::kGhost)].count;
+  counted["ghost_bytes"] = dt.by_class[static_cast<int>(analysis::LifetimeClass::kGhost)].bytes;
+  counted["end_live_counted"] = lod.end_live;
+  j["counted"] = std::move(counted);
+  if (dt.num_events == 0 || lod.tiles.empty()) return j;
+  j["has_time"] = lod.has_time;
+  if (lod.has_time) j["t0_us"] = lod.t0_us;
+  j["x_span"] = lod.x_span;
+  j["columns"] = lod.columns;
+  j["levels"] = lod.levels;
+  j["complete_levels"] = lod.complete_levels;
+  Json peak;
+  peak["bytes"] = lod.peak_bytes;
+  peak["event"] = lod.peak_event;
+  peak["x"] = lod.EventX(snap, dt, lod.peak_event);
+  peak["reserved_bytes"] = lod.peak_reserved;
+  peak["reserved_event"] = lod.peak_reserved_event;
+  peak["reserved_x"] = lod.EventX(snap, dt, lod.peak_reserved_event);
+  j["peak"] = std::move(peak);
+  Json ooms = Json::array();
+  for (int64_t e : d.oom_events) {
+    ooms.push_back(Json{{"event", e},
+                        {"x", lod.EventX(snap, dt, e)},
+                        {"bytes", snap.events[dt.event_begin + e].size}});
+  }
+  j["ooms"] = std::move(ooms);
+  Json tiles = Json::array();
+  for (const analysis::LodTile& t : lod.tiles) {
+    tiles.push_back(Json::array(
+        {t.level, t.tile, t.buckets.size(), PackTile(t, lod.columns), PackAscending(t.bands)}));
+  }
+  j["tiles"] = std::move(tiles);
+  // The band lifetimes, 11 varints each (docs/report.md).
+  std::vector<int64_t> v;
+  v.reserve(lod.bands.size() * 11);
+  int64_t prev_alloc = -1, prev_x = 0;
+  for (const analysis::LodBand& band : lod.bands) {
+    const analysis::BlockLifetime& b = dt.blocks[band.lifetime];
+    int64_t alloc = EventOrNone(b.alloc_event), free = EventOrNone(b.free_completed_event);
+    auto ax = static_cast<int64_t>(band.alloc_x), fx = static_cast<int64_t>(band.free_x);
+    v.push_back(alloc - prev_alloc);
+    v.push_back(free < 0 ? -1 : free - alloc);
+    v.push_back(ax - prev_x);
+    v.push_back(fx - ax);
+    v.push_back(b.requested_size);
+    v.push_back(b.rounded_size - b.requested_size);
+    v.push_back(static_cast<int64_t>(b.address));
+    v.push_back(b.stream);
+    v.push_back(ClassCode(b.cls));
+    v.push_back(stacks.Add(b.stack) + 1);
+    v.push_back(b.version);
+    prev_alloc = alloc;
+    prev_x = ax;
+  }
+  j["bands"] = Json{{"n", lod.bands.size()}, {"data", PackVarints(v)}};
+  j["reduced"] = lod.reduced.empty() ? Json(nullptr) : Json(lod.reduced);
+  if (!d.steps.begin.empty()) {
+    Json steps = Json::array();
+    for (int64_t e : d.steps.begin) steps.push_back(lod.EventX(snap, dt, e));
+    steps.push_back(lod.EventX(snap, dt, d.steps.end.back()));
+    j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
+  }
+  // Memory by category over time and at the peak (parameters, gradients, optimizer state,
+  // activations) goes here once the attribution analysis provides it; the page draws it when set.
+  j["categories"] = nullptr;
+  return j;
+}
+
+namespace {
+
+Json FiguresJson(const analysis::FragSample& s) {
+  const analysis::FragFigures& f = s.figures;
+  Json j;
+  j["segments"] = f.segments;
+  j["blocks"] = f.blocks;
+  j["reserved_bytes"] = f.reserved_bytes;
+  j["allocated_bytes"] = f.allocated_bytes;
+  j["pending_free_bytes"] = f.pending_free_bytes;
+  j["free_bytes"] = f.free_bytes;
+  j["free_blocks"] = f.free_blocks;
+  j["largest_free_bytes"] = f.largest_free_bytes;
+  j["releasable_bytes"] = f.releasable_bytes;
+  j["stranded_bytes"] = f.stranded_bytes;
+  j["free_segments"] = f.free_segments;
+  j["requested_bytes"] = f.requested_bytes;
+  j["external_fragmentation"] = std::round(s.external_fragmentation * 10000.0) / 10000.0;
+  return j;
+}
+
+}  // namespace
+
+Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
+                const analysis::DeviceReportAnalysis& d, StackTableJson& stacks) {
+  const analysis::AllocatorStates& st = d.states;
+  Json j;
+  if (st.states.empty()) return Json(nullptr);
+  std::vector<std::string> pools;
+  auto pool_index = [&](const std::string& name) {
+    auto it = std::find(pools.begin(), pools.end(), name);
+    if (it != pools.end()) return static_cast<int64_t>(it - pools.begin());
+    pools.push_back(name);
+    return static_cast<int64_t>(pools.size() - 1);
+  };
+  // Distinct segments: 6 varints of header, then 4 per span (docs/report.md).
+  std::vector<int64_t> v;
+  for (const analysis::StateSegment& s : st.segments) {
+    v.push_back(static_cast<int64_t>(s.address));
+    v.push_back(s.size);
+    v.push_back(s.stream);
+    v.push_back(pool_index(PoolName(s.pool)));
+    v.push_back((s.is_small ? 1 : 0) | (s.is_expandable ? 2 : 0));
+    v.push_back(static_cast<int64_t>(s.spans.size()));
+    for (const analysis::StateSpan& p : s.spans) {
+      v.push_back(p.size);
+      v.push_back(static_cast<int64_t>(p.kind));
+      v.push_back(p.requested);
+      int stack = -1;
+      if (p.lifetime >= 0) stack = stacks.Add(dt.blocks[p.lifetime].stack);
+      v.push_back(stack + 1);
+    }
+  }
+  j["pools"] = pools;
+  j["segments"] = Json{{"n", st.segments.size()}, {"data", PackVarints(v)}};
+  Json moments = Json::array();
+  for (const analysis::AllocatorState& s : st.states) {
+    Json m;
+    m["event"] = s.event;
+    m["x"] = d.lod.EventX(snap, dt, s.event);
+    if (s.time_us != kNoTime) m["time_us"] = s.time_us;
+    if (!s.labels.empty()) m["labels"] = s.labels;
+    m["figures"] = FiguresJson(s.sample);
+    std::vector<int64_t> ids(s.segments.begin(), s.segments.end());
+    m["segments"] = PackVarints(ids);
+    moments.push_back(std::move(m));
+  }
+  j["moments"] = std::move(moments);
+  j["peak_reserved_event"] = st.peak_reserved_event;
+  j["peak_allocated_event"] = st.peak_allocated_event;
+  j["samples"] = st.samples;
+  j["reduced"] = st.reduced.empty() ? Json(nullptr) : Json(st.reduced);
+  j["warnings"] = st.warnings;
+  return j;
+}
+
+}  // namespace internal
+
+}  // namespace memsnap::report

@@ -1,0 +1,372 @@
+#!/usr/bin/env node
+// Opens `memsnap report` pages of fixtures and corpus files in headless Chromium (Debian's, driven by
+// playwright-core, which downloads no browser) and checks them the way a user would look at them,
+// by reading the rendered DOM and the figures the page exports (window.__memsnap):
+//   - no console error, the script finished;
+//   - no negative value and nothing drawn outside the plot area, on every timeline;
+//   - zooming into the peak step with wheel and drag events redraws from finer data, and there
+//     the bands and the grey band add up to the live curve, which is the peak;
+//   - the allocator state at the peak matches `memsnap frag --at peak --json`;
+//   - the diff page's deltas match `memsnap diff --at peak --json`;
+//   - the view survives a reload through the URL hash, follows a resize, and resets with a key.
+//
+// Usage: node check_report.mjs MEMSNAP SOURCE_DIR [--keep DIR] [--corpus DIR]
+// Without --corpus it checks pages of the project's fixtures; with it, pages of corpus files only,
+// and it exits 77 when that folder is absent (1 when MEMSNAP_REQUIRE_CORPUS=1, as CI sets).
+// Exits 77 (ctest SKIP_RETURN_CODE) when Chromium is absent (MEMSNAP_CHROMIUM overrides
+// /usr/bin/chromium). With --keep DIR the pages are left in DIR.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const SKIP = 77;
+const [memsnap, sourceDir] = process.argv.slice(2);
+const keepAt = process.argv.indexOf("--keep");
+const keep = keepAt > 0 ? process.argv[keepAt + 1] : null;
+const corpusAt = process.argv.indexOf("--corpus");
+const corpus = corpusAt > 0 ? process.argv[corpusAt + 1] : null;
+const corpusFiles = corpus && fs.existsSync(corpus)
+  ? fs.readdirSync(corpus).filter((f) => f.endsWith(".pickle")).map((f) => path.join(corpus, f))
+    .sort((p, q) => fs.statSync(q).size - fs.statSync(p).size || (p < q ? -1 : 1))
+  : [];
+if (corpus && !corpusFiles.length) {
+  if (process.env.MEMSNAP_REQUIRE_CORPUS === "1") {
+    console.log(`FAIL: the corpus ${corpus} is absent and MEMSNAP_REQUIRE_CORPUS=1`);
+    process.exit(1);
+  }
+  console.log(`skipped: the corpus ${corpus} is absent`);
+  process.exit(SKIP);
+}
+const browserPath = process.env.MEMSNAP_CHROMIUM || "/usr/bin/chromium";
+if (!fs.existsSync(browserPath)) {
+  console.log(`skipped: ${browserPath} not found (install Debian's chromium package, e.g. ` +
+    "MEMSNAP_SETUP_BROWSER=1 scripts/setup.sh)");
+  process.exit(SKIP);
+}
+const driver = path.join(sourceDir, "web", "node_modules", "playwright-core", "index.mjs");
+if (!fs.existsSync(driver)) {
+  console.log(`FAIL: ${driver} is missing: run scripts/setup.sh (npm ci in web/)`);
+  process.exit(1);
+}
+const { chromium } = await import(pathToFileURL(driver).href);
+
+const tmp = keep || fs.mkdtempSync(path.join(os.tmpdir(), "memsnap-browser-"));
+fs.mkdirSync(tmp, { recursive: true });
+const failures = [];
+const fail = (name, what) => failures.push(`${name}: ${what}`);
+
+function run(args) {
+  return execFileSync(memsnap, ["-q", ...args], { encoding: "utf8", maxBuffer: 1 << 30 });
+}
+function report(name, args) {
+  const html = path.join(tmp, `${name}.html`);
+  run(["report", ...args, "-o", html]);
+  return html;
+}
+
+// A trace the final state cannot explain, made the way large test traces are made: the trace
+// repeated K times, each copy moved to its own addresses and later in time. Copies' allocations
+// are never freed at addresses the final state knows, and their frees of blocks allocated before
+// the trace are of blocks never allocated: the curve, added up as recorded, goes negative.
+function amplify(input, k, output) {
+  const json = path.join(tmp, "amplify-in.json");
+  run(["convert", input, json]);
+  const d = JSON.parse(fs.readFileSync(json, "utf8"));
+  d.device_traces = d.device_traces.map((t) => {
+    if (!t || !t.length) return t;
+    const times = t.map((e) => e.time_us || 0);
+    const span = Math.max(...times) - Math.min(...times) + 1000;
+    const out = [];
+    for (let c = 0; c < k; c++) {
+      for (const e of t) {
+        const e2 = Object.assign({}, e);
+        if ("addr" in e2 && c) e2.addr = e2.addr + c * 2 ** 40;
+        if ("time_us" in e2) e2.time_us = e2.time_us + c * span;
+        out.push(e2);
+      }
+    }
+    return out;
+  });
+  fs.writeFileSync(output, JSON.stringify(d));
+  return output;
+}
+
+const browser = await chromium.launch({ executablePath: browserPath, args: ["--no-sandbox", "--disable-gpu"] });
+
+async function open(name, html, width = 1400) {
+  const page = await browser.newPage({ viewport: { width, height: 1000 } });
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(html.startsWith("file:") ? html : pathToFileURL(html).href);
+  await page.waitForFunction(() => document.body.dataset.rendered || document.body.dataset.jsError, null, { timeout: 60000 });
+  const jsError = await page.evaluate(() => document.body.dataset.jsError || null);
+  if (jsError) fail(name, `JavaScript error: ${jsError}`);
+  page.memsnapErrors = errors;
+  return page;
+}
+
+function checkConsole(name, page) {
+  for (const e of page.memsnapErrors) fail(name, `console error: ${e}`);
+}
+
+// No negative value, nothing outside the plot, and the y axis above every value in the view.
+async function checkTimelines(name, page) {
+  const figs = await page.evaluate(() => __memsnap.timelines.map((t) => {
+    const f = t.figures(), c = t.cols;
+    let min = Infinity, max = 0;
+    for (let i = 0; i < c.x.length; i++) {
+      const right = t.colRight(i);
+      if (right < t.a || c.x[i] > t.b) continue;
+      min = Math.min(min, c.min[i], c.res[i], t.rest[i]);
+      max = Math.max(max, c.max[i], c.res[i]);
+    }
+    return Object.assign(f, { min, max });
+  }));
+  figs.forEach((f, i) => {
+    if (f.negative) fail(name, `timeline ${i}: ${f.negative} columns with a negative value`);
+    if (f.min < 0) fail(name, `timeline ${i}: a value of ${f.min} is drawn`);
+    if (f.outside) fail(name, `timeline ${i}: ${f.outside} shapes drawn outside the plot area`);
+    if (f.max > f.y_top) fail(name, `timeline ${i}: ${f.max} drawn above the axis top ${f.y_top}`);
+  });
+  return figs;
+}
+
+async function chartBox(page, index) {
+  return page.evaluate((i) => {
+    const t = __memsnap.timelines[i], r = t.u.over.getBoundingClientRect();
+    return { left: r.left, top: r.top, width: r.width, height: r.height };
+  }, index);
+}
+
+// Scrolls the chart into view and returns the page x of raw x on it.
+async function pixelOf(page, index, x) {
+  await page.evaluate((i) => __memsnap.timelines[i].host.scrollIntoView({ block: "center" }), index);
+  return page.evaluate(([i, xv]) => {
+    const t = __memsnap.timelines[i];
+    return t.u.over.getBoundingClientRect().left + t.u.valToPos(t.map.fwd(xv), "x");
+  }, [index, x]);
+}
+
+// Zooms into the peak with the mouse wheel, then with a drag across it, and checks the columns
+// there: redrawn from finer data, bands + grey band == live == the peak.
+async function zoomIntoPeak(name, page, index) {
+  const dev = await page.evaluate((i) => __memsnap.timelines[i].dev, index);
+  if (!dev.peak) return;
+  const before = await page.evaluate((i) => __memsnap.timelines[i].figures(), index);
+  let box = await chartBox(page, index);
+  for (let k = 0; k < 5; k++) {
+    const px = await pixelOf(page, index, dev.peak.x);
+    box = await chartBox(page, index);
+    await page.mouse.move(px, box.top + box.height / 2);
+    await page.mouse.wheel(0, -400);
+    await page.waitForTimeout(30);
+  }
+  const wheeled = await page.evaluate((i) => __memsnap.timelines[i].figures(), index);
+  if (!(wheeled.view[1] - wheeled.view[0] < (before.view[1] - before.view[0]) / 4)) {
+    fail(name, `the wheel did not zoom in (view ${before.view} -> ${wheeled.view})`);
+  }
+  // A drag from a bit left of the peak to a bit right of it zooms to that range.
+  const px = await pixelOf(page, index, dev.peak.x);
+  box = await chartBox(page, index);
+  const y = box.top + box.height / 2;
+  await page.mouse.move(Math.max(box.left + 2, px - 60), y);
+  await page.mouse.down();
+  await page.mouse.move(px, y, { steps: 4 });
+  await page.mouse.move(Math.min(box.left + box.width - 2, px + 60), y, { steps: 4 });
+  await page.mouse.up();
+  await page.waitForTimeout(50);
+  const dragged = await page.evaluate((i) => __memsnap.timelines[i].figures(), index);
+  const narrowest = wheeled.view[1] - wheeled.view[0] <= wheeled.min_width * 1.01;
+  if (!narrowest && !(dragged.view[1] - dragged.view[0] < wheeled.view[1] - wheeled.view[0])) {
+    fail(name, `dragging did not zoom in (view ${wheeled.view} -> ${dragged.view})`);
+  }
+  if (dragged.bucket_width > before.bucket_width / 4 && dev.levels > 1) {
+    fail(name, `zoomed in, the columns are no finer (${before.bucket_width} -> ${dragged.bucket_width})`);
+  }
+  const col = await page.evaluate(([i, x]) => __memsnap.timelines[i].columnAt(x), [index, dev.peak.x]);
+  if (col.live !== dev.peak.bytes) fail(name, `the column at the peak shows ${col.live} live, the peak is ${dev.peak.bytes}`);
+  const sum = col.bands.reduce((s, b) => s + b.size, 0);
+  if (sum !== col.bands_sum || sum + col.rest !== col.live) {
+    fail(name, `at the peak, bands ${sum} + grey ${col.rest} != live ${col.live}`);
+  }
+  if (col.rest < 0) fail(name, `at the peak the grey band is negative (${col.rest})`);
+  if (col.bands.length === 0 || sum < col.live / 2) {
+    fail(name, `zoomed into the peak, bands show only ${sum} of ${col.live} live bytes`);
+  }
+  // Band heights stack without gaps from 0.
+  const sorted = [...col.bands].sort((p, q) => p.bottom - q.bottom);
+  let top = 0;
+  for (const b of sorted) {
+    if (b.bottom !== top) { fail(name, `bands at the peak do not stack (${b.bottom} != ${top})`); break; }
+    top += b.size;
+  }
+  await checkTimelines(name + " zoomed", page);
+  return dragged;
+}
+
+// The state view at the peak reserved moment against `memsnap frag --at peak --json`.
+async function checkStateAtPeak(name, page, input) {
+  const frag = JSON.parse(run(["frag", "--at", "peak", "--json", input]));
+  const states = await page.evaluate(() => __memsnap.states.length);
+  for (let i = 0; i < states; i++) {
+    const device = await page.evaluate((k) => __memsnap.states[k].dev.device, i);
+    const button = page.locator(`#state-${device} button[data-moment="peak reserved"]`);
+    if (await button.count() === 0) continue;
+    await button.click();
+    const fig = await page.evaluate((k) => __memsnap.states[k].fig, i);
+    const want = frag.devices.find((d) => d.device === device);
+    if (!want) { fail(name, `frag --at peak has no device ${device}`); continue; }
+    if (fig.event !== want.event_index) fail(name, `state at the peak is after event ${fig.event}, frag says ${want.event_index}`);
+    for (const k of ["segments", "free_bytes", "largest_free_bytes", "reserved_bytes", "allocated_bytes", "releasable_bytes", "stranded_bytes"]) {
+      if (fig.figures[k] !== want[k]) fail(name, `state at the peak: ${k} ${fig.figures[k]}, frag --at peak says ${want[k]}`);
+    }
+    // What is drawn is what the figures say: every segment, to scale, free split in two.
+    const d = fig.drawn;
+    if (d.segments !== want.segments) fail(name, `the map draws ${d.segments} segments of ${want.segments}`);
+    if (d.reserved !== want.reserved_bytes) fail(name, `the map draws ${d.reserved} reserved bytes of ${want.reserved_bytes}`);
+    if (d.stranded + d.releasable !== want.free_bytes) fail(name, `the map draws ${d.stranded + d.releasable} free bytes of ${want.free_bytes}`);
+    if (d.allocated !== want.allocated_bytes) fail(name, `the map draws ${d.allocated} allocated bytes of ${want.allocated_bytes}`);
+    if (fig.outside) fail(name, `the segment map draws ${fig.outside} boxes outside its canvas`);
+    const cursor = await page.evaluate((dev) => {
+      const t = __memsnap.timelines.find((c) => c.dev.device === dev);
+      return t ? t.cursorX : null;
+    }, device);
+    if (cursor == null) fail(name, "the timeline shows no cursor for the state's moment");
+  }
+}
+
+async function checkHashAndKeys(name, page, index, expected) {
+  const url = page.url();
+  if (!/#.*t\d+=/.test(url)) { fail(name, `the zoomed view is not in the URL (${url})`); return; }
+  const again = await open(name + " reloaded", url, 1400);
+  const view = await again.evaluate((i) => __memsnap.timelines[i].figures().view, index);
+  if (Math.abs(view[0] - expected.view[0]) > 1 || Math.abs(view[1] - expected.view[1]) > 1) {
+    fail(name, `the linked view ${view} is not the zoomed one ${expected.view}`);
+  }
+  // Keyboard: 0 resets the view.
+  await again.evaluate((i) => __memsnap.timelines[i].host.focus(), index);
+  await again.keyboard.press("0");
+  const reset = await again.evaluate((i) => { const t = __memsnap.timelines[i]; return [t.figures().view, t.span]; }, index);
+  if (reset[0][0] !== 0 || reset[0][1] !== reset[1]) fail(name, `the 0 key did not reset the view (${reset[0]})`);
+  // Resize: the chart follows the window.
+  const wide = await again.evaluate((i) => __memsnap.timelines[i].figures().plot.width, index);
+  await again.setViewportSize({ width: 800, height: 1000 });
+  await again.waitForTimeout(200);
+  const narrow = await again.evaluate((i) => __memsnap.timelines[i].figures().plot.width, index);
+  if (!(narrow < wide - 200)) fail(name, `the chart did not follow the resize (${wide} -> ${narrow} px)`);
+  const overflow = await again.evaluate(() => document.documentElement.scrollWidth);
+  if (overflow > 800 + 1) fail(name, `at 800 px the page is ${overflow} px wide`);
+  checkConsole(name + " reloaded", again);
+  await again.close();
+}
+
+async function checkSites(name, page) {
+  // The "[N others]" row never sets the scale of the bars.
+  const bars = await page.evaluate(() => [...document.querySelectorAll("table.sites")].map((t) =>
+    [...t.querySelectorAll("span.bar")].map((b) => [b.classList.contains("others"), parseFloat(b.style.width)])));
+  for (const table of bars) {
+    const plain = table.filter(([o]) => !o).map(([, w]) => w);
+    if (plain.length && Math.max(...plain) < 79) fail(name, "the largest site's bar is not the full width");
+  }
+}
+
+async function checkSinglePage(name, input, extra = []) {
+  const html = report(name, [input, ...extra]);
+  const page = await open(name, html);
+  await checkTimelines(name, page);
+  const count = await page.evaluate(() => __memsnap.timelines.length);
+  let zoomed = null;
+  for (let i = 0; i < count; i++) {
+    const z = await zoomIntoPeak(name, page, i);
+    if (z && !zoomed) zoomed = { index: i, fig: z };
+  }
+  await checkStateAtPeak(name, page, input);
+  await checkSites(name, page);
+  checkConsole(name, page);
+  if (zoomed) await checkHashAndKeys(name, page, zoomed.index, zoomed.fig);
+  await page.close();
+  console.log(`checked ${name}: ${html}`);
+  return html;
+}
+
+async function checkDiffPage(name, a, b) {
+  const html = report(name, [a, b]);
+  const page = await open(name, html);
+  await checkTimelines(name, page);
+  const diff = JSON.parse(run(["diff", "--at", "peak", "--json", a, b]));
+  const shown = await page.evaluate(() => __memsnap.siteDeltas);
+  if (!shown || !shown.length) fail(name, "the diff page shows no site deltas");
+  (shown || []).forEach((r, i) => {
+    const want = diff.sites[i];
+    if (!want || want.key !== r.key || want.delta_bytes !== r.delta || want.before_bytes !== r.before || want.after_bytes !== r.after) {
+      fail(name, `site delta ${i}: page ${JSON.stringify(r)}, memsnap diff ${JSON.stringify(want)}`);
+    }
+  });
+  const bars = await page.evaluate(() => document.querySelectorAll(".delta-row .dbar").length);
+  if (bars !== (shown || []).length) fail(name, `${bars} delta bars for ${(shown || []).length} sites`);
+  // Both timelines share the x axis: zooming one zooms the other; every alignment draws.
+  const n = await page.evaluate(() => __memsnap.timelines.length);
+  if (n === 2) {
+    await zoomIntoPeak(name, page, 1);
+    const views = await page.evaluate(() => __memsnap.timelines.map((t) => [t.map.fwd(t.a), t.map.fwd(t.b)]));
+    if (Math.abs(views[0][0] - views[1][0]) > 1e-6 * Math.abs(views[0][1]) + 1e-6 ||
+        Math.abs(views[0][1] - views[1][1]) > 1e-6 * Math.abs(views[0][1]) + 1e-6) {
+      fail(name, `the two timelines are not aligned after a zoom: ${JSON.stringify(views)}`);
+    }
+    for (const mode of ["share", "steps", "time"]) {
+      const button = page.locator(`button[data-align="${mode}"]`).first();
+      if (await button.count() === 0) continue;
+      await button.click();
+      await checkTimelines(`${name} aligned on ${mode}`, page);
+    }
+  }
+  checkConsole(name, page);
+  await page.close();
+  console.log(`checked ${name}: ${html}`);
+}
+
+async function checkInconsistent(name, input) {
+  const amplified = amplify(input, 4, path.join(tmp, `${name}.json`));
+  const html = report(name, [amplified]);
+  const page = await open(name, html);
+  const figs = await checkTimelines(name, page);
+  const words = await page.evaluate(() => document.querySelector(".note.warn") && document.querySelector(".note.warn").textContent);
+  if (!words || !/cannot be reconciled/.test(words)) fail(name, "the page does not say what the trace cannot explain");
+  const sites = await page.evaluate(() => [__memsnap.timelines[0].dev.peak.bytes, JSON.parse(document.getElementById("memsnap-data").textContent).peak_sites.total_bytes]);
+  if (sites[1] > sites[0] * 1.01 + 1e6) fail(name, `alive at the peak lists ${sites[1]} against a ${sites[0]} peak`);
+  if (figs.length) await zoomIntoPeak(name, page, 0);
+  checkConsole(name, page);
+  await page.close();
+  console.log(`checked ${name}: ${html}`);
+}
+
+try {
+  if (!corpus) {
+    const testdata = path.join(sourceDir, "testdata");
+    const basic = path.join(testdata, "report_basic.json");
+    await checkSinglePage("basic", basic);
+    await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
+    await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
+    await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
+  } else {
+    const files = corpusFiles;
+    const pick = (re) => files.find((f) => re.test(path.basename(f)));
+    const largest = files[0];
+    await checkSinglePage("corpus-largest", largest);
+    const oom = pick(/oom|ConstructorSun/);
+    if (oom) await checkSinglePage("corpus-oom", oom);
+    const fullstep = pick(/ctx256_fullstep/);
+    if (fullstep) await checkSinglePage("corpus-fullstep", fullstep);
+    const other = pick(/medium_256_training/);
+    if (other) await checkDiffPage("corpus-diff", other, largest);
+    await checkInconsistent("inconsistent-corpus", largest);
+  }
+} finally {
+  await browser.close();
+  if (!keep) fs.rmSync(tmp, { recursive: true, force: true });
+}
+for (const f of failures) console.log("FAIL:", f);
+process.exit(failures.length ? 1 : 0);

@@ -1,0 +1,250 @@
+// The page: reads the embedded data, draws the single-file report or the diff page, and exports
+// what it drew as window.__memsnap for the browser test (tests/browser).
+const D = JSON.parse(document.getElementById("memsnap-data").textContent);
+const M = (window.__memsnap = { timelines: [], states: [], errors: [], mode: D.mode });
+window.addEventListener("error", (e) => {
+  M.errors.push(String(e.message || e));
+  document.body.dataset.jsError = String(e.message || e);
+});
+
+// Words for what the trace cannot explain, and for the lifetimes counted from the start.
+function traceNotes(dev) {
+  const c = dev.counted, out = [];
+  if (c.open_left_out > 0 || c.pre_window_left_out > 0 || c.segments_left_out > 0) {
+    const wrong = [];
+    if (c.timeline_min_live < 0) wrong.push("live memory would fall to " + fmtBytes(c.timeline_min_live));
+    if (c.timeline_min_reserved < 0) wrong.push("reserved memory to " + fmtBytes(c.timeline_min_reserved));
+    if (c.timeline_max_over_reserved > 0) wrong.push("live memory would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved));
+    const items = [];
+    if (c.open_left_out > 0) {
+      items.push(fmtCount(c.open_left_out) + " allocations (" + fmtBytes(c.open_left_out_bytes) +
+        ") that the trace never frees although the final state does not hold them: their frees were not recorded, so when they ended is unknown;");
+    }
+    if (c.pre_window_left_out > 0) {
+      items.push(fmtCount(c.pre_window_left_out) + " blocks (" + fmtBytes(c.pre_window_left_out_bytes) +
+        ") that the trace frees but never allocates (the recording began mid-run or its ring buffer dropped events): they cannot all have been live from the start, as that would be more than was reserved;");
+    }
+    if (c.segments_left_out > 0) {
+      items.push(fmtCount(c.segments_left_out) + " segments (" + fmtBytes(c.segments_left_out_bytes) +
+        ") that the trace creates and never releases although the final state does not hold them.");
+    }
+    const box = h("div", { class: "note warn" },
+      h("p", { text: "This trace cannot be reconciled with the snapshot's final state" +
+        (wrong.length ? ": added up as recorded, " + wrong.join(", ") : "") + ". The charts leave out:" }),
+      h("ul", {}, ...items.map((t) => h("li", { text: t }))),
+      h("p", { text: "They draw the allocations the trace records from start to end and what is live at the end, so every value shown is one the trace supports (" +
+        fmtBytes(c.end_live_counted) + " live at the end, against " + fmtBytes(dev.end_live) + " in the snapshot)." +
+        (c.counted_max_over_reserved > 0 ? " Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.counted_max_over_reserved) +
+          ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values." : "") }));
+    out.push(box);
+  } else if (c.unreconciled_bytes !== 0) {
+    out.push(note(fmtBytes(Math.abs(c.unreconciled_bytes)) + (c.unreconciled_bytes > 0 ? " of the final state is" : " more than the final state holds is") +
+      " not explained by the trace (block sizes that differ from the recorded requests); the chart shows what the trace records.", "warn"));
+  }
+  if (c.pre_window > 0 && c.pre_window_left_out === 0) {
+    out.push(note(fmtCount(c.pre_window) + " blocks (" + fmtBytes(c.pre_window_bytes) + ") are freed in the trace but were allocated before it began " +
+      "(only their free is recorded): they count as live from the start, labelled \u201callocated before the trace\u201d."));
+  }
+  if (c.ghosts > 0) {
+    out.push(note(fmtCount(c.ghosts) + " blocks (" + fmtBytes(c.ghost_bytes) + ") are live at the end but never appear in the trace " +
+      "(\u201cghosts\u201d: allocated before the recording began and never freed): they count as live from the start."));
+  }
+  return out;
+}
+
+function timelineLegend(dev) {
+  return h("div", { class: "legend" },
+    swatch(COLORS.live, "live (highest per column)", "requested bytes of allocated and pending-free blocks, as PyTorch's Active Memory Timeline plots it"),
+    swatch("rgba(31,95,191,0.35)", "live (lowest per column)"),
+    swatch(COLORS.reserved, "reserved (dashed)", "bytes the caching allocator holds from CUDA (its segments)"),
+    swatch(COLORS.peak, "peak"),
+    swatch("linear-gradient(90deg,hsl(10,55%,64%),hsl(150,55%,64%),hsl(290,55%,64%))", "largest allocations, one band each",
+      "each band is one allocation, from its malloc to its free; colour by allocation stack"),
+    swatch(COLORS.rest, "all smaller allocations (grey)", "every allocation not drawn as its own band, summed"));
+}
+
+function renderDevice(dev, tables) {
+  const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device);
+  const cards = h("div", { class: "cards" });
+  if (dev.peak) {
+    cards.append(card("peak live", fmtBytes(dev.peak.bytes), "highest live (requested) bytes, at " + fmtX(dev.peak.x, dev.has_time)),
+      card("peak reserved", fmtBytes(dev.peak.reserved_bytes)));
+  }
+  cards.append(card("live at end", fmtBytes(dev.end_live)), card("reserved at end", fmtBytes(dev.end_reserved)),
+    card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.lifetimes), "block lifetimes: one per malloc, live until its free"));
+  sec.append(cards, ...traceNotes(dev));
+  let chart = null;
+  if (dev.tiles) {
+    const tools = h("div", { class: "controls" });
+    const host = h("div", { class: "chart" });
+    const details = h("div", { class: "details" }, h("span", { class: "note", text: "Click a band to keep its allocation stack here." }));
+    sec.append(tools, host, timelineLegend(dev), details);
+    chart = new TimelineChart(host, dev, {
+      tables, details,
+      onView: (c, a, b) => setHashPart("t" + dev.device, a <= 0 && b >= c.span ? null : +a.toFixed(1) + "," + +b.toFixed(1)),
+    });
+    M.timelines.push(chart);
+    const button = (text, fn, title) => { const b = h("button", { type: "button", text, title }); b.addEventListener("click", fn); tools.append(b); return b; };
+    button("whole trace", () => chart.reset(), "or double-click the chart, or press 0");
+    if (dev.peak) button("zoom to the peak", () => { chart.zoomTo(dev.peak.x); if (chart.state) chart.state.showLabel("peak live"); }, "or press p");
+    for (const o of dev.ooms || []) button("zoom to the OOM", () => { chart.zoomTo(o.x); if (chart.state) chart.state.showLabel("OOM"); });
+    tools.append(h("span", { class: "note", text: "Wheel or drag to zoom, shift-drag or arrow keys to pan, double-click to reset. " +
+      "Click the chart to see the allocator's segments at that moment below." }));
+    if (dev.reduced) sec.append(note(dev.reduced));
+    if (dev.categories) renderCategories(sec, dev);
+    const v = getHashPart("t" + dev.device);
+    if (v) { const [a, b] = v.split(",").map(Number); if (isFinite(a) && isFinite(b) && b > a) chart.setView(a, b, true); }
+  } else {
+    sec.append(note("This device has no trace events: only its final state is known " +
+      "(record with torch.cuda.memory._record_memory_history() to get a timeline)."));
+  }
+  if (dev.states) {
+    const ss = section("Device " + dev.device + ": the allocator's segments at a moment", "state-" + dev.device);
+    const view = new StateView(ss, dev, tables);
+    M.states.push(view);
+    if (chart) {
+      view.timeline = chart;
+      chart.state = view;
+      chart.opts.onPick = (x, e) => view.pick(x, e);
+      chart.setCursor(view.moments[view.current].x);
+    }
+    const s = getHashPart("s" + dev.device);
+    if (s != null && isFinite(Number(s))) view.show(view.nearest(Number(s)), false);
+  }
+}
+
+// Memory by category (parameters, gradients, optimizer state, activations) over time and at the
+// peak: drawn here once the data carries `categories` (the attribution analysis).
+function renderCategories(sec, dev) {}
+
+function glossary() {
+  const sec = section("Terms used on this page", "terms");
+  const terms = [
+    ["live", "requested bytes of blocks that are allocated or pending free: what the program holds, as PyTorch's Active Memory Timeline plots it"],
+    ["reserved", "bytes the caching allocator obtained from CUDA (cudaMalloc'd segments); it includes free cached blocks"],
+    ["segment", "one cudaMalloc (or one mapped run of an expandable segment); the allocator splits it into blocks"],
+    ["pending free", "freed by the program but waiting for work queued on other streams (record_stream) before it can be reused"],
+    ["releasable", "free memory in whole free segments (whole free pages of expandable ones): torch.cuda.empty_cache() returns it to CUDA"],
+    ["stranded", "free blocks inside segments that still hold allocations: empty_cache() cannot release them, and only requests that fit them can use them"],
+    ["fragmentation", "1 - largest free block / free bytes, per pool and stream: near 0% the free memory is one piece"],
+    ["band", "one allocation drawn from its malloc to its free, stacked in allocation order; the grey band sums all smaller ones"],
+    ["allocated before the trace", "a block the trace frees but never allocates: the recording began after it (or the ring buffer dropped its malloc)"],
+    ["ghost", "a block live at the end that never appears in the trace: allocated before the recording began and never freed"],
+    ["peak live / peak reserved", "the highest live bytes, and the highest reserved bytes; the allocator state view has both"],
+    ["OOM", "an allocation that failed with CUDA out of memory, recorded in the trace"],
+  ];
+  const dl = h("dl", { class: "terms" });
+  for (const [k, v] of terms) dl.append(h("dt", { text: k }), h("dd", { text: v }));
+  sec.append(dl);
+}
+
+function renderReplay(sec, rp, dev) {
+  const colors = ["#1f5fbf", "#d92d20", "#039855", "#7a5af8", "#f79009", "#0e9384"];
+  const t = h("table", {}, h("tr", {}, h("th", { text: "configuration" }), h("th", { class: "n", text: "peak reserved" }),
+    h("th", { class: "n", text: "vs recorded settings" }), h("th", { text: "" })));
+  rp.runs.forEach((r, i) => {
+    const d = r.peak_reserved - rp.runs[0].peak_reserved;
+    t.append(h("tr", {}, h("td", { class: "site" }, breakable(r.conf)), h("td", { class: "n", text: fmtBytes(r.peak_reserved) }),
+      h("td", { class: "n " + (d > 0 ? "grow" : d < 0 ? "shrink" : ""), text: i === 0 ? "" : fmtDelta(d) }),
+      h("td", { class: "note", text: r.note || "" })));
+  });
+  sec.append(h("div", { class: "table-wrap" }, t));
+  for (const n of rp.notes || []) sec.append(note(n));
+  const runs = rp.runs.filter((r) => r.curve);
+  if (!runs.length || !dev) return;
+  const host = h("div", { class: "chart" });
+  sec.append(host);
+  sec.append(h("div", { class: "legend" }, ...runs.map((r, i) => swatch(colors[i % colors.length], "reserved: " + r.conf))));
+  M.replay = lineChart(host, runs.map((r, i) => ({ x: r.curve.x, y: r.curve.reserved, color: colors[i % colors.length] })),
+    dev.x_span, dev.has_time ? "time" : "events");
+}
+
+// Step curves that share an x axis (the replay runs): uPlot draws them from all their points, so
+// zooming redraws from the full data.
+function lineChart(host, series, span, kind) {
+  const xs = [...new Set([0, span].concat(...series.map((s) => s.x)))].sort((p, q) => p - q);
+  const data = [xs];
+  let top = 1;
+  for (const s of series) {
+    const y = new Array(xs.length).fill(null);
+    let j = 0, last = s.y.length ? s.y[0] : 0;
+    for (let i = 0; i < xs.length; i++) {
+      while (j < s.x.length && s.x[j] <= xs[i]) last = s.y[j++];
+      y[i] = last;
+      top = Math.max(top, last);
+    }
+    data.push(y);
+  }
+  let axis = byteAxis(top), ticks = null, view = [0, span], guard = false;
+  const stepped = uPlot.paths.stepped({ align: 1 });
+  const u = new uPlot({
+    width: Math.max(320, host.clientWidth || 900), height: 280, legend: { show: false },
+    scales: { x: { time: false, auto: false, min: 0, max: span }, y: { auto: false, min: 0, max: axis.top } },
+    axes: [
+      { stroke: "#667085", grid: { show: false }, size: 36,
+        splits: (u, i, lo, hi) => { ticks = xAxis(lo, hi, kind, Math.max(3, u.bbox.width / devicePixelRatio / 120)); return ticks.ticks; },
+        values: (u, s) => s.map((v) => ticks.label(v)) },
+      { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 78,
+        splits: () => axis.ticks, values: (u, s) => s.map((v) => axis.label(v)) },
+    ],
+    series: [{}].concat(series.map((s) => ({ stroke: s.color, width: 1.5, paths: stepped, points: { show: false }, spanGaps: true }))),
+    cursor: { drag: { x: true, y: false, setScale: true }, points: { show: false }, y: false,
+      bind: { dblclick: () => () => { setX(0, span); return null; } } },
+    hooks: { setScale: [(u, key) => { if (key === "x" && !guard) setX(u.scales.x.min, u.scales.x.max); }] },
+  }, data, host);
+  function setX(a, b) {
+    a = Math.max(0, a); b = Math.min(span, b);
+    if (b - a < 1e-6) return;
+    view = [a, b];
+    let m = 1;
+    for (let s = 1; s < data.length; s++) for (let i = 0; i < xs.length; i++) {
+      if ((i + 1 < xs.length ? xs[i + 1] : span) >= a && xs[i] <= b) m = Math.max(m, data[s][i]);
+    }
+    axis = byteAxis(m);
+    guard = true;
+    u.batch(() => { u.setScale("x", { min: a, max: b }); u.setScale("y", { min: 0, max: axis.top }); });
+    guard = false;
+  }
+  u.over.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const r = u.over.getBoundingClientRect(), at = u.posToVal(e.clientX - r.left, "x");
+    const f = Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.002)));
+    setX(at - (at - view[0]) * f, at + (view[1] - at) * f);
+  }, { passive: false });
+  new ResizeObserver(() => { if (Math.abs(host.clientWidth - u.width) >= 1) u.setSize({ width: Math.max(320, host.clientWidth), height: u.height }); }).observe(host);
+  return u;
+}
+
+function renderSingle() {
+  const file = D.file;
+  const tables = { frames: D.frames, stacks: D.stacks };
+  document.title = "memsnap report: " + file.path.split("/").pop();
+  document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
+    fmtCount(file.segments) + "\u00a0segments \u00b7 " + fmtCount(file.blocks) + "\u00a0blocks \u00b7 " + fmtCount(file.events) + "\u00a0trace events" +
+    (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : ""));
+  for (const dev of D.devices) renderDevice(dev, tables);
+  const ps = D.peak_sites;
+  const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites");
+  sp.append(note(fmtBytes(ps.total_bytes) + " in " + fmtCount(ps.total_count) + " blocks" +
+    (ps.moment === "peak" ? " (each device at the peak of its live curve above)." : ".")));
+  sp.append(siteTable(ps, tables));
+  const as = D.alloc_sites;
+  const sa = section("Top allocation sites over the trace", "alloc-sites");
+  sa.append(note(fmtBytes(as.total_bytes) + " allocated in " + fmtCount(as.total_count) + " allocations (every allocation counts once, live or freed)."));
+  sa.append(siteTable(as, tables));
+  if (D.replay) {
+    renderReplay(section("Replay under other allocator settings", "replay"), D.replay,
+      D.devices.find((d) => d.device === D.replay.device && d.tiles));
+  }
+  glossary();
+}
+
+try {
+  if (D.mode === "diff") renderDiff(); else renderSingle();
+  M.render_ms = performance.now();  // since the navigation started: load, parse and first draw
+  document.body.dataset.rendered = "ok";
+} catch (e) {
+  M.errors.push(String(e && e.stack || e));
+  document.body.dataset.jsError = String(e && e.stack || e);
+  app.append(h("pre", { text: "memsnap report: the page failed to draw: " + e }));
+}

@@ -1,0 +1,214 @@
+// The allocator's state at a moment (analysis/alloc_states.h): every segment drawn to scale in
+// packed rows, blocks coloured by state, free memory split into releasable and stranded. A cursor
+// (slider, the timeline's click, and the peak and OOM shortcuts) picks the moment.
+const SPAN_KINDS = [
+  { key: "allocated", color: COLORS.allocated, text: "allocated" },
+  { key: "pending", color: COLORS.pending, text: "pending free" },
+  { key: "stranded", color: COLORS.stranded, text: "free, stranded" },
+  { key: "releasable", color: COLORS.releasable, text: "free, releasable" },
+];
+
+function decodeSegments(states) {
+  const v = unpackVarints(states.segments.data), out = [];
+  let i = 0;
+  while (i < v.length) {
+    const s = { addr: v[i], size: v[i + 1], stream: v[i + 2], pool: states.pools[v[i + 3]],
+      small: (v[i + 4] & 1) !== 0, expandable: (v[i + 4] & 2) !== 0, spans: [] };
+    const n = v[i + 5];
+    i += 6;
+    for (let k = 0; k < n; k++, i += 4) s.spans.push({ size: v[i], kind: v[i + 1], requested: v[i + 2], stack: v[i + 3] - 1 });
+    out.push(s);
+  }
+  return out;
+}
+
+class StateView {
+  constructor(sec, dev, tables) {
+    this.dev = dev;
+    this.st = dev.states;
+    this.tables = tables;
+    this.segments = decodeSegments(this.st);
+    this.moments = this.st.moments;
+    this.timeline = null;
+    this.fig = { device: dev.device };
+    this.build(sec);
+  }
+  build(sec) {
+    const st = this.st, ht = this.dev.has_time;
+    this.title = h("h3", { class: "moment" });
+    const bar = h("div", { class: "controls" });
+    const shortcuts = [];
+    this.moments.forEach((m, i) => {
+      for (const label of m.labels || []) shortcuts.push([label, i]);
+    });
+    const order = ["peak live", "peak reserved", "peak allocated", "OOM", "end"];
+    shortcuts.sort((p, q) => order.indexOf(p[0]) - order.indexOf(q[0]) || p[1] - q[1]);
+    for (const [label, i] of shortcuts) {
+      const b = h("button", { type: "button", text: label, "data-moment": label });
+      b.addEventListener("click", () => this.show(i, true));
+      bar.append(b);
+    }
+    if (this.moments.length > 1) {
+      this.slider = h("input", { type: "range", min: 0, max: this.moments.length - 1, step: 1, value: 0,
+        "aria-label": "moment of the allocator state" });
+      this.slider.addEventListener("input", () => this.show(Number(this.slider.value), true));
+      bar.append(h("label", { class: "slider" }, "moment ", this.slider));
+    }
+    this.cards = h("div", { class: "cards" });
+    this.host = h("div", { class: "segmap" });
+    this.canvas = h("canvas");
+    this.host.append(this.canvas);
+    const legend = h("div", { class: "legend" },
+      swatch(COLORS.allocated, "allocated", "blocks handed out to tensors"),
+      swatch(COLORS.pending, "pending free", "freed by the program, waiting for work on other streams (record_stream) before reuse"),
+      swatch(COLORS.releasable, "free, releasable", "whole free segments (or whole free pages of expandable segments): torch.cuda.empty_cache() returns them to CUDA"),
+      swatch(COLORS.stranded, "free, stranded", "free blocks inside segments that still hold allocations: empty_cache() cannot release them; only requests that fit them can reuse them"));
+    sec.append(this.title, bar, this.cards, legend, this.host);
+    sec.append(note("Every segment is drawn to scale, largest first, packed into rows; segments too small to see are " +
+      "grouped into one box per pool, still to scale. Releasable memory is what empty_cache() would give back; " +
+      "stranded memory is free but stuck inside segments in use. The states are reconstructed from the trace " +
+      "backwards from the snapshot, as `memsnap frag --at event:N` does."));
+    if (st.reduced) sec.append(note(st.reduced));
+    for (const w of st.warnings || []) sec.append(note("Reconstruction: " + w));
+    this.canvas.addEventListener("mousemove", (e) => this.onHover(e));
+    this.canvas.addEventListener("mouseleave", hideTip);
+    new ResizeObserver(() => { if (this.current != null && Math.abs(this.host.clientWidth - this.drawnWidth) >= 1) this.draw(); }).observe(this.host);
+    const start = this.moments.findIndex((m) => (m.labels || []).includes("peak live"));
+    this.show(start >= 0 ? start : this.moments.length - 1, false);
+  }
+  // The stored moment nearest to device-local event `e`.
+  nearest(e) {
+    let best = 0;
+    this.moments.forEach((m, i) => { if (Math.abs(m.event - e) < Math.abs(this.moments[best].event - e)) best = i; });
+    return best;
+  }
+  pick(x, e) { this.show(this.nearest(e), true); }
+  showLabel(label) {
+    const i = this.moments.findIndex((m) => (m.labels || []).includes(label));
+    if (i >= 0) this.show(i, true);
+    return i >= 0;
+  }
+  show(i, fromUser) {
+    this.current = i;
+    const m = this.moments[i], f = m.figures, ht = this.dev.has_time;
+    if (this.slider) this.slider.value = i;
+    const when = m.event < 0 ? "before the first event" : "after event " + fmtCount(m.event) + " (" + fmtX(m.x, ht) + ")";
+    this.title.textContent = "State " + when + (m.labels ? " \u2014 " + m.labels.join(", ") : "");
+    const share = (v) => (f.reserved_bytes > 0 ? " (" + fmtPct(v / f.reserved_bytes) + ")" : "");
+    this.cards.replaceChildren(
+      card("reserved", fmtBytes(f.reserved_bytes), fmtCount(f.segments) + " segments, " + fmtCount(f.blocks) + " blocks"),
+      card("allocated", fmtBytes(f.allocated_bytes) + share(f.allocated_bytes)),
+      card("free, releasable", fmtBytes(f.releasable_bytes), "whole free segments: empty_cache() would release them"),
+      card("free, stranded", fmtBytes(f.stranded_bytes), "free blocks inside segments in use"),
+      card("pending free", fmtBytes(f.pending_free_bytes)),
+      card("largest free block", fmtBytes(f.largest_free_bytes)),
+      card("segments", fmtCount(f.segments) + " (" + fmtCount(f.free_segments) + " free)"),
+      card("fragmentation", fmtPct(f.external_fragmentation), "1 - largest free block / free bytes, per pool and stream"));
+    this.draw();
+    if (this.timeline) this.timeline.setCursor(m.x);
+    if (fromUser) setHashPart("s" + this.dev.device, String(m.event));
+  }
+  draw() {
+    const m = this.moments[this.current];
+    const segs = unpackVarints(m.segments).map((id) => this.segments[id]);
+    segs.sort((p, q) => (p.small - q.small) || (q.size - p.size) || (p.addr - q.addr));
+    const W = Math.max(200, this.host.clientWidth || 800);
+    this.drawnWidth = this.host.clientWidth;
+    const rowH = 18, gap = 4, maxRows = 28;
+    let total = 0, largest = 1;
+    for (const s of segs) { total += s.size; largest = Math.max(largest, s.size); }
+    const bpp = Math.max(total / (W * maxRows * 0.85), largest / W, 1);
+    // Boxes: a segment, or a group of consecutive segments under 3 px (one pool type each).
+    const boxes = [];
+    let group = null;
+    for (const s of segs) {
+      if (s.size / bpp >= 3) { group = null; boxes.push({ segs: [s], size: s.size }); continue; }
+      if (!group || group.small !== s.small || group.size / bpp >= W - 8) {
+        group = { segs: [], size: 0, small: s.small };
+        boxes.push(group);
+      }
+      group.segs.push(s);
+      group.size += s.size;
+    }
+    // Pack the boxes into rows, left to right.
+    let x = 0, row = 0;
+    for (const b of boxes) {
+      const w = b.size / bpp;
+      if (x > 0 && x + w > W + 0.01) { row++; x = 0; }
+      b.x = x; b.row = row; b.w = w;
+      x += w;
+    }
+    const rows = boxes.length ? row + 1 : 0;
+    const H = Math.max(rowH, rows * (rowH + gap));
+    const dpr = devicePixelRatio;
+    this.canvas.width = Math.round(W * dpr);
+    this.canvas.height = Math.round(H * dpr);
+    this.canvas.style.width = W + "px";
+    this.canvas.style.height = H + "px";
+    const ctx = this.canvas.getContext("2d");
+    ctx.scale(dpr, dpr);
+    const drawn = { segments: 0, reserved: 0, allocated: 0, pending: 0, stranded: 0, releasable: 0, largest_free: 0, groups: 0 };
+    let outside = 0;
+    for (const b of boxes) {
+      const y = b.row * (rowH + gap);
+      const inner = Math.max(b.w - (b.segs.length === 1 && b.w > 4 ? 1 : 0), 0.5);
+      if (b.x < -0.01 || b.x + b.w > W + 0.01 || y + rowH > H + 0.01) outside++;
+      if (b.segs.length > 1) drawn.groups++;
+      // Spans to scale; a group shows the kinds of its segments side by side.
+      const parts = [];
+      if (b.segs.length === 1) {
+        for (const p of b.segs[0].spans) parts.push([p.kind, p.size]);
+      } else {
+        const by = [0, 0, 0, 0];
+        for (const s of b.segs) for (const p of s.spans) by[p.kind] += p.size;
+        by.forEach((v, k) => { if (v > 0) parts.push([k, v]); });
+      }
+      let off = 0;
+      for (const [kind, size] of parts) {
+        const x0 = b.x + (off / b.size) * inner, w = (size / b.size) * inner;
+        ctx.fillStyle = SPAN_KINDS[kind].color;
+        ctx.fillRect(x0, y, Math.max(w, 0), rowH);
+        off += size;
+      }
+      for (const s of b.segs) {
+        drawn.segments++;
+        drawn.reserved += s.size;
+        for (const p of s.spans) {
+          drawn[SPAN_KINDS[p.kind].key] += p.size;
+          if (p.kind >= 2) drawn.largest_free = Math.max(drawn.largest_free, p.size);
+        }
+      }
+    }
+    this.boxes = boxes;
+    this.layout = { bpp, rowH, gap };
+    this.fig = { device: this.dev.device, event: m.event, labels: m.labels || [], figures: m.figures, drawn,
+      bytes_per_px: bpp, rows, width: W, height: H, outside };
+  }
+  onHover(e) {
+    const r = this.canvas.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
+    const { bpp, rowH, gap } = this.layout;
+    const row = Math.floor(my / (rowH + gap));
+    if (my - row * (rowH + gap) > rowH) { hideTip(); return; }
+    const b = this.boxes.find((q) => q.row === row && mx >= q.x && mx < q.x + q.w);
+    if (!b) { hideTip(); return; }
+    if (b.segs.length > 1) {
+      const by = [0, 0, 0, 0];
+      for (const s of b.segs) for (const p of s.spans) by[p.kind] += p.size;
+      showTip(e, b.segs.length + " small segments, " + fmtBytes(b.size) + " (" + (b.small ? "small" : "large") + " pool)\n" +
+        SPAN_KINDS.map((k, i) => k.text + " " + fmtBytes(by[i])).join("\n"));
+      return;
+    }
+    const s = b.segs[0];
+    const at = (mx - b.x) * bpp;
+    let off = 0, span = s.spans[s.spans.length - 1], start = 0;
+    for (const p of s.spans) { if (at < off + p.size) { span = p; start = off; break; } off += p.size; }
+    let text = SPAN_KINDS[span.kind].text + " block " + fmtBytes(span.size) + " at +" + fmtBytes(start);
+    if (span.kind <= 1) text += " (" + fmtBytes(span.requested) + " requested)";
+    if (span.kind === 2) text += "\nstranded: the segment holds allocations, so empty_cache() cannot release it";
+    if (span.kind === 3) text += "\nreleasable: empty_cache() would return it to CUDA";
+    text += "\nsegment " + hex(s.addr) + ", " + fmtBytes(s.size) + ", " + s.pool + " pool (" + (s.small ? "small" : "large") +
+      (s.expandable ? ", expandable" : "") + "), stream " + s.stream;
+    if (span.kind <= 1) text += "\n\n" + tipStack(stackFrames(this.tables, span.stack));
+    showTip(e, text);
+  }
+}

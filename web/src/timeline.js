@@ -1,0 +1,517 @@
+// The zoomable memory timeline of one device: live and reserved curves and the largest lifetimes as
+// stacked bands, redrawn from the level-of-detail data (analysis/timeline_lod.h) at every zoom.
+// uPlot draws the axes, the curves, the drag-to-zoom selection and the cursor; the bands are
+// painted in its drawAxes hook, under the curves, clipped to the plot.
+
+// The decoded level-of-detail data of one device (tiles decoded on first use).
+class Lod {
+  constructor(dev) {
+    this.dev = dev;
+    this.C = dev.columns;
+    this.span = dev.x_span;
+    this.levels = dev.levels;
+    this.tiles = new Map();
+    for (const t of dev.tiles) {
+      this.tiles.set(t[0] + ":" + t[1], { level: t[0], tile: t[1], curve: t[3], bandIds: t[4], d: null });
+    }
+    this.bands = Lod.decodeBands(dev.bands);
+  }
+  static decodeBands(packed) {
+    const v = unpackVarints(packed.data), out = [];
+    let alloc = -1, ax = 0;
+    for (let i = 0; i + 10 < v.length; i += 11) {
+      alloc += v[i];
+      ax += v[i + 2];
+      out.push({
+        id: out.length, alloc: alloc, free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
+        alloc_x: ax, free_x: ax + v[i + 3], size: v[i + 4], rounded: v[i + 4] + v[i + 5],
+        addr: v[i + 6], stream: v[i + 7], cls: v[i + 8], stack: v[i + 9] - 1, version: v[i + 10],
+      });
+    }
+    return out;
+  }
+  buckets(level) { return this.C * Math.pow(4, level); }
+  width(level) { return this.span / this.buckets(level); }
+  tileOf(x, level) {
+    const b = Math.floor((x / this.span) * this.buckets(level));
+    return Math.floor(Math.min(Math.max(b, 0), this.buckets(level) - 1) / this.C);
+  }
+  tile(level, t) {
+    const e = this.tiles.get(level + ":" + t);
+    if (!e) return null;
+    if (!e.d) {
+      const v = unpackVarints(e.curve), n = v.length / 8;
+      const d = { idx: new Float64Array(n), sample: new Float64Array(n), last: new Float64Array(n),
+        max: new Float64Array(n), min: new Float64Array(n), liveLast: new Float64Array(n),
+        resMax: new Float64Array(n), resLast: new Float64Array(n), bandIds: [] };
+      let idx = t * this.C, last = -1, live = 0, res = 0;
+      for (let k = 0; k < n; k++) {
+        const o = 8 * k;
+        idx += v[o];
+        d.idx[k] = idx;
+        d.sample[k] = last + v[o + 1];
+        d.last[k] = d.sample[k] + v[o + 2];
+        d.max[k] = live + v[o + 3];
+        d.min[k] = d.max[k] - v[o + 4];
+        d.liveLast[k] = d.max[k] - v[o + 5];
+        d.resMax[k] = res + v[o + 6];
+        d.resLast[k] = d.resMax[k] - v[o + 7];
+        last = d.last[k];
+        live = d.max[k];
+        res = d.resMax[k];
+      }
+      let id = 0;
+      for (const dv of unpackVarints(e.bandIds)) { id += dv; d.bandIds.push(id); }
+      e.d = d;
+    }
+    return e.d;
+  }
+  // The columns that draw [a, b] at `px` pixels: the coarsest level whose buckets are at most a
+  // pixel wide, or the finest stored for the whole range.
+  view(a, b, px) {
+    let level = 0;
+    while (level + 1 < this.levels && this.width(level) > (b - a) / Math.max(px, 1)) level++;
+    for (; level > 0; level--) {
+      let all = true;
+      for (let t = this.tileOf(a, level); t <= this.tileOf(b, level) && all; t++) {
+        all = this.tiles.has(level + ":" + t);
+      }
+      if (all) break;
+    }
+    const w = this.width(level);
+    const cols = { level, w, x: [], max: [], min: [], res: [], sample: [], bandIds: new Set() };
+    const t0 = this.tileOf(a, level), t1 = this.tileOf(b, level);
+    for (let t = t0; t <= t1; t++) {
+      const d = this.tile(level, t);
+      if (!d) continue;
+      for (const id of d.bandIds) cols.bandIds.add(id);
+      const n = d.idx.length;
+      for (let k = 0; k < n; k++) {
+        cols.x.push(d.idx[k] * w);
+        cols.max.push(d.max[k]);
+        cols.min.push(d.min[k]);
+        cols.res.push(d.resMax[k]);
+        cols.sample.push(d.sample[k]);
+        const next = k + 1 < n ? d.idx[k + 1] : (t + 1) * this.C;
+        if (next !== d.idx[k] + 1 || k + 1 === n) {
+          // Nothing happened until the next bucket: the state after this bucket carries on.
+          cols.x.push(Math.min((d.idx[k] + 1) * w, this.span));
+          cols.max.push(d.liveLast[k]);
+          cols.min.push(d.liveLast[k]);
+          cols.res.push(d.resLast[k]);
+          cols.sample.push(d.last[k]);
+        }
+      }
+    }
+    // x must increase: a carried point at the very end can meet the trace's end.
+    for (let i = cols.x.length - 1; i > 0; i--) {
+      if (cols.x[i] <= cols.x[i - 1]) {
+        for (const k of ["x", "max", "min", "res", "sample"]) cols[k].splice(i - 1, 1);
+      }
+    }
+    return cols;
+  }
+}
+
+// Maps raw x (microseconds or events) to the chart's x and back (the diff page aligns two files
+// on steps or on the share of the trace).
+function identityMap(hasTime) {
+  return { fwd: (x) => x, inv: (x) => x, kind: hasTime ? "time" : "events" };
+}
+
+class TimelineChart {
+  // opts: {tables, details, onPick(x, event), mapping, height, key, sync, label}
+  constructor(host, dev, opts) {
+    this.host = host;
+    this.dev = dev;
+    this.opts = opts;
+    this.tables = opts.tables;
+    this.lod = new Lod(dev);
+    this.map = opts.mapping || identityMap(dev.has_time);
+    this.span = dev.x_span;
+    this.a = 0;
+    this.b = this.span;
+    this.cursorX = null;
+    this.selected = null;
+    this.guard = false;
+    this.fig = { device: dev.device, negative: 0, outside: 0 };
+    this.build();
+  }
+  build() {
+    const self = this;
+    const width = Math.max(320, this.host.clientWidth || 900);
+    const yFmt = { axis: byteAxis(1) };
+    this.yFmt = yFmt;
+    const stepped = uPlot.paths.stepped({ align: 1 });
+    const opts = {
+      width, height: this.opts.height || 340,
+      legend: { show: false },
+      scales: {
+        x: { time: false, auto: false, min: self.map.fwd(0), max: self.map.fwd(self.span) },
+        y: { auto: false, min: 0, max: 1 },
+      },
+      axes: [
+        {
+          stroke: "#667085", grid: { show: false }, ticks: { stroke: "#d0d5dd", size: 4 },
+          splits: (u, i, lo, hi) => { self.xTicks = xAxis(lo, hi, self.map.kind, Math.max(3, u.bbox.width / devicePixelRatio / 120)); return self.xTicks.ticks; },
+          values: (u, splits) => splits.map((v) => self.xTicks.label(v)),
+          size: 36,
+        },
+        {
+          stroke: "#667085", grid: { stroke: "#eef0f3", width: 1 }, ticks: { show: false },
+          splits: () => yFmt.axis.ticks,
+          values: (u, splits) => splits.map((v) => yFmt.axis.label(v)),
+          size: 78,
+        },
+      ],
+      series: [
+        {},
+        { stroke: COLORS.live, width: 1.5, paths: stepped, points: { show: false } },
+        { stroke: "rgba(31,95,191,0.35)", width: 1, paths: stepped, points: { show: false } },
+        { stroke: COLORS.reserved, width: 1.5, dash: [6, 3], paths: stepped, points: { show: false } },
+      ],
+      cursor: {
+        drag: { x: true, y: false, setScale: true },
+        points: { show: false },
+        y: false,
+        sync: this.opts.sync ? { key: this.opts.sync } : undefined,
+        bind: {
+          dblclick: () => () => { self.reset(); return null; },
+          mousedown: (u, targ, handler) => (e) => {
+            if (e.shiftKey || e.button === 1) { self.startPan(e); return null; }
+            self.downAt = [e.clientX, e.clientY];
+            return handler(e);
+          },
+        },
+      },
+      hooks: {
+        drawAxes: [(u) => self.drawBands(u)],
+        draw: [(u) => self.drawMarkers(u)],
+        setScale: [(u, key) => {
+          if (key !== "x" || self.guard) return;
+          const s = u.scales.x;
+          if (s.min == null) return;
+          const a = self.map.inv(s.min), b = self.map.inv(s.max);
+          if (Math.abs(a - self.a) > 1e-9 || Math.abs(b - self.b) > 1e-9) self.setView(a, b);
+        }],
+      },
+    };
+    this.cols = this.lod.view(this.a, this.b, width);
+    this.u = new uPlot(opts, this.data(), this.host);
+    this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    this.u.over.addEventListener("mousemove", (e) => this.onHover(e));
+    this.u.over.addEventListener("mouseleave", hideTip);
+    this.u.over.addEventListener("click", (e) => this.onClick(e));
+    this.host.tabIndex = 0;
+    this.host.setAttribute("aria-label", "memory timeline of device " + this.dev.device +
+      ": wheel or drag to zoom, shift-drag or arrow keys to pan, double-click or 0 to reset");
+    this.host.addEventListener("keydown", (e) => this.onKey(e));
+    new ResizeObserver(() => {
+      const w = Math.max(320, this.host.clientWidth);
+      if (Math.abs(w - this.u.width) >= 1) {
+        this.u.setSize({ width: w, height: this.u.height });
+        this.setView(this.a, this.b, true);
+      }
+    }).observe(this.host);
+    this.setView(this.a, this.b, true);
+  }
+  data() {
+    const c = this.cols;
+    return [c.x.map(this.map.fwd), c.max, c.min, c.res];
+  }
+  // Shows raw x range [a, b] (clamped), redrawn from the level-of-detail data.
+  // The narrowest view: a few of the finest columns, never under 2 us or 4 events.
+  minWidth() { return Math.max(this.lod.width(this.lod.levels - 1) * 4, this.dev.has_time ? 2 : 4); }
+  setView(a, b, quiet) {
+    const minWidth = this.minWidth();
+    if (b - a < minWidth) {
+      const m = (a + b) / 2;
+      a = m - minWidth / 2;
+      b = m + minWidth / 2;
+    }
+    const [lo, hi] = this.fullView();
+    if (a < lo) { b += lo - a; a = lo; }
+    if (b > hi) { a -= b - hi; b = hi; }
+    a = Math.max(lo, a);
+    this.a = a;
+    this.b = b;
+    const px = this.u.bbox.width / devicePixelRatio;
+    this.cols = this.lod.view(a, b, px);
+    this.stackBands();
+    let top = 1;
+    const c = this.cols;
+    for (let i = 0; i < c.x.length; i++) {
+      const right = i + 1 < c.x.length ? c.x[i + 1] : this.span;
+      if (right < a || c.x[i] > b) continue;
+      top = Math.max(top, c.max[i], c.res[i]);
+    }
+    this.yFmt.axis = byteAxis(top);
+    this.guard = true;
+    this.u.batch(() => {
+      this.u.setData(this.data(), false);
+      this.u.setScale("x", { min: this.map.fwd(a), max: this.map.fwd(b) });
+      this.u.setScale("y", { min: 0, max: this.yFmt.axis.top });
+    });
+    this.guard = false;
+    if (!quiet && this.opts.onView) this.opts.onView(this, a, b);
+  }
+  // Bottoms of the view's bands, stacked in allocation order at each column's sample event.
+  stackBands() {
+    const c = this.cols, n = c.x.length;
+    const acc = new Float64Array(n);
+    const ids = [...c.bandIds].sort((p, q) => p - q);
+    this.viewBands = [];
+    for (const id of ids) {
+      const b = this.lod.bands[id];
+      // Samples never decrease: the columns where the band is live are one run.
+      let lo = 0, hi = n;
+      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.alloc) lo = m + 1; else hi = m; }
+      let c0 = lo;
+      lo = c0; hi = n;
+      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.free) lo = m + 1; else hi = m; }
+      const c1 = lo - 1;
+      if (c1 < c0) continue;
+      const bottom = new Float64Array(c1 - c0 + 1);
+      for (let k = c0; k <= c1; k++) { bottom[k - c0] = acc[k]; acc[k] += b.size; }
+      this.viewBands.push({ band: b, c0, c1, bottom });
+    }
+    this.bandSum = acc;
+    this.rest = new Float64Array(n);
+    let negative = 0;
+    for (let k = 0; k < n; k++) {
+      this.rest[k] = c.max[k] - acc[k];
+      if (this.rest[k] < 0 || c.min[k] < 0 || c.res[k] < 0) negative++;
+    }
+    this.fig.negative = negative;
+  }
+  // The widest view: the trace, or the range shared with another chart (the diff page).
+  fullView() {
+    return [this.map.lo != null ? this.map.inv(this.map.lo) : 0,
+      this.map.limit != null ? this.map.inv(this.map.limit) : this.span];
+  }
+  reset() { const [lo, hi] = this.fullView(); this.setView(lo, hi); }
+  colRight(k) { return k + 1 < this.cols.x.length ? this.cols.x[k + 1] : this.span; }
+  drawBands(u) {
+    const ctx = u.ctx, bb = u.bbox, c = this.cols, n = c.x.length;
+    // Pixel edges of the columns (clamped to the view) and a linear y: no per-vertex lookups.
+    const edge = new Float64Array(n + 1);
+    for (let k = 0; k <= n; k++) {
+      const x = k < n ? c.x[k] : this.span;
+      edge[k] = u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    }
+    const yTop = this.yFmt.axis.top, base = bb.top + bb.height, scale = bb.height / yTop;
+    const Y = (v) => base - v * scale;
+    let outside = 0;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bb.left, bb.top, bb.width, bb.height);
+    ctx.clip();
+    let first = 0;
+    while (first + 1 < n && this.colRight(first) <= this.a) first++;
+    let last = n - 1;
+    while (last > first && c.x[last] >= this.b) last--;
+    let drawnBands = 0;
+    for (const vb of this.viewBands) {
+      const k0 = Math.max(vb.c0, first), k1 = Math.min(vb.c1, last);
+      if (k1 < k0) continue;
+      const size = vb.band.size, bot = vb.bottom, off = vb.c0;
+      // The band is a step shape: vertices only where the bands below it change.
+      ctx.beginPath();
+      let y = Y(bot[k0 - off] + size);
+      ctx.moveTo(edge[k0], y);
+      for (let k = k0 + 1; k <= k1; k++) {
+        const ny = Y(bot[k - off] + size);
+        if (ny !== y) { ctx.lineTo(edge[k], y); ctx.lineTo(edge[k], ny); y = ny; }
+      }
+      ctx.lineTo(edge[k1 + 1], y);
+      y = Y(bot[k1 - off]);
+      ctx.lineTo(edge[k1 + 1], y);
+      for (let k = k1 - 1; k >= k0; k--) {
+        const ny = Y(bot[k - off]);
+        if (ny !== y) { ctx.lineTo(edge[k + 1], y); ctx.lineTo(edge[k + 1], ny); y = ny; }
+      }
+      ctx.lineTo(edge[k0], y);
+      ctx.closePath();
+      if (Y(bot[k0 - off] + size) < bb.top - 0.5 || y > base + 0.5) outside++;
+      ctx.fillStyle = stackColor(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
+      ctx.fill();
+      if (this.selected === vb.band.id) {
+        ctx.strokeStyle = "#000";
+        ctx.lineWidth = 1.5 * devicePixelRatio;
+        ctx.stroke();
+      }
+      drawnBands++;
+    }
+    // The grey band: every lifetime not drawn on its own, on top of the bands.
+    ctx.beginPath();
+    for (let k = first; k <= last; k++) {
+      const y0 = Y(this.bandSum[k]), y1 = Y(c.max[k]);
+      if (y1 < bb.top - 0.5 || y0 > base + 0.5) outside++;
+      if (y0 - y1 < 0.05) continue;
+      ctx.rect(edge[k], y1, edge[k + 1] - edge[k], y0 - y1);
+    }
+    ctx.fillStyle = COLORS.rest;
+    ctx.fill();
+    ctx.restore();
+    this.fig.outside = outside;
+    this.fig.drawnBands = drawnBands;
+    this.draws = (this.draws || 0) + 1;
+  }
+  marker(u, x, color, text, dash) {
+    if (x < this.a || x > this.b) return;
+    const ctx = u.ctx, bb = u.bbox, px = Math.round(u.valToPos(this.map.fwd(x), "x", true)) + 0.5;
+    ctx.save();
+    ctx.strokeStyle = color;
+    ctx.lineWidth = devicePixelRatio;
+    ctx.setLineDash(dash ? dash.map((d) => d * devicePixelRatio) : []);
+    ctx.beginPath();
+    ctx.moveTo(px, bb.top);
+    ctx.lineTo(px, bb.top + bb.height);
+    ctx.stroke();
+    if (text) {
+      ctx.font = "600 " + 11 * devicePixelRatio + "px system-ui, sans-serif";
+      ctx.fillStyle = color;
+      const w = ctx.measureText(text).width;
+      const right = px + 4 * devicePixelRatio + w > bb.left + bb.width;
+      ctx.textAlign = right ? "right" : "left";
+      ctx.fillText(text, right ? px - 4 * devicePixelRatio : px + 4 * devicePixelRatio, bb.top + 12 * devicePixelRatio);
+    }
+    ctx.restore();
+  }
+  drawMarkers(u) {
+    const dev = this.dev, ht = dev.has_time;
+    if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
+    for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
+    this.placeCursor();
+  }
+  // The state view's moment: a line over the plot (a DOM element, so moving it redraws nothing).
+  setCursor(x) { this.cursorX = x; this.placeCursor(); }
+  placeCursor() {
+    if (!this.cursorEl) {
+      this.cursorEl = h("div", { class: "time-cursor" });
+      this.u.over.append(this.cursorEl);
+    }
+    const x = this.cursorX;
+    const show = x != null && x >= this.a && x <= this.b;
+    this.cursorEl.style.display = show ? "block" : "none";
+    if (show) this.cursorEl.style.left = Math.round(this.u.valToPos(this.map.fwd(x), "x")) + "px";
+  }
+  // The column under a raw x, with the band stack there: what the tooltip and the tests read.
+  columnAt(x) {
+    const c = this.cols;
+    let lo = 0, hi = c.x.length - 1;
+    while (lo < hi) { const m = (lo + hi + 1) >> 1; if (c.x[m] <= x) lo = m; else hi = m - 1; }
+    const bands = [];
+    for (const vb of this.viewBands) {
+      if (lo >= vb.c0 && lo <= vb.c1) bands.push({ id: vb.band.id, size: vb.band.size, bottom: vb.bottom[lo - vb.c0] });
+    }
+    return { index: lo, x: c.x[lo], right: this.colRight(lo), event: c.sample[lo], live: c.max[lo], live_min: c.min[lo],
+      reserved: c.res[lo], rest: this.rest[lo], bands_sum: this.bandSum[lo], bands };
+  }
+  xAtPointer(e) {
+    const r = this.u.over.getBoundingClientRect();
+    return this.map.inv(this.u.posToVal(e.clientX - r.left, "x"));
+  }
+  bandAt(col, y) {
+    for (const b of col.bands) if (y >= b.bottom && y < b.bottom + b.size) return this.lod.bands[b.id];
+    return null;
+  }
+  bandText(b) {
+    const ht = this.dev.has_time;
+    const alloc = b.alloc < 0 ? "before the trace" : fmtX(b.alloc_x, ht);
+    const free = b.free === Infinity ? "still live at the end" : fmtX(b.free_x, ht);
+    const life = b.alloc >= 0 && b.free !== Infinity ? " (lived " + fmtSpan(b.free_x - b.alloc_x, ht) + ")" : "";
+    return fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " + fmtBytes(b.rounded) + " block)\n" +
+      "allocated " + alloc + ", freed " + free + life + "\n" +
+      "address " + hex(b.addr) + ", stream " + b.stream + ", " + CLASS_TEXT[b.cls];
+  }
+  stackLabel(b) { return b.cls === 1 ? "stack of the free (the allocation is older than the trace):\n" : ""; }
+  onHover(e) {
+    const r = this.u.over.getBoundingClientRect();
+    const x = this.xAtPointer(e);
+    if (x < this.a || x > this.b) { hideTip(); return; }
+    const col = this.columnAt(x);
+    const y = this.u.posToVal(e.clientY - r.top, "y");
+    const b = this.bandAt(col, y);
+    if (b) {
+      showTip(e, this.bandText(b) + "\n\n" + this.stackLabel(b) + tipStack(stackFrames(this.tables, b.stack)));
+      return;
+    }
+    const ht = this.dev.has_time;
+    const range = col.live_min !== col.live ? " (lowest " + fmtBytes(col.live_min) + ")" : "";
+    showTip(e, fmtX(col.x, ht) + (col.right - col.x > (ht ? 1 : 1) ? " \u2013 " + fmtX(col.right, ht) : "") +
+      "\nlive " + fmtBytes(col.live) + range + "\nreserved " + fmtBytes(col.reserved) +
+      "\nin bands " + fmtBytes(col.bands_sum) + ", smaller allocations (grey) " + fmtBytes(col.rest) +
+      (y <= col.live ? "" : "\nclick to see the allocator's segments here"));
+  }
+  onClick(e) {
+    if (this.downAt && Math.hypot(e.clientX - this.downAt[0], e.clientY - this.downAt[1]) > 4) return;  // a drag
+    const r = this.u.over.getBoundingClientRect();
+    const x = this.xAtPointer(e);
+    const col = this.columnAt(x);
+    const b = this.bandAt(col, this.u.posToVal(e.clientY - r.top, "y"));
+    this.selected = b ? b.id : null;
+    if (b && this.opts.details) {
+      const lines = this.bandText(b).split("\n");
+      this.opts.details.replaceChildren(h("b", { text: lines[0] }), h("div", { class: "note", text: lines.slice(1).join(" \u00b7 ") }),
+        h("pre", { text: this.stackLabel(b) + stackText(stackFrames(this.tables, b.stack)) }));
+    }
+    this.u.redraw(false, false);
+    if (this.opts.onPick) this.opts.onPick(x, col.event);
+  }
+  onWheel(e) {
+    e.preventDefault();
+    const A = this.map.fwd(this.a), B = this.map.fwd(this.b);
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      const d = (e.shiftKey ? e.deltaY : e.deltaX) / 600 * (B - A);
+      this.setMapped(A + d, B + d);
+      return;
+    }
+    const r = this.u.over.getBoundingClientRect();
+    const at = this.u.posToVal(e.clientX - r.left, "x");
+    const f = Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.002)));
+    this.setMapped(at - (at - A) * f, at + (B - at) * f);
+  }
+  setMapped(A, B) { this.setView(this.map.inv(A), this.map.inv(B)); }
+  startPan(e) {
+    const x0 = e.clientX, A = this.map.fwd(this.a), B = this.map.fwd(this.b);
+    const perPx = (B - A) / (this.u.bbox.width / devicePixelRatio);
+    const move = (m) => { const d = (x0 - m.clientX) * perPx; this.setMapped(A + d, B + d); };
+    const up = () => { window.removeEventListener("mousemove", move); window.removeEventListener("mouseup", up); };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  }
+  onKey(e) {
+    const A = this.map.fwd(this.a), B = this.map.fwd(this.b), w = B - A, m = (A + B) / 2;
+    const keys = {
+      ArrowLeft: () => this.setMapped(A - w / 4, B - w / 4),
+      ArrowRight: () => this.setMapped(A + w / 4, B + w / 4),
+      "+": () => this.setMapped(m - w / 4, m + w / 4),
+      "=": () => this.setMapped(m - w / 4, m + w / 4),
+      "-": () => this.setMapped(m - w, m + w),
+      "0": () => this.reset(),
+      Escape: () => this.reset(),
+      p: () => this.zoomTo(this.dev.peak ? this.dev.peak.x : 0),
+    };
+    if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
+  }
+  // Zooms around raw x so that about `share` of the trace is visible.
+  zoomTo(x, share) {
+    const w = this.span * (share || 0.02);
+    this.setView(x - w / 2, x + w / 2);
+  }
+  figures() {
+    const bb = this.u.bbox, r = this.u.over.getBoundingClientRect(), dpr = devicePixelRatio;
+    return Object.assign({}, this.fig, {
+      view: [this.a, this.b], min_width: this.minWidth(), level: this.cols.level, bucket_width: this.cols.w, y_top: this.yFmt.axis.top,
+      plot: { left: r.left, top: r.top, width: bb.width / dpr, height: bb.height / dpr },
+      columns: this.cols.x.length, view_bands: this.viewBands.length,
+    });
+  }
+}
+
+const CLASS_TEXT = [
+  "allocated and freed in the trace", "allocated before the trace began (only its free is recorded)",
+  "live at the end but never seen in the trace (a \u201cghost\u201d: allocated before the trace began)",
+  "allocated in the trace, still live at the end",
+];
