@@ -161,7 +161,7 @@ absl::Status Decoder::Finish(size_t at, const Value& root) {
     return Error(
         at,
         absl::StrCat("the pickle holds a ",
-                     root.tag == Tag::kDict ? RecName(dicts_[root.ref].kind) : TagName(root.tag),
+                     DictKind(root) != Rec::kUnset ? RecName(DictKind(root)) : TagName(root.tag),
                      ", not a snapshot (expected a dict with 'segments' or a list of segments)"));
   }
   TopRec<Value>& top = tops_[dicts_[root.ref].record];

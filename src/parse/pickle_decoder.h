@@ -364,6 +364,13 @@ class Decoder {
                                                               Rec kind, const Value& v);
   absl::Status TypeError(size_t at, Rec what, Key key, const Value& v, std::string_view want);
   std::string RenderText(const Value& v, int depth) const;
+  // The record a dict was typed as, whichever path typed it: the fast path's kEventRef and
+  // kFrameRef are the generic path's event and frame dicts (kUnset for a value that is not a dict).
+  Rec DictKind(const Value& v) const {
+    if (v.tag == Tag::kEventRef) return Rec::kEvent;
+    if (v.tag == Tag::kFrameRef) return Rec::kFrame;
+    return v.tag == Tag::kDict ? dicts_[v.ref].kind : Rec::kUnset;
+  }
   EventExtra& ExtraOf(uint32_t event) {
     if (extras_.empty() || extras_.back().event != event) {
       extras_.push_back(EventExtra{});

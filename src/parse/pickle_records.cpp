@@ -69,7 +69,9 @@ class PickleField {
   }
   absl::StatusOr<PoolId> Pool(const Value& v) { return d_.AsPool(at_, rec_, key_, v); }
   std::optional<StrId> DictText(const Value& v) {
-    if (v.tag != Tag::kDict) return std::nullopt;
+    if (v.tag != Tag::kDict && v.tag != Tag::kEventRef && v.tag != Tag::kFrameRef) {
+      return std::nullopt;
+    }
     return d_.snap_.strings.Intern(d_.RenderText(v, 0));
   }
   template <typename Fn>
@@ -453,6 +455,9 @@ std::string Decoder::RenderText(const Value& v, int depth) const {
     }
     case Tag::kStr:
       return std::string(snap_.strings.Get(StrId(v.ref)));
+    case Tag::kEventRef:
+    case Tag::kFrameRef:
+      return absl::StrCat("<", RecName(DictKind(v)), ">");
     case Tag::kDict: {
       const DictObj& d = dicts_[v.ref];
       if (d.kind != Rec::kGeneric) return absl::StrCat("<", RecName(d.kind), ">");

@@ -71,7 +71,8 @@ std::vector<std::string> FixturePickles() {
 }  // namespace
 
 TEST_SUITE("pickle_fast_path") {
-  TEST_CASE("the fast and the generic path give the same model on every corpus file") {
+  TEST_CASE("the fast and the generic path give the same model on every corpus file" *
+            doctest::test_suite("corpus")) {
     size_t pickles = 0;
     for (const std::string& path : testing::CorpusFiles()) {
       for (const std::string& bytes : PicklesIn(Slurp(path))) {
@@ -118,6 +119,31 @@ TEST_SUITE("pickle_fast_path") {
                 "1, 'stream': 0}, {'action': 'alloc', 'addr': 1, 'size': 2**41, 'stream': 0, "
                 "'time_us': -3, 'frames': []}]]}",
                 protocol)) == "");
+    }
+  }
+
+  TEST_CASE(
+      "an entry used as another's user_metadata, or as the root, decodes the same both ways") {
+    // Found by the fuzz_pickle_paths campaign: a memo GET of an entry the fast path had decoded
+    // (a kEventRef) where user_metadata wants a dict was refused as "expected str, got dict",
+    // while the generic path renders the entry as text; at the root, the two paths named it
+    // differently in the error.
+    const std::string entry =
+        "dict(action='alloc', addr=2**40, size=512, stream=0, time_us=1, compile_context='N/A', "
+        "user_metadata='', frames=[fr, fr])";
+    const std::string frame = "{'name': 'f', 'filename': 'a.py', 'line': 1}";
+    for (int protocol : {2, 4}) {
+      CAPTURE(protocol);
+      std::string bytes = testing::PythonPickle(
+          "(lambda fr: (lambda e: {'segments': [], 'device_traces': [[e, dict(e, addr=2**41, "
+          "user_metadata=e), dict(e, addr=2**42, user_metadata=fr)]]})(" +
+              entry + "))(" + frame + ")",
+          protocol);
+      CHECK(testing::ComparePicklePaths(bytes) == "");
+      Snapshot s = testing::ParseOrFail(bytes);
+      REQUIRE(s.events.size() == 3);
+      CHECK(testing::ComparePicklePaths(testing::PythonPickle(
+                "(lambda fr: " + entry + ")(" + frame + ")", protocol)) == "");
     }
   }
 
