@@ -1,13 +1,15 @@
-// Mutants of real snapshots through every command (issue 20): each corpus file (the hand-written
-// fixtures when the corpus is absent) is truncated, has bytes flipped, and is decoded, mutated
-// field by field (snapshot_mutator.h) and re-encoded with the project's writer; every mutant goes
-// through every command's analysis in-process. Each run must end with exit 0, 1 or 2, and a
-// message when it is not 0; a crash, or under ASan/UBSan a sanitizer report, fails the suite.
+// Mutants of real snapshots through every command (issue 20): each corpus file (ctest
+// corpus/mutation; skipped when the corpus is absent) and each hand-written fixture (in `unit`) is
+// truncated, has bytes flipped, and is decoded, mutated field by field (snapshot_mutator.h) and
+// re-encoded with the project's writer; every mutant goes through every command's analysis
+// in-process. Each run must end with exit 0, 1 or 2, and a message when it is not 0; a crash, or
+// under ASan/UBSan a sanitizer report, fails the suite.
 //
 // Bounded for the sanitizer stage of CI: MEMSNAP_MUTANTS (default 1) mutants of each kind per
-// file, MEMSNAP_MUTATION_FILES (default all) files, every one through every command.
+// file, MEMSNAP_MUTATION_FILES (default all) corpus files, every one through every command.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,21 +42,32 @@ int EnvInt(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
-// The inputs: the corpus, or the fixtures pickled by CPython when it is absent.
-std::vector<std::pair<std::string, std::string>> Inputs() {
+// A bound takes files spread over the sorted list (PyTorch versions, sizes), not its head.
+std::vector<std::pair<std::string, std::string>> Bounded(
+    std::vector<std::pair<std::string, std::string>> inputs) {
+  const size_t limit = static_cast<size_t>(std::max(0, EnvInt("MEMSNAP_MUTATION_FILES", 0)));
+  if (limit == 0 || inputs.size() <= limit) return inputs;
+  std::vector<std::pair<std::string, std::string>> spread;
+  for (size_t i = 0; i < limit; ++i) spread.push_back(std::move(inputs[i * inputs.size() / limit]));
+  return spread;
+}
+
+std::vector<std::pair<std::string, std::string>> CorpusInputs() {
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const std::string& path : testing::CorpusFiles()) {
     inputs.emplace_back(fs::path(path).filename().string(), Slurp(path));
   }
-  if (inputs.empty()) {
-    for (const char* name : {"formats/reader_2_1_full.json", "formats/reader_2_0_history.json",
-                             "formats/reader_1_13_list.json", "timeline_training.json",
-                             "frag_expandable.json", "frag_trace.json", "timeline_ring.json"}) {
-      inputs.emplace_back(name, testing::PythonPickle(std::string("load_json('") + name + "')"));
-    }
+  return Bounded(std::move(inputs));
+}
+
+// The hand-written fixtures, pickled by CPython.
+std::vector<std::pair<std::string, std::string>> FixtureInputs() {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const char* name : {"formats/reader_2_1_full.json", "formats/reader_2_0_history.json",
+                           "formats/reader_1_13_list.json", "timeline_training.json",
+                           "frag_expandable.json", "frag_trace.json", "timeline_ring.json"}) {
+    inputs.emplace_back(name, testing::PythonPickle(std::string("load_json('") + name + "')"));
   }
-  const int limit = EnvInt("MEMSNAP_MUTATION_FILES", 0);
-  if (limit > 0 && inputs.size() > static_cast<size_t>(limit)) inputs.resize(limit);
   return inputs;
 }
 
@@ -68,7 +81,7 @@ std::vector<std::vector<std::string>> Commands(const std::string& file, const st
       {"timeline", file},
       {"timeline", file, "--csv"},
       {"top", file, "--by", "function"},
-      {"top", file, "--at", "end", "--folded"},
+      {"top", file, "--at", "end", "--folded", "-"},
       {"blocks", file, "--all", "--json"},
       {"diff", base, file},
       {"frag", file, "--timeline"},
@@ -84,60 +97,70 @@ std::vector<std::vector<std::string>> Commands(const std::string& file, const st
   };
 }
 
-}  // namespace
-
-TEST_SUITE("mutation") {
-  TEST_CASE("mutants of every snapshot end every command with exit 0, 1 or 2 and a message") {
-    const int per_kind = EnvInt("MEMSNAP_MUTANTS", 1);
-    const std::string dir = testing::TempDir() + "/mutants";
-    fs::create_directories(dir);
-    std::mt19937_64 rng(2020);
-    int runs = 0, ok = 0, structured = 0;
-    for (const auto& [name, bytes] : Inputs()) {
-      const std::string base = dir + "/base";
-      Write(base, bytes);
-      std::vector<std::pair<std::string, std::string>> mutants;
-      for (int i = 0; i < per_kind; ++i) {
-        mutants.emplace_back("truncated", bytes.substr(0, rng() % (bytes.size() + 1)));
-        std::string flipped = bytes;
-        for (int k = 0; k < 1 + static_cast<int>(rng() % 8) && !flipped.empty(); ++k) {
-          flipped[rng() % flipped.size()] ^= static_cast<char>(1 + rng() % 255);
-        }
-        mutants.emplace_back("flipped", flipped);
-        // Structured: decoded, mutated, written back by the project's own pickle writer.
-        auto input = io::FromMemory(bytes, name);
-        absl::StatusOr<std::vector<Snapshot>> snaps = parse::ParseSnapshots(*input);
-        if (snaps.ok() && !snaps->empty()) {
-          testing::SnapshotMutator mutator(rng());
-          Snapshot& s = (*snaps)[0];
-          mutator.Mutate(s, 6);
-          std::string encoded = mutator.Encode(s);
-          REQUIRE(!encoded.empty());
-          mutants.emplace_back("structured", encoded);
-          ++structured;
-        }
+// Runs every command on mutants of each input: each run must end with exit 0, 1 or 2 and a message.
+void CheckMutants(const std::vector<std::pair<std::string, std::string>>& inputs) {
+  const int per_kind = EnvInt("MEMSNAP_MUTANTS", 1);
+  const std::string dir = testing::TempDir() + "/mutants";
+  fs::create_directories(dir);
+  std::mt19937_64 rng(2020);
+  int runs = 0, ok = 0, structured = 0;
+  for (const auto& [name, bytes] : inputs) {
+    const std::string base = dir + "/base";
+    Write(base, bytes);
+    std::vector<std::pair<std::string, std::string>> mutants;
+    for (int i = 0; i < per_kind; ++i) {
+      mutants.emplace_back("truncated", bytes.substr(0, rng() % (bytes.size() + 1)));
+      std::string flipped = bytes;
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 8) && !flipped.empty(); ++k) {
+        flipped[rng() % flipped.size()] ^= static_cast<char>(1 + rng() % 255);
       }
-      for (size_t m = 0; m < mutants.size(); ++m) {
-        const std::string file = dir + "/mutant";
-        Write(file, mutants[m].second);
-        for (const std::vector<std::string>& args : Commands(file, base, dir + "/out")) {
-          CAPTURE(name);
-          CAPTURE(mutants[m].first);
-          CAPTURE(args[0]);
-          testing::RunResult r = testing::RunMemsnap(args);
-          ++runs;
-          CHECK((r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2));
-          // A message, not silence: an error names the command, a failed check reports.
-          if (r.exit_code == 0) ++ok;
-          if (r.exit_code == 1) CHECK_FALSE((r.out.empty() && r.err.empty()));
-          if (r.exit_code == 2) CHECK(r.err.find("memsnap ") != std::string::npos);
-        }
+      mutants.emplace_back("flipped", flipped);
+      // Structured: decoded, mutated, written back by the project's own pickle writer.
+      auto input = io::FromMemory(bytes, name);
+      absl::StatusOr<std::vector<Snapshot>> snaps = parse::ParseSnapshots(*input);
+      if (snaps.ok() && !snaps->empty()) {
+        testing::SnapshotMutator mutator(rng());
+        Snapshot& s = (*snaps)[0];
+        mutator.Mutate(s, 6);
+        std::string encoded = mutator.Encode(s);
+        REQUIRE(!encoded.empty());
+        mutants.emplace_back("structured", encoded);
+        ++structured;
       }
     }
-    MESSAGE(runs << " command runs on mutants, " << ok << " exit 0, " << structured
-                 << " structured mutants");
-    CHECK(structured > 0);
-    CHECK(ok > runs / 10);  // mutants reach the analyses, not only the reader's errors
+    for (size_t m = 0; m < mutants.size(); ++m) {
+      const std::string file = dir + "/mutant";
+      Write(file, mutants[m].second);
+      for (const std::vector<std::string>& args : Commands(file, base, dir + "/out")) {
+        CAPTURE(name);
+        CAPTURE(mutants[m].first);
+        CAPTURE(args[0]);
+        testing::RunResult r = testing::RunMemsnap(args);
+        ++runs;
+        CHECK((r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2));
+        // A message, not silence: an error names the command, a failed check reports.
+        if (r.exit_code == 0) ++ok;
+        if (r.exit_code == 1) CHECK_FALSE((r.out.empty() && r.err.empty()));
+        if (r.exit_code == 2) CHECK(r.err.find("memsnap ") != std::string::npos);
+      }
+    }
+  }
+  MESSAGE(runs << " command runs on mutants, " << ok << " exit 0, " << structured
+               << " structured mutants");
+  CHECK(structured > 0);
+  CHECK(ok > runs / 10);  // mutants reach the analyses, not only the reader's errors
+}
+
+}  // namespace
+
+TEST_CASE("mutants of every corpus snapshot end every command with exit 0, 1 or 2 and a message" *
+          doctest::test_suite("corpus")) {
+  CheckMutants(CorpusInputs());
+}
+
+TEST_SUITE("mutation") {
+  TEST_CASE("mutants of the fixtures end every command with exit 0, 1 or 2 and a message") {
+    CheckMutants(FixtureInputs());
   }
 }
 

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/writer/snapshot_writer.h"
 
 namespace memsnap::testing {
 
@@ -38,9 +38,7 @@ class SnapshotMutator {
   }
 
   uint64_t Below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
-  int Pick(std::initializer_list<int> values) {
-    return *(values.begin() + Below(values.size()));
-  }
+  int Pick(std::initializer_list<int> values) { return *(values.begin() + Below(values.size())); }
 
  private:
   int64_t Size() {
@@ -64,25 +62,34 @@ class SnapshotMutator {
   }
   uint64_t Address(const Snapshot& s) {
     switch (Below(6)) {
-      case 0: return 0;
-      case 1: return kMaxAddress + Below(2);
-      case 2: return std::numeric_limits<uint64_t>::max() - Below(4096);
+      case 0:
+        return 0;
+      case 1:
+        return kMaxAddress + Below(2);
+      case 2:
+        return std::numeric_limits<uint64_t>::max() - Below(4096);
       case 3:
         if (!s.events.empty()) return s.events[Below(s.events.size())].addr + 512 * Below(3);
         [[fallthrough]];
       case 4:
         if (!s.blocks.empty()) return s.blocks[Below(s.blocks.size())].address;
         [[fallthrough]];
-      default: return rng_() >> Below(64);
+      default:
+        return rng_() >> Below(64);
     }
   }
   int64_t Time() {
     switch (Below(5)) {
-      case 0: return kNoTime;
-      case 1: return -static_cast<int64_t>(Below(1000));
-      case 2: return std::numeric_limits<int64_t>::max() - static_cast<int64_t>(Below(2));
-      case 3: return kMaxTimeUs + static_cast<int64_t>(Below(2));
-      default: return int64_t{1732000000000000} + static_cast<int64_t>(Below(1000000));
+      case 0:
+        return kNoTime;
+      case 1:
+        return -static_cast<int64_t>(Below(1000));
+      case 2:
+        return std::numeric_limits<int64_t>::max() - static_cast<int64_t>(Below(2));
+      case 3:
+        return kMaxTimeUs + static_cast<int64_t>(Below(2));
+      default:
+        return int64_t{1732000000000000} + static_cast<int64_t>(Below(1000000));
     }
   }
   StackId Stack(const Snapshot& s) {
@@ -99,13 +106,27 @@ class SnapshotMutator {
         if (s.events.empty()) break;
         TraceEvent& e = s.events[Below(s.events.size())];
         switch (Below(7)) {
-          case 0: e.size = Size(); break;
-          case 1: e.addr = Address(s); break;
-          case 2: e.action = static_cast<Action>(Below(kNumActions)); break;
-          case 3: e.time_us = Time(); break;
-          case 4: e.stream = Below(2) ? 0 : static_cast<int64_t>(rng_()); break;
-          case 5: e.stack = Stack(s); break;
-          default: e = s.events[Below(s.events.size())]; break;  // a copy of another entry
+          case 0:
+            e.size = Size();
+            break;
+          case 1:
+            e.addr = Address(s);
+            break;
+          case 2:
+            e.action = static_cast<Action>(Below(kNumActions));
+            break;
+          case 3:
+            e.time_us = Time();
+            break;
+          case 4:
+            e.stream = Below(2) ? 0 : static_cast<int64_t>(rng_());
+            break;
+          case 5:
+            e.stack = Stack(s);
+            break;
+          default:
+            e = s.events[Below(s.events.size())];
+            break;  // a copy of another entry
         }
         break;
       }
@@ -125,11 +146,21 @@ class SnapshotMutator {
         if (s.blocks.empty()) break;
         Block& b = s.blocks[Below(s.blocks.size())];
         switch (Below(5)) {
-          case 0: b.size = Size(); break;
-          case 1: b.requested_size = Size(); break;
-          case 2: b.address = Address(s); break;
-          case 3: b.state = static_cast<BlockState>(Below(3)); break;
-          default: b.stack = Stack(s); break;
+          case 0:
+            b.size = Size();
+            break;
+          case 1:
+            b.requested_size = Size();
+            break;
+          case 2:
+            b.address = Address(s);
+            break;
+          case 3:
+            b.state = static_cast<BlockState>(Below(3));
+            break;
+          default:
+            b.stack = Stack(s);
+            break;
         }
         break;
       }
@@ -138,14 +169,30 @@ class SnapshotMutator {
         if (s.segments.empty()) break;
         Segment& g = s.segments[Below(s.segments.size())];
         switch (Below(8)) {
-          case 0: g.total_size = Size(); break;
-          case 1: g.allocated_size = Size(); break;
-          case 2: g.active_size = Size(); break;
-          case 3: g.address = Address(s); break;
-          case 4: g.device = static_cast<int32_t>(Below(4)); break;
-          case 5: g.is_expandable = !g.is_expandable; break;
-          case 6: g.pool = Below(2) ? PoolId{} : PoolId{1, Below(3)}; break;
-          default: g.num_blocks = static_cast<uint32_t>(Below(g.num_blocks + 1)); break;
+          case 0:
+            g.total_size = Size();
+            break;
+          case 1:
+            g.allocated_size = Size();
+            break;
+          case 2:
+            g.active_size = Size();
+            break;
+          case 3:
+            g.address = Address(s);
+            break;
+          case 4:
+            g.device = static_cast<int32_t>(Below(4));
+            break;
+          case 5:
+            g.is_expandable = !g.is_expandable;
+            break;
+          case 6:
+            g.pool = Below(2) ? PoolId{} : PoolId{1, Below(3)};
+            break;
+          default:
+            g.num_blocks = static_cast<uint32_t>(Below(g.num_blocks + 1));
+            break;
         }
         break;
       }
@@ -161,13 +208,19 @@ class SnapshotMutator {
             s.settings.roundup_power2_divisions[Below(16)] =
                 Pick({0, 1, 2, 3, 4, 8, 1 << 20, -4}) * (Below(8) == 0 ? (int64_t{1} << 40) : 1);
             break;
-          case 1: s.settings.max_split_size = Below(2) ? -1 : Size(); break;
-          case 2: s.settings.expandable_segments = !s.settings.expandable_segments; break;
+          case 1:
+            s.settings.max_split_size = Below(2) ? -1 : Size();
+            break;
+          case 2:
+            s.settings.expandable_segments = !s.settings.expandable_segments;
+            break;
           case 3:
             s.settings.conf = Pick({0, 1}) ? "max_split_size_mb:99999999999999999"
                                            : "roundup_power2_divisions:[1:4,>:4611686018427387904]";
             break;
-          default: s.settings.garbage_collection_threshold = Below(2) ? 0.5 : -1.0; break;
+          default:
+            s.settings.garbage_collection_threshold = Below(2) ? 0.5 : -1.0;
+            break;
         }
         break;
       }
