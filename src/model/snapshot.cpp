@@ -95,26 +95,15 @@ std::string Snapshot::FrameText(FrameId id) const {
                       Sv(strings.Get(f.name)));
 }
 
-std::string ClampedBytesWarning(uint64_t count, std::string_view what) {
-  return absl::StrCat(count, " ", Sv(what), " size(s) above 1 TiB (not a CUDA allocation) were "
-                      "clamped to 1 TiB");
-}
-
 void Normalize(Snapshot& snap) {
-  uint64_t clamped = 0;
-  for (Segment& seg : snap.segments) {
-    clamped += ClampBytes(seg.total_size) + ClampBytes(seg.allocated_size) +
-               ClampBytes(seg.active_size) + ClampBytes(seg.requested_size);
-  }
-  for (Block& b : snap.blocks) clamped += ClampBytes(b.size) + ClampBytes(b.requested_size);
-  if (clamped > 0) snap.diagnostics.Warn(ClampedBytesWarning(clamped, "block or segment"));
+  // Sizes and addresses first: everything below relies on their bounds (model/limits.h).
+  CheckSegmentsAndBlocks(snap);
   for (uint32_t si = 0; si < snap.segments.size(); ++si) {
     Segment& seg = snap.segments[si];
     uint64_t cursor = seg.address;
-    // Unsigned: hostile sizes must not overflow a signed sum (the warning below reports them).
+    // Unsigned: thousands of 1 TiB blocks must not overflow a signed sum.
     uint64_t covered = 0;
     bool contiguous = true;
-    bool negative = seg.total_size < 0;
     for (uint32_t bi = seg.first_block; bi < seg.first_block + seg.num_blocks; ++bi) {
       Block& b = snap.blocks[bi];
       b.segment = SegmentId(si);
@@ -123,18 +112,13 @@ void Normalize(Snapshot& snap) {
         snap.source.has_block_addresses = false;
       }
       if (b.address != cursor) contiguous = false;
-      if (b.size < 0) negative = true;
       cursor = b.address + static_cast<uint64_t>(b.size);
       covered += static_cast<uint64_t>(b.size);
       // Requested size is only meaningful on active blocks (format §2.3): never trust stale ones.
       if (b.state == BlockState::kInactive) b.requested_size = 0;
       if (b.is_active() && b.requested_size <= 0) b.requested_size = b.size;
     }
-    if (negative) {
-      snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
-                                         " (device ", seg.device, "): negative size"));
-    } else if (seg.num_blocks > 0 &&
-               (!contiguous || covered != static_cast<uint64_t>(seg.total_size))) {
+    if (seg.num_blocks > 0 && (!contiguous || covered != static_cast<uint64_t>(seg.total_size))) {
       snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
                                          " (device ", seg.device, "): blocks cover ",
                                          covered, " bytes of ", seg.total_size,

@@ -1,4 +1,4 @@
-// The _memory_viz HTML wrapper (snapshot-format.md §1.5): a page that passes the viewer a JSON
+// The _memory_viz HTML wrapper (docs/reader.md, "Containers"): a page that passes the viewer a JSON
 // array `[{"name": "snapshot.pickle", "base64": "<payload>"}, ...]`. Every `"base64": "..."`
 // string is one payload: a pickle followed by 1-3 NUL bytes of padding, which the pickle decoder
 // ignores (it stops at STOP). Each payload is decoded strictly (RFC 4648 alphabet, `=` padding

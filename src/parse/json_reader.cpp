@@ -1,10 +1,10 @@
-// The JSON reader (snapshot-format.md §1.6): the same schema as the pickle, read with simdjson's
-// DOM and written into the same Snapshot the pickle decoder produces (same fields, same
-// normalization; the rules both use are in schema_common.h).
+// The JSON reader: the same schema as the pickle (schema.h), read with simdjson's DOM and written
+// into the same Snapshot the pickle decoder produces: every key is resolved and set through the
+// schema table and its setters, with JsonField as this reader's view of a value.
 //
 // Integers are read as int64/uint64, never as double. Errors carry a JSON pointer to the value:
 //   "snap.json: /segments/12/blocks/3/size: expected integer, got string"
-// Tolerant readings (documented in docs/input-formats.md): unknown keys are ignored; a duplicated
+// Tolerant readings (documented in docs/reader.md): unknown keys are ignored; a duplicated
 // key is applied in order, so the last one wins; `traces` is an alias of `device_traces`.
 //
 // Memory: the DOM costs about 2x the input on top of the input; JSON snapshots are rare (no real
@@ -17,7 +17,7 @@
 #include "memsnap/parse/reader.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
-#include "parse/schema_common.h"
+#include "parse/schema.h"
 #include "simdjson.h"
 
 namespace memsnap::parse {
@@ -64,14 +64,21 @@ std::string Pointer(const Path& path) {
 
 const char* TypeName(element_type t) {
   switch (t) {
-    case element_type::ARRAY: return "array";
-    case element_type::OBJECT: return "object";
+    case element_type::ARRAY:
+      return "array";
+    case element_type::OBJECT:
+      return "object";
     case element_type::INT64:
-    case element_type::UINT64: return "integer";
-    case element_type::DOUBLE: return "float";
-    case element_type::STRING: return "string";
-    case element_type::BOOL: return "bool";
-    case element_type::NULL_VALUE: return "null";
+    case element_type::UINT64:
+      return "integer";
+    case element_type::DOUBLE:
+      return "float";
+    case element_type::STRING:
+      return "string";
+    case element_type::BOOL:
+      return "bool";
+    case element_type::NULL_VALUE:
+      return "null";
   }
   return "?";
 }
@@ -90,28 +97,29 @@ simdjson::simdjson_result<element> ParseDom(simdjson::dom::parser& parser,
   return parser.parse(bytes.data(), bytes.size(), /*realloc_if_needed=*/!in_place);
 }
 
+class JsonField;
+
 class JsonDecoder {
  public:
-  explicit JsonDecoder(io::InputSource& input) : input_(input) { na_ = snap_.strings.Intern("N/A"); }
+  explicit JsonDecoder(io::InputSource& input) : input_(input) {
+    na_ = snap_.strings.Intern("N/A");
+  }
 
   absl::StatusOr<Snapshot> Run();
 
  private:
+  friend class JsonField;
+
   absl::Status Error(const Path& p, std::string_view what) const {
     return absl::InvalidArgumentError(
         absl::StrCat(input_.name(), ": ", Pointer(p), ": ", Sv(what)));
   }
-  absl::Status TypeError(const Path& p, element e, const char* want) const {
-    return Error(p, absl::StrCat("expected ", want, ", got ", TypeName(e.type())));
-  }
-  void Clamped(const Path& p) {
-    snap_.diagnostics.Warn(
-        absl::StrCat(Pointer(p), ": integer does not fit in 64 bits; clamped"));
+  absl::Status TypeError(const Path& p, element e, std::string_view want) const {
+    return Error(p, absl::StrCat("expected ", Sv(want), ", got ", TypeName(e.type())));
   }
 
   absl::StatusOr<int64_t> Int(element e, const Path& p);
   absl::StatusOr<uint64_t> Address(element e, const Path& p);
-  absl::StatusOr<std::string_view> Str(element e, const Path& p);
   absl::StatusOr<bool> Bool(element e, const Path& p);
   absl::StatusOr<StackId> Stack(element e, const Path& p);
   absl::StatusOr<PoolId> Pool(element e, const Path& p);
@@ -119,42 +127,157 @@ class JsonDecoder {
   absl::StatusOr<simdjson::dom::object> Object(element e, const Path& p);
   std::string RenderText(element e, int depth) const;
 
+  // Calls set(field_access, key, field, value) for every key of `obj` that means something in a
+  // `rec` (the schema's FieldOf); other keys are ignored.
+  template <typename Set>
+  absl::Status ForEachField(simdjson::dom::object obj, const Path& p, Rec rec, uint32_t record,
+                            Set&& set);
   absl::Status ReadSegments(element e, const Path& p);
   absl::Status ReadSegment(element e, const Path& p);
-  absl::Status ReadBlock(element e, const Path& p, Block& block);
+  absl::Status ReadBlocks(element e, const Path& p, SegmentRec& segment);
+  absl::Status ReadBlock(element e, const Path& p);
+  absl::Status ReadHistory(element e, const Path& p, BlockRec& block);
   absl::Status ReadTraces(element e, const Path& p);
   absl::Status ReadEvent(element e, const Path& p);
   absl::Status ReadSettings(element e, const Path& p);
-  absl::Status ReadTraceFlag(element e, const Path& p, bool overflowed, AllocatorSettings& s);
   absl::Status ReadAnnotations(element e, const Path& p);
+  EventExtra& ExtraOf(uint32_t event) {
+    if (snap_.event_extras.empty() || snap_.event_extras.back().event != event) {
+      snap_.event_extras.push_back(EventExtra{});
+      snap_.event_extras.back().event = event;
+    }
+    return snap_.event_extras.back();
+  }
 
   io::InputSource& input_;
   Snapshot snap_;
-  uint64_t clamped_sizes_ = 0;  // trace-entry sizes above kMaxBytes
+  LimitReport limits_;  // values out of range (model/limits.h)
   StrId na_;
   std::vector<FrameId> frame_scratch_;
 };
 
+// One value of one object as the schema's setters see it (the contract is in schema.h); messages
+// carry its JSON pointer.
+class JsonField {
+ public:
+  using Value = element;
+  JsonField(JsonDecoder& d, const Path& path, uint32_t record)
+      : d_(d), path_(path), record_(record) {}
+
+  absl::StatusOr<int64_t> Int(element v) { return d_.Int(v, path_); }
+  absl::StatusOr<uint64_t> Address(element v) { return d_.Address(v, path_); }
+  bool IsWide(element v) const { return v.type() == element_type::UINT64; }
+  bool IsNone(element v) const { return v.type() == element_type::NULL_VALUE; }
+  bool IsList(element v) const { return v.type() == element_type::ARRAY; }
+  std::optional<int64_t> IntOrBool(element v) const {
+    if (v.type() == element_type::INT64) return v.get_int64().value_unsafe();
+    if (v.type() == element_type::BOOL) return v.get_bool().value_unsafe() ? 1 : 0;
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string_view> Text(element v) {
+    if (v.type() != element_type::STRING) return TypeError(v, "str");
+    return v.get_string().value_unsafe();
+  }
+  absl::StatusOr<StrId> Str(element v) {
+    ASSIGN_OR_RETURN(std::string_view s, Text(v));
+    return d_.snap_.strings.Intern(s);
+  }
+  std::optional<StrId> MaybeStr(element v) {
+    if (v.type() != element_type::STRING) return std::nullopt;
+    return d_.snap_.strings.Intern(v.get_string().value_unsafe());
+  }
+  absl::StatusOr<Action> ActionOf(element v) {
+    ASSIGN_OR_RETURN(std::string_view s, Text(v));
+    return ParseAction(s);
+  }
+  absl::StatusOr<bool> Bool(element v) { return d_.Bool(v, path_); }
+  std::optional<double> Number(element v) const {
+    if (v.type() == element_type::DOUBLE) return v.get_double().value_unsafe();
+    if (v.type() == element_type::INT64) return static_cast<double>(v.get_int64().value_unsafe());
+    return std::nullopt;
+  }
+  absl::StatusOr<StackId> Stack(element v) { return d_.Stack(v, path_); }
+  absl::StatusOr<PoolId> Pool(element v) { return d_.Pool(v, path_); }
+  std::optional<StrId> DictText(element v) {
+    if (v.type() != element_type::OBJECT) return std::nullopt;
+    return d_.snap_.strings.Intern(d_.RenderText(v, 0));
+  }
+  template <typename Fn>
+  absl::Status ForEachItem(element v, Fn&& fn) {
+    if (v.type() != element_type::OBJECT) return absl::OkStatus();
+    for (auto [key, x] : ObjOf(v)) fn(key, x);
+    return absl::OkStatus();
+  }
+  template <typename Fn>
+  absl::Status ForEachListItem(element v, Fn&& fn) {
+    if (v.type() != element_type::ARRAY) return absl::OkStatus();
+    for (element x : ArrOf(v)) fn(x);
+    return absl::OkStatus();
+  }
+  absl::Status TypeError(element v, std::string_view want) {
+    // The setters name Python's types; a JSON user reads JSON's.
+    if (want == "str") want = "string";
+    if (want == "int") want = "integer";
+    if (want == "list") want = "array";
+    return d_.TypeError(path_, v, want);
+  }
+  absl::Status Error(std::string_view message) { return d_.Error(path_, message); }
+  void Warn(std::string_view message) {
+    d_.snap_.diagnostics.Warn(absl::StrCat(Pointer(path_), ": ", Sv(message)));
+  }
+  template <typename T>
+  void Limit(Limited kind, T read) {
+    d_.limits_.Note(kind, read, d_.limits_.Seen(kind) ? std::string() : Pointer(path_));
+  }
+  StrId NotAvailable() const { return d_.na_; }
+  EventExtra& Extra() { return d_.ExtraOf(record_); }
+  absl::Status Blocks(element v, SegmentRec& rec) { return d_.ReadBlocks(v, path_, rec); }
+  absl::Status History(element v, BlockRec& rec) { return d_.ReadHistory(v, path_, rec); }
+
+ private:
+  JsonDecoder& d_;
+  const Path& path_;
+  uint32_t record_;
+};
+
+template <typename Set>
+absl::Status JsonDecoder::ForEachField(simdjson::dom::object obj, const Path& p, Rec rec,
+                                       uint32_t record, Set&& set) {
+  for (auto [name, v] : obj) {
+    const Key key = KeyOfName(name);
+    const Field field = FieldOf(rec, key);
+    if (field == Field::kNone) continue;
+    const Path kp = p.Key(name);
+    JsonField f(*this, kp, record);
+    RETURN_IF_ERROR(set(f, key, field, v));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> JsonDecoder::Int(element e, const Path& p) {
   switch (e.type()) {
-    case element_type::INT64: return e.get_int64().value_unsafe();
-    case element_type::UINT64: Clamped(p); return std::numeric_limits<int64_t>::max();
-    case element_type::BOOL: return e.get_bool().value_unsafe() ? 1 : 0;
-    default: return TypeError(p, e, "integer");
+    case element_type::INT64:
+      return e.get_int64().value_unsafe();
+    case element_type::UINT64:
+      snap_.diagnostics.Warn(
+          absl::StrCat(Pointer(p), ": integer does not fit in 64 bits; clamped"));
+      return std::numeric_limits<int64_t>::max();
+    case element_type::BOOL:
+      return e.get_bool().value_unsafe() ? 1 : 0;
+    default:
+      return TypeError(p, e, "integer");
   }
 }
 
 absl::StatusOr<uint64_t> JsonDecoder::Address(element e, const Path& p) {
   switch (e.type()) {
-    case element_type::INT64: return static_cast<uint64_t>(e.get_int64().value_unsafe());
-    case element_type::UINT64: return e.get_uint64().value_unsafe();
-    default: return TypeError(p, e, "integer");
+    case element_type::INT64:
+      return static_cast<uint64_t>(e.get_int64().value_unsafe());
+    case element_type::UINT64:
+      return e.get_uint64().value_unsafe();
+    default:
+      return TypeError(p, e, "integer");
   }
-}
-
-absl::StatusOr<std::string_view> JsonDecoder::Str(element e, const Path& p) {
-  if (e.type() != element_type::STRING) return TypeError(p, e, "string");
-  return e.get_string().value_unsafe();
 }
 
 absl::StatusOr<bool> JsonDecoder::Bool(element e, const Path& p) {
@@ -183,26 +306,12 @@ absl::StatusOr<StackId> JsonDecoder::Stack(element e, const Path& p) {
     if (item.type() == element_type::STRING) continue;  // 2.0-era strings among frames: skipped
     if (item.type() != element_type::OBJECT) return TypeError(ip, item, "a frame object");
     Frame f{StringPool::kEmpty, StringPool::kEmpty, 0};
-    bool is_frame = false;
-    for (auto [key, v] : ObjOf(item)) {
-      Path kp = ip.Key(key);
-      if (key == "name") {
-        ASSIGN_OR_RETURN(std::string_view s, Str(v, kp));
-        f.name = snap_.strings.Intern(s);
-      } else if (key == "filename") {
-        ASSIGN_OR_RETURN(std::string_view s, Str(v, kp));
-        f.filename = snap_.strings.Intern(s);
-        is_frame = true;
-      } else if (key == "line") {
-        is_frame = true;
-        if (v.type() == element_type::UINT64) {
-          f.line = NormalizeLine(0, true);  // 2^64-1 is PyTorch's "unknown line"
-        } else {
-          ASSIGN_OR_RETURN(int64_t line, Int(v, kp));
-          f.line = NormalizeLine(line, false);
-        }
-      }
-    }
+    bool is_frame = false;  // the keys that make a pickle dict a frame
+    RETURN_IF_ERROR(ForEachField(ObjOf(item), ip, Rec::kFrame, 0,
+                                 [&](JsonField& field_access, Key key, Field field, element v) {
+                                   is_frame = is_frame || TypesRecord(Rec::kFrame, key);
+                                   return SetFrame(field_access, field, v, f);
+                                 }));
     if (!is_frame) return Error(ip, "expected a frame (an object with 'filename' and 'line')");
     frame_scratch_.push_back(snap_.frames.Intern(f));
   }
@@ -225,12 +334,18 @@ absl::StatusOr<PoolId> JsonDecoder::Pool(element e, const Path& p) {
 std::string JsonDecoder::RenderText(element e, int depth) const {
   if (depth > 16) return "...";
   switch (e.type()) {
-    case element_type::NULL_VALUE: return "None";
-    case element_type::BOOL: return e.get_bool().value_unsafe() ? "True" : "False";
-    case element_type::INT64: return absl::StrCat(e.get_int64().value_unsafe());
-    case element_type::UINT64: return absl::StrCat(e.get_uint64().value_unsafe());
-    case element_type::DOUBLE: return absl::StrCat(e.get_double().value_unsafe());
-    case element_type::STRING: return std::string(e.get_string().value_unsafe());
+    case element_type::NULL_VALUE:
+      return "None";
+    case element_type::BOOL:
+      return e.get_bool().value_unsafe() ? "True" : "False";
+    case element_type::INT64:
+      return absl::StrCat(e.get_int64().value_unsafe());
+    case element_type::UINT64:
+      return absl::StrCat(e.get_uint64().value_unsafe());
+    case element_type::DOUBLE:
+      return absl::StrCat(e.get_double().value_unsafe());
+    case element_type::STRING:
+      return std::string(e.get_string().value_unsafe());
     case element_type::OBJECT: {
       std::string out = "{";
       bool first = true;
@@ -244,127 +359,63 @@ std::string JsonDecoder::RenderText(element e, int depth) const {
       }
       return out + "}";
     }
-    case element_type::ARRAY: return "<list>";
+    case element_type::ARRAY:
+      return "<list>";
   }
   return "?";
 }
 
-absl::Status JsonDecoder::ReadBlock(element e, const Path& p, Block& block) {
-  ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
-  bool has_state = false;
-  std::optional<element> history;
-  Path hp = p.Key("history");
-  for (auto [key, v] : obj) {
-    Path kp = p.Key(key);
-    if (key == "address") {
-      ASSIGN_OR_RETURN(block.address, Address(v, kp));
-    } else if (key == "size") {
-      ASSIGN_OR_RETURN(block.size, Int(v, kp));
-    } else if (key == "requested_size") {
-      ASSIGN_OR_RETURN(block.requested_size, Int(v, kp));
-    } else if (key == "state") {
-      ASSIGN_OR_RETURN(std::string_view s, Str(v, kp));
-      std::optional<BlockState> state = ParseBlockState(s);
-      if (!state) return Error(kp, absl::StrCat("unknown block state '", Sv(s), "'"));
-      block.state = *state;
-      has_state = true;
-    } else if (key == "frames") {
-      ASSIGN_OR_RETURN(block.stack, Stack(v, kp));
-    } else if (key == "history") {
-      history = v;
-    }
-  }
-  if (!has_state) return Error(p, "block has no 'state'");
-  if (!history) return absl::OkStatus();
-  // 2.0 era: history[0] describes the block itself (format §3.3 fallbacks).
-  ASSIGN_OR_RETURN(simdjson::dom::array entries, Array(*history, hp));
-  uint64_t addr = kUnknownAddress;
-  int64_t real_size = -1;
-  StackId stack;
+absl::Status JsonDecoder::ReadHistory(element e, const Path& p, BlockRec& block) {
+  // 2.0 era: history[0] describes the block itself (FinishBlock in schema.h).
+  ASSIGN_OR_RETURN(simdjson::dom::array entries, Array(e, p));
   size_t i = 0;
+  block.history.reset();
   for (element entry : entries) {
-    Path ip = hp.Index(i);
-    ASSIGN_OR_RETURN(simdjson::dom::object h, Object(entry, ip));
-    for (auto [key, v] : h) {
-      Path kp = ip.Key(key);
-      if (key == "addr") {
-        ASSIGN_OR_RETURN(uint64_t a, Address(v, kp));
-        if (i == 0) addr = a;
-      } else if (key == "real_size") {
-        ASSIGN_OR_RETURN(int64_t r, Int(v, kp));
-        if (i == 0) real_size = r;
-      } else if (key == "frames") {
-        ASSIGN_OR_RETURN(StackId s, Stack(v, kp));
-        if (i == 0) stack = s;
-      }
-    }
-    ++i;
+    Path ip = p.Index(i);
+    ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(entry, ip));
+    HistoryRec h;
+    RETURN_IF_ERROR(ForEachField(
+        obj, ip, Rec::kHistory, 0,
+        [&](JsonField& f, Key, Field field, element v) { return SetHistory(f, field, v, h); }));
+    if (i++ == 0) block.history = h;
   }
-  if (i == 0) return absl::OkStatus();
-  snap_.source.legacy_history = true;
-  // history[0] describes the block itself only while it is active: an inactive block's history
-  // lists earlier occupants at other addresses. The address is left to Normalize(), which lays
-  // blocks out from the segment start (same rules as the pickle decoder).
-  (void)addr;
-  if (block.is_active()) {
-    if (block.requested_size < 0) block.requested_size = real_size;
-    if (!block.stack.valid()) block.stack = stack;
-  }
+  return absl::OkStatus();
+}
+
+absl::Status JsonDecoder::ReadBlock(element e, const Path& p) {
+  ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
+  BlockRec rec;
+  RETURN_IF_ERROR(ForEachField(
+      obj, p, Rec::kBlock, 0,
+      [&](JsonField& f, Key, Field field, element v) { return SetBlock(f, field, v, rec); }));
+  if (!rec.has_state) return Error(p, "block has no 'state'");
+  snap_.blocks.push_back(FinishBlock(rec, snap_.source));
+  return absl::OkStatus();
+}
+
+absl::Status JsonDecoder::ReadBlocks(element e, const Path& p, SegmentRec& segment) {
+  // A duplicated `blocks` key: the last one wins, so the earlier one's blocks go.
+  if (segment.blocks_count > 0) snap_.blocks.resize(segment.blocks_begin);
+  segment.blocks_begin = static_cast<uint32_t>(snap_.blocks.size());
+  ASSIGN_OR_RETURN(simdjson::dom::array list, Array(e, p));
+  size_t i = 0;
+  for (element b : list) RETURN_IF_ERROR(ReadBlock(b, p.Index(i++)));
+  segment.blocks_count = static_cast<uint32_t>(snap_.blocks.size() - segment.blocks_begin);
   return absl::OkStatus();
 }
 
 absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
-  Segment s;
-  std::optional<element> blocks;
-  bool has_total_size = false;
-  for (auto [key, v] : obj) {
-    Path kp = p.Key(key);
-    if (key == "device") {
-      ASSIGN_OR_RETURN(int64_t d, Int(v, kp));
-      if (!ValidDeviceOrdinal(d)) return Error(kp, absl::StrCat(d, " is not a device ordinal"));
-      s.device = static_cast<int32_t>(d);
-    } else if (key == "address") {
-      ASSIGN_OR_RETURN(s.address, Address(v, kp));
-    } else if (key == "total_size") {
-      ASSIGN_OR_RETURN(s.total_size, Int(v, kp));
-      has_total_size = true;
-    } else if (key == "allocated_size") {
-      ASSIGN_OR_RETURN(s.allocated_size, Int(v, kp));
-    } else if (key == "active_size") {
-      ASSIGN_OR_RETURN(s.active_size, Int(v, kp));
-    } else if (key == "requested_size") {
-      ASSIGN_OR_RETURN(s.requested_size, Int(v, kp));
-    } else if (key == "stream") {
-      ASSIGN_OR_RETURN(uint64_t st, Address(v, kp));
-      s.stream = static_cast<int64_t>(st);
-    } else if (key == "segment_type") {
-      ASSIGN_OR_RETURN(std::string_view t, Str(v, kp));
-      s.is_small = t == "small";
-    } else if (key == "segment_pool_id") {
-      ASSIGN_OR_RETURN(s.pool, Pool(v, kp));
-    } else if (key == "is_expandable") {
-      ASSIGN_OR_RETURN(s.is_expandable, Bool(v, kp));
-    } else if (key == "frames") {
-      ASSIGN_OR_RETURN(s.stack, Stack(v, kp));
-    } else if (key == "blocks") {
-      blocks = v;
-    }
-  }
-  s.first_block = static_cast<uint32_t>(snap_.blocks.size());
-  if (blocks) {
-    Path bp = p.Key("blocks");
-    ASSIGN_OR_RETURN(simdjson::dom::array list, Array(*blocks, bp));
-    size_t i = 0;
-    for (element b : list) {
-      Block block;
-      RETURN_IF_ERROR(ReadBlock(b, bp.Index(i++), block));
-      snap_.blocks.push_back(block);
-    }
-  }
-  s.num_blocks = static_cast<uint32_t>(snap_.blocks.size() - s.first_block);
+  SegmentRec rec;
+  rec.blocks_begin = static_cast<uint32_t>(snap_.blocks.size());
+  RETURN_IF_ERROR(ForEachField(
+      obj, p, Rec::kSegment, 0,
+      [&](JsonField& f, Key, Field field, element v) { return SetSegment(f, field, v, rec); }));
   // What makes an object a segment, as in the pickle decoder (which types dicts by their keys).
-  if (!has_total_size) return Error(p, "segment has no 'total_size'");
+  if (!rec.has_total_size) return Error(p, "segment has no 'total_size'");
+  Segment s = rec.segment;
+  s.first_block = rec.blocks_begin;
+  s.num_blocks = rec.blocks_count;
   snap_.segments.push_back(s);
   return absl::OkStatus();
 }
@@ -376,7 +427,7 @@ absl::Status JsonDecoder::ReadSegments(element e, const Path& p) {
   size_t blocks = 0;
   for (element s : list) {
     simdjson::dom::array b;
-    if (s.at_key("blocks").get(b) == simdjson::SUCCESS) blocks += b.size();
+    if (s.at_key(KeyName(Key::kBlocks)).get(b) == simdjson::SUCCESS) blocks += b.size();
   }
   snap_.segments.reserve(snap_.segments.size() + list.size());
   snap_.blocks.reserve(snap_.blocks.size() + blocks);
@@ -389,61 +440,12 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
   TraceEvent ev;
   bool has_action = false;
-  uint32_t index = static_cast<uint32_t>(snap_.events.size());
-  auto extra = [&]() -> EventExtra& {
-    if (snap_.event_extras.empty() || snap_.event_extras.back().event != index) {
-      snap_.event_extras.push_back(EventExtra{});
-      snap_.event_extras.back().event = index;
-    }
-    return snap_.event_extras.back();
-  };
-  for (auto [key, v] : obj) {
-    Path kp = p.Key(key);
-    if (key == "action") {
-      ASSIGN_OR_RETURN(std::string_view name, Str(v, kp));
-      ev.action = ParseAction(name);
-      has_action = true;
-      if (ev.action == Action::kUnknown) {
-        snap_.diagnostics.Warn(absl::StrCat(Pointer(kp), ": unknown trace action '", Sv(name), "'"));
-      }
-    } else if (key == "addr" || key == "device_free") {
-      ASSIGN_OR_RETURN(ev.addr, Address(v, kp));
-    } else if (key == "size") {
-      ASSIGN_OR_RETURN(ev.size, Int(v, kp));
-      clamped_sizes_ += ClampBytes(ev.size);
-    } else if (key == "stream") {
-      ASSIGN_OR_RETURN(uint64_t st, Address(v, kp));
-      ev.stream = static_cast<int64_t>(st);
-    } else if (key == "time_us") {
-      if (v.type() != element_type::NULL_VALUE) {
-        ASSIGN_OR_RETURN(ev.time_us, Int(v, kp));
-      }
-    } else if (key == "frames") {
-      ASSIGN_OR_RETURN(ev.stack, Stack(v, kp));
-    } else if (key == "pool_id") {
-      ASSIGN_OR_RETURN(PoolId pool, Pool(v, kp));
-      extra().pool = pool;
-    } else if (key == "compile_context" || key == "user_metadata" || key == "category") {
-      // "N/A" and "" are what PyTorch writes when the feature is off: no extra is recorded,
-      // exactly as the pickle decoder does.
-      StrId value;
-      if (v.type() == element_type::STRING) {
-        StrId s = snap_.strings.Intern(v.get_string().value_unsafe());
-        bool empty = s == StringPool::kEmpty || (key == "compile_context" && s == na_);
-        if (!empty) value = s;
-      } else if (v.type() == element_type::OBJECT && key == "user_metadata") {
-        value = snap_.strings.Intern(RenderText(v, 0));
-      } else if (v.type() != element_type::NULL_VALUE) {
-        return TypeError(kp, v, "string");
-      }
-      if (value.valid()) {
-        EventExtra& x = extra();
-        (key == "compile_context" ? x.compile_context
-         : key == "user_metadata" ? x.user_metadata
-                                  : x.category) = value;
-      }
-    }
-  }
+  const auto index = static_cast<uint32_t>(snap_.events.size());
+  RETURN_IF_ERROR(
+      ForEachField(obj, p, Rec::kEvent, index, [&](JsonField& f, Key, Field field, element v) {
+        has_action = has_action || field == Field::kEventAction;
+        return SetEvent(f, field, v, ev);
+      }));
   if (!has_action) return Error(p, "trace entry has no 'action'");
   snap_.events.push_back(ev);
   return absl::OkStatus();
@@ -464,36 +466,9 @@ absl::Status JsonDecoder::ReadTraces(element e, const Path& p) {
     uint32_t begin = static_cast<uint32_t>(snap_.events.size());
     size_t i = 0;
     for (element entry : entries) RETURN_IF_ERROR(ReadEvent(entry, dp.Index(i++)));
-    snap_.traces.push_back(DeviceTrace{static_cast<int32_t>(d), begin,
-                                       static_cast<uint32_t>(snap_.events.size())});
+    snap_.traces.push_back(
+        DeviceTrace{static_cast<int32_t>(d), begin, static_cast<uint32_t>(snap_.events.size())});
     ++d;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status JsonDecoder::ReadTraceFlag(element e, const Path& p, bool overflowed,
-                                        AllocatorSettings& s) {
-  // Shape unconfirmed upstream (format §2.6): a bool, an int, or a per-device list.
-  auto scalar = [](element x) -> std::optional<int64_t> {
-    if (x.type() == element_type::BOOL) return x.get_bool().value_unsafe() ? 1 : 0;
-    if (x.type() == element_type::INT64) return x.get_int64().value_unsafe();
-    return std::nullopt;
-  };
-  std::optional<int64_t> value = scalar(e);
-  if (!value && e.type() == element_type::ARRAY) {
-    for (element x : ArrOf(e)) {
-      auto v = scalar(x);
-      if (v) {
-        value = overflowed ? std::max(value.value_or(0), *v != 0 ? int64_t{1} : int64_t{0})
-                           : std::max(value.value_or(0), *v);
-      }
-    }
-  }
-  if (!value) return absl::OkStatus();
-  if (overflowed) {
-    s.trace_alloc_overflowed = *value != 0;
-  } else {
-    s.trace_alloc_max_entries = *value;
   }
   return absl::OkStatus();
 }
@@ -501,45 +476,10 @@ absl::Status JsonDecoder::ReadTraceFlag(element e, const Path& p, bool overflowe
 absl::Status JsonDecoder::ReadSettings(element e, const Path& p) {
   if (e.type() == element_type::NULL_VALUE) return absl::OkStatus();
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
-  AllocatorSettings& s = snap_.settings;
-  s.present = true;
-  for (auto [key, v] : obj) {
-    Path kp = p.Key(key);
-    if (key == "PYTORCH_CUDA_ALLOC_CONF") {
-      if (v.type() == element_type::STRING) s.conf = std::string(v.get_string().value_unsafe());
-    } else if (key == "max_split_size") {
-      ASSIGN_OR_RETURN(int64_t m, Int(v, kp));
-      s.max_split_size = NormalizeMaxSplitSize(m, v.type() == element_type::UINT64);
-    } else if (key == "garbage_collection_threshold") {
-      if (v.type() == element_type::DOUBLE) {
-        s.garbage_collection_threshold = v.get_double().value_unsafe();
-      } else if (v.type() == element_type::INT64) {
-        s.garbage_collection_threshold = static_cast<double>(v.get_int64().value_unsafe());
-      } else {
-        return TypeError(kp, v, "float");
-      }
-    } else if (key == "expandable_segments") {
-      ASSIGN_OR_RETURN(s.expandable_segments, Bool(v, kp));
-    } else if (key == "release_lock_on_cudamalloc") {
-      ASSIGN_OR_RETURN(s.release_lock_on_cudamalloc, Bool(v, kp));
-    } else if (key == "pinned_use_cuda_host_register") {
-      ASSIGN_OR_RETURN(s.pinned_use_cuda_host_register, Bool(v, kp));
-    } else if (key == "graph_capture_record_stream_reuse") {
-      ASSIGN_OR_RETURN(s.graph_capture_record_stream_reuse, Bool(v, kp));
-    } else if (key == "pinned_num_register_threads") {
-      ASSIGN_OR_RETURN(s.pinned_num_register_threads, Int(v, kp));
-    } else if (key == "roundup_power2_divisions") {
-      if (v.type() != element_type::OBJECT) continue;  // as the pickle decoder: other shapes ignored
-      for (auto [mib, div] : ObjOf(v)) {
-        if (div.type() != element_type::INT64) continue;
-        std::optional<int> bucket = RoundupBucket(mib);
-        if (bucket) s.roundup_power2_divisions[*bucket] = div.get_int64().value_unsafe();
-      }
-    } else if (key == "trace_alloc_overflowed" || key == "trace_alloc_max_entries") {
-      RETURN_IF_ERROR(ReadTraceFlag(v, kp, key == "trace_alloc_overflowed", s));
-    }
-  }
-  return absl::OkStatus();
+  snap_.settings.present = true;
+  return ForEachField(obj, p, Rec::kSettings, 0, [&](JsonField& f, Key, Field field, element v) {
+    return SetSettings(f, field, v, snap_.settings);
+  });
 }
 
 absl::Status JsonDecoder::ReadAnnotations(element e, const Path& p) {
@@ -549,19 +489,9 @@ absl::Status JsonDecoder::ReadAnnotations(element e, const Path& p) {
     Path ip = p.Index(i++);
     ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(item, ip));
     Annotation a;
-    for (auto [key, v] : obj) {
-      Path kp = ip.Key(key);
-      if (key == "device") {
-        ASSIGN_OR_RETURN(int64_t d, Int(v, kp));
-        a.device = static_cast<int32_t>(d);
-      } else if (key == "time_us") {
-        ASSIGN_OR_RETURN(a.time_us, Int(v, kp));
-      } else if (key == "stage" && v.type() == element_type::STRING) {
-        a.stage = snap_.strings.Intern(v.get_string().value_unsafe());
-      } else if (key == "name" && v.type() == element_type::STRING) {
-        a.name = snap_.strings.Intern(v.get_string().value_unsafe());
-      }
-    }
+    RETURN_IF_ERROR(ForEachField(
+        obj, ip, Rec::kAnnotation, 0,
+        [&](JsonField& f, Key, Field field, element v) { return SetAnnotation(f, field, v, a); }));
     snap_.annotations.push_back(a);
   }
   return absl::OkStatus();
@@ -578,7 +508,7 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
   snap_.source.file_bytes = input_.bytes().size();
   Path top;
   if (root.type() == element_type::ARRAY) {
-    // 1.13 / torch.cuda.memory_snapshot(): the segments list alone (format §1.7).
+    // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;
     RETURN_IF_ERROR(ReadSegments(root, top));
     return std::move(snap_);
@@ -588,25 +518,25 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
                                    ", not a snapshot (expected an object with 'segments' or an "
                                    "array of segments)"));
   }
-  std::optional<element> segments, traces, settings, annotations;
-  std::string_view traces_key;
-  for (auto [key, v] : ObjOf(root)) {
-    if (key == "segments") segments = v;
-    if (key == "device_traces" || key == "traces") {
-      traces = v;
-      traces_key = key;
-    }
-    if (key == "allocator_settings") settings = v;
-    if (key == "external_annotations") annotations = v;
+  TopRec<element> rec;
+  for (auto [name, v] : ObjOf(root)) {
+    const Key key = KeyOfName(name);
+    SetTop<JsonField>(FieldOf(Rec::kTop, key), key, v, rec);
   }
-  if (!segments && !traces) {
+  if (!rec.segments && !rec.device_traces) {
     return Error(top, "the JSON object is not a snapshot (no 'segments' or 'device_traces' key)");
   }
-  if (segments) RETURN_IF_ERROR(ReadSegments(*segments, top.Key("segments")));
-  if (traces) RETURN_IF_ERROR(ReadTraces(*traces, top.Key(traces_key)));
-  if (settings) RETURN_IF_ERROR(ReadSettings(*settings, top.Key("allocator_settings")));
-  if (annotations) RETURN_IF_ERROR(ReadAnnotations(*annotations, top.Key("external_annotations")));
-  if (clamped_sizes_ > 0) snap_.diagnostics.Warn(ClampedBytesWarning(clamped_sizes_, "trace entry"));
+  if (rec.segments) RETURN_IF_ERROR(ReadSegments(*rec.segments, top.Key(KeyName(Key::kSegments))));
+  if (rec.device_traces) {
+    RETURN_IF_ERROR(ReadTraces(*rec.device_traces, top.Key(KeyName(rec.traces_key))));
+  }
+  if (rec.settings) {
+    RETURN_IF_ERROR(ReadSettings(*rec.settings, top.Key(KeyName(Key::kAllocatorSettings))));
+  }
+  if (rec.annotations) {
+    RETURN_IF_ERROR(ReadAnnotations(*rec.annotations, top.Key(KeyName(Key::kExternalAnnotations))));
+  }
+  limits_.AddWarnings(snap_.diagnostics);
   return std::move(snap_);
 }
 

@@ -1,4 +1,4 @@
-// Container detection by content (snapshot-format.md §1.2) and dispatch to the decoders.
+// Container detection by content (docs/reader.md) and dispatch to the decoders.
 #include "memsnap/parse/reader.h"
 
 #include "absl/strings/str_cat.h"

@@ -8,16 +8,10 @@
 
 namespace memsnap::sim {
 
-namespace {
-
-int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
-
-}  // namespace
-
 int64_t SegmentSize(int64_t s, const AllocatorConfig& config) {
   if (s <= kSmallSize) return kSmallBuffer;
   if (s < kMinLargeAlloc) return config.large_segment_size;
-  return RoundUp(s, kRoundLarge);
+  return RoundUpSaturated(s, kRoundLarge);
 }
 
 const char* SegmentActionName(SegmentAction a) {

@@ -71,7 +71,9 @@ absl::StatusOr<int64_t> ParseMb(std::string_view key, const std::string& v, int6
   if (!absl::SimpleAtoi(v, &mb) || (strict ? mb <= min_mb : mb < min_mb)) {
     return Bad(key, expected, v);
   }
-  return mb * kMiB;
+  // Saturate rather than overflow (the string may come from a file): no block is above 1 TiB
+  // (kMaxBytes), so a larger setting means the same as 1 TiB.
+  return std::min(mb, kMaxBytes / kMiB) * kMiB;
 }
 
 absl::Status ParseDivisions(Parser& p, AllocatorConfig& c) {

@@ -381,8 +381,10 @@ absl::Status EmitSnapshot(const Snapshot& snap, const SnapshotWriteOptions& o, E
     e.BeginList(notes.size());
     for (const Annotation* a : notes) {
       e.BeginDict(a->time_us != kNoTime ? 4 : 3);
-      e.Key(K::kStage), e.Str(snap.strings.Get(a->stage));
-      e.Key(K::kName), e.Str(snap.strings.Get(a->name));
+      // A file's annotation may lack either (the model keeps an invalid id): write "", which
+      // reads back the same, as PyTorch would write the keys.
+      e.Key(K::kStage), e.Str(a->stage.valid() ? snap.strings.Get(a->stage) : "");
+      e.Key(K::kName), e.Str(a->name.valid() ? snap.strings.Get(a->name) : "");
       e.Key(K::kDevice), e.Int(a->device);
       if (a->time_us != kNoTime) e.Key(K::kTimeUs), e.Int(a->time_us);
       e.EndDict();

@@ -8,6 +8,7 @@
 
 #include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
+#include "pickle_paths.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -62,6 +63,22 @@ TEST_SUITE("fuzz_seeds") {
       if (!json.ok()) CHECK(std::string(json.status().message()).rfind("repro: ", 0) == 0);
       (void)parse::ExtractHtmlPayloads(bytes, "repro");
       (void)io::Gunzip(bytes, "repro", 16 << 20);
+      // The pickle decoder's fast path and generic path agree on what the fuzzers found too.
+      if (!bytes.empty() && bytes[0] == '\x80') CHECK(testing::ComparePicklePaths(bytes) == "");
+    }
+  }
+
+  TEST_CASE("the pickle seeds of the path-comparing fuzz targets decode the same both ways") {
+    std::string dir = testing::TempDir() + "/path_seeds";
+    testing::RunPython(
+        "import subprocess\nsubprocess.check_call([sys.executable, '" MEMSNAP_SOURCE_DIR
+        "/scripts/make_fuzz_seeds.py', '" +
+        dir + "'], stdout=subprocess.DEVNULL)\n");
+    auto files = FilesUnder(dir + "/pickle_paths");
+    CHECK(files.size() >= 20);
+    for (const fs::path& p : files) {
+      CAPTURE(p.string());
+      CHECK(testing::ComparePicklePaths(Slurp(p)) == "");
     }
   }
 }

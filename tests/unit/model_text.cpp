@@ -1,8 +1,6 @@
 #include "model_text.h"
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/summary.h"
-#include "memsnap/report/summary_render.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::testing {
@@ -75,14 +73,6 @@ std::string ModelText(const Snapshot& s) {
                   " legacy=", s.source.legacy_history,
                   " block_addresses=", s.source.has_block_addresses, "\n");
   return out;
-}
-
-std::string SummaryText(const Snapshot& snap) {
-  nlohmann::ordered_json j = report::SummaryToJson(analysis::Summarize(snap));
-  j.erase("source");
-  j.erase("file");
-  j.erase("format");
-  return j.dump(1);
 }
 
 }  // namespace memsnap::testing

@@ -184,8 +184,20 @@ TEST_SUITE("pickle_reader") {
     // Stack games that leave nothing behind: DUP/POP, POP_MARK, BINPUT 1.
     b.Str("x").Op('2').Op('0').Op('0').Mark().Int1(1).Int1(2).Op('1');
     // Event 2: snapshot with time_us None, no frames.
-    b.Mark().Str("action").Str("snapshot").Str("addr").Int1(0).Str("size").Int4(-5)
-        .Str("time_us").Op('N').Op('d').Op('q').U8(1);
+    b.Mark()
+        .Str("action")
+        .Str("snapshot")
+        .Str("addr")
+        .Int1(0)
+        .Str("size")
+        .Int4(1536)
+        .Str("stream")
+        .Int4(-5)
+        .Str("time_us")
+        .Op('N')
+        .Op('d')
+        .Op('q')
+        .U8(1);
     b.Op('l').Op('l');
     b.Str("allocator_settings").Op('}').Mark()
         .Str("garbage_collection_threshold").Float(0.25)
@@ -208,7 +220,8 @@ TEST_SUITE("pickle_reader") {
     CHECK(StackText(s, s.events[0].stack) == "a.py:3:f;c.py:0:g;c.py:0:g;");
     CHECK(s.frames.Get(s.stacks.Get(s.events[0].stack)[1]).line == kUnknownLine);
     CHECK(s.events[1].action == Action::kSnapshot);
-    CHECK(s.events[1].size == -5);
+    CHECK(s.events[1].size == 1536);
+    CHECK(s.events[1].stream == -5);  // BININT is signed
     CHECK_FALSE(s.events[1].has_time());
     CHECK_FALSE(s.events[1].stack.valid());
     CHECK(s.settings.garbage_collection_threshold == 0.25);
@@ -229,8 +242,8 @@ TEST_SUITE("pickle_reader") {
     const auto& w = s.diagnostics.warnings;
     CHECK(std::count(w.begin(), w.end(), "1 integer(s) wider than 64 bits were clamped") == 1);
     CHECK(std::count(w.begin(), w.end(),
-                     "1 block or segment size(s) above 1 TiB (not a CUDA allocation) were clamped "
-                     "to 1 TiB") == 1);
+                     "/segments/0/total_size: 9223372036854775807 is not a segment total_size "
+                     "PyTorch can write (0 to 1 TiB); clamped into that range") == 1);
   }
 
   TEST_CASE("every opcode that imports or calls code is refused with a clear message") {

@@ -3,6 +3,8 @@
 // the timeline's deliberate plain 512-byte rounding.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/sim/allocator.h"
 #include "memsnap/sim/config.h"
@@ -92,6 +94,50 @@ TEST_SUITE("round_size") {
       CHECK(r >= last);
       last = r;
     }
+  }
+
+  TEST_CASE("round_size saturates at the largest multiple of 512 instead of overflowing") {
+    // Found by UBSan: a trace entry of 2^63-1 bytes overflowed n + 511 (issue 20). The reader
+    // bounds sizes to 1 TiB now, but RoundSize must be safe for any int64 on its own.
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    constexpr int64_t kTop = kMax - (kMinBlockSize - 1);  // 2^63 - 512
+    CHECK(RoundSize(kMax, kNoRoundupDivisions) == kTop);
+    CHECK(RoundSize(kTop, kNoRoundupDivisions) == kTop);
+    CHECK(RoundSize(kTop + 1, kNoRoundupDivisions) == kTop);
+    CHECK(RoundSize(kTop - 1, kNoRoundupDivisions) == kTop);
+    CHECK(RoundSize(std::numeric_limits<int64_t>::min(), kNoRoundupDivisions) == kMinBlockSize);
+    // Divisions: the step above the last power of two would reach 2^63.
+    CHECK(RoundSize(kMax, Uniform(2)) == kTop);
+    CHECK(RoundSize(kMax, Uniform(4)) == kTop);
+    CHECK(RoundSize(int64_t{1} << 62, Uniform(2)) == int64_t{1} << 62);
+    CHECK(RoundSize((int64_t{1} << 62) + 1, Uniform(2)) == (int64_t{1} << 62) + (int64_t{1} << 61));
+    // A division count so large that 512 * d overflows: no such step exists, the 512 rule holds.
+    CHECK(RoundSize(kMiB + 1, Uniform(kMax)) == kMiB + 512);
+    CHECK(RoundSize(kMiB + 1, Uniform(int64_t{1} << 62)) == kMiB + 512);
+    CHECK(RoundSize(kMax, Uniform(int64_t{1} << 62)) == kTop);
+    CHECK(RoundSize(kMiB + 1, Uniform(-4)) == kMiB + 512);
+    // Monotone up to the top.
+    int64_t last = 0;
+    for (int shift = 50; shift <= 62; ++shift) {
+      for (int64_t n :
+           {(int64_t{1} << shift) - 1, int64_t{1} << shift, (int64_t{1} << shift) + 1}) {
+        for (const RoundupDivisions& d : {kNoRoundupDivisions, Uniform(2), Uniform(16)}) {
+          const int64_t r = RoundSize(n, d);
+          CHECK(r >= n);
+          CHECK(r % kMinBlockSize == 0);
+        }
+        CHECK(RoundSize(n, Uniform(2)) >= last);
+        last = RoundSize(n, Uniform(2));
+      }
+    }
+  }
+
+  TEST_CASE("the segment size of a saturated request saturates too") {
+    const AllocatorConfig config;
+    constexpr int64_t kTop = std::numeric_limits<int64_t>::max() - (kMinBlockSize - 1);
+    CHECK(SegmentSize(kTop, config) >= kTop - kRoundLarge);
+    CHECK(SegmentSize(kTop, config) % kMinBlockSize == 0);
+    CHECK(SegmentSize(50 * kMiB + 1, config) == 52 * kMiB);
   }
 
   TEST_CASE("the timeline rounds traced requests to 512 bytes whatever divisions were recorded") {

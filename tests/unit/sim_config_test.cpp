@@ -96,6 +96,16 @@ TEST_SUITE("sim") {
     CHECK(Error("backend:magic") == "backend: expected native or cudaMallocAsync, got \"magic\"");
   }
 
+  TEST_CASE("sizes in MB beyond 1 TiB saturate instead of overflowing") {
+    // A recorded PYTORCH_CUDA_ALLOC_CONF is input: 2^60 MB would overflow the byte count.
+    AllocatorConfig c = Parse(
+        "max_split_size_mb:1152921504606846976,large_segment_size_mb:"
+        "9223372036854775807");
+    CHECK(c.max_split_size == kMaxBytes);
+    CHECK(c.large_segment_size == kMaxBytes);
+    CHECK(c.max_non_split_rounding == kMaxBytes);
+  }
+
   TEST_CASE("FormatAllocatorConf round-trips through the parser") {
     for (const char* conf :
          {"expandable_segments:True,max_split_size_mb:512",

@@ -26,12 +26,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "memsnap/model/ids.h"
+#include "memsnap/model/limits.h"
 #include "memsnap/model/string_pool.h"
 #include "memsnap/util/diagnostics.h"
 
 namespace memsnap {
 
-inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 /// Frame line numbers that PyTorch writes as 2^64-1 or -1 ("unknown line") are stored as this.
 inline constexpr int64_t kUnknownLine = -1;
 /// A block address the file did not give (before 2.1): Normalize() computes it from the segment.
@@ -134,34 +134,13 @@ struct Block {
   uint64_t address = kUnknownAddress;  // readers leave kUnknownAddress when the file has none
   int64_t size = 0;
   /// Unrounded request; meaningful only for active blocks (Normalize zeroes it on inactive ones).
-  /// Readers leave -1 when the file has none; Normalize then uses `size`.
-  int64_t requested_size = -1;
+  /// Readers leave kNoRequestedSize when the file has none; Normalize then uses `size`.
+  int64_t requested_size = kNoRequestedSize;
   BlockState state = BlockState::kInactive;
   StackId stack;  // invalid: no context recorded
   SegmentId segment;
   bool is_active() const { return state != BlockState::kInactive; }
 };
-
-/// The largest byte count memsnap accepts in a size field (1 TiB: no CUDA device has that much
-/// memory). Larger values (hostile or corrupt files, or 2^63-1 clamped from wider integers) are
-/// clamped to it with a warning, so sums over a file's blocks and events stay far from overflow.
-inline constexpr int64_t kMaxBytes = int64_t{1} << 40;
-
-/// Clamps v into [-kMaxBytes, kMaxBytes]; true when it was outside.
-inline bool ClampBytes(int64_t& v) {
-  if (v > kMaxBytes) {
-    v = kMaxBytes;
-    return true;
-  }
-  if (v < -kMaxBytes) {
-    v = -kMaxBytes;
-    return true;
-  }
-  return false;
-}
-
-/// The warning for `count` clamped size fields of `what` ("trace entry", "block or segment").
-std::string ClampedBytesWarning(uint64_t count, std::string_view what);
 
 struct TraceEvent {
   /// Address of the block or segment; for kOom this holds `device_free` (the OOM has no address).

@@ -10,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <limits>
 
 namespace memsnap::sim {
 
@@ -35,26 +36,44 @@ using RoundupDivisions = std::array<int64_t, 16>;
 /// No divisions anywhere: PyTorch's default, plain 512-byte rounding.
 inline constexpr RoundupDivisions kNoRoundupDivisions{};
 
+/// The largest value RoundSize returns: the largest multiple of 512 an int64 holds (2^63 - 512).
+/// The reader bounds every size to 1 TiB (model/limits.h), so only a caller that builds sizes of
+/// its own can get here; it gets a saturated size, never an overflow.
+inline constexpr int64_t kMaxRoundedSize =
+    std::numeric_limits<int64_t>::max() & ~(kMinBlockSize - 1);
+
 /// round_size(n) as upstream's code behaves: 512 for n < 512 (0 and negatives included); with
 /// d = divisions[bucket of n] > 1 and n > 512·d, the next of d equal steps between the powers of
 /// two around n (powers of two stay); else the next multiple of 512. Upstream accepts only powers
 /// of two for d; another d is treated as its highest power of two, as upstream's shift would.
-/// Monotone in n. Examples: 1 -> 512, 513 -> 1024; d = 4: 1200 -> 1536, 300 MiB -> 320 MiB.
+/// Monotone in n; saturates at kMaxRoundedSize (upstream's size_t would wrap instead).
+/// Examples: 1 -> 512, 513 -> 1024; d = 4: 1200 -> 1536, 300 MiB -> 320 MiB.
 constexpr int64_t RoundSize(int64_t n, const RoundupDivisions& divisions) {
   if (n < kMinBlockSize) return kMinBlockSize;
+  if (n >= kMaxRoundedSize) return kMaxRoundedSize;
   const auto un = static_cast<uint64_t>(n);
   const int lg = static_cast<int>(std::bit_width(un)) - 1;
   const int64_t d = divisions[static_cast<size_t>(std::clamp(lg - 20, 0, 15))];
-  if (d > 1 && n > kMinBlockSize * d) {
+  // n > 512·d, written so that a huge d cannot overflow the product.
+  if (d > 1 && d <= (n - 1) / kMinBlockSize) {
     if (std::has_single_bit(un)) return n;
     // upstream roundup_power2_next_division: floor >> log2(d), then round up to that step.
     const int64_t floor = int64_t{1} << lg;
     const int64_t step = floor >> (std::bit_width(static_cast<uint64_t>(d)) - 1);
-    if (step == 0) return floor << 1;
+    if (step == 0) return floor > kMaxRoundedSize / 2 ? kMaxRoundedSize : floor << 1;
     const int64_t down = n & ~(step - 1);
-    return down == n ? n : down + step;
+    if (down == n) return n;
+    return down > kMaxRoundedSize - step ? kMaxRoundedSize : down + step;
   }
-  return (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  return (n + kMinBlockSize - 1) / kMinBlockSize *
+         kMinBlockSize;  // n < kMaxRoundedSize: no overflow
+}
+
+/// `v` rounded up to a multiple of `to` (> 0), saturating at the largest such multiple.
+constexpr int64_t RoundUpSaturated(int64_t v, int64_t to) {
+  const int64_t top = std::numeric_limits<int64_t>::max() / to * to;
+  if (v > top - (to - 1)) return top;
+  return v <= 0 ? v / to * to : (v + to - 1) / to * to;
 }
 
 }  // namespace memsnap::sim

@@ -1,0 +1,465 @@
+// The pickle decoder (docs/reader.md, "The pickle decoder"): a pickle virtual machine that
+// understands only data opcodes and writes typed records instead of Python objects. Its parts:
+//
+//   pickle_vm.cpp         the machine: the opcode loop, the stack and the memo (hot parts inline
+//                         here), containers and lists of records
+//   pickle_records.cpp    the typing of dicts by their keys (schema.h) and the generic path that
+//                         sets their fields through the schema's setters
+//   pickle_fast_path.cpp  the fast paths for the bulk of a file: whole trace entries
+//                         (TryEventDict) and lists of memoized frames (TryFrameList)
+//   pickle_assemble.cpp   the final assembly of the records into a Snapshot, and the streaming
+//                         of trace entries to an EventObserver
+//
+//   stack_:   [Value...]            the VM stack; MARKs live in marks_ as stack positions
+//   memo_:    [uint64]              packed values (see MemoPut); dense, indexed by MEMOIZE/BINPUT
+//   dicts_:   dict handle  -> {record kind, record index}
+//   lists_:   list handle  -> {items in scratch_[begin, begin+count), cached StackId}
+//   scratch_: list items (Values; runs compress consecutive records)
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/io/input.h"
+#include "memsnap/model/limits.h"
+#include "memsnap/model/snapshot.h"
+#include "memsnap/parse/event_observer.h"
+#include "memsnap/util/memory.h"
+#include "memsnap/util/strings.h"
+#include "parse/schema.h"
+
+namespace memsnap::parse {
+
+/// Decoding choices for tests: the fast paths are an optimisation that must not change the model
+/// (tests/unit/pickle_fast_path_test.cpp and the fuzz_pickle_paths target compare both ways).
+struct PickleOptions {
+  bool fast_paths = true;
+};
+
+/// ParsePickle (reader.h) with options.
+absl::StatusOr<Snapshot> ParsePickleWith(io::InputSource& input, EventObserver* observer,
+                                         const PickleOptions& options);
+
+namespace pickle {
+
+enum class Tag : uint8_t {
+  kNone,
+  kBool,
+  kInt,       // fits int64
+  kUInt64,    // in [2^63, 2^64): bits stored in i
+  kHugeInt,   // does not fit 64 bits; i holds the clamped value
+  kFloat,     // bits of a double in i
+  kStr,       // ref = StrId
+  kDict,      // ref = dict handle
+  kList,      // ref = list handle
+  kTuple,     // ref = tuple handle
+  kRun,       // list item only: records [ref, ref + i) of kind `kind`
+  kFrameRef,  // a frame dict already interned: ref = FrameId (memo GETs of frames yield this)
+  kEventRef,  // a trace-entry dict decoded by the fast path (TryEventDict): ref = event record
+};
+const char* TagName(Tag t);
+
+struct Value {
+  Tag tag = Tag::kNone;
+  Rec kind = Rec::kUnset;  // for kRun
+  uint32_t ref = 0;
+  int64_t i = 0;
+};
+static_assert(sizeof(Value) == 16);
+
+inline Value Int(int64_t v) { return Value{Tag::kInt, Rec::kUnset, 0, v}; }
+
+// The VM stack: a vector whose push is inlined (std::vector::push_back was not, and pushes are
+// the commonest operation of the decoder). Only the operations the decoder uses.
+class VmStack {
+ public:
+  VmStack() { Grow(); }
+  [[gnu::always_inline]] void push_back(const Value& v) {
+    if (top_ == end_) [[unlikely]] {
+      const Value copy = v;  // v may live in the storage that Grow frees (DUP pushes back())
+      Grow();
+      *top_++ = copy;
+      return;
+    }
+    *top_++ = v;
+  }
+  void pop_back() { --top_; }
+  Value& back() { return top_[-1]; }
+  const Value& back() const { return top_[-1]; }
+  Value& operator[](size_t i) { return base_[i]; }
+  // Pointers rather than counts: a store into a Value's int64 cannot alias them, so the compiler
+  // keeps them in registers across pushes.
+  size_t size() const { return static_cast<size_t>(top_ - base_); }
+  bool empty() const { return top_ == base_; }
+  Value* data() { return base_; }
+  /// Shrinks to n elements (never grows).
+  void resize(size_t n) { top_ = base_ + n; }
+
+ private:
+  void Grow();
+  std::unique_ptr<Value[]> storage_;
+  Value* base_ = nullptr;
+  Value* top_ = nullptr;
+  Value* end_ = nullptr;
+};
+
+// Opcodes (pickletools names).
+enum : uint8_t {
+  MARK = '(',
+  STOP = '.',
+  POP = '0',
+  POP_MARK = '1',
+  DUP = '2',
+  BININT = 'J',
+  BININT1 = 'K',
+  BININT2 = 'M',
+  NONE = 'N',
+  BINUNICODE = 'X',
+  APPEND = 'a',
+  EMPTY_DICT = '}',
+  APPENDS = 'e',
+  BINGET = 'h',
+  LONG_BINGET = 'j',
+  EMPTY_LIST = ']',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEM = 's',
+  TUPLE = 't',
+  EMPTY_TUPLE = ')',
+  SETITEMS = 'u',
+  BINFLOAT = 'G',
+  LIST = 'l',
+  DICT = 'd',
+  BINSTRING = 'T',
+  SHORT_BINSTRING = 'U',
+  BINBYTES = 'B',
+  SHORT_BINBYTES = 'C',
+  PROTO = 0x80,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e,
+  EMPTY_SET = 0x8f,
+  FRAME = 0x95,
+  MEMOIZE = 0x94,
+  // Refused: they import or call code, or are not data.
+  GLOBAL = 'c',
+  STACK_GLOBAL = 0x93,
+  REDUCE = 'R',
+  BUILD = 'b',
+  INST = 'i',
+  OBJ = 'o',
+  NEWOBJ = 0x81,
+  NEWOBJ_EX = 0x92,
+  PERSID = 'P',
+  BINPERSID = 'Q',
+  EXT1 = 0x82,
+  EXT2 = 0x83,
+  EXT4 = 0x84,
+};
+
+// The value of a LONG1/LONG4 payload of 1 to 7 little-endian two's-complement bytes at `bytes`,
+// with `readable` bytes readable from there (>= n).
+[[gnu::always_inline]] inline int64_t SmallLong(const uint8_t* bytes, size_t n, size_t readable) {
+  uint64_t u = 0;
+  if (readable >= 8) [[likely]] {
+    // One 8-byte load, the bytes past the value shifted out below: a variable-length memcpy
+    // compiles to byte stores that stall the load that follows them.
+    std::memcpy(&u, bytes, 8);
+  } else {
+    std::memcpy(&u, bytes, n);
+  }
+  const int shift = static_cast<int>(64 - 8 * n);
+  return static_cast<int64_t>(u << shift) >> shift;  // sign-extend
+}
+
+// Memo entries pack a Value into 64 bits: tag in the low 4 bits, a 32-bit ref above it. Values
+// that carry a 64-bit payload (ints, floats) go to memo_rare_ and are referenced from there.
+// CPython never memoizes ints, so the rare table stays empty on real files.
+inline constexpr uint64_t kRareTag = 15;
+inline constexpr uint64_t kFrameTag = static_cast<uint64_t>(Tag::kFrameRef);
+inline constexpr uint64_t kUnsetMemo = ~uint64_t{0};
+constexpr uint64_t PackMemo(Tag tag, uint32_t ref) {
+  return static_cast<uint64_t>(tag) | (uint64_t{ref} << 4);
+}
+
+struct DictObj {
+  uint32_t record = 0;
+  Rec kind = Rec::kUnset;
+  uint32_t memo_slot = UINT32_MAX;  // where MEMOIZE/BINPUT stored it, to retag frames
+};
+
+struct ListObj {
+  uint32_t begin = 0;  // items in scratch_
+  uint32_t count = 0;
+  StackId stack;  // cached once the list was used as `frames`
+  bool consumed = false;
+};
+
+struct TupleObj {
+  uint32_t begin = 0;  // items in tuple_items_
+  uint32_t count = 0;
+};
+
+struct GenericDict {
+  std::vector<std::pair<Value, Value>> items;
+};
+
+class PickleField;
+
+class Decoder {
+ public:
+  Decoder(io::InputSource& input, EventObserver* observer, const PickleOptions& options);
+  // An error return destroys the events: nothing may be reading them then.
+  ~Decoder() {
+    if (observer_ != nullptr) observer_->Release();
+  }
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  absl::StatusOr<Snapshot> Run();
+
+  /// The deepest VM stack (and MARK stack) accepted.
+  static constexpr size_t kMaxStackDepth = size_t{1} << 20;
+
+ private:
+  friend class PickleField;
+
+  // ---- errors ----
+  absl::Status Error(size_t at, std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(input_.name(), ": offset ", at, ": ", Sv(what)));
+  }
+
+  // ---- the machine (pickle_vm.cpp) ----
+  bool Need(size_t n) const { return data_.size() - pos_ >= n; }
+  template <typename T>
+  T ReadLE() {
+    T v;
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  absl::StatusOr<Value> DecodeLong(size_t at, std::string_view bytes);
+  absl::Status PushString(size_t at, size_t n);
+  absl::StatusOr<Value> Pop(size_t at) {
+    if (stack_.size() <= StackFloor()) return Error(at, "stack underflow");
+    Value v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  size_t StackFloor() const { return marks_.empty() ? 0 : marks_.back(); }
+  absl::StatusOr<size_t> PopMark(size_t at) {
+    if (marks_.empty()) return Error(at, "no MARK on the stack");
+    size_t m = marks_.back();
+    marks_.pop_back();
+    return m;
+  }
+  absl::Status MemoPut(size_t at, uint64_t index);
+  // Pushes memo entry `index`; false when there is none. Inline: GETs are most of the opcodes of
+  // a real file.
+  [[gnu::always_inline]] bool TryMemoGet(uint64_t index) {
+    if (index >= memo_.size()) [[unlikely]]
+      return false;
+    uint64_t packed = memo_[index];
+    if (packed == kUnsetMemo) [[unlikely]]
+      return false;
+    uint64_t tag = packed & 15;
+    if (tag == kRareTag) [[unlikely]] {
+      stack_.push_back(memo_rare_[static_cast<uint32_t>(packed >> 4)]);
+    } else {
+      stack_.push_back(
+          Value{static_cast<Tag>(tag), Rec::kUnset, static_cast<uint32_t>(packed >> 4), 0});
+    }
+    return true;
+  }
+  absl::Status MemoError(size_t at, uint64_t index) const {
+    return Error(at, absl::StrCat("memo reference ", index, " beyond memo size ", memo_.size()));
+  }
+  Value NewDict() {
+    dicts_.push_back(DictObj{});
+    return Value{Tag::kDict, Rec::kUnset, static_cast<uint32_t>(dicts_.size() - 1), 0};
+  }
+  Value NewList() {
+    lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0, StackId(), false});
+    return Value{Tag::kList, Rec::kUnset, static_cast<uint32_t>(lists_.size() - 1), 0};
+  }
+  Value NewTuple(const Value* items, size_t n) {
+    TupleObj t{static_cast<uint32_t>(tuple_items_.size()), static_cast<uint32_t>(n)};
+    tuple_items_.insert(tuple_items_.end(), items, items + n);
+    tuples_.push_back(t);
+    return Value{Tag::kTuple, Rec::kUnset, static_cast<uint32_t>(tuples_.size() - 1), 0};
+  }
+  absl::Status Append(size_t at, const Value& list, const Value* items, size_t n);
+
+  // ---- the fast paths (pickle_fast_path.cpp) ----
+  // A new list filled with memo GETs of frames, `MARK (BINGET|LONG_BINGET)* APPENDS`, the
+  // commonest shape of a real file. Called right after that MARK: when the whole batch is frame
+  // GETs it interns the stack directly and consumes the batch, skipping the VM stack; otherwise
+  // it leaves pos_ untouched and decoding proceeds normally.
+  void TryFrameList();
+  // Trace entries, the bulk of every file. Called right after EMPTY_DICT: when the dict is
+  // memoized, its first key is "action" and every item has the shape PyTorch writes (memo GETs of
+  // known keys, small ints in range, actions and "N/A" by memo GET, frames by memo GET or as a
+  // new list of memoized frames), it decodes the whole entry straight into a TraceEvent, pushes a
+  // kEventRef and returns true. Otherwise it undoes its memo and list entries and returns false
+  // with pos_ untouched, and the generic path decodes the entry (and reports its errors).
+  bool TryEventDict();
+  // Pieces of TryEventDict; each reads at p, advances it on success, and returns false when the
+  // bytes are not the expected shape (the caller then rolls back).
+  bool FastGet(size_t& p, uint64_t& packed) const;
+  bool FastMemoPut(size_t& p, uint64_t packed);
+  bool FastInt(size_t& p, int64_t& v) const;
+  bool FastFrames(size_t& p, StackId& stack);
+  // `(BINGET|LONG_BINGET of a frame)+ APPENDS` at p: the frames in frame_scratch_, p past APPENDS.
+  bool FastFrameBatch(size_t& p);
+  bool FastEmptyText(size_t& p);
+  // The previous trace entry's keys by position: the bytes of their memo GETs and what they set.
+  // Valid while the memo entries they name keep their values: cleared when the memo is
+  // overwritten (BINPUT to an existing index) or truncated (a rollback).
+  struct KeyCacheEntry {
+    uint64_t bytes = 0;
+    uint64_t mask = 0;
+    Field field = Field::kNone;
+    uint8_t length = 0;
+  };
+  static constexpr uint32_t kKeyCacheSize = 16;
+  KeyCacheEntry key_cache_[kKeyCacheSize];
+  uint32_t key_cache_size_ = 0;
+
+  // ---- typing and the generic path (pickle_records.cpp) ----
+  Key KeyOf(const Value& key) const {
+    return key.tag == Tag::kStr && key.ref < key_codes_.size() ? key_codes_[key.ref] : Key::kOther;
+  }
+  absl::Status SetItems(size_t at, const Value& dict, const Value* items, size_t n);
+  Rec Classify(const Value* items, size_t n) const;
+  uint32_t CreateRecord(Rec kind);
+  absl::Status ApplyItems(size_t at, Rec kind, uint32_t record, const Value* items, size_t n);
+  absl::Status SetFrameDict(size_t at, DictObj& d, const Value* items, size_t n);
+  Action ActionOf(StrId id) {
+    if (id.v >= action_cache_.size()) action_cache_.resize(id.v + 1, kActionUnresolved);
+    uint8_t& a = action_cache_[id.v];
+    if (a == kActionUnresolved) a = static_cast<uint8_t>(ParseAction(snap_.strings.Get(id)));
+    return static_cast<Action>(a);
+  }
+  static constexpr uint8_t kActionUnresolved = 0xff;
+  std::vector<uint8_t> action_cache_;  // StrId -> Action, filled lazily
+  // Typed extraction; `what` and `key` name the value in messages.
+  absl::StatusOr<int64_t> AsInt(size_t at, Rec what, Key key, const Value& v);
+  absl::StatusOr<uint64_t> AsAddress(size_t at, Rec what, Key key, const Value& v);
+  absl::StatusOr<StackId> AsStack(size_t at, Rec what, const Value& v);
+  absl::StatusOr<PoolId> AsPool(size_t at, Rec what, Key key, const Value& v);
+  absl::StatusOr<std::pair<uint32_t, uint32_t>> AsRecordRange(size_t at, std::string_view what,
+                                                              Rec kind, const Value& v);
+  absl::Status TypeError(size_t at, Rec what, Key key, const Value& v, std::string_view want);
+  std::string RenderText(const Value& v, int depth) const;
+  // The record a dict was typed as, whichever path typed it: the fast path's kEventRef and
+  // kFrameRef are the generic path's event and frame dicts (kUnset for a value that is not a dict).
+  Rec DictKind(const Value& v) const {
+    if (v.tag == Tag::kEventRef) return Rec::kEvent;
+    if (v.tag == Tag::kFrameRef) return Rec::kFrame;
+    return v.tag == Tag::kDict ? dicts_[v.ref].kind : Rec::kUnset;
+  }
+  EventExtra& ExtraOf(uint32_t event) {
+    if (extras_.empty() || extras_.back().event != event) {
+      extras_.push_back(EventExtra{});
+      extras_.back().event = event;
+    }
+    return extras_.back();
+  }
+  // extras_ is sorted by event: records are created in increasing order.
+  const EventExtra* FindExtra(uint32_t event) const {
+    auto it = std::lower_bound(extras_.begin(), extras_.end(), event,
+                               [](const EventExtra& x, uint32_t e) { return x.event < e; });
+    return it != extras_.end() && it->event == event ? &*it : nullptr;
+  }
+
+  // ---- final assembly and streaming (pickle_assemble.cpp) ----
+  absl::Status Finish(size_t at, const Value& root);
+  absl::Status FinishSegments(size_t at, const Value& list);
+  absl::Status FinishTraces(size_t at, const Value& list);
+  std::string RecordPath(Limited kind, uint32_t record) const;
+  // After every append to snap_.events: one compare unless an observer is due.
+  void EventAppended() {
+    if (snap_.events.size() >= next_publish_) [[unlikely]]
+      PublishEvents();
+  }
+  void PublishEvents();
+  // Before rewriting, reordering or dropping events: what was published is void.
+  void InvalidateEvents() {
+    if (observer_ == nullptr) return;
+    observer_->Invalidate();
+    observer_ = nullptr;
+    next_publish_ = SIZE_MAX;
+  }
+  // Work that re-reads shared objects (moved list items, records copied because a list holds them
+  // out of order or twice, tuples of frames, shared lists under several keys) is charged here. Real
+  // files need almost none; a hostile file that shares one big list a million times through memo
+  // GETs would otherwise cost time and memory quadratic in its size.
+  absl::Status Charge(size_t at, uint64_t n) {
+    copies_ += n;
+    if (copies_ > data_.size() + (uint64_t{1} << 16)) [[unlikely]] {
+      return Error(at,
+                   absl::StrCat("objects are shared or re-read too many times (", copies_,
+                                " copies for ", data_.size(), " bytes of input): not a snapshot"));
+    }
+    return absl::OkStatus();
+  }
+
+  io::InputSource& input_;
+  std::string_view data_;
+  size_t pos_ = 0;
+  const bool fast_paths_;
+  Snapshot snap_;
+  StrId na_;
+  std::vector<Key> key_codes_;  // StrId of a key's text -> Key (known keys are interned first)
+
+  VmStack stack_;
+  std::vector<size_t> marks_;
+  std::vector<uint64_t> memo_;
+  std::vector<Value> memo_rare_;  // memoized values that do not pack into 64 bits
+
+  std::vector<DictObj> dicts_;
+  std::vector<ListObj> lists_;
+  std::vector<TupleObj> tuples_;
+  std::vector<Value> scratch_;
+  std::vector<Value> tuple_items_;
+  std::vector<GenericDict> generic_;
+
+  std::vector<BlockRec> blocks_;
+  std::vector<SegmentRec> segments_;
+  std::vector<HistoryRec> history_;
+  std::vector<Annotation> annotations_;
+  std::vector<AllocatorSettings> settings_;
+  std::vector<TopRec<Value>> tops_;
+  std::vector<EventExtra> extras_;  // of the events that have any, by event record
+  std::vector<FrameId> frame_scratch_;
+  uint64_t clamped_ints_ = 0;
+  uint64_t copies_ = 0;
+  LimitReport limits_;  // values out of range (model/limits.h), paths resolved by Finish
+  // Where Finish found the trace entries and annotations, to name a record's key path.
+  Key traces_key_ = Key::kDeviceTraces;
+  std::vector<std::pair<uint32_t, uint32_t>> trace_ranges_;
+  std::pair<uint32_t, uint32_t> annotation_range_{0, 0};
+  Prefaulter events_prefault_;
+  // Streaming decoded events to an observer (event_observer.h): every kPublishEvery events, and
+  // whenever the vector is full (the next append moves it). SIZE_MAX: no observer.
+  static constexpr size_t kPublishEvery = 16384;
+  EventObserver* observer_ = nullptr;
+  size_t next_publish_ = SIZE_MAX;
+  size_t published_ = 0;
+};
+
+}  // namespace pickle
+}  // namespace memsnap::parse

@@ -1,0 +1,292 @@
+// The pickle decoder's fast paths (pickle_decoder.h): whole trace entries and lists of memoized
+// frames decoded straight from the bytes, for the shapes PyTorch writes. They resolve keys through
+// the schema (schema.h) and only decode values; whatever they do not recognise is left to the
+// generic path, so they can make decoding faster but never different
+// (tests/unit/pickle_fast_path_test.cpp and the fuzz_pickle_paths target compare both ways).
+//
+// Included only by pickle_vm.cpp: the opcode loop calls TryEventDict for every EMPTY_DICT and
+// TryFrameList for every MARK after a new list, and in the loop's translation unit the compiler
+// inlines them (a call into another translation unit cost 10-20% of `summary` on a 2.2 M-event
+// file, docs/BENCHMARKS.md).
+#pragma once
+
+#include <cstring>
+
+#include "parse/pickle_decoder.h"
+
+namespace memsnap::parse::pickle {
+
+[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, uint64_t& packed) const {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  uint64_t index;
+  if (p + 1 < size && d[p] == BINGET) {
+    index = d[p + 1];
+    p += 2;
+  } else if (p + 4 < size && d[p] == LONG_BINGET) {
+    uint32_t v;
+    std::memcpy(&v, d + p + 1, 4);
+    index = v;
+    p += 5;
+  } else {
+    return false;
+  }
+  if (index >= memo_.size()) return false;
+  packed = memo_[index];
+  return packed != kUnsetMemo;
+}
+
+// Memoizes `packed` when the next opcode memoizes; only appends (MEMOIZE, or BINPUT of the next
+// index, which is what every writer emits), so a rollback is a truncation.
+[[gnu::always_inline]] inline bool Decoder::FastMemoPut(size_t& p, uint64_t packed) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p >= size) return false;
+  if (d[p] == MEMOIZE) {
+    ++p;
+  } else if (d[p] == BINPUT) {
+    if (p + 1 >= size || d[p + 1] != memo_.size()) return false;
+    p += 2;
+  } else if (d[p] == LONG_BINPUT) {
+    uint32_t v;
+    if (p + 4 >= size) return false;
+    std::memcpy(&v, d + p + 1, 4);
+    if (v != memo_.size()) return false;
+    p += 5;
+  } else {
+    return true;  // not memoized
+  }
+  memo_.push_back(packed);
+  return true;
+}
+
+// The largest magnitude FastInt decodes (LONG1 of at most 7 bytes): a non-negative address or
+// time from it is in range without a check of its own.
+inline constexpr int64_t kFastIntMax = int64_t{1} << 55;
+static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <= kMaxTimeUs);
+
+[[gnu::always_inline]] inline bool Decoder::FastInt(size_t& p, int64_t& v) const {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p + 1 >= size) return false;
+  switch (d[p]) {
+    case BININT1:
+      v = d[p + 1];
+      p += 2;
+      return true;
+    case BININT2: {
+      if (p + 2 >= size) return false;
+      uint16_t u;
+      std::memcpy(&u, d + p + 1, 2);
+      v = u;
+      p += 3;
+      return true;
+    }
+    case BININT: {
+      if (p + 4 >= size) return false;
+      int32_t i;
+      std::memcpy(&i, d + p + 1, 4);
+      v = i;
+      p += 5;
+      return true;
+    }
+    case LONG1: {
+      size_t n = d[p + 1];
+      if (n == 0 || n >= 8 || p + 2 + n > size) return false;
+      v = SmallLong(d + p + 2, n, size - (p + 2));
+      p += 2 + n;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// `frames`: a memo GET of a list already interned as a stack, or a new list of memoized frames
+// (`EMPTY_LIST [memo] MARK GET... APPENDS`).
+inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p >= size) return false;
+  if (d[p] != EMPTY_LIST) {
+    uint64_t packed;
+    if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kList)) return false;
+    stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
+    return stack.valid();
+  }
+  ++p;
+  auto list = static_cast<uint32_t>(lists_.size());
+  lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0, StackId(), false});
+  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kList) | (uint64_t{list} << 4))) return false;
+  if (p >= size || d[p] != MARK) return false;
+  ++p;
+  if (!FastFrameBatch(p)) return false;
+  stack = snap_.stacks.Intern(frame_scratch_);
+  lists_[list].stack = stack;
+  return true;
+}
+
+inline bool Decoder::FastFrameBatch(size_t& p) {
+  frame_scratch_.clear();
+  uint64_t packed;
+  size_t q = p;
+  while (FastGet(q, packed)) {
+    if ((packed & 15) != kFrameTag) return false;
+    frame_scratch_.push_back(FrameId(static_cast<uint32_t>(packed >> 4)));
+    p = q;
+  }
+  if (p >= data_.size() || static_cast<uint8_t>(data_[p]) != APPENDS || frame_scratch_.empty()) {
+    return false;
+  }
+  ++p;
+  return true;
+}
+
+inline void Decoder::TryFrameList() {
+  ListObj& l = lists_[stack_.back().ref];
+  if (l.count != 0 || l.stack.valid() || l.consumed) return;
+  size_t p = pos_;
+  if (!FastFrameBatch(p)) return;
+  marks_.pop_back();
+  l.stack = snap_.stacks.Intern(frame_scratch_);
+  pos_ = p;
+}
+
+// compile_context / user_metadata as PyTorch writes them when the feature is off: "N/A" or "",
+// by memo GET or as a new (possibly memoized) string. Anything else needs the generic path.
+inline bool Decoder::FastEmptyText(size_t& p) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  if (p + 1 < size && d[p] == SHORT_BINUNICODE) {
+    size_t n = d[p + 1];
+    StrId id;
+    if (n == 0) {
+      id = StringPool::kEmpty;
+    } else if (n == 3 && p + 5 <= size && std::memcmp(d + p + 2, "N/A", 3) == 0) {
+      id = na_;
+    } else {
+      return false;
+    }
+    p += 2 + n;
+    return FastMemoPut(p, static_cast<uint64_t>(Tag::kStr) | (uint64_t{id.v} << 4));
+  }
+  uint64_t packed;
+  if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) return false;
+  auto ref = static_cast<uint32_t>(packed >> 4);
+  return ref == na_.v || ref == StringPool::kEmpty.v;
+}
+
+inline bool Decoder::TryEventDict() {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  size_t memo_before = memo_.size();
+  size_t lists_before = lists_.size();
+  auto rollback = [&] {
+    memo_.resize(memo_before);
+    lists_.resize(lists_before);
+    key_cache_size_ = 0;  // its memo indices may be reused differently by the generic path
+    return false;
+  };
+  size_t p = pos_;
+  auto record = static_cast<uint32_t>(snap_.events.size());
+  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kEventRef) | (uint64_t{record} << 4))) {
+    return rollback();
+  }
+  if (p >= size || d[p] != MARK) return rollback();
+  ++p;
+  TraceEvent e;
+  bool first = true;
+  int64_t negative = 0;  // the sign bits of the address and the time
+  for (uint32_t item = 0;; ++item) {
+    if (p >= size) return rollback();
+    if (d[p] == SETITEMS) break;
+    // The keys are the same memo GETs, in the same order, entry after entry: compare the GET's
+    // bytes with the previous entry's key at this position before resolving them through the memo.
+    Field field;
+    uint64_t word = 0;
+    const bool wide = p + 8 <= size;
+    if (wide) std::memcpy(&word, d + p, 8);
+    if (item < key_cache_size_ && wide && (word & key_cache_[item].mask) == key_cache_[item].bytes)
+        [[likely]] {
+      field = key_cache_[item].field;
+      p += key_cache_[item].length;
+    } else {
+      size_t at = p;
+      uint64_t packed;
+      if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) {
+        return rollback();
+      }
+      // What the key sets comes from the schema: the fast path maps no key of its own.
+      auto ref = static_cast<uint32_t>(packed >> 4);
+      field = FieldOf(Rec::kEvent, ref < key_codes_.size() ? key_codes_[ref] : Key::kOther);
+      if (wide && item < kKeyCacheSize) {
+        const size_t length = p - at;  // 2 (BINGET) or 5 (LONG_BINGET)
+        const uint64_t mask = (uint64_t{1} << (8 * length)) - 1;
+        key_cache_[item] = KeyCacheEntry{word & mask, mask, field, static_cast<uint8_t>(length)};
+        key_cache_size_ = item + 1;
+      }
+    }
+    if (first && field != Field::kEventAction) return rollback();
+    first = false;
+    bool ok = false;
+    int64_t v = 0;
+    // Each case decodes the value the way SetEvent (schema.h) would set it, for the shapes and
+    // ranges where the two agree (held by tests/unit/pickle_fast_path_test.cpp); anything else,
+    // and every field this switch does not know, takes the generic path.
+    switch (field) {
+      case Field::kEventAction: {
+        uint64_t a;
+        ok = FastGet(p, a) && (a & 15) == static_cast<uint64_t>(Tag::kStr);
+        if (ok) {
+          e.action = ActionOf(StrId(static_cast<uint32_t>(a >> 4)));
+          ok = e.action != Action::kUnknown;  // unknown actions warn through the generic path
+        }
+        break;
+      }
+      // Values out of range (model/limits.h) take the generic path, which fixes and reports them.
+      // FastInt takes at most 7 bytes, so a non-negative address or time is in range: their
+      // signs are checked once the entry is complete (kFastIntMax).
+      case Field::kEventAddr:
+        ok = FastInt(p, v);
+        e.addr = static_cast<uint64_t>(v);
+        negative |= v;
+        break;
+      case Field::kEventDeviceFree:
+        ok = FastInt(p, v) && SizeInRange(v);  // a byte count, kept where the address goes
+        e.addr = static_cast<uint64_t>(v);
+        break;
+      case Field::kEventSize:
+        ok = FastInt(p, v) && SizeInRange(v);
+        e.size = v;
+        break;
+      case Field::kEventStream:
+        ok = FastInt(p, v);
+        e.stream = v;
+        break;
+      case Field::kEventTime:
+        ok = FastInt(p, v);
+        e.time_us = v;
+        negative |= v;
+        break;
+      case Field::kEventFrames:
+        ok = FastFrames(p, e.stack);
+        break;
+      case Field::kEventCompileContext:
+      case Field::kEventUserMetadata:
+        ok = FastEmptyText(p);
+        break;
+      default:
+        break;
+    }
+    if (!ok) return rollback();
+  }
+  if (first || negative < 0) return rollback();
+  snap_.events.push_back(e);
+  events_prefault_.Touch(snap_.events);
+  EventAppended();
+  stack_.push_back(Value{Tag::kEventRef, Rec::kEvent, record, 0});
+  pos_ = p + 1;
+  return true;
+}
+
+}  // namespace memsnap::parse::pickle
