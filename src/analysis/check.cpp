@@ -43,13 +43,20 @@ CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tol
 
 }  // namespace
 
-CheckMetrics MeasureForCheck(const Snapshot& snap) {
-  CheckMetrics m;
-  m.path = snap.source.path;
+TimelineOptions CheckTimelineOptions() {
   TimelineOptions to;
   to.keep = KeepLifetimes::kNone;  // the peak only
   to.curve = false;
-  auto timeline = ReconstructTimeline(snap, to);
+  return to;
+}
+
+CheckMetrics MeasureForCheck(const Snapshot& snap) {
+  return MeasureForCheck(snap, ReconstructTimeline(snap, CheckTimelineOptions()));
+}
+
+CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline>& timeline) {
+  CheckMetrics m;
+  m.path = snap.source.path;
   if (timeline.ok()) {
     for (const DeviceTimeline& dt : timeline->devices) {
       if (dt.num_events == 0) continue;

@@ -75,7 +75,29 @@ std::string_view PresenceName(Presence p) {
   return "?";
 }
 
+TimelineOptions DiffTimelineOptions(const DiffOptions& options) {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kLiveAt;
+  to.moment = options.at;
+  to.curve = false;
+  return to;
+}
+
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const DiffOptions& options) {
+  // The peak check comes before the timelines, as in the overload.
+  if (options.at.kind == Moment::Kind::kPeak && (!HasTrace(before) || !HasTrace(after))) {
+    return DiffSnapshots(before, after, Timeline{}, Timeline{}, options);
+  }
+  const TimelineOptions to = DiffTimelineOptions(options);
+  absl::StatusOr<Timeline> b = ReconstructTimeline(before, to);
+  if (!b.ok()) return b.status();
+  return DiffSnapshots(before, after, b, ReconstructTimeline(after, to), options);
+}
+
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const absl::StatusOr<Timeline>& before_timeline,
+                                         const absl::StatusOr<Timeline>& after_timeline,
                                          const DiffOptions& options) {
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
@@ -91,18 +113,14 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   rep.before_path = before.source.path;
   rep.after_path = after.source.path;
 
-  Timeline tl[2];
+  const Timeline* tl[2];
   GroupReport groups[2];
   const Snapshot* snaps[2] = {&before, &after};
+  const absl::StatusOr<Timeline>* timelines[2] = {&before_timeline, &after_timeline};
   for (int side = 0; side < 2; ++side) {
-    TimelineOptions to;
-    to.keep = KeepLifetimes::kLiveAt;
-    to.moment = options.at;
-    to.curve = false;
-    auto t = ReconstructTimeline(*snaps[side], to);
-    if (!t.ok()) return t.status();
-    tl[side] = std::move(*t);
-    auto g = GroupLive(*snaps[side], tl[side], options.at, options.group);
+    if (!timelines[side]->ok()) return timelines[side]->status();
+    tl[side] = &**timelines[side];
+    auto g = GroupLive(*snaps[side], *tl[side], options.at, options.group);
     if (!g.ok()) return g.status();
     groups[side] = std::move(*g);
   }
@@ -153,7 +171,7 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
 
   std::map<int32_t, DeviceDelta> devs;
   for (int side = 0; side < 2; ++side) {
-    for (const DeviceTimeline& dt : tl[side].devices) {
+    for (const DeviceTimeline& dt : tl[side]->devices) {
       DeviceDelta& d = devs[dt.device];
       d.device = dt.device;
       (side == 0 ? d.peak.before : d.peak.after) = dt.peak_requested;
@@ -163,8 +181,8 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     }
   }
   for (auto& [dev, d] : devs) {
-    const DeviceTimeline* b = tl[0].Find(dev);
-    const DeviceTimeline* a = tl[1].Find(dev);
+    const DeviceTimeline* b = tl[0]->Find(dev);
+    const DeviceTimeline* a = tl[1]->Find(dev);
     d.has_peak = b && a && b->num_events > 0 && a->num_events > 0;
     rep.devices.push_back(d);
   }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -27,6 +28,14 @@ struct CheckMetrics {
 
 /// Measures `snapshot`. Never fails.
 CheckMetrics MeasureForCheck(const Snapshot& snapshot);
+
+/// The timeline MeasureForCheck rebuilds (the peak only), for a caller that rebuilds it during the
+/// read (cli::LoadWithTimelineStatus).
+TimelineOptions CheckTimelineOptions();
+
+/// MeasureForCheck with the timeline already rebuilt with CheckTimelineOptions(); a timeline that
+/// failed leaves the peak unknown, as in MeasureForCheck.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot, const absl::StatusOr<Timeline>& timeline);
 
 struct CheckOptions {
   std::optional<int64_t> max_peak;
