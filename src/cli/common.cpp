@@ -56,9 +56,9 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
   std::optional<parse::BackgroundEventFeed> feed;  // declared after `stream`: it feeds it
   if (analysis::TimelineStream::Streams(options)) {
     // With one thread the pass still streams, inline as the reader publishes.
-    feed.emplace([&stream](std::span<const TraceEvent> events,
-                           size_t first) { stream.Feed(events, first); },
-                 ThreadsFor(ctx.threads) > 1);
+    feed.emplace(
+        [&stream](std::span<const TraceEvent> events, size_t first) { stream.Feed(events, first); },
+        ThreadsFor(ctx.threads) > 1);
   }
   absl::StatusOr<Snapshot> snap = LoadSnapshot(path, ctx, feed ? &*feed : nullptr);
   if (phases != nullptr) phases->ReadDone();
@@ -75,13 +75,12 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
                                                   Context& ctx, ReadAnalysisClock* phases) {
-  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded, LoadWithTimelineStatus(path, options, ctx, phases));
+  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded,
+                   LoadWithTimelineStatus(path, options, ctx, phases));
   if (!loaded.timeline.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", loaded.timeline.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", loaded.timeline.status().message()));
   }
-  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline),
-                          loaded.streamed};
+  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline), loaded.streamed};
 }
 
 absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
@@ -158,27 +157,31 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
   std::vector<std::string> warnings(inputs.size());
   skipped.assign(inputs.size(), false);
   std::vector<char> skip(inputs.size(), 0);  // vector<bool> is not safe to write concurrently
-  ParallelFor(inputs.size(), [&](size_t i) {
-    Context local = ctx;
-    std::ostringstream err;
-    local.err = &err;
-    local.progress = false;  // one line per file would interleave
-    absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
-    if (!snap.ok()) {
-      // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
-      if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
-        skip[i] = 1;
-        if (!ctx.quiet) {
-          err << "warning: skipping " << inputs[i].path << ": " << snap.status().message() << "\n";
+  ParallelFor(
+      inputs.size(),
+      [&](size_t i) {
+        Context local = ctx;
+        std::ostringstream err;
+        local.err = &err;
+        local.progress = false;  // one line per file would interleave
+        absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
+        if (!snap.ok()) {
+          // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
+          if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
+            skip[i] = 1;
+            if (!ctx.quiet) {
+              err << "warning: skipping " << inputs[i].path << ": " << snap.status().message()
+                  << "\n";
+            }
+          } else {
+            status[i] = snap.status();
+          }
+        } else {
+          status[i] = fn(i, *snap);
         }
-      } else {
-        status[i] = snap.status();
-      }
-    } else {
-      status[i] = fn(i, *snap);
-    }
-    warnings[i] = err.str();
-  }, ThreadsFor(ctx.threads));
+        warnings[i] = err.str();
+      },
+      ThreadsFor(ctx.threads));
   for (size_t i = 0; i < inputs.size(); ++i) {
     *ctx.err << warnings[i];
     skipped[i] = skip[i] != 0;
