@@ -11,6 +11,7 @@ and, for issue 3, the analysis CPU time of `timeline` and `top` as a share of th
   bench/run_bench.py                 # (a) 2.2M events ~170 MB, (b) ~1.5 GB, (c) 64 rank files
   bench/run_bench.py --quick         # (a) only, one repetition
   bench/run_bench.py --no-large      # skip (b)
+  bench/run_bench.py --threads 1,2   # also summary with --threads 1 and 2 (the scaling table)
 The generated files are ours (memsnap_gen), so plain pickle.load on them is safe."""
 import argparse
 import json
@@ -121,10 +122,20 @@ def compare(args, label, paths, reps, python=True):
     target = paths[0] if len(paths) == 1 else os.path.dirname(paths[0])
     row = {"case": label, "files": len(paths), "bytes": size}
     ms, py = [], []
+    scaling = {n: [] for n in args.threads}
     for _ in range(reps):  # alternate, so noise hits both
         ms.append(run([args.memsnap, "--quiet", "summary", target]))
         if python:
             py.append(run(py_load(paths)))
+        for n in args.threads:  # the scaling table: the same command with --threads N
+            scaling[n].append(run([args.memsnap, "--quiet", "--threads", str(n), "summary", target]))
+    for n, rs in scaling.items():
+        ok = [r for r in rs if r[2] == 0]
+        if ok:
+            row[f"threads{n}_s"] = min(r[0] for r in ok)
+            row[f"threads{n}_cpu_s"] = min(r[3] for r in ok)
+            if python:
+                row[f"threads{n}_speedup"] = min(r[0] for r in py) / row[f"threads{n}_s"]
     ok = [r for r in ms if r[2] == 0]
     if not ok:
         sys.exit(f"memsnap summary failed on {target}")
@@ -162,7 +173,11 @@ def main():
     ap.add_argument("--regen", action="store_true")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--cases", default="abc", help="which cases to run (default abc)")
+    ap.add_argument("--threads", default="",
+                    help="also run summary with --threads N for each N of this list, in the same "
+                         "alternating loop (e.g. 1,2,4): the scaling table")
     args = ap.parse_args()
+    args.threads = [int(n) for n in args.threads.split(",") if n]
     args.memsnap = os.path.join(args.build, "memsnap")
     args.gen = os.path.join(args.build, "bench", "memsnap_gen")
     args.available = commands(args.memsnap)

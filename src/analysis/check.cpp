@@ -44,7 +44,19 @@ CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tol
 
 }  // namespace
 
+TimelineOptions CheckTimelineOptions() {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peak only
+  to.curve = false;
+  return to;
+}
+
 CheckMetrics MeasureForCheck(const Snapshot& snap, const CheckOptions* options) {
+  return MeasureForCheck(snap, ReconstructTimeline(snap, CheckTimelineOptions()), options);
+}
+
+CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline>& timeline,
+                             const CheckOptions* options) {
   CheckMetrics m;
   m.path = snap.source.path;
   if (options != nullptr && options->fits) {
@@ -57,10 +69,6 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const CheckOptions* options) 
       m.fits_error = std::string(fits.status().message());
     }
   }
-  TimelineOptions to;
-  to.keep = KeepLifetimes::kNone;  // the peak only
-  to.curve = false;
-  auto timeline = ReconstructTimeline(snap, to);
   if (timeline.ok()) {
     for (const DeviceTimeline& dt : timeline->devices) {
       if (dt.num_events == 0) continue;

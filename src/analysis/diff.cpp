@@ -97,10 +97,22 @@ std::string_view PresenceName(Presence p) {
   return "?";
 }
 
-absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
-                                         const DiffOptions& requested) {
+TimelineOptions DiffTimelineOptions(const DiffOptions& options) {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kLiveAt;
+  // An automatic moment is the peak unless a file has no trace, which a caller rebuilding the
+  // timelines during the read cannot know yet; DiffSnapshots rebuilds them in that case.
+  to.moment = options.auto_moment ? Moment{Moment::Kind::kPeak, 0} : options.at;
+  to.curve = false;
+  return to;
+}
+
+namespace {
+
+// The options with an automatic moment resolved, and why that moment.
+DiffOptions ResolveMoment(const Snapshot& before, const Snapshot& after,
+                          const DiffOptions& requested, std::string& reason) {
   DiffOptions options = requested;
-  std::string reason;
   if (options.auto_moment) {
     const bool both = HasTrace(before) && HasTrace(after);
     options.at = Moment{both ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
@@ -108,6 +120,51 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
                   : absl::StrCat(HasTrace(before) ? after.source.path : before.source.path,
                                  " has no trace, so no peak");
   }
+  return options;
+}
+
+absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
+                                        const absl::StatusOr<Timeline>& before_timeline,
+                                        const absl::StatusOr<Timeline>& after_timeline,
+                                        const DiffOptions& options, std::string reason);
+
+}  // namespace
+
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const DiffOptions& requested) {
+  std::string reason;
+  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  // The peak check comes before the timelines.
+  if (options.at.kind == Moment::Kind::kPeak && (!HasTrace(before) || !HasTrace(after))) {
+    return DiffResolved(before, after, Timeline{}, Timeline{}, options, std::move(reason));
+  }
+  TimelineOptions to = DiffTimelineOptions(options);
+  to.moment = options.at;
+  absl::StatusOr<Timeline> b = ReconstructTimeline(before, to);
+  if (!b.ok()) return b.status();
+  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options,
+                      std::move(reason));
+}
+
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const absl::StatusOr<Timeline>& before_timeline,
+                                         const absl::StatusOr<Timeline>& after_timeline,
+                                         const DiffOptions& requested) {
+  std::string reason;
+  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  if (requested.auto_moment && options.at.kind != Moment::Kind::kPeak) {
+    // The timelines were rebuilt for the peak, but a file has no trace: compare the ends.
+    return DiffSnapshots(before, after, requested);
+  }
+  return DiffResolved(before, after, before_timeline, after_timeline, options, std::move(reason));
+}
+
+namespace {
+
+absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
+                                        const absl::StatusOr<Timeline>& before_timeline,
+                                        const absl::StatusOr<Timeline>& after_timeline,
+                                        const DiffOptions& options, std::string reason) {
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
       if (!HasTrace(*s)) {
@@ -124,18 +181,14 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   rep.before_path = before.source.path;
   rep.after_path = after.source.path;
 
-  Timeline tl[2];
+  const Timeline* tl[2];
   GroupReport groups[2];
   const Snapshot* snaps[2] = {&before, &after};
+  const absl::StatusOr<Timeline>* timelines[2] = {&before_timeline, &after_timeline};
   for (int side = 0; side < 2; ++side) {
-    TimelineOptions to;
-    to.keep = KeepLifetimes::kLiveAt;
-    to.moment = options.at;
-    to.curve = false;
-    auto t = ReconstructTimeline(*snaps[side], to);
-    if (!t.ok()) return t.status();
-    tl[side] = std::move(*t);
-    auto g = GroupLive(*snaps[side], tl[side], options.at, options.group);
+    if (!timelines[side]->ok()) return timelines[side]->status();
+    tl[side] = &**timelines[side];
+    auto g = GroupLive(*snaps[side], *tl[side], options.at, options.group);
     if (!g.ok()) return g.status();
     groups[side] = std::move(*g);
   }
@@ -176,7 +229,7 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
 
   std::map<int32_t, DeviceDelta> devs;
   for (int side = 0; side < 2; ++side) {
-    for (const DeviceTimeline& dt : tl[side].devices) {
+    for (const DeviceTimeline& dt : tl[side]->devices) {
       DeviceDelta& d = devs[dt.device];
       d.device = dt.device;
       (side == 0 ? d.peak.before : d.peak.after) = dt.peak_requested;
@@ -186,8 +239,8 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
     }
   }
   for (auto& [dev, d] : devs) {
-    const DeviceTimeline* b = tl[0].Find(dev);
-    const DeviceTimeline* a = tl[1].Find(dev);
+    const DeviceTimeline* b = tl[0]->Find(dev);
+    const DeviceTimeline* a = tl[1]->Find(dev);
     d.has_peak = b && a && b->num_events > 0 && a->num_events > 0;
     rep.devices.push_back(d);
   }
@@ -205,5 +258,7 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   }
   return rep;
 }
+
+}  // namespace
 
 }  // namespace memsnap::analysis

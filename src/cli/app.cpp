@@ -25,6 +25,7 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
       "  memsnap top snap.pickle --by function\n"
       "  memsnap diff before.pickle after.pickle\n"
       "  memsnap check --baseline base.pickle --tolerance 5% new.pickle\n"
+      "  memsnap summary --threads 8 ranks/\n"
       "Exit codes: 0 ok, 1 a check failed, 2 unusable input or usage error.");
 
   Context ctx;
@@ -33,6 +34,11 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_flag("--strict", ctx.strict, "Treat warnings about inconsistent input as errors");
   app.add_flag("-q,--quiet", ctx.quiet, "Print no warnings or progress");
   app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
+  app.add_option("-j,--threads", ctx.threads,
+                 "Threads for reading and analysis: files of a directory read side by side, the "
+                 "timeline pass beside the reader, replay configurations (default 0: all cores; "
+                 "1: everything on one thread), e.g. memsnap summary -j 4 ranks/")
+      ->check(CLI::Range(0, 4096));
 
   std::map<const CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {

@@ -73,7 +73,6 @@ RunFn SetupBlocks(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::GroupOptions g, opts->filter.Resolve());
     q.filter = g.filter;
     if (opts->limit < 0) return absl::InvalidArgumentError("--limit: must be >= 0");
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, ctx));
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;
     if (!q.all) {  // only the lifetimes live at the moment are listed: keep just those
@@ -81,10 +80,10 @@ RunFn SetupBlocks(CLI::App& sub) {
       to.moment = q.at;
       to.curve = false;
     }
-    absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
-    if (!tl.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(opts->file, ": ", std::string(tl.status().message())));
-    }
+    // The timeline's event pass runs beside the reader (LoadWithTimeline), as in `timeline`.
+    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
+    const Snapshot& snap = loaded.snapshot;
+    const analysis::Timeline* tl = &loaded.timeline;
     if (!q.all) RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, q.at, snap, *tl));
     ASSIGN_OR_RETURN(analysis::BlocksReport rep, analysis::SelectBlocks(snap, *tl, q));
     if (opts->json) {

@@ -236,14 +236,19 @@ RunFn SetupCheck(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunCheckRanks(*opts, inputs, options, ctx);
     const std::string& file = inputs[0].path;
-    ASSIGN_OR_RETURN(Snapshot current, LoadSnapshot(file, ctx));
-    analysis::CheckMetrics metrics = analysis::MeasureForCheck(current, &options);
+    // The timeline's event pass (for the peak) runs beside the reader.
+    ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded,
+                     LoadWithTimelineStatus(file, analysis::CheckTimelineOptions(), ctx));
+    const Snapshot& current = loaded.snapshot;
+    analysis::CheckMetrics metrics = analysis::MeasureForCheck(current, loaded.timeline, &options);
     std::optional<Snapshot> baseline;
     std::optional<analysis::CheckMetrics> base_metrics;
     if (!opts->baseline.empty()) {
       ASSIGN_OR_RETURN(std::string base_path, BaselineFor(opts->baseline, file));
-      ASSIGN_OR_RETURN(baseline, LoadSnapshot(base_path, ctx));
-      base_metrics = analysis::MeasureForCheck(*baseline);
+      ASSIGN_OR_RETURN(SnapshotMaybeTimeline base,
+                       LoadWithTimelineStatus(base_path, analysis::CheckTimelineOptions(), ctx));
+      base_metrics = analysis::MeasureForCheck(base.snapshot, base.timeline);
+      baseline = std::move(base.snapshot);
     }
     ASSIGN_OR_RETURN(analysis::CheckReport report,
                      analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr,

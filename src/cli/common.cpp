@@ -45,9 +45,9 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
   return snap;
 }
 
-absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
-                                                  const analysis::TimelineOptions& options,
-                                                  Context& ctx, ReadAnalysisClock* phases) {
+absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
+    const std::string& path, const analysis::TimelineOptions& options, Context& ctx,
+    ReadAnalysisClock* phases) {
   // The curve is sized as the reader sizes its events, instead of growing by doubling on the
   // worker (a gzipped file may still outgrow it).
   std::error_code ec;
@@ -55,9 +55,10 @@ absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
   analysis::TimelineStream stream(options, ec ? 0 : parse::EventsReservedFor(bytes));
   std::optional<parse::BackgroundEventFeed> feed;  // declared after `stream`: it feeds it
   if (analysis::TimelineStream::Streams(options)) {
-    feed.emplace([&stream](std::span<const TraceEvent> events, size_t first) {
-      stream.Feed(events, first);
-    });
+    // With one thread the pass still streams, inline as the reader publishes.
+    feed.emplace(
+        [&stream](std::span<const TraceEvent> events, size_t first) { stream.Feed(events, first); },
+        ThreadsFor(ctx.threads) > 1);
   }
   absl::StatusOr<Snapshot> snap = LoadSnapshot(path, ctx, feed ? &*feed : nullptr);
   if (phases != nullptr) phases->ReadDone();
@@ -68,8 +69,54 @@ absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
     fed = feed->fed();
   }
   absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
-  if (!tl.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", tl.status().message()));
-  return SnapshotTimeline{*std::move(snap), *std::move(tl), stream.used_stream()};
+  return SnapshotMaybeTimeline{*std::move(snap), std::move(tl), stream.used_stream()};
+}
+
+absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
+                                                  const analysis::TimelineOptions& options,
+                                                  Context& ctx, ReadAnalysisClock* phases) {
+  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded,
+                   LoadWithTimelineStatus(path, options, ctx, phases));
+  if (!loaded.timeline.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", loaded.timeline.status().message()));
+  }
+  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline), loaded.streamed};
+}
+
+absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
+    const std::vector<std::string>& paths, const std::vector<analysis::TimelineOptions>& options,
+    Context& ctx) {
+  const size_t n = paths.size();
+  const size_t threads = ThreadsFor(ctx.threads);
+  const size_t side_by_side = std::min(threads, n);
+  std::vector<std::optional<absl::StatusOr<SnapshotMaybeTimeline>>> loaded(n);
+  std::vector<std::string> warnings(n);
+  ParallelFor(
+      n,
+      [&](size_t i) {
+        Context local = ctx;
+        std::ostringstream err;
+        if (side_by_side > 1) {
+          local.err = &err;
+          local.progress = false;  // one line per file would interleave
+        }
+        // The threads left over run the timelines' event passes beside the readers.
+        local.threads = static_cast<int>(std::max<size_t>(1, threads / side_by_side));
+        if (side_by_side == 1 && i > 0 && !loaded[i - 1]->ok()) {  // one at a time: stop there
+          loaded[i] = loaded[i - 1]->status();
+          return;
+        }
+        loaded[i] = LoadWithTimelineStatus(paths[i], options[i], local);
+        warnings[i] = err.str();
+      },
+      side_by_side);
+  std::vector<SnapshotMaybeTimeline> out;
+  for (size_t i = 0; i < n; ++i) {
+    *ctx.err << warnings[i];
+    if (!loaded[i]->ok()) return loaded[i]->status();
+    out.push_back(*std::move(*loaded[i]));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
@@ -110,27 +157,31 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
   std::vector<std::string> warnings(inputs.size());
   skipped.assign(inputs.size(), false);
   std::vector<char> skip(inputs.size(), 0);  // vector<bool> is not safe to write concurrently
-  ParallelFor(inputs.size(), [&](size_t i) {
-    Context local = ctx;
-    std::ostringstream err;
-    local.err = &err;
-    local.progress = false;  // one line per file would interleave
-    absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
-    if (!snap.ok()) {
-      // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
-      if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
-        skip[i] = 1;
-        if (!ctx.quiet) {
-          err << "warning: skipping " << inputs[i].path << ": " << snap.status().message() << "\n";
+  ParallelFor(
+      inputs.size(),
+      [&](size_t i) {
+        Context local = ctx;
+        std::ostringstream err;
+        local.err = &err;
+        local.progress = false;  // one line per file would interleave
+        absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
+        if (!snap.ok()) {
+          // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
+          if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
+            skip[i] = 1;
+            if (!ctx.quiet) {
+              err << "warning: skipping " << inputs[i].path << ": " << snap.status().message()
+                  << "\n";
+            }
+          } else {
+            status[i] = snap.status();
+          }
+        } else {
+          status[i] = fn(i, *snap);
         }
-      } else {
-        status[i] = snap.status();
-      }
-    } else {
-      status[i] = fn(i, *snap);
-    }
-    warnings[i] = err.str();
-  });
+        warnings[i] = err.str();
+      },
+      ThreadsFor(ctx.threads));
   for (size_t i = 0; i < inputs.size(); ++i) {
     *ctx.err << warnings[i];
     skipped[i] = skip[i] != 0;

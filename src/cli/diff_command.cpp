@@ -70,9 +70,13 @@ RunFn SetupDiff(CLI::App& sub) {
       o.min_delta = *size;
     }
     if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0");
-    ASSIGN_OR_RETURN(Snapshot before, LoadSnapshot(opts->before, ctx));
-    ASSIGN_OR_RETURN(Snapshot after, LoadSnapshot(opts->after, ctx));
-    ASSIGN_OR_RETURN(analysis::DiffReport rep, analysis::DiffSnapshots(before, after, o));
+    // Both files read side by side, each timeline's event pass during its read.
+    const analysis::TimelineOptions to = analysis::DiffTimelineOptions(o);
+    ASSIGN_OR_RETURN(std::vector<SnapshotMaybeTimeline> loaded,
+                     LoadAllWithTimelines({opts->before, opts->after}, {to, to}, ctx));
+    ASSIGN_OR_RETURN(analysis::DiffReport rep,
+                     analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot,
+                                             loaded[0].timeline, loaded[1].timeline, o));
     rep.before_path = opts->before;
     rep.after_path = opts->after;
     if (!opts->folded.empty()) {
@@ -81,7 +85,7 @@ RunFn SetupDiff(CLI::App& sub) {
       if (o.group.by != analysis::GroupBy::kStack) {
         analysis::DiffOptions by_stack = o;
         by_stack.group.by = analysis::GroupBy::kStack;
-        ASSIGN_OR_RETURN(stacks, analysis::DiffSnapshots(before, after, by_stack));
+        ASSIGN_OR_RETURN(stacks, analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot, by_stack));
       }
       std::ostringstream folded;
       report::RenderDiffFolded(stacks, folded);

@@ -28,7 +28,6 @@ struct ReplayCommandOptions {
   bool verify = false;
   std::string empty_cache = "heuristic";
   std::string start = "cold";
-  int threads = 0;
   std::string backend = "sim";  // --backend cuda: replay_cuda_cli.cpp
   int gpu = 0;
   double scale = 1.0;
@@ -89,7 +88,6 @@ RunFn SetupReplay(CLI::App& sub) {
                  "Blocks alive before the trace: cold (allocate them first, in address order) or "
                  "warm (start from the segments alive then, rebuilt from the snapshot)")
       ->check(CLI::IsMember({"cold", "warm"}));
-  sub.add_option("--threads", opts->threads, "Threads for the configurations (0: all cores)");
   sub.add_option("--backend", opts->backend,
                  "sim (default): predict; cuda: replay on a real GPU (see docs/gpu.md)")
       ->check(CLI::IsMember({"sim", "cuda"}));
@@ -123,7 +121,7 @@ RunFn SetupReplay(CLI::App& sub) {
     ro.device = opts->device;
     ro.verify = opts->verify;
     ro.curve = !opts->csv.empty();
-    ro.max_threads = opts->threads;
+    ro.max_threads = ctx.threads;  // --threads, a global option
     ro.warm_start = opts->start == "warm";
     ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                    : analysis::EmptyCacheMode::kHeuristic;

@@ -16,7 +16,7 @@
 
 namespace memsnap::parse::pickle {
 
-[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, uint64_t& packed) const {
+[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, MemoWord& packed) const {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   uint64_t index;
@@ -38,7 +38,7 @@ namespace memsnap::parse::pickle {
 
 // Memoizes `packed` when the next opcode memoizes; only appends (MEMOIZE, or BINPUT of the next
 // index, which is what every writer emits), so a rollback is a truncation.
-[[gnu::always_inline]] inline bool Decoder::FastMemoPut(size_t& p, uint64_t packed) {
+[[gnu::always_inline]] inline bool Decoder::FastMemoPut(size_t& p, MemoWord packed) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   if (p >= size) return false;
@@ -109,15 +109,15 @@ inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
   size_t size = data_.size();
   if (p >= size) return false;
   if (d[p] != EMPTY_LIST) {
-    uint64_t packed;
-    if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kList)) return false;
+    MemoWord packed;
+    if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kList)) return false;
     stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
     return stack.valid();
   }
   ++p;
   auto list = static_cast<uint32_t>(lists_.size());
   lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0, StackId(), false});
-  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kList) | (uint64_t{list} << 4))) return false;
+  if (!FastMemoPut(p, PackMemo(Tag::kList, list))) return false;
   if (p >= size || d[p] != MARK) return false;
   ++p;
   if (!FastFrameBatch(p)) return false;
@@ -128,7 +128,7 @@ inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
 
 inline bool Decoder::FastFrameBatch(size_t& p) {
   frame_scratch_.clear();
-  uint64_t packed;
+  MemoWord packed;
   size_t q = p;
   while (FastGet(q, packed)) {
     if ((packed & 15) != kFrameTag) return false;
@@ -168,10 +168,10 @@ inline bool Decoder::FastEmptyText(size_t& p) {
       return false;
     }
     p += 2 + n;
-    return FastMemoPut(p, static_cast<uint64_t>(Tag::kStr) | (uint64_t{id.v} << 4));
+    return FastMemoPut(p, PackMemo(Tag::kStr, id.v));
   }
-  uint64_t packed;
-  if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) return false;
+  MemoWord packed;
+  if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) return false;
   auto ref = static_cast<uint32_t>(packed >> 4);
   return ref == na_.v || ref == StringPool::kEmpty.v;
 }
@@ -189,7 +189,7 @@ inline bool Decoder::TryEventDict() {
   };
   size_t p = pos_;
   auto record = static_cast<uint32_t>(snap_.events.size());
-  if (!FastMemoPut(p, static_cast<uint64_t>(Tag::kEventRef) | (uint64_t{record} << 4))) {
+  if (!FastMemoPut(p, PackMemo(Tag::kEventRef, record))) {
     return rollback();
   }
   if (p >= size || d[p] != MARK) return rollback();
@@ -212,8 +212,8 @@ inline bool Decoder::TryEventDict() {
       p += key_cache_[item].length;
     } else {
       size_t at = p;
-      uint64_t packed;
-      if (!FastGet(p, packed) || (packed & 15) != static_cast<uint64_t>(Tag::kStr)) {
+      MemoWord packed;
+      if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) {
         return rollback();
       }
       // What the key sets comes from the schema: the fast path maps no key of its own.
@@ -235,8 +235,8 @@ inline bool Decoder::TryEventDict() {
     // and every field this switch does not know, takes the generic path.
     switch (field) {
       case Field::kEventAction: {
-        uint64_t a;
-        ok = FastGet(p, a) && (a & 15) == static_cast<uint64_t>(Tag::kStr);
+        MemoWord a;
+        ok = FastGet(p, a) && (a & 15) == static_cast<MemoWord>(Tag::kStr);
         if (ok) {
           e.action = ActionOf(StrId(static_cast<uint32_t>(a >> 4)));
           ok = e.action != Action::kUnknown;  // unknown actions warn through the generic path

@@ -112,7 +112,7 @@ Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOp
 absl::Status Decoder::MemoPut(size_t at, uint64_t index) {
   if (stack_.size() <= StackFloor()) return Error(at, "memoize with an empty stack");
   const Value& v = stack_.back();
-  uint64_t packed;
+  MemoWord packed;
   switch (v.tag) {
     case Tag::kStr:
     case Tag::kDict:
@@ -121,11 +121,10 @@ absl::Status Decoder::MemoPut(size_t at, uint64_t index) {
     case Tag::kNone:
     case Tag::kFrameRef:
     case Tag::kEventRef:
-      packed = static_cast<uint64_t>(v.tag) | (uint64_t{v.ref} << 4);
+      packed = PackMemo(v.tag, v.ref);
       break;
     default:
-      memo_rare_.push_back(v);
-      packed = kRareTag | (uint64_t{memo_rare_.size() - 1} << 4);
+      packed = PackRare(v);
       break;
   }
   if (v.tag == Tag::kDict && index <= UINT32_MAX)

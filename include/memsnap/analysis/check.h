@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/diff.h"
 #include "memsnap/analysis/oom.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -46,6 +47,15 @@ enum class CheckKind : uint8_t { kThreshold, kBaseline };
 
 /// Measures `snapshot`; with options->fits also replays it on that capacity. Never fails.
 CheckMetrics MeasureForCheck(const Snapshot& snapshot, const CheckOptions* options = nullptr);
+
+/// The timeline MeasureForCheck rebuilds (the peak only), for a caller that rebuilds it during the
+/// read (cli::LoadWithTimelineStatus).
+TimelineOptions CheckTimelineOptions();
+
+/// MeasureForCheck with the timeline already rebuilt with CheckTimelineOptions(); a timeline that
+/// failed leaves the peak unknown, as in MeasureForCheck.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot, const absl::StatusOr<Timeline>& timeline,
+                             const CheckOptions* options = nullptr);
 
 /// One line of the verdict.
 struct CheckResult {

@@ -96,4 +96,15 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
                                          const DiffOptions& options);
 
+/// The timeline DiffSnapshots rebuilds for each side, for a caller that rebuilds it during the
+/// read (cli::LoadAllWithTimelines).
+TimelineOptions DiffTimelineOptions(const DiffOptions& options);
+
+/// DiffSnapshots with the timelines already rebuilt with DiffTimelineOptions(options); a
+/// timeline's error is returned as DiffSnapshots would return it.
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const absl::StatusOr<Timeline>& before_timeline,
+                                         const absl::StatusOr<Timeline>& after_timeline,
+                                         const DiffOptions& options);
+
 }  // namespace memsnap::analysis

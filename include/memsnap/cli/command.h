@@ -26,6 +26,7 @@ struct Context {
   bool timings = false;         // --timings: print phase timers to stderr
   bool progress = true;         // LoadSnapshot may draw a progress line (off in parallel loads
                                 // and where the command draws its own)
+  int threads = 0;              // --threads: how many threads may read and analyze; 0 = all cores
 };
 
 using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;

@@ -34,6 +34,26 @@ struct SnapshotTimeline {
   }
 };
 
+/// A snapshot and its timeline, or why the timeline could not be rebuilt (the snapshot is good).
+struct SnapshotMaybeTimeline {
+  Snapshot snapshot;
+  absl::StatusOr<analysis::Timeline> timeline;
+  bool streamed = false;
+};
+
+/// LoadWithTimeline for commands that go on without a timeline, or report its error themselves:
+/// only a failed read is an error; the timeline's status comes back unchanged.
+absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
+    const std::string& path, const analysis::TimelineOptions& options, Context& ctx,
+    ReadAnalysisClock* phases = nullptr);
+
+/// Reads several files with their timelines (options[i] for paths[i]) side by side on up to
+/// --threads threads, each timeline's event pass beside its reader when threads are left over.
+/// Warnings are printed in path order; the first failed read (in path order) is the error.
+absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
+    const std::vector<std::string>& paths, const std::vector<analysis::TimelineOptions>& options,
+    Context& ctx);
+
 /// Reads one snapshot like LoadSnapshot and rebuilds its timeline, the timeline's event pass
 /// running on a second core while the reader decodes (analysis::TimelineStream): what is left
 /// after the read is the reconciliation with the final state. `phases`, when given, is told when
