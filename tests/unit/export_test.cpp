@@ -153,14 +153,16 @@ TEST_SUITE("export") {
     report::WriteLifetimesCsv(snap, *tl, **context, out);
     CHECK(out.str() ==
           "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
-          "free_requested_event,free_completed_event,alloc_time_us,free_time_us,site,category\n"
-          "0,0x7f0000000000,0,open,8000000,8388608,0,1,,,1010,,model.py:10 __init__,parameter\n"
-          "0,0x7f0000800000,0,in-window,4194304,4194304,0,2,6,7,1020,1060,model.py:30 act,"
+          "free_requested_event,free_completed_event,alloc_time_us,alloc_time_rel_us,free_time_us,"
+          "free_time_rel_us,site,category\n"
+          // Relative times count from the trace's first time_us (1000).
+          "0,0x7f0000000000,0,open,8000000,8388608,0,1,,,1010,10,,,model.py:10 __init__,parameter\n"
+          "0,0x7f0000800000,0,in-window,4194304,4194304,0,2,6,7,1020,20,1060,60,model.py:30 act,"
           "activation\n"
-          "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,,optim.py:40 step,optimizer_state\n"
-          "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,,model.py:20 attn</script><b>,"
+          "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,30,,,optim.py:40 step,optimizer_state\n"
+          "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,40,,,model.py:20 attn</script><b>,"
           "activation\n"
-          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,[no stack],unknown\n");
+          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,,,[no stack],unknown\n");
   }
 
   TEST_CASE("a streamed output is renamed into place only when the writer succeeds") {

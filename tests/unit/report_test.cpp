@@ -310,6 +310,8 @@ TEST_SUITE("report") {
     analysis::AllocatorStates st =
         analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     for (const analysis::AllocatorState& s : st.states) {
+      // The state before the first event (event -1) has no --at form: event:-1 is the last event.
+      if (s.event < 0) continue;
       analysis::FragOptions fo;
       fo.at = analysis::FragMoment::kMoment;
       fo.moment = {analysis::Moment::Kind::kEvent, s.event};
