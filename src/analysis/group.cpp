@@ -3,10 +3,11 @@
 #include "memsnap/analysis/group.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/util/strings.h"
 
@@ -225,7 +226,13 @@ absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& time
                                               dm.event));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
-    dm.live_bytes = dt.LiveAt(dm.event);
+    // `top` builds its timeline without the curve: the moment is one of the points it holds.
+    std::optional<int64_t> live_bytes = dt.FindLive(TimelinePoint::FromIndex(dm.event));
+    if (!live_bytes) {
+      return absl::InternalError(absl::StrCat(
+          "device ", dt.device, ": the timeline holds no live bytes at event ", dm.event));
+    }
+    dm.live_bytes = *live_bytes;
     report.devices.push_back(dm);
     std::vector<uint32_t> live = LiveBlocksAt(dt, dm.event);
     AccumulateGroups(snap, dt, live, options, *filter, report.rows);
