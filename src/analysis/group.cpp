@@ -5,8 +5,10 @@
 #include "memsnap/util/status_macros.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/util/strings.h"
@@ -293,7 +295,13 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
     if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, 0);
-    dm.live_bytes = dt.LiveAt(dm.event);
+    // `top` builds its timeline without the curve: the moment is one of the points it holds.
+    std::optional<int64_t> live_bytes = dt.FindLive(TimelinePoint::FromIndex(dm.event));
+    if (!live_bytes) {
+      return absl::InternalError(absl::StrCat(
+          "device ", dt.device, ": the timeline holds no live bytes at event ", dm.event));
+    }
+    dm.live_bytes = *live_bytes;
     report.devices.push_back(dm);
     std::vector<uint32_t> live = LiveBlocksAt(dt, dm.event);
     AccumulateGroups(dt, live, context, report.rows);

@@ -32,7 +32,7 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
     RankMetric m;
     m.name = c.name;
     m.label = c.label;
-    m.is_ratio = c.field == nullptr;
+    m.unit = c.field == nullptr ? Unit::kRatio : Unit::kBytes;
     m.call_out = c.call_out;
     for (const FragRank& r : ranks) {
       m.values.push_back(c.field == nullptr ? r.external_fragmentation
@@ -43,11 +43,12 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
   for (const FragRank& r : ranks) t.files.push_back(r.file);
   // Warnings say a figure at a peak is approximate: count them where they apply.
   if (std::any_of(ranks.begin(), ranks.end(), [](const FragRank& r) { return r.warnings > 0; })) {
-    t.note_label = "notes";
+    RankNote& notes = t.notes.emplace_back(RankNote{"notes", "notes", {}, true});
     for (const FragRank& r : ranks) {
-      t.notes.push_back(r.warnings == 0 ? ""
-                                        : absl::StrCat(r.warnings, " reconstruction warning(s): ",
-                                                       "run frag on the file alone to see them"));
+      notes.values.push_back(r.warnings == 0
+                                 ? ""
+                                 : absl::StrCat(r.warnings, " reconstruction warning(s): ",
+                                                "run frag on the file alone to see them"));
     }
   }
   t = CompareMetrics(std::move(t), options);
@@ -82,11 +83,11 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
   out.baseline = std::move(baseline);
   out.ranks = std::move(ranks);
   RankTable& t = out.table;
-  t.metrics = {{"peak_bytes", "peak", false, true, {}, -1},
-               {"reserved_bytes", "reserved", false, true, {}, -1},
-               {"allocated_bytes", "allocated", false, true, {}, -1},
-               {"fragmentation", "frag", true, true, {}, -1}};
-  t.note_label = "verdict";
+  t.metrics = {{"peak_bytes", "peak", Unit::kBytes, true, {}, -1},
+               {"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1},
+               {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1},
+               {"fragmentation", "frag", Unit::kRatio, true, {}, -1}};
+  RankNote& verdicts = t.notes.emplace_back(RankNote{"verdict", "verdict", {}, true});
   for (const CheckRank& r : out.ranks) {
     t.files.push_back(r.report.path);
     const CheckMetrics& m = r.metrics;
@@ -101,7 +102,7 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
       absl::StrAppend(&verdict, sep, c.name);
       sep = ", ";
     }
-    t.notes.push_back(std::move(verdict));
+    verdicts.values.push_back(std::move(verdict));
   }
   out.table = CompareMetrics(std::move(t), options);
   return out;

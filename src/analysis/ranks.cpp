@@ -17,6 +17,8 @@ double Median(std::vector<double> v) {
   return v[(v.size() - 1) / 2];
 }
 
+bool IsRatio(const RankMetric& m) { return m.unit == Unit::kRatio; }
+
 std::string Show(double v, bool is_ratio) {
   return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
 }
@@ -40,19 +42,20 @@ void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
   for (size_t i = 0; i < m.values.size(); ++i) {
     double v = m.values[i];
     if (v < 0) continue;
-    bool deviates = m.is_ratio ? v > m.median + options.deviation
-                               : m.median > 0 && v > m.median * (1.0 + options.deviation);
+    const bool is_ratio = IsRatio(m);
+    bool deviates = is_ratio ? v > m.median + options.deviation
+                             : m.median > 0 && v > m.median * (1.0 + options.deviation);
     bool is_best = i == best && name_best;
     if (!is_best && !deviates) continue;
-    std::string reason = is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, m.is_ratio),
-                                                " (median ", Show(m.median, m.is_ratio), ")")
-                                 : absl::StrCat(m.name, " ", Show(v, m.is_ratio), " is ",
-                                                Above(v, m.median, m.is_ratio),
-                                                " above the median ", Show(m.median, m.is_ratio));
+    std::string reason =
+        is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, is_ratio), " (median ",
+                               Show(m.median, is_ratio), ")")
+                : absl::StrCat(m.name, " ", Show(v, is_ratio), " is ", Above(v, m.median, is_ratio),
+                               " above the median ", Show(m.median, is_ratio));
     if (is_best && deviates) {
-      absl::StrAppend(&reason, ", ", Above(v, m.median, m.is_ratio), " above it");
+      absl::StrAppend(&reason, ", ", Above(v, m.median, is_ratio), " above it");
     }
-    out.push_back(Outlier{files[i], m.name, v, m.median, m.is_ratio, reason});
+    out.push_back(Outlier{files[i], m.name, v, m.median, m.unit, reason});
   }
 }
 
@@ -70,28 +73,28 @@ RankTable CompareMetrics(RankTable table, const RankOptions& options) {
   return table;
 }
 
-RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options) {
-  RankReport r;
-  r.ranks = std::move(ranks);
-  if (r.ranks.empty()) return r;
-  RankTable table;
-  table.metrics = {{"peak_bytes", "peak", false, true, {}, -1},
-                   {"reserved_bytes", "reserved", false, true, {}, -1},
-                   {"allocated_bytes", "allocated", false, true, {}, -1}};
-  for (const auto& f : r.ranks) {
-    table.files.push_back(f.file);
-    table.metrics[0].values.push_back(static_cast<double>(f.peak_bytes));
-    table.metrics[1].values.push_back(static_cast<double>(f.reserved_bytes));
-    table.metrics[2].values.push_back(static_cast<double>(f.allocated_bytes));
+RankTable CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options) {
+  RankTable t;
+  if (ranks.empty()) return t;
+  t.metrics = {{"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1},
+               {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1},
+               {"peak_bytes", "peak", Unit::kBytes, true, {}, -1}};
+  // The top site is the table's last column: the user's line that holds most memory on the rank.
+  t.notes = {{"top_site", "top site", {}, true}};
+  for (const auto& f : ranks) {
+    t.files.push_back(f.file);
+    t.metrics[0].values.push_back(static_cast<double>(f.reserved_bytes));
+    t.metrics[1].values.push_back(static_cast<double>(f.allocated_bytes));
+    t.metrics[2].values.push_back(static_cast<double>(f.peak_bytes));
+    t.notes[0].values.push_back(f.top_site);
   }
-  table = CompareMetrics(std::move(table), options);
-  r.median_peak = static_cast<int64_t>(table.metrics[0].median);
-  r.median_reserved = static_cast<int64_t>(table.metrics[1].median);
-  r.median_allocated = static_cast<int64_t>(table.metrics[2].median);
-  r.outliers = std::move(table.outliers);
+  t = CompareMetrics(std::move(t), options);
+  // The peak is what runs out of memory: its outliers come first.
+  std::stable_partition(t.outliers.begin(), t.outliers.end(),
+                        [](const Outlier& o) { return o.metric == "peak_bytes"; });
   // Top sites: the most common one is "normal"; ranks with another top site are called out.
   std::map<std::string, int> counts;
-  for (const auto& f : r.ranks) {
+  for (const auto& f : ranks) {
     if (!f.top_site.empty()) ++counts[f.top_site];
   }
   int with_site = 0;
@@ -101,15 +104,15 @@ RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& optio
   });
   // Only a majority makes a site "normal"; without one there is nothing to stand out from.
   if (counts.size() > 1 && common->second * 2 > with_site) {
-    for (const auto& f : r.ranks) {
+    for (const auto& f : ranks) {
       if (!f.top_site.empty() && f.top_site != common->first) {
-        r.outliers.push_back(Outlier{
-            f.file, "top_site", 0, 0, false,
+        t.outliers.push_back(Outlier{
+            f.file, "top_site", 0, 0, Unit::kText,
             absl::StrCat("top site differs: ", f.top_site, " (most ranks: ", common->first, ")")});
       }
     }
   }
-  return r;
+  return t;
 }
 
 }  // namespace memsnap::analysis

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -621,11 +623,26 @@ std::string_view LifetimeClassName(LifetimeClass c) {
   return "?";
 }
 
-int64_t DeviceTimeline::LiveAtWithoutCurve(int64_t e) const {
+std::optional<int64_t> DeviceTimeline::FindLive(TimelinePoint p) const {
+  if (p.is_start()) return start_requested;
+  const int64_t e = p.index();
+  if (e >= static_cast<int64_t>(num_events)) return std::nullopt;
+  if (!live_net.empty()) return start_requested + live_net[e];
   if (kept == KeepLifetimes::kLiveAt && e == kept_event) return kept_live_bytes;
   if (e == peak_event) return peak_requested;
-  assert(e == static_cast<int64_t>(num_events) - 1 && "LiveAt: no curve for this event");
-  return end_requested;
+  if (e == static_cast<int64_t>(num_events) - 1) return end_requested;
+  return std::nullopt;
+}
+
+int64_t DeviceTimeline::LiveAtWithoutCurve(int64_t e) const {
+  if (std::optional<int64_t> live = FindLive(TimelinePoint::FromIndex(e))) return *live;
+  // A caller asked a curve-less timeline for a point it does not hold. Answering with the end
+  // value (what this did before) hides the bug in every figure built on it.
+  std::fprintf(stderr,
+               "memsnap: internal error: live bytes after event %lld of device %d asked of a "
+               "timeline built without its curve\n",
+               static_cast<long long>(e), static_cast<int>(device));
+  std::abort();
 }
 
 std::vector<int64_t> DeviceTimeline::LiveCurve() const {

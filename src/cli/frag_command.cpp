@@ -10,6 +10,7 @@
 #include "memsnap/cli/common.h"
 #include "memsnap/report/frag_render.h"
 #include "memsnap/report/ranks_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::cli {
@@ -28,8 +29,8 @@ struct FragCommandOptions {
 absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
                                       const std::vector<InputFile>& inputs,
                                       const analysis::FragOptions& options, Context& ctx) {
-  if (opts.render.timeline || opts.csv) {
-    return absl::InvalidArgumentError("--timeline and --csv take one file, not several");
+  if (opts.render.timeline) {
+    return absl::InvalidArgumentError("--timeline takes one file, not several");
   }
   ASSIGN_OR_RETURN(
       auto results,
@@ -42,7 +43,9 @@ absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
   std::vector<analysis::FragRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
   analysis::RankTable table = analysis::CompareFragRanks(ranks);
-  if (opts.json) {
+  if (opts.csv) {
+    report::RenderTableCsv(report::RankTableToTable(table), *ctx.out);
+  } else if (opts.json) {
     nlohmann::ordered_json j;
     j["at"] = opts.at;
     j["ranks"] = report::RankTableToJson(table);
@@ -82,7 +85,9 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("--samples", opts->samples, "Samples in the --timeline (per device)")
       ->check(CLI::Range(2, 100000))
       ->default_val(20);
-  sub.add_flag("--csv", opts->csv, "With --timeline: CSV instead of a table");
+  sub.add_flag("--csv", opts->csv,
+               "With --timeline, or with several files (one row per rank): CSV instead of a "
+               "table");
   sub.add_flag("--json", opts->json, "Machine-readable output (includes every segment)");
   sub.footer(
       "Definitions (docs/fragmentation.md):\n"
@@ -102,7 +107,8 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag snap.pickle --at event:1200    # the state after trace event 1200\n"
       "  memsnap frag snap.pickle --timeline --samples 50 --csv > frag.csv\n"
       "  memsnap frag --json snap.pickle | jq .external_fragmentation\n"
-      "  memsnap frag ranks/          # per-rank fragmentation, outliers called out");
+      "  memsnap frag ranks/          # per-rank fragmentation, outliers called out\n"
+      "  memsnap frag ranks/ --csv > ranks.csv   # one row per rank, for a spreadsheet");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::FragOptions options;
     if (opts->at == "end") {

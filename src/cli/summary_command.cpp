@@ -79,12 +79,12 @@ RunFn SetupSummary(CLI::App& sub) {
       figures.push_back(analysis::RankFigures{r.source.path, r.totals.reserved_bytes,
                                               r.totals.allocated_bytes, -1, ""});
     }
-    analysis::RankReport ranks = analysis::CompareRanks(std::move(figures));
+    analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
     if (opts->json) {
       nlohmann::ordered_json j;
       j["files"] = nlohmann::ordered_json::array();
       for (const auto& r : reports) j["files"].push_back(report::SummaryToJson(r));
-      j["ranks"] = report::RanksToJson(ranks);
+      j["ranks"] = report::RankTableToJson(ranks);
       PrintJson(j, ctx);
       return ExitCode::kOk;
     }
@@ -94,7 +94,7 @@ RunFn SetupSummary(CLI::App& sub) {
         *ctx.out << "\n";
       }
     }
-    report::RenderRanksText(ranks, *ctx.out);
+    report::RenderRankTableText(ranks, *ctx.out);
     return ExitCode::kOk;
   };
 }

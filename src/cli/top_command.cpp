@@ -40,15 +40,15 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analys
                        }));
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
-  analysis::RankReport ranks = analysis::CompareRanks(std::move(figures));
+  analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
   if (opts.json) {
     nlohmann::ordered_json j;
     j["at"] = opts.at;
     j["by"] = std::string(analysis::GroupByName(group.by));
-    j["ranks"] = report::RanksToJson(ranks);
+    j["ranks"] = report::RankTableToJson(ranks);
     PrintJson(j, ctx);
   } else {
-    report::RenderRanksText(ranks, *ctx.out);
+    report::RenderRankTableText(ranks, *ctx.out);
   }
   return ExitCode::kOk;
 }

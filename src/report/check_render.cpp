@@ -316,9 +316,9 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
     m << "| `" << MarkdownCell(r.table.files[i]) << "` |";
     for (const auto& metric : r.table.metrics) {
       double v = metric.values[i];
-      m << " " << (v < 0 ? std::string("-") : Show(v, metric.is_ratio)) << " |";
+      m << " " << (v < 0 ? std::string("-") : Show(v, metric.unit == Unit::kRatio)) << " |";
     }
-    const std::string& note = r.table.notes[i];
+    const std::string& note = r.table.notes.front().values[i];
     m << " " << (r.ranks[i].report.passed() ? note : "**" + MarkdownCell(note) + "**") << " |\n";
   }
   if (!r.table.outliers.empty()) {

@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/summary_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -15,8 +17,7 @@ using Json = nlohmann::ordered_json;
 using analysis::FragFigures;
 using analysis::FragReport;
 
-std::string Ratio(double x) { return absl::StrFormat("%.4f", x); }
-Json JsonRatio(double x) { return std::round(x * 10000.0) / 10000.0; }
+Json JsonRatio(double x) { return RoundRatio(x); }
 
 std::string MomentName(const FragReport& r) {
   switch (r.at) {
@@ -94,6 +95,155 @@ std::string SegmentType(const analysis::SegmentFrag& s) {
   return t;
 }
 
+Column& Col(Table& t, const char* key, const char* label, Unit unit, int min_width) {
+  Column& c = t.AddColumn(key, label, unit);
+  c.min_width = min_width;
+  return c;
+}
+
+// Free space per (device, pool, stream, small/large). The text joins pool and type in one
+// column; the JSON keeps them apart.
+Table GroupsTable(const FragReport& r) {
+  Table t;
+  Col(t, "device", "device", Unit::kId, 6).align = Align::kLeft;
+  Col(t, "pool", "pool", Unit::kText, 0).in_text = false;
+  Col(t, "pool_type", "pool type", Unit::kText, 0).in_text = false;
+  Col(t, "pool_and_type", "pool", Unit::kText, 14).in_data = false;
+  Col(t, "stream", "stream", Unit::kId, 14);
+  Col(t, "segments", "segments", Unit::kCount, 9);
+  Col(t, "reserved_bytes", "reserved", Unit::kBytes, 11);
+  Col(t, "free_bytes", "free", Unit::kBytes, 11);
+  Col(t, "pending_free_bytes", "pending", Unit::kBytes, 11);
+  Col(t, "free_blocks", "blocks", Unit::kCount, 7);
+  Col(t, "largest_free_bytes", "largest", Unit::kBytes, 11);
+  Col(t, "external_fragmentation", "ext frag", Unit::kRatio, 9);
+  for (const auto& g : r.groups) {
+    std::string type = g.is_small ? "small" : "large";
+    t.AddRow({int64_t{g.device}, PoolName(g.pool), type, absl::StrCat(PoolName(g.pool), " ", type),
+              g.stream, g.segments, g.reserved_bytes, g.free_bytes, g.pending_free_bytes,
+              g.free_blocks, g.largest_free_bytes, g.external_fragmentation});
+  }
+  return t;
+}
+
+Table FitsTable(const FragReport& r) {
+  Table t;
+  Col(t, "device", "device", Unit::kId, 6).align = Align::kLeft;
+  Col(t, "pool", "pool", Unit::kText, 10);
+  Col(t, "stream", "stream", Unit::kId, 14);
+  Col(t, "small_pool_bytes", "small pool", Unit::kBytes, 12);
+  Col(t, "large_pool_bytes", "large pool", Unit::kBytes, 12);
+  Col(t, "largest_bytes", "largest", Unit::kBytes, 12);
+  for (const auto& w : r.fits) {
+    t.AddRow({int64_t{w.device}, PoolName(w.pool), w.stream, w.small_pool_bytes, w.large_pool_bytes,
+              w.largest_bytes});
+  }
+  return t;
+}
+
+Table HistogramTable(const FragReport& r) {
+  Table t;
+  t.AddColumn("min_bytes", "from", Unit::kBytes);
+  t.AddColumn("blocks", "blocks", Unit::kCount);
+  t.AddColumn("bytes", "bytes", Unit::kBytes);
+  for (const auto& b : r.histogram) t.AddRow({int64_t{1} << b.log2, b.blocks, b.bytes});
+  return t;
+}
+
+// The figures of the state after an event (a peak, a timeline sample) shared by the peaks and
+// timeline tables.
+void AddSampleColumns(Table& t) {
+  Col(t, "reserved_bytes", "reserved", Unit::kBytes, 11);
+  Col(t, "allocated_bytes", "allocated", Unit::kBytes, 11);
+  Col(t, "pending_free_bytes", "pending", Unit::kBytes, 11);
+  Col(t, "free_bytes", "free", Unit::kBytes, 11);
+  Col(t, "largest_free_bytes", "largest", Unit::kBytes, 11);
+  Col(t, "external_fragmentation", "ext frag", Unit::kRatio, 9);
+  Col(t, "stranded_bytes", "stranded", Unit::kBytes, 11);
+  Col(t, "releasable_bytes", "releasable", Unit::kBytes, 11).in_text = false;
+}
+
+std::vector<Cell> SampleCells(const analysis::FragSample& s) {
+  const FragFigures& f = s.figures;
+  return {f.reserved_bytes,     f.allocated_bytes,        f.pending_free_bytes, f.free_bytes,
+          f.largest_free_bytes, s.external_fragmentation, f.stranded_bytes,     f.releasable_bytes};
+}
+
+void Append(std::vector<Cell>& row, std::vector<Cell> more) {
+  for (Cell& c : more) row.push_back(std::move(c));
+}
+
+Table PeaksTable(const FragReport& r) {
+  Table t;
+  Col(t, "device", "device", Unit::kId, 6).align = Align::kLeft;
+  Col(t, "moment", "moment", Unit::kText, 15);
+  Col(t, "when", "when", Unit::kText, 28);
+  AddSampleColumns(t);
+  t.columns[t.Find("pending_free_bytes")].in_text = false;
+  for (const auto& p : r.peaks) {
+    for (int k = 0; k < 2; ++k) {
+      const auto& s = k == 0 ? p.peak_reserved : p.peak_allocated;
+      std::string when = EventName(s.event_index);
+      std::string secs = Seconds(s.time_us, p.trace_start_us);
+      if (!secs.empty()) absl::StrAppend(&when, " ", secs);
+      std::vector<Cell> row = {int64_t{p.device}, k == 0 ? "peak reserved" : "peak allocated",
+                               when};
+      Append(row, SampleCells(s));
+      t.AddRow(std::move(row));
+    }
+  }
+  return t;
+}
+
+// The samples of the fragmentation timeline; `start_us` gives the text's relative times.
+Table TimelineTable(const std::vector<const analysis::FragSample*>& samples, int64_t start_us) {
+  Table t;
+  Col(t, "device", "device", Unit::kId, 0).in_text = false;
+  Col(t, "event_index", "event", Unit::kId, 0).in_text = false;
+  Col(t, "event", "event", Unit::kCount, 10).in_data = false;
+  Col(t, "time_us", "time", Unit::kId, 0).in_text = false;
+  Col(t, "time", "time", Unit::kText, 11).in_data = false;
+  t.columns.back().align = Align::kRight;
+  AddSampleColumns(t);
+  for (const analysis::FragSample* s : samples) {
+    std::vector<Cell> row = {int64_t{s->device}, s->event_index,
+                             s->event_index < 0 ? Cell(std::string("start")) : Cell(s->event_index),
+                             s->time_us == kNoTime ? Cell() : Cell(s->time_us),
+                             Seconds(s->time_us, start_us)};
+    Append(row, SampleCells(*s));
+    t.AddRow(std::move(row));
+  }
+  return t;
+}
+
+// The `shown` largest segments and a "[N others]" footer summing the rest.
+Table SegmentMapTable(const FragReport& r, size_t shown, int bar_width) {
+  Table t;
+  Col(t, "device", "dev", Unit::kId, 3).align = Align::kLeft;
+  Col(t, "address", "address", Unit::kAddress, 14).align = Align::kLeft;
+  Col(t, "type", "type", Unit::kText, 12);
+  Col(t, "stream", "stream", Unit::kId, 14);
+  Col(t, "reserved_bytes", "size", Unit::kBytes, 11);
+  Col(t, "allocated_bytes", "allocated", Unit::kBytes, 11);
+  Col(t, "free_bytes", "free", Unit::kBytes, 11);
+  Col(t, "external_fragmentation", "ext frag", Unit::kRatio, 9);
+  Col(t, "map", "map", Unit::kText, 0);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& s = r.segments[i];
+    t.AddRow({int64_t{s.device}, static_cast<int64_t>(s.address), SegmentType(s), s.stream,
+              s.figures.reserved_bytes, s.figures.allocated_bytes, s.figures.free_bytes,
+              s.external_fragmentation, absl::StrCat("|", Bar(s, bar_width), "|")});
+  }
+  if (shown < r.segments.size()) {
+    FragFigures rest;
+    for (size_t i = shown; i < r.segments.size(); ++i) rest += r.segments[i].figures;
+    std::string none;
+    t.AddFooter({absl::StrCat("[", r.segments.size() - shown, " others]"), none, none, none,
+                 rest.reserved_bytes, rest.allocated_bytes, rest.free_bytes, none, none});
+  }
+  return t;
+}
+
 }  // namespace
 
 Json FragFiguresToJson(const FragFigures& f) {
@@ -135,38 +285,9 @@ Json FragToJson(const FragReport& r) {
     devices.push_back(dj);
   }
   j["devices"] = devices;
-  Json groups = Json::array();
-  for (const auto& g : r.groups) {
-    groups.push_back(Json{{"device", g.device},
-                          {"pool", PoolName(g.pool)},
-                          {"pool_type", g.is_small ? "small" : "large"},
-                          {"stream", g.stream},
-                          {"segments", g.segments},
-                          {"reserved_bytes", g.reserved_bytes},
-                          {"free_bytes", g.free_bytes},
-                          {"pending_free_bytes", g.pending_free_bytes},
-                          {"free_blocks", g.free_blocks},
-                          {"largest_free_bytes", g.largest_free_bytes},
-                          {"external_fragmentation", JsonRatio(g.external_fragmentation)}});
-  }
-  j["groups"] = groups;
-  Json fits = Json::array();
-  for (const auto& w : r.fits) {
-    fits.push_back(Json{{"device", w.device},
-                        {"pool", PoolName(w.pool)},
-                        {"stream", w.stream},
-                        {"small_pool_bytes", w.small_pool_bytes},
-                        {"large_pool_bytes", w.large_pool_bytes},
-                        {"largest_bytes", w.largest_bytes}});
-  }
-  j["what_fits"] = fits;
-  Json hist = Json::array();
-  for (const auto& b : r.histogram) {
-    hist.push_back(Json{{"min_bytes", int64_t{1} << b.log2},
-                        {"blocks", b.blocks},
-                        {"bytes", b.bytes}});
-  }
-  j["free_size_histogram"] = hist;
+  j["groups"] = TableToJson(GroupsTable(r));
+  j["what_fits"] = TableToJson(FitsTable(r));
+  j["free_size_histogram"] = TableToJson(HistogramTable(r));
   Json peaks = Json::array();
   for (const auto& p : r.peaks) {
     peaks.push_back(Json{{"device", p.device},
@@ -249,52 +370,19 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
       t.releasable_bytes > t.stranded_bytes
           ? "1 - largest free / free, per pool and stream (mostly whole free segments)"
           : "1 - largest free / free, per pool and stream");
+  const TextTableOptions indented{"  ", true};
   out << "\nfree space by pool and stream\n";
-  out << absl::StrFormat("  %-6s %-14s %14s %9s %11s %11s %11s %7s %11s %9s\n", "device", "pool",
-                         "stream", "segments", "reserved", "free", "pending", "blocks",
-                         "largest", "ext frag");
-  for (const auto& g : r.groups) {
-    out << absl::StrFormat(
-        "  %-6d %-14s %14d %9s %11s %11s %11s %7s %11s %9s\n", g.device,
-        absl::StrCat(PoolName(g.pool), " ", g.is_small ? "small" : "large"), g.stream,
-        FormatCount(g.segments), FormatBytes(g.reserved_bytes), FormatBytes(g.free_bytes),
-        FormatBytes(g.pending_free_bytes), FormatCount(g.free_blocks),
-        FormatBytes(g.largest_free_bytes), FormatPercent(g.external_fragmentation));
-  }
+  RenderTableText(GroupsTable(r), out, indented);
 
   out << "\nwhat fits (largest request served from cached blocks, without new memory)\n";
-  out << absl::StrFormat("  %-6s %-10s %14s %12s %12s %12s\n", "device", "pool", "stream",
-                         "small pool", "large pool", "largest");
-  for (const auto& w : r.fits) {
-    out << absl::StrFormat("  %-6d %-10s %14d %12s %12s %12s\n", w.device, PoolName(w.pool),
-                           w.stream, FormatBytes(w.small_pool_bytes),
-                           FormatBytes(w.large_pool_bytes), FormatBytes(w.largest_bytes));
-  }
+  RenderTableText(FitsTable(r), out, indented);
   if (r.max_split_size >= 0) {
     out << "  (max_split_size " << FormatBytes(r.max_split_size) << " applied)\n";
   }
 
   if (!r.peaks.empty()) {
     out << "\npeaks (reconstructed from the trace; `--at peak` for the full report there)\n";
-    out << absl::StrFormat("  %-6s %-15s %-28s %11s %11s %11s %11s %9s %11s\n", "device",
-                           "moment", "when", "reserved", "allocated", "free", "largest",
-                           "ext frag", "stranded");
-    for (const auto& p : r.peaks) {
-      for (int k = 0; k < 2; ++k) {
-        const auto& s = k == 0 ? p.peak_reserved : p.peak_allocated;
-        std::string when = EventName(s.event_index);
-        std::string secs = Seconds(s.time_us, p.trace_start_us);
-        if (!secs.empty()) absl::StrAppend(&when, " ", secs);
-        out << absl::StrFormat("  %-6d %-15s %-28s %11s %11s %11s %11s %9s %11s\n", p.device,
-                               k == 0 ? "peak reserved" : "peak allocated", when,
-                               FormatBytes(s.figures.reserved_bytes),
-                               FormatBytes(s.figures.allocated_bytes),
-                               FormatBytes(s.figures.free_bytes),
-                               FormatBytes(s.figures.largest_free_bytes),
-                               FormatPercent(s.external_fragmentation),
-                               FormatBytes(s.figures.stranded_bytes));
-      }
-    }
+    RenderTableText(PeaksTable(r), out, indented);
     for (const auto& p : r.peaks) {
       out << "  device " << p.device << ": 1 - peak allocated / peak reserved = "
           << FormatPercent(p.peak_overhead) << "\n";
@@ -317,25 +405,7 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
                             : std::min(r.segments.size(), static_cast<size_t>(o.top));
   out << "\nsegment map (" << shown << " of " << r.segments.size()
       << " segments, largest first; # allocated, % pending free, . free; * expandable)\n";
-  out << absl::StrFormat("  %-3s %-14s %-12s %14s %11s %11s %11s %9s  %s\n", "dev", "address",
-                         "type", "stream", "size", "allocated", "free", "ext frag", "map");
-  for (size_t i = 0; i < shown; ++i) {
-    const auto& s = r.segments[i];
-    out << absl::StrFormat("  %-3d %-14s %-12s %14d %11s %11s %11s %9s  |%s|\n", s.device,
-                           FormatAddress(s.address), SegmentType(s), s.stream,
-                           FormatBytes(s.figures.reserved_bytes),
-                           FormatBytes(s.figures.allocated_bytes),
-                           FormatBytes(s.figures.free_bytes),
-                           FormatPercent(s.external_fragmentation), Bar(s, o.bar_width));
-  }
-  if (shown < r.segments.size()) {
-    FragFigures rest;
-    for (size_t i = shown; i < r.segments.size(); ++i) rest += r.segments[i].figures;
-    out << absl::StrFormat("  %-46s %11s %11s %11s\n",
-                           absl::StrCat("[", r.segments.size() - shown, " others]"),
-                           FormatBytes(rest.reserved_bytes), FormatBytes(rest.allocated_bytes),
-                           FormatBytes(rest.free_bytes));
-  }
+  RenderTableText(SegmentMapTable(r, shown, o.bar_width), out, indented);
   if (!r.warnings.empty()) {
     out << "\nwarnings\n";
     for (const auto& w : r.warnings) out << "  - " << w << "\n";
@@ -348,43 +418,26 @@ void RenderFragTimelineText(const FragReport& r, std::ostream& out) {
     out << "  no trace: no timeline\n";
     return;
   }
-  int32_t device = r.timeline.front().device - 1;
-  int64_t start = kNoTime;
-  for (const auto& s : r.timeline) {
-    if (s.device != device) {
-      device = s.device;
-      start = kNoTime;
-      for (const auto& p : r.peaks) {
-        if (p.device == device) start = p.trace_start_us;
-      }
-      out << "\ndevice " << device << "\n";
-      out << absl::StrFormat("  %10s %11s %11s %11s %11s %11s %11s %9s %11s\n", "event", "time",
-                             "reserved", "allocated", "pending", "free", "largest", "ext frag",
-                             "stranded");
+  // One table per device: its times count from the device's first event.
+  for (size_t i = 0; i < r.timeline.size();) {
+    const int32_t device = r.timeline[i].device;
+    std::vector<const analysis::FragSample*> samples;
+    for (; i < r.timeline.size() && r.timeline[i].device == device; ++i) {
+      samples.push_back(&r.timeline[i]);
     }
-    out << absl::StrFormat("  %10s %11s %11s %11s %11s %11s %11s %9s %11s\n",
-                           s.event_index < 0 ? std::string("start") : FormatCount(s.event_index),
-                           Seconds(s.time_us, start), FormatBytes(s.figures.reserved_bytes),
-                           FormatBytes(s.figures.allocated_bytes),
-                           FormatBytes(s.figures.pending_free_bytes),
-                           FormatBytes(s.figures.free_bytes),
-                           FormatBytes(s.figures.largest_free_bytes),
-                           FormatPercent(s.external_fragmentation),
-                           FormatBytes(s.figures.stranded_bytes));
+    int64_t start = kNoTime;
+    for (const auto& p : r.peaks) {
+      if (p.device == device) start = p.trace_start_us;
+    }
+    out << "\ndevice " << device << "\n";
+    RenderTableText(TimelineTable(samples, start), out, {"  ", true});
   }
 }
 
 void RenderFragTimelineCsv(const FragReport& r, std::ostream& out) {
-  out << "device,event_index,time_us,reserved_bytes,allocated_bytes,pending_free_bytes,"
-         "free_bytes,largest_free_bytes,external_fragmentation,stranded_bytes,releasable_bytes\n";
-  for (const auto& s : r.timeline) {
-    out << s.device << "," << s.event_index << ","
-        << (s.time_us == kNoTime ? std::string() : absl::StrCat(s.time_us)) << ","
-        << s.figures.reserved_bytes << "," << s.figures.allocated_bytes << ","
-        << s.figures.pending_free_bytes << "," << s.figures.free_bytes << ","
-        << s.figures.largest_free_bytes << "," << Ratio(s.external_fragmentation) << ","
-        << s.figures.stranded_bytes << "," << s.figures.releasable_bytes << "\n";
-  }
+  std::vector<const analysis::FragSample*> samples;
+  for (const auto& s : r.timeline) samples.push_back(&s);
+  RenderTableCsv(TimelineTable(samples, kNoTime), out);
 }
 
 }  // namespace memsnap::report

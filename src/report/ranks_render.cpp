@@ -1,10 +1,6 @@
 #include "memsnap/report/ranks_render.h"
 
-#include <algorithm>
-#include <cmath>
-
-#include "absl/strings/str_format.h"
-#include "memsnap/util/format.h"
+#include "memsnap/report/table_render.h"
 
 namespace memsnap::report {
 
@@ -12,37 +8,21 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Bytes as integers, ratios rounded to 4 decimals (as in frag --json); negative = unknown.
-Json OutlierNumber(double v, bool is_ratio) {
-  if (v < 0) return Json(nullptr);
-  if (is_ratio) return Json(std::round(v * 10000.0) / 10000.0);
-  return Json(static_cast<int64_t>(v));
-}
-
-// The file column: as wide as the longest name, at most 60; longer names keep their end.
-struct FileColumn {
-  size_t width = 4;
-  explicit FileColumn(const std::vector<std::string>& files) {
-    for (const auto& f : files) width = std::max(width, f.size());
-    width = std::min<size_t>(width, 60);
-  }
-  std::string operator()(const std::string& file) const {
-    return file.size() <= width ? file : "..." + file.substr(file.size() - width + 3);
-  }
-};
-
-std::string Cell(double v, bool is_ratio) {
-  if (v < 0) return "-";
-  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
+Cell Value(double v, Unit unit) {
+  if (v < 0) return {};
+  if (unit == Unit::kRatio) return v;
+  return static_cast<int64_t>(v);
 }
 
 Json OutliersToJson(const std::vector<analysis::Outlier>& outliers) {
   Json out = Json::array();
   for (const auto& o : outliers) {
+    // A top-site outlier has no number: its value and median are null.
+    const bool number = o.unit != Unit::kText;
     out.push_back({{"file", o.file},
                    {"metric", o.metric},
-                   {"value", OutlierNumber(o.value, o.is_ratio)},
-                   {"median", OutlierNumber(o.median, o.is_ratio)},
+                   {"value", number ? CellToJson(Value(o.value, o.unit), o.unit) : Json(nullptr)},
+                   {"median", number ? CellToJson(Value(o.median, o.unit), o.unit) : Json(nullptr)},
                    {"reason", o.reason}});
   }
   return out;
@@ -56,89 +36,43 @@ void RenderOutliers(const std::vector<analysis::Outlier>& outliers, std::ostream
 
 }  // namespace
 
-nlohmann::ordered_json RanksToJson(const analysis::RankReport& r) {
-  nlohmann::ordered_json j;
-  j["median_reserved_bytes"] = r.median_reserved;
-  j["median_allocated_bytes"] = r.median_allocated;
-  j["median_peak_bytes"] = r.median_peak < 0 ? nlohmann::ordered_json(nullptr)
-                                             : nlohmann::ordered_json(r.median_peak);
-  auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
-  for (const auto& f : r.ranks) {
-    ranks.push_back({{"file", f.file},
-                     {"reserved_bytes", f.reserved_bytes},
-                     {"allocated_bytes", f.allocated_bytes},
-                     {"peak_bytes", f.peak_bytes < 0 ? nlohmann::ordered_json(nullptr)
-                                                     : nlohmann::ordered_json(f.peak_bytes)},
-                     {"top_site", f.top_site}});
+Table RankTableToTable(const analysis::RankTable& t) {
+  Table table;
+  Column& file = table.AddColumn("file", "file", Unit::kText);
+  file.max_width = 60;  // longer paths keep their end
+  file.code = true;
+  for (const auto& m : t.metrics) {
+    Column& c = table.AddColumn(m.name, m.label, m.unit);
+    c.min_width = 12;
+    c.in_text = m.median >= 0;
   }
-  j["outliers"] = OutliersToJson(r.outliers);
-  return j;
-}
-
-void RenderRanksText(const analysis::RankReport& r, std::ostream& out) {
-  bool any_peak = false;
-  bool any_site = false;
-  std::vector<std::string> files;
-  for (const auto& f : r.ranks) {
-    files.push_back(f.file);
-    any_peak = any_peak || f.peak_bytes >= 0;
-    any_site = any_site || !f.top_site.empty();
+  for (const auto& n : t.notes) table.AddColumn(n.name, n.label, Unit::kText).in_text = n.in_text;
+  for (size_t i = 0; i < t.files.size(); ++i) {
+    std::vector<Cell> row = {t.files[i]};
+    for (const auto& m : t.metrics) row.push_back(Value(m.values[i], m.unit));
+    for (const auto& n : t.notes) row.push_back(i < n.values.size() ? n.values[i] : "");
+    table.AddRow(std::move(row));
   }
-  const FileColumn name(files);
-  const size_t width = name.width;
-  out << absl::StrFormat("%-*s %12s %12s", width, "file", "reserved", "allocated");
-  if (any_peak) out << absl::StrFormat(" %12s", "peak");
-  if (any_site) out << "  top site";
-  out << "\n";
-  for (const auto& f : r.ranks) {
-    out << absl::StrFormat("%-*s %12s %12s", width, name(f.file), FormatBytes(f.reserved_bytes),
-                           FormatBytes(f.allocated_bytes));
-    if (any_peak) out << absl::StrFormat(" %12s", f.peak_bytes < 0 ? "-" : FormatBytes(f.peak_bytes));
-    // A stack key is folded, root first: its site is the innermost frame, after the last ';'.
-    if (any_site && !f.top_site.empty()) {
-      out << "  " << f.top_site.substr(f.top_site.rfind(';') + 1);
-    }
-    out << "\n";
+  std::vector<Cell> median = {std::string("median")};
+  for (const auto& m : t.metrics) median.push_back(Value(m.median, m.unit));
+  table.AddFooter(std::move(median));
+  for (auto& cell : table.footer.back()) {
+    if (std::holds_alternative<std::monostate>(cell)) cell = std::string();
   }
-  out << absl::StrFormat("%-*s %12s %12s", width, "median", FormatBytes(r.median_reserved),
-                         FormatBytes(r.median_allocated));
-  if (any_peak) out << absl::StrFormat(" %12s", FormatBytes(r.median_peak));
-  out << "\n";
-  RenderOutliers(r.outliers, out);
+  return table;
 }
 
 Json RankTableToJson(const analysis::RankTable& t) {
   Json j;
   Json& medians = j["medians"] = Json::object();
-  for (const auto& m : t.metrics) medians[m.name] = OutlierNumber(m.median, m.is_ratio);
-  Json& ranks = j["ranks"] = Json::array();
-  for (size_t i = 0; i < t.files.size(); ++i) {
-    Json row;
-    row["file"] = t.files[i];
-    for (const auto& m : t.metrics) row[m.name] = OutlierNumber(m.values[i], m.is_ratio);
-    if (!t.note_label.empty() && i < t.notes.size()) row[t.note_label] = t.notes[i];
-    ranks.push_back(std::move(row));
-  }
+  for (const auto& m : t.metrics) medians[m.name] = CellToJson(Value(m.median, m.unit), m.unit);
+  j["ranks"] = TableToJson(RankTableToTable(t));
   j["outliers"] = OutliersToJson(t.outliers);
   return j;
 }
 
 void RenderRankTableText(const analysis::RankTable& t, std::ostream& out) {
-  const FileColumn name(t.files);
-  const bool notes = !t.note_label.empty();
-  out << absl::StrFormat("%-*s", name.width, "file");
-  for (const auto& m : t.metrics) out << absl::StrFormat(" %12s", m.label);
-  if (notes) out << "  " << t.note_label;
-  out << "\n";
-  for (size_t i = 0; i < t.files.size(); ++i) {
-    out << absl::StrFormat("%-*s", name.width, name(t.files[i]));
-    for (const auto& m : t.metrics) out << absl::StrFormat(" %12s", Cell(m.values[i], m.is_ratio));
-    if (notes && i < t.notes.size() && !t.notes[i].empty()) out << "  " << t.notes[i];
-    out << "\n";
-  }
-  out << absl::StrFormat("%-*s", name.width, "median");
-  for (const auto& m : t.metrics) out << absl::StrFormat(" %12s", Cell(m.median, m.is_ratio));
-  out << "\n";
+  RenderTableText(RankTableToTable(t), out);
   RenderOutliers(t.outliers, out);
 }
 

@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/timeline_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -76,6 +78,56 @@ std::string TimeSpan(int64_t first, int64_t last) {
   return absl::StrFormat("%.3f s", static_cast<double>(last - first) / 1e6);
 }
 
+// The columns of Totals a pool or stream row shows: the text keeps the byte figures people
+// compare (cached free is the inactive bytes); the JSON has them all.
+void AddTotalsColumns(Table& t) {
+  auto add = [&](const char* key, const char* label, Unit unit, int width, bool in_text) {
+    Column& c = t.AddColumn(key, label, unit);
+    c.min_width = width;
+    c.in_text = in_text;
+  };
+  add("segments", "segments", Unit::kCount, 9, true);
+  add("blocks", "blocks", Unit::kCount, 0, false);
+  add("reserved_bytes", "reserved", Unit::kBytes, 12, true);
+  add("allocated_bytes", "allocated", Unit::kBytes, 12, true);
+  add("active_bytes", "active", Unit::kBytes, 12, true);
+  add("requested_bytes", "requested", Unit::kBytes, 0, false);
+  add("inactive_bytes", "cached free", Unit::kBytes, 12, true);
+}
+
+std::vector<Cell> TotalsCells(std::vector<Cell> row, const analysis::Totals& t) {
+  const int64_t figures[] = {t.segments,     t.blocks,          t.reserved_bytes, t.allocated_bytes,
+                             t.active_bytes, t.requested_bytes, t.inactive_bytes};
+  row.insert(row.end(), std::begin(figures), std::end(figures));
+  return row;
+}
+
+Table PoolsTable(const analysis::DeviceSummary& d) {
+  Table t;
+  t.AddColumn("pool", "pool", Unit::kText).in_text = false;
+  t.AddColumn("pool_type", "pool type", Unit::kText).in_text = false;
+  Column& both = t.AddColumn("pool_and_type", "pool", Unit::kText);
+  both.min_width = 22;
+  both.in_data = false;
+  AddTotalsColumns(t);
+  for (const auto& p : d.pools) {
+    std::string type = p.is_small ? "small" : "large";
+    t.AddRow(
+        TotalsCells({PoolName(p.pool), type, absl::StrCat(PoolName(p.pool), " ", type)}, p.totals));
+  }
+  return t;
+}
+
+Table StreamsTable(const analysis::DeviceSummary& d) {
+  Table t;
+  Column& stream = t.AddColumn("stream", "stream", Unit::kId);
+  stream.min_width = 22;
+  stream.align = Align::kLeft;
+  AddTotalsColumns(t);
+  for (const auto& s : d.streams) t.AddRow(TotalsCells({s.stream}, s.totals));
+  return t;
+}
+
 }  // namespace
 
 std::string PoolName(const PoolId& pool) {
@@ -115,23 +167,8 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     dj["frees_without_alloc"] = d.frees_without_alloc;
     dj["ghost_blocks"] = d.ghost_blocks;
     dj["ghost_bytes"] = d.ghost_bytes;
-    Json pools = Json::array();
-    for (const auto& p : d.pools) {
-      Json pj;
-      pj["pool"] = PoolName(p.pool);
-      pj["pool_type"] = p.is_small ? "small" : "large";
-      pj.update(TotalsToJson(p.totals, false));
-      pools.push_back(pj);
-    }
-    dj["pools"] = pools;
-    Json streams = Json::array();
-    for (const auto& s : d.streams) {
-      Json sj;
-      sj["stream"] = s.stream;
-      sj.update(TotalsToJson(s.totals, false));
-      streams.push_back(sj);
-    }
-    dj["streams"] = streams;
+    dj["pools"] = TableToJson(PoolsTable(d));
+    dj["streams"] = TableToJson(StreamsTable(d));
     if (d.peaks) {
       const analysis::TracePeaks& p = *d.peaks;
       dj["peaks"] = {{"live_bytes", p.live_bytes},
@@ -189,24 +226,8 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
   }
   for (const auto& d : r.devices) {
     out << "\ndevice " << d.device << "\n";
-    out << absl::StrFormat("  %-22s %9s %12s %12s %12s %12s\n", "pool", "segments", "reserved",
-                           "allocated", "active", "cached free");
-    for (const auto& p : d.pools) {
-      out << absl::StrFormat("  %-22s %9s %12s %12s %12s %12s\n",
-                             absl::StrCat(PoolName(p.pool), " ", p.is_small ? "small" : "large"),
-                             FormatCount(p.totals.segments), FormatBytes(p.totals.reserved_bytes),
-                             FormatBytes(p.totals.allocated_bytes),
-                             FormatBytes(p.totals.active_bytes),
-                             FormatBytes(p.totals.inactive_bytes));
-    }
-    out << absl::StrFormat("  %-22s %9s %12s %12s %12s %12s\n", "stream", "", "", "", "", "");
-    for (const auto& s : d.streams) {
-      out << absl::StrFormat("  %-22s %9s %12s %12s %12s %12s\n", absl::StrCat(s.stream),
-                             FormatCount(s.totals.segments), FormatBytes(s.totals.reserved_bytes),
-                             FormatBytes(s.totals.allocated_bytes),
-                             FormatBytes(s.totals.active_bytes),
-                             FormatBytes(s.totals.inactive_bytes));
-    }
+    RenderTableText(PoolsTable(d), out, {"  ", true});
+    RenderTableText(StreamsTable(d), out, {"  ", true});
     if (d.totals.trace_entries > 0) {
       out << absl::StrFormat("  trace       %s events over %s\n", FormatCount(d.totals.trace_entries),
                              TimeSpan(d.first_time_us, d.last_time_us));

@@ -16,7 +16,8 @@ using analysis::RankTable;
 RankTable OneMetric(std::vector<double> values, bool is_ratio) {
   RankTable t;
   for (size_t i = 0; i < values.size(); ++i) t.files.push_back("rank" + std::to_string(i));
-  t.metrics.push_back(RankMetric{"m", "m", is_ratio, true, std::move(values), -1});
+  t.metrics.push_back(
+      RankMetric{"m", "m", is_ratio ? Unit::kRatio : Unit::kBytes, true, std::move(values), -1});
   return t;
 }
 
@@ -40,7 +41,7 @@ TEST_SUITE("ranks") {
     CHECK(t.metrics[0].median == doctest::Approx(0.30));
     REQUIRE(t.outliers.size() == 1);
     CHECK(t.outliers[0].file == "rank3");
-    CHECK(t.outliers[0].is_ratio);
+    CHECK(t.outliers[0].unit == Unit::kRatio);
     CHECK(t.outliers[0].reason == "highest m: 45.0% (median 30.0%), 15.0 points above it");
   }
 
@@ -74,12 +75,23 @@ TEST_SUITE("ranks") {
     CHECK(t.outliers.empty());
   }
 
+  TEST_CASE("CompareRanks calls out the peak before reserved and allocated bytes") {
+    RankTable r = analysis::CompareRanks({{"a", 100, 50, 10, ""}, {"b", 300, 50, 90, ""}});
+    REQUIRE(r.outliers.size() == 2);
+    CHECK(r.outliers[0].metric == "peak_bytes");
+    CHECK(r.outliers[1].metric == "reserved_bytes");
+  }
+
   TEST_CASE("CompareRanks names the highest peak, reserved and allocated ranks") {
-    analysis::RankReport r = analysis::CompareRanks(
+    RankTable r = analysis::CompareRanks(
         {{"a", 100, 50, -1, "x"}, {"b", 300, 50, -1, "x"}, {"c", 100, 50, -1, "y"}});
-    CHECK(r.median_reserved == 100);
-    CHECK(r.median_allocated == 50);
-    CHECK(r.median_peak == -1);
+    REQUIRE(r.metrics.size() == 3);
+    CHECK(r.metrics[0].name == "reserved_bytes");
+    CHECK(r.metrics[0].median == 100);
+    CHECK(r.metrics[1].median == 50);
+    CHECK(r.metrics[2].median == -1);  // no rank knows its peak
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0].values == std::vector<std::string>{"x", "x", "y"});
     REQUIRE(r.outliers.size() == 2);
     CHECK(r.outliers[0].file == "b");
     CHECK(r.outliers[0].metric == "reserved_bytes");
@@ -110,7 +122,7 @@ TEST_SUITE("ranks") {
     CHECK(t.outliers[1].metric == "free_bytes");
     CHECK(t.outliers[2].metric == "stranded_bytes");
     for (const auto& o : t.outliers) CHECK(o.file == "r2");
-    CHECK(t.note_label.empty());  // no warnings, no notes column
+    CHECK(t.notes.empty());  // no warnings, no notes column
   }
 
   TEST_CASE("frag ranks with reconstruction warnings count them in a notes column") {
@@ -119,10 +131,12 @@ TEST_SUITE("ranks") {
     noisy.file = "noisy";
     noisy.warnings = 2;
     RankTable t = analysis::CompareFragRanks({quiet, noisy});
-    CHECK(t.note_label == "notes");
-    REQUIRE(t.notes.size() == 2);
-    CHECK(t.notes[0].empty());
-    CHECK(t.notes[1] == "2 reconstruction warning(s): run frag on the file alone to see them");
+    REQUIRE(t.notes.size() == 1);
+    CHECK(t.notes[0].name == "notes");
+    REQUIRE(t.notes[0].values.size() == 2);
+    CHECK(t.notes[0].values[0].empty());
+    CHECK(t.notes[0].values[1] ==
+          "2 reconstruction warning(s): run frag on the file alone to see them");
   }
 
   TEST_CASE("check over ranks fails when one rank fails and names its failed checks") {
@@ -146,9 +160,10 @@ TEST_SUITE("ranks") {
     CHECK(r.failed_ranks() == 1);
     CHECK(r.failures() == 1);
     CHECK(r.checks() == 6);
-    REQUIRE(r.table.notes.size() == 3);
-    CHECK(r.table.notes[0] == "PASS");
-    CHECK(r.table.notes[1] == "FAIL reserved <= 1.0 KiB");
+    REQUIRE(r.table.notes.size() == 1);
+    REQUIRE(r.table.notes[0].values.size() == 3);
+    CHECK(r.table.notes[0].values[0] == "PASS");
+    CHECK(r.table.notes[0].values[1] == "FAIL reserved <= 1.0 KiB");
     CHECK(r.table.metrics[0].values[1] == -1);  // no peak without a trace
     CHECK(r.table.metrics[1].median == 1000);
     analysis::CheckRanksReport ok = analysis::CompareCheckRanks({rank("r0", 1000, true)}, "");

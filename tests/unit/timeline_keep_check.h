@@ -2,6 +2,7 @@
 // (KeepLifetimes::kLiveAt, kNone) must agree with the one that keeps them all.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -67,6 +68,19 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     for (int64_t m : {int64_t{-1}, e, a.peak_event, static_cast<int64_t>(a.num_events) - 1}) {
       CHECK(b.LiveAt(m) == a.LiveAt(m));
     }
+    // Without the curve there is no curve to read, and every other point is refused, not
+    // answered with a neighbour's value; with it every point is held.
+    CHECK(b.live_curve().has_value() == (a.num_events == 0));
+    REQUIRE(a.live_curve().has_value());
+    for (int64_t m = -1; m < static_cast<int64_t>(a.num_events); ++m) {
+      const analysis::TimelinePoint p = analysis::TimelinePoint::FromIndex(m);
+      CHECK(a.live_curve()->At(p) == a.LiveAt(m));
+      CHECK(a.FindLive(p) == a.LiveAt(m));
+      const bool landmark =
+          m == -1 || m == e || m == a.peak_event || m == static_cast<int64_t>(a.num_events) - 1;
+      CHECK(b.FindLive(p) == (landmark ? std::optional<int64_t>(a.LiveAt(m)) : std::nullopt));
+    }
+    CHECK_FALSE(a.FindLive(analysis::TimelinePoint::After(a.num_events)).has_value());
     CHECK(live->devices[d].LiveCurve() == a.LiveCurve());
     CHECK(none->devices[d].LiveCurve() == a.LiveCurve());
     for (const analysis::DeviceTimeline* o : {&std::as_const(live->devices[d]),

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/util/table.h"
+
 namespace memsnap::analysis {
 
 /// One rank's headline figures; commands fill the ones they compute (peak needs a trace).
@@ -19,18 +21,10 @@ struct RankFigures {
 struct Outlier {
   std::string file;
   std::string metric;  // "reserved_bytes", "allocated_bytes", "peak_bytes", "top_site"...
-  double value = 0;    // bytes, or a fraction when is_ratio
+  double value = 0;    // in the metric's unit (bytes, or a fraction for kRatio)
   double median = 0;
-  bool is_ratio = false;
+  Unit unit = Unit::kBytes;
   std::string reason;  // one sentence for people
-};
-
-struct RankReport {
-  std::vector<RankFigures> ranks;  // in input order
-  int64_t median_reserved = 0;
-  int64_t median_allocated = 0;
-  int64_t median_peak = -1;
-  std::vector<Outlier> outliers;  // highest of each metric, large deviations, odd top sites
 };
 
 struct RankOptions {
@@ -41,20 +35,29 @@ struct RankOptions {
 
 /// One figure of every rank: a column of a per-rank table.
 struct RankMetric {
-  std::string name;       // JSON key and outlier metric: "stranded_bytes", "external_fragmentation"
-  std::string label;      // column header: "stranded", "ext frag"
-  bool is_ratio = false;  // values are fractions (shown as percents), else bytes
-  bool call_out = true;   // look for outliers in this metric
+  std::string name;            // JSON key and outlier metric: "stranded_bytes", "fragmentation"
+  std::string label;           // column header: "stranded", "ext frag"
+  Unit unit = Unit::kBytes;    // kBytes or kRatio (a fraction, shown as a percent)
+  bool call_out = true;        // look for outliers in this metric
   std::vector<double> values;  // one per rank, in rank order; negative = unknown
   double median = -1;  // filled by CompareMetrics: lower median of the known values; -1 none
 };
 
-/// A per-rank table of any metrics, with its outliers (frag and check over many files).
+/// A free-text figure of every rank (check's verdict, the top allocation site).
+struct RankNote {
+  std::string name;                 // JSON key
+  std::string label;                // column header
+  std::vector<std::string> values;  // one per rank; "" = nothing to say
+  bool in_text = true;              // false: JSON only (too wide for the table)
+};
+
+/// The per-rank table of every command over many files (one snapshot per rank): a row per rank,
+/// a column per metric, free-text notes, and the outliers. report::RankTableToTable turns it
+/// into the typed table the generic renderers print.
 struct RankTable {
   std::vector<std::string> files;  // one per rank, in input order
   std::vector<RankMetric> metrics;
-  std::string note_label;          // optional last free-text column (e.g. check's verdict)
-  std::vector<std::string> notes;  // one per rank when note_label is set
+  std::vector<RankNote> notes;     // after the metrics
   std::vector<Outlier> outliers;   // filled by CompareMetrics, metric by metric
 };
 
@@ -64,10 +67,10 @@ struct RankTable {
 /// out.
 RankTable CompareMetrics(RankTable table, const RankOptions& options = {});
 
-/// Compares ranks (CompareMetrics over peak, reserved and allocated bytes): names the rank with the
-/// highest peak, reserved and allocated bytes (when above the median), any rank more than
-/// `deviation` above the median of a metric, and ranks whose top site differs from the top site
-/// a majority of ranks share.
-RankReport CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options = {});
+/// Compares ranks (CompareMetrics over reserved, allocated and peak bytes, and a top_site note):
+/// names the rank with the highest peak, reserved and allocated bytes (when above the median), any
+/// rank more than `deviation` above the median of a metric, and ranks whose top site differs from
+/// the top site a majority of ranks share. Outliers of the peak come first.
+RankTable CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options = {});
 
 }  // namespace memsnap::analysis

@@ -25,13 +25,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/event_index.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/sizes.h"
 
 namespace memsnap::analysis {
-
-/// "No such event" for lifetime event indices.
-inline constexpr uint32_t kNoEvent = std::numeric_limits<uint32_t>::max();
 
 /// How the timeline rounds a traced request it has no final block for: round_size without
 /// roundup_power2_divisions (plain multiples of 512) whatever the file recorded, as
@@ -124,6 +122,23 @@ struct ClassTotals {
   friend bool operator==(const ClassTotals&, const ClassTotals&) = default;
 };
 
+/// The live requested-bytes curve of a device built with it (TimelineOptions::curve). It holds
+/// every point of the device, so At cannot miss; DeviceTimeline::live_curve() gives one only
+/// when there is a curve.
+class LiveCurveRef {
+ public:
+  LiveCurveRef(std::span<const int64_t> net, int64_t start) : net_(net), start_(start) {}
+  /// Live requested bytes at `p` (a point of this device: p.index() < size()).
+  int64_t At(TimelinePoint p) const {
+    return p.is_start() ? start_ : start_ + net_[static_cast<size_t>(p.index())];
+  }
+  size_t size() const { return net_.size(); }  // the device's events
+
+ private:
+  std::span<const int64_t> net_;
+  int64_t start_;
+};
+
 /// The curves of one device. Point i is the state *after* device-local event i; the state before
 /// event 0 is in the start_* fields. x of point i is `time_us` of event i, or i when the device's
 /// trace has no times.
@@ -173,8 +188,19 @@ struct DeviceTimeline {
 
   /// time_us of device-local event `e`, or kNoTime.
   int64_t TimeOf(const Snapshot& snap, int64_t e) const;
-  /// Live requested bytes after device-local event e (-1: start). Without the stored curve only
-  /// for -1, peak_event, the last event and (kLiveAt) kept_event.
+  /// The live curve, when the timeline was built with it (TimelineOptions::curve); nullopt
+  /// otherwise. What reads the curve at any point asks for this first.
+  std::optional<LiveCurveRef> live_curve() const {
+    if (live_net.empty() && num_events > 0) return std::nullopt;
+    return LiveCurveRef(live_net, start_requested);
+  }
+  /// Live requested bytes at `p` when this timeline holds that point: any point with the curve;
+  /// without it the start, the peak, the end and (kLiveAt) the kept moment. nullopt for any
+  /// other point: never a neighbouring value.
+  std::optional<int64_t> FindLive(TimelinePoint p) const;
+  /// Live requested bytes after device-local event e (-1: start). Needs the stored curve for any
+  /// point FindLive would not hold: asked for one, it stops the program in every build (a wrong
+  /// number would be worse). New code uses live_curve() or FindLive.
   int64_t LiveAt(int64_t e) const {
     if (e < 0) return start_requested;
     if (!live_net.empty()) [[likely]] return start_requested + live_net[e];
@@ -218,8 +244,9 @@ struct TimelineOptions {
   std::optional<int32_t> device;
   KeepLifetimes keep = KeepLifetimes::kAll;
   Moment moment;  // kLiveAt only: the moment whose live lifetimes are kept (peak by default)
-  /// Store the live curve (DeviceTimeline::live_net, 8 bytes per event). Without it LiveAt
-  /// answers only for the start, the peak, the end and the kept moment.
+  /// Store the live curve (DeviceTimeline::live_net, 8 bytes per event). Without it
+  /// DeviceTimeline::live_curve() is nullopt and FindLive answers only for the start, the peak,
+  /// the end and the kept moment.
   bool curve = true;
 };
 

@@ -29,7 +29,6 @@ using FrameId = Id<struct FrameTag>;
 using StackId = Id<struct StackTag>;
 using SegmentId = Id<struct SegmentTag>;
 using BlockId = Id<struct BlockTag>;
-using EventId = Id<struct EventTag>;
 
 }  // namespace memsnap
 

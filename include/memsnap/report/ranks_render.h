@@ -1,21 +1,23 @@
+// The per-rank table of every command over many files (analysis::RankTable), printed through
+// the generic table renderers (report/table_render.h).
 #pragma once
 
 #include <ostream>
 
 #include "memsnap/analysis/ranks.h"
+#include "memsnap/util/table.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
 
-/// {"median_reserved_bytes":..., "ranks":[{file, reserved_bytes, allocated_bytes, peak_bytes,
-/// top_site}], "outliers":[{file, metric, value, median, reason}]}
-nlohmann::ordered_json RanksToJson(const analysis::RankReport& report);
+/// The table of ranks: file, one column per metric (bytes or ratio), the notes; a "median"
+/// footer. Metrics no rank knows (no trace: no peak) and notes not meant for the table are left
+/// out of the text (in_text false), kept in the data.
+Table RankTableToTable(const analysis::RankTable& table);
 
-/// A per-rank table (one line per file) followed by the outliers.
-void RenderRanksText(const analysis::RankReport& report, std::ostream& out);
-
-/// {"medians":{metric: value}, "ranks":[{file, metric: value..., note_label: note}],
-/// "outliers":[...]}; bytes as integers, ratios as fractions, unknown values as null.
+/// {"medians":{metric: value}, "ranks":[{file, metric: value..., note: text...}],
+/// "outliers":[{file, metric, value, median, reason}]}; bytes as integers, ratios as fractions
+/// (4 decimals), unknown values as null.
 nlohmann::ordered_json RankTableToJson(const analysis::RankTable& table);
 
 /// The table (one line per file, a median line) followed by the outliers.

@@ -1,0 +1,43 @@
+// The generic renderers of a typed table (util/table.h): aligned text, JSON, CSV and Markdown,
+// so that every command prints its tables the same way in every format (docs/tables.md).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "memsnap/util/table.h"
+#include "nlohmann/json.hpp"
+
+namespace memsnap::report {
+
+struct TextTableOptions {
+  std::string indent;  // before every line, e.g. "  " under a section title
+  bool header = true;  // the line of labels
+};
+
+/// Aligned columns: each as wide as its widest cell (at least min_width, at most max_width for
+/// text), numbers right-aligned, text left-aligned; one space between columns, two where a
+/// left-aligned column follows a right-aligned one; no trailing spaces. A footer cell followed
+/// by empty ("") cells spills over them (a "[3 others]" row under several columns). Only
+/// columns with in_text.
+void RenderTableText(const Table& table, std::ostream& out, const TextTableOptions& options = {});
+
+/// One JSON value per cell: integers for bytes, counts and ids, ratios rounded to 4 decimals,
+/// addresses and text as strings, null for unknown cells.
+nlohmann::ordered_json CellToJson(const Cell& cell, Unit unit);
+
+/// One row as an object keyed by column key (columns with in_data, in column order).
+nlohmann::ordered_json RowToJson(const Table& table, const std::vector<Cell>& row);
+
+/// The rows (not the footer) as an array of RowToJson objects.
+nlohmann::ordered_json TableToJson(const Table& table);
+
+/// A header line of keys and one line per row (not the footer), RFC 4180 quoting; only columns
+/// with in_data.
+void RenderTableCsv(const Table& table, std::ostream& out);
+
+/// A GitHub-flavoured Markdown table of labels, rows and footer rows; numbers right-aligned,
+/// code columns between backquotes. Only columns with in_text.
+void RenderTableMarkdown(const Table& table, std::ostream& out);
+
+}  // namespace memsnap::report

@@ -1,0 +1,40 @@
+#include <doctest/doctest.h>
+
+#include "memsnap/analysis/event_index.h"
+
+namespace memsnap::analysis {
+namespace {
+
+TEST_SUITE("event index") {
+  TEST_CASE("a timeline point is the start or the state after one event, in order") {
+    constexpr TimelinePoint start = TimelinePoint::Start();
+    static_assert(start.is_start());
+    static_assert(!start.event().has_value());
+    static_assert(start.index() == -1);
+    static_assert(TimelinePoint::FromIndex(-1) == start);
+    static_assert(TimelinePoint::FromIndex(-7) == start);
+    static_assert(TimelinePoint::FromIndex(5) == TimelinePoint::After(5));
+    static_assert(*TimelinePoint::After(5).event() == 5);
+    static_assert(start < TimelinePoint::After(0));
+    static_assert(TimelinePoint::After(0) < TimelinePoint::After(1));
+    CHECK(TimelinePoint::After(4000000000u).index() == 4000000000);  // no sign trouble
+  }
+
+  TEST_CASE("a lifetime's event is seen or not, and only a seen one has an index") {
+    constexpr LocalEvent none;
+    static_assert(!none.seen());
+    static_assert(!none.index().has_value());
+    static_assert(none == LocalEvent::FromRaw(kNoEvent));
+    static_assert(none.raw() == kNoEvent);
+    constexpr LocalEvent seven(7);
+    static_assert(seven.seen());
+    static_assert(*seven.index() == 7);
+    // An alloc older than the trace is live from the start; a free never seen, at no point.
+    static_assert(none.PointOr(TimelinePoint::Start()) == TimelinePoint::Start());
+    static_assert(seven.PointOr(TimelinePoint::Start()) == TimelinePoint::After(7));
+    CHECK(LocalEvent(0).seen());
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis
