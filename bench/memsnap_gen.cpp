@@ -145,7 +145,7 @@ struct SimSegment {
   uint32_t stack;
 };
 
-/// A fake CUDA caching allocator for one device (allocator-model.md, much simplified).
+/// A fake CUDA caching allocator for one device (docs/allocator-model.md, much simplified).
 class Allocator {
  public:
   Allocator(int device, const std::function<void(const Event&)>& emit)

@@ -9,7 +9,7 @@
 namespace memsnap::analysis {
 
 namespace {
-// The lists both upstream viewers use (snapshot-format.md §5); plain substring tests.
+// The lists both upstream viewers use (docs/snapshot-format.md §5); plain substring tests.
 constexpr std::array<std::string_view, 8> kNoiseNames = {
     "unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
     "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"};

@@ -38,7 +38,7 @@ int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; 
 
 namespace frag_internal {
 
-// Figures of one segment. Free space left after empty_cache (allocator-model.md §9.2, §12.4):
+// Figures of one segment. Free space left after empty_cache (docs/allocator-model.md §9.2, §12.4):
 // pending frees complete first; a segment with no allocated block is released whole; in an
 // expandable segment every whole page inside a run of non-allocated blocks is unmapped.
 FragFigures SegmentFigures(const LSegment& s) {
@@ -164,8 +164,8 @@ int64_t LargestRequestUpTo(int64_t limit, const AllocatorSettings& settings) {
   return lo;
 }
 
-// Largest large-pool request one stream's cached blocks serve (allocator-model.md §7): best fit
-// takes the smallest block >= s, then the oversize rules may reject it (a miss).
+// Largest large-pool request one stream's cached blocks serve (docs/allocator-model.md §7): best
+// fit takes the smallest block >= s, then the oversize rules may reject it (a miss).
 int64_t LargeFit(std::vector<int64_t> sizes, const AllocatorSettings& settings) {
   std::sort(sizes.begin(), sizes.end());
   int64_t mss = settings.max_split_size;

@@ -52,9 +52,9 @@ std::map<uint64_t, DeviceRewind::Seg>::iterator DeviceRewind::SegmentAt(uint64_t
   return it;
 }
 
-// The block size the allocator gave a request (allocator-model.md §4, §8.2), clamped to the free
-// space the block can occupy: up to the next live block or the segment end. A large block whose
-// remainder would have been too small to split keeps it.
+// The block size the allocator gave a request (docs/allocator-model.md §4, §8.2), clamped to the
+// free space the block can occupy: up to the next live block or the segment end. A large block
+// whose remainder would have been too small to split keeps it.
 int64_t DeviceRewind::EstimateSize(uint64_t address, int64_t requested, const Seg& seg,
                                    uint64_t seg_address) const {
   uint64_t end = seg_address + static_cast<uint64_t>(seg.size);

@@ -27,12 +27,12 @@ namespace {
 
 bool IsSegmentRelease(Action a) { return a == Action::kSegmentFree || a == Action::kSegmentUnmap; }
 
-// §17.5: a burst of segment_free/unmap that is not followed (before the next alloc or free) by
-// segment_alloc/map or an oom was an explicit empty_cache(). A burst followed by them is the
-// allocator releasing memory under pressure (GC, oversize release, retry): with a known device
-// capacity the simulator decides that on its own. Without one it never runs out of memory, so
-// when the recorded settings have no max_split_size and no GC (the release can only have been
-// release_cached_blocks) the burst is replayed as one too: `pressure_releases`.
+// docs/allocator-model.md §17.5: a burst of segment_free/unmap that is not followed (before the
+// next alloc or free) by segment_alloc/map or an oom was an explicit empty_cache(). A burst
+// followed by them is the allocator releasing memory under pressure (GC, oversize release, retry):
+// with a known device capacity the simulator decides that on its own. Without one it never runs out
+// of memory, so when the recorded settings have no max_split_size and no GC (the release can only
+// have been release_cached_blocks) the burst is replayed as one too: `pressure_releases`.
 bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i, bool pressure_releases) {
   for (size_t j = i; j < ev.size(); ++j) {
     Action a = ev[j].action;

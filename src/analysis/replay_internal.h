@@ -69,9 +69,10 @@ bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
 
 /// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
 /// blocks freed without an alloc (or alive in the final segments without one) are allocated
-/// first in address order, and inferred empty_cache calls are inserted (§17).
-/// `recorded` estimates the block sizes of the warm start; without `capacity_known`, releases
-/// the allocator made under memory pressure are replayed at their recorded positions.
+/// first in address order, and inferred empty_cache calls are inserted
+/// (docs/allocator-model.md §17). `recorded` estimates the block sizes of the warm start; without
+/// `capacity_known`, releases the allocator made under memory pressure are replayed at their
+/// recorded positions.
 PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
                            const sim::AllocatorConfig& recorded, bool capacity_known);
 

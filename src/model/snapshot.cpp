@@ -114,7 +114,8 @@ void Normalize(Snapshot& snap) {
       if (b.address != cursor) contiguous = false;
       cursor = b.address + static_cast<uint64_t>(b.size);
       covered += static_cast<uint64_t>(b.size);
-      // Requested size is only meaningful on active blocks (format §2.3): never trust stale ones.
+      // Requested size is only meaningful on active blocks (docs/snapshot-format.md §2.3): never
+      // trust stale ones.
       if (b.state == BlockState::kInactive) b.requested_size = 0;
       if (b.is_active() && b.requested_size <= 0) b.requested_size = b.size;
     }

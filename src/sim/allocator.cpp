@@ -1,5 +1,5 @@
 // The malloc/free paths of the simulated caching allocator. Section numbers refer to
-// ../shared/docs/allocator-model.md; the structure mirrors DeviceCachingAllocator so that a
+// docs/allocator-model.md; the structure mirrors DeviceCachingAllocator so that a
 // divergence found by `replay --verify` can be traced to one function.
 #include "memsnap/sim/allocator.h"
 

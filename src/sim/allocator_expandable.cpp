@@ -1,4 +1,4 @@
-// Expandable segments (§12 of ../shared/docs/allocator-model.md): one growable VA range per
+// Expandable segments (§12 of docs/allocator-model.md): one growable VA range per
 // (stream, pool), mapped page by page (2 MiB small, large_segment_size large) at the lowest
 // address that can hold the request, unmapped only by release_cached_blocks.
 #include <algorithm>

@@ -103,7 +103,7 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
           return std::clamp<int64_t>(b.value >= 0 ? b.value : n + b.value, 0, n);
         case Kind::kTimeOffset:
         case Kind::kAbsTime: {
-          // time_us is monotonic within a device (snapshot-format.md §4.10); events without a
+          // time_us is monotonic within a device (docs/snapshot-format.md §4.10); events without a
           // time take the time of the event before them.
           int64_t limit = to_time(b);
           int64_t i = 0;

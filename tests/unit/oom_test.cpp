@@ -260,7 +260,7 @@ TEST_SUITE("oom") {
     std::optional<std::string> nesta =
         CorpusFile("Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json");
     if (!nesta) {
-      MESSAGE("skipped: ../shared/snapshots not found");
+      MESSAGE("skipped: the corpus (MEMSNAP_CORPUS_DIR) is absent");
       return;
     }
     {

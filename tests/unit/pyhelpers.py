@@ -25,7 +25,7 @@ def frame(name, filename, line):
     return {"name": name, "filename": filename, "line": line}
 
 
-# The page torch.cuda._memory_viz trace_plot/segment_plot writes (snapshot-format.md §1.5).
+# The page torch.cuda._memory_viz trace_plot/segment_plot writes (docs/snapshot-format.md §1.5).
 MEMORY_VIZ_TEMPLATE = r"""
 <!DOCTYPE html>
 <html>

@@ -1,4 +1,4 @@
-// round_size (allocator-model.md §4), the one implementation in memsnap/sim/sizes.h that the
+// round_size (docs/allocator-model.md §4), the one implementation in memsnap/sim/sizes.h that the
 // simulator, the frag pass and the timeline share: known answers, the recorded settings, and
 // the timeline's deliberate plain 512-byte rounding.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Known behaviours of PyTorch's caching allocator (allocator-model.md §4-§12, §17) reproduced
+// Known behaviours of PyTorch's caching allocator (docs/allocator-model.md §4-§12, §17) reproduced
 // by the simulator.
 #include <doctest/doctest.h>
 

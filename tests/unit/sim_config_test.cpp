@@ -1,4 +1,4 @@
-// PYTORCH_CUDA_ALLOC_CONF parsing (allocator-model.md §3) and the recorded settings.
+// PYTORCH_CUDA_ALLOC_CONF parsing (docs/allocator-model.md §3) and the recorded settings.
 #include <doctest/doctest.h>
 
 #include "memsnap/sim/config.h"

@@ -36,7 +36,7 @@ def canonical(snap):
             b = dict(b)
             b["frames"] = [frame(f) for f in b.get("frames", [])]
             if b["state"] == "inactive":
-                b.pop("requested_size", None)  # stale leftover (snapshot-format.md §2.3)
+                b.pop("requested_size", None)  # stale leftover (docs/snapshot-format.md §2.3)
             if b["state"] == "active_awaiting_free":
                 b["state"] = "active_pending_free"
             blocks.append(b)
@@ -81,7 +81,7 @@ def frame(f):
 def _frame(f):
     f = dict(f)
     if f.get("line", 0) < 0 or f.get("line", 0) >= 2**63:
-        f["line"] = -1  # "unknown line" (snapshot-format.md §4.4)
+        f["line"] = -1  # "unknown line" (docs/snapshot-format.md §4.4)
     return f
 
 

@@ -1,6 +1,6 @@
 // Frame filters shared by `top`, `diff`, `blocks` and the flame-graph exports: the upstream noise
-// filter (snapshot-format.md §5), --hide/--keep regexes and --python-only. Decisions are cached per
-// FrameId, so a regex runs once per distinct frame, never per event.
+// filter (docs/snapshot-format.md §5), --hide/--keep regexes and --python-only. Decisions are
+// cached per FrameId, so a regex runs once per distinct frame, never per event.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // `memsnap replay`: feed one device's trace (alloc / free_requested / free_completed, requested
 // sizes and streams, in order) to the allocator simulator under one or more configurations, and
 // optionally compare the simulator's segment events with the recorded ones (--verify).
-// See ../shared/docs/allocator-model.md §17.
+// See docs/allocator-model.md §17.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Timeline reconstruction: block and segment lifetimes plus the live/reserved curves of each device,
-// rebuilt from the (ring-buffer) trace and anchored on the final state (snapshot-format.md §6).
+// rebuilt from the (ring-buffer) trace and anchored on the final state
+// (docs/snapshot-format.md §6).
 //
 //   Snapshot ──ReconstructTimeline──> Timeline
 //                                     └── devices[] DeviceTimeline

@@ -1,6 +1,6 @@
 // The subcommand interface. Each <name>_command.cpp declares its flags, binds them to its own
-// options struct and returns the function that runs it (style.md, convention 4). The only list of
-// commands is in src/cli/commands.cpp.
+// options struct and returns the function that runs it (docs/coding-guidelines.md §3). The only
+// list of commands is in src/cli/commands.cpp.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,5 @@
 // Input bytes: a read-only mmap of a file, or memory handed in by tests and fuzzers
-// (style.md, convention 8). gzip input is inflated into an owned buffer.
+// (docs/coding-guidelines.md §13). gzip input is inflated into an owned buffer.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // A streaming pickle writer for plain data (dicts, lists, str, int, float, bool, None, 2-tuples),
-// byte-compatible with what CPython's pickle writes for the same objects (snapshot-format.md §1.3,
-// §1.4): protocol 2 (BINPUT memo, no FRAME) or 4/5 (MEMOIZE, FRAME every ~64 KiB).
+// byte-compatible with what CPython's pickle writes for the same objects
+// (docs/snapshot-format.md §1.3, §1.4): protocol 2 (BINPUT memo, no FRAME) or 4/5 (MEMOIZE, FRAME
+// every ~64 KiB).
 //
 // Output is buffered one frame at a time and handed to the ostream, so a multi-GB pickle needs
 // about 64 KiB of memory here. Sharing is explicit: every str, dict, list and tuple gets a memo slot

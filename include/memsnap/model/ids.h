@@ -1,4 +1,4 @@
-// Typed 32-bit ids: mixing up index spaces is a compile error (style.md, convention 7).
+// Typed 32-bit ids: mixing up index spaces is a compile error (docs/coding-guidelines.md §6).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
-// The normalized snapshot: flat vectors, interned strings and typed ids (style.md, convention 7).
+// The normalized snapshot: flat vectors, interned strings and typed ids
+// (docs/coding-guidelines.md §6).
 //
 // Both readers (pickle and JSON) fill this struct, then call Normalize() so every flavour of the
 // format (1.13 list form, 2.0 `history`, 2.1+, newest keys) looks the same to the analyses. See
-// ../shared/docs/snapshot-format.md §3.3 for the field-by-field normalization rules.
+// docs/snapshot-format.md §3.3 for the field-by-field normalization rules.
 //
 //   Snapshot
 //   ├── strings  StringPool          StrId  -> text
@@ -237,9 +238,9 @@ struct Snapshot {
   std::string FrameText(FrameId id) const;
 };
 
-/// Fills the fallbacks of §3.3 (block addresses from segment offsets, requested sizes, segment and
-/// block links) and records inconsistencies (blocks that do not tile their segment...) as
-/// diagnostics. Both readers call it; calling it twice is harmless.
+/// Fills the fallbacks of docs/snapshot-format.md §3.3 (block addresses from segment offsets,
+/// requested sizes, segment and block links) and records inconsistencies (blocks that do not tile
+/// their segment...) as diagnostics. Both readers call it; calling it twice is harmless.
 void Normalize(Snapshot& snapshot);
 
 }  // namespace memsnap

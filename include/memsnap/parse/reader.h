@@ -1,4 +1,4 @@
-// Reading snapshots of every flavour, detected by content (snapshot-format.md §1.2):
+// Reading snapshots of every flavour, detected by content (docs/snapshot-format.md §1.2):
 // pickle (protocols 2-5), JSON, the _memory_viz HTML wrapper (base64 pickle inside), and gzip of
 // any of these. A pickle is parsed, never executed: opcodes that import or call code are refused.
 #pragma once

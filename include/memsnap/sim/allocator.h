@@ -1,6 +1,6 @@
 // A deterministic CPU model of PyTorch's CUDA caching allocator (backend:native) for one device:
 // pure bookkeeping over address ranges, no memory is touched. It follows
-// ../shared/docs/allocator-model.md (§4-§14) and c10/cuda/CUDACachingAllocator.cpp:
+// docs/allocator-model.md (§4-§14) and c10/cuda/CUDACachingAllocator.cpp:
 //
 //   Malloc(n, stream)
 //     s = RoundSize(n); pool = s <= 1 MiB ? small : large

@@ -1,5 +1,5 @@
 // Caching-allocator settings: the PYTORCH_CUDA_ALLOC_CONF string users know, or the
-// `allocator_settings` a snapshot recorded. See ../shared/docs/allocator-model.md §3.
+// `allocator_settings` a snapshot recorded. See docs/allocator-model.md §3.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // The caching allocator's size constants and PyTorch's round_size
-// (../shared/docs/allocator-model.md §4, §5): the block size the allocator carves for a request.
+// (docs/allocator-model.md §4, §5): the block size the allocator carves for a request.
 // This is the one implementation: the simulator, the replay's warm start, the frag pass and the
 // timeline all call it. It is constexpr and header-only (no Abseil) so that analysis passes can
 // use it without the simulator, and the timeline's per-event call stays as cheap as the plain

@@ -1,6 +1,6 @@
 // Non-fatal findings (a free of an unknown address, blocks that do not tile their segment, an
 // unknown key...). Passes append here; commands print them after the pass; --strict makes them
-// errors (style.md, convention 6).
+// errors (docs/coding-guidelines.md §4).
 #pragma once
 
 #include <string>

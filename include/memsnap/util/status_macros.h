@@ -1,4 +1,4 @@
-// RETURN_IF_ERROR / ASSIGN_OR_RETURN for absl::Status (style.md, convention 6).
+// RETURN_IF_ERROR / ASSIGN_OR_RETURN for absl::Status (docs/coding-guidelines.md §4).
 #pragma once
 
 #include "absl/status/status.h"

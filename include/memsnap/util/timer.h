@@ -1,5 +1,5 @@
-// Phase timers for --timings (style.md, convention 8): a pass opens a ScopedTimer; the command
-// prints the collected tree at the end when asked.
+// Phase timers for --timings (docs/coding-guidelines.md §13): a pass opens a ScopedTimer; the
+// command prints the collected tree at the end when asked.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Writes a Snapshot back out in PyTorch's own schema (snapshot-format.md §2, the 2.1+ keys):
+// Writes a Snapshot back out in PyTorch's own schema (docs/snapshot-format.md §2, the 2.1+ keys):
 // as a pickle (protocol 2, 4 or 5, shaped like CPython's output for torch's dict, with frames and
 // whole stacks shared through the memo as PyTorch files share them) or as JSON (the same schema,
 // tuples as arrays, as `json.dumps(snapshot)` would write it). Both stream to an ostream.
