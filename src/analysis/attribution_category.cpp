@@ -170,6 +170,20 @@ LifetimeCategorizer::~LifetimeCategorizer() = default;
 
 bool LifetimeCategorizer::ModelRan() { return runs_->ModelRan(); }
 
+CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
+  using C = Category;
+  using R = CategoryRule;
+  if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
+  switch (site.phase) {
+    case Phase::kBackward: return {C::kGradient, R::kStackPhase};
+    case Phase::kOptimizer: return {C::kOptimizerState, R::kStackPhase};
+    case Phase::kInit: return {C::kParameter, R::kStackPhase};
+    case Phase::kForward: return {C::kActivation, R::kStackPhase};
+    case Phase::kData: return {C::kInput, R::kStackPhase};
+    default: return {C::kUnknown, R::kNoEvidence};
+  }
+}
+
 CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   using C = Category;
   using R = CategoryRule;
@@ -188,15 +202,7 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
       if (runs_->ModelRan()) return {C::kParameter, R::kPreTracePersistent};
       return {C::kUnknown, R::kNoEvidence};
     }
-    if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
-    switch (site.phase) {
-      case Phase::kBackward: return {C::kGradient, R::kStackPhase};
-      case Phase::kOptimizer: return {C::kOptimizerState, R::kStackPhase};
-      case Phase::kInit: return {C::kParameter, R::kStackPhase};
-      case Phase::kForward: return {C::kActivation, R::kStackPhase};
-      case Phase::kData: return {C::kInput, R::kStackPhase};
-      default: return {C::kUnknown, R::kNoEvidence};
-    }
+    return StackPhaseCategory(site);
   }
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
   const uint32_t a = lt.alloc_event;

@@ -39,16 +39,7 @@ const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
 
 std::string_view SiteNamer::Category(StackId stack, uint32_t /*alloc_event*/) {
   if (!stack.valid() || stack.v >= slot_.size()) return kUnknownCategory;
-  const SiteInfo& site = attribution_.Site(stack);
-  if (site.accumulate_grad) return CategoryName(analysis::Category::kGradient);
-  switch (site.phase) {
-    case Phase::kBackward: return CategoryName(analysis::Category::kGradient);
-    case Phase::kOptimizer: return CategoryName(analysis::Category::kOptimizerState);
-    case Phase::kInit: return CategoryName(analysis::Category::kParameter);
-    case Phase::kForward: return CategoryName(analysis::Category::kActivation);
-    case Phase::kData: return CategoryName(analysis::Category::kInput);
-    default: return kUnknownCategory;
-  }
+  return CategoryName(StackPhaseCategory(attribution_.Site(stack)).category);
 }
 
 std::string_view CategoryLever(std::string_view category) {

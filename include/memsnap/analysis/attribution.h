@@ -245,6 +245,13 @@ struct CategoryVerdict {
   CategoryRule rule = CategoryRule::kNoEvidence;
 };
 
+/// The category a stack implies on its own, without the device's phase runs: an AccumulateGrad or
+/// backward stack is a gradient, an optimizer step's optimizer state, module init's a parameter, a
+/// forward pass's an activation, the data loader's an input (CategoryRule::kStackPhase); else
+/// unknown. What LifetimeCategorizer says of memory older than the trace that has a stack, and
+/// what SiteNamer says where no timeline is at hand.
+CategoryVerdict StackPhaseCategory(const SiteInfo& site);
+
 /// Categories of one device's lifetimes. Keeps the device's phase runs discovered so far (runs of
 /// consecutive allocations whose stacks show the same phase; events with no phase do not break a
 /// run), so a question about one lifetime reads only the events around it. Not thread-safe.
