@@ -52,22 +52,48 @@ struct Stacks {
 
   explicit Stacks(std::mt19937_64& rng) {
     static const char* kCpp[] = {
-        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)",
-        "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, signed char, unsigned long, CUstream_st*)",
+        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
+        "unsigned long, CUstream_st*)",
+        "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, signed "
+        "char, unsigned long, CUstream_st*)",
         "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
-        "at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType, std::optional<c10::MemoryFormat>)",
-        "at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, std::optional<c10::MemoryFormat>)",
-        "at::native::empty_cuda(c10::ArrayRef<long>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, std::optional<c10::MemoryFormat>)"};
-    static const char* kOps[] = {"mm", "addmm", "bmm", "gelu", "layer_norm", "softmax", "dropout",
-                                 "add", "mul", "embedding", "cat", "_scaled_dot_product_flash_attention",
-                                 "native_layer_norm_backward", "gelu_backward", "mm_backward",
-                                 "_foreach_add", "_foreach_mul", "_foreach_sqrt", "_foreach_div",
-                                 "nll_loss_forward", "log_softmax", "clone", "copy_", "to_copy"};
-    static const char* kModules[] = {"linear", "activation", "normalization", "dropout", "sparse",
-                                     "container", "conv", "loss"};
+        "at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>, c10::Allocator*, "
+        "c10::DispatchKeySet, c10::ScalarType, std::optional<c10::MemoryFormat>)",
+        "at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, "
+        "std::optional<c10::MemoryFormat>)",
+        "at::native::empty_cuda(c10::ArrayRef<long>, std::optional<c10::ScalarType>, "
+        "std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, "
+        "std::optional<c10::MemoryFormat>)"};
+    static const char* kOps[] = {"mm",
+                                 "addmm",
+                                 "bmm",
+                                 "gelu",
+                                 "layer_norm",
+                                 "softmax",
+                                 "dropout",
+                                 "add",
+                                 "mul",
+                                 "embedding",
+                                 "cat",
+                                 "_scaled_dot_product_flash_attention",
+                                 "native_layer_norm_backward",
+                                 "gelu_backward",
+                                 "mm_backward",
+                                 "_foreach_add",
+                                 "_foreach_mul",
+                                 "_foreach_sqrt",
+                                 "_foreach_div",
+                                 "nll_loss_forward",
+                                 "log_softmax",
+                                 "clone",
+                                 "copy_",
+                                 "to_copy"};
+    static const char* kModules[] = {"linear", "activation", "normalization", "dropout",
+                                     "sparse", "container",  "conv",          "loss"};
     for (const char* c : kCpp) frames.push_back({c, "??", 0});
     for (const char* op : kOps) {
-      for (const char* kind : {"at::_ops::%s::call", "at::native::%s_cuda", "at::(anonymous namespace)::wrapper_CUDA_%s",
+      for (const char* kind : {"at::_ops::%s::call", "at::native::%s_cuda",
+                               "at::(anonymous namespace)::wrapper_CUDA_%s",
                                "torch::autograd::VariableType::(anonymous namespace)::%s",
                                "at::_ops::%s::redispatch"}) {
         frames.push_back({absl::StrFormat(kind, op), "", 0});
@@ -76,22 +102,30 @@ struct Stacks {
     size_t cpp_end = frames.size();
     for (const char* m : kModules) {
       for (int i = 0; i < 6; ++i) {
-        frames.push_back({i == 0 ? "forward" : absl::StrCat("_forward_impl_", i),
-                          absl::StrCat("/usr/lib/python3.11/site-packages/torch/nn/modules/", m, ".py"),
-                          100 + 37 * i});
+        frames.push_back(
+            {i == 0 ? "forward" : absl::StrCat("_forward_impl_", i),
+             absl::StrCat("/usr/lib/python3.11/site-packages/torch/nn/modules/", m, ".py"),
+             100 + 37 * i});
       }
     }
-    frames.push_back({"_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1562});
-    frames.push_back({"_wrapped_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1553});
+    frames.push_back(
+        {"_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1562});
+    frames.push_back({"_wrapped_call_impl",
+                      "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1553});
     for (int i = 0; i < 120; ++i) {
-      frames.push_back({absl::StrCat(i % 3 == 0 ? "forward" : i % 3 == 1 ? "attention" : "mlp"),
-                        absl::StrCat("/home/user/project/model/block_", i / 12, ".py"), 20 + 7 * i});
+      frames.push_back({absl::StrCat(i % 3 == 0   ? "forward"
+                                     : i % 3 == 1 ? "attention"
+                                                  : "mlp"),
+                        absl::StrCat("/home/user/project/model/block_", i / 12, ".py"),
+                        20 + 7 * i});
     }
     size_t py_end = frames.size();
     frames.push_back({"backward", "/usr/lib/python3.11/site-packages/torch/_tensor.py", 581});
-    frames.push_back({"_engine_run_backward", "/usr/lib/python3.11/site-packages/torch/autograd/graph.py", 825});
+    frames.push_back(
+        {"_engine_run_backward", "/usr/lib/python3.11/site-packages/torch/autograd/graph.py", 825});
     frames.push_back({"step", "/usr/lib/python3.11/site-packages/torch/optim/adamw.py", 209});
-    frames.push_back({"_multi_tensor_adamw", "/usr/lib/python3.11/site-packages/torch/optim/adamw.py", 611});
+    frames.push_back(
+        {"_multi_tensor_adamw", "/usr/lib/python3.11/site-packages/torch/optim/adamw.py", 611});
     frames.push_back({"train_step", "/home/user/project/train.py", 88});
     frames.push_back({"train", "/home/user/project/train.py", 141});
     frames.push_back({"main", "/home/user/project/train.py", 203});
@@ -109,8 +143,10 @@ struct Stacks {
         tb.push_back(static_cast<uint32_t>(cpp_end + rng() % (py_end - cpp_end)));
       }
       int phase = t % 3;
-      if (phase == 1) tb.insert(tb.end(), {static_cast<uint32_t>(py_end), static_cast<uint32_t>(py_end + 1)});
-      if (phase == 2) tb.insert(tb.end(), {static_cast<uint32_t>(py_end + 2), static_cast<uint32_t>(py_end + 3)});
+      if (phase == 1)
+        tb.insert(tb.end(), {static_cast<uint32_t>(py_end), static_cast<uint32_t>(py_end + 1)});
+      if (phase == 2)
+        tb.insert(tb.end(), {static_cast<uint32_t>(py_end + 2), static_cast<uint32_t>(py_end + 3)});
       for (size_t i = base; i < frames.size(); ++i) tb.push_back(static_cast<uint32_t>(i));
       tracebacks.push_back(std::move(tb));
     }
@@ -118,7 +154,8 @@ struct Stacks {
 };
 
 enum Action : uint8_t { kAlloc, kFreeRequested, kFreeCompleted, kSegmentAlloc };
-constexpr const char* kActionNames[] = {"alloc", "free_requested", "free_completed", "segment_alloc"};
+constexpr const char* kActionNames[] = {"alloc", "free_requested", "free_completed",
+                                        "segment_alloc"};
 
 struct Event {
   Action action;
@@ -158,7 +195,9 @@ class Allocator {
     auto it = free.lower_bound({size, 0});
     uint64_t addr;
     if (it == free.end()) {
-      int64_t seg_size = small ? (2 << 20) : size < (10 << 20) ? (20 << 20) : (size + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+      int64_t seg_size = small               ? (2 << 20)
+                         : size < (10 << 20) ? (20 << 20)
+                                             : (size + (2 << 20) - 1) / (2 << 20) * (2 << 20);
       addr = next_addr_;
       next_addr_ += static_cast<uint64_t>(seg_size + (2 << 20) - 1) / (2 << 20) * (2 << 20);
       uint32_t seg = static_cast<uint32_t>(segments_.size());
@@ -247,7 +286,8 @@ void SimulateDevice(int device, uint64_t budget, uint64_t seed, size_t num_stack
   const int kLayers = 24;
   std::vector<uint64_t> params, grads, state;
   for (int i = 0; i < kLayers * 4 && emitted < budget; ++i) {
-    params.push_back(a.Alloc(int64_t(4096) * 4096 * 2 / (1 + i % 4), kMain, stack(0, 40 + i % 8), now));
+    params.push_back(
+        a.Alloc(int64_t(4096) * 4096 * 2 / (1 + i % 4), kMain, stack(0, 40 + i % 8), now));
   }
   for (int iter = 0; emitted < budget; ++iter) {
     now += 200 + static_cast<int64_t>(rng() % 1000);
@@ -255,12 +295,14 @@ void SimulateDevice(int device, uint64_t budget, uint64_t seed, size_t num_stack
     std::vector<uint64_t> acts;
     for (int l = 0; l < kLayers && emitted < budget; ++l) {
       for (int op = 0; op < 8; ++op) {
-        int64_t size = int64_t(8192) * 4096 * 2 / (1 + (op % 4) * 3) + static_cast<int64_t>(rng() % 4096);
+        int64_t size =
+            int64_t(8192) * 4096 * 2 / (1 + (op % 4) * 3) + static_cast<int64_t>(rng() % 4096);
         if (op % 3 == 2) size = 1024 + static_cast<int64_t>(rng() % 200000);  // small temporaries
         acts.push_back(a.Alloc(size, kMain, stack(0, static_cast<uint64_t>(l % 4 * 8 + op)), now));
         now += static_cast<int64_t>(rng() % 30);
         if (op % 4 == 3) {
-          uint64_t tmp = a.Alloc(512 + static_cast<int64_t>(rng() % 65536), kMain, stack(0, 33 + op), now);
+          uint64_t tmp =
+              a.Alloc(512 + static_cast<int64_t>(rng() % 65536), kMain, stack(0, 33 + op), now);
           a.Free(tmp, now);
         }
       }
@@ -269,15 +311,17 @@ void SimulateDevice(int device, uint64_t budget, uint64_t seed, size_t num_stack
     note("START", "## backward ##");
     for (int l = kLayers - 1; l >= 0 && emitted < budget; --l) {
       for (int op = 7; op >= 0 && !acts.empty(); --op) {
-        uint64_t g = a.Alloc(int64_t(4096) * 4096 / (1 + op % 3) + static_cast<int64_t>(rng() % 512),
-                             kMain, stack(1, static_cast<uint64_t>(op + 8 * (l % 2))), now);
+        uint64_t g =
+            a.Alloc(int64_t(4096) * 4096 / (1 + op % 3) + static_cast<int64_t>(rng() % 512), kMain,
+                    stack(1, static_cast<uint64_t>(op + 8 * (l % 2))), now);
         a.Free(acts.back(), now);
         acts.pop_back();
         a.Free(g, now);
       }
       if (iter == 0 && grads.size() < params.size()) {
         for (int k = 0; k < 4; ++k) {
-          grads.push_back(a.Alloc(int64_t(4096) * 4096 * 2 / (1 + k), kMain, stack(1, 20 + k), now));
+          grads.push_back(
+              a.Alloc(int64_t(4096) * 4096 * 2 / (1 + k), kMain, stack(1, 20 + k), now));
         }
       }
       if (l % 4 == 0) {  // gradient bucket all-reduce on the communication stream
@@ -294,11 +338,13 @@ void SimulateDevice(int device, uint64_t budget, uint64_t seed, size_t num_stack
     note("START", "Optimizer.step#AdamW.step");
     if (iter == 0) {
       for (size_t p = 0; p < params.size() * 2 && emitted < budget; ++p) {
-        state.push_back(a.Alloc(int64_t(4096) * 4096 * 4 / (1 + p % 4), kMain, stack(2, 5 + p % 2), now));
+        state.push_back(
+            a.Alloc(int64_t(4096) * 4096 * 4 / (1 + p % 4), kMain, stack(2, 5 + p % 2), now));
       }
     }
     for (int k = 0; k < 16 && emitted < budget; ++k) {
-      uint64_t tmp = a.Alloc(int64_t(4096) * 1024 * (1 + k % 5), kMain, stack(2, static_cast<uint64_t>(k % 5)), now);
+      uint64_t tmp = a.Alloc(int64_t(4096) * 1024 * (1 + k % 5), kMain,
+                             stack(2, static_cast<uint64_t>(k % 5)), now);
       a.Free(tmp, now);
     }
     note("END", "Optimizer.step#AdamW.step");
@@ -313,7 +359,8 @@ namespace {
 class SnapshotPickler {
  public:
   SnapshotPickler(std::ostream& out, int protocol, const Stacks& stacks)
-      : w(out, protocol), stacks_(stacks),
+      : w(out, protocol),
+        stacks_(stacks),
         frame_slots_(stacks.frames.size(), PickleWriter::kNoSlot),
         stack_slots_(stacks.tracebacks.size(), PickleWriter::kNoSlot) {}
 
@@ -372,7 +419,8 @@ void WriteSegments(SnapshotPickler& p, const std::vector<std::unique_ptr<Allocat
     auto block = a.blocks().begin();
     for (const SimSegment& s : a.segments()) {
       std::vector<std::pair<uint64_t, const SimBlock*>> blocks;
-      for (; block != a.blocks().end() && block->first < s.address + static_cast<uint64_t>(s.size); ++block) {
+      for (; block != a.blocks().end() && block->first < s.address + static_cast<uint64_t>(s.size);
+           ++block) {
         blocks.push_back({block->first, &block->second});
       }
       int64_t allocated = 0, requested = 0;
@@ -438,10 +486,11 @@ void WriteSettings(SnapshotPickler& p) {
 }
 
 int Usage(const char* why) {
-  std::cerr << "memsnap_gen: " << why << "\n"
-            << "usage: memsnap_gen [--events N] [--seed S] [--devices D] [--protocol 2|4|5] -o FILE\n"
-               "Writes a realistic PyTorch memory snapshot pickle with about N trace events\n"
-               "(a training loop on a simulated caching allocator). Deterministic for a seed.\n";
+  std::cerr
+      << "memsnap_gen: " << why << "\n"
+      << "usage: memsnap_gen [--events N] [--seed S] [--devices D] [--protocol 2|4|5] -o FILE\n"
+         "Writes a realistic PyTorch memory snapshot pickle with about N trace events\n"
+         "(a training loop on a simulated caching allocator). Deterministic for a seed.\n";
   return 2;
 }
 
@@ -452,13 +501,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--events") o.events = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--devices") o.devices = std::atoi(value().c_str());
-    else if (a == "--protocol") o.protocol = std::atoi(value().c_str());
-    else if (a == "-o" || a == "--output") o.output = value();
-    else if (a == "-h" || a == "--help") return Usage("help") == 2 ? 0 : 0;
-    else return Usage(("unknown argument " + a).c_str());
+    if (a == "--events")
+      o.events = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--seed")
+      o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--devices")
+      o.devices = std::atoi(value().c_str());
+    else if (a == "--protocol")
+      o.protocol = std::atoi(value().c_str());
+    else if (a == "-o" || a == "--output")
+      o.output = value();
+    else if (a == "-h" || a == "--help")
+      return Usage("help") == 2 ? 0 : 0;
+    else
+      return Usage(("unknown argument " + a).c_str());
   }
   if (o.output.empty()) return Usage("missing -o FILE");
   if (o.devices < 1 || o.devices > 64) return Usage("--devices must be 1..64");

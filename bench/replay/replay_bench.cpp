@@ -2,11 +2,11 @@
 // Replay throughput: a synthetic training-like trace of N events (recorded by the simulator
 // itself, so addresses are realistic), then every FILE given, each replayed under the recorded
 // settings on one core, then K configurations in parallel. Prints trace events per second.
+#include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
+#include <ctime>
 #include <string>
 #include <vector>
 

@@ -1,15 +1,16 @@
 // Sites: the per-stack part of attribution (which frame owns an allocation, what it called, which
 // phase of the program it is in) and the labels that keep a table's rows apart.
+#include "memsnap/analysis/attribution.h"
+
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "memsnap/analysis/attribution.h"
 #include "memsnap/analysis/group.h"
 #include "memsnap/util/strings.h"
 
@@ -21,9 +22,11 @@ constexpr std::array<std::string_view, 7> kCategoryNames = {
     "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
 
 constexpr std::array<std::string_view, 7> kPhaseNames = {"none", "forward", "backward", "optimizer",
-                                                         "init", "data", "other"};
+                                                         "init", "data",    "other"};
 
-bool Has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool Has(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -33,10 +36,27 @@ std::string Lower(std::string_view s) {
 
 // Library functions whose name says nothing about what was computed.
 bool IsGenericFunction(std::string_view name) {
-  static constexpr std::array<std::string_view, 21> kGeneric = {
-      "forward", "__call__", "_call_impl", "_wrapped_call_impl", "wrapper", "wrapped", "inner",
-      "apply", "run", "<module>", "<lambda>", "decorate_context", "_fn", "fn", "f", "convert",
-      "_forward", "call", "runtime_wrapper", "call_func_at_runtime_with_args", "compile_wrapper"};
+  static constexpr std::array<std::string_view, 21> kGeneric = {"forward",
+                                                                "__call__",
+                                                                "_call_impl",
+                                                                "_wrapped_call_impl",
+                                                                "wrapper",
+                                                                "wrapped",
+                                                                "inner",
+                                                                "apply",
+                                                                "run",
+                                                                "<module>",
+                                                                "<lambda>",
+                                                                "decorate_context",
+                                                                "_fn",
+                                                                "fn",
+                                                                "f",
+                                                                "convert",
+                                                                "_forward",
+                                                                "call",
+                                                                "runtime_wrapper",
+                                                                "call_func_at_runtime_with_args",
+                                                                "compile_wrapper"};
   return std::find(kGeneric.begin(), kGeneric.end(), name) != kGeneric.end();
 }
 
@@ -50,16 +70,17 @@ bool IsCompiledCode(std::string_view file) {
 // Operators that only make the output tensor: the library function that called them says more.
 bool IsFactoryOp(std::string_view op) {
   static constexpr std::array<std::string_view, 14> kFactories = {
-      "empty", "empty_strided", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
-      "new_empty", "new_zeros", "new_empty_strided", "new_full", "clone", "contiguous"};
+      "empty",     "empty_strided", "empty_like", "zeros",     "zeros_like",        "ones",
+      "ones_like", "full",          "new_empty",  "new_zeros", "new_empty_strided", "new_full",
+      "clone",     "contiguous"};
   return std::find(kFactories.begin(), kFactories.end(), op) != kFactories.end();
 }
 
 // Host-to-device copies: outside a forward pass, what brings a batch to the GPU.
 bool IsCopyOp(std::string_view op) {
   static constexpr std::array<std::string_view, 8> kCopies = {
-      "to", "_to_copy", "copy_", "cuda", "_copy_from", "_copy_from_and_resize", "pin_memory",
-      "_pin_memory"};
+      "to",         "_to_copy",   "copy_", "cuda", "_copy_from", "_copy_from_and_resize",
+      "pin_memory", "_pin_memory"};
   return std::find(kCopies.begin(), kCopies.end(), op) != kCopies.end();
 }
 
@@ -74,7 +95,15 @@ bool IsModulePlumbing(std::string_view file, std::string_view name) {
          (name == "_call_impl" || name == "_wrapped_call_impl" || name == "__call__");
 }
 
-enum class Marker : uint8_t { kNone, kBackward, kOptimizer, kStrongInit, kForward, kWeakInit, kData };
+enum class Marker : uint8_t {
+  kNone,
+  kBackward,
+  kOptimizer,
+  kStrongInit,
+  kForward,
+  kWeakInit,
+  kData
+};
 
 // What one Python frame says about the phase of the program (docs/attribution.md, "Phases").
 Marker PythonMarker(std::string_view file, std::string_view name) {
@@ -94,16 +123,26 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
     return Marker::kOptimizer;
   }
   if (file.ends_with("torch/nn/modules/module.py")) {
-    static constexpr std::array<std::string_view, 15> kModuleInit = {
-        "to", "_apply", "cuda", "half", "float", "double", "bfloat16", "type", "to_empty",
-        "load_state_dict", "_load_from_state_dict", "register_parameter", "register_buffer",
-        "convert", "xpu"};
+    static constexpr std::array<std::string_view, 15> kModuleInit = {"to",
+                                                                     "_apply",
+                                                                     "cuda",
+                                                                     "half",
+                                                                     "float",
+                                                                     "double",
+                                                                     "bfloat16",
+                                                                     "type",
+                                                                     "to_empty",
+                                                                     "load_state_dict",
+                                                                     "_load_from_state_dict",
+                                                                     "register_parameter",
+                                                                     "register_buffer",
+                                                                     "convert",
+                                                                     "xpu"};
     if (std::find(kModuleInit.begin(), kModuleInit.end(), name) != kModuleInit.end()) {
       return Marker::kStrongInit;
     }
   }
-  if ((Has(file, "torch/nn/modules/") &&
-       (name == "__init__" || Has(name, "reset_parameters"))) ||
+  if ((Has(file, "torch/nn/modules/") && (name == "__init__" || Has(name, "reset_parameters"))) ||
       file.ends_with("torch/nn/init.py") || file.ends_with("torch/nn/parameter.py") ||
       file.ends_with("torch/serialization.py") || Has(file, "safetensors/") ||
       file.ends_with("transformers/modeling_utils.py") || Has(file, "accelerate/") ||
@@ -113,8 +152,7 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
   if (name == "forward" || name == "_call_impl" || name == "_wrapped_call_impl" ||
       (file.ends_with("torch/nn/modules/module.py") && name == "__call__") ||
       Has(file, "torch/_dynamo/") || Has(file, "torch/_inductor/") ||
-      Has(file, "torch/_functorch/") ||
-      file.ends_with("torch/utils/checkpoint.py")) {
+      Has(file, "torch/_functorch/") || file.ends_with("torch/utils/checkpoint.py")) {
     return Marker::kForward;
   }
   if (Has(file, "torch/utils/data/") || name == "pin_memory") return Marker::kData;
@@ -131,7 +169,8 @@ absl::StatusOr<Category> ParseCategory(std::string_view text) {
     if (kCategoryNames[i] == text) return static_cast<Category>(i);
   }
   std::string names;
-  for (std::string_view n : kCategoryNames) absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(n));
+  for (std::string_view n : kCategoryNames)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(n));
   return absl::InvalidArgumentError(
       absl::StrCat("category ", Sv(text), ": expected one of ", names));
 }
@@ -183,7 +222,8 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
     if (values.size() < 2) continue;
     std::map<std::string, std::vector<size_t>> parts;
     for (size_t m : members) {
-      if (!caller(m, j).empty()) absl::StrAppend(&entries[m].label, Sv(kLabelArrow), Sv(caller(m, j)));
+      if (!caller(m, j).empty())
+        absl::StrAppend(&entries[m].label, Sv(kLabelArrow), Sv(caller(m, j)));
       parts[entries[m].label].push_back(m);
     }
     for (auto& [label, part] : parts) Refine(entries, std::move(part), j + 1);
@@ -285,7 +325,9 @@ FrameClass Attribution::ClassOf(FrameId frame) {
   uint8_t& c = frame_class_[frame.v];
   if (c == 0) {
     const Frame& f = snap_.frames.Get(frame);
-    c = static_cast<uint8_t>(ClassifyFrame(snap_.strings.Get(f.name), snap_.strings.Get(f.filename))) + 1;
+    c = static_cast<uint8_t>(
+            ClassifyFrame(snap_.strings.Get(f.name), snap_.strings.Get(f.filename))) +
+        1;
   }
   return static_cast<FrameClass>(c - 1);
 }
@@ -377,9 +419,14 @@ Attribution::StackFacts Attribution::Facts(std::span<const FrameId> frames) {
       case FrameClass::kOp:
         if (facts.first_python == SIZE_MAX) last_op = OpName(name);
         break;
-      case FrameClass::kEngine: facts.engine = true; break;
-      case FrameClass::kNative: facts.native.push_back(i); break;
-      default: break;
+      case FrameClass::kEngine:
+        facts.engine = true;
+        break;
+      case FrameClass::kNative:
+        facts.native.push_back(i);
+        break;
+      default:
+        break;
     }
   }
   if (facts.first_python == SIZE_MAX) facts.op_inner_to_python = last_op;

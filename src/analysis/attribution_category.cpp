@@ -17,11 +17,11 @@ namespace memsnap::analysis {
 namespace {
 
 constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
-    "accumulate_grad",    "backward_kept",      "backward_freed",     "optimizer_kept",
-    "optimizer_freed",    "init_kept",          "init_freed",         "data_kept",
-    "data_freed",         "before_forward",     "saved_for_backward", "forward_kept",
+    "accumulate_grad",    "backward_kept",      "backward_freed",       "optimizer_kept",
+    "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
+    "data_freed",         "before_forward",     "saved_for_backward",   "forward_kept",
     "forward_freed",      "other_freed",        "pre_trace_persistent", "freed_by_backward",
-    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",        "no_evidence"};
+    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence"};
 
 constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 
@@ -175,12 +175,18 @@ CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
   using R = CategoryRule;
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
   switch (site.phase) {
-    case Phase::kBackward: return {C::kGradient, R::kStackPhase};
-    case Phase::kOptimizer: return {C::kOptimizerState, R::kStackPhase};
-    case Phase::kInit: return {C::kParameter, R::kStackPhase};
-    case Phase::kForward: return {C::kActivation, R::kStackPhase};
-    case Phase::kData: return {C::kInput, R::kStackPhase};
-    default: return {C::kUnknown, R::kNoEvidence};
+    case Phase::kBackward:
+      return {C::kGradient, R::kStackPhase};
+    case Phase::kOptimizer:
+      return {C::kOptimizerState, R::kStackPhase};
+    case Phase::kInit:
+      return {C::kParameter, R::kStackPhase};
+    case Phase::kForward:
+      return {C::kActivation, R::kStackPhase};
+    case Phase::kData:
+      return {C::kInput, R::kStackPhase};
+    default:
+      return {C::kUnknown, R::kNoEvidence};
   }
 }
 
@@ -207,8 +213,8 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
   const uint32_t a = lt.alloc_event;
   // When the tensor died: the free request (the memory may stay in use by a stream a while).
-  const uint32_t f = lt.free_requested_event != kNoEvent ? lt.free_requested_event
-                                                         : lt.free_completed_event;
+  const uint32_t f =
+      lt.free_requested_event != kNoEvent ? lt.free_requested_event : lt.free_completed_event;
   auto alive_at = [&](uint32_t e) { return f == kNoEvent || f >= e; };
   Phase phase = site.phase;
   Runs::Run* run = runs_->Containing(a);
@@ -248,8 +254,8 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
       // backward needs (the loss), or a temporary of the training loop.
       // (Between two forward runs, as in a script that calls layers one by one at top level,
       // it is an intermediate result, not an input.)
-      const Runs::Run* before = run != nullptr && run->start > 0 ? runs_->Containing(run->start - 1)
-                                                                 : nullptr;
+      const Runs::Run* before =
+          run != nullptr && run->start > 0 ? runs_->Containing(run->start - 1) : nullptr;
       const bool after_forward = before != nullptr && before->phase == Phase::kForward;
       if (!after_forward && end < runs_->size() && runs_->PhaseAt(end) == Phase::kForward &&
           alive_at(end)) {

@@ -34,62 +34,89 @@ bool StartsWithAny(std::string_view s, const std::array<std::string_view, N>& pa
 }
 
 // Stack capture: the frames PyTorch's unwinder adds on top of every C++ stack.
-constexpr std::array<std::string_view, 4> kUnwinderNames = {
-    "torch::unwind::", "CapturedTraceback", "gather_with_cpp", "unwind::unwind"};
+constexpr std::array<std::string_view, 4> kUnwinderNames = {"torch::unwind::", "CapturedTraceback",
+                                                            "gather_with_cpp", "unwind::unwind"};
 
 // The caching allocator and the storage it hands out.
 constexpr std::array<std::string_view, 9> kAllocatorNames = {
-    "CachingAllocator", "c10::cuda::", "c10::Allocator", "c10::StorageImpl", "c10::TensorImpl",
-    "c10::intrusive_ptr", "c10::make_intrusive", "at::cuda::", "c10::hip::"};
+    "CachingAllocator",    "c10::cuda::",     "c10::Allocator",
+    "c10::StorageImpl",    "c10::TensorImpl", "c10::intrusive_ptr",
+    "c10::make_intrusive", "at::cuda::",      "c10::hip::"};
 constexpr std::array<std::string_view, 3> kAllocatorFiles = {"CachingAllocator", "Allocator.cpp",
                                                              "StorageImpl.cpp"};
 
 // Tensor factories and output allocation: how an operator gets its output, not who asked.
 constexpr std::array<std::string_view, 22> kFactoryNames = {
-    "at::detail::empty", "at::detail::_empty", "empty_generic", "empty_strided_generic",
-    "empty_cuda", "empty_strided_cuda", "at::native::empty", "at::empty(", "at::empty_like",
-    "at::native::resize", "resize_impl", "resize_output", "maybe_resize_storage", "create_out",
-    "set_output_raw_strided", "set_output_strided", "at::meta::", "at::impl::MetaBase",
-    "TensorIteratorBase::", "at::TensorIterator", "allocate_or_resize_outputs",
+    "at::detail::empty",     "at::detail::_empty", "empty_generic",
+    "empty_strided_generic", "empty_cuda",         "empty_strided_cuda",
+    "at::native::empty",     "at::empty(",         "at::empty_like",
+    "at::native::resize",    "resize_impl",        "resize_output",
+    "maybe_resize_storage",  "create_out",         "set_output_raw_strided",
+    "set_output_strided",    "at::meta::",         "at::impl::MetaBase",
+    "TensorIteratorBase::",  "at::TensorIterator", "allocate_or_resize_outputs",
     "at::native::empty_like"};
 
 // The dispatcher, boxing and the generated wrappers around every operator call, and the Python
 // bindings that enter it.
-constexpr std::array<std::string_view, 17> kDispatcherNames = {
-    "c10::impl::", "c10::Dispatcher", "c10::KernelFunction", "c10::BoxedKernel",
-    "c10::OperatorHandle", "wrap_kernel_functor", "::redispatch(", "callUnboxedKernelFunction",
-    "torch::autograd::VariableType::", "torch::ADInplaceOrView::", "at::functionalization::",
-    "torch::TraceType::", "wrapper_CUDA", "wrapper_CompositeExplicitAutograd", "THPVariable_",
-    "torch::autograd::utils::wrap", "pybind11::"};
+constexpr std::array<std::string_view, 17> kDispatcherNames = {"c10::impl::",
+                                                               "c10::Dispatcher",
+                                                               "c10::KernelFunction",
+                                                               "c10::BoxedKernel",
+                                                               "c10::OperatorHandle",
+                                                               "wrap_kernel_functor",
+                                                               "::redispatch(",
+                                                               "callUnboxedKernelFunction",
+                                                               "torch::autograd::VariableType::",
+                                                               "torch::ADInplaceOrView::",
+                                                               "at::functionalization::",
+                                                               "torch::TraceType::",
+                                                               "wrapper_CUDA",
+                                                               "wrapper_CompositeExplicitAutograd",
+                                                               "THPVariable_",
+                                                               "torch::autograd::utils::wrap",
+                                                               "pybind11::"};
 constexpr std::array<std::string_view, 9> kDispatcherFiles = {
-    "Register", "VariableType", "ADInplaceOrView", "TraceType", "core/boxing", "python_variable",
-    "python_torch_functions", "python_nn_functions", "Redispatch"};
+    "Register",        "VariableType",           "ADInplaceOrView",     "TraceType", "core/boxing",
+    "python_variable", "python_torch_functions", "python_nn_functions", "Redispatch"};
 
 // The autograd engine: it runs nodes, it does not own their memory.
 constexpr std::array<std::string_view, 12> kEngineNames = {
-    "torch::autograd::Engine::", "torch::autograd::Node::operator()",
-    "torch::autograd::python::PythonEngine", "torch::autograd::InputBuffer",
-    "torch::autograd::accumulate(", "torch::autograd::call_function", "torch::autograd::validate_outputs",
-    "torch::autograd::GraphTask", "THPEngine_", "torch::autograd::run_backward",
-    "torch::autograd::backward(", "torch::autograd::(anonymous namespace)::call_function"};
+    "torch::autograd::Engine::",
+    "torch::autograd::Node::operator()",
+    "torch::autograd::python::PythonEngine",
+    "torch::autograd::InputBuffer",
+    "torch::autograd::accumulate(",
+    "torch::autograd::call_function",
+    "torch::autograd::validate_outputs",
+    "torch::autograd::GraphTask",
+    "THPEngine_",
+    "torch::autograd::run_backward",
+    "torch::autograd::backward(",
+    "torch::autograd::(anonymous namespace)::call_function"};
 constexpr std::array<std::string_view, 2> kEngineFiles = {"engine.cpp", "input_buffer.cpp"};
 
 // The CPython interpreter.
 constexpr std::array<std::string_view, 21> kCPythonNames = {
-    "_PyEval_", "PyEval_", "_PyObject_", "PyObject_", "_PyFunction_", "PyFunction_", "cfunction_",
-    "method_vectorcall", "vectorcall", "slot_tp_", "pymain_", "Py_RunMain", "Py_BytesMain",
-    "run_eval_code_obj", "run_mod", "pyrun_", "PyRun_", "_PyRun_", "builtin_", "THPFunction_apply",
-    "_PyCFunction"};
-constexpr std::array<std::string_view, 8> kCPythonPrefixes = {"Py", "_Py", "call_function",
-                                                              "do_call_core", "function_code_fastcall",
-                                                              "method_", "cfunction", "slot_"};
+    "_PyEval_",     "PyEval_",           "_PyObject_",  "PyObject_", "_PyFunction_", "PyFunction_",
+    "cfunction_",   "method_vectorcall", "vectorcall",  "slot_tp_",  "pymain_",      "Py_RunMain",
+    "Py_BytesMain", "run_eval_code_obj", "run_mod",     "pyrun_",    "PyRun_",       "_PyRun_",
+    "builtin_",     "THPFunction_apply", "_PyCFunction"};
+constexpr std::array<std::string_view, 8> kCPythonPrefixes = {
+    "Py",      "_Py",       "call_function", "do_call_core", "function_code_fastcall",
+    "method_", "cfunction", "slot_"};
 constexpr std::array<std::string_view, 7> kCPythonFiles = {
     "ceval.c", "Objects/", "Python/", "Modules/main.c", "pythonrun.c", "pycore_", "cpython/"};
 
 // libc, pthread and thread start routines (including the odd symbols a stripped libstdc++ gives).
-constexpr std::array<std::string_view, 9> kLibcNames = {
-    "__libc_", "execute_native_thread_routine", "start_thread", "pthread_", "__clone",
-    "std::thread", "std::error_code::default_error_condition", "__xmknodat", "clone3"};
+constexpr std::array<std::string_view, 9> kLibcNames = {"__libc_",
+                                                        "execute_native_thread_routine",
+                                                        "start_thread",
+                                                        "pthread_",
+                                                        "__clone",
+                                                        "std::thread",
+                                                        "std::error_code::default_error_condition",
+                                                        "__xmknodat",
+                                                        "clone3"};
 constexpr std::array<std::string_view, 5> kLibcFiles = {"sysdeps/", "libc", "thread.cc", "nptl/",
                                                         "libpthread"};
 
@@ -103,27 +130,40 @@ bool IsPythonFile(std::string_view file) {
 // stripped: an operator's own name may contain '_' ("clamp_min", "zeros_like").
 constexpr std::array<std::string_view, 40> kOverloads = {
     "_Tensor_Tensor", "_Tensor_Scalar", "_Scalar_Tensor", "_Tensor_mode", "_Scalar_mode",
-    "_dim_IntList", "_dim_int", "_dimname", "_Tensor", "_Scalar", "_ScalarOther", "_ScalarSelf",
-    "_ScalarList", "_TensorList", "_List", "_IntList", "_memory_format", "_dtype_layout",
-    "_dtype", "_device", "_other", "_self", "_out", "_start_out", "_start_step", "_start", "_int",
-    "_using_ints", "_using_names", "_names", "_SymInt", "_correction", "_dim", "_input", "_source",
-    "_value", "_vec", "_default", "_src", "_index"};
+    "_dim_IntList",   "_dim_int",       "_dimname",       "_Tensor",      "_Scalar",
+    "_ScalarOther",   "_ScalarSelf",    "_ScalarList",    "_TensorList",  "_List",
+    "_IntList",       "_memory_format", "_dtype_layout",  "_dtype",       "_device",
+    "_other",         "_self",          "_out",           "_start_out",   "_start_step",
+    "_start",         "_int",           "_using_ints",    "_using_names", "_names",
+    "_SymInt",        "_correction",    "_dim",           "_input",       "_source",
+    "_value",         "_vec",           "_default",       "_src",         "_index"};
 
 }  // namespace
 
 std::string_view FrameClassName(FrameClass c) {
   switch (c) {
-    case FrameClass::kPython: return "python";
-    case FrameClass::kNode: return "autograd_node";
-    case FrameClass::kOp: return "operator";
-    case FrameClass::kEngine: return "autograd_engine";
-    case FrameClass::kAllocator: return "allocator";
-    case FrameClass::kFactory: return "factory";
-    case FrameClass::kDispatcher: return "dispatcher";
-    case FrameClass::kUnwinder: return "unwinder";
-    case FrameClass::kCPython: return "cpython";
-    case FrameClass::kLibc: return "libc";
-    case FrameClass::kNative: return "native";
+    case FrameClass::kPython:
+      return "python";
+    case FrameClass::kNode:
+      return "autograd_node";
+    case FrameClass::kOp:
+      return "operator";
+    case FrameClass::kEngine:
+      return "autograd_engine";
+    case FrameClass::kAllocator:
+      return "allocator";
+    case FrameClass::kFactory:
+      return "factory";
+    case FrameClass::kDispatcher:
+      return "dispatcher";
+    case FrameClass::kUnwinder:
+      return "unwinder";
+    case FrameClass::kCPython:
+      return "cpython";
+    case FrameClass::kLibc:
+      return "libc";
+    case FrameClass::kNative:
+      return "native";
   }
   return "?";
 }
@@ -133,8 +173,10 @@ bool IsMachinery(FrameClass c) {
     case FrameClass::kPython:
     case FrameClass::kNode:
     case FrameClass::kOp:
-    case FrameClass::kNative: return false;
-    default: return true;
+    case FrameClass::kNative:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -245,7 +287,8 @@ std::string ShortNativeName(std::string_view function) {
     parts.push_back(rest.substr(0, c));
     rest = rest.substr(c + 2);
   }
-  std::erase_if(parts, [](std::string_view p) { return p.empty() || p == "(anonymous namespace)"; });
+  std::erase_if(parts,
+                [](std::string_view p) { return p.empty() || p == "(anonymous namespace)"; });
   if (parts.empty()) return std::string(function.substr(0, std::min<size_t>(function.size(), 60)));
   std::string_view last = parts.back();
   // A method: keep its class ("CopySlices::apply_impl").

@@ -56,10 +56,12 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
       row.device = dt.device;
       row.lifetime = lt;
       if (lt.alloc_event != kNoEvent) row.alloc_time_us = dt.TimeOf(snap, lt.alloc_event);
-      if (lt.free_completed_event != kNoEvent) row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
+      if (lt.free_completed_event != kNoEvent)
+        row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
       row.category = context.Categorize(dt, lt);
       if (lt.stack.valid() && !snap.stacks.Get(lt.stack).empty()) {
-        auto [it, inserted] = stack_index.try_emplace(lt.stack.v, static_cast<int32_t>(rep.stacks.size()));
+        auto [it, inserted] =
+            stack_index.try_emplace(lt.stack.v, static_cast<int32_t>(rep.stacks.size()));
         if (inserted) {
           std::vector<std::string>& texts = rep.stacks.emplace_back();
           for (FrameId f : context.filter().Filtered(lt.stack)) {
@@ -87,7 +89,8 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   };
   std::sort(rep.rows.begin(), rep.rows.end(), [&](const BlockRow& a, const BlockRow& b) {
     const BlockLifetime &x = a.lifetime, &y = b.lifetime;
-    if (!query.all && x.requested_size != y.requested_size) return x.requested_size > y.requested_size;
+    if (!query.all && x.requested_size != y.requested_size)
+      return x.requested_size > y.requested_size;
     if (a.device != b.device) return a.device < b.device;
     if (query.all && first(x) != first(y)) return first(x) < first(y);
     if (x.address != y.address) return x.address < y.address;

@@ -78,8 +78,9 @@ absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
     d.event = ResolveMoment(snap, dt, moment);
     if (dt.kept == KeepLifetimes::kNone ||
         (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != d.event)) {
-      return absl::InternalError(absl::StrCat(
-          "device ", dt.device, ": the timeline did not keep the lifetimes live at event ", d.event));
+      return absl::InternalError(
+          absl::StrCat("device ", dt.device,
+                       ": the timeline did not keep the lifetimes live at event ", d.event));
     }
     d.live_bytes = dt.LiveAt(d.event);
     int64_t explained = 0;

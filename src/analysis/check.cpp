@@ -153,8 +153,7 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     if (cur.peak_bytes && base->peak_bytes) {
       r.checks.push_back(Baseline("peak", *cur.peak_bytes, *base->peak_bytes, o.tolerance));
     } else {
-      r.notes.push_back(absl::StrCat("peak not compared: ",
-                                     cur.peak_bytes ? base->path : cur.path,
+      r.notes.push_back(absl::StrCat("peak not compared: ", cur.peak_bytes ? base->path : cur.path,
                                      " has no trace"));
     }
     r.checks.push_back(Baseline("reserved", cur.reserved_bytes, base->reserved_bytes, o.tolerance));

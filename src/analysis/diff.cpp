@@ -33,8 +33,9 @@ void AddScopes(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scop
   for (const DeviceSummary& d : rep.devices) {
     AddScope(scopes, d.device, 0, absl::StrCat("device ", d.device), d.totals, after);
     for (const PoolSummary& p : d.pools) {
-      std::string pool = p.pool.is_default() ? "default"
-                                             : absl::StrCat("(", p.pool.first, ",", p.pool.second, ")");
+      std::string pool = p.pool.is_default()
+                             ? "default"
+                             : absl::StrCat("(", p.pool.first, ",", p.pool.second, ")");
       AddScope(scopes, d.device, 1,
                absl::StrCat("device ", d.device, " pool ", pool, p.is_small ? " small" : " large"),
                p.totals, after);
@@ -90,9 +91,12 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
 
 std::string_view PresenceName(Presence p) {
   switch (p) {
-    case Presence::kBoth: return "both";
-    case Presence::kOnlyBefore: return "only_before";
-    case Presence::kOnlyAfter: return "only_after";
+    case Presence::kBoth:
+      return "both";
+    case Presence::kOnlyBefore:
+      return "only_before";
+    case Presence::kOnlyAfter:
+      return "only_after";
   }
   return "?";
 }
@@ -142,8 +146,7 @@ absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot&
   to.moment = options.at;
   absl::StatusOr<Timeline> b = ReconstructTimeline(before, to);
   if (!b.ok()) return b.status();
-  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options,
-                      std::move(reason));
+  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options, std::move(reason));
 }
 
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
@@ -168,9 +171,10 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
       if (!HasTrace(*s)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            s->source.path, ": --at peak needs a trace (this file has no device_traces events); "
-                            "use --at end"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(s->source.path,
+                         ": --at peak needs a trace (this file has no device_traces events); "
+                         "use --at end"));
       }
     }
   }
@@ -223,9 +227,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
   AddScopes(scopes, Summarize(before, totals_only), false);
   AddScopes(scopes, Summarize(after, totals_only), true);
   for (auto& [k, s] : scopes) rep.scopes.push_back(std::move(s));
-  std::stable_sort(rep.scopes.begin(), rep.scopes.end(), [](const ScopeDelta& a, const ScopeDelta& b) {
-    return a.device < b.device;
-  });
+  std::stable_sort(rep.scopes.begin(), rep.scopes.end(),
+                   [](const ScopeDelta& a, const ScopeDelta& b) { return a.device < b.device; });
 
   std::map<int32_t, DeviceDelta> devs;
   for (int side = 0; side < 2; ++side) {
@@ -245,7 +248,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
     rep.devices.push_back(d);
   }
 
-  // The same words as summary's (DescribeSettings): "unlimited -> 512.0 MiB", not "-1 -> 536870912".
+  // The same words as summary's (DescribeSettings): "unlimited -> 512.0 MiB", not "-1 ->
+  // 536870912".
   std::vector<SettingText> sb = DescribeSettings(before.settings);
   std::vector<SettingText> sa = DescribeSettings(after.settings);
   if (before.settings.present != after.settings.present) {
@@ -253,7 +257,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
                             after.settings.present ? "present" : "absent"});
   } else {
     for (size_t i = 0; i < sb.size(); ++i) {
-      if (sb[i].value != sa[i].value) rep.settings.push_back({sb[i].name, sb[i].value, sa[i].value});
+      if (sb[i].value != sa[i].value)
+        rep.settings.push_back({sb[i].name, sb[i].value, sa[i].value});
     }
   }
   return rep;

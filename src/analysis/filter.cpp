@@ -11,11 +11,20 @@ namespace memsnap::analysis {
 namespace {
 // The lists both upstream viewers use (docs/snapshot-format.md §5); plain substring tests.
 constexpr std::array<std::string_view, 8> kNoiseNames = {
-    "unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
-    "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"};
-constexpr std::array<std::string_view, 10> kNoiseFiles = {
-    "core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
-    "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"};
+    "unwind::unwind",    "CapturedTraceback::gather",
+    "gather_with_cpp",   "_start",
+    "__libc_start_main", "PyEval_",
+    "PyObject_",         "PyFunction_"};
+constexpr std::array<std::string_view, 10> kNoiseFiles = {"core/boxing",
+                                                          "/Register",
+                                                          "/Redispatch",
+                                                          "pythonrun.c",
+                                                          "Modules/main.c",
+                                                          "Objects/call.c",
+                                                          "Objects/methodobject.c",
+                                                          "pycore_ceval.h",
+                                                          "ceval.c",
+                                                          "cpython/abstract.h"};
 
 absl::StatusOr<std::optional<std::regex>> Compile(const std::string& flag, const std::string& re) {
   if (re.empty()) return std::optional<std::regex>();

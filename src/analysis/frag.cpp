@@ -125,8 +125,11 @@ Aggregates Aggregate(const std::vector<LSegment>& layout, std::vector<SegmentFra
       if (b.state == BlockState::kInactive) sizes.push_back(b.size);
     }
     if (segments) {
-      SegmentFrag sf{s.device, s.address, s.stream, s.pool, s.is_small, s.is_expandable, f,
-                     ExternalFragmentation(f.free_bytes, f.largest_free_bytes), {}};
+      SegmentFrag sf{s.device,   s.address,
+                     s.stream,   s.pool,
+                     s.is_small, s.is_expandable,
+                     f,          ExternalFragmentation(f.free_bytes, f.largest_free_bytes),
+                     {}};
       sf.spans.reserve(s.blocks.size());
       for (const auto& b : s.blocks) sf.spans.push_back(BlockSpan{b.size, b.state});
       segments->push_back(std::move(sf));
@@ -203,14 +206,14 @@ void FillFromLayout(const std::vector<LSegment>& layout, const AllocatorSettings
     w.stream = stream;
     const auto& sizes = a.free_sizes.at(key);
     if (is_small) {
-      w.small_pool_bytes =
-          LargestRequestUpTo(std::min(g.largest_free_bytes, kSmallSize), settings);
+      w.small_pool_bytes = LargestRequestUpTo(std::min(g.largest_free_bytes, kSmallSize), settings);
     } else {
       w.large_pool_bytes = LargeFit(sizes, settings);
     }
     w.largest_bytes = std::max(w.small_pool_bytes, w.large_pool_bytes);
     for (int64_t size : sizes) {
-      int log2 = static_cast<int>(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(size, 1)))) - 1;
+      int log2 =
+          static_cast<int>(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(size, 1)))) - 1;
       FreeSizeBucket& b = buckets[log2];
       b.log2 = log2;
       ++b.blocks;
@@ -257,11 +260,16 @@ namespace {
 
 std::string ProblemText(const UndoProblems& p) {
   std::vector<std::string> parts;
-  if (p.alloc_without_block) parts.push_back(absl::StrCat(p.alloc_without_block, " alloc(s) of a block not live"));
-  if (p.free_of_live_block) parts.push_back(absl::StrCat(p.free_of_live_block, " free(s) of a block already live"));
-  if (p.block_outside_segment) parts.push_back(absl::StrCat(p.block_outside_segment, " event(s) outside any known segment"));
-  if (p.segment_with_blocks) parts.push_back(absl::StrCat(p.segment_with_blocks, " segment creation(s) over live blocks"));
-  if (p.segment_overlap) parts.push_back(absl::StrCat(p.segment_overlap, " segment release(s) over a live segment"));
+  if (p.alloc_without_block)
+    parts.push_back(absl::StrCat(p.alloc_without_block, " alloc(s) of a block not live"));
+  if (p.free_of_live_block)
+    parts.push_back(absl::StrCat(p.free_of_live_block, " free(s) of a block already live"));
+  if (p.block_outside_segment)
+    parts.push_back(absl::StrCat(p.block_outside_segment, " event(s) outside any known segment"));
+  if (p.segment_with_blocks)
+    parts.push_back(absl::StrCat(p.segment_with_blocks, " segment creation(s) over live blocks"));
+  if (p.segment_overlap)
+    parts.push_back(absl::StrCat(p.segment_overlap, " segment release(s) over a live segment"));
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? ", " : "", parts[i]);
   return out;

@@ -18,8 +18,8 @@ std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snap) {
   std::vector<LSegment> out;
   out.reserve(snap.segments.size());
   for (const Segment& seg : snap.segments) {
-    LSegment ls{seg.device, seg.address, seg.total_size, seg.stream, seg.is_small,
-                seg.is_expandable, seg.pool, {}};
+    LSegment ls{seg.device,   seg.address,       seg.total_size, seg.stream,
+                seg.is_small, seg.is_expandable, seg.pool,       {}};
     ls.blocks.reserve(seg.num_blocks);
     for (const Block& b : snap.BlocksOf(seg)) {
       ls.blocks.push_back(LBlock{b.address, b.size, b.is_active() ? b.requested_size : 0, b.state});
@@ -32,8 +32,8 @@ std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snap) {
 DeviceRewind::DeviceRewind(const Snapshot& snap, int32_t device) : snap_(snap), device_(device) {
   for (const Segment& seg : snap.segments) {
     if (seg.device != device) continue;
-    segments_[seg.address] = Seg{seg.total_size, seg.stream, seg.is_small, seg.is_expandable,
-                                 seg.pool};
+    segments_[seg.address] =
+        Seg{seg.total_size, seg.stream, seg.is_small, seg.is_expandable, seg.pool};
     reserved_ += seg.total_size;
     for (const Block& b : snap.BlocksOf(seg)) {
       if (!b.is_active()) continue;
@@ -62,11 +62,13 @@ int64_t DeviceRewind::EstimateSize(uint64_t address, int64_t requested, const Se
   if (next != live_.end() && next->first < end) end = next->first;
   int64_t room = static_cast<int64_t>(end - address);
   int64_t s = std::min(
-      sim::RoundSize(std::max<int64_t>(requested, 1), snap_.settings.roundup_power2_divisions), room);
+      sim::RoundSize(std::max<int64_t>(requested, 1), snap_.settings.roundup_power2_divisions),
+      room);
   if (!seg.is_small && !seg.is_expandable) {
     int64_t mss = snap_.settings.max_split_size;
     bool oversize = mss >= 0 && s >= mss;
-    if ((!oversize && room - s <= kSmallSize) || (oversize && room - s < kNonSplitRounding)) s = room;
+    if ((!oversize && room - s <= kSmallSize) || (oversize && room - s < kNonSplitRounding))
+      s = room;
   }
   return s;
 }
@@ -138,8 +140,8 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
     case Action::kSegmentUnmap: {
       uint64_t begin = e.addr, end = e.addr + static_cast<uint64_t>(e.size);
       auto next = segments_.lower_bound(begin);
-      bool overlap = (next != segments_.end() && next->first < end) ||
-                     SegmentAt(begin) != segments_.end();
+      bool overlap =
+          (next != segments_.end() && next->first < end) || SegmentAt(begin) != segments_.end();
       if (overlap || e.size <= 0) {
         ++problems_.segment_overlap;
         return;
@@ -180,7 +182,8 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
       uint64_t seg_begin = it->first;
       uint64_t seg_end = seg_begin + static_cast<uint64_t>(it->second.size);
       uint64_t begin = e.addr;
-      uint64_t end = std::min(seg_end, e.addr + static_cast<uint64_t>(std::max<int64_t>(e.size, 0)));
+      uint64_t end =
+          std::min(seg_end, e.addr + static_cast<uint64_t>(std::max<int64_t>(e.size, 0)));
       DropBlocksIn(begin, end);
       Seg seg = it->second;
       segments_.erase(it);
@@ -216,8 +219,8 @@ std::vector<LSegment> DeviceRewind::Layout() const {
   std::vector<LSegment> out;
   out.reserve(segments_.size());
   for (const auto& [address, seg] : segments_) {
-    LSegment ls{device_, address, seg.size, seg.stream, seg.is_small, seg.is_expandable, seg.pool,
-                {}};
+    LSegment ls{device_,      address,           seg.size, seg.stream,
+                seg.is_small, seg.is_expandable, seg.pool, {}};
     uint64_t end = address + static_cast<uint64_t>(seg.size);
     uint64_t cursor = address;
     for (auto it = live_.lower_bound(address); it != live_.end() && it->first < end; ++it) {

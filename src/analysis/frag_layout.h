@@ -40,15 +40,15 @@ std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot);
 
 /// Counts of events the backward reconstruction could not undo consistently.
 struct UndoProblems {
-  int64_t alloc_without_block = 0;     // undoing an alloc whose block is not live
-  int64_t free_of_live_block = 0;      // undoing a free_completed whose block is already live
-  int64_t block_outside_segment = 0;   // a block that lies in no reconstructed segment
-  int64_t segment_with_blocks = 0;     // undoing a segment_alloc/map that still holds blocks
-  int64_t segment_overlap = 0;         // undoing a segment_free/unmap over an existing segment
-  int64_t estimated_sizes = 0;         // blocks whose size was estimated from the request
+  int64_t alloc_without_block = 0;    // undoing an alloc whose block is not live
+  int64_t free_of_live_block = 0;     // undoing a free_completed whose block is already live
+  int64_t block_outside_segment = 0;  // a block that lies in no reconstructed segment
+  int64_t segment_with_blocks = 0;    // undoing a segment_alloc/map that still holds blocks
+  int64_t segment_overlap = 0;        // undoing a segment_free/unmap over an existing segment
+  int64_t estimated_sizes = 0;        // blocks whose size was estimated from the request
   bool any() const {
-    return alloc_without_block + free_of_live_block + block_outside_segment +
-               segment_with_blocks + segment_overlap >
+    return alloc_without_block + free_of_live_block + block_outside_segment + segment_with_blocks +
+               segment_overlap >
            0;
   }
 };

@@ -2,8 +2,6 @@
 // lookup and a category; the text of a site is built once per distinct stack (attribution.h).
 #include "memsnap/analysis/group.h"
 
-#include "memsnap/util/status_macros.h"
-
 #include <algorithm>
 #include <optional>
 
@@ -11,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -74,13 +73,20 @@ std::string Sanitize(std::string s) {
 
 std::string_view GroupByName(GroupBy by) {
   switch (by) {
-    case GroupBy::kSite: return "site";
-    case GroupBy::kStack: return "stack";
-    case GroupBy::kFunction: return "function";
-    case GroupBy::kFile: return "file";
-    case GroupBy::kFrame: return "frame";
-    case GroupBy::kAnnotation: return "annotation";
-    case GroupBy::kCategory: return "category";
+    case GroupBy::kSite:
+      return "site";
+    case GroupBy::kStack:
+      return "stack";
+    case GroupBy::kFunction:
+      return "function";
+    case GroupBy::kFile:
+      return "file";
+    case GroupBy::kFrame:
+      return "frame";
+    case GroupBy::kAnnotation:
+      return "annotation";
+    case GroupBy::kCategory:
+      return "category";
   }
   return "?";
 }
@@ -90,9 +96,9 @@ absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
                      GroupBy::kFrame, GroupBy::kAnnotation, GroupBy::kCategory}) {
     if (GroupByName(by) == text) return by;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--by ", Sv(text),
-      ": expected one of site, stack, function, file, frame, annotation, category"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--by ", Sv(text),
+                   ": expected one of site, stack, function, file, frame, annotation, category"));
 }
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
@@ -100,8 +106,7 @@ std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
   std::string_view file = snap.strings.Get(f.filename);
   std::string_view name = snap.strings.Get(f.name);
   if (ignore_lines) return Sanitize(absl::StrCat(Sv(file), ":", Sv(name)));
-  return Sanitize(
-      absl::StrCat(Sv(file), ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
+  return Sanitize(absl::StrCat(Sv(file), ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
 }
 
 bool GroupRow::mixed() const {
@@ -159,7 +164,8 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
     }
     case GroupBy::kCategory:
       return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
-    default: break;
+    default:
+      break;
   }
   const SiteInfo& site = attribution_.Site(lt.stack);
   if (site.kind == SiteKind::kNoStack) return PlainRow(std::string(kNoStackRow), true);
@@ -248,7 +254,8 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
 }
 
 void SortAndMergeRows(std::vector<GroupRow>& rows) {
-  std::sort(rows.begin(), rows.end(), [](const GroupRow& a, const GroupRow& b) { return a.key < b.key; });
+  std::sort(rows.begin(), rows.end(),
+            [](const GroupRow& a, const GroupRow& b) { return a.key < b.key; });
   std::vector<GroupRow> merged;
   for (GroupRow& r : rows) {
     if (!merged.empty() && merged.back().key == r.key) {
@@ -289,9 +296,9 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
     dm.event = ResolveMoment(snap, dt, moment);
     if (dt.kept == KeepLifetimes::kNone ||
         (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != dm.event)) {
-      return absl::InternalError(absl::StrCat("device ", dt.device,
-                                              ": the timeline did not keep the lifetimes live at event ",
-                                              dm.event));
+      return absl::InternalError(
+          absl::StrCat("device ", dt.device,
+                       ": the timeline did not keep the lifetimes live at event ", dm.event));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
     if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, 0);

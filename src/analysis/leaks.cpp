@@ -13,24 +13,36 @@ namespace memsnap::analysis {
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kGrowing: return "growing";
-    case Verdict::kGrowingThenFlat: return "growing_then_flat";
-    case Verdict::kGrowingWithPauses: return "growing_with_pauses";
-    case Verdict::kFluctuating: return "fluctuating";
-    case Verdict::kShrinking: return "shrinking";
-    case Verdict::kSteady: return "steady";
+    case Verdict::kGrowing:
+      return "growing";
+    case Verdict::kGrowingThenFlat:
+      return "growing_then_flat";
+    case Verdict::kGrowingWithPauses:
+      return "growing_with_pauses";
+    case Verdict::kFluctuating:
+      return "fluctuating";
+    case Verdict::kShrinking:
+      return "shrinking";
+    case Verdict::kSteady:
+      return "steady";
   }
   return "steady";
 }
 
 std::string_view VerdictText(Verdict v) {
   switch (v) {
-    case Verdict::kGrowing: return "growing in every step";
-    case Verdict::kGrowingThenFlat: return "growing then flat";
-    case Verdict::kGrowingWithPauses: return "growing with pauses";
-    case Verdict::kFluctuating: return "fluctuating";
-    case Verdict::kShrinking: return "shrinking";
-    case Verdict::kSteady: return "steady";
+    case Verdict::kGrowing:
+      return "growing in every step";
+    case Verdict::kGrowingThenFlat:
+      return "growing then flat";
+    case Verdict::kGrowingWithPauses:
+      return "growing with pauses";
+    case Verdict::kFluctuating:
+      return "fluctuating";
+    case Verdict::kShrinking:
+      return "shrinking";
+    case Verdict::kSteady:
+      return "steady";
   }
   return "steady";
 }
@@ -158,9 +170,10 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     }
   }
   if (steps < options.min_steps) {
-    report.note = absl::StrCat("only ", steps, " step(s): growth cannot be told apart from a "
-                               "warm-up; leaks need at least ", options.min_steps + 1,
-                               " snapshots (or steps)");
+    report.note = absl::StrCat("only ", steps,
+                               " step(s): growth cannot be told apart from a "
+                               "warm-up; leaks need at least ",
+                               options.min_steps + 1, " snapshots (or steps)");
   }
   return report;
 }

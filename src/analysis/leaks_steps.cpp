@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kMaxBuckets = 2048;
 constexpr int kMinEventsForPeriodicity = 64;
-constexpr double kMinScore = 0.5;        // autocorrelation a period needs to count
+constexpr double kMinScore = 0.5;           // autocorrelation a period needs to count
 constexpr double kFundamentalRatio = 0.85;  // prefer the shortest lag this close to the best
 
 // The device with the most trace events (lowest ordinal on ties).
@@ -128,8 +128,8 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
   info.method = "periodicity";
   const int64_t events = dt.num_events;
   if (events < kMinEventsForPeriodicity) {
-    info.note = absl::StrCat("the trace has only ", events,
-                             " events: too short to find a repeating step");
+    info.note =
+        absl::StrCat("the trace has only ", events, " events: too short to find a repeating step");
     return;
   }
   const int m = static_cast<int>(std::min<int64_t>(events, kMaxBuckets));
@@ -196,7 +196,8 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
     }
     cuts.push_back(at);
   }
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) AddStep(snap, dt, cuts[i] + 1, cuts[i + 1] + 1, info);
+  for (size_t i = 0; i + 1 < cuts.size(); ++i)
+    AddStep(snap, dt, cuts[i] + 1, cuts[i + 1] + 1, info);
   if (info.begin.size() < 2) info.note = "fewer than two whole steps in the trace";
 }
 
@@ -205,8 +206,8 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
                                      const StepOptions& options) {
   StepInfo info;
-  const DeviceTimeline* dt = options.device ? timeline.Find(*options.device)
-                                            : BusiestDevice(timeline);
+  const DeviceTimeline* dt =
+      options.device ? timeline.Find(*options.device) : BusiestDevice(timeline);
   if (dt == nullptr) {
     return absl::NotFoundError(options.device
                                    ? absl::StrCat("--device ", *options.device, ": no such device")

@@ -67,8 +67,8 @@ std::string LayerWarning(const DeviceTimeline& dt, const StepInfo& steps, std::s
     for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, dt.LiveAt(e));
     swing += static_cast<double>(high - dt.LiveAt(steps.begin[k] - 1)) / n;
   }
-  const double growth = static_cast<double>(dt.LiveAt(steps.end[n - 1] - 1) -
-                                            dt.LiveAt(steps.end[0] - 1)) / (n - 1);
+  const double growth =
+      static_cast<double>(dt.LiveAt(steps.end[n - 1] - 1) - dt.LiveAt(steps.end[0] - 1)) / (n - 1);
   if (growth <= 0.5 * swing) return note;
   return absl::StrCat(note, note.empty() ? "" : "; ",
                       "live memory climbs at every detected step end by more than half of a "

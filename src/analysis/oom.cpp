@@ -14,8 +14,8 @@
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
-#include "memsnap/util/timer.h"
 #include "memsnap/util/strings.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::analysis {
 
@@ -226,8 +226,8 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
       "and there is nothing to replay against. The snapshot ends with ",
       FormatBytes(reserved), " reserved, ", FormatBytes(allocated), " of it allocated");
   if (reserved > 0) {
-    absl::StrAppend(&text, " and ", FormatBytes(reserved - allocated), " cached free (largest block ",
-                    FormatBytes(largest_free), ")");
+    absl::StrAppend(&text, " and ", FormatBytes(reserved - allocated),
+                    " cached free (largest block ", FormatBytes(largest_free), ")");
   }
   if (!holders.empty()) absl::StrAppend(&text, "; the largest holders then: ", holders);
   absl::StrAppend(&text,
@@ -474,8 +474,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       static_cast<size_t>(std::max(0, options.max_threads)));
 
   phase.emplace("oom: explain");
-  const Timeline* timeline =
-      options.timeline != nullptr ? options.timeline : own_timeline.ok() ? &*own_timeline : nullptr;
+  const Timeline* timeline = options.timeline != nullptr ? options.timeline
+                             : own_timeline.ok()         ? &*own_timeline
+                                                         : nullptr;
   for (DeviceJob& job : jobs) {
     if (timeline != nullptr) {
       if (const DeviceTimeline* dt = timeline->Find(job.dev.device)) {

@@ -231,8 +231,8 @@ bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
   // Every block lies in a segment; segments are SegmentSize(RoundSize(n)) (at least the large
   // segment size for 1-10 MiB requests) or were alive at t0.
   const int64_t s = sim::RoundSize(p.max_request, base);
-  const int64_t largest = std::max({sim::SegmentSize(s, base), base.large_segment_size,
-                                    p.max_warm_segment, s});
+  const int64_t largest =
+      std::max({sim::SegmentSize(s, base), base.large_segment_size, p.max_warm_segment, s});
   return largest < std::min(base.max_split_size, candidate.max_split_size);
 }
 
@@ -247,17 +247,25 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
     const TraceEvent& e = ev[i];
     SegmentAction a;
     switch (e.action) {
-      case Action::kSegmentAlloc: a = SegmentAction::kAlloc; break;
-      case Action::kSegmentFree: a = SegmentAction::kFree; break;
-      case Action::kSegmentMap: a = SegmentAction::kMap; break;
-      case Action::kSegmentUnmap: a = SegmentAction::kUnmap; break;
-      default: continue;
+      case Action::kSegmentAlloc:
+        a = SegmentAction::kAlloc;
+        break;
+      case Action::kSegmentFree:
+        a = SegmentAction::kFree;
+        break;
+      case Action::kSegmentMap:
+        a = SegmentAction::kMap;
+        break;
+      case Action::kSegmentUnmap:
+        a = SegmentAction::kUnmap;
+        break;
+      default:
+        continue;
     }
     uint64_t base = e.addr;
     if (a == SegmentAction::kMap || a == SegmentAction::kUnmap) {
-      auto r = std::find_if(ranges.begin(), ranges.end(), [&](const auto& x) {
-        return x.first <= e.addr && e.addr <= x.second;
-      });
+      auto r = std::find_if(ranges.begin(), ranges.end(),
+                            [&](const auto& x) { return x.first <= e.addr && e.addr <= x.second; });
       if (r == ranges.end()) {
         ranges.push_back({e.addr, e.addr});
         r = ranges.end() - 1;
@@ -281,11 +289,18 @@ std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& 
     const TraceEvent& e = ev[i];
     switch (e.action) {
       case Action::kSegmentAlloc:
-      case Action::kSegmentMap: reserved -= e.size; break;
+      case Action::kSegmentMap:
+        reserved -= e.size;
+        break;
       case Action::kSegmentFree:
-      case Action::kSegmentUnmap: reserved += e.size; break;
-      case Action::kOom: capacity = static_cast<int64_t>(e.addr) + reserved; break;
-      default: break;
+      case Action::kSegmentUnmap:
+        reserved += e.size;
+        break;
+      case Action::kOom:
+        capacity = static_cast<int64_t>(e.addr) + reserved;
+        break;
+      default:
+        break;
     }
   }
   return capacity;  // the first oom's
@@ -294,8 +309,8 @@ std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& 
 absl::StatusOr<std::vector<std::string>> ExpandSweep(std::string_view spec) {
   std::vector<std::string> parts = absl::StrSplit(Sv(spec), absl::MaxSplits('=', 1));
   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sweep \"", Sv(spec), "\": expected KEY=V1,V2,... (e.g. max_split_size_mb=128,256)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sweep \"", Sv(spec), "\": expected KEY=V1,V2,... (e.g. max_split_size_mb=128,256)"));
   }
   std::vector<std::string> out;
   for (absl::string_view v : absl::StrSplit(parts[1], ',', absl::SkipEmpty())) {
@@ -372,15 +387,16 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   }
   if (private_segments > 0) {
     report.notes.push_back(absl::StrCat(
-        private_segments, " segments belong to private pools (CUDA graphs, MemPool); the trace does "
+        private_segments,
+        " segments belong to private pools (CUDA graphs, MemPool); the trace does "
         "not say which allocations went there, so all are replayed into the default pools"));
   }
   for (const ReplayConfig& c : configs) {
     if (c.config.garbage_collection_threshold > 0 && !c.config.memory_fraction) {
-      report.notes.push_back(absl::StrCat(
-          "configuration \"", c.label,
-          "\": garbage_collection_threshold acts only under a memory fraction "
-          "(per_process_memory_fraction); it does nothing here"));
+      report.notes.push_back(
+          absl::StrCat("configuration \"", c.label,
+                       "\": garbage_collection_threshold acts only under a memory fraction "
+                       "(per_process_memory_fraction); it does nothing here"));
     }
     if (c.config.backend != "native") {
       report.notes.push_back(absl::StrCat(
@@ -441,12 +457,27 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
     f.peak_reserved = reserved;
     for (const TraceEvent& e : ev) {
       switch (e.action) {
-        case Action::kSegmentAlloc: reserved += e.size; ++f.segment_allocs; break;
-        case Action::kSegmentMap: reserved += e.size; ++f.maps; break;
-        case Action::kSegmentFree: reserved -= e.size; ++f.segment_frees; break;
-        case Action::kSegmentUnmap: reserved -= e.size; ++f.unmaps; break;
-        case Action::kOom: ++f.ooms; break;
-        default: break;
+        case Action::kSegmentAlloc:
+          reserved += e.size;
+          ++f.segment_allocs;
+          break;
+        case Action::kSegmentMap:
+          reserved += e.size;
+          ++f.maps;
+          break;
+        case Action::kSegmentFree:
+          reserved -= e.size;
+          ++f.segment_frees;
+          break;
+        case Action::kSegmentUnmap:
+          reserved -= e.size;
+          ++f.unmaps;
+          break;
+        case Action::kOom:
+          ++f.ooms;
+          break;
+        default:
+          break;
       }
       f.peak_reserved = std::max(f.peak_reserved, reserved);
     }

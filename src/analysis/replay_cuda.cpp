@@ -84,7 +84,8 @@ void RunCaching(const PreparedTrace& prepared, const ReplayConfig& config, sim::
     int64_t peak_reserved = 0;
     ForEachOp(prepared, [&](const Op& op) {
       if (IsMalloc(op.kind)) ++r.allocs;
-      ApplyOp(op, alloc, live, [](sim::BlockRef) {}, [&] { ++r.ooms; });
+      ApplyOp(
+          op, alloc, live, [](sim::BlockRef) {}, [&] { ++r.ooms; });
       peak_reserved = std::max(peak_reserved, alloc.stats().reserved_bytes.aggregate.current);
     });
     r.peak_reserved = peak_reserved;
@@ -174,7 +175,8 @@ void RunAsync(const PreparedTrace& prepared, sim::CudaDriver& driver, const sim:
         if (it == live.end()) break;
         const Live l = it->second;
         live.erase(it);
-        check(timer.Time(CudaCall::kMemFreeAsync, [&] { return driver.MemFreeAsync(l.ptr, l.stream); }),
+        check(timer.Time(CudaCall::kMemFreeAsync,
+                         [&] { return driver.MemFreeAsync(l.ptr, l.stream); }),
               "cuMemFreeAsync");
         break;
       }
@@ -235,9 +237,9 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
     return absl::FailedPreconditionError("no CUDA device found");
   }
   if (options.gpu < 0 || options.gpu >= count) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--gpu ", options.gpu, ": this machine has ", count, " CUDA device",
-                     count == 1 ? "" : "s", " (0..", count - 1, ")"));
+    return absl::FailedPreconditionError(absl::StrCat("--gpu ", options.gpu, ": this machine has ",
+                                                      count, " CUDA device", count == 1 ? "" : "s",
+                                                      " (0..", count - 1, ")"));
   }
   CudaReplayReport report;
   report.file = snapshot.source.path;
@@ -248,8 +250,8 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
   driver.DeviceName(options.gpu, &report.gpu_name);
   if (CuResult r = driver.Open(options.gpu); r != sim::kCudaSuccess) {
     driver.Close();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot open CUDA device ", options.gpu, ": ", sim::DescribeCuResult(driver, r)));
+    return absl::FailedPreconditionError(absl::StrCat("cannot open CUDA device ", options.gpu, ": ",
+                                                      sim::DescribeCuResult(driver, r)));
   }
   if (driver.MemGetInfo(&report.gpu_free_before, &report.gpu_total) != sim::kCudaSuccess) {
     report.gpu_free_before = report.gpu_total = 0;
@@ -302,9 +304,9 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
                                                const std::vector<ReplayConfig>& configs,
                                                const CudaReplayOptions& options) {
   absl::StatusOr<std::unique_ptr<sim::CudaDriver>> driver = sim::LoadCudaDriver();
-  absl::StatusOr<CudaReplayReport> rep =
-      driver.ok() ? RunCudaReplay(snapshot, configs, options, **driver)
-                  : absl::StatusOr<CudaReplayReport>(driver.status());
+  absl::StatusOr<CudaReplayReport> rep = driver.ok()
+                                             ? RunCudaReplay(snapshot, configs, options, **driver)
+                                             : absl::StatusOr<CudaReplayReport>(driver.status());
   if (rep.ok()) return rep;
   return absl::Status(rep.status().code(),
                       absl::StrCat("--backend cuda: ", Sv(ToStd(rep.status().message()))));

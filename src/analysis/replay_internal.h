@@ -15,7 +15,14 @@
 namespace memsnap::analysis {
 
 /// kOomMalloc replays a recorded `oom` entry: the malloc that failed (it has no alloc event).
-enum class OpKind : uint8_t { kAlloc, kFree, kFreeRequested, kFreeCompleted, kEmptyCache, kOomMalloc };
+enum class OpKind : uint8_t {
+  kAlloc,
+  kFree,
+  kFreeRequested,
+  kFreeCompleted,
+  kEmptyCache,
+  kOomMalloc
+};
 
 /// Trace position of the cold-start allocations of blocks alive before the trace began.
 inline constexpr uint32_t kPreexisting = kPreexistingEvent;

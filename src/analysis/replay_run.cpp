@@ -95,7 +95,8 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   // The state before the trace: warm (segments rebuilt with their blocks) or cold.
   if (options.warm) {
     for (const WarmSegment& w : prepared.warm) {
-      std::vector<sim::BlockRef> refs = alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
+      std::vector<sim::BlockRef> refs =
+          alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
       for (size_t k = 0; k < refs.size(); ++k) live[w.blocks[k].ptr] = refs[k];
     }
   }
@@ -133,7 +134,8 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         [&] { record_oom(op); });
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
     if (options.stop_at_first_oom && !r.ooms.empty()) break;
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache || op.kind == OpKind::kOomMalloc) {
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache ||
+        op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
       const int64_t allocated = st.allocated_bytes.aggregate.current;
       if (reserved > r.peak_reserved ||

@@ -136,8 +136,10 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
       ++dev.totals.trace_entries;
       ++dev.totals.actions[static_cast<int>(e.action)];
       if (e.has_time()) {
-        if (dev.first_time_us == kNoTime || e.time_us < dev.first_time_us) dev.first_time_us = e.time_us;
-        if (dev.last_time_us == kNoTime || e.time_us > dev.last_time_us) dev.last_time_us = e.time_us;
+        if (dev.first_time_us == kNoTime || e.time_us < dev.first_time_us)
+          dev.first_time_us = e.time_us;
+        if (dev.last_time_us == kNoTime || e.time_us > dev.last_time_us)
+          dev.last_time_us = e.time_us;
       }
     }
     CountWindowEffects(snap, trace, dev);
@@ -210,8 +212,8 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
     const std::optional<int64_t> max_entries = snap.settings.trace_alloc_max_entries;
     for (const DeviceSummary& dev : report.devices) {
       const int64_t n = dev.totals.trace_entries;
-      const bool full = max_entries ? *max_entries > 0 && n >= *max_entries
-                                    : n >= kMinEventsForOverflow;
+      const bool full =
+          max_entries ? *max_entries > 0 && n >= *max_entries : n >= kMinEventsForOverflow;
       if (full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n) {
         report.warnings.push_back(absl::StrCat(
             "device ", dev.device, ": the trace ring buffer likely overflowed (",

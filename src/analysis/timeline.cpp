@@ -58,12 +58,14 @@ class AddrTable {
   }
   /// The state of `addr`, inserted when new. Invalidates earlier references when it grows.
   [[gnu::always_inline]] AddrState& operator[](uint64_t addr) {
-    if (addr == kEmpty) [[unlikely]] return empty_key_state_;
+    if (addr == kEmpty) [[unlikely]]
+      return empty_key_state_;
     for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.key == addr) return s.state;
       if (s.key == kEmpty) {
-        if (2 * (size_ + 1) > slots_.size()) [[unlikely]] return GrowAndInsert(addr);
+        if (2 * (size_ + 1) > slots_.size()) [[unlikely]]
+          return GrowAndInsert(addr);
         ++size_;
         s.key = addr;
         return s.state;
@@ -114,8 +116,8 @@ class AddrTable {
 
 // The final state of one device: active blocks by address, segments sorted by address.
 struct FinalState {
-  AddrMap<uint32_t> active;  // address -> BlockId
-  std::vector<uint32_t> segments;                  // SegmentIds, ascending address
+  AddrMap<uint32_t> active;        // address -> BlockId
+  std::vector<uint32_t> segments;  // SegmentIds, ascending address
   int64_t requested = 0, rounded = 0, reserved = 0;
 };
 
@@ -142,9 +144,8 @@ FinalState CollectFinal(const Snapshot& snap, int32_t device) {
 
 // Final segment containing `addr`, or -1.
 int64_t FindSegment(const Snapshot& snap, const FinalState& f, uint64_t addr) {
-  auto it = std::upper_bound(f.segments.begin(), f.segments.end(), addr, [&](uint64_t a, uint32_t s) {
-    return a < snap.segments[s].address;
-  });
+  auto it = std::upper_bound(f.segments.begin(), f.segments.end(), addr,
+                             [&](uint64_t a, uint32_t s) { return a < snap.segments[s].address; });
   if (it == f.segments.begin()) return -1;
   const Segment& seg = snap.segments[*(it - 1)];
   if (addr - seg.address < static_cast<uint64_t>(seg.total_size)) return *(it - 1);
@@ -157,7 +158,8 @@ int64_t ResolveFixedMoment(std::span<const TraceEvent> ev, bool has_time, const 
   const int64_t last = static_cast<int64_t>(ev.size()) - 1;
   switch (moment.kind) {
     case Moment::Kind::kPeak:  // not known before the pass; callers handle it
-    case Moment::Kind::kEnd: return last;
+    case Moment::Kind::kEnd:
+      return last;
     case Moment::Kind::kEvent:
       return std::clamp<int64_t>(moment.value < 0 ? last + 1 + moment.value : moment.value, -1,
                                  last);
@@ -187,7 +189,8 @@ bool AllTimed(std::span<const TraceEvent> ev) {
 
 // The event that created a lifetime: its alloc, else the free that revealed it.
 uint32_t CreationEvent(const BlockLifetime& lt) {
-  return lt.alloc_event != kNone ? lt.alloc_event : std::min(lt.free_requested_event, lt.free_completed_event);
+  return lt.alloc_event != kNone ? lt.alloc_event
+                                 : std::min(lt.free_requested_event, lt.free_completed_event);
 }
 
 // Rebuilds one device's timeline: Feed() the device's events in order, in one span or in chunks
@@ -202,10 +205,12 @@ class DeviceBuilder {
                 size_t expected_segments, size_t expected_events)
       : options_(options), dt_(dt), addrs_(expected_addrs), seg_addrs_(expected_segments) {
     dt.kept = options.keep;
-    follow_peak_ = options.keep == KeepLifetimes::kLiveAt && options.moment.kind == Moment::Kind::kPeak;
+    follow_peak_ =
+        options.keep == KeepLifetimes::kLiveAt && options.moment.kind == Moment::Kind::kPeak;
     if (options.curve) dt.live_net.reserve(expected_events);
     // ~one lifetime per alloc/free pair
-    if (options.keep == KeepLifetimes::kAll) dt.blocks.reserve(expected_events / 2 + expected_addrs + 16);
+    if (options.keep == KeepLifetimes::kAll)
+      dt.blocks.reserve(expected_events / 2 + expected_addrs + 16);
   }
 
   /// kLiveAt at a moment other than the peak: the device-local event whose live lifetimes are
@@ -283,7 +288,7 @@ class DeviceBuilder {
     Prefaulter& pool_prefault = pool_prefault_;
 
     auto open = [&](const TraceEvent& e, AddrState& st) __attribute__((always_inline))
-                    -> BlockLifetime& {
+                    ->BlockLifetime& {
       if (!kAllKept && !free_slots_.empty()) {
         st.open = free_slots_.back();
         free_slots_.pop_back();
@@ -309,7 +314,7 @@ class DeviceBuilder {
       pre_round_ += lt.rounded_size;
       ++dt_.frees_without_alloc;
     };
-    auto close = [&](AddrState& st, uint32_t i) __attribute__((always_inline)) {
+    auto close = [&](AddrState & st, uint32_t i) __attribute__((always_inline)) {
       BlockLifetime& lt = pool[st.open];
       lt.free_completed_event = i;
       cur_req_ -= lt.requested_size;
@@ -326,7 +331,7 @@ class DeviceBuilder {
     // lookup. The pointer stays valid because nothing is inserted between the two events.
     uint64_t last_addr = 0;
     AddrState* last_state = nullptr;
-    auto state_of = [&](uint64_t addr) __attribute__((always_inline)) -> AddrState& {
+    auto state_of = [&](uint64_t addr) __attribute__((always_inline))->AddrState& {
       if (last_state == nullptr || addr != last_addr) {
         last_state = &addrs_[addr];
         last_addr = addr;
@@ -363,21 +368,25 @@ class DeviceBuilder {
         }
         case Action::kFreeRequested: {
           AddrState& st = state_of(e.addr);
-          if (st.open == kNone) [[unlikely]] open_pre_window(e, st);
+          if (st.open == kNone) [[unlikely]]
+            open_pre_window(e, st);
           BlockLifetime& lt = pool[st.open];
           if (lt.free_requested_event == kNone) lt.free_requested_event = i;
           break;
         }
         case Action::kFreeCompleted: {
           AddrState& st = state_of(e.addr);
-          if (st.open == kNone) [[unlikely]] open_pre_window(e, st);
+          if (st.open == kNone) [[unlikely]]
+            open_pre_window(e, st);
           close(st, i);
           break;
         }
         case Action::kSegmentAlloc:
         case Action::kSegmentMap:
         case Action::kSegmentFree:
-        case Action::kSegmentUnmap: SegmentEvent(e, i); break;
+        case Action::kSegmentUnmap:
+          SegmentEvent(e, i);
+          break;
         default:  // snapshot / oom / unknown: not terminators, no effect on the curves
           break;
       }
@@ -470,7 +479,7 @@ class DeviceBuilder {
     // Every alloc began an in-window lifetime; those still open are counted as open instead.
     // Every free without an alloc began a pre-window one.
     dt_.by_class[static_cast<int>(LifetimeClass::kInWindow)] = {allocs_ - open_totals.count,
-                                                                 alloc_bytes_ - open_totals.bytes};
+                                                                alloc_bytes_ - open_totals.bytes};
     dt_.by_class[static_cast<int>(LifetimeClass::kPreWindow)] = {dt_.frees_without_alloc, pre_req_};
     if (options_.keep == KeepLifetimes::kLiveAt) {
       std::sort(kept_.begin(), kept_.end(), [](const BlockLifetime& a, const BlockLifetime& b) {
@@ -571,14 +580,14 @@ class DeviceBuilder {
 
   const TimelineOptions& options_;
   DeviceTimeline& dt_;
-  FinalState fin_;  // set by Finish
+  FinalState fin_;       // set by Finish
   AddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
   AddrTable seg_addrs_;  // segment address -> open segment lifetime
   std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
   std::vector<uint32_t> free_slots_;
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
   int64_t target_ = -1;
-  std::vector<uint8_t> used_;  // final blocks matched by an open lifetime
+  std::vector<uint8_t> used_;                          // final blocks matched by an open lifetime
   int64_t cur_req_ = 0, cur_round_ = 0, cur_res_ = 0;  // net of the trace so far
   int64_t pre_req_ = 0, pre_round_ = 0, pre_res_ = 0;  // pre-window lifetimes
   int64_t ghost_req_ = 0, ghost_round_ = 0, ghost_res_ = 0;
@@ -615,10 +624,14 @@ void BuildDevice(const Snapshot& snap, int32_t device, const TimelineOptions& op
 
 std::string_view LifetimeClassName(LifetimeClass c) {
   switch (c) {
-    case LifetimeClass::kInWindow: return "in-window";
-    case LifetimeClass::kPreWindow: return "pre-window";
-    case LifetimeClass::kGhost: return "ghost";
-    case LifetimeClass::kOpen: return "open";
+    case LifetimeClass::kInWindow:
+      return "in-window";
+    case LifetimeClass::kPreWindow:
+      return "pre-window";
+    case LifetimeClass::kGhost:
+      return "ghost";
+    case LifetimeClass::kOpen:
+      return "open";
   }
   return "?";
 }
@@ -691,9 +704,9 @@ absl::StatusOr<std::vector<int32_t>> TimelineDevices(const Snapshot& snapshot,
   if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
     std::string have;
     for (int32_t d : devices) absl::StrAppend(&have, have.empty() ? "" : ", ", d);
-    return absl::InvalidArgumentError(absl::StrCat("--device ", *options.device,
-                                                   ": no such device in this file (devices: ",
-                                                   have.empty() ? "none" : have, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", *options.device,
+        ": no such device in this file (devices: ", have.empty() ? "none" : have, ")"));
   }
   return std::vector<int32_t>{*options.device};
 }
@@ -705,7 +718,8 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
   ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options));
   Timeline tl;
   tl.devices.resize(devices.size());
-  for (size_t i = 0; i < devices.size(); ++i) BuildDevice(snapshot, devices[i], options, tl.devices[i]);
+  for (size_t i = 0; i < devices.size(); ++i)
+    BuildDevice(snapshot, devices[i], options, tl.devices[i]);
   return tl;
 }
 
@@ -842,10 +856,11 @@ absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const M
   auto error = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(Sv(flag), " ", Sv(text), ": ", why));
   };
-  const std::string events = absl::StrCat("device ", dt.device, "'s trace has ", FormatCount(n),
-                                          n == 1 ? " event" : " events", " (event:0 to event:",
-                                          n - 1, ")");
-  const bool index = m.kind == Moment::Kind::kEvent || (m.kind == Moment::Kind::kTime && !dt.has_time);
+  const std::string events =
+      absl::StrCat("device ", dt.device, "'s trace has ", FormatCount(n),
+                   n == 1 ? " event" : " events", " (event:0 to event:", n - 1, ")");
+  const bool index =
+      m.kind == Moment::Kind::kEvent || (m.kind == Moment::Kind::kTime && !dt.has_time);
   if (index) {
     if (m.value >= n || m.value < -n) return error(absl::StrCat("out of range: ", events));
     return absl::OkStatus();
@@ -863,10 +878,9 @@ absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const M
   if (m.kind == Moment::Kind::kSinceStart) t = first + m.value;
   if (m.kind == Moment::Kind::kBeforeEnd) t = last - m.value;
   if (t < first) {
-    return error(absl::StrCat("before the trace began: ", span,
-                              m.kind == Moment::Kind::kTime
-                                  ? "; for a time since it began write e.g. +25ms"
-                                  : ""));
+    return error(absl::StrCat(
+        "before the trace began: ", span,
+        m.kind == Moment::Kind::kTime ? "; for a time since it began write e.g. +25ms" : ""));
   }
   if (t > last) return error(absl::StrCat("after the trace ended: ", span));
   return absl::OkStatus();

@@ -35,16 +35,20 @@ RunFn SetupBlocks(CLI::App& sub) {
                  "end) | a time_us as recorded")
       ->capture_default_str();
   sub.add_flag("--all", opts->all, "Every block lifetime of the trace, not just the live ones");
-  sub.add_option("--min-size", opts->min_size, "Only blocks of at least SIZE requested (e.g. 1MiB)");
+  sub.add_option("--min-size", opts->min_size,
+                 "Only blocks of at least SIZE requested (e.g. 1MiB)");
   sub.add_option("--stream", opts->stream, "Only blocks on this stream (decimal or 0x hex)");
-  sub.add_option("--stack", opts->stack, "Only blocks with a frame 'file:line:function' matching REGEX");
+  sub.add_option("--stack", opts->stack,
+                 "Only blocks with a frame 'file:line:function' matching REGEX");
   AddGroupFlags(sub, opts->filter, /*grouping=*/false);
   sub.add_option("--device", opts->device, "Only this device");
   sub.add_option("--limit", opts->limit, "Rows to print (0 = all)")->capture_default_str();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.footer(
-      "Classes: in-window (alloc and free in the trace), pre-window (only the free), ghost (live at\n"
-      "the end, never in the trace), open (alloc in the trace, live at the end). Events are indices\n"
+      "Classes: in-window (alloc and free in the trace), pre-window (only the free), ghost (live "
+      "at\n"
+      "the end, never in the trace), open (alloc in the trace, live at the end). Events are "
+      "indices\n"
       "into the device's trace; t0 = before the trace, end = still live. Each block's site and\n"
       "category (parameter, gradient, optimizer_state, activation, temporary, input, unknown) are\n"
       "explained in docs/attribution.md; --json gives the rule that decided the category.\n\n"
@@ -58,7 +62,9 @@ RunFn SetupBlocks(CLI::App& sub) {
     ASSIGN_OR_RETURN(q.at, analysis::ParseMoment(opts->at));
     if (!opts->min_size.empty()) {
       auto size = ParseSize(opts->min_size);
-      if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--min-size: ", std::string(size.status().message())));
+      if (!size.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat("--min-size: ", std::string(size.status().message())));
       q.min_size = *size;
     }
     if (!opts->stream.empty()) {
@@ -66,7 +72,9 @@ RunFn SetupBlocks(CLI::App& sub) {
       std::string_view text = opts->stream;
       bool ok = text.starts_with("0x") ? absl::SimpleHexAtoi(Sv(text.substr(2)), &s)
                                        : absl::SimpleAtoi(Sv(text), &s);
-      if (!ok) return absl::InvalidArgumentError(absl::StrCat("--stream ", opts->stream, ": expected an integer"));
+      if (!ok)
+        return absl::InvalidArgumentError(
+            absl::StrCat("--stream ", opts->stream, ": expected an integer"));
       q.stream = s;
     }
     q.stack_regex = opts->stack;

@@ -191,8 +191,7 @@ RunFn SetupCheck(CLI::App& sub) {
                  "Also write JUnit XML (one testcase per check, one testsuite per file) here");
   sub.add_option("--markdown", opts->markdown,
                  "Also write a Markdown summary here (for a CI job summary)");
-  sub.add_option("--top-sites", opts->top_sites,
-                 "Growing sites listed when a baseline check fails")
+  sub.add_option("--top-sites", opts->top_sites, "Growing sites listed when a baseline check fails")
       ->check(CLI::NonNegativeNumber)
       ->default_val(5);
   sub.add_flag("--json", opts->json, "Machine-readable verdict");
@@ -210,14 +209,12 @@ RunFn SetupCheck(CLI::App& sub) {
       "      # each ranks/F against base_ranks/F; fails when any rank fails");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::CheckOptions options;
-    ASSIGN_OR_RETURN(options.max_peak,
-                     ParseFlag<int64_t>("--max-peak", opts->max_peak, ParseSize));
+    ASSIGN_OR_RETURN(options.max_peak, ParseFlag<int64_t>("--max-peak", opts->max_peak, ParseSize));
     ASSIGN_OR_RETURN(options.max_reserved,
                      ParseFlag<int64_t>("--max-reserved", opts->max_reserved, ParseSize));
     ASSIGN_OR_RETURN(options.max_allocated,
                      ParseFlag<int64_t>("--max-allocated", opts->max_allocated, ParseSize));
-    ASSIGN_OR_RETURN(options.max_frag,
-                     ParseFlag<double>("--max-frag", opts->max_frag, ParseRatio));
+    ASSIGN_OR_RETURN(options.max_frag, ParseFlag<double>("--max-frag", opts->max_frag, ParseRatio));
     ASSIGN_OR_RETURN(options.fits, ParseFlag<int64_t>("--fits", opts->fits, ParseSize));
     if (options.fits && *options.fits <= 0) {
       return absl::InvalidArgumentError(
@@ -250,9 +247,9 @@ RunFn SetupCheck(CLI::App& sub) {
       base_metrics = analysis::MeasureForCheck(base.snapshot, base.timeline);
       baseline = std::move(base.snapshot);
     }
-    ASSIGN_OR_RETURN(analysis::CheckReport report,
-                     analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr,
-                                         options));
+    ASSIGN_OR_RETURN(
+        analysis::CheckReport report,
+        analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, options));
     if (baseline) ExplainBaselineFailures(*baseline, current, opts->top_sites, report);
     if (!opts->junit.empty()) {
       RETURN_IF_ERROR(WriteOutputFile(opts->junit, report::CheckToJunit(report), ctx));

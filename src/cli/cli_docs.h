@@ -12,9 +12,9 @@
 namespace memsnap::cli {
 
 struct OptionDoc {
-  std::vector<std::string> names;    // "-o", "--output"; the positional name for positionals
+  std::vector<std::string> names;  // "-o", "--output"; the positional name for positionals
   bool positional = false;
-  bool takes_value = true;           // false for flags
+  bool takes_value = true;  // false for flags
   bool required = false;
   bool many = false;                 // accepts several values
   std::string type;                  // CLI11's type text, e.g. "TEXT:{perfetto,folded,csv}"

@@ -1,12 +1,12 @@
 #include "memsnap/cli/common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/parse/reader.h"

@@ -1,5 +1,6 @@
-// memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol, optionally
-// cut to a range of the trace (--from/--to) so the official viewer can open a piece of a huge file.
+// memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol,
+// optionally cut to a range of the trace (--from/--to) so the official viewer can open a piece of a
+// huge file.
 #include <unistd.h>
 
 #include <filesystem>
@@ -98,8 +99,9 @@ RunFn SetupConvert(CLI::App& sub) {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
     std::string format = opts->format;
     const bool gzip = opts->gzip || opts->output.ends_with(".gz");
-    const std::string plain_name =
-        opts->output.ends_with(".gz") ? opts->output.substr(0, opts->output.size() - 3) : opts->output;
+    const std::string plain_name = opts->output.ends_with(".gz")
+                                       ? opts->output.substr(0, opts->output.size() - 3)
+                                       : opts->output;
     if (format.empty()) format = plain_name.ends_with(".json") ? "json" : "pickle";
 
     writer::SnapshotWriteOptions write;
@@ -140,9 +142,8 @@ RunFn SetupConvert(CLI::App& sub) {
     const uint64_t in_bytes = snap.source.file_bytes;
     const bool big = format == "json" && !gzip && in_bytes > 0 && bytes > 10 * in_bytes;
     if (big && !ctx.quiet) {
-      *ctx.err << "note: " << opts->output << " is "
-               << FormatBytes(static_cast<int64_t>(bytes)) << ", "
-               << static_cast<int64_t>(bytes / in_bytes) << "x the "
+      *ctx.err << "note: " << opts->output << " is " << FormatBytes(static_cast<int64_t>(bytes))
+               << ", " << static_cast<int64_t>(bytes / in_bytes) << "x the "
                << FormatBytes(static_cast<int64_t>(in_bytes))
                << " input: JSON repeats every stack a pickle shares (it is already written without "
                   "indentation). Write "

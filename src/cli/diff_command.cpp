@@ -33,7 +33,8 @@ RunFn SetupDiff(CLI::App& sub) {
                  "auto (the peak when both files have a trace, else the end) | peak | end")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "peak", "end"}));
-  sub.add_option("--min-delta", opts->min_delta, "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
+  sub.add_option("--min-delta", opts->min_delta,
+                 "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_flag("--ignore-lines", opts->group.ignore_lines,
                "Match frames by function and file only (scripts edited between runs)");
@@ -43,11 +44,13 @@ RunFn SetupDiff(CLI::App& sub) {
                  "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
                  "difffolded.pl / flamegraph.pl");
   sub.footer(
-      "Sites are matched by their identity (the user's frames, the autograd node and the operator;\n"
+      "Sites are matched by their identity (the user's frames, the autograd node and the "
+      "operator;\n"
       "docs/attribution.md), never by address or native frames, so different runs, PyTorch builds\n"
       "and device counts compare. Positive delta = growth.\n\n"
       "Examples:\n"
-      "  memsnap diff base.pickle new.pickle            # at each file's peak when both have a trace\n"
+      "  memsnap diff base.pickle new.pickle            # at each file's peak when both have a "
+      "trace\n"
       "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
       "  memsnap diff --folded - a.pickle b.pickle | flamegraph.pl > diff.svg");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
@@ -55,8 +58,7 @@ RunFn SetupDiff(CLI::App& sub) {
     o.auto_moment = opts->at == "auto";
     if (!o.auto_moment) {
       ASSIGN_OR_RETURN(o.at, analysis::ParseMoment(opts->at));
-      if (o.at.kind != analysis::Moment::Kind::kPeak &&
-          o.at.kind != analysis::Moment::Kind::kEnd) {
+      if (o.at.kind != analysis::Moment::Kind::kPeak && o.at.kind != analysis::Moment::Kind::kEnd) {
         return absl::InvalidArgumentError(
             absl::StrCat("--at ", opts->at, ": diff accepts auto, peak or end"));
       }
@@ -65,7 +67,8 @@ RunFn SetupDiff(CLI::App& sub) {
     if (!opts->min_delta.empty()) {
       auto size = ParseSize(opts->min_delta);
       if (!size.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("--min-delta: ", std::string(size.status().message())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--min-delta: ", std::string(size.status().message())));
       }
       o.min_delta = *size;
     }
@@ -85,7 +88,8 @@ RunFn SetupDiff(CLI::App& sub) {
       if (o.group.by != analysis::GroupBy::kStack) {
         analysis::DiffOptions by_stack = o;
         by_stack.group.by = analysis::GroupBy::kStack;
-        ASSIGN_OR_RETURN(stacks, analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot, by_stack));
+        ASSIGN_OR_RETURN(stacks,
+                         analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot, by_stack));
       }
       std::ostringstream folded;
       report::RenderDiffFolded(stacks, folded);

@@ -6,7 +6,6 @@
 #include "memsnap/analysis/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
-#include "memsnap/writer/snapshot_writer.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
@@ -14,6 +13,7 @@
 #include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
+#include "memsnap/writer/snapshot_writer.h"
 
 namespace memsnap::cli {
 
@@ -56,7 +56,8 @@ RunFn SetupExport(CLI::App& sub) {
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print what was written (format, counts) as JSON on stdout");
   sub.footer(
-      "-f json writes the whole snapshot as `memsnap convert FILE OUT.json` does; for a pickle the\n"
+      "-f json writes the whole snapshot as `memsnap convert FILE OUT.json` does; for a pickle "
+      "the\n"
       "official viewer opens, or a slice of the trace, use `memsnap convert`.\n\n"
       "Examples:\n"
       "  memsnap export --format perfetto snap.pickle -o trace.json   # open in ui.perfetto.dev\n"
@@ -64,7 +65,6 @@ RunFn SetupExport(CLI::App& sub) {
       "  memsnap export --format csv snap.pickle -o lifetimes.csv\n"
       "  memsnap export --format json snap.pickle -o snap.json");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-
     if (opts->json && opts->output == "-") {
       return absl::InvalidArgumentError("--json: needs -o FILE (the export itself goes to stdout)");
     }
@@ -113,16 +113,18 @@ RunFn SetupExport(CLI::App& sub) {
     info["output"] = opts->output;
     absl::Status st;
     if (opts->format == "perfetto") {
-      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) -> absl::Status {
-        ASSIGN_OR_RETURN(report::PerfettoStats stats,
-                         report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
-        info["counter_events"] = stats.counter_events;
-        info["slice_events"] = stats.slice_events;
-        info["annotation_events"] = stats.annotation_events;
-        info["instant_events"] = stats.instant_events;
-        info["lanes"] = stats.lanes;
-        return absl::OkStatus();
-      });
+      st = report::WriteStreamedOutput(
+          opts->output, *ctx.out, [&](std::ostream& out) -> absl::Status {
+            ASSIGN_OR_RETURN(
+                report::PerfettoStats stats,
+                report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
+            info["counter_events"] = stats.counter_events;
+            info["slice_events"] = stats.slice_events;
+            info["annotation_events"] = stats.annotation_events;
+            info["instant_events"] = stats.instant_events;
+            info["lanes"] = stats.lanes;
+            return absl::OkStatus();
+          });
     } else if (opts->format == "folded") {
       RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
       ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(*context, *timeline, moment));

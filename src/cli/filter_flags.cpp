@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace memsnap::cli {
 
@@ -17,7 +17,8 @@ absl::StatusOr<analysis::GroupOptions> GroupFlags::Resolve() const {
   auto by_or = analysis::ParseGroupBy(by.empty() ? (depth > 0 ? "stack" : "site") : by);
   if (!by_or.ok()) return by_or.status();
   o.by = *by_or;
-  if (depth < 0) return absl::InvalidArgumentError(absl::StrCat("--depth ", depth, ": must be >= 0"));
+  if (depth < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--depth ", depth, ": must be >= 0"));
   o.depth = depth;
   o.ignore_lines = ignore_lines;
   o.filter.noise_filter = !no_filter;

@@ -35,19 +35,19 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
 }
 
 absl::StatusOr<analysis::LeakReport> RunSeries(const LeaksCommandOptions& o,
-                                               const analysis::LeakOptions& options,
-                                               Context& ctx) {
+                                               const analysis::LeakOptions& options, Context& ctx) {
   if (!o.step_annotation.empty() || o.steps > 0) {
     return absl::InvalidArgumentError(
         "--step-annotation and --steps need a single file with a trace (single-trace mode)");
   }
-  ASSIGN_OR_RETURN(auto results, AnalyzeEach<analysis::SeriesPoint>(
-                                     o.files, ctx,
-                                     [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
-                                       auto p = analysis::SeriesPointOf(snap, options);
-                                       if (!p.ok()) return Prefixed(snap.source.path, p.status());
-                                       return p;
-                                     }));
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::SeriesPoint>(
+          o.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
+            auto p = analysis::SeriesPointOf(snap, options);
+            if (!p.ok()) return Prefixed(snap.source.path, p.status());
+            return p;
+          }));
   std::vector<analysis::SeriesPoint> points;
   for (auto& [path, p] : results) {
     p.label = path;

@@ -77,12 +77,14 @@ RunFn SetupReplay(CLI::App& sub) {
                  "Device capacity, e.g. 80GiB (default: implied by an oom entry, else unlimited)");
   sub.add_option("--device", opts->device, "Device ordinal (default: the first with a trace)");
   sub.add_flag("--json", opts->json, "Machine-readable output");
-  sub.add_option("--csv", opts->csv, "Write the reserved-bytes curve as CSV to this path ('-': stdout)");
+  sub.add_option("--csv", opts->csv,
+                 "Write the reserved-bytes curve as CSV to this path ('-': stdout)");
   sub.add_flag("--verify", opts->verify,
                "Compare the simulator's segment events under the recorded settings with the "
                "trace; exit 1 unless they match exactly");
-  sub.add_option("--empty-cache", opts->empty_cache,
-                 "Explicit empty_cache() calls: heuristic (infer from segment_free bursts) or ignore")
+  sub.add_option(
+         "--empty-cache", opts->empty_cache,
+         "Explicit empty_cache() calls: heuristic (infer from segment_free bursts) or ignore")
       ->check(CLI::IsMember({"heuristic", "ignore"}));
   sub.add_option("--start", opts->start,
                  "Blocks alive before the trace: cold (allocate them first, in address order) or "
@@ -98,9 +100,11 @@ RunFn SetupReplay(CLI::App& sub) {
       "Examples:\n"
       "  memsnap replay snap.pickle --allocator expandable\n"
       "  memsnap replay snap.pickle --sweep max_split_size_mb=128,256,512 --device-memory 40GiB\n"
-      "  memsnap replay snap.pickle --conf expandable_segments:True,max_split_size_mb:512 --csv curve.csv\n"
+      "  memsnap replay snap.pickle --conf expandable_segments:True,max_split_size_mb:512 --csv "
+      "curve.csv\n"
       "  memsnap replay --verify --json snap.pickle | jq .verify.matched\n"
-      "  memsnap replay snap.pickle --backend cuda --allocator cudaMallocAsync --gpu 1 --scale 0.5");
+      "  memsnap replay snap.pickle --backend cuda --allocator cudaMallocAsync --gpu 1 --scale "
+      "0.5");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     if (opts->backend == "cuda") {
       CudaReplayCliOptions co{opts->files, {}, opts->json, opts->verify, !opts->csv.empty()};
@@ -110,8 +114,8 @@ RunFn SetupReplay(CLI::App& sub) {
       co.replay.warm_start = opts->start == "warm";
       co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                             : analysis::EmptyCacheMode::kHeuristic;
-      return RunCudaReplayCommand(co, [&](const Snapshot& s) { return BuildConfigs(*opts, s); },
-                                  ctx);
+      return RunCudaReplayCommand(
+          co, [&](const Snapshot& s) { return BuildConfigs(*opts, s); }, ctx);
     }
     if (opts->allocator == "cudaMallocAsync" || opts->scale != 1.0) {
       return absl::InvalidArgumentError(
@@ -128,8 +132,8 @@ RunFn SetupReplay(CLI::App& sub) {
     if (!opts->device_memory.empty()) {
       absl::StatusOr<int64_t> cap = ParseSize(opts->device_memory);
       if (!cap.ok() || *cap <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--device-memory \"", opts->device_memory, "\": expected a size such as 80GiB"));
+        return absl::InvalidArgumentError(absl::StrCat("--device-memory \"", opts->device_memory,
+                                                       "\": expected a size such as 80GiB"));
       }
       ro.device_memory = *cap;
     }

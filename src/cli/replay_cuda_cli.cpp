@@ -1,8 +1,7 @@
 // `memsnap replay --backend cuda`: load, replay on the GPU, render.
-#include "memsnap/cli/replay_cuda.h"
-
 #include "absl/strings/str_cat.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/cli/replay_cuda.h"
 #include "memsnap/report/replay_cuda_render.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/group.h"
+#include "memsnap/analysis/ranks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
-#include "memsnap/analysis/ranks.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/report/timeline_render.h"
@@ -32,12 +32,12 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analys
                                      const analysis::GroupOptions& group, Context& ctx) {
   std::optional<int32_t> device;
   if (opts.device >= 0) device = opts.device;
-  ASSIGN_OR_RETURN(auto results,
-                   AnalyzeEach<analysis::RankFigures>(
-                       opts.files, ctx,
-                       [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
-                         return analysis::TopRankFigures(snap, moment, opts.at, group, device);
-                       }));
+  ASSIGN_OR_RETURN(
+      auto results,
+      AnalyzeEach<analysis::RankFigures>(
+          opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
+            return analysis::TopRankFigures(snap, moment, opts.at, group, device);
+          }));
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
   analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
@@ -67,7 +67,8 @@ RunFn SetupTop(CLI::App& sub) {
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top, "Rows to show; the rest fold into one '[N others]' row")
       ->capture_default_str();
-  sub.add_option("--device", opts->device, "Only this device (default: all, each at its own moment)");
+  sub.add_option("--device", opts->device,
+                 "Only this device (default: all, each at its own moment)");
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
                  "Write folded stacks (root first, 'a;b;c bytes') to FILE ('-' = stdout) for "
@@ -75,7 +76,8 @@ RunFn SetupTop(CLI::App& sub) {
   sub.footer(
       "Bytes are requested bytes of live blocks. A site is named after the user's frame that\n"
       "allocated (and what it called), backward memory after its autograd node; the category says\n"
-      "which kind of memory it is (docs/attribution.md). Blocks without a stack are in '[no stack]'.\n\n"
+      "which kind of memory it is (docs/attribution.md). Blocks without a stack are in '[no "
+      "stack]'.\n\n"
       "Examples:\n"
       "  memsnap top snap.pickle\n"
       "  memsnap top --by category snap.pickle       # parameters, gradients, optimizer state...\n"

@@ -96,7 +96,8 @@ absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
   void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
-  if (data == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": mmap: ", std::strerror(e)));
+  if (data == MAP_FAILED)
+    return absl::InternalError(absl::StrCat(path, ": mmap: ", std::strerror(e)));
   madvise(data, size, MADV_SEQUENTIAL);
   return std::unique_ptr<InputSource>(new MappedFile(path, static_cast<const char*>(data), size));
 }
@@ -155,17 +156,17 @@ absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name
     out.resize(old + given - zs.avail_out);
     if (ret == Z_STREAM_END) break;  // bytes after the first member are ignored
     if (out.size() > max_output) {
-      return absl::InvalidArgumentError(absl::StrCat(Sv(name), ": gzip data inflates beyond ",
-                                                     max_output, " bytes; refusing"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Sv(name), ": gzip data inflates beyond ", max_output, " bytes; refusing"));
     }
     if (ret != Z_OK && ret != Z_BUF_ERROR) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Sv(name), ": offset ", fed - zs.avail_in, ": corrupt gzip data (",
-          zs.msg != nullptr ? zs.msg : "inflate error", ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Sv(name), ": offset ", fed - zs.avail_in, ": corrupt gzip data (",
+                       zs.msg != nullptr ? zs.msg : "inflate error", ")"));
     }
     bool no_progress = out.size() == old && zs.avail_out != 0;
-    if (zs.avail_in == 0 && fed == bytes.size() && (no_progress || ret == Z_BUF_ERROR ||
-                                                    zs.avail_out != 0)) {
+    if (zs.avail_in == 0 && fed == bytes.size() &&
+        (no_progress || ret == Z_BUF_ERROR || zs.avail_out != 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(Sv(name), ": gzip data is truncated (ends before the end of the stream)"));
     }

@@ -14,8 +14,8 @@ namespace memsnap {
 
 namespace {
 constexpr std::array<std::string_view, kNumActions> kActionNames = {
-    "alloc",        "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map",  "segment_unmap",  "snapshot",       "oom",           "unknown"};
+    "alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
+    "segment_map", "segment_unmap",  "snapshot",       "oom",           "unknown"};
 }  // namespace
 
 std::string_view ActionName(Action action) { return kActionNames[static_cast<int>(action)]; }
@@ -121,8 +121,8 @@ void Normalize(Snapshot& snap) {
     }
     if (seg.num_blocks > 0 && (!contiguous || covered != static_cast<uint64_t>(seg.total_size))) {
       snap.diagnostics.Warn(absl::StrCat("segment ", si, " at ", FormatAddress(seg.address),
-                                         " (device ", seg.device, "): blocks cover ",
-                                         covered, " bytes of ", seg.total_size,
+                                         " (device ", seg.device, "): blocks cover ", covered,
+                                         " bytes of ", seg.total_size,
                                          contiguous ? "" : " and are not contiguous"));
     }
   }
@@ -139,9 +139,8 @@ void Normalize(Snapshot& snap) {
     if (prev.device != cur.device || prev.total_size <= 0) continue;
     uint64_t prev_end = prev.address + static_cast<uint64_t>(prev.total_size);
     if (cur.address < prev_end && prev_end > prev.address) {
-      snap.diagnostics.Warn(absl::StrCat("segments ", order[k - 1], " and ", order[k],
-                                         " (device ", cur.device, ") overlap at ",
-                                         FormatAddress(cur.address)));
+      snap.diagnostics.Warn(absl::StrCat("segments ", order[k - 1], " and ", order[k], " (device ",
+                                         cur.device, ") overlap at ", FormatAddress(cur.address)));
     }
   }
 }

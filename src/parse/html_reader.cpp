@@ -60,8 +60,9 @@ absl::StatusOr<std::string> DecodeBase64Payload(std::string_view html, size_t be
     }
     int8_t v = kBase64[c];
     if (v < 0) {
-      return error(i, c == '\\' ? std::string("unexpected escape")
-                                : absl::StrCat("invalid character 0x", absl::Hex(c, absl::kZeroPad2)));
+      return error(i, c == '\\'
+                          ? std::string("unexpected escape")
+                          : absl::StrCat("invalid character 0x", absl::Hex(c, absl::kZeroPad2)));
     }
     if (pad > 0) return error(i, "data after '=' padding");
     acc = (acc << 6) | static_cast<uint32_t>(v);

@@ -18,8 +18,8 @@ Container Detect(std::string_view bytes) {
   if (b0 == 0x80) return Container::kPickle;
   size_t i = 0;
   if (bytes.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
-  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' ||
-                              bytes[i] == '\t')) {
+  while (i < bytes.size() &&
+         (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t')) {
     ++i;
   }
   if (i == bytes.size()) return Container::kEmpty;
@@ -29,8 +29,8 @@ Container Detect(std::string_view bytes) {
   return Container::kUnknown;
 }
 
-absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool gzipped,
-                                                    int depth, EventObserver* observer) {
+absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool gzipped, int depth,
+                                                    EventObserver* observer) {
   std::string_view bytes = input.bytes();
   std::vector<Snapshot> out;
   switch (Detect(bytes)) {
@@ -62,10 +62,11 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
     case Container::kHtml: {
       ASSIGN_OR_RETURN(std::vector<std::string> payloads, ExtractHtmlPayloads(bytes, input.name()));
       for (size_t i = 0; i < payloads.size(); ++i) {
-        std::string name = payloads.size() == 1 ? input.name()
-                                                : absl::StrCat(input.name(), " [payload ", i, "]");
+        std::string name =
+            payloads.size() == 1 ? input.name() : absl::StrCat(input.name(), " [payload ", i, "]");
         auto inner = io::FromString(std::move(payloads[i]), name);
-        ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(*inner, gzipped, depth + 1, nullptr));
+        ASSIGN_OR_RETURN(std::vector<Snapshot> snaps,
+                         ParseDetected(*inner, gzipped, depth + 1, nullptr));
         for (Snapshot& s : snaps) {
           s.source.container = ContainerFormat::kHtml;
           out.push_back(std::move(s));
@@ -105,8 +106,8 @@ absl::StatusOr<Snapshot> ReadSnapshot(const std::string& path, const ReadOptions
   ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ReadSnapshots(path, options));
   if (snaps.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no snapshot found"));
   if (snaps.size() > 1) {
-    snaps[0].diagnostics.Warn(absl::StrCat("the file embeds ", snaps.size(),
-                                           " snapshots; using the first"));
+    snaps[0].diagnostics.Warn(
+        absl::StrCat("the file embeds ", snaps.size(), " snapshots; using the first"));
   }
   return std::move(snaps[0]);
 }

@@ -6,8 +6,10 @@
 // and decodes only values whose meaning it shares with SetEvent, which a differential test
 // holds it to (tests/unit/pickle_fast_path_test.cpp).
 //
+// clang-format off
 //   key text --KeyOfName / the pickle's interned key ids--> Key --FieldOf(record, key)--> Field
 //   Field + value --Set<Record>(reader's field access, ...)--> model
+// clang-format on
 //
 // The setters are templates over the reader's value access (FieldAccess below), so both readers
 // share the conversions, the tolerated variants and the limits (model/limits.h) while keeping

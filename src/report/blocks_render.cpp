@@ -26,17 +26,19 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];
     const analysis::BlockLifetime& l = r.lifetime;
-    std::string events =
-        absl::StrCat(EventText(l.alloc_event, "t0"), "..", EventText(l.free_completed_event, "end"));
+    std::string events = absl::StrCat(EventText(l.alloc_event, "t0"), "..",
+                                      EventText(l.free_completed_event, "end"));
     out << absl::StrFormat("%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device,
                            FormatAddress(l.address), FormatBytes(l.rounded_size),
-                           FormatBytes(l.requested_size), analysis::LifetimeClassName(l.cls), events,
-                           FormatAddress(static_cast<uint64_t>(l.stream)),
+                           FormatBytes(l.requested_size), analysis::LifetimeClassName(l.cls),
+                           events, FormatAddress(static_cast<uint64_t>(l.stream)),
                            analysis::CategoryName(r.category.category), r.site);
     for (const std::string& c : r.context) out << std::string(101, ' ') << "<- " << c << "\n";
   }
-  if (n < rep.rows.size()) out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
-  out << FormatCount(rep.rows.size()) << " blocks, " << FormatBytes(rep.total_bytes) << " requested\n";
+  if (n < rep.rows.size())
+    out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
+  out << FormatCount(rep.rows.size()) << " blocks, " << FormatBytes(rep.total_bytes)
+      << " requested\n";
 }
 
 Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {

@@ -68,11 +68,21 @@ std::string XmlEscape(std::string_view s) {
   std::string out;
   for (char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // Control characters other than tab/newline are not allowed in XML 1.0.
         if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
@@ -240,8 +250,7 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
         << ", baseline -> new)\n";
     for (const auto& s : r.growing_sites) {
       out << absl::StrFormat("  %12s  %12s -> %-12s %s\n", FormatDelta(s.delta_bytes()),
-                             FormatBytes(s.before_bytes), FormatBytes(s.after_bytes),
-                             SiteName(s));
+                             FormatBytes(s.before_bytes), FormatBytes(s.after_bytes), SiteName(s));
     }
   }
 }

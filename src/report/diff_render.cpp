@@ -55,7 +55,7 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
     const SiteDelta& s = rep.sites[i];
     std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
                       : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
-                                                                      : "";
+                                                                     : "";
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
@@ -68,7 +68,8 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
       ++shown;
     }
   }
-  if (n < rep.sites.size()) out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
+  if (n < rep.sites.size())
+    out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
   out << "sites: " << rep.sites_only_before << " only before, " << rep.sites_only_after
       << " only after, " << rep.sites_unchanged << " unchanged\n\n";
 
@@ -88,9 +89,9 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   }
   for (const analysis::DeviceDelta& d : rep.devices) {
     if (!d.has_peak) continue;
-    out << absl::StrFormat("%-42s %12s %12s %12s\n", absl::StrCat("device ", d.device, " peak live"),
-                           FormatBytes(d.peak.before), FormatBytes(d.peak.after),
-                           FormatDelta(d.peak.delta()));
+    out << absl::StrFormat(
+        "%-42s %12s %12s %12s\n", absl::StrCat("device ", d.device, " peak live"),
+        FormatBytes(d.peak.before), FormatBytes(d.peak.after), FormatDelta(d.peak.delta()));
   }
   if (!rep.settings.empty()) {
     out << "\nallocator settings that differ:\n";
@@ -162,7 +163,8 @@ void RenderDiffFolded(const analysis::DiffReport& rep, std::ostream& out) {
   std::vector<const SiteDelta*> all;
   for (const SiteDelta& s : rep.sites) all.push_back(&s);
   for (const SiteDelta& s : rep.other_sites) all.push_back(&s);
-  std::sort(all.begin(), all.end(), [](const SiteDelta* a, const SiteDelta* b) { return a->key < b->key; });
+  std::sort(all.begin(), all.end(),
+            [](const SiteDelta* a, const SiteDelta* b) { return a->key < b->key; });
   for (const SiteDelta* s : all) {
     out << s->key << " " << s->before_bytes << " " << s->after_bytes << "\n";
   }

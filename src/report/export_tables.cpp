@@ -60,14 +60,13 @@ void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
     for (size_t i = 0; i < dt.blocks.size(); ++i) {
       const analysis::BlockLifetime& b = dt.blocks[i];
       std::string_view category = analysis::CategoryName(context.Categorize(dt, b).category);
-      line = absl::StrCat(dt.device, ",", FormatAddress(b.address), ",", b.version, ",",
-                          Sv(analysis::LifetimeClassName(b.cls)), ",", b.requested_size, ",",
-                          b.rounded_size, ",", b.stream, ",", EventField(b.alloc_event), ",",
-                          EventField(b.free_requested_event), ",",
-                          EventField(b.free_completed_event), ",",
-                          TimeFields(snap, dt, b.alloc_event), ",",
-                          TimeFields(snap, dt, b.free_completed_event), ",",
-                          CsvField(labels.Label(site_of[d][i])), ",", Sv(category), "\n");
+      line = absl::StrCat(
+          dt.device, ",", FormatAddress(b.address), ",", b.version, ",",
+          Sv(analysis::LifetimeClassName(b.cls)), ",", b.requested_size, ",", b.rounded_size, ",",
+          b.stream, ",", EventField(b.alloc_event), ",", EventField(b.free_requested_event), ",",
+          EventField(b.free_completed_event), ",", TimeFields(snap, dt, b.alloc_event), ",",
+          TimeFields(snap, dt, b.free_completed_event), ",", CsvField(labels.Label(site_of[d][i])),
+          ",", Sv(category), "\n");
       out << line;
     }
   }

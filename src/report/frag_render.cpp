@@ -342,7 +342,8 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     out << "\n";
   }
   auto line = [&](const char* name, int64_t v, const std::string& note) {
-    out << absl::StrFormat("  %-14s %12s%s\n", name, FormatBytes(v), note.empty() ? "" : "  " + note);
+    out << absl::StrFormat("  %-14s %12s%s\n", name, FormatBytes(v),
+                           note.empty() ? "" : "  " + note);
   };
   line("reserved", t.reserved_bytes,
        absl::StrCat("in ", FormatCount(t.segments), " segments (", FormatCount(t.free_segments),
@@ -384,8 +385,8 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     out << "\npeaks (reconstructed from the trace; `--at peak` for the full report there)\n";
     RenderTableText(PeaksTable(r), out, indented);
     for (const auto& p : r.peaks) {
-      out << "  device " << p.device << ": 1 - peak allocated / peak reserved = "
-          << FormatPercent(p.peak_overhead) << "\n";
+      out << "  device " << p.device
+          << ": 1 - peak allocated / peak reserved = " << FormatPercent(p.peak_overhead) << "\n";
     }
   }
 
@@ -401,8 +402,8 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     }
   }
 
-  size_t shown = o.top <= 0 ? r.segments.size()
-                            : std::min(r.segments.size(), static_cast<size_t>(o.top));
+  size_t shown =
+      o.top <= 0 ? r.segments.size() : std::min(r.segments.size(), static_cast<size_t>(o.top));
   out << "\nsegment map (" << shown << " of " << r.segments.size()
       << " segments, largest first; # allocated, % pending free, . free; * expandable)\n";
   RenderTableText(SegmentMapTable(r, shown, o.bar_width), out, indented);

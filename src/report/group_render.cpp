@@ -16,11 +16,16 @@ constexpr size_t kFramesShown = 3;
 
 std::string MomentName(const analysis::Moment& m) {
   switch (m.kind) {
-    case analysis::Moment::Kind::kPeak: return "peak";
-    case analysis::Moment::Kind::kEnd: return "end";
-    case analysis::Moment::Kind::kTime: return absl::StrCat("time_us ", m.value);
-    case analysis::Moment::Kind::kEvent: return absl::StrCat("event:", m.value);
-    case analysis::Moment::Kind::kSinceStart: return FormatRelativeTime(m.value);
+    case analysis::Moment::Kind::kPeak:
+      return "peak";
+    case analysis::Moment::Kind::kEnd:
+      return "end";
+    case analysis::Moment::Kind::kTime:
+      return absl::StrCat("time_us ", m.value);
+    case analysis::Moment::Kind::kEvent:
+      return absl::StrCat("event:", m.value);
+    case analysis::Moment::Kind::kSinceStart:
+      return FormatRelativeTime(m.value);
     case analysis::Moment::Kind::kBeforeEnd:
       return absl::StrCat(FormatRelativeTime(-m.value), " before the end");
   }
@@ -91,7 +96,8 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     for (const std::string& c : ContextLines(r, kFramesShown - 1, more)) {
       out << indent << "<- " << c << "\n";
     }
-    if (more > 0) out << indent << "<- ... " << more << (more == 1 ? " more frame\n" : " more frames\n");
+    if (more > 0)
+      out << indent << "<- ... " << more << (more == 1 ? " more frame\n" : " more frames\n");
   }
   out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(report.total_bytes),
                          share(report.total_bytes), FormatCount(report.total_count), "total");
@@ -104,7 +110,8 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
 Json CategoriesJson(const analysis::CategoryBytes& bytes) {
   Json j = Json::object();
   for (int c = 0; c < analysis::kNumCategories; ++c) {
-    if (bytes[c] != 0) j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = bytes[c];
+    if (bytes[c] != 0)
+      j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = bytes[c];
   }
   return j;
 }

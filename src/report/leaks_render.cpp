@@ -17,8 +17,8 @@ using analysis::LeakSite;
 using analysis::Verdict;
 
 constexpr int kNumVerdicts = 6;
-constexpr size_t kMaxValuesShown = 8;   // per site: first 3, "...", last 3 beyond this
-constexpr size_t kMaxStepsShown = 12;   // step table rows in text mode
+constexpr size_t kMaxValuesShown = 8;  // per site: first 3, "...", last 3 beyond this
+constexpr size_t kMaxStepsShown = 12;  // step table rows in text mode
 
 Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
@@ -55,9 +55,7 @@ std::string SiteName(const LeakSite& s) {
   return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
 }
 
-std::string PointNoun(const LeakReport& r) {
-  return r.mode == "series" ? "snapshot" : "step end";
-}
+std::string PointNoun(const LeakReport& r) { return r.mode == "series" ? "snapshot" : "step end"; }
 
 Json SiteToJson(const LeakSite& s) {
   Json j;
@@ -107,8 +105,8 @@ void RenderPoints(const LeakReport& r, std::ostream& out) {
   const int64_t t0 = FirstTime(r.times);
   size_t width = 8;
   for (const std::string& l : r.labels) width = std::max(width, l.size());
-  out << absl::StrFormat("  %2s  %-*s  %11s  %12s  %9s\n", "#", width, "snapshot", "time",
-                         "live", "blocks");
+  out << absl::StrFormat("  %2s  %-*s  %11s  %12s  %9s\n", "#", width, "snapshot", "time", "live",
+                         "blocks");
   for (size_t i = 0; i < r.labels.size(); ++i) {
     out << absl::StrFormat("  %2d  %-*s  %11s  %12s  %9s\n", i, width, r.labels[i],
                            Relative(r.times[i], t0), FormatBytes(r.live_bytes[i]),
@@ -179,8 +177,9 @@ Json LeaksToJson(const LeakReport& r) {
     }
     j["steps"] = s;
   }
-  j["total_verdict"] =
-      r.labels.size() >= 2 ? Json(std::string(analysis::VerdictName(r.total_verdict))) : Json(nullptr);
+  j["total_verdict"] = r.labels.size() >= 2
+                           ? Json(std::string(analysis::VerdictName(r.total_verdict)))
+                           : Json(nullptr);
   j["device_memory_bytes"] = r.device_memory > 0 ? Json(r.device_memory) : Json(nullptr);
   j["device_memory_source"] = r.device_memory_source;
   j["num_leaks"] = r.num_leaks;
@@ -212,8 +211,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     out << "\nNo leak analysis: " << r.note << "\n";
     return;
   }
-  out << "\nTotal live: "
-      << Series(r.live_bytes, [](int64_t b) { return FormatBytes(b); }) << " ("
+  out << "\nTotal live: " << Series(r.live_bytes, [](int64_t b) { return FormatBytes(b); }) << " ("
       << analysis::VerdictText(r.total_verdict) << ")\n";
   if (r.device_memory > 0) {
     out << "Device memory: " << FormatBytes(r.device_memory) << " (" << r.device_memory_source
@@ -227,15 +225,18 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     out << "No leak: no site grows in every step by at least " << FormatBytes(r.options.min_growth)
         << " in total.\n";
   } else {
-    out << absl::StrFormat("%d leak%s: site%s growing in every step, by at least %s in total "
-                           "(%s per step together)\n\n",
-                           r.num_leaks, r.num_leaks == 1 ? "" : "s", r.num_leaks == 1 ? "" : "s",
-                           FormatBytes(r.options.min_growth), FormatDelta(r.leak_bytes_per_step));
+    out << absl::StrFormat(
+        "%d leak%s: site%s growing in every step, by at least %s in total "
+        "(%s per step together)\n\n",
+        r.num_leaks, r.num_leaks == 1 ? "" : "s", r.num_leaks == 1 ? "" : "s",
+        FormatBytes(r.options.min_growth), FormatDelta(r.leak_bytes_per_step));
   }
   size_t index = 0, others = 0;
   for (const LeakSite& s : r.sites) {
-    if (s.leak) RenderLeak(s, index++, r, out);
-    else ++others;
+    if (s.leak)
+      RenderLeak(s, index++, r, out);
+    else
+      ++others;
   }
   if (others > 0) {
     out << absl::StrFormat("\nOther sites that changed by at least %s:\n",

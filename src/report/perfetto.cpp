@@ -105,15 +105,19 @@ int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, cons
   std::vector<Change> changes;
   std::map<std::pair<bool, int64_t>, int64_t> value;  // (reserved, stream) -> bytes
   for (const auto& b : dt.blocks) {
-    if (b.alloc_event == kNoEvent) value[{false, b.stream}] += b.requested_size;
-    else changes.push_back({b.alloc_event, b.stream, b.requested_size, false});
+    if (b.alloc_event == kNoEvent)
+      value[{false, b.stream}] += b.requested_size;
+    else
+      changes.push_back({b.alloc_event, b.stream, b.requested_size, false});
     if (b.free_completed_event != kNoEvent) {
       changes.push_back({b.free_completed_event, b.stream, -b.requested_size, false});
     }
   }
   for (const auto& s : dt.segments) {
-    if (s.begin_event == kNoEvent) value[{true, s.stream}] += s.size;
-    else changes.push_back({s.begin_event, s.stream, s.size, true});
+    if (s.begin_event == kNoEvent)
+      value[{true, s.stream}] += s.size;
+    else
+      changes.push_back({s.begin_event, s.stream, s.size, true});
     if (s.end_event != kNoEvent) changes.push_back({s.end_event, s.stream, -s.size, true});
     value.try_emplace({false, s.stream}, 0);
   }
@@ -177,8 +181,10 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (uint32_t i : order) {
     const auto& b = dt.blocks[i];
-    int64_t t0 = b.alloc_event == kNoEvent ? clock.Ts(snap, dt, 0) : clock.Ts(snap, dt, b.alloc_event);
-    int64_t t1 = b.free_completed_event == kNoEvent ? end_ts : clock.Ts(snap, dt, b.free_completed_event);
+    int64_t t0 =
+        b.alloc_event == kNoEvent ? clock.Ts(snap, dt, 0) : clock.Ts(snap, dt, b.alloc_event);
+    int64_t t1 =
+        b.free_completed_event == kNoEvent ? end_ts : clock.Ts(snap, dt, b.free_completed_event);
     spans.emplace_back(t0, std::max(t0, t1));
   }
   std::vector<size_t> by_start(n);
@@ -214,10 +220,10 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
     args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
         StackArg(snap, context.filter(), b.stack, options.max_stack_frames);
-    sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":",
-                          pid, ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
-                          ",\"args\":", Sv(args.dump(-1, ' ', false, Json::error_handler_t::replace)),
-                          "}"));
+    sink.Add(absl::StrCat(
+        "{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":", pid,
+        ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
+        ",\"args\":", Sv(args.dump(-1, ' ', false, Json::error_handler_t::replace)), "}"));
     ++stats.slice_events;
   }
 }
@@ -257,8 +263,9 @@ void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
         ranges.push_back({it->second.back(), ts, name});
         it->second.pop_back();
       } else {
-        sink.Add(absl::StrCat("{\"ph\":\"i\",\"name\":", Quote(name), ",\"cat\":\"annotation\",\"pid\":",
-                              pid, ",\"tid\":10,\"ts\":", ts, ",\"s\":\"t\"}"));
+        sink.Add(absl::StrCat("{\"ph\":\"i\",\"name\":", Quote(name),
+                              ",\"cat\":\"annotation\",\"pid\":", pid, ",\"tid\":10,\"ts\":", ts,
+                              ",\"s\":\"t\"}"));
         ++stats.annotation_events;
       }
     }
@@ -277,8 +284,8 @@ void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
     for (size_t i = 0; i < ranges.size(); ++i) {
       sink.Add(absl::StrCat("{\"ph\":\"X\",\"name\":", Quote(ranges[i].name),
                             ",\"cat\":\"annotation\",\"pid\":", pid, ",\"tid\":", 10 + lane[i],
-                            ",\"ts\":", ranges[i].begin, ",\"dur\":", ranges[i].end - ranges[i].begin,
-                            "}"));
+                            ",\"ts\":", ranges[i].begin,
+                            ",\"dur\":", ranges[i].end - ranges[i].begin, "}"));
       ++stats.annotation_events;
     }
   }
@@ -355,8 +362,9 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
       }
       if (events[e].action == Action::kOom) {
         sink.Add(absl::StrCat("{\"ph\":\"i\",\"name\":\"OOM\",\"cat\":\"oom\",\"pid\":", pid,
-                              ",\"tid\":0,\"ts\":", ts, ",\"s\":\"p\",\"args\":{\"requested_bytes\":",
-                              events[e].size, ",\"device_free_bytes\":", events[e].addr,
+                              ",\"tid\":0,\"ts\":", ts,
+                              ",\"s\":\"p\",\"args\":{\"requested_bytes\":", events[e].size,
+                              ",\"device_free_bytes\":", events[e].addr,
                               ",\"stream\":", Quote(StreamName(events[e].stream)), "}}"));
         ++stats.instant_events;
       }

@@ -75,16 +75,20 @@ void RenderCudaReplayText(const analysis::CudaReplayReport& rep, std::ostream& o
       << FormatBytes(rep.gpu_total) << ", " << FormatBytes(rep.gpu_free_before) << " free)\n";
   for (const std::string& n : rep.notes) out << "note: " << n << "\n";
   for (const analysis::CudaConfigResult& r : rep.results) {
-    out << "\n" << r.config.label << "  [" << r.allocator << "; "
+    out << "\n"
+        << r.config.label << "  [" << r.allocator << "; "
         << sim::FormatAllocatorConf(r.config.config) << "]\n";
     if (!r.error.empty()) out << "  ERROR: " << r.error << "\n";
-    out << absl::StrFormat("  %-28s %s\n", "driver peak (cuMemGetInfo)", FormatBytes(r.driver_peak));
+    out << absl::StrFormat("  %-28s %s\n", "driver peak (cuMemGetInfo)",
+                           FormatBytes(r.driver_peak));
     if (r.pool_reserved_high) {
-      out << absl::StrFormat("  %-28s %s\n", "pool reserved high", FormatBytes(*r.pool_reserved_high));
+      out << absl::StrFormat("  %-28s %s\n", "pool reserved high",
+                             FormatBytes(*r.pool_reserved_high));
       out << absl::StrFormat("  %-28s %s\n", "pool used high", BytesOr(r.pool_used_high, "-"));
     }
     if (r.peak_reserved) {
-      out << absl::StrFormat("  %-28s %s\n", "allocator peak reserved", FormatBytes(*r.peak_reserved));
+      out << absl::StrFormat("  %-28s %s\n", "allocator peak reserved",
+                             FormatBytes(*r.peak_reserved));
     }
     out << absl::StrFormat("  %-28s %s\n", "simulator predicted",
                            BytesOr(r.predicted_peak_reserved, "n/a (not modelled)"));
@@ -96,7 +100,8 @@ void RenderCudaReplayText(const analysis::CudaReplayReport& rep, std::ostream& o
                            FormatCount(r.driver_ooms));
     out << absl::StrFormat("  %-28s %s\n", "time in allocation calls", Millis(r.alloc_calls_ns));
     if (r.calls.empty()) continue;
-    out << absl::StrFormat("    %-20s %10s %12s %10s %10s\n", "call", "count", "total", "p50", "p99");
+    out << absl::StrFormat("    %-20s %10s %12s %10s %10s\n", "call", "count", "total", "p50",
+                           "p99");
     for (const sim::CallSummary& c : r.calls) {
       out << absl::StrFormat("    %-20s %10s %12s %10s %10s\n", c.name, FormatCount(c.calls),
                              Millis(c.total_ns), Micros(c.p50_ns), Micros(c.p99_ns));

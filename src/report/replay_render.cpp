@@ -139,9 +139,10 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   return j;
 }
 
-void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*/, std::ostream& out) {
-  out << "replay " << rep.file << "  device " << rep.device << "  "
-      << FormatCount(rep.events) << " trace events\n";
+void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*/,
+                      std::ostream& out) {
+  out << "replay " << rep.file << "  device " << rep.device << "  " << FormatCount(rep.events)
+      << " trace events\n";
   out << "device memory: "
       << (rep.device_memory ? FormatBytes(*rep.device_memory) : std::string("unlimited"));
   if (rep.device_memory) out << " (" << rep.device_memory_source << ")";
@@ -158,9 +159,8 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   std::vector<std::string> header = {"", "trace (as recorded)"};
   const std::string start = rep.warm_start ? "warm" : "cold";
   for (const ConfigResult& r : rep.results) {
-    header.push_back(r.config.label == "recorded"
-                         ? absl::StrCat("sim: recorded settings, ", start)
-                         : absl::StrCat("sim: ", r.config.label));
+    header.push_back(r.config.label == "recorded" ? absl::StrCat("sim: recorded settings, ", start)
+                                                  : absl::StrCat("sim: ", r.config.label));
   }
   std::vector<std::vector<std::string>> rows;
   auto row = [&](std::string name, std::string traced, auto fn) {
@@ -170,7 +170,8 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   };
   const std::string recorded_conf =
       rep.results.empty() ? std::string() : sim::FormatAllocatorConf(rep.results[0].config.config);
-  row("conf", rep.results.empty() || rep.results[0].config.label != "recorded" ? "-" : recorded_conf,
+  row("conf",
+      rep.results.empty() || rep.results[0].config.label != "recorded" ? "-" : recorded_conf,
       [](const ConfigResult& r) { return sim::FormatAllocatorConf(r.config.config); });
   row("peak reserved", FormatBytes(t.peak_reserved),
       [](const ConfigResult& r) { return FormatBytes(r.peak_reserved); });
@@ -190,8 +191,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
       [](const ConfigResult& r) {
         return absl::StrCat(FormatCount(r.maps), " / ", FormatCount(r.unmaps));
       });
-  row("alloc retries", "-",
-      [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
+  row("alloc retries", "-", [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
   row("OOMs", FormatCount(t.ooms),
       [](const ConfigResult& r) { return FormatCount(static_cast<int64_t>(r.ooms.size())); });
   std::vector<size_t> width(header.size(), 0);
@@ -213,8 +213,8 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   for (const auto& r : rows) print(r);
   for (const ConfigResult& r : rep.results) {
     if (r.ooms.empty()) continue;
-    out << "\nOOMs under " << (r.config.label == "recorded" ? "the recorded settings (simulated)"
-                                                          : r.config.label)
+    out << "\nOOMs under "
+        << (r.config.label == "recorded" ? "the recorded settings (simulated)" : r.config.label)
         << ":\n";
     size_t shown = 0;
     for (const analysis::ReplayOom& o : r.ooms) {
@@ -233,9 +233,9 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   if (rep.verify) {
     const VerifyResult& v = *rep.verify;
     out << "\nverify (recorded settings, " << (v.warm ? "warm" : "cold")
-        << " start, recorded addresses): " << v.matched << " of "
-        << v.segment_events << " recorded segment events reproduced ("
-        << FormatPercent(Rate(v)) << "; simulator emitted " << v.simulated_events << ")\n";
+        << " start, recorded addresses): " << v.matched << " of " << v.segment_events
+        << " recorded segment events reproduced (" << FormatPercent(Rate(v))
+        << "; simulator emitted " << v.simulated_events << ")\n";
     out << "  alloc addresses matched: " << v.allocs_matched << " of " << v.allocs;
     if (v.first_alloc_mismatch) {
       out << " (first difference: trace #" << *v.first_alloc_mismatch << " recorded at "

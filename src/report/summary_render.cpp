@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memsnap/report/timeline_render.h"
 #include "memsnap/report/table_render.h"
+#include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/table.h"
 
@@ -171,15 +171,16 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     dj["streams"] = TableToJson(StreamsTable(d));
     if (d.peaks) {
       const analysis::TracePeaks& p = *d.peaks;
-      dj["peaks"] = {{"live_bytes", p.live_bytes},
-                     {"live_event", p.live_event},
-                     {"live_time_us", p.live_time_us == kNoTime ? Json(nullptr) : Json(p.live_time_us)},
-                     {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
-                     {"reserved_bytes", p.reserved_bytes},
-                     {"reserved_event", p.reserved_event},
-                     {"reserved_time_us",
-                      p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
-                     {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
+      dj["peaks"] = {
+          {"live_bytes", p.live_bytes},
+          {"live_event", p.live_event},
+          {"live_time_us", p.live_time_us == kNoTime ? Json(nullptr) : Json(p.live_time_us)},
+          {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
+          {"reserved_bytes", p.reserved_bytes},
+          {"reserved_event", p.reserved_event},
+          {"reserved_time_us",
+           p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
+          {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
     }
     Json ooms = Json::array();
     for (const analysis::SummaryOom& o : d.ooms) {
@@ -229,7 +230,8 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
     RenderTableText(PoolsTable(d), out, {"  ", true});
     RenderTableText(StreamsTable(d), out, {"  ", true});
     if (d.totals.trace_entries > 0) {
-      out << absl::StrFormat("  trace       %s events over %s\n", FormatCount(d.totals.trace_entries),
+      out << absl::StrFormat("  trace       %s events over %s\n",
+                             FormatCount(d.totals.trace_entries),
                              TimeSpan(d.first_time_us, d.last_time_us));
     }
     if (d.peaks) {
@@ -255,8 +257,7 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
     for (const analysis::SettingText& t : analysis::DescribeSettings(r.settings)) {
       // The settings that place blocks always; the others when set.
       const bool main = t.name == "PYTORCH_CUDA_ALLOC_CONF" || t.name == "max_split_size" ||
-                        t.name == "expandable_segments" ||
-                        t.name == "garbage_collection_threshold";
+                        t.name == "expandable_segments" || t.name == "garbage_collection_threshold";
       if (main || !t.is_default) out << absl::StrFormat("  %-29s %s\n", t.name, t.value);
     }
   }
@@ -277,12 +278,12 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
     for (int c = 0; c < analysis::kNumCategories; ++c) {
       if (d.bytes[c] != 0) order.push_back(c);
     }
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return d.bytes[a] > d.bytes[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return d.bytes[a] > d.bytes[b]; });
     for (int c : order) {
-      out << absl::StrFormat("  %-16s %12s %7s\n",
-                             analysis::CategoryName(static_cast<analysis::Category>(c)),
-                             FormatBytes(d.bytes[c]),
-                             FormatPercent(static_cast<double>(d.bytes[c]) / d.live_bytes));
+      out << absl::StrFormat(
+          "  %-16s %12s %7s\n", analysis::CategoryName(static_cast<analysis::Category>(c)),
+          FormatBytes(d.bytes[c]), FormatPercent(static_cast<double>(d.bytes[c]) / d.live_bytes));
     }
   }
 }

@@ -1,9 +1,10 @@
 // Renderers of `memsnap timeline`: the terminal chart, CSV and JSON.
+#include "memsnap/report/timeline_render.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -130,7 +131,10 @@ void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const Co
     int64_t hi = last + 1;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (col_of(mid) < c) lo = mid + 1; else hi = mid;
+      if (col_of(mid) < c)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     begin[c] = lo;
   }
@@ -229,8 +233,8 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
       int64_t eighths = live[c] * kChartHeight * 8 / ymax - r * 8;
       eighths = std::clamp<int64_t>(eighths, 0, 8);
       // The row whose top edge is the first at or above the reserved level (labels are top edges).
-      int res_row = static_cast<int>(std::clamp<int64_t>(
-          (res[c] * kChartHeight + ymax - 1) / ymax - 1, 0, kChartHeight - 1));
+      int res_row = static_cast<int>(
+          std::clamp<int64_t>((res[c] * kChartHeight + ymax - 1) / ymax - 1, 0, kChartHeight - 1));
       if (eighths == 0 && res_row == r && res[c] > 0) {
         line += "┄";
       } else {
@@ -255,15 +259,15 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   int gap = std::max(1, plot_w - static_cast<int>(left.size() + right.size()));
   out << std::string(kLabelWidth + 2, ' ') << left << std::string(gap, ' ') << right << "\n";
   out << (show_reserved ? "  █ live (requested)  ┄ reserved\n" : "  █ live (requested)\n");
-  out << "  peak " << FormatBytes(fig.peak_bytes) << " at " << FormatMomentLabel(snap, dt, fig.peak_event)
-      << "; start " << FormatBytes(fig.start_bytes) << ", end " << FormatBytes(fig.end_bytes)
-      << "; reserved peak " << FormatBytes(fig.peak_reserved) << "\n";
+  out << "  peak " << FormatBytes(fig.peak_bytes) << " at "
+      << FormatMomentLabel(snap, dt, fig.peak_event) << "; start " << FormatBytes(fig.start_bytes)
+      << ", end " << FormatBytes(fig.end_bytes) << "; reserved peak "
+      << FormatBytes(fig.peak_reserved) << "\n";
   const auto& pre = dt.by_class[static_cast<int>(analysis::LifetimeClass::kPreWindow)];
   const auto& ghost = dt.by_class[static_cast<int>(analysis::LifetimeClass::kGhost)];
   if (pre.count + ghost.count > 0) {
-    out << "  live from t0: " << FormatCount(pre.count) << " pre-window ("
-        << FormatBytes(pre.bytes) << "), " << FormatCount(ghost.count) << " ghost ("
-        << FormatBytes(ghost.bytes) << ")\n";
+    out << "  live from t0: " << FormatCount(pre.count) << " pre-window (" << FormatBytes(pre.bytes)
+        << "), " << FormatCount(ghost.count) << " ghost (" << FormatBytes(ghost.bytes) << ")\n";
   }
   if (dt.unreconciled_requested_bytes != 0) {
     out << "  warning: " << FormatBytes(dt.unreconciled_requested_bytes)
@@ -329,9 +333,10 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
   j["end_reserved_bytes"] = dt.ReservedAt(w.to);
-  j["end_rounded_bytes"] = w.to < 0                                              ? dt.start_rounded
-                           : w.to == static_cast<int64_t>(dt.num_events) - 1 ? dt.end_rounded
-                                                                              : LiveRoundedCurve(dt)[w.to];
+  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded
+                           : w.to == static_cast<int64_t>(dt.num_events) - 1
+                               ? dt.end_rounded
+                               : LiveRoundedCurve(dt)[w.to];
   j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   j["frees_without_alloc"] = dt.frees_without_alloc;
   Json classes;

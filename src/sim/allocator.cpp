@@ -16,10 +16,14 @@ int64_t SegmentSize(int64_t s, const AllocatorConfig& config) {
 
 const char* SegmentActionName(SegmentAction a) {
   switch (a) {
-    case SegmentAction::kAlloc: return "segment_alloc";
-    case SegmentAction::kFree: return "segment_free";
-    case SegmentAction::kMap: return "segment_map";
-    case SegmentAction::kUnmap: return "segment_unmap";
+    case SegmentAction::kAlloc:
+      return "segment_alloc";
+    case SegmentAction::kFree:
+      return "segment_free";
+    case SegmentAction::kMap:
+      return "segment_map";
+    case SegmentAction::kUnmap:
+      return "segment_unmap";
   }
   return "?";
 }
@@ -134,8 +138,8 @@ uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
         return x.size + (x.next != kNone && !blocks_[x.next].mapped ? blocks_[x.next].size : 0);
       };
       auto next = std::next(it);
-      while (blocks_[it->ref].expandable >= 0 && next != pool.blocks.end() &&
-             next->stream == st && grow(next->ref) < grow(it->ref)) {
+      while (blocks_[it->ref].expandable >= 0 && next != pool.blocks.end() && next->stream == st &&
+             grow(next->ref) < grow(it->ref)) {
         it = next++;
       }
     } else {
@@ -307,8 +311,8 @@ int64_t CachingAllocator::TryMerge(uint32_t dst, uint32_t src, Pool& pool) {
 }
 
 void CachingAllocator::GarbageCollect() {
-  const int64_t threshold = static_cast<int64_t>(
-      config_.garbage_collection_threshold * static_cast<double>(allowed_memory_maximum_));
+  const int64_t threshold = static_cast<int64_t>(config_.garbage_collection_threshold *
+                                                 static_cast<double>(allowed_memory_maximum_));
   if (total_allocated_memory_ <= threshold) return;
   const int64_t target = total_allocated_memory_ - threshold;
   int64_t reclaimed = 0;
@@ -498,9 +502,9 @@ FreeSpace CachingAllocator::DescribeFreeSpace(int64_t s, int64_t stream, bool is
       } else if (k.stream == st) {
         f.pool_free += k.size;
         f.pool_largest = std::max(f.pool_largest, k.size);
-        const bool refused = (s < config_.max_split_size && k.size >= config_.max_split_size) ||
-                             (s >= config_.max_split_size &&
-                              k.size >= s + config_.max_non_split_rounding);
+        const bool refused =
+            (s < config_.max_split_size && k.size >= config_.max_split_size) ||
+            (s >= config_.max_split_size && k.size >= s + config_.max_non_split_rounding);
         if (k.size >= s && refused && (f.oversize_refused == 0 || k.size < f.oversize_refused)) {
           f.oversize_refused = k.size;
         }

@@ -32,8 +32,8 @@ uint32_t CachingAllocator::FindExpandableBlock(Pool& pool, int64_t stream, int64
   }
   ExpandableSegment seg;
   seg.page = pool.is_small ? kSmallBuffer : config_.large_segment_size;
-  const int64_t total = device_->TotalBytes() == kUnlimitedCapacity ? kDefaultVaTotal
-                                                                    : device_->TotalBytes();
+  const int64_t total =
+      device_->TotalBytes() == kUnlimitedCapacity ? kDefaultVaTotal : device_->TotalBytes();
   const int64_t wanted = total + total / 8;
   seg.va_size = (wanted + seg.page - 1) / seg.page * seg.page;
   seg.stream = stream;

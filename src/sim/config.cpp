@@ -54,7 +54,8 @@ class Parser {
   }
   std::string next() { return done() ? std::string() : t_[i_++]; }
   absl::Status Expect(std::string_view what, std::string_view key) {
-    if (peek() != what) return Bad(key, absl::StrCat("\"", Sv(what), "\""), done() ? "end" : peek());
+    if (peek() != what)
+      return Bad(key, absl::StrCat("\"", Sv(what), "\""), done() ? "end" : peek());
     ++i_;
     return absl::OkStatus();
   }
@@ -134,9 +135,9 @@ absl::StatusOr<double> ParseFraction(std::string_view key, const std::string& v,
 }
 
 constexpr std::string_view kIgnoredKeys[] = {
-    "release_lock_on_cudamalloc",   "pinned_use_cuda_host_register",
-    "pinned_num_register_threads",  "pinned_use_background_threads",
-    "pinned_use_host_register",     "pinned_reserve_segment_size_mb",
+    "release_lock_on_cudamalloc",        "pinned_use_cuda_host_register",
+    "pinned_num_register_threads",       "pinned_use_background_threads",
+    "pinned_use_host_register",          "pinned_reserve_segment_size_mb",
     "graph_capture_record_stream_reuse", "throw_on_cudamalloc_oom",
 };
 

@@ -8,9 +8,8 @@ namespace memsnap {
 
 absl::Status Diagnostics::AsError(std::string_view context) const {
   if (warnings.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(Sv(context), ": --strict: ", warnings.size(), " warning(s): ",
-                   absl::StrJoin(warnings, "; ")));
+  return absl::InvalidArgumentError(absl::StrCat(Sv(context), ": --strict: ", warnings.size(),
+                                                 " warning(s): ", absl::StrJoin(warnings, "; ")));
 }
 
 }  // namespace memsnap

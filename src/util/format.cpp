@@ -29,8 +29,8 @@ absl::StatusOr<int64_t> ParseDurationUs(std::string_view text) {
     std::string_view suffix;
     double us;
   };
-  static constexpr Unit kUnits[] = {{"us", 1}, {"\u00b5s", 1}, {"ms", 1e3}, {"min", 60e6},
-                                    {"s", 1e6}};
+  static constexpr Unit kUnits[] = {
+      {"us", 1}, {"\u00b5s", 1}, {"ms", 1e3}, {"min", 60e6}, {"s", 1e6}};
   std::string_view number = text;
   double scale = 0;
   for (const Unit& u : kUnits) {
@@ -77,25 +77,35 @@ absl::StatusOr<int64_t> ParseSize(std::string_view text_in) {
   std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(t.substr(i)));
   double value = 0;
   if (number.empty() || !absl::SimpleAtod(number, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid size '", text,
-                                                   "' (expected e.g. 512MiB, 1.5GB, 4096)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid size '", text, "' (expected e.g. 512MiB, 1.5GB, 4096)"));
   }
   double scale = 1;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib" || unit == "ki") scale = 1024.0;
-  else if (unit == "m" || unit == "mib" || unit == "mi") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib" || unit == "gi") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib" || unit == "ti") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib" || unit == "ki")
+    scale = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mi")
+    scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gi")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib" || unit == "ti")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "gb")
+    scale = 1e9;
+  else if (unit == "tb")
+    scale = 1e12;
   else {
-    return absl::InvalidArgumentError(absl::StrCat("invalid size unit in '", text,
-                                                   "' (use B, KiB, MiB, GiB, KB, MB, GB)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid size unit in '", text, "' (use B, KiB, MiB, GiB, KB, MB, GB)"));
   }
   double bytes = value * scale;
-  if (bytes > 9.2e18) return absl::InvalidArgumentError(absl::StrCat("size '", text, "' is too large"));
+  if (bytes > 9.2e18)
+    return absl::InvalidArgumentError(absl::StrCat("size '", text, "' is too large"));
   return static_cast<int64_t>(std::llround(bytes));
 }
 

@@ -16,30 +16,91 @@ namespace {
 
 // Every key the writer emits; the pickle emitter caches one memo slot per key.
 enum class K : uint8_t {
-  kSegments, kDeviceTraces, kAllocatorSettings, kExternalAnnotations,
-  kDevice, kAddress, kTotalSize, kAllocatedSize, kActiveSize, kRequestedSize, kStream,
-  kSegmentType, kSegmentPoolId, kIsExpandable, kFrames, kBlocks,
-  kSize, kState,
-  kAction, kAddr, kDeviceFree, kTimeUs, kCompileContext, kUserMetadata, kPoolId, kCategory,
-  kName, kFilename, kLine,
+  kSegments,
+  kDeviceTraces,
+  kAllocatorSettings,
+  kExternalAnnotations,
+  kDevice,
+  kAddress,
+  kTotalSize,
+  kAllocatedSize,
+  kActiveSize,
+  kRequestedSize,
+  kStream,
+  kSegmentType,
+  kSegmentPoolId,
+  kIsExpandable,
+  kFrames,
+  kBlocks,
+  kSize,
+  kState,
+  kAction,
+  kAddr,
+  kDeviceFree,
+  kTimeUs,
+  kCompileContext,
+  kUserMetadata,
+  kPoolId,
+  kCategory,
+  kName,
+  kFilename,
+  kLine,
   kStage,
-  kConf, kMaxSplitSize, kGcThreshold, kExpandableSegments, kPinnedThreads, kReleaseLock,
-  kPinnedHostRegister, kGraphReuse, kRoundup, kTraceOverflowed, kTraceMaxEntries,
+  kConf,
+  kMaxSplitSize,
+  kGcThreshold,
+  kExpandableSegments,
+  kPinnedThreads,
+  kReleaseLock,
+  kPinnedHostRegister,
+  kGraphReuse,
+  kRoundup,
+  kTraceOverflowed,
+  kTraceMaxEntries,
   kCount,
 };
 constexpr std::string_view kKeyNames[] = {
-    "segments", "device_traces", "allocator_settings", "external_annotations",
-    "device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
-    "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks",
-    "size", "state",
-    "action", "addr", "device_free", "time_us", "compile_context", "user_metadata", "pool_id",
+    "segments",
+    "device_traces",
+    "allocator_settings",
+    "external_annotations",
+    "device",
+    "address",
+    "total_size",
+    "allocated_size",
+    "active_size",
+    "requested_size",
+    "stream",
+    "segment_type",
+    "segment_pool_id",
+    "is_expandable",
+    "frames",
+    "blocks",
+    "size",
+    "state",
+    "action",
+    "addr",
+    "device_free",
+    "time_us",
+    "compile_context",
+    "user_metadata",
+    "pool_id",
     "category",
-    "name", "filename", "line",
+    "name",
+    "filename",
+    "line",
     "stage",
-    "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
-    "expandable_segments", "pinned_num_register_threads", "release_lock_on_cudamalloc",
-    "pinned_use_cuda_host_register", "graph_capture_record_stream_reuse",
-    "roundup_power2_divisions", "trace_alloc_overflowed", "trace_alloc_max_entries",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "max_split_size",
+    "garbage_collection_threshold",
+    "expandable_segments",
+    "pinned_num_register_threads",
+    "release_lock_on_cudamalloc",
+    "pinned_use_cuda_host_register",
+    "graph_capture_record_stream_reuse",
+    "roundup_power2_divisions",
+    "trace_alloc_overflowed",
+    "trace_alloc_max_entries",
 };
 static_assert(std::size(kKeyNames) == static_cast<size_t>(K::kCount));
 
@@ -55,7 +116,9 @@ class PickleEmitter {
   void EndDict() { w_.EndDict(); }
   void BeginList(size_t n) { w_.BeginList(n); }
   void EndList() { w_.EndList(); }
-  void Key(K k) { w_.CachedStr(kKeyNames[static_cast<size_t>(k)], key_slots_[static_cast<size_t>(k)]); }
+  void Key(K k) {
+    w_.CachedStr(kKeyNames[static_cast<size_t>(k)], key_slots_[static_cast<size_t>(k)]);
+  }
   void Int(int64_t v) { w_.Int(v); }
   void UInt(uint64_t v) { w_.UInt(v); }
   void Bool(bool v) { w_.Bool(v); }
@@ -303,7 +366,8 @@ void EmitEvent(const Snapshot& snap, const TraceEvent& ev, const EventExtra* x, 
   if (x != nullptr && x->user_metadata.valid()) {
     e.Key(K::kUserMetadata), e.Str(snap.strings.Get(x->user_metadata));
   }
-  if (x != nullptr && x->category.valid()) e.Key(K::kCategory), e.Str(snap.strings.Get(x->category));
+  if (x != nullptr && x->category.valid())
+    e.Key(K::kCategory), e.Str(snap.strings.Get(x->category));
   if (ev.stack.valid()) e.Key(K::kFrames), e.Stack(ev.stack);
   if (x != nullptr && x->pool.has_value()) e.Key(K::kPoolId), e.Pool(*x->pool);
   e.EndDict();

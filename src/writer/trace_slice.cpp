@@ -72,9 +72,12 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
     const int64_t t = to_time(*b);
     if (t < first || t > last + 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          b->flag, " ", b->text, ": ", t < first ? "before the trace began" : "after the trace ended",
-          ": the trace runs from time_us ", first, " to ", last, " (", FormatRelativeTime(last - first).substr(1),
-          " long)", b->kind == Kind::kAbsTime && t < first ? "; for a time since it began write e.g. +250ms" : ""));
+          b->flag, " ", b->text, ": ",
+          t < first ? "before the trace began" : "after the trace ended",
+          ": the trace runs from time_us ", first, " to ", last, " (",
+          FormatRelativeTime(last - first).substr(1), " long)",
+          b->kind == Kind::kAbsTime && t < first ? "; for a time since it began write e.g. +250ms"
+                                                 : ""));
     }
   }
   // An event index must fall inside at least one device's trace (devices differ in length).
@@ -89,8 +92,10 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
   }
   TraceSlice out;
   if (timed) {
-    if (from.kind == Kind::kTimeOffset || from.kind == Kind::kAbsTime) out.min_time_us = to_time(from);
-    if (to.kind == Kind::kTimeOffset || to.kind == Kind::kAbsTime) out.max_time_us = to_time(to) - 1;
+    if (from.kind == Kind::kTimeOffset || from.kind == Kind::kAbsTime)
+      out.min_time_us = to_time(from);
+    if (to.kind == Kind::kTimeOffset || to.kind == Kind::kAbsTime)
+      out.max_time_us = to_time(to) - 1;
   }
   for (const DeviceTrace& t : snap.traces) {
     int64_t n = t.size();
@@ -133,8 +138,10 @@ absl::StatusOr<TraceSlice> ComputeSlice(const Snapshot& snap, const SliceBound& 
       for (int64_t i = b; i < e; ++i) {
         const TraceEvent& ev = snap.events[t.begin + i];
         if (!ev.has_time()) continue;
-        if (out.min_time_us == kNoTime || ev.time_us < out.min_time_us) out.min_time_us = ev.time_us;
-        if (out.max_time_us == kNoTime || ev.time_us > out.max_time_us) out.max_time_us = ev.time_us;
+        if (out.min_time_us == kNoTime || ev.time_us < out.min_time_us)
+          out.min_time_us = ev.time_us;
+        if (out.max_time_us == kNoTime || ev.time_us > out.max_time_us)
+          out.max_time_us = ev.time_us;
       }
     }
   }

@@ -193,12 +193,23 @@ CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
 CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   cuuint64_t* v = (cuuint64_t*)value;
   switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *v = g_release_threshold; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *v = g_pool_reserved; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *v = g_pool_reserved_high; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *v = g_pool_used; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *v = g_pool_used_high; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *v = g_release_threshold;
+      break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      *v = g_pool_reserved;
+      break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      *v = g_pool_reserved_high;
+      break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      *v = g_pool_used;
+      break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      *v = g_pool_used_high;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -206,7 +217,9 @@ CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   cuuint64_t v = *(cuuint64_t*)value;
   switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: g_release_threshold = v; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      g_release_threshold = v;
+      break;
     /* As the driver: only 0 is accepted, and it resets the watermark to the current value. */
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
       if (v != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -216,7 +229,8 @@ CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
       if (v != 0) return CUDA_ERROR_INVALID_VALUE;
       g_pool_used_high = g_pool_used;
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -232,13 +246,27 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
   switch (error) {
-    case CUDA_SUCCESS: *str = "no error"; break;
-    case CUDA_ERROR_INVALID_VALUE: *str = "invalid argument"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *str = "out of memory"; break;
-    case CUDA_ERROR_NOT_INITIALIZED: *str = "initialization error"; break;
-    case CUDA_ERROR_NO_DEVICE: *str = "no CUDA-capable device is detected"; break;
-    case CUDA_ERROR_INVALID_DEVICE: *str = "invalid device ordinal"; break;
-    default: *str = NULL; return CUDA_ERROR_INVALID_VALUE;
+    case CUDA_SUCCESS:
+      *str = "no error";
+      break;
+    case CUDA_ERROR_INVALID_VALUE:
+      *str = "invalid argument";
+      break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *str = "out of memory";
+      break;
+    case CUDA_ERROR_NOT_INITIALIZED:
+      *str = "initialization error";
+      break;
+    case CUDA_ERROR_NO_DEVICE:
+      *str = "no CUDA-capable device is detected";
+      break;
+    case CUDA_ERROR_INVALID_DEVICE:
+      *str = "invalid device ordinal";
+      break;
+    default:
+      *str = NULL;
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }

@@ -38,7 +38,8 @@ void SameFigures(const DeviceTimeline& a, const DeviceTimeline& b) {
           a.allocs_without_free == b.allocs_without_free &&
           a.open_without_block == b.open_without_block);
   for (int c = 0; c < 4; ++c) {
-    Require(a.by_class[c].count == b.by_class[c].count && a.by_class[c].bytes == b.by_class[c].bytes);
+    Require(a.by_class[c].count == b.by_class[c].count &&
+            a.by_class[c].bytes == b.by_class[c].bytes);
   }
 }
 
@@ -72,8 +73,8 @@ void CheckSnapshot(const Snapshot& snap) {
 }  // namespace memsnap::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto input = memsnap::io::FromMemory(
-      std::string_view(reinterpret_cast<const char*>(data), size), std::string(memsnap::fuzz::kName));
+  auto input = memsnap::io::FromMemory(std::string_view(reinterpret_cast<const char*>(data), size),
+                                       std::string(memsnap::fuzz::kName));
   auto snaps = memsnap::parse::ParseSnapshots(*input);
   if (!snaps.ok()) return 0;
   for (memsnap::Snapshot& snap : *snaps) {

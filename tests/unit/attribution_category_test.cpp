@@ -2,8 +2,8 @@
 // known answers (testdata/attribution_training.json) and on small traces made for one rule each.
 #include <map>
 
-#include "doctest/doctest.h"
 #include "attribution_builders.h"
+#include "doctest/doctest.h"
 #include "memsnap/analysis/attribution.h"
 #include "memsnap/analysis/blocks.h"
 #include "memsnap/analysis/categories.h"
@@ -37,10 +37,10 @@ TEST_SUITE("attribution-categories") {
         {to + "train.py:20 train", "input", "data_kept"},
         {"linear" + arrow + "model/net.py:15 forward", "activation", "saved_for_backward"},
         {"relu" + arrow + "model/net.py:16 forward", "temporary", "forward_freed"},
-        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:17 forward", "activation",
-         "saved_for_backward"},
-        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:18 forward", "activation",
-         "saved_for_backward"},
+        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:17 forward",
+         "activation", "saved_for_backward"},
+        {"einsum" + arrow + "model/net.py:30 attn" + arrow + "model/net.py:18 forward",
+         "activation", "saved_for_backward"},
         {"cross_entropy_loss" + arrow + "train.py:22 train", "activation", "saved_for_backward"},
         {"backward" + arrow + "train.py:23 train", "temporary", "backward_freed"},
         {"ReluBackward0 (threshold_backward)", "temporary", "backward_freed"},
@@ -103,7 +103,8 @@ TEST_SUITE("attribution-categories") {
   // Small traces, one rule each.
   const F kForward{"forward", "/home/a/model.py", 10};
   const F kOther{"train", "/home/a/train.py", 5};
-  const F kMakeGrads{"_make_grads", "/v/lib/python3.11/site-packages/torch/autograd/__init__.py", 88};
+  const F kMakeGrads{"_make_grads", "/v/lib/python3.11/site-packages/torch/autograd/__init__.py",
+                     88};
   const F kEngine{"torch::autograd::Engine::evaluate_function(...)"};
   const F kMm{"torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"};
   const F kAdam{"step", "/v/lib/python3.11/site-packages/torch/optim/adam.py", 220};
@@ -119,13 +120,15 @@ TEST_SUITE("attribution-categories") {
     return out;
   }
 
-  TEST_CASE("without a backward, forward memory alive after its pass is an activation, the rest temporary") {
+  TEST_CASE(
+      "without a backward, forward memory alive after its pass is an activation, the rest "
+      "temporary") {
     MiniTrace t;
     StackId f = t.Stack({kForward}), x = t.Stack({kOther});
     t.Alloc(0x1000, 100, f);  // kept past the forward pass
     t.Alloc(0x2000, 100, f);
-    t.Free(0x2000, 100);       // freed inside it
-    t.Alloc(0x3000, 100, x);   // the training loop's own code ends the pass
+    t.Free(0x2000, 100);      // freed inside it
+    t.Alloc(0x3000, 100, x);  // the training loop's own code ends the pass
     std::vector<CategoryVerdict> v = Verdicts(t.Finish());
     REQUIRE(v.size() == 3);
     CHECK(v[0].rule == CategoryRule::kForwardKept);
@@ -176,7 +179,7 @@ TEST_SUITE("attribution-categories") {
     t.Free(0x3000, 100);
     t.Alloc(0x4000, 100, StackId::Invalid());  // a gradient, alive after backward
     t.Free(0x2000, 100);
-    t.Alloc(0x5000, 100, f);                    // the next forward pass
+    t.Alloc(0x5000, 100, f);  // the next forward pass
     std::vector<CategoryVerdict> v = Verdicts(t.Finish());
     CHECK(v[2].rule == CategoryRule::kBackwardFreed);
     CHECK(v[3].rule == CategoryRule::kBackwardKept);
@@ -189,13 +192,14 @@ TEST_SUITE("attribution-categories") {
 
   TEST_CASE("memory older than the trace is named by who frees it, or by its own stack") {
     MiniTrace t;
-    StackId engine = t.Stack({kMm, kEngine}), adam = t.Stack({kAdam, kOther}), loop = t.Stack({kOther});
+    StackId engine = t.Stack({kMm, kEngine}), adam = t.Stack({kAdam, kOther}),
+            loop = t.Stack({kOther});
     StackId init = t.Stack({kInit, kOther});
-    t.Ghost(0x100000, 100, init);     // recorded by the block: made by a module's __init__
-    t.Ghost(0x200000, 100);           // no stack, and the trace runs no model: unknown
-    t.Free(0x1000, 100, engine);      // a saved tensor released by the engine
-    t.Free(0x2000, 100, adam);        // old optimizer state replaced by a step
-    t.Free(0x3000, 100, loop);        // freed by the loop's code: no evidence
+    t.Ghost(0x100000, 100, init);  // recorded by the block: made by a module's __init__
+    t.Ghost(0x200000, 100);        // no stack, and the trace runs no model: unknown
+    t.Free(0x1000, 100, engine);   // a saved tensor released by the engine
+    t.Free(0x2000, 100, adam);     // old optimizer state replaced by a step
+    t.Free(0x3000, 100, loop);     // freed by the loop's code: no evidence
     std::vector<CategoryVerdict> v = Verdicts(t.Finish());
     std::map<CategoryRule, Category> seen;
     for (const CategoryVerdict& c : v) seen[c.rule] = c.category;

@@ -53,8 +53,11 @@ void CheckLabels(const Snapshot& snap) {
           owner_frames = true;
           owners.insert(NodeName(name));
           break;
-        case FrameClass::kOp: whats.insert(OpName(name)); break;
-        default: break;
+        case FrameClass::kOp:
+          whats.insert(OpName(name));
+          break;
+        default:
+          break;
       }
     }
     if (!owner_frames) continue;
@@ -68,8 +71,9 @@ void CheckLabels(const Snapshot& snap) {
 }
 
 TEST_SUITE("attribution-corpus") {
-  TEST_CASE("on every corpus file, labels name owners, tables keep them apart and categories add up" *
-            doctest::test_suite("corpus")) {
+  TEST_CASE(
+      "on every corpus file, labels name owners, tables keep them apart and categories add up" *
+      doctest::test_suite("corpus")) {
     std::vector<std::string> files = testing::CorpusFiles();
     if (files.empty()) MESSAGE("corpus absent: skipped");
     const Snapshot* previous = nullptr;

@@ -1,8 +1,9 @@
 // Site labels: frame classes, operator and node names, short paths, and the label rules
 // (docs/attribution.md, "Labels"), on frames as PyTorch writes them.
-#include "doctest/doctest.h"
-#include "attribution_builders.h"
 #include "memsnap/analysis/attribution.h"
+
+#include "attribution_builders.h"
+#include "doctest/doctest.h"
 #include "memsnap/analysis/group.h"
 #include "test_util.h"
 
@@ -15,9 +16,10 @@ using testing::MiniTrace;
 // Frames as PyTorch 2.x writes them with C++ context.
 const F kUnwind{"torch::unwind::unwind()"};
 const F kGather{"torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"};
-const F kMalloc{"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed "
-                "char, unsigned long, CUstream_st*)",
-                "CUDACachingAllocator.cpp"};
+const F kMalloc{
+    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed "
+    "char, unsigned long, CUstream_st*)",
+    "CUDACachingAllocator.cpp"};
 const F kEmpty{"at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"};
 const F kEval{"_PyEval_EvalFrameDefault"};
 const F kStart{"_start"};
@@ -66,10 +68,11 @@ TEST_SUITE("attribution") {
   TEST_CASE("owners of memory are Python frames, autograd nodes, operators and other native code") {
     CHECK(ClassifyFrame("forward", "/home/a/model.py") == FrameClass::kPython);
     CHECK(ClassifyFrame("<module>", "<frozen runpy>") == FrameClass::kPython);
-    CHECK(ClassifyFrame("torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)",
-                        "??") == FrameClass::kNode);
-    CHECK(ClassifyFrame("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", "??") ==
+    CHECK(ClassifyFrame(
+              "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)", "??") ==
           FrameClass::kNode);
+    CHECK(ClassifyFrame("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)",
+                        "??") == FrameClass::kNode);
     CHECK(ClassifyFrame("at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)", "??") ==
           FrameClass::kOp);
     CHECK(ClassifyFrame("at::native::zeros_like(at::Tensor const&)", "??") == FrameClass::kNative);
@@ -87,37 +90,50 @@ TEST_SUITE("attribution") {
     CHECK(OpName("at::_ops::bmm::redispatch(c10::DispatchKeySet)") == "");
     CHECK(NodeName("torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)") ==
           "BmmBackward0");
-    CHECK(NodeName("torch::autograd::CopySlices::apply(std::vector<at::Tensor>&&)") == "CopySlices");
+    CHECK(NodeName("torch::autograd::CopySlices::apply(std::vector<at::Tensor>&&)") ==
+          "CopySlices");
     CHECK(NodeName("torch::autograd::Node::operator()(std::vector<at::Tensor>&&)") == "");
     CHECK(ShortNativeName("at::native::zeros_like(at::Tensor const&, std::optional<bool>)") ==
           "zeros_like");
     CHECK(ShortNativeName("void torch::autograd::AccumulateGrad::accumulateGrad<std::function<void "
-                          "(at::Tensor&&)> >(at::Tensor const&)") == "AccumulateGrad::accumulateGrad");
+                          "(at::Tensor&&)> >(at::Tensor const&)") ==
+          "AccumulateGrad::accumulateGrad");
   }
 
-  TEST_CASE("paths are shown relative to site-packages, the standard library or the user's directory") {
+  TEST_CASE(
+      "paths are shown relative to site-packages, the standard library or the user's directory") {
     CHECK(ShortPath("/root/.venv/lib/python3.12/site-packages/torch/functional.py", "") ==
           "torch/functional.py");
     CHECK(ShortPath("D:\\Dev\\a2\\.venv\\Lib\\site-packages\\einops\\einops.py", "") ==
           "einops/einops.py");
     CHECK(ShortPath("/usr/lib/python3.11/threading.py", "") == "threading.py");
     CHECK(ShortPath("/home/a/proj/model/net.py", "/home/a/proj/") == "model/net.py");
-    CHECK(ShortPath("D:\\Dev\\a2\\cs336_basics\\model.py", "D:/Dev/a2/") == "cs336_basics/model.py");
-    CHECK(ShortPath("/home/a/proj/scripts/../cs336/profile.py", "/home/a/proj/") == "cs336/profile.py");
+    CHECK(ShortPath("D:\\Dev\\a2\\cs336_basics\\model.py", "D:/Dev/a2/") ==
+          "cs336_basics/model.py");
+    CHECK(ShortPath("/home/a/proj/scripts/../cs336/profile.py", "/home/a/proj/") ==
+          "cs336/profile.py");
     CHECK(IsLibraryPath("/x/lib/python3.13/site-packages/torch/optim/optimizer.py"));
     CHECK(IsLibraryPath("/usr/lib/python3.11/threading.py"));
     CHECK(!IsLibraryPath("/home/a/proj/train.py"));
     CHECK(!IsLibraryPath("/tmp/ipykernel_136836/2091124272.py"));
   }
 
-  TEST_CASE("a Python site is named by the user's frame and the operator it called, not by the allocator") {
-    std::vector<F> stack = {kUnwind, kGather, kMalloc, kEmpty, Op("empty_like"), Op("zeros_like"),
-                            F{"torch::autograd::THPVariable_zeros_like(_object*)",
-                              "python_torch_functions_0.cpp"},
-                            Py("/home/a/cs336_basics/optimizers.py", 82, "step"), kEval, kStart,
-                            Py("/home/a/lib/python3.13/site-packages/torch/optim/optimizer.py", 493,
-                               "wrapper"),
-                            Py("/home/a/systems/benchmark.py", 234, "run")};
+  TEST_CASE(
+      "a Python site is named by the user's frame and the operator it called, not by the "
+      "allocator") {
+    std::vector<F> stack = {
+        kUnwind,
+        kGather,
+        kMalloc,
+        kEmpty,
+        Op("empty_like"),
+        Op("zeros_like"),
+        F{"torch::autograd::THPVariable_zeros_like(_object*)", "python_torch_functions_0.cpp"},
+        Py("/home/a/cs336_basics/optimizers.py", 82, "step"),
+        kEval,
+        kStart,
+        Py("/home/a/lib/python3.13/site-packages/torch/optim/optimizer.py", 493, "wrapper"),
+        Py("/home/a/systems/benchmark.py", 234, "run")};
     CHECK(Label(stack) == "zeros_like \u2190 cs336_basics/optimizers.py:82 step");
   }
 
@@ -140,17 +156,19 @@ TEST_SUITE("attribution") {
 
   TEST_CASE("a library call is named by its operator and the user's line that made it") {
     const std::string site = "/v/lib/python3.11/site-packages/";
-    CHECK(Label({kMalloc, Op("mm"), Op("linear"), Py(site + "torch/nn/modules/linear.py", 116, "forward"),
+    CHECK(Label({kMalloc, Op("mm"), Op("linear"),
+                 Py(site + "torch/nn/modules/linear.py", 116, "forward"),
                  Py(site + "torch/nn/modules/module.py", 1750, "_call_impl"),
                  Py("/home/a/model.py", 60, "update")}) == "linear \u2190 model.py:60 update");
     // Without C++ frames, the library function the user called names it ("einsum", "to").
     CHECK(Label({Py(site + "torch/functional.py", 373, "einsum"),
-                 Py(site + "einops/einops.py", 939, "einsum"), Py("/home/a/model.py", 39, "forward")}) ==
-          "einsum \u2190 model.py:39 forward");
+                 Py(site + "einops/einops.py", 939, "einsum"),
+                 Py("/home/a/model.py", 39, "forward")}) == "einsum \u2190 model.py:39 forward");
     CHECK(Label({Py(site + "torch/nn/modules/module.py", 1355, "convert"),
                  Py(site + "torch/nn/modules/module.py", 955, "_apply"),
                  Py(site + "torch/nn/modules/module.py", 1369, "to"),
-                 Py("/home/a/trainers.py", 121, "__init__")}) == "to \u2190 trainers.py:121 __init__");
+                 Py("/home/a/trainers.py", 121, "__init__")}) ==
+          "to \u2190 trainers.py:121 __init__");
     // Only generic names inside: the innermost library frame.
     CHECK(Label({Py(site + "torch/nn/modules/linear.py", 116, "forward"),
                  Py(site + "torch/nn/modules/module.py", 1520, "_call_impl"),
@@ -177,14 +195,15 @@ TEST_SUITE("attribution") {
                            F{"torch::autograd::Engine::evaluate_function(...)"},
                            F{"torch::autograd::Engine::thread_main(...)"},
                            F{"execute_native_thread_routine", "thread48.o"}, F{"clone"}};
-    std::vector<F> bmm = {kUnwind, kMalloc, kEmpty, Op("bmm"),
-                          F{"torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"}};
+    std::vector<F> bmm = {
+        kUnwind, kMalloc, kEmpty, Op("bmm"),
+        F{"torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"}};
     bmm.insert(bmm.end(), tail.begin(), tail.end());
     CHECK(Label(bmm) == "BmmBackward0 (bmm)");
-    std::vector<F> div = {kMalloc, Op("neg"),
-                          F{"torch::autograd::generated::details::div_tensor_other_backward(...)",
-                            "Functions.cpp"},
-                          F{"torch::autograd::generated::DivBackward0::apply(std::vector<at::Tensor>&&)"}};
+    std::vector<F> div = {
+        kMalloc, Op("neg"),
+        F{"torch::autograd::generated::details::div_tensor_other_backward(...)", "Functions.cpp"},
+        F{"torch::autograd::generated::DivBackward0::apply(std::vector<at::Tensor>&&)"}};
     div.insert(div.end(), tail.begin(), tail.end());
     CHECK(Label(div) == "DivBackward0 (neg)");
     std::vector<F> acc = {kMalloc, Op("new_empty_strided"),
@@ -218,12 +237,15 @@ TEST_SUITE("attribution") {
     b.callers = {"model.py:18 forward", "train.py:5 train"};
     c.callers = {"model.py:17 forward", "eval.py:9 evaluate"};
     std::vector<std::string> labels = DistinctLabels({&a, &b, &c});
-    CHECK(labels[0] == "einsum \u2190 model.py:30 attn \u2190 model.py:17 forward \u2190 train.py:5 train");
+    CHECK(labels[0] ==
+          "einsum \u2190 model.py:30 attn \u2190 model.py:17 forward \u2190 train.py:5 train");
     CHECK(labels[1] == "einsum \u2190 model.py:30 attn \u2190 model.py:18 forward");
-    CHECK(labels[2] == "einsum \u2190 model.py:30 attn \u2190 model.py:17 forward \u2190 eval.py:9 evaluate");
+    CHECK(labels[2] ==
+          "einsum \u2190 model.py:30 attn \u2190 model.py:17 forward \u2190 eval.py:9 evaluate");
   }
 
-  TEST_CASE("stacks of one site are told apart by the library frame inside the owner that differs") {
+  TEST_CASE(
+      "stacks of one site are told apart by the library frame inside the owner that differs") {
     SiteInfo a, b;
     a.key = "a";
     b.key = "b";

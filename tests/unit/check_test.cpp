@@ -1,11 +1,12 @@
 // Known-answer tests of `check`: the figures it measures, thresholds and baseline tolerances, its
 // errors, the growing sites of a known leak, and the JUnit/Markdown outputs.
+#include "memsnap/analysis/check.h"
+
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "memsnap/analysis/check.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/check_render.h"
 #include "test_util.h"
@@ -89,7 +90,8 @@ TEST_SUITE("check") {
     CheckReport r = Run(m, nullptr, o);
     std::ostringstream text;
     report::RenderCheckText(r, text);
-    CHECK(text.str().find("reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB, 0.3% over") !=
+    CHECK(text.str().find(
+              "reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB, 0.3% over") !=
           std::string::npos);
   }
 
@@ -173,7 +175,9 @@ TEST_SUITE("check") {
     std::ofstream(path) << report::CheckToJunit(r);
     std::string out = testing::RunPython(
         "import xml.etree.ElementTree as ET\n"
-        "root = ET.parse('" + path + "').getroot()\n"
+        "root = ET.parse('" +
+        path +
+        "').getroot()\n"
         "suite = root.find('testsuite')\n"
         "print(root.get('tests'), root.get('failures'), suite.get('name'))\n"
         "for case in suite.findall('testcase'):\n"
@@ -183,11 +187,11 @@ TEST_SUITE("check") {
           "3 1 memsnap check new \"x\".pickle\n"
           "reserved <= 100 B | ok\n"
           "reserved vs baseline (+0.0%) | reserved 20 B exceeds 10 B by +10 B, 100.0% over "
-              "(baseline 10 B, +10 B)\n"
+          "(baseline 10 B, +10 B)\n"
           "allocated vs baseline (+0.0%) | ok\n");
     std::string md = report::CheckToMarkdown(r);
-    CHECK(md.find("| reserved vs baseline (+0.0%) | 20 B | 10 B | 10 B | **FAIL** (+10 B, 100.0% over) |") !=
-          std::string::npos);
+    CHECK(md.find("| reserved vs baseline (+0.0%) | 20 B | 10 B | 10 B | **FAIL** (+10 B, 100.0% "
+                  "over) |") != std::string::npos);
   }
 
   TEST_CASE("every corpus file passes a check against itself with zero tolerance" *

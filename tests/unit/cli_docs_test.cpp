@@ -1,9 +1,10 @@
+#include "cli/cli_docs.h"
+
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "cli/cli_docs.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -22,8 +23,9 @@ std::string ReadFile(const std::string& path) {
 std::string Complete(const std::string& script, const std::string& line) {
   std::string dir = testing::TempDir();
   std::ofstream(dir + "/completion.bash") << script;
-  std::string cmd = "bash -c 'source " + dir + "/completion.bash; COMP_WORDS=(" + line +
-                    "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _memsnap; echo \"${COMPREPLY[*]}\"' 2>&1";
+  std::string cmd =
+      "bash -c 'source " + dir + "/completion.bash; COMP_WORDS=(" + line +
+      "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _memsnap; echo \"${COMPREPLY[*]}\"' 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   std::string out;

@@ -164,11 +164,12 @@ TEST_SUITE("convert") {
     std::string p = ToPickle(snap, 4);
     // 30 frames of ~20 bytes written once, then 49 one-GET references: far below 50 copies.
     CHECK(p.size() < 3000);
-    std::string out = testing::RunPython(
-        "d = pickle.load(open('" + WriteTemp("shared.pickle", p) + "', 'rb'))\n"
-        "t = d['device_traces'][0]\n"
-        "print(all(e['frames'] is t[0]['frames'] for e in t), "
-        "t[0]['frames'][3] == {'name': 'f3', 'filename': 'a.py', 'line': 3})\n");
+    std::string out =
+        testing::RunPython("d = pickle.load(open('" + WriteTemp("shared.pickle", p) +
+                           "', 'rb'))\n"
+                           "t = d['device_traces'][0]\n"
+                           "print(all(e['frames'] is t[0]['frames'] for e in t), "
+                           "t[0]['frames'][3] == {'name': 'f3', 'filename': 'a.py', 'line': 3})\n");
     CHECK(out == "True True\n");
   }
 
@@ -190,13 +191,15 @@ TEST_SUITE("convert") {
     CHECK_FALSE(writer::ParseSliceBound("5 parsecs").ok());
   }
 
-  TEST_CASE("slicing keeps events in [from, to) on every device and the annotations in that window") {
+  TEST_CASE(
+      "slicing keeps events in [from, to) on every device and the annotations in that window") {
     Snapshot snap = SmallTimedSnapshot();
-    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("+20us"), *writer::ParseSliceBound("60us"));
+    auto slice = writer::ComputeSlice(snap, *writer::ParseSliceBound("+20us"),
+                                      *writer::ParseSliceBound("60us"));
     REQUIRE(slice.ok());
     REQUIRE(slice->ranges.size() == 2);
-    CHECK(slice->ranges[0].begin == 2);  // time 1020
-    CHECK(slice->ranges[0].end == 6);    // 1060 excluded
+    CHECK(slice->ranges[0].begin == 2);                         // time 1020
+    CHECK(slice->ranges[0].end == 6);                           // 1060 excluded
     CHECK(slice->ranges[1].end - slice->ranges[1].begin == 1);  // 1055
     CHECK(slice->events == 5);
     writer::SnapshotWriteOptions o;
@@ -272,20 +275,23 @@ TEST_SUITE("convert") {
     snap.events.push_back(e);
     std::ostringstream out;
     REQUIRE(writer::WriteSnapshotJson(snap, {}, out).ok());
-    CHECK(out.str().find(R"("name":"bad\ufffd\u0001\"q\" )" "\xc3\xa9\"") != std::string::npos);
+    CHECK(out.str().find(R"("name":"bad\ufffd\u0001\"q\" )"
+                         "\xc3\xa9\"") != std::string::npos);
   }
 
   TEST_CASE("convert picks JSON from the .json extension and writes nothing on failure") {
     std::string dir = testing::TempDir();
-    std::string in = WriteTemp("in.pickle", testing::PythonPickle(R"({"segments": [], "device_traces": [[
+    std::string in =
+        WriteTemp("in.pickle", testing::PythonPickle(R"({"segments": [], "device_traces": [[
         {"action": "alloc", "addr": 1, "size": 2, "stream": 0, "time_us": 5}]]})"));
     auto r = testing::RunMemsnap({"convert", "-q", in, dir + "/out.json"});
     CHECK(r.exit_code == 0);
     std::ifstream f(dir + "/out.json");
     std::string text((std::istreambuf_iterator<char>(f)), {});
-    CHECK(text ==
-          R"({"segments":[],"device_traces":[[{"action":"alloc","addr":1,"size":2,"stream":0,"time_us":5}]]})"
-          "\n");
+    CHECK(
+        text ==
+        R"({"segments":[],"device_traces":[[{"action":"alloc","addr":1,"size":2,"stream":0,"time_us":5}]]})"
+        "\n");
     auto bad = testing::RunMemsnap({"convert", "--from", "event:x", in, dir + "/never.pickle"});
     CHECK(bad.exit_code == 2);
     CHECK_FALSE(std::filesystem::exists(dir + "/never.pickle"));

@@ -152,11 +152,21 @@ class FakeCudaDriver final : public sim::CudaDriver {
   }
   sim::CuResult PoolGetAttribute(sim::PoolAttr a, uint64_t* v) override {
     switch (a) {
-      case sim::PoolAttr::kReservedMemHigh: *v = pool_reserved_high; break;
-      case sim::PoolAttr::kUsedMemHigh: *v = pool_used_high; break;
-      case sim::PoolAttr::kReservedMemCurrent: *v = pool_reserved; break;
-      case sim::PoolAttr::kUsedMemCurrent: *v = pool_used; break;
-      case sim::PoolAttr::kReleaseThreshold: *v = UINT64_MAX; break;
+      case sim::PoolAttr::kReservedMemHigh:
+        *v = pool_reserved_high;
+        break;
+      case sim::PoolAttr::kUsedMemHigh:
+        *v = pool_used_high;
+        break;
+      case sim::PoolAttr::kReservedMemCurrent:
+        *v = pool_reserved;
+        break;
+      case sim::PoolAttr::kUsedMemCurrent:
+        *v = pool_used;
+        break;
+      case sim::PoolAttr::kReleaseThreshold:
+        *v = UINT64_MAX;
+        break;
     }
     return sim::kCudaSuccess;
   }
@@ -168,7 +178,8 @@ class FakeCudaDriver final : public sim::CudaDriver {
   }
   sim::CuResult PoolTrimTo(uint64_t keep) override {
     Log("PoolTrimTo", static_cast<int64_t>(keep));
-    const int64_t release = std::max<int64_t>(0, pool_reserved - std::max<int64_t>(pool_used, keep));
+    const int64_t release =
+        std::max<int64_t>(0, pool_reserved - std::max<int64_t>(pool_used, keep));
     pool_reserved -= release;
     used -= release;
     return sim::kCudaSuccess;

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "memsnap/analysis/event_index.h"
+
+#include <doctest/doctest.h>
 
 namespace memsnap::analysis {
 namespace {

@@ -66,7 +66,8 @@ std::map<std::pair<int, std::string>, int64_t> CheckTraceStructure(const Json& t
     } else if (ph == "X") {
       REQUIRE(e["dur"].is_number_integer());
       CHECK(e["dur"].get<int64_t>() >= 0);
-      slices[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["ts"].get<int64_t>() + e["dur"].get<int64_t>());
+      slices[{e["pid"], e["tid"]}].emplace_back(e["ts"],
+                                                e["ts"].get<int64_t>() + e["dur"].get<int64_t>());
     } else {
       CHECK(ph == "i");
     }
@@ -116,8 +117,8 @@ TEST_SUITE("export") {
     CHECK(attn["name"] == "8.0 MiB model.py:20 attn</script><b>");
     CHECK(attn["ts"] == 40);
     CHECK(attn["dur"] == 30);  // still live: drawn to the last event
-    CHECK(attn["args"]["stack"] ==
-          Json::array({"model.py:20:attn</script><b>", "model.py:31:forward", "train.py:9:<module>"}));
+    CHECK(attn["args"]["stack"] == Json::array({"model.py:20:attn</script><b>",
+                                                "model.py:31:forward", "train.py:9:<module>"}));
     CHECK(attn["args"]["address"] == "0x7f0000c00000");
     REQUIRE(annotations.size() == 2);
     CHECK(annotations[0]["name"] == "train_step");

@@ -1,8 +1,9 @@
 // Known-answer tests of the frag pass on hand-made fixtures (testdata/frag_*.json) and invariants
 // on every corpus file.
+#include "memsnap/analysis/frag.h"
+
 #include <doctest/doctest.h>
 
-#include "memsnap/analysis/frag.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"

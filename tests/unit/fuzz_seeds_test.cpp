@@ -38,8 +38,10 @@ std::vector<fs::path> FilesUnder(const fs::path& dir) {
 TEST_SUITE("fuzz_seeds") {
   TEST_CASE("every generated fuzz seed reads as a snapshot") {
     std::string dir = testing::TempDir() + "/seeds";
-    testing::RunPython("import subprocess\nsubprocess.check_call([sys.executable, '" MEMSNAP_SOURCE_DIR
-                       "/scripts/make_fuzz_seeds.py', '" + dir + "'], stdout=subprocess.DEVNULL)\n");
+    testing::RunPython(
+        "import subprocess\nsubprocess.check_call([sys.executable, '" MEMSNAP_SOURCE_DIR
+        "/scripts/make_fuzz_seeds.py', '" +
+        dir + "'], stdout=subprocess.DEVNULL)\n");
     auto files = FilesUnder(dir + "/reader");
     CHECK(files.size() >= 40);
     for (const fs::path& p : files) {

@@ -1,7 +1,8 @@
 // Grouping, frame filters and diff on fixtures with known answers.
+#include "memsnap/analysis/group.h"
+
 #include "doctest/doctest.h"
 #include "memsnap/analysis/diff.h"
-#include "memsnap/analysis/group.h"
 #include "test_util.h"
 
 namespace memsnap::analysis {
@@ -163,8 +164,9 @@ TEST_SUITE("diff") {
     CHECK(std::string(err.status().message()).find("--at peak needs a trace") != std::string::npos);
   }
 
-  TEST_CASE("by default diff compares at each file's peak when both have a trace, else at the "
-            "end, and says why") {
+  TEST_CASE(
+      "by default diff compares at each file's peak when both have a trace, else at the "
+      "end, and says why") {
     Snapshot a = LoadFixture("timeline_training.json");
     Snapshot b = LoadFixture("timeline_ring.json");
     DiffOptions o;

@@ -10,8 +10,9 @@ namespace memsnap {
 namespace {
 
 std::string Gzip(const std::string& python_bytes_expr) {
-  return testing::RunPython("from pyhelpers import *\nimport gzip\nsys.stdout.buffer.write(gzip.compress(" +
-                            python_bytes_expr + "))\n");
+  return testing::RunPython(
+      "from pyhelpers import *\nimport gzip\nsys.stdout.buffer.write(gzip.compress(" +
+      python_bytes_expr + "))\n");
 }
 
 }  // namespace
@@ -24,8 +25,8 @@ TEST_SUITE("gzip_input") {
         Gzip("pickle.dumps(load_json('formats/reader_2_1_full.json'), protocol=4)"));
     CHECK(gz.source.gzip);
     CHECK(testing::ModelText(gz) == testing::ModelText(plain));
-    Snapshot json_gz = testing::ParseOrFail(
-        Gzip("open(TESTDATA + '/formats/reader_2_1_full.json', 'rb').read()"));
+    Snapshot json_gz =
+        testing::ParseOrFail(Gzip("open(TESTDATA + '/formats/reader_2_1_full.json', 'rb').read()"));
     CHECK(json_gz.source.container == ContainerFormat::kJson);
     CHECK(testing::ModelText(json_gz) == testing::ModelText(plain));
     Snapshot list_gz = testing::ParseOrFail(

@@ -30,7 +30,8 @@ TEST_SUITE("html_reader") {
       std::string html = testing::RunPython(
           "from pyhelpers import *\n"
           "sys.stdout.write(memory_viz_html([load_json('formats/reader_2_1_full.json')], "
-          "protocol=" + std::to_string(protocol) + "))\n");
+          "protocol=" +
+          std::to_string(protocol) + "))\n");
       Snapshot from_html = testing::ParseOrFail(html, "page.html");
       CHECK(from_html.source.container == ContainerFormat::kHtml);
       CHECK(from_html.source.pickle_protocol == protocol);
@@ -84,8 +85,9 @@ TEST_SUITE("html_reader") {
           "page.html: offset 19: base64 payload: unterminated string");
     CHECK(err("<html>[{\"base64\": \"gA*J\"}]") ==
           "page.html: offset 21: base64 payload: invalid character 0x2a");
-    CHECK(err("<html>[{\"base64\": \"gAJ\"}]") ==
-          "page.html: offset 22: base64 payload: length is not a multiple of 4 (truncated payload?)");
+    CHECK(
+        err("<html>[{\"base64\": \"gAJ\"}]") ==
+        "page.html: offset 22: base64 payload: length is not a multiple of 4 (truncated payload?)");
     CHECK(err("<html>[{\"base64\": \"\"}]") == "page.html: offset 18: empty base64 payload");
     CHECK(err("<html>[{\"base64\": 5}]") ==
           "page.html: offset 18: \"base64\" is not followed by a string");

@@ -130,23 +130,28 @@ TEST_SUITE("json_reader") {
 
   TEST_CASE("errors carry a JSON pointer to the offending value") {
     CHECK(ParseError(R"({"segments": [{"blocks": [{"size": "12", "state": "inactive"}]}]})",
-                     "snap.json") == "snap.json: /segments/0/blocks/0/size: expected integer, got string");
+                     "snap.json") ==
+          "snap.json: /segments/0/blocks/0/size: expected integer, got string");
     CHECK(ParseError(R"({"segments": [], "device_traces": [[{"action": 3}]]})", "s.json") ==
           "s.json: /device_traces/0/0/action: expected string, got integer");
     CHECK(ParseError(R"({"segments": [{"blocks": [{"size": 1}]}]})", "s.json") ==
           "s.json: /segments/0/blocks/0: block has no 'state'");
     CHECK(ParseError(R"({"segments": [{"blocks": [{"state": "weird"}]}]})", "s.json") ==
           "s.json: /segments/0/blocks/0/state: unknown block state 'weird'");
-    CHECK(ParseError(R"({"segments": 5})", "s.json") == "s.json: /segments: expected array, got integer");
+    CHECK(ParseError(R"({"segments": 5})", "s.json") ==
+          "s.json: /segments: expected array, got integer");
     // An object without total_size is not a segment (the pickle decoder agrees), so a file of
     // empty objects cannot pass for millions of segments.
     CHECK(ParseError(R"([{}, {}])", "s.json") == "s.json: /0: segment has no 'total_size'");
     CHECK(ParseError(R"({"a/b~": 1})", "s.json") ==
           "s.json: /: the JSON object is not a snapshot (no 'segments' or 'device_traces' key)");
     CHECK(ParseError(R"("hello")", "s.json").find("") == 0);
-    CHECK(ParseError(R"({"segments": [], "device_traces": [[{"action": "alloc", "frames": [{"name": "x"}]}]]})",
-                     "s.json") == "s.json: /device_traces/0/0/frames/0: expected a frame (an object "
-                                  "with 'filename' and 'line')");
+    CHECK(
+        ParseError(
+            R"({"segments": [], "device_traces": [[{"action": "alloc", "frames": [{"name": "x"}]}]]})",
+            "s.json") ==
+        "s.json: /device_traces/0/0/frames/0: expected a frame (an object "
+        "with 'filename' and 'line')");
     CHECK(ParseError(R"({"segments": [{"segment_pool_id": [1]}]})", "s.json") ==
           "s.json: /segments/0/segment_pool_id: expected a pair of integers, got array");
     CHECK(ParseError(R"({"segments": [], "device_traces": [[{"size": 1}]]})", "s.json") ==
@@ -155,10 +160,12 @@ TEST_SUITE("json_reader") {
 
   TEST_CASE("invalid JSON, NaN and integers beyond 64 bits are clear errors") {
     CHECK(ParseError(R"({"segments": [)", "s.json").rfind("s.json: invalid JSON: ", 0) == 0);
-    CHECK(ParseError(R"({"segments": [], "allocator_settings": {"garbage_collection_threshold": NaN}})",
-                     "s.json").rfind("s.json: invalid JSON: ", 0) == 0);
-    std::string big = ParseError(
-        R"({"segments": [{"address": 123456789012345678901234567890}]})", "s.json");
+    CHECK(ParseError(
+              R"({"segments": [], "allocator_settings": {"garbage_collection_threshold": NaN}})",
+              "s.json")
+              .rfind("s.json: invalid JSON: ", 0) == 0);
+    std::string big =
+        ParseError(R"({"segments": [{"address": 123456789012345678901234567890}]})", "s.json");
     CHECK(big.rfind("s.json: ", 0) == 0);
     CHECK_FALSE(big.empty());
   }
@@ -207,8 +214,11 @@ TEST_SUITE("json_reader") {
           "class Safe(pickle.Unpickler):\n"
           "    def find_class(self, module, name):\n"
           "        raise pickle.UnpicklingError('refused ' + module + '.' + name)\n"
-          "with open('" + path + "', 'rb') as f: data = Safe(f).load()\n"
-          "with open('" + json_path + "', 'w') as f: json.dump(data, f, separators=(',', ':'))\n");
+          "with open('" +
+          path +
+          "', 'rb') as f: data = Safe(f).load()\n"
+          "with open('" +
+          json_path + "', 'w') as f: json.dump(data, f, separators=(',', ':'))\n");
       auto from_pickle = parse::ReadSnapshot(path);
       REQUIRE(from_pickle.ok());
       auto from_json = parse::ReadSnapshot(json_path);

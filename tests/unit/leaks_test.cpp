@@ -22,9 +22,8 @@ const std::string& FixtureDir() {
   static const std::string dir = [] {
     std::string d = testing::TempDir() + "/leaks";
     std::filesystem::create_directories(d);
-    const std::string testdata = std::filesystem::path(testing::TestdataPath("leaks_fixtures.py"))
-                                     .parent_path()
-                                     .string();
+    const std::string testdata =
+        std::filesystem::path(testing::TestdataPath("leaks_fixtures.py")).parent_path().string();
     testing::RunPython("import sys\nsys.path.insert(0, '" + testdata +
                        "')\nimport leaks_fixtures\nleaks_fixtures.write_all('" + d + "')\n");
     return d;
@@ -41,8 +40,8 @@ Snapshot Load(const std::string& name) {
 LeakReport Series(const std::string& scenario, const analysis::LeakOptions& options = {}) {
   std::vector<analysis::SeriesPoint> points;
   for (int k = 1; k <= 6; ++k) {
-    auto p = analysis::SeriesPointOf(Load(scenario + "_step" + std::to_string(k) + ".pickle"),
-                                     options);
+    auto p =
+        analysis::SeriesPointOf(Load(scenario + "_step" + std::to_string(k) + ".pickle"), options);
     REQUIRE(p.ok());
     points.push_back(std::move(*p));
   }
@@ -248,7 +247,8 @@ TEST_SUITE("leaks") {
       REQUIRE(dt != nullptr);
       for (size_t k = 0; k < st.end.size(); ++k) {
         int64_t sum = 0;
-        for (uint32_t i : analysis::LiveBlocksAt(*dt, st.end[k] - 1)) sum += dt->blocks[i].requested_size;
+        for (uint32_t i : analysis::LiveBlocksAt(*dt, st.end[k] - 1))
+          sum += dt->blocks[i].requested_size;
         CAPTURE(dt->start_requested);
         CAPTURE(dt->unreconciled_requested_bytes);
         CHECK(r->live_bytes[k] == sum);

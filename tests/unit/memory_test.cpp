@@ -1,8 +1,8 @@
+#include "memsnap/util/memory.h"
+
 #include <doctest/doctest.h>
 
 #include <numeric>
-
-#include "memsnap/util/memory.h"
 
 namespace memsnap {
 namespace {
@@ -17,7 +17,8 @@ TEST_SUITE("memory") {
       prefault.Touch(v);
     }
     CHECK(v.size() == (4u << 20));
-    CHECK(std::accumulate(v.begin(), v.end(), uint64_t{0}) == (uint64_t{4} << 20) * ((4u << 20) - 1) / 2);
+    CHECK(std::accumulate(v.begin(), v.end(), uint64_t{0}) ==
+          (uint64_t{4} << 20) * ((4u << 20) - 1) / 2);
   }
 }
 

@@ -33,9 +33,9 @@ std::string ModelText(const Snapshot& s) {
                     " exp=", g.is_expandable, " pool=", g.pool.first, ",", g.pool.second,
                     " stack=", StackText(s, g.stack), " blocks=", g.num_blocks, "\n");
     for (const Block& b : s.BlocksOf(g)) {
-      absl::StrAppend(&out, "  block addr=", b.address, " size=", b.size,
-                      " req=", b.requested_size, " state=", Sv(BlockStateName(b.state)),
-                      " stack=", StackText(s, b.stack), "\n");
+      absl::StrAppend(&out, "  block addr=", b.address, " size=", b.size, " req=", b.requested_size,
+                      " state=", Sv(BlockStateName(b.state)), " stack=", StackText(s, b.stack),
+                      "\n");
     }
   }
   for (const DeviceTrace& t : s.traces) {
@@ -49,8 +49,9 @@ std::string ModelText(const Snapshot& s) {
   }
   for (const EventExtra& x : s.event_extras) {
     absl::StrAppend(&out, "extra ev=", x.event, " cc=", Str(s, x.compile_context),
-                    " meta=", Str(s, x.user_metadata), " cat=", Str(s, x.category), " pool=",
-                    x.pool ? absl::StrCat(x.pool->first, ",", x.pool->second) : "-", "\n");
+                    " meta=", Str(s, x.user_metadata), " cat=", Str(s, x.category),
+                    " pool=", x.pool ? absl::StrCat(x.pool->first, ",", x.pool->second) : "-",
+                    "\n");
   }
   for (const Annotation& a : s.annotations) {
     absl::StrAppend(&out, "annotation dev=", a.device, " t=", a.time_us, " ", Str(s, a.stage), " ",
@@ -60,15 +61,14 @@ std::string ModelText(const Snapshot& s) {
   absl::StrAppend(&out, "settings present=", st.present, " conf=", st.conf,
                   " max_split=", st.max_split_size, " gc=", st.garbage_collection_threshold,
                   " exp=", st.expandable_segments, " lock=", st.release_lock_on_cudamalloc,
-                  " pinned=", st.pinned_use_cuda_host_register, "/",
-                  st.pinned_num_register_threads, " reuse=", st.graph_capture_record_stream_reuse,
-                  " roundup=");
+                  " pinned=", st.pinned_use_cuda_host_register, "/", st.pinned_num_register_threads,
+                  " reuse=", st.graph_capture_record_stream_reuse, " roundup=");
   for (int64_t d : st.roundup_power2_divisions) absl::StrAppend(&out, d, ",");
-  absl::StrAppend(&out, " overflowed=",
-                  st.trace_alloc_overflowed ? absl::StrCat(*st.trace_alloc_overflowed) : "-",
-                  " max_entries=",
-                  st.trace_alloc_max_entries ? absl::StrCat(*st.trace_alloc_max_entries) : "-",
-                  "\n");
+  absl::StrAppend(
+      &out,
+      " overflowed=", st.trace_alloc_overflowed ? absl::StrCat(*st.trace_alloc_overflowed) : "-",
+      " max_entries=", st.trace_alloc_max_entries ? absl::StrCat(*st.trace_alloc_max_entries) : "-",
+      "\n");
   absl::StrAppend(&out, "flavour bare=", s.source.bare_segment_list,
                   " legacy=", s.source.legacy_history,
                   " block_addresses=", s.source.has_block_addresses, "\n");

@@ -4,10 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include "analysis/replay_internal.h"
 #include "memsnap/analysis/group.h"
 #include "memsnap/analysis/site.h"
-
-#include "analysis/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/oom_render.h"
 #include "test_util.h"
@@ -159,13 +158,15 @@ TEST_SUITE("oom") {
     CHECK(absl::IsFailedPrecondition(ExplainOoms(empty, {}).status()));
   }
 
-  TEST_CASE("an OOM site is named by the attribution model: the user's frame and the call it made") {
+  TEST_CASE(
+      "an OOM site is named by the attribution model: the user's frame and the call it made") {
     Snapshot s;
     auto frame = [&](std::string_view name, std::string_view file, int64_t line) {
       return s.frames.Intern({s.strings.Intern(name), s.strings.Intern(file), line});
     };
     const std::string pkgs = "/env/lib/python3.10/site-packages/";
-    FrameId malloc = frame("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 1);
+    FrameId malloc =
+        frame("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 1);
     FrameId linear = frame("forward", pkgs + "torch/nn/modules/linear.py", 116);
     FrameId mlp = frame("forward", pkgs + "timm/layers/mlp.py", 44);
     FrameId user = frame("train_step", "/home/me/train.py", 30);

@@ -1,4 +1,6 @@
 // ParallelFor and ThreadsFor (util/parallel.h): what `--threads N` promises.
+#include "memsnap/util/parallel.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "memsnap/util/parallel.h"
 
 namespace memsnap {
 namespace {
@@ -37,7 +38,8 @@ TEST_CASE("--threads 0 means every core, and any other value is taken as given")
 
 TEST_CASE("ParallelFor runs every job once and never more of them at once than it was allowed") {
   std::vector<std::atomic<int>> ran(40);
-  ParallelFor(ran.size(), [&](size_t i) { ++ran[i]; }, 3);
+  ParallelFor(
+      ran.size(), [&](size_t i) { ++ran[i]; }, 3);
   for (const auto& r : ran) CHECK(r.load() == 1);
   CHECK(MostAtOnce(12, 1) == 1);
   CHECK(MostAtOnce(12, 3) <= 3);

@@ -29,8 +29,8 @@ TEST_SUITE("pickle_reader") {
     std::string reference;
     for (int protocol : {2, 3, 4, 5}) {
       CAPTURE(protocol);
-      Snapshot s = ParseOrFail(testing::PythonPickle("load_json('formats/reader_2_1_full.json')",
-                                                     protocol));
+      Snapshot s =
+          ParseOrFail(testing::PythonPickle("load_json('formats/reader_2_1_full.json')", protocol));
       CHECK(s.source.pickle_protocol == protocol);
       CHECK(s.source.container == ContainerFormat::kPickle);
       std::string text = testing::ModelText(s);
@@ -60,7 +60,8 @@ TEST_SUITE("pickle_reader") {
     CHECK(s.events[399].addr == 4096u * 399);
   }
 
-  TEST_CASE("trace entries of every shape decode the same in pickles of every protocol as in JSON") {
+  TEST_CASE(
+      "trace entries of every shape decode the same in pickles of every protocol as in JSON") {
     // The decoder takes trace entries of PyTorch's usual shape on a fast path and everything else
     // through the generic opcode loop; the shapes below interleave both, in every protocol, and
     // must give the model the JSON reader gives.
@@ -89,15 +90,15 @@ TEST_SUITE("pickle_reader") {
         "    if k == 13: e['frames'] = [fr[i % 10]] * 1200\n"
         "    ev.append(e)\n"
         "data = {'segments': [], 'device_traces': [ev]}\n";
-    Snapshot json = ParseOrFail(testing::RunPython(
-        kData + "import json\nsys.stdout.write(json.dumps(data))\n"));
+    Snapshot json = ParseOrFail(
+        testing::RunPython(kData + "import json\nsys.stdout.write(json.dumps(data))\n"));
     REQUIRE(json.events.size() == 600);
     const std::string reference = testing::ModelText(json);
     for (int protocol : {2, 3, 4, 5}) {
       CAPTURE(protocol);
-      Snapshot s = ParseOrFail(testing::RunPython(
-          kData + "sys.stdout.buffer.write(pickle.dumps(data, protocol=" +
-          std::to_string(protocol) + "))\n"));
+      Snapshot s = ParseOrFail(
+          testing::RunPython(kData + "sys.stdout.buffer.write(pickle.dumps(data, protocol=" +
+                             std::to_string(protocol) + "))\n"));
       CHECK(testing::ModelText(s) == reference);
       CHECK(s.diagnostics.warnings.size() == json.diagnostics.warnings.size());
     }
@@ -150,36 +151,82 @@ TEST_SUITE("pickle_reader") {
     b.Mark().Str("segments");
     b.Mark();  // segments via LIST
     b.Mark()
-        .Str("device").Int1(0)
-        .Str("address").Long(0x7f0000000000)
-        .Str("total_size").Int4(2097152)
-        .Str("segment_type").Str4("small")
-        .Str("segment_pool_id").Mark().Int1(0).Int1(0).Op('t')  // TUPLE
-        .Str("is_expandable").Op(0x89)                          // NEWFALSE
-        .Str("frames").Op(')')                                  // EMPTY_TUPLE: empty stack
-        .Str("blocks").Mark();
-    b.Mark().Str("state").Str("active_allocated").Str("size").Int4(2097152)
-        .Str("requested_size").Int2(1000).Str("frames").Frame("f", "a.py", 3)
-        .Op(0x94)   // MEMOIZE -> memo 0
-        .Op(0x85)   // TUPLE1
-        .Op('d');   // DICT
+        .Str("device")
+        .Int1(0)
+        .Str("address")
+        .Long(0x7f0000000000)
+        .Str("total_size")
+        .Int4(2097152)
+        .Str("segment_type")
+        .Str4("small")
+        .Str("segment_pool_id")
+        .Mark()
+        .Int1(0)
+        .Int1(0)
+        .Op('t')  // TUPLE
+        .Str("is_expandable")
+        .Op(0x89)  // NEWFALSE
+        .Str("frames")
+        .Op(')')  // EMPTY_TUPLE: empty stack
+        .Str("blocks")
+        .Mark();
+    b.Mark()
+        .Str("state")
+        .Str("active_allocated")
+        .Str("size")
+        .Int4(2097152)
+        .Str("requested_size")
+        .Int2(1000)
+        .Str("frames")
+        .Frame("f", "a.py", 3)
+        .Op(0x94)               // MEMOIZE -> memo 0
+        .Op(0x85)               // TUPLE1
+        .Op('d');               // DICT
     b.Op('l').Op('d').Op('l');  // blocks LIST, segment DICT, segments LIST
     b.Str("device_traces").Mark().Mark();
-    // Event 1: EMPTY_DICT + SETITEM, LONG4 size, a TUPLE3 of frames (memo GETs, a 9-byte LONG1 line).
+    // Event 1: EMPTY_DICT + SETITEM, LONG4 size, a TUPLE3 of frames (memo GETs, a 9-byte LONG1
+    // line).
     b.Op('}')
-        .Str("action").Str("alloc").Op('s')
-        .Str("addr").Long(0x7f0000000000).Op('s')
-        .Str("size").Long4(std::string("\xe8\x03", 2)).Op('s')
-        .Str("stream").Int1(0).Op('s')
-        .Str("junk").Op('B').U32(2).Raw("zz").Op('s')          // BINBYTES, unknown key
-        .Op('U').U8(7).Raw("unknown").Op('T').U32(1).Raw("v").Op('s')  // SHORT_BINSTRING/BINSTRING
+        .Str("action")
+        .Str("alloc")
+        .Op('s')
+        .Str("addr")
+        .Long(0x7f0000000000)
+        .Op('s')
+        .Str("size")
+        .Long4(std::string("\xe8\x03", 2))
+        .Op('s')
+        .Str("stream")
+        .Int1(0)
+        .Op('s')
+        .Str("junk")
+        .Op('B')
+        .U32(2)
+        .Raw("zz")
+        .Op('s')  // BINBYTES, unknown key
+        .Op('U')
+        .U8(7)
+        .Raw("unknown")
+        .Op('T')
+        .U32(1)
+        .Raw("v")
+        .Op('s')  // SHORT_BINSTRING/BINSTRING
         .Str("frames")
-        .Op('h').U8(0)                                         // BINGET 0
-        .Mark().Str("name").Str("g").Str("filename").Str8("c.py").Str("line")
-        .Long1(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x00", 9)).Op('d')
-        .Op('r').U32(5)                                        // LONG_BINPUT 5 (skips indices)
-        .Op('j').U32(5)                                        // LONG_BINGET 5
-        .Op(0x87)                                              // TUPLE3
+        .Op('h')
+        .U8(0)  // BINGET 0
+        .Mark()
+        .Str("name")
+        .Str("g")
+        .Str("filename")
+        .Str8("c.py")
+        .Str("line")
+        .Long1(std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x00", 9))
+        .Op('d')
+        .Op('r')
+        .U32(5)  // LONG_BINPUT 5 (skips indices)
+        .Op('j')
+        .U32(5)    // LONG_BINGET 5
+        .Op(0x87)  // TUPLE3
         .Op('s');
     // Stack games that leave nothing behind: DUP/POP, POP_MARK, BINPUT 1.
     b.Str("x").Op('2').Op('0').Op('0').Mark().Int1(1).Int1(2).Op('1');
@@ -199,11 +246,22 @@ TEST_SUITE("pickle_reader") {
         .Op('q')
         .U8(1);
     b.Op('l').Op('l');
-    b.Str("allocator_settings").Op('}').Mark()
-        .Str("garbage_collection_threshold").Float(0.25)
-        .Str("max_split_size").Long4(std::string("\xff", 1))
-        .Str("expandable_segments").Op(0x88)  // NEWTRUE
-        .Str("roundup_power2_divisions").Op('}').Mark().Str("1").Int1(2).Str("32768").Int1(4)
+    b.Str("allocator_settings")
+        .Op('}')
+        .Mark()
+        .Str("garbage_collection_threshold")
+        .Float(0.25)
+        .Str("max_split_size")
+        .Long4(std::string("\xff", 1))
+        .Str("expandable_segments")
+        .Op(0x88)  // NEWTRUE
+        .Str("roundup_power2_divisions")
+        .Op('}')
+        .Mark()
+        .Str("1")
+        .Int1(2)
+        .Str("32768")
+        .Int1(4)
         .Op('u')
         .Op('u');
     b.Op('d').Stop();
@@ -234,8 +292,18 @@ TEST_SUITE("pickle_reader") {
 
   TEST_CASE("integers wider than 64 bits are clamped with a warning") {
     PickleBuilder b(2);
-    b.Mark().Str("segments").Mark().Mark().Str("device").Int1(0).Str("total_size")
-        .Long4(std::string(300, '\x7f')).Op('d').Op('l').Op('d').Stop();
+    b.Mark()
+        .Str("segments")
+        .Mark()
+        .Mark()
+        .Str("device")
+        .Int1(0)
+        .Str("total_size")
+        .Long4(std::string(300, '\x7f'))
+        .Op('d')
+        .Op('l')
+        .Op('d')
+        .Stop();
     Snapshot s = ParseOrFail(b.bytes());
     // Clamped to int64 max by the decoder, then to the 1 TiB size bound by Normalize.
     CHECK(s.segments[0].total_size == kMaxBytes);
@@ -248,9 +316,9 @@ TEST_SUITE("pickle_reader") {
 
   TEST_CASE("every opcode that imports or calls code is refused with a clear message") {
     const std::pair<uint8_t, const char*> refused[] = {
-        {'c', "GLOBAL"}, {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"},     {'b', "BUILD"},
-        {'i', "INST"},   {'o', "OBJ"},           {0x81, "NEWOBJ"},    {0x92, "NEWOBJ_EX"},
-        {'P', "PERSID"}, {'Q', "BINPERSID"},     {0x82, "EXT1"},      {0x83, "EXT2"},
+        {'c', "GLOBAL"}, {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"},  {'b', "BUILD"},
+        {'i', "INST"},   {'o', "OBJ"},           {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"},
+        {'P', "PERSID"}, {'Q', "BINPERSID"},     {0x82, "EXT1"},   {0x83, "EXT2"},
         {0x84, "EXT4"}};
     for (const auto& [op, name] : refused) {
       CAPTURE(name);
@@ -271,7 +339,9 @@ TEST_SUITE("pickle_reader") {
           "import os\n"
           "class Evil:\n"
           "    def __reduce__(self):\n"
-          "        return (os.system, ('touch " + marker + "',))\n"
+          "        return (os.system, ('touch " +
+          marker +
+          "',))\n"
           "sys.stdout.buffer.write(pickle.dumps({'segments': [Evil()]}, protocol=" +
           std::to_string(protocol) + "))\n");
       std::string err = ParseError(bytes, "evil.pickle");

@@ -33,10 +33,24 @@ std::string Write(int protocol, F&& body) {
 }
 
 void WriteInts(PickleWriter& w) {
-  static const int64_t kInts[] = {0,          1,           255,        256,        65535,
-                                  65536,      -1,          -128,       INT32_MAX,  INT32_MIN,
-                                  1LL << 31,  -(1LL << 31) - 1, 1LL << 40, 140737488355327LL,
-                                  1700000000123456LL, INT64_MAX, INT64_MIN, -(1LL << 40)};
+  static const int64_t kInts[] = {0,
+                                  1,
+                                  255,
+                                  256,
+                                  65535,
+                                  65536,
+                                  -1,
+                                  -128,
+                                  INT32_MAX,
+                                  INT32_MIN,
+                                  1LL << 31,
+                                  -(1LL << 31) - 1,
+                                  1LL << 40,
+                                  140737488355327LL,
+                                  1700000000123456LL,
+                                  INT64_MAX,
+                                  INT64_MIN,
+                                  -(1LL << 40)};
   w.BeginList(std::size(kInts) + 2);
   for (int64_t v : kInts) w.Int(v);
   w.UInt(uint64_t{1} << 63);
@@ -55,7 +69,8 @@ TEST_SUITE("pickle_writer") {
     }
   }
 
-  TEST_CASE("a dict of shared strings, bools, floats, None and a tuple matches CPython byte for byte") {
+  TEST_CASE(
+      "a dict of shared strings, bools, floats, None and a tuple matches CPython byte for byte") {
     auto body = [](PickleWriter& w) {
       w.BeginDict(6);
       w.Str("a"), w.Int(1);
@@ -115,8 +130,9 @@ TEST_SUITE("pickle_writer") {
     std::string ours = Write(4, body);
     // Same bytes as CPython (frames included) when CPython commits frames at the same points;
     // at least CPython must load it back to the same value.
-    std::string same = testing::RunPython("d = pickle.load(open('" + WriteTemp("frames.pickle", ours) +
-                                          "', 'rb'))\nprint(d == " + expr + ")\n");
+    std::string same =
+        testing::RunPython("d = pickle.load(open('" + WriteTemp("frames.pickle", ours) +
+                           "', 'rb'))\nprint(d == " + expr + ")\n");
     CHECK(same == "True\n");
     CHECK(ours.size() > 200000);
     CHECK(ours == PythonPickle(expr, 4));

@@ -1,9 +1,9 @@
+#include "memsnap/util/progress.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <sstream>
-
-#include "memsnap/util/progress.h"
 
 namespace memsnap {
 namespace {
@@ -42,7 +42,7 @@ TEST_SUITE("progress") {
     CHECK(text.find('\r') == 0);
     CHECK(text.find("[#####.....]  50%") != std::string::npos);
     CHECK(text.back() == '\r');  // the line is blanked and the cursor back
-    bar.Finish();                                  // idempotent
+    bar.Finish();                // idempotent
     CHECK(out.str() == text);
   }
 

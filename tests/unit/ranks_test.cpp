@@ -1,9 +1,10 @@
+#include "memsnap/analysis/ranks.h"
+
 #include <doctest/doctest.h>
 
 #include <optional>
 
 #include "memsnap/analysis/rank_tables.h"
-#include "memsnap/analysis/ranks.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 

@@ -112,9 +112,15 @@ TEST_SUITE("reader_errors") {
       for (int e = 0; e < edits; ++e) {
         size_t at = rng() % b.size();
         switch (rng() % 3) {
-          case 0: b[at] = static_cast<char>(rng()); break;
-          case 1: b.erase(at, rng() % 16); break;
-          default: b.insert(at, b.substr(rng() % b.size(), rng() % 32)); break;
+          case 0:
+            b[at] = static_cast<char>(rng());
+            break;
+          case 1:
+            b.erase(at, rng() % 16);
+            break;
+          default:
+            b.insert(at, b.substr(rng() % b.size(), rng() % 32));
+            break;
         }
         if (b.empty()) b = std::string("x");  // not = "x": GCC 12's false -Wrestrict (PR 105329)
       }
@@ -141,7 +147,8 @@ TEST_SUITE("reader_errors") {
     {
       PickleBuilder b(4);
       b.Raw(std::string(kDepth, '(')).Stop();
-      CHECK(ParseError(b.bytes(), "deep.pickle") == "deep.pickle: offset 1000002: STOP with an open MARK");
+      CHECK(ParseError(b.bytes(), "deep.pickle") ==
+            "deep.pickle: offset 1000002: STOP with an open MARK");
     }
     {
       PickleBuilder b(4);
@@ -177,7 +184,8 @@ TEST_SUITE("reader_errors") {
     CHECK(ParseError(PickleBuilder(4).Op(0x8e).U64(~uint64_t{0}).Stop().bytes()) ==
           "<test>: offset 2: string of 18446744073709551615 bytes runs past the end of the input");
     CHECK(ParseError(PickleBuilder(4).Op('X').U32(0xffffffff).Stop().bytes()) ==
-          "<test>: offset 2: string of 4294967295 bytes runs past the end of the input (1 bytes left)");
+          "<test>: offset 2: string of 4294967295 bytes runs past the end of the input (1 bytes "
+          "left)");
     CHECK(ParseError(PickleBuilder(4).Op(0x8b).U32(0x7fffffff).Stop().bytes()) ==
           "<test>: offset 2: LONG4 of 2147483647 bytes runs past the end of the input");
     CHECK(ParseError(PickleBuilder(4).Op(0x8b).U32(0x80000000).Stop().bytes()) ==
@@ -189,9 +197,24 @@ TEST_SUITE("reader_errors") {
   TEST_CASE("integers of thousands of bytes are clamped with a warning (tolerant reading)") {
     for (char fill : {'\x7f', '\x80'}) {
       PickleBuilder b(4);
-      b.Mark().Str("segments").Op(']').Str("device_traces").Mark().Mark().Mark()
-          .Str("action").Str("alloc").Str("addr").Int1(0).Str("size")
-          .Long4(std::string(5000, fill)).Op('d').Op('l').Op('l').Op('d').Stop();
+      b.Mark()
+          .Str("segments")
+          .Op(']')
+          .Str("device_traces")
+          .Mark()
+          .Mark()
+          .Mark()
+          .Str("action")
+          .Str("alloc")
+          .Str("addr")
+          .Int1(0)
+          .Str("size")
+          .Long4(std::string(5000, fill))
+          .Op('d')
+          .Op('l')
+          .Op('l')
+          .Op('d')
+          .Stop();
       Snapshot s = testing::ParseOrFail(b.bytes());
       // Clamped to 64 bits, then to the 1 TiB size bound: sums over a file cannot overflow.
       CHECK(s.events[0].size == (fill == '\x7f' ? kMaxBytes : 0));
@@ -201,24 +224,37 @@ TEST_SUITE("reader_errors") {
 
   TEST_CASE("duplicated keys: the last one wins in both readers") {
     PickleBuilder b(2);
-    b.Mark().Str("segments").Mark().Mark().Str("device").Int1(0).Str("total_size").Int1(1)
-        .Str("total_size").Int1(2).Op('d').Op('l').Op('d').Stop();
+    b.Mark()
+        .Str("segments")
+        .Mark()
+        .Mark()
+        .Str("device")
+        .Int1(0)
+        .Str("total_size")
+        .Int1(1)
+        .Str("total_size")
+        .Int1(2)
+        .Op('d')
+        .Op('l')
+        .Op('d')
+        .Stop();
     CHECK(testing::ParseOrFail(b.bytes()).segments[0].total_size == 2);
   }
 
   TEST_CASE("NaN: refused in JSON; a NaN float where an int belongs is a type error") {
     CHECK(ParseError(R"({"segments": [{"total_size": NaN}]})", "n.json")
               .rfind("n.json: invalid JSON: ", 0) == 0);
-    std::string nan_pickle = testing::PythonPickle(
-        "{'segments': [{'device': 0, 'total_size': float('nan')}]}", 4);
-    CHECK(ParseError(nan_pickle, "n.pickle").find("segment key 'total_size': expected int, got float") !=
-          std::string::npos);
+    std::string nan_pickle =
+        testing::PythonPickle("{'segments': [{'device': 0, 'total_size': float('nan')}]}", 4);
+    CHECK(ParseError(nan_pickle, "n.pickle")
+              .find("segment key 'total_size': expected int, got float") != std::string::npos);
   }
 
   TEST_CASE("JSON with a wrong type in every key gives a pointer to that key, or reads") {
     std::string blob = testing::RunPython(
         std::string(kEmitPy) +
-        "data = json.load(open('" MEMSNAP_SOURCE_DIR "/testdata/formats/reader_2_1_full.json'))\n"
+        "data = json.load(open('" MEMSNAP_SOURCE_DIR
+        "/testdata/formats/reader_2_1_full.json'))\n"
         "for p in paths(data):\n"
         "    for w in WRONG:\n"
         "        o = replaced(data, p, w)\n"
@@ -241,14 +277,14 @@ TEST_SUITE("reader_errors") {
   }
 
   TEST_CASE("pickles with a wrong type in every key parse or fail cleanly") {
-    std::string blob = testing::RunPython(
-        std::string(kEmitPy) +
-        "from pyhelpers import load_json\n"
-        "data = load_json('formats/reader_2_1_full.json')\n"
-        "for p in paths(data):\n"
-        "    for w in WRONG:\n"
-        "        o = replaced(data, p, w)\n"
-        "        if o is not None: emit(pickle.dumps(o, protocol=4))\n");
+    std::string blob =
+        testing::RunPython(std::string(kEmitPy) +
+                           "from pyhelpers import load_json\n"
+                           "data = load_json('formats/reader_2_1_full.json')\n"
+                           "for p in paths(data):\n"
+                           "    for w in WRONG:\n"
+                           "        o = replaced(data, p, w)\n"
+                           "        if o is not None: emit(pickle.dumps(o, protocol=4))\n");
     auto records = Records(blob);
     REQUIRE(records.size() > 1000);
     for (const std::string& r : records) ParsesOrFailsCleanly(r, "w.pickle");
@@ -366,9 +402,23 @@ TEST_SUITE("reader_errors") {
       }
       b.Op('u').Op('0');
     }
-    b.Mark().Str("segments").Op(']').Str("device_traces").Mark().Mark()
-        .Mark().Str("action").Str("alloc").Str("user_metadata").Op('h').U8(16).Op('d')
-        .Op('l').Op('l').Op('d').Stop();
+    b.Mark()
+        .Str("segments")
+        .Op(']')
+        .Str("device_traces")
+        .Mark()
+        .Mark()
+        .Mark()
+        .Str("action")
+        .Str("alloc")
+        .Str("user_metadata")
+        .Op('h')
+        .U8(16)
+        .Op('d')
+        .Op('l')
+        .Op('l')
+        .Op('d')
+        .Stop();
     Snapshot s = testing::ParseOrFail(b.bytes());
     REQUIRE(s.event_extras.size() == 1);
     std::string_view text = s.strings.Get(s.event_extras[0].user_metadata);

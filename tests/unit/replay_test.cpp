@@ -1,9 +1,10 @@
 // The replay driver: cold/warm start, inferred empty_cache, implied capacity, --verify on traces
 // the simulator itself recorded, and invariants over the real corpus.
+#include "memsnap/analysis/replay.h"
+
 #include <doctest/doctest.h>
 
 #include "analysis/replay_internal.h"
-#include "memsnap/analysis/replay.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 #include "trace_builders.h"
@@ -51,8 +52,8 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
   };
   for (int i = 0; i < 3000; ++i) {
     if (live.size() < 40 && (next() % 3 != 0 || live.empty())) {
-      const int64_t sizes[] = {700, 4096, 300000, kMiB, kMiB + 1, 3 * kMiB, 9 * kMiB,
-                               12 * kMiB + 7, 40 * kMiB, 130 * kMiB, 260 * kMiB};
+      const int64_t sizes[] = {700,      4096,          300000,    kMiB,       kMiB + 1,  3 * kMiB,
+                               9 * kMiB, 12 * kMiB + 7, 40 * kMiB, 130 * kMiB, 260 * kMiB};
       int64_t n = sizes[next() % 11] + static_cast<int64_t>(next() % 1000);
       int64_t stream = next() % 5 == 0 ? 7 : 0;
       std::optional<sim::BlockRef> b = alloc.Malloc(n, stream);
@@ -178,7 +179,7 @@ TEST_SUITE("replay") {
     CHECK(p.ops[1].kind == OpKind::kFreeRequested);
     CHECK(p.ops[3].kind == OpKind::kFreeCompleted);
     ReplayReport r = ReplayOrFail(s, {{"recorded", {}}});
-    CHECK(r.results[0].peak_active == 8 * kMiB);  // the 20 MiB segment holds both
+    CHECK(r.results[0].peak_active == 8 * kMiB);     // the 20 MiB segment holds both
     CHECK(r.results[0].peak_allocated == 4 * kMiB);  // allocated drops at free_requested
     CHECK(r.results[0].cuda_mallocs == 1);
   }
@@ -202,7 +203,9 @@ TEST_SUITE("replay") {
     s.blocks.push_back(b);
     ReplayOptions o;
     o.verify = true;
-    ReplayReport r = ReplayOrFail(s, {{"recorded", {}}, {"expandable", *sim::ParseAllocatorConf("expandable_segments:True")}}, o);
+    ReplayReport r = ReplayOrFail(
+        s, {{"recorded", {}}, {"expandable", *sim::ParseAllocatorConf("expandable_segments:True")}},
+        o);
     REQUIRE(r.device_memory.has_value());
     CHECK(*r.device_memory == 90 * kMiB);
     REQUIRE(r.results[0].ooms.size() == 1);
@@ -237,10 +240,10 @@ TEST_SUITE("replay") {
   TEST_CASE("configurations run side by side and keep their order") {
     Snapshot s = RecordWithSimulator("", false);
     std::vector<ReplayConfig> configs = {{"recorded", {}}};
-    for (const char* conf : {"expandable_segments:True", "max_split_size_mb:128",
-                             "max_split_size_mb:256", "max_split_size_mb:512",
-                             "roundup_power2_divisions:4", "roundup_power2_divisions:8",
-                             "garbage_collection_threshold:0.5"}) {
+    for (const char* conf :
+         {"expandable_segments:True", "max_split_size_mb:128", "max_split_size_mb:256",
+          "max_split_size_mb:512", "roundup_power2_divisions:4", "roundup_power2_divisions:8",
+          "garbage_collection_threshold:0.5"}) {
       configs.push_back({conf, *sim::ParseAllocatorConf(conf)});
     }
     ReplayOptions serial;
@@ -265,8 +268,9 @@ TEST_SUITE("replay") {
                                          "max_split_size_mb:512"});
     CHECK(std::string(ExpandSweep("max_split_size_mb").status().message()) ==
           "--sweep \"max_split_size_mb\": expected KEY=V1,V2,... (e.g. max_split_size_mb=128,256)");
-    CHECK(std::string(ExpandSweep("max_split_size_mb=5").status().message()) ==
-          "--sweep \"max_split_size_mb=5\": max_split_size_mb: expected an integer >= 20, got \"5\"");
+    CHECK(
+        std::string(ExpandSweep("max_split_size_mb=5").status().message()) ==
+        "--sweep \"max_split_size_mb=5\": max_split_size_mb: expected an integer >= 20, got \"5\"");
   }
 
   TEST_CASE("a snapshot without trace events cannot be replayed") {

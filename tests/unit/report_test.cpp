@@ -385,7 +385,8 @@ TEST_SUITE("report") {
     CHECK(j["after"]["devices"][0]["peak"]["bytes"] == 20583912);
     REQUIRE(!j["sites"].empty());
     int64_t delta = 0;
-    for (const auto& s : j["sites"]) delta += s["after"].get<int64_t>() - s["before"].get<int64_t>();
+    for (const auto& s : j["sites"])
+      delta += s["after"].get<int64_t>() - s["before"].get<int64_t>();
     CHECK(delta == j["live_bytes"][1].get<int64_t>() - j["live_bytes"][0].get<int64_t>());
   }
 
@@ -428,7 +429,8 @@ TEST_SUITE("report") {
     // The frame "attn</script><b>" is in the data, escaped; only the page's three script
     // elements (data, chart library, page script) close.
     size_t closes = 0;
-    for (size_t p = html.find("</script>"); p != std::string::npos; p = html.find("</script>", p + 1)) {
+    for (size_t p = html.find("</script>"); p != std::string::npos;
+         p = html.find("</script>", p + 1)) {
       ++closes;
     }
     CHECK(closes == 3);

@@ -42,9 +42,9 @@ TEST_SUITE("round_size") {
   TEST_CASE("four divisions round to quarters between powers of two above 512 * 4 bytes") {
     const RoundupDivisions d = Uniform(4);
     CHECK(RoundSize(1, d) == 512);
-    CHECK(RoundSize(1200, d) == 1536);  // 1200 <= 512 * 4: the 512 rule
-    CHECK(RoundSize(2048, d) == 2048);  // 512 * 4 itself: still the 512 rule
-    CHECK(RoundSize(2049, d) == 2560);  // quarters of [2048, 4096)
+    CHECK(RoundSize(1200, d) == 1536);                // 1200 <= 512 * 4: the 512 rule
+    CHECK(RoundSize(2048, d) == 2048);                // 512 * 4 itself: still the 512 rule
+    CHECK(RoundSize(2049, d) == 2560);                // quarters of [2048, 4096)
     CHECK(RoundSize(k1_1MiB, d) == kMiB + kMiB / 4);  // 1.1 MiB -> 1.25 MiB
     CHECK(RoundSize(300 * kMiB, d) == 320 * kMiB);
     CHECK(RoundSize(256 * kMiB, d) == 256 * kMiB);  // powers of two stay
@@ -77,8 +77,8 @@ TEST_SUITE("round_size") {
     s.roundup_power2_divisions[10] = 4;
     for (int b = 11; b < 16; ++b) s.roundup_power2_divisions[b] = 8;
     const AllocatorConfig c = ConfigFromSettings(s);
-    for (int64_t n : {int64_t{1}, int64_t{1200}, k1_1MiB, 600 * kMiB + 1, 1200 * kMiB,
-                      3000 * kMiB}) {
+    for (int64_t n :
+         {int64_t{1}, int64_t{1200}, k1_1MiB, 600 * kMiB + 1, 1200 * kMiB, 3000 * kMiB}) {
       CAPTURE(n);
       CHECK(RoundSize(n, c) == RoundSize(n, s.roundup_power2_divisions));
     }

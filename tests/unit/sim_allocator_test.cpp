@@ -262,8 +262,9 @@ TEST_SUITE("sim") {
   TEST_CASE("a seeded segment behaves like one the allocator made") {
     Harness h;
     const uint64_t base = 0x7f0000000000;
-    std::vector<BlockRef> refs = h.alloc.SeedSegment(
-        base, 20 * kMiB, 0, false, {{base, 4 * kMiB, 4 * kMiB}, {base + 8 * kMiB, 4 * kMiB, 3 * kMiB}});
+    std::vector<BlockRef> refs =
+        h.alloc.SeedSegment(base, 20 * kMiB, 0, false,
+                            {{base, 4 * kMiB, 4 * kMiB}, {base + 8 * kMiB, 4 * kMiB, 3 * kMiB}});
     REQUIRE(refs.size() == 2);
     CHECK(h.reserved() == 20 * kMiB);
     CHECK(h.allocated() == 8 * kMiB);

@@ -46,7 +46,7 @@ TEST_SUITE("sim") {
   TEST_CASE("roundup_power2_divisions list follows the code, not the docs") {
     AllocatorConfig c = Parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]");
     const auto& d = c.roundup_power2_divisions;
-    for (int i = 0; i <= 8; ++i) CHECK(d[i] == 1);  // every size below 512 MiB
+    for (int i = 0; i <= 8; ++i) CHECK(d[i] == 1);   // every size below 512 MiB
     CHECK(d[9] == 2);                                // [512 MiB, 1 GiB)
     CHECK(d[10] == 4);                               // [1 GiB, 2 GiB)
     for (int i = 11; i < 16; ++i) CHECK(d[i] == 8);  // >= 2 GiB
@@ -81,9 +81,12 @@ TEST_SUITE("sim") {
 
   TEST_CASE("conf errors name the key and the value") {
     CHECK(Error("foo:1") == "unknown allocator setting \"foo\"");
-    CHECK(Error("max_split_size_mb:abc") == "max_split_size_mb: expected an integer >= 20, got \"abc\"");
-    CHECK(Error("max_split_size_mb:10") == "max_split_size_mb: expected an integer >= 20, got \"10\"");
-    CHECK(Error("expandable_segments:yes") == "expandable_segments: expected True or False, got \"yes\"");
+    CHECK(Error("max_split_size_mb:abc") ==
+          "max_split_size_mb: expected an integer >= 20, got \"abc\"");
+    CHECK(Error("max_split_size_mb:10") ==
+          "max_split_size_mb: expected an integer >= 20, got \"10\"");
+    CHECK(Error("expandable_segments:yes") ==
+          "expandable_segments: expected True or False, got \"yes\"");
     CHECK(Error("garbage_collection_threshold:1.5") ==
           "garbage_collection_threshold: expected a number in (0, 1), got \"1.5\"");
     CHECK(Error("per_process_memory_fraction:2") ==

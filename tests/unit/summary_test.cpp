@@ -1,8 +1,9 @@
+#include "memsnap/analysis/summary.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
-#include "memsnap/analysis/summary.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -69,25 +70,30 @@ TEST_SUITE("summary") {
 
   TEST_CASE("summary of many files names the outlier rank") {
     std::string dir = testing::TempDir() + "/ranks";
-    testing::RunPython(
-        "import os\nos.makedirs('" + dir + "', exist_ok=True)\n"
-        "from pyhelpers import *\n"
-        "for r in range(4):\n"
-        "    d = load_json('summary_basic.json')\n"
-        "    if r == 2:\n"
-        "        d['segments'][0]['total_size'] *= 3\n"
-        "        d['segments'][0]['blocks'][2]['size'] += 2 * 20971520\n"
-        "    pickle.dump(d, open(os.path.join('" + dir + "', f'rank{r}.pickle'), 'wb'))\n"
-        "open(os.path.join('" + dir + "', 'README.md'), 'w').write('not a snapshot')\n");
+    testing::RunPython("import os\nos.makedirs('" + dir +
+                       "', exist_ok=True)\n"
+                       "from pyhelpers import *\n"
+                       "for r in range(4):\n"
+                       "    d = load_json('summary_basic.json')\n"
+                       "    if r == 2:\n"
+                       "        d['segments'][0]['total_size'] *= 3\n"
+                       "        d['segments'][0]['blocks'][2]['size'] += 2 * 20971520\n"
+                       "    pickle.dump(d, open(os.path.join('" +
+                       dir +
+                       "', f'rank{r}.pickle'), 'wb'))\n"
+                       "open(os.path.join('" +
+                       dir + "', 'README.md'), 'w').write('not a snapshot')\n");
     testing::RunResult r = testing::RunMemsnap({"summary", "--json", dir});
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("\"outliers\"") != std::string::npos);
-    CHECK(r.out.find("rank2.pickle\",\n        \"metric\": \"reserved_bytes\"") != std::string::npos);
+    CHECK(r.out.find("rank2.pickle\",\n        \"metric\": \"reserved_bytes\"") !=
+          std::string::npos);
     CHECK(r.out.find("README.md") == std::string::npos);
   }
 
-  TEST_CASE("summary gives each device's live and reserved peak, with event and time, and its "
-            "oom entries") {
+  TEST_CASE(
+      "summary gives each device's live and reserved peak, with event and time, and its "
+      "oom entries") {
     Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
     analysis::SummaryReport r = analysis::Summarize(snap);
     REQUIRE(r.devices[0].peaks.has_value());

@@ -18,7 +18,8 @@ using testing::TraceSnapshot;
 
 enum class Times { kIncreasing, kTied, kEqual, kNone, kShuffled };
 
-// A random single-device trace of about `n` events (set to the final count): allocs, frees, segment allocs and frees.
+// A random single-device trace of about `n` events (set to the final count): allocs, frees, segment
+// allocs and frees.
 Snapshot RandomTrace(uint32_t seed, int& n, Times times) {
   std::mt19937_64 rng(seed);
   std::vector<TraceEvent> events;
@@ -49,11 +50,20 @@ Snapshot RandomTrace(uint32_t seed, int& n, Times times) {
   int64_t t = 1'700'000'000'000'000;
   for (TraceEvent& e : events) {
     switch (times) {
-      case Times::kIncreasing: t += 1 + static_cast<int64_t>(rng() % 1000); break;
-      case Times::kTied: t += (rng() % 3 == 0) ? 0 : static_cast<int64_t>(rng() % 50); break;
-      case Times::kEqual: break;
-      case Times::kNone: t = kNoTime; break;
-      case Times::kShuffled: t += static_cast<int64_t>(rng() % 1000) - 300; break;
+      case Times::kIncreasing:
+        t += 1 + static_cast<int64_t>(rng() % 1000);
+        break;
+      case Times::kTied:
+        t += (rng() % 3 == 0) ? 0 : static_cast<int64_t>(rng() % 50);
+        break;
+      case Times::kEqual:
+        break;
+      case Times::kNone:
+        t = kNoTime;
+        break;
+      case Times::kShuffled:
+        t += static_cast<int64_t>(rng() % 1000) - 300;
+        break;
     }
     e.time_us = t;
   }

@@ -38,7 +38,9 @@ void CheckGroupTotals(const Snapshot& snap, const Timeline& tl, std::string_view
 }
 
 TEST_SUITE("corpus") {
-  TEST_CASE("reconstruction never fails, never goes negative, ends at the final live bytes and keeps lifetimes consistently") {
+  TEST_CASE(
+      "reconstruction never fails, never goes negative, ends at the final live bytes and keeps "
+      "lifetimes consistently") {
     for (const std::string& path : testing::CorpusFiles()) {
       CAPTURE(path);
       absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path);
@@ -92,8 +94,10 @@ TEST_SUITE("corpus") {
   TEST_CASE("diff of natural corpus pairs shows the growth of the larger context") {
     auto dir = testing::CorpusDir();
     if (!dir) return;  // skipped: the corpus is absent
-    auto a = parse::ReadSnapshot(*dir + "/Wedsonlin_a2__results_medium_128_training_memory_snapshot__0db7d8c0.pickle");
-    auto b = parse::ReadSnapshot(*dir + "/Wedsonlin_a2__results_medium_512_training_memory_snapshot__61dcd14d.pickle");
+    auto a = parse::ReadSnapshot(
+        *dir + "/Wedsonlin_a2__results_medium_128_training_memory_snapshot__0db7d8c0.pickle");
+    auto b = parse::ReadSnapshot(
+        *dir + "/Wedsonlin_a2__results_medium_512_training_memory_snapshot__61dcd14d.pickle");
     REQUIRE(a.ok());
     REQUIRE(b.ok());
     DiffOptions o;

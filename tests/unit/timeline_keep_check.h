@@ -18,7 +18,8 @@ inline std::vector<int64_t> CurveFromLifetimes(const analysis::DeviceTimeline& d
   std::vector<int64_t> delta(dt.num_events, 0);
   for (const analysis::BlockLifetime& lt : dt.blocks) {
     if (lt.alloc_event != analysis::kNoEvent) delta[lt.alloc_event] += lt.requested_size;
-    if (lt.free_completed_event != analysis::kNoEvent) delta[lt.free_completed_event] -= lt.requested_size;
+    if (lt.free_completed_event != analysis::kNoEvent)
+      delta[lt.free_completed_event] -= lt.requested_size;
   }
   int64_t v = dt.start_requested;
   for (int64_t& d : delta) d = (v += d);
@@ -53,7 +54,8 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     CHECK(a.LiveCurve() == CurveFromLifetimes(a));
     bool sorted = a.has_time;
     for (uint32_t i = 1; i < a.num_events; ++i) {
-      sorted &= snap.events[a.event_begin + i - 1].time_us <= snap.events[a.event_begin + i].time_us;
+      sorted &=
+          snap.events[a.event_begin + i - 1].time_us <= snap.events[a.event_begin + i].time_us;
     }
     CHECK(a.time_sorted == sorted);
     std::vector<analysis::BlockLifetime> expected;
@@ -83,8 +85,8 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     CHECK_FALSE(a.FindLive(analysis::TimelinePoint::After(a.num_events)).has_value());
     CHECK(live->devices[d].LiveCurve() == a.LiveCurve());
     CHECK(none->devices[d].LiveCurve() == a.LiveCurve());
-    for (const analysis::DeviceTimeline* o : {&std::as_const(live->devices[d]),
-                                              &std::as_const(none->devices[d]), &b}) {
+    for (const analysis::DeviceTimeline* o :
+         {&std::as_const(live->devices[d]), &std::as_const(none->devices[d]), &b}) {
       CHECK(o->has_time == a.has_time);
       CHECK(o->time_sorted == a.time_sorted);
       CHECK(o->peak_requested == a.peak_requested);

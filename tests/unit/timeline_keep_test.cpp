@@ -55,7 +55,7 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, bool timed) {
     b.size = 4096;
     b.requested_size = std::uniform_int_distribution<int64_t>(1, 4096)(rng);
     const int roll = std::uniform_int_distribution<int>(0, 3)(rng);
-    b.state = roll == 0 ? BlockState::kInactive
+    b.state = roll == 0   ? BlockState::kInactive
               : roll == 1 ? BlockState::kActivePendingFree
                           : BlockState::kActiveAllocated;
     b.stack = StackId(static_cast<uint32_t>(1000 + k));
@@ -67,7 +67,8 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, bool timed) {
 }
 
 TEST_SUITE("timeline") {
-  TEST_CASE("keeping only the lifetimes live at a moment keeps exactly those of the full timeline") {
+  TEST_CASE(
+      "keeping only the lifetimes live at a moment keeps exactly those of the full timeline") {
     std::mt19937_64 rng(20261122);
     for (int round = 0; round < 400; ++round) {
       CAPTURE(round);
@@ -86,9 +87,9 @@ TEST_SUITE("timeline") {
   }
 
   TEST_CASE("a timeline without lifetimes still counts every class and finds the peak") {
-    Snapshot snap = testing::TraceSnapshot({Ev(Action::kAlloc, kBase, 100), Ev(Action::kAlloc, kBase + 512, 300),
-                                            Ev(Action::kFreeCompleted, kBase, 100),
-                                            Ev(Action::kFreeCompleted, kBase + 4096, 50)});
+    Snapshot snap = testing::TraceSnapshot(
+        {Ev(Action::kAlloc, kBase, 100), Ev(Action::kAlloc, kBase + 512, 300),
+         Ev(Action::kFreeCompleted, kBase, 100), Ev(Action::kFreeCompleted, kBase + 4096, 50)});
     Segment seg;  // the final state: the 300-byte block still allocated
     seg.address = kBase;
     seg.total_size = 4096;

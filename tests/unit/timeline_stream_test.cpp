@@ -221,7 +221,8 @@ std::string TinyEntriesPickle(int n) {
 }
 
 TEST_SUITE("timeline stream") {
-  TEST_CASE("a timeline fed in chunks equals the one rebuilt after the read, for every option set") {
+  TEST_CASE(
+      "a timeline fed in chunks equals the one rebuilt after the read, for every option set") {
     std::mt19937_64 rng(20261123);
     for (int round = 0; round < 150; ++round) {
       CAPTURE(round);

@@ -1,8 +1,9 @@
 // Timeline reconstruction on hand-written fixture traces with known answers.
+#include "memsnap/analysis/timeline.h"
+
 #include <numeric>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/timeline.h"
 #include "test_util.h"
 
 namespace memsnap::analysis {
@@ -118,14 +119,15 @@ TEST_SUITE("timeline") {
     CHECK(at("event:99") == 6);
     CHECK(at("350") == 3);  // the last event at or before time 350
     CHECK(at("10") == -1);
-    CHECK(std::string(ParseMoment("soon").status().message()).starts_with(
-              "--at soon: a time needs a unit"));
+    CHECK(std::string(ParseMoment("soon").status().message())
+              .starts_with("--at soon: a time needs a unit"));
     CHECK(LiveBlocksAt(dt, -1).size() == 1);
     CHECK(LiveBlocksAt(dt, 1).size() == 3);
   }
 
-  TEST_CASE("times since the trace began or before it ended resolve, and times outside it are "
-            "errors naming the flag") {
+  TEST_CASE(
+      "times since the trace began or before it ended resolve, and times outside it are "
+      "errors naming the flag") {
     Snapshot snap = LoadFixture("timeline_training.json");  // times 100, 200, 300, 300, 400, ...
     auto tl = ReconstructTimeline(snap);
     REQUIRE(tl.ok());
@@ -135,10 +137,10 @@ TEST_SUITE("timeline") {
       REQUIRE_MESSAGE(m.ok(), m.status().message());
       return ResolveMoment(snap, dt, *m);
     };
-    CHECK(at("+250us") == 3);   // time 350: the last event at or before it
+    CHECK(at("+250us") == 3);  // time 350: the last event at or before it
     CHECK(at("0.25ms") == 3);
     CHECK(at("+0us") == 0);
-    CHECK(at("-100us") == 4);   // time 400
+    CHECK(at("-100us") == 4);  // time 400
     CHECK(at("event:-1") == 6);
     CHECK(at("abs:350") == 3);
     auto check = [&](std::string_view text, std::string_view flag = "--at") {
@@ -169,7 +171,6 @@ TEST_SUITE("timeline") {
     REQUIRE(!tl.ok());
     CHECK(tl.status().message() == "--device 3: no such device in this file (devices: 0)");
   }
-
 }
 
 }  // namespace

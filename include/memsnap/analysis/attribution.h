@@ -1,11 +1,14 @@
 // Who allocated it, in the owner's terms: a site label a person recognises for every stack, and a
-// category (parameter, gradient, optimizer state, activation...) for every block lifetime. One model
-// used by every command that names a site (docs/attribution.md states every rule with examples).
+// category (parameter, gradient, optimizer state, activation...) for every block lifetime. One
+// model used by every command that names a site (docs/attribution.md states every rule with
+// examples).
 //
+// clang-format off
 //   FrameTable ──ClassifyFrame (once per frame)──> FrameClass
 //   StackTable ──Attribution::Site (once per stack)──> SiteInfo {key, what, owner, callers, phase}
 //   rows of a table ──DistinctLabels──> labels, no two alike
 //   BlockLifetime ──LifetimeCategorizer (stack phase + the device's phase runs)──> Category
+// clang-format on
 //
 // Costs: a frame is classified once, a stack attributed once; the categorizer reads the events it
 // needs (the phase runs around each lifetime it is asked about) and each event at most once.
@@ -107,12 +110,12 @@ bool IsLibraryPath(std::string_view path);
 
 /// How a site is named (docs/attribution.md, "Labels").
 enum class SiteKind : uint8_t {
-  kPython,       // has Python frames: named by the user's frame (and what it called)
-  kBackward,     // an autograd node and no Python frame: "BmmBackward0 (bmm)"
-  kEngine,       // the autograd engine itself, no node: "sum (autograd engine)"
-  kNative,       // native frames only: the operator or the first non-machinery frame
+  kPython,         // has Python frames: named by the user's frame (and what it called)
+  kBackward,       // an autograd node and no Python frame: "BmmBackward0 (bmm)"
+  kEngine,         // the autograd engine itself, no node: "sum (autograd engine)"
+  kNative,         // native frames only: the operator or the first non-machinery frame
   kMachineryOnly,  // only allocator/dispatcher/... frames: nothing to name
-  kNoStack,      // no frames recorded
+  kNoStack,        // no frames recorded
 };
 
 /// Everything the label rules need about one stack, as text, so that sites of two snapshots can be
@@ -120,8 +123,8 @@ enum class SiteKind : uint8_t {
 struct SiteInfo {
   SiteKind kind = SiteKind::kNoStack;
   /// Identity: two allocations are the same site when their keys are equal. Built from the Python
-  /// frames (short paths; lines unless ignore_lines), the autograd node and the operator, never from
-  /// other native frames, so it matches across PyTorch builds and machines.
+  /// frames (short paths; lines unless ignore_lines), the autograd node and the operator, never
+  /// from other native frames, so it matches across PyTorch builds and machines.
   std::string key;
   std::string what;   // the operator or library function the owner called; "" when the owner
                       // is the innermost Python frame (then `op` may be shown to tell sites apart)
@@ -132,14 +135,12 @@ struct SiteInfo {
   /// Python frames inside the owner (library code it called), nearest the owner first: what
   /// tells apart stacks of one site (--by stack rows), shown as " [via FRAME]".
   std::vector<std::string> inner;
-  std::string op;     // the operator called (outermost at::_ops frame inside the owner), or ""
-  std::string node;   // the autograd node, or ""
+  std::string op;    // the operator called (outermost at::_ops frame inside the owner), or ""
+  std::string node;  // the autograd node, or ""
   Phase phase = Phase::kNone;
   bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
   bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
-  bool synthetic() const {
-    return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly;
-  }
+  bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
   /// The label without disambiguation: "what ← owner", or "owner".
   std::string BaseLabel() const;
 };
@@ -206,9 +207,9 @@ class Attribution {
   std::vector<PythonFacts> python_;   // by FrameId, filled on first use
   // By filename StrId; node-based: File() hands out references that stay valid as it grows.
   absl::node_hash_map<uint32_t, FileFacts> files_;
-  std::vector<int32_t> site_slot_;    // StackId -> index into sites_; -1 = not built
-  std::vector<uint8_t> phase_;        // StackId -> Phase + 1; 0 = not computed
-  std::deque<SiteInfo> sites_;  // a deque: Site() hands out references that must stay valid
+  std::vector<int32_t> site_slot_;  // StackId -> index into sites_; -1 = not built
+  std::vector<uint8_t> phase_;      // StackId -> Phase + 1; 0 = not computed
+  std::deque<SiteInfo> sites_;      // a deque: Site() hands out references that must stay valid
   SiteInfo no_stack_;
   std::string user_prefix_;
   bool user_prefix_done_ = false;
@@ -216,20 +217,20 @@ class Attribution {
 
 /// Why a lifetime has its category: the rule that decided (docs/attribution.md, "Categories").
 enum class CategoryRule : uint8_t {
-  kAccumulateGrad,      // gradient: allocated by AccumulateGrad
-  kBackwardKept,        // gradient: allocated in backward, alive after backward ends
-  kBackwardFreed,       // temporary: allocated and freed inside backward
-  kOptimizerKept,       // optimizer_state: allocated in the optimizer, alive after the step
-  kOptimizerFreed,      // temporary: allocated and freed inside the optimizer step
-  kInitKept,            // parameter: module init / to() / load, alive after it
-  kInitFreed,           // temporary: freed inside the init phase
-  kDataKept,            // input: data loader / host-to-device copy, alive after it
-  kDataFreed,           // temporary
-  kBeforeForward,       // input: allocated outside any phase, alive when the next forward starts
-  kSavedForBackward,    // activation: allocated before backward (forward, loss), alive when it starts
-  kForwardKept,         // activation: no backward follows; alive after its forward pass ends
-  kForwardFreed,        // temporary: freed before backward starts / inside its forward pass
-  kOtherFreed,          // temporary: outside any phase, freed before the next phase change
+  kAccumulateGrad,    // gradient: allocated by AccumulateGrad
+  kBackwardKept,      // gradient: allocated in backward, alive after backward ends
+  kBackwardFreed,     // temporary: allocated and freed inside backward
+  kOptimizerKept,     // optimizer_state: allocated in the optimizer, alive after the step
+  kOptimizerFreed,    // temporary: allocated and freed inside the optimizer step
+  kInitKept,          // parameter: module init / to() / load, alive after it
+  kInitFreed,         // temporary: freed inside the init phase
+  kDataKept,          // input: data loader / host-to-device copy, alive after it
+  kDataFreed,         // temporary
+  kBeforeForward,     // input: allocated outside any phase, alive when the next forward starts
+  kSavedForBackward,  // activation: allocated before backward (forward, loss), alive when it starts
+  kForwardKept,       // activation: no backward follows; alive after its forward pass ends
+  kForwardFreed,      // temporary: freed before backward starts / inside its forward pass
+  kOtherFreed,        // temporary: outside any phase, freed before the next phase change
   kPreTracePersistent,  // parameter: no stack, alive through a whole trace that ran a model
   kFreedByBackward,     // activation: allocated before the trace, freed by the autograd engine
   kFreedByZeroGrad,     // gradient: allocated before the trace, freed by zero_grad

@@ -14,13 +14,13 @@
 namespace memsnap::analysis {
 
 struct BlockQuery {
-  bool all = false;                     // every lifetime instead of those live at `at`
-  Moment at{Moment::Kind::kEnd, 0};     // used when !all
-  int64_t min_size = 0;                 // requested bytes
-  std::optional<int64_t> stream;        // only this stream
-  std::string stack_regex;              // only lifetimes with a frame whose text matches
-  FilterOptions filter;                 // for the frames shown
-  size_t frames_shown = 3;              // the label and up to this many - 1 context lines
+  bool all = false;                  // every lifetime instead of those live at `at`
+  Moment at{Moment::Kind::kEnd, 0};  // used when !all
+  int64_t min_size = 0;              // requested bytes
+  std::optional<int64_t> stream;     // only this stream
+  std::string stack_regex;           // only lifetimes with a frame whose text matches
+  FilterOptions filter;              // for the frames shown
+  size_t frames_shown = 3;           // the label and up to this many - 1 context lines
 };
 
 struct BlockRow {

@@ -78,7 +78,7 @@ struct CheckReport {
   /// Sites that grew most from the baseline (filled by the caller from the diff engine when a
   /// baseline check failed), largest growth first.
   std::vector<SiteDelta> growing_sites;
-  bool sites_at_peak = false;  // growing_sites compare the peaks rather than the ends
+  bool sites_at_peak = false;      // growing_sites compare the peaks rather than the ends
   std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
   std::optional<OomReport> fits;   // --fits: the replay on that capacity and its explanation
   bool passed() const;

@@ -1,8 +1,8 @@
 // `memsnap diff A B`: live memory by site before/after, plus totals per device, pool and stream,
-// segment counts, peaks and allocator settings. Sites are matched by their key (MatchSites: the site
-// identity of attribution.h by default, built from Python frames, autograd node and operator, never
-// from ids, addresses or other native frames), so files of different flavours, devices and PyTorch
-// builds compare. Also used by `check` for its "top growing sites".
+// segment counts, peaks and allocator settings. Sites are matched by their key (MatchSites: the
+// site identity of attribution.h by default, built from Python frames, autograd node and operator,
+// never from ids, addresses or other native frames), so files of different flavours, devices and
+// PyTorch builds compare. Also used by `check` for its "top growing sites".
 #pragma once
 
 #include <cstdint>
@@ -74,7 +74,7 @@ struct DiffReport {
   /// output needs them for complete flame graphs.
   std::vector<SiteDelta> other_sites;
   int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
-  Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
+  Delta live_bytes, live_count;    // totals over all sites (before min-delta filtering)
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
   std::vector<DeviceDelta> devices;
   std::vector<SettingDelta> settings;  // only those that differ

@@ -16,8 +16,8 @@ namespace memsnap::analysis {
 
 struct FilterOptions {
   bool noise_filter = true;  // drop the upstream viewers' noise frames (§5)
-  std::string hide;          // ECMAScript regex; frames whose "filename:line:name" matches are dropped
-  std::string keep;          // when non-empty, only frames whose text matches are kept
+  std::string hide;  // ECMAScript regex; frames whose "filename:line:name" matches are dropped
+  std::string keep;  // when non-empty, only frames whose text matches are kept
   bool python_only = false;  // keep only frames whose filename ends in ".py"
 };
 

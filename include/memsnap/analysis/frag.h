@@ -36,10 +36,10 @@ struct FragFigures {
   int64_t segments = 0;
   int64_t blocks = 0;
   int64_t reserved_bytes = 0;
-  int64_t allocated_bytes = 0;     // active_allocated blocks
-  int64_t pending_free_bytes = 0;  // active_pending_free blocks (freed, waiting on stream events)
-  int64_t free_bytes = 0;          // inactive blocks ("external free")
-  int64_t requested_bytes = 0;     // requested bytes of active blocks
+  int64_t allocated_bytes = 0;       // active_allocated blocks
+  int64_t pending_free_bytes = 0;    // active_pending_free blocks (freed, waiting on stream events)
+  int64_t free_bytes = 0;            // inactive blocks ("external free")
+  int64_t requested_bytes = 0;       // requested bytes of active blocks
   int64_t internal_waste_bytes = 0;  // Σ size - requested over active blocks
   int64_t free_blocks = 0;
   int64_t largest_free_bytes = 0;  // largest inactive block
@@ -145,12 +145,12 @@ struct FragReport {
   std::vector<DeviceFrag> devices;    // ascending device
   /// Sorted by reserved desc, allocated desc, device, address.
   std::vector<SegmentFrag> segments;
-  std::vector<PoolStreamFrag> groups;  // sorted by device, pool, stream, large first
-  std::vector<WhatFits> fits;          // sorted by device, pool, stream
+  std::vector<PoolStreamFrag> groups;     // sorted by device, pool, stream, large first
+  std::vector<WhatFits> fits;             // sorted by device, pool, stream
   std::vector<FreeSizeBucket> histogram;  // ascending log2, empty buckets left out
-  std::vector<DevicePeaks> peaks;      // devices that have a trace
-  std::vector<FragSample> timeline;    // by device, then event index
-  int64_t max_split_size = -1;         // from allocator_settings; -1 = unlimited
+  std::vector<DevicePeaks> peaks;         // devices that have a trace
+  std::vector<FragSample> timeline;       // by device, then event index
+  int64_t max_split_size = -1;            // from allocator_settings; -1 = unlimited
   /// Events the reconstruction could not undo consistently (ring-buffer gaps, estimates...).
   std::vector<std::string> warnings;
 };

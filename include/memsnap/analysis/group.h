@@ -63,10 +63,10 @@ struct GroupRow {
   /// of the row's first lifetime. Empty for the others.
   std::vector<std::string> frames;
   int64_t count = 0;
-  int64_t bytes = 0;          // live requested bytes
-  int64_t rounded_bytes = 0;  // live rounded (block) bytes
+  int64_t bytes = 0;               // live requested bytes
+  int64_t rounded_bytes = 0;       // live rounded (block) bytes
   CategoryBytes category_bytes{};  // requested bytes per category; sums to `bytes`
-  bool synthetic = false;     // one of the bracketed rows ([no stack] ...)
+  bool synthetic = false;          // one of the bracketed rows ([no stack] ...)
   /// The category with the most bytes; mixed() when others hold some too.
   Category category() const { return DominantCategory(category_bytes); }
   bool mixed() const;
@@ -75,8 +75,8 @@ struct GroupRow {
 /// Which lifetimes are grouped: one per device, each at its own resolved moment.
 struct DeviceMoment {
   int32_t device = 0;
-  int64_t event = -1;          // device-local, -1 = initial state
-  int64_t time_us = kNoTime;   // of that event, when known
+  int64_t event = -1;               // device-local, -1 = initial state
+  int64_t time_us = kNoTime;        // of that event, when known
   int64_t start_time_us = kNoTime;  // of the device's first event (relative times), when known
   int64_t live_bytes = 0;
 };

@@ -1,10 +1,12 @@
 // `memsnap leaks`: memory that an allocation site holds grows step after step and is never given
 // back. Two modes share one verdict machinery (docs/leaks.md):
 //
+// clang-format off
 //   series mode        FILE FILE FILE ...  one SeriesPoint per snapshot (live memory at its end,
 //                                          grouped by site)  ──AnalyzeSeries──> LeakReport
 //   single-trace mode  FILE (with a trace) DetectSteps -> step ends -> one SeriesPoint per step end
 //                                          ──AnalyzeSeries──> LeakReport (+ step boundaries)
+// clang-format on
 //
 // Sites are keyed like `top`'s rows (group.h: the site identity by default), so they match across
 // files of different flavours; they are labelled with DistinctLabels.
@@ -24,12 +26,12 @@ namespace memsnap::analysis {
 
 /// How a site's live bytes moved over the series (steps = consecutive pairs of points).
 enum class Verdict : uint8_t {
-  kGrowing,           // grew in every step
-  kGrowingThenFlat,   // grew, then stayed flat to the end (warm-up, caches that fill up)
-  kGrowingWithPauses, // never shrank, grew in some steps but not in a prefix (batched growth)
-  kFluctuating,       // went up and down
-  kShrinking,         // never grew, shrank at least once
-  kSteady,            // the same in every point
+  kGrowing,            // grew in every step
+  kGrowingThenFlat,    // grew, then stayed flat to the end (warm-up, caches that fill up)
+  kGrowingWithPauses,  // never shrank, grew in some steps but not in a prefix (batched growth)
+  kFluctuating,        // went up and down
+  kShrinking,          // never grew, shrank at least once
+  kSteady,             // the same in every point
 };
 /// "growing", "growing_then_flat", "growing_with_pauses", "fluctuating", "shrinking", "steady".
 std::string_view VerdictName(Verdict v);
@@ -54,11 +56,11 @@ struct LeakOptions {
 
 /// One point of a series: a whole snapshot (series mode) or one step end (single-trace mode).
 struct SeriesPoint {
-  std::string label;             // file path, or "step N"
-  int64_t time_us = kNoTime;     // last trace time of the file / time of the step-end event
-  int64_t event = -1;            // single-trace mode: device-local step-end event
-  std::vector<GroupRow> rows;    // live memory grouped by site (any order)
-  int64_t live_bytes = 0;        // Σ rows.bytes
+  std::string label;           // file path, or "step N"
+  int64_t time_us = kNoTime;   // last trace time of the file / time of the step-end event
+  int64_t event = -1;          // single-trace mode: device-local step-end event
+  std::vector<GroupRow> rows;  // live memory grouped by site (any order)
+  int64_t live_bytes = 0;      // Σ rows.bytes
   int64_t live_count = 0;
   /// Device capacity inferred from an OOM entry (reserved at the OOM + device_free), or 0.
   int64_t inferred_device_memory = 0;
@@ -100,9 +102,9 @@ struct StepInfo {
   /// Device-local event indices: step k is events [begin[k], end[k]). Empty when none was found.
   std::vector<int64_t> begin, end;
   std::vector<int64_t> begin_time, end_time;  // time_us of the first / last event, or kNoTime
-  int64_t period_events = 0;  // periodicity: the detected period in events
-  double score = 0.0;         // periodicity: autocorrelation at that period (0..1)
-  std::string note;           // why no steps were found, or what was dropped
+  int64_t period_events = 0;                  // periodicity: the detected period in events
+  double score = 0.0;                         // periodicity: autocorrelation at that period (0..1)
+  std::string note;                           // why no steps were found, or what was dropped
 };
 
 struct LeakReport {
@@ -113,11 +115,12 @@ struct LeakReport {
   std::vector<int64_t> live_bytes;   // per point
   std::vector<int64_t> live_counts;  // per point
   Verdict total_verdict = Verdict::kSteady;
-  std::vector<LeakSite> sites;  // leaks first (growth desc, key), then the rest (|growth| desc, key)
+  std::vector<LeakSite>
+      sites;  // leaks first (growth desc, key), then the rest (|growth| desc, key)
   int64_t num_leaks = 0;
-  int64_t leak_bytes_per_step = 0;  // Σ bytes_per_step of the leaks
-  int64_t device_memory = 0;        // 0 = unknown
-  std::string device_memory_source; // "--device-memory", "OOM entry in FILE", ""
+  int64_t leak_bytes_per_step = 0;      // Σ bytes_per_step of the leaks
+  int64_t device_memory = 0;            // 0 = unknown
+  std::string device_memory_source;     // "--device-memory", "OOM entry in FILE", ""
   std::optional<int64_t> full_at_step;  // all leaks together
   int64_t sites_total = 0;
   int64_t verdict_counts[6] = {};  // sites per Verdict
@@ -129,8 +132,8 @@ struct LeakReport {
 LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& options);
 
 struct StepOptions {
-  std::string annotation;  // --step-annotation NAME
-  int steps = 0;           // --steps N (equal slices of the device's events)
+  std::string annotation;         // --step-annotation NAME
+  int steps = 0;                  // --steps N (equal slices of the device's events)
   std::optional<int32_t> device;  // default: the device with the most trace events
 };
 

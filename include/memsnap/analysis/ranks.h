@@ -57,8 +57,8 @@ struct RankNote {
 struct RankTable {
   std::vector<std::string> files;  // one per rank, in input order
   std::vector<RankMetric> metrics;
-  std::vector<RankNote> notes;     // after the metrics
-  std::vector<Outlier> outliers;   // filled by CompareMetrics, metric by metric
+  std::vector<RankNote> notes;    // after the metrics
+  std::vector<Outlier> outliers;  // filled by CompareMetrics, metric by metric
 };
 
 /// Fills every metric's median, and for metrics with call_out names the rank with the highest

@@ -105,7 +105,7 @@ struct VerifyResult {
   /// First divergence: indices into `real` and `simulated` (nullopt: none).
   std::optional<size_t> first_real;
   std::optional<size_t> first_sim;
-  bool warm = false;  // started from the segments alive when the trace began
+  bool warm = false;                // started from the segments alive when the trace began
   int64_t real_final_reserved = 0;  // Σ segments of the device in the snapshot
   int64_t sim_final_reserved = 0;
   std::vector<SegmentEventRecord> real;
@@ -133,7 +133,7 @@ struct ReplayReport {
   int64_t preexisting_blocks = 0;    // allocated at t0 (cold start)
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
-  bool warm_start = false;  // the configurations started warm
+  bool warm_start = false;         // the configurations started warm
   std::vector<std::string> notes;  // caveats (backend, truncation, ...)
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;
@@ -143,7 +143,8 @@ struct ReplayReport {
 /// Replays `device`'s trace under each configuration (in parallel, one thread each).
 /// `configs` must be non-empty; the first is the one --verify checks. Errors: no trace for the
 /// requested device.
-absl::StatusOr<ReplayReport> Replay(const Snapshot& snapshot, const std::vector<ReplayConfig>& configs,
+absl::StatusOr<ReplayReport> Replay(const Snapshot& snapshot,
+                                    const std::vector<ReplayConfig>& configs,
                                     const ReplayOptions& options);
 
 /// The configuration list for a sweep spec "max_split_size_mb=128,256,512": one conf string per

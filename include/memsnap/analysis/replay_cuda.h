@@ -19,9 +19,9 @@
 namespace memsnap::analysis {
 
 struct CudaReplayOptions {
-  int gpu = 0;           // CUDA device ordinal
-  int32_t device = -1;   // trace device; -1: the first with trace events
-  double scale = 1.0;    // every request size is multiplied by this (0 < scale <= 1 usually)
+  int gpu = 0;          // CUDA device ordinal
+  int32_t device = -1;  // trace device; -1: the first with trace events
+  double scale = 1.0;   // every request size is multiplied by this (0 < scale <= 1 usually)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
   /// --start warm was asked for: the GPU replay still starts cold (see RunCudaReplay) and says so.
   bool warm_start = false;
@@ -42,16 +42,16 @@ struct CudaConfigResult {
   std::optional<int64_t> pool_used_high;
   /// The caching allocator's own peak reserved on this card (native / expandable).
   std::optional<int64_t> peak_reserved;
-  int64_t peak_live = 0;         // Σ sizes of live allocations at most (the floor of any allocator)
-  int64_t allocs = 0;            // allocations replayed
-  int64_t ooms = 0;              // allocations that failed on this card
-  int64_t driver_ooms = 0;       // CUDA_ERROR_OUT_OF_MEMORY results from the driver
+  int64_t peak_live = 0;    // Σ sizes of live allocations at most (the floor of any allocator)
+  int64_t allocs = 0;       // allocations replayed
+  int64_t ooms = 0;         // allocations that failed on this card
+  int64_t driver_ooms = 0;  // CUDA_ERROR_OUT_OF_MEMORY results from the driver
   std::vector<sim::CallSummary> calls;
-  int64_t alloc_calls_ns = 0;    // Σ time in allocation-side calls (alloc, create, map, ...)
+  int64_t alloc_calls_ns = 0;  // Σ time in allocation-side calls (alloc, create, map, ...)
   /// The simulator's prediction for the same (scaled) trace, capacity = free memory before.
   std::optional<int64_t> predicted_peak_reserved;
   std::optional<int64_t> predicted_ooms;
-  std::string error;             // a fatal driver error that stopped this configuration
+  std::string error;  // a fatal driver error that stopped this configuration
 };
 
 struct CudaReplayReport {

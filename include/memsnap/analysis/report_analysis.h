@@ -2,15 +2,16 @@
 // AnalyzeForReport (or AnalyzeDiffForReport) and hands the result to report::BuildReportData,
 // which only writes it out (docs/report.md).
 //
+// clang-format off
 //   Snapshot ──AnalyzeForReport──> ReportAnalysis
-//                                  ├── timeline            lifetimes, curves (timeline.h)
-//                                  ├── devices[]           per device with a timeline:
-//                                  │     ├── lod           zoomable curves and bands
-//                                  (timeline_lod.h) │     └── states        allocator states
-//                                  (alloc_states.h) ├── peak_sites          alive at each device's
-//                                  peak, by site ├── alloc_sites         allocated over the trace,
-//                                  by site └── replay              curves under other settings
-//                                  (replay.h)
+//                                  ├── timeline      lifetimes, curves (timeline.h)
+//                                  ├── devices[]     per device with a timeline:
+//                                  │     ├── lod     zoomable curves and bands (timeline_lod.h)
+//                                  │     └── states  allocator states (alloc_states.h)
+//                                  ├── peak_sites    alive at each device's peak, by site
+//                                  ├── alloc_sites   allocated over the trace, by site
+//                                  └── replay        curves under other settings (replay.h)
+// clang-format on
 #pragma once
 
 #include <cstdint>

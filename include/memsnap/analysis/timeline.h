@@ -1,13 +1,15 @@
-// Timeline reconstruction: block and segment lifetimes plus the live/reserved curves of each device,
-// rebuilt from the (ring-buffer) trace and anchored on the final state
+// Timeline reconstruction: block and segment lifetimes plus the live/reserved curves of each
+// device, rebuilt from the (ring-buffer) trace and anchored on the final state
 // (docs/snapshot-format.md §6).
 //
+// clang-format off
 //   Snapshot ──ReconstructTimeline──> Timeline
 //                                     └── devices[] DeviceTimeline
 //                                         ├── blocks    [BlockLifetime]   keyed by (address, version)
 //                                         ├── segments  [SegmentLifetime]
 //                                         ├── live_net         one point per event (LiveAt adds the start)
 //                                         └── reserved_steps   one point per segment event
+// clang-format on
 //
 // Curve semantics (what PyTorch's "Active Memory Timeline" plots): a block is live from its `alloc`
 // to its `free_completed`; `free_requested` does not end it. Pre-window blocks (free seen, alloc
@@ -147,14 +149,14 @@ struct DeviceTimeline {
   int32_t device = 0;
   uint32_t event_begin = 0;  // the device's first event in Snapshot::events
   uint32_t num_events = 0;
-  bool has_time = false;  // every event of this device has time_us
+  bool has_time = false;     // every event of this device has time_us
   bool time_sorted = false;  // has_time, and time_us never decreases from one event to the next
 
   /// In order of first appearance (alloc or free), then the ghosts in address order; which
   /// lifetimes are there depends on TimelineOptions::keep (recorded in `kept`).
   std::vector<BlockLifetime> blocks;
   KeepLifetimes kept = KeepLifetimes::kAll;
-  int64_t kept_event = -1;  // kLiveAt: `blocks` is what is live after this device-local event
+  int64_t kept_event = -1;      // kLiveAt: `blocks` is what is live after this device-local event
   int64_t kept_live_bytes = 0;  // kLiveAt: live requested bytes after kept_event
   std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
   ClassTotals by_class[4];                // indexed by LifetimeClass
@@ -175,8 +177,8 @@ struct DeviceTimeline {
   int64_t unreconciled_rounded_bytes = 0;
   int64_t unreconciled_reserved_bytes = 0;
   int64_t frees_without_alloc = 0;
-  int64_t allocs_without_free = 0;   // alloc over an address that was still live (missing free)
-  int64_t open_without_block = 0;    // open lifetimes whose address is not active at the end
+  int64_t allocs_without_free = 0;  // alloc over an address that was still live (missing free)
+  int64_t open_without_block = 0;   // open lifetimes whose address is not active at the end
 
   /// Peak of live requested bytes: value, device-local event index (-1 = initial state), time.
   int64_t peak_requested = 0;
@@ -204,7 +206,8 @@ struct DeviceTimeline {
   /// number would be worse). New code uses live_curve() or FindLive.
   int64_t LiveAt(int64_t e) const {
     if (e < 0) return start_requested;
-    if (!live_net.empty()) [[likely]] return start_requested + live_net[e];
+    if (!live_net.empty()) [[likely]]
+      return start_requested + live_net[e];
     return LiveAtWithoutCurve(e);
   }
   /// The live requested-bytes curve, one value per event (a copy; needs the stored curve).
@@ -268,7 +271,8 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
 /// trace) Finish rebuilds the timeline from the snapshot, with the same result.
 ///
 ///   TimelineStream stream(options);
-///   parse::BackgroundEventFeed feed([&](auto events, size_t first) { stream.Feed(events, first); });
+///   parse::BackgroundEventFeed feed([&](auto events, size_t first) { stream.Feed(events, first);
+///   });
 ///   ... read with ReadOptions::events = &feed ...;  feed.Release();
 ///   absl::StatusOr<Timeline> tl = stream.Finish(snapshot, feed.fed());
 class TimelineStream {

@@ -3,10 +3,12 @@
 // largest lifetimes of every stretch of the trace, so that a chart zoomed into any step can be
 // redrawn from the summary alone, never from the raw events.
 //
+// clang-format off
 //   DeviceTimeline ──BuildTimelineLod──> TimelineLod
 //                                        ├── tiles[]   (level, tile): buckets + band lifetimes
 //                                        ├── bands[]   lifetimes drawn as their own band
 //                                        └── counted   which lifetimes the curve sums, and why
+// clang-format on
 //
 // Level k cuts the x range into columns * 4^k equal buckets; tile t of level k is buckets
 // [t*columns, (t+1)*columns). Coarse levels are stored whole; deeper levels only for the tiles

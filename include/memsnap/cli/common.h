@@ -60,7 +60,8 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
 /// the read ends. Errors name the file.
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
-                                                  Context& ctx, ReadAnalysisClock* phases = nullptr);
+                                                  Context& ctx,
+                                                  ReadAnalysisClock* phases = nullptr);
 
 /// Expands the command-line inputs: a directory becomes every regular file in it (sorted), other
 /// paths stay as given (the shell expands globs). Errors when nothing is left.

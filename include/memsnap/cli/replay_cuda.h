@@ -15,8 +15,8 @@ struct CudaReplayCliOptions {
   std::vector<std::string> files;
   analysis::CudaReplayOptions replay;
   bool json = false;
-  bool verify = false;    // rejected: --verify compares the simulator with the trace
-  bool csv = false;       // rejected: no reserved curve on the GPU
+  bool verify = false;  // rejected: --verify compares the simulator with the trace
+  bool csv = false;     // rejected: no reserved curve on the GPU
 };
 
 /// The configurations for one loaded snapshot (replay_command.cpp's BuildConfigs).

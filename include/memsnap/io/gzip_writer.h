@@ -2,11 +2,11 @@
 // a .gz file without holding the output in memory (`memsnap convert snap.pickle out.json.gz`).
 #pragma once
 
+#include <zlib.h>
+
 #include <ostream>
 #include <streambuf>
 #include <vector>
-
-#include <zlib.h>
 
 #include "absl/status/status.h"
 

@@ -4,9 +4,9 @@
 // every ~64 KiB).
 //
 // Output is buffered one frame at a time and handed to the ostream, so a multi-GB pickle needs
-// about 64 KiB of memory here. Sharing is explicit: every str, dict, list and tuple gets a memo slot
-// (returned by the writing call), and Get(slot) writes a reference to it, as CPython does for an
-// object it has seen before. The writer never dedups on its own except in Str() (strings by
+// about 64 KiB of memory here. Sharing is explicit: every str, dict, list and tuple gets a memo
+// slot (returned by the writing call), and Get(slot) writes a reference to it, as CPython does for
+// an object it has seen before. The writer never dedups on its own except in Str() (strings by
 // content), which is what makes repeated dict keys cost 2-5 bytes.
 //
 //   w.BeginDict(2);                         EMPTY_DICT MEMOIZE MARK
@@ -87,9 +87,7 @@ class PickleWriter {
   void EndContainer(Kind kind);
   void WriteStrBody(std::string_view s);
   void Put(char c) { buf_.push_back(c); }
-  void PutBytes(const void* p, size_t n) {
-    buf_.append(static_cast<const char*>(p), n);
-  }
+  void PutBytes(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
   void PutLe(uint64_t v, int n);
   /// Ends an opcode: with framing, a frame of >= 64 KiB is committed here.
   void MaybeFlush();

@@ -5,6 +5,7 @@
 // format (1.13 list form, 2.0 `history`, 2.1+, newest keys) looks the same to the analyses. See
 // docs/snapshot-format.md §3.3 for the field-by-field normalization rules.
 //
+// clang-format off
 //   Snapshot
 //   ├── strings  StringPool          StrId  -> text
 //   ├── frames   FrameTable          FrameId -> {name, filename, line}   (deduplicated by content)
@@ -15,6 +16,7 @@
 //   ├── traces   [DeviceTrace]       index = device ordinal as in `device_traces`
 //   ├── annotations, settings, info
 //   └── diagnostics                  non-fatal inconsistencies found while reading
+// clang-format on
 #pragma once
 
 #include <array>
@@ -81,7 +83,8 @@ class StackTable {
   };
   std::vector<FrameId> frames_;
   std::vector<uint32_t> offsets_;
-  // Maps a hash of the frame sequence to the ids that have that hash (collisions resolved by compare).
+  // Maps a hash of the frame sequence to the ids that have that hash (collisions resolved by
+  // compare).
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> index_;
 };
 
@@ -158,10 +161,10 @@ struct TraceEvent {
 
 /// Rarely-present per-event fields, kept out of TraceEvent so the hot vector stays 40 bytes.
 struct EventExtra {
-  uint32_t event = 0;        // index into Snapshot::events
-  StrId compile_context;     // invalid when absent or "N/A"
-  StrId user_metadata;       // invalid when absent or empty; dicts are rendered as text
-  StrId category;            // profile_plot only
+  uint32_t event = 0;     // index into Snapshot::events
+  StrId compile_context;  // invalid when absent or "N/A"
+  StrId user_metadata;    // invalid when absent or empty; dicts are rendered as text
+  StrId category;         // profile_plot only
   std::optional<PoolId> pool;
 };
 
@@ -181,8 +184,8 @@ struct Annotation {
 };
 
 struct AllocatorSettings {
-  bool present = false;  // the file had `allocator_settings`
-  std::string conf;      // PYTORCH_CUDA_ALLOC_CONF as recorded
+  bool present = false;         // the file had `allocator_settings`
+  std::string conf;             // PYTORCH_CUDA_ALLOC_CONF as recorded
   int64_t max_split_size = -1;  // bytes; -1 = unlimited
   double garbage_collection_threshold = 0.0;
   bool expandable_segments = false;
@@ -203,10 +206,10 @@ struct SourceInfo {
   std::string path;
   ContainerFormat container = ContainerFormat::kPickle;
   bool gzip = false;
-  int pickle_protocol = 0;        // 0 when not a pickle
-  bool bare_segment_list = false;  // 1.13 / torch.cuda.memory_snapshot() list form
-  bool legacy_history = false;     // blocks carried `history` (2.0 era and earlier)
-  bool has_block_addresses = true; // false when addresses were reconstructed from segment offsets
+  int pickle_protocol = 0;          // 0 when not a pickle
+  bool bare_segment_list = false;   // 1.13 / torch.cuda.memory_snapshot() list form
+  bool legacy_history = false;      // blocks carried `history` (2.0 era and earlier)
+  bool has_block_addresses = true;  // false when addresses were reconstructed from segment offsets
   uint64_t file_bytes = 0;
 };
 

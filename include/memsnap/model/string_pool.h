@@ -1,10 +1,12 @@
 // Interned strings with 32-bit ids.
 //
-// Layout: bytes are appended to fixed-size chunks that never move, so a string_view handed out stays
-// valid for the pool's lifetime; `views_[id]` points into a chunk; `index_` maps text -> id.
+// Layout: bytes are appended to fixed-size chunks that never move, so a string_view handed out
+// stays valid for the pool's lifetime; `views_[id]` points into a chunk; `index_` maps text -> id.
 //
+// clang-format off
 //   chunks_:  [ "name\0filename\0..." ][ ... ]      (kChunkSize bytes each, larger strings get their own)
 //   views_:   StrId -> string_view into a chunk
+// clang-format on
 //
 // StrId 0 is always the empty string.
 #pragma once

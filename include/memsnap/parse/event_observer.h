@@ -1,8 +1,10 @@
 // Trace events handed to an analysis while the reader is still decoding the file, so that a pass
 // over them (the timeline's) runs on a second core instead of after the read.
 //
+// clang-format off
 //   decoder ──Publish(events, count)──> EventObserver ──(worker thread)──> feed(events[a, b), a)
 //           ──Release()───────────────>   waits until nothing reads the events
+// clang-format on
 //
 // The decoder publishes prefixes of its event vector: events[0, count) are decoded and will not
 // change again. Before it moves, frees or rewrites any of them it calls Release(), which returns
@@ -46,7 +48,8 @@ class BackgroundEventFeed final : public EventObserver {
  public:
   using FeedFn = std::function<void(std::span<const TraceEvent> events, size_t first)>;
   /// `threaded = false` feeds inline (tests; single-core machines).
-  explicit BackgroundEventFeed(FeedFn feed, bool threaded = std::thread::hardware_concurrency() > 1);
+  explicit BackgroundEventFeed(FeedFn feed,
+                               bool threaded = std::thread::hardware_concurrency() > 1);
   ~BackgroundEventFeed() override;
   BackgroundEventFeed(const BackgroundEventFeed&) = delete;
   BackgroundEventFeed& operator=(const BackgroundEventFeed&) = delete;

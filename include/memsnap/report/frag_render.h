@@ -9,8 +9,8 @@ namespace memsnap::report {
 
 /// Output options of `memsnap frag` (kept apart from the analysis options).
 struct FragRenderOptions {
-  int top = 20;        // segment-map rows; 0 = every segment
-  int bar_width = 40;  // characters per segment bar
+  int top = 20;           // segment-map rows; 0 = every segment
+  int bar_width = 40;     // characters per segment bar
   bool timeline = false;  // print the timeline table instead of the report
 };
 

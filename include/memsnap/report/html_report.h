@@ -3,8 +3,9 @@
 // the allocator's state at any stored moment, the site tables and the replay curves; or, for two
 // files, the diff page.
 //
-//   ReportAnalysis ──BuildReportData──> JSON ──WriteHtmlPage──> page (data + chart library +
-//   script)
+// clang-format off
+//   ReportAnalysis ──BuildReportData──> JSON ──WriteHtmlPage──> page (data, chart library, script)
+// clang-format on
 //
 // The page's data is JSON in a <script type="application/json"> element; its large arrays are
 // packed as base64 varints (docs/report.md, "The page's data"). The script (web/src/*.js) and the

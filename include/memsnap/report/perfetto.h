@@ -1,5 +1,6 @@
 // `memsnap export --format perfetto`: the Chrome trace-event JSON that ui.perfetto.dev and
-// chrome://tracing open (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU).
+// chrome://tracing open
+// (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU).
 //
 //   {"traceEvents":[
 //     {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"cuda:0"}},
@@ -15,9 +16,9 @@
 // "reserved stream S" when the device used more than one stream. The device counters end at the
 // snapshot's live and reserved bytes. Slices: the largest lifetimes, greedily packed into lanes
 // (tid 100 + lane) so that slices on one lane never overlap; their args carry size, address,
-// stream, site, category and the allocation stack. Annotations (record_function / external annotations) are
-// slices on tids 10+. ts is microseconds since the first event (every device on one clock); a
-// trace without times uses the event index as ts.
+// stream, site, category and the allocation stack. Annotations (record_function / external
+// annotations) are slices on tids 10+. ts is microseconds since the first event (every device on
+// one clock); a trace without times uses the event index as ts.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,9 @@
 namespace memsnap::report {
 
 struct PerfettoOptions {
-  int top_slices = 500;        // lifetimes drawn as slices (largest requested size first)
-  bool per_stream = true;      // per-stream counters when a device used several streams
-  int max_stack_frames = 64;   // frames kept in a slice's "stack" arg
+  int top_slices = 500;       // lifetimes drawn as slices (largest requested size first)
+  bool per_stream = true;     // per-stream counters when a device used several streams
+  int max_stack_frames = 64;  // frames kept in a slice's "stack" arg
 };
 
 /// What was written (for --json and tests).
@@ -52,7 +53,6 @@ struct PerfettoStats {
 absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                                                  const analysis::Timeline& timeline,
                                                  analysis::GroupContext& context,
-                                                 const PerfettoOptions& options,
-                                                 std::ostream& out);
+                                                 const PerfettoOptions& options, std::ostream& out);
 
 }  // namespace memsnap::report

@@ -34,7 +34,7 @@ WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindo
 /// column without events carries the previous column's last values.
 struct ChartColumns {
   std::vector<int64_t> live, res, live_last, res_last;
-  WindowFigures figures;     // ComputeWindow(dt, w), found from the columns
+  WindowFigures figures;    // ComputeWindow(dt, w), found from the columns
   bool contiguous = false;  // x never decreased: each column was read as one event range
 };
 /// The chart columns of a window and its figures (needs the stored live curve). Event e falls in
@@ -71,8 +71,8 @@ nlohmann::ordered_json DeviceTimelineToJson(const Snapshot& snap,
                                             int samples = 100);
 
 /// `top` text table (rows as given; totals from the report).
-void RenderGroupText(const analysis::GroupReport& report, const std::vector<analysis::GroupRow>& rows,
-                     std::ostream& out);
+void RenderGroupText(const analysis::GroupReport& report,
+                     const std::vector<analysis::GroupRow>& rows, std::ostream& out);
 nlohmann::ordered_json GroupToJson(const analysis::GroupReport& report,
                                    const std::vector<analysis::GroupRow>& rows);
 /// {"parameter": bytes, ...}: the non-zero categories, in Category order.

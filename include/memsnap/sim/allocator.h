@@ -2,6 +2,7 @@
 // pure bookkeeping over address ranges, no memory is touched. It follows
 // docs/allocator-model.md (§4-§14) and c10/cuda/CUDACachingAllocator.cpp:
 //
+// clang-format off
 //   Malloc(n, stream)
 //     s = RoundSize(n); pool = s <= 1 MiB ? small : large
 //     best fit on (stream, size, ptr)  -- oversize rules (max_split_size, max_non_split_rounding)
@@ -9,6 +10,7 @@
 //     take the low front of the block, split the rest back (should_split)
 //   Free / FreeRequested + FreeCompleted    merge with free neighbours, back into the pool
 //   EmptyCache                              cudaFree unsplit segments, unmap whole free pages
+// clang-format on
 //
 // Blocks are referred to by BlockRef handles that stay valid from Malloc until the block is
 // freed (FreeCompleted or Free).
@@ -72,8 +74,8 @@ struct AllocatorStats {
   int64_t num_alloc_retries = 0;
   int64_t num_ooms = 0;
   int64_t num_sync_all_streams = 0;
-  int64_t num_device_alloc = 0;  // cudaMalloc + map calls
-  int64_t num_device_free = 0;   // cudaFree + unmap calls
+  int64_t num_device_alloc = 0;   // cudaMalloc + map calls
+  int64_t num_device_free = 0;    // cudaFree + unmap calls
   int64_t num_segment_alloc = 0;  // cudaMalloc
   int64_t num_segment_free = 0;   // cudaFree
   int64_t num_map = 0;
@@ -117,8 +119,8 @@ struct OomInfo {
 /// The cached free memory as a failing malloc of `s` bytes on `stream` saw it: what the caller
 /// needs to say why no cached block served it (OomInfo says why the device could not).
 struct FreeSpace {
-  int64_t pool_free = 0;     // free mapped bytes in the request's pool on its stream
-  int64_t pool_largest = 0;  // the largest of those blocks
+  int64_t pool_free = 0;              // free mapped bytes in the request's pool on its stream
+  int64_t pool_largest = 0;           // the largest of those blocks
   int64_t other_streams_free = 0;     // free bytes in the request's pool on other streams
   int64_t other_streams_largest = 0;  // the largest of those blocks
   int64_t other_streams_stream = 0;   // the stream of that largest block
@@ -126,8 +128,8 @@ struct FreeSpace {
   /// The smallest block on the request's stream that holds `s` but that the oversize rules
   /// (max_split_size, max_non_split_rounding) refuse to serve it; 0 when none.
   int64_t oversize_refused = 0;
-  int64_t all_free = 0;      // every free mapped byte of both pools
-  int64_t all_largest = 0;   // the largest free block of both pools
+  int64_t all_free = 0;     // every free mapped byte of both pools
+  int64_t all_largest = 0;  // the largest free block of both pools
 };
 
 /// One block of a segment, for inspection (Segments()).
@@ -232,7 +234,7 @@ class CachingAllocator {
     }
   };
   struct Pool {
-    absl::btree_set<Key> blocks;       // free, mapped
+    absl::btree_set<Key> blocks;        // free, mapped
     absl::btree_set<AddrKey> unmapped;  // expandable VA not backed
     bool is_small = false;
     int64_t get_free_blocks_call_count = 0;

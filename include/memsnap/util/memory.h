@@ -41,7 +41,8 @@ class Prefaulter {
   template <class T>
   void Touch(const std::vector<T>& v) {
     const auto end = reinterpret_cast<uintptr_t>(v.data() + v.size());
-    if (end < mark_) [[likely]] return;
+    if (end < mark_) [[likely]]
+      return;
     Advance(reinterpret_cast<uintptr_t>(v.data()), end,
             reinterpret_cast<uintptr_t>(v.data() + v.capacity()));
   }

@@ -18,13 +18,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <iosfwd>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <condition_variable>
 
 namespace memsnap {
 

@@ -7,9 +7,9 @@
 #define MEMSNAP_CONCAT_INNER(a, b) a##b
 #define MEMSNAP_CONCAT(a, b) MEMSNAP_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                     \
-  do {                                            \
-    ::absl::Status _memsnap_status = (expr);      \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::absl::Status _memsnap_status = (expr);           \
     if (!_memsnap_status.ok()) return _memsnap_status; \
   } while (0)
 

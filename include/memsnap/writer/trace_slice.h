@@ -41,7 +41,7 @@ struct TraceSlice {
   /// times of the first and last event kept. Annotations outside it are dropped.
   int64_t min_time_us = kNoTime;
   int64_t max_time_us = kNoTime;
-  uint64_t events = 0;             // events kept, all devices
+  uint64_t events = 0;  // events kept, all devices
 };
 
 /// Resolves [from, to) on every device trace. Time bounds need `time_us` in the file (an error

@@ -11,18 +11,30 @@ namespace memsnap::sim {
 
 const char* CudaCallName(CudaCall c) {
   switch (c) {
-    case CudaCall::kMemAlloc: return "cuMemAlloc";
-    case CudaCall::kMemFree: return "cuMemFree";
-    case CudaCall::kAddressReserve: return "cuMemAddressReserve";
-    case CudaCall::kAddressFree: return "cuMemAddressFree";
-    case CudaCall::kMemCreate: return "cuMemCreate";
-    case CudaCall::kMemMap: return "cuMemMap";
-    case CudaCall::kMemSetAccess: return "cuMemSetAccess";
-    case CudaCall::kMemUnmap: return "cuMemUnmap";
-    case CudaCall::kMemRelease: return "cuMemRelease";
-    case CudaCall::kMemAllocAsync: return "cuMemAllocAsync";
-    case CudaCall::kMemFreeAsync: return "cuMemFreeAsync";
-    case CudaCall::kCount: break;
+    case CudaCall::kMemAlloc:
+      return "cuMemAlloc";
+    case CudaCall::kMemFree:
+      return "cuMemFree";
+    case CudaCall::kAddressReserve:
+      return "cuMemAddressReserve";
+    case CudaCall::kAddressFree:
+      return "cuMemAddressFree";
+    case CudaCall::kMemCreate:
+      return "cuMemCreate";
+    case CudaCall::kMemMap:
+      return "cuMemMap";
+    case CudaCall::kMemSetAccess:
+      return "cuMemSetAccess";
+    case CudaCall::kMemUnmap:
+      return "cuMemUnmap";
+    case CudaCall::kMemRelease:
+      return "cuMemRelease";
+    case CudaCall::kMemAllocAsync:
+      return "cuMemAllocAsync";
+    case CudaCall::kMemFreeAsync:
+      return "cuMemFreeAsync";
+    case CudaCall::kCount:
+      break;
   }
   return "?";
 }
@@ -76,8 +88,7 @@ void DriverWatermark::Sample() {
   peak_used_ = std::max(peak_used_, t - f);
 }
 
-CudaDeviceMemory::CudaDeviceMemory(CudaDriver* driver, CallTimer* timer,
-                                   DriverWatermark* watermark)
+CudaDeviceMemory::CudaDeviceMemory(CudaDriver* driver, CallTimer* timer, DriverWatermark* watermark)
     : driver_(driver), timer_(timer), watermark_(watermark) {}
 
 CudaDeviceMemory::~CudaDeviceMemory() { ReleaseAll(); }
@@ -135,9 +146,11 @@ uint64_t CudaDeviceMemory::ReserveAddressSpace(int64_t size, int64_t page) {
     }
   }
   if (granularity_ <= 0 || page % granularity_ != 0) {
-    status_ = absl::FailedPreconditionError(absl::StrCat(
-        "expandable segment page of ", page, " bytes is not a multiple of this device's "
-        "allocation granularity (", granularity_, " bytes)"));
+    status_ =
+        absl::FailedPreconditionError(absl::StrCat("expandable segment page of ", page,
+                                                   " bytes is not a multiple of this device's "
+                                                   "allocation granularity (",
+                                                   granularity_, " bytes)"));
     return 0;
   }
   // Alignment 0 (the driver's granularity) as PyTorch passes: the pages are mapped at
@@ -172,8 +185,7 @@ void CudaDeviceMemory::ReleaseAddressSpace(uint64_t ptr, int64_t size) {
 
 bool CudaDeviceMemory::MapPage(uint64_t addr, int64_t page) {
   uint64_t handle = 0;
-  if (!Check(timer_->Time(CudaCall::kMemCreate,
-                          [&] { return driver_->MemCreate(&handle, page); }),
+  if (!Check(timer_->Time(CudaCall::kMemCreate, [&] { return driver_->MemCreate(&handle, page); }),
              "cuMemCreate")) {
     return false;
   }
@@ -200,7 +212,8 @@ void CudaDeviceMemory::UnmapPage(uint64_t addr, int64_t page) {
 bool CudaDeviceMemory::Map(uint64_t ptr, int64_t size) {
   if (!status_.ok()) return false;
   auto it = reservations_.upper_bound(ptr);
-  if (it == reservations_.begin()) return Check(kCudaErrorInvalidValue, "Map outside a reservation");
+  if (it == reservations_.begin())
+    return Check(kCudaErrorInvalidValue, "Map outside a reservation");
   --it;
   const int64_t page = it->second.page;
   auto rollback = [&](int64_t mapped) {  // all or nothing: return the pages this call mapped
@@ -213,9 +226,9 @@ bool CudaDeviceMemory::Map(uint64_t ptr, int64_t size) {
     if (!MapPage(ptr + static_cast<uint64_t>(off), page)) return rollback(off);
   }
   // One cuMemSetAccess for the whole range, as PyTorch's ExpandableSegment::map does.
-  if (!Check(timer_->Time(CudaCall::kMemSetAccess,
-                          [&] { return driver_->MemSetAccess(ptr, size); }),
-             "cuMemSetAccess")) {
+  if (!Check(
+          timer_->Time(CudaCall::kMemSetAccess, [&] { return driver_->MemSetAccess(ptr, size); }),
+          "cuMemSetAccess")) {
     return rollback(size);
   }
   watermark_->Sample();

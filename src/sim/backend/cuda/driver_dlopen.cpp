@@ -1,9 +1,8 @@
 // The real CudaDriver: libcuda.so.1 loaded lazily with dlopen, every entry point resolved with
 // dlsym into a table of function pointers typed from cuda.h. Compiled only when the toolkit's
 // cuda.h is found (cmake/cuda_backend.cmake); never linked against libcuda.
-#include <dlfcn.h>
-
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/sim/cuda_driver.h"
@@ -24,34 +23,34 @@ namespace {
 
 // X(member, exported symbol, cuda.h declaration). The exported names carry the ABI version
 // suffixes cuda.h's macros map to (cuMemAlloc -> cuMemAlloc_v2, ...).
-#define MEMSNAP_CUDA_SYMBOLS(X)                                              \
-  X(init, "cuInit", cuInit)                                                  \
-  X(device_get, "cuDeviceGet", cuDeviceGet)                                  \
-  X(device_get_count, "cuDeviceGetCount", cuDeviceGetCount)                  \
-  X(device_get_name, "cuDeviceGetName", cuDeviceGetName)                     \
-  X(primary_ctx_retain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain) \
+#define MEMSNAP_CUDA_SYMBOLS(X)                                                     \
+  X(init, "cuInit", cuInit)                                                         \
+  X(device_get, "cuDeviceGet", cuDeviceGet)                                         \
+  X(device_get_count, "cuDeviceGetCount", cuDeviceGetCount)                         \
+  X(device_get_name, "cuDeviceGetName", cuDeviceGetName)                            \
+  X(primary_ctx_retain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain)       \
   X(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease) \
-  X(ctx_set_current, "cuCtxSetCurrent", cuCtxSetCurrent)                     \
-  X(mem_get_info, "cuMemGetInfo_v2", cuMemGetInfo)                           \
-  X(mem_alloc, "cuMemAlloc_v2", cuMemAlloc)                                  \
-  X(mem_free, "cuMemFree_v2", cuMemFree)                                     \
-  X(granularity, "cuMemGetAllocationGranularity", cuMemGetAllocationGranularity) \
-  X(address_reserve, "cuMemAddressReserve", cuMemAddressReserve)             \
-  X(address_free, "cuMemAddressFree", cuMemAddressFree)                      \
-  X(mem_create, "cuMemCreate", cuMemCreate)                                  \
-  X(mem_release, "cuMemRelease", cuMemRelease)                               \
-  X(mem_map, "cuMemMap", cuMemMap)                                           \
-  X(mem_unmap, "cuMemUnmap", cuMemUnmap)                                     \
-  X(mem_set_access, "cuMemSetAccess", cuMemSetAccess)                        \
-  X(stream_create, "cuStreamCreate", cuStreamCreate)                         \
-  X(stream_synchronize, "cuStreamSynchronize", cuStreamSynchronize)          \
-  X(stream_destroy, "cuStreamDestroy_v2", cuStreamDestroy)                   \
-  X(mem_alloc_async, "cuMemAllocAsync", cuMemAllocAsync)                     \
-  X(mem_free_async, "cuMemFreeAsync", cuMemFreeAsync)                        \
-  X(default_mem_pool, "cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool) \
-  X(pool_get_attribute, "cuMemPoolGetAttribute", cuMemPoolGetAttribute)      \
-  X(pool_set_attribute, "cuMemPoolSetAttribute", cuMemPoolSetAttribute)      \
-  X(pool_trim_to, "cuMemPoolTrimTo", cuMemPoolTrimTo)                        \
+  X(ctx_set_current, "cuCtxSetCurrent", cuCtxSetCurrent)                            \
+  X(mem_get_info, "cuMemGetInfo_v2", cuMemGetInfo)                                  \
+  X(mem_alloc, "cuMemAlloc_v2", cuMemAlloc)                                         \
+  X(mem_free, "cuMemFree_v2", cuMemFree)                                            \
+  X(granularity, "cuMemGetAllocationGranularity", cuMemGetAllocationGranularity)    \
+  X(address_reserve, "cuMemAddressReserve", cuMemAddressReserve)                    \
+  X(address_free, "cuMemAddressFree", cuMemAddressFree)                             \
+  X(mem_create, "cuMemCreate", cuMemCreate)                                         \
+  X(mem_release, "cuMemRelease", cuMemRelease)                                      \
+  X(mem_map, "cuMemMap", cuMemMap)                                                  \
+  X(mem_unmap, "cuMemUnmap", cuMemUnmap)                                            \
+  X(mem_set_access, "cuMemSetAccess", cuMemSetAccess)                               \
+  X(stream_create, "cuStreamCreate", cuStreamCreate)                                \
+  X(stream_synchronize, "cuStreamSynchronize", cuStreamSynchronize)                 \
+  X(stream_destroy, "cuStreamDestroy_v2", cuStreamDestroy)                          \
+  X(mem_alloc_async, "cuMemAllocAsync", cuMemAllocAsync)                            \
+  X(mem_free_async, "cuMemFreeAsync", cuMemFreeAsync)                               \
+  X(default_mem_pool, "cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool)       \
+  X(pool_get_attribute, "cuMemPoolGetAttribute", cuMemPoolGetAttribute)             \
+  X(pool_set_attribute, "cuMemPoolSetAttribute", cuMemPoolSetAttribute)             \
+  X(pool_trim_to, "cuMemPoolTrimTo", cuMemPoolTrimTo)                               \
   X(get_error_string, "cuGetErrorString", cuGetErrorString)
 
 struct CudaDriverApi {
@@ -62,11 +61,16 @@ struct CudaDriverApi {
 
 CUmemPool_attribute ToCu(PoolAttr a) {
   switch (a) {
-    case PoolAttr::kReleaseThreshold: return CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-    case PoolAttr::kReservedMemCurrent: return CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
-    case PoolAttr::kReservedMemHigh: return CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
-    case PoolAttr::kUsedMemCurrent: return CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
-    case PoolAttr::kUsedMemHigh: return CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+    case PoolAttr::kReleaseThreshold:
+      return CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case PoolAttr::kReservedMemCurrent:
+      return CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case PoolAttr::kReservedMemHigh:
+      return CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case PoolAttr::kUsedMemCurrent:
+      return CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case PoolAttr::kUsedMemHigh:
+      return CU_MEMPOOL_ATTR_USED_MEM_HIGH;
   }
   return CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
 }
@@ -127,8 +131,8 @@ class DlopenCudaDriver final : public CudaDriver {
   }
   CuResult AddressReserve(uint64_t* ptr, int64_t size, int64_t alignment) override {
     CUdeviceptr p = 0;
-    CUresult r = api_.address_reserve(&p, static_cast<size_t>(size),
-                                      static_cast<size_t>(alignment), 0, 0);
+    CUresult r =
+        api_.address_reserve(&p, static_cast<size_t>(size), static_cast<size_t>(alignment), 0, 0);
     *ptr = p;
     return r;
   }
