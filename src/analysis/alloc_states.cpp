@@ -37,10 +37,10 @@ LifetimeTags TagsOf(const DeviceTimeline& dt) {
   t.by_free.assign(dt.num_events, -1);
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
-    if (b.free_completed_event != kNoEvent)
-      t.by_free[b.free_completed_event] = static_cast<int32_t>(i);
-    if (b.free_requested_event != kNoEvent)
-      t.by_free[b.free_requested_event] = static_cast<int32_t>(i);
+    if (std::optional<uint32_t> f = b.free_completed_event.index())
+      t.by_free[*f] = static_cast<int32_t>(i);
+    if (std::optional<uint32_t> f = b.free_requested_event.index())
+      t.by_free[*f] = static_cast<int32_t>(i);
   }
   return t;
 }
@@ -136,8 +136,8 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     labelled[peak_r].push_back("peak reserved");
     labelled[peak_a].push_back("peak allocated");
   }
-  for (const auto& [e, label] : options.moments) {
-    if (e >= -1 && e < std::max<int64_t>(n, 0)) labelled[e].push_back(label);
+  for (const auto& [p, label] : options.moments) {
+    if (p.index() < n) labelled[p.index()].push_back(label);
   }
   labelled[n - 1].push_back("end");
   std::set<int64_t> even;

@@ -202,7 +202,7 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     if (site.phase == Phase::kOptimizer) return {C::kOptimizerState, R::kFreedByOptimizer};
     return {C::kUnknown, R::kNoEvidence};
   }
-  if (lt.cls == LifetimeClass::kGhost || lt.alloc_event == kNoEvent) {
+  if (lt.cls == LifetimeClass::kGhost || !lt.alloc_event.seen()) {
     // Alive since before the trace and never freed in it.
     if (!has_stack) {
       if (runs_->ModelRan()) return {C::kParameter, R::kPreTracePersistent};
@@ -211,11 +211,12 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     return StackPhaseCategory(site);
   }
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
-  const uint32_t a = lt.alloc_event;
+  const uint32_t a = *lt.alloc_event.index();
   // When the tensor died: the free request (the memory may stay in use by a stream a while).
-  const uint32_t f =
-      lt.free_requested_event != kNoEvent ? lt.free_requested_event : lt.free_completed_event;
-  auto alive_at = [&](uint32_t e) { return f == kNoEvent || f >= e; };
+  const std::optional<uint32_t> f = lt.free_requested_event.seen()
+                                        ? lt.free_requested_event.index()
+                                        : lt.free_completed_event.index();
+  auto alive_at = [&](uint32_t e) { return !f || *f >= e; };
   Phase phase = site.phase;
   Runs::Run* run = runs_->Containing(a);
   if (phase == Phase::kNone) {
@@ -263,7 +264,7 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
       }
       const uint32_t backward = runs_->NextOfPhase(a, Phase::kBackward);
       if (backward != kNone32 && alive_at(backward)) return {C::kActivation, R::kSavedForBackward};
-      if (f != kNoEvent) return {C::kTemporary, R::kOtherFreed};
+      if (f) return {C::kTemporary, R::kOtherFreed};
       return {C::kUnknown, R::kNoEvidence};
     }
   }

@@ -46,18 +46,17 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   SiteLabels labels(context.attribution());
   std::vector<size_t> site_of_row;
   for (const DeviceTimeline& dt : timeline.devices) {
-    int64_t e = query.all ? 0 : ResolveMoment(snap, dt, query.at);
+    const TimelinePoint at = query.all ? TimelinePoint() : ResolveMoment(snap, dt, query.at);
     for (const BlockLifetime& lt : dt.blocks) {
-      if (!query.all && !lt.LiveAfter(e)) continue;
+      if (!query.all && !lt.LiveAt(at)) continue;
       if (lt.requested_size < query.min_size) continue;
       if (query.stream && lt.stream != *query.stream) continue;
       if (!matches(lt.stack)) continue;
       BlockRow& row = rep.rows.emplace_back();
       row.device = dt.device;
       row.lifetime = lt;
-      if (lt.alloc_event != kNoEvent) row.alloc_time_us = dt.TimeOf(snap, lt.alloc_event);
-      if (lt.free_completed_event != kNoEvent)
-        row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
+      row.alloc_time_us = dt.TimeOf(snap, lt.alloc_event);
+      row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
       row.category = context.Categorize(dt, lt);
       if (lt.stack.valid() && !snap.stacks.Get(lt.stack).empty()) {
         auto [it, inserted] =
@@ -84,9 +83,7 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
       if (row.site.find(c) == std::string::npos) row.context.push_back(c);
     }
   }
-  auto first = [](const BlockLifetime& l) {
-    return l.alloc_event != kNoEvent ? static_cast<int64_t>(l.alloc_event) : -1;
-  };
+  auto first = [](const BlockLifetime& l) { return l.live_from(); };
   std::sort(rep.rows.begin(), rep.rows.end(), [&](const BlockRow& a, const BlockRow& b) {
     const BlockLifetime &x = a.lifetime, &y = b.lifetime;
     if (!query.all && x.requested_size != y.requested_size)

@@ -24,14 +24,14 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
   int64_t explained = 0;
   for (const BlockLifetime& lt : dt.blocks) {
     const auto c = static_cast<uint8_t>(context.Categorize(dt, lt).category);
-    if (lt.alloc_event == kNoEvent) {
+    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
       curve.start[c] += lt.requested_size;
       explained += lt.requested_size;
-    } else if (lt.alloc_event < dt.num_events) {
-      change(lt.alloc_event, c, lt.requested_size);
+    } else if (*a < dt.num_events) {
+      change(*a, c, lt.requested_size);
     }
-    if (lt.free_completed_event != kNoEvent && lt.free_completed_event < dt.num_events) {
-      change(lt.free_completed_event, c, -lt.requested_size);
+    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < dt.num_events) {
+      change(*f, c, -lt.requested_size);
     }
   }
   std::stable_sort(curve.extra.begin(), curve.extra.end(),
@@ -49,15 +49,15 @@ void CategoryCurve::Apply(uint32_t e, CategoryBytes& bytes, size_t& next_extra) 
 }
 
 std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
-                                               const std::vector<int64_t>& events) {
+                                               const std::vector<TimelinePoint>& points) {
   std::vector<CategoryBytes> out;
-  out.reserve(events.size());
+  out.reserve(points.size());
   CategoryBytes now = curve.start;
-  int64_t next = 0;  // first event not yet applied
+  uint32_t next = 0;  // first event not yet applied
   size_t next_extra = 0;
-  for (int64_t e : events) {
-    for (; next <= e && next < static_cast<int64_t>(curve.delta.size()); ++next) {
-      curve.Apply(static_cast<uint32_t>(next), now, next_extra);
+  for (TimelinePoint p : points) {
+    for (; next < p.next_event() && next < curve.delta.size(); ++next) {
+      curve.Apply(next, now, next_extra);
     }
     out.push_back(now);
   }
@@ -78,11 +78,17 @@ absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
     d.event = ResolveMoment(snap, dt, moment);
     if (dt.kept == KeepLifetimes::kNone ||
         (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != d.event)) {
-      return absl::InternalError(
-          absl::StrCat("device ", dt.device,
-                       ": the timeline did not keep the lifetimes live at event ", d.event));
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline did not keep the lifetimes live at ",
+                                              DescribeEvent(snap, dt, d.event)));
     }
-    d.live_bytes = dt.LiveAt(d.event);
+    std::optional<int64_t> live = dt.FindLive(d.event);
+    if (!live) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline has no curve at ",
+                                              DescribeEvent(snap, dt, d.event)));
+    }
+    d.live_bytes = *live;
     int64_t explained = 0;
     for (uint32_t i : LiveBlocksAt(dt, d.event)) {
       const BlockLifetime& lt = dt.blocks[i];

@@ -409,7 +409,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     int64_t at_event = static_cast<int64_t>(t.size()) - 1;
     if (resolver) {
       if (const DeviceTimeline* dt = resolver->Find(t.device)) {
-        at_event = ResolveMoment(snap, *dt, options.moment);
+        at_event = ResolveMoment(snap, *dt, options.moment).index();  // the rewind's numbering
       }
     }
     RewindDevice(snap, t, options, at_event, r, use ? &layout : nullptr, &where[t.device]);

@@ -149,7 +149,7 @@ absl::StatusOr<std::unique_ptr<GroupContext>> GroupContext::Create(const Snapsho
 std::string GroupContext::AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lt) {
   auto& index = annotations_[dt.device];
   if (!index) index = std::make_unique<AnnotationIndex>(BuildAnnotationIndex(snap_, dt.device));
-  int64_t t = lt.alloc_event == kNoEvent ? kNoTime : dt.TimeOf(snap_, lt.alloc_event);
+  int64_t t = dt.TimeOf(snap_, lt.alloc_event);
   StrId name = t == kNoTime ? StrId() : index->At(t);
   return name.valid() ? Sanitize(std::string(snap_.strings.Get(name))) : std::string();
 }
@@ -296,17 +296,18 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
     dm.event = ResolveMoment(snap, dt, moment);
     if (dt.kept == KeepLifetimes::kNone ||
         (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != dm.event)) {
-      return absl::InternalError(
-          absl::StrCat("device ", dt.device,
-                       ": the timeline did not keep the lifetimes live at event ", dm.event));
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline did not keep the lifetimes live at ",
+                                              DescribeEvent(snap, dt, dm.event)));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
-    if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, 0);
+    if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, TimelinePoint::After(0));
     // `top` builds its timeline without the curve: the moment is one of the points it holds.
-    std::optional<int64_t> live_bytes = dt.FindLive(TimelinePoint::FromIndex(dm.event));
+    std::optional<int64_t> live_bytes = dt.FindLive(dm.event);
     if (!live_bytes) {
-      return absl::InternalError(absl::StrCat(
-          "device ", dt.device, ": the timeline holds no live bytes at event ", dm.event));
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline holds no live bytes at ",
+                                              DescribeEvent(snap, dt, dm.event)));
     }
     dm.live_bytes = *live_bytes;
     report.devices.push_back(dm);

@@ -78,7 +78,7 @@ int64_t InferDeviceMemory(const Snapshot& snapshot, const Timeline& timeline) {
       const TraceEvent& ev = snapshot.events[dt.event_begin + e];
       if (ev.action != Action::kOom) continue;
       // For an OOM the event's addr holds device_free (snapshot.h).
-      best = std::max(best, dt.ReservedAt(e) + static_cast<int64_t>(ev.addr));
+      best = std::max(best, dt.ReservedAt(TimelinePoint::After(e)) + static_cast<int64_t>(ev.addr));
     }
   }
   return best;

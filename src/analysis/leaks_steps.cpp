@@ -34,8 +34,8 @@ void AddStep(const Snapshot& snap, const DeviceTimeline& dt, int64_t begin, int6
   if (!info.end.empty() && begin < info.end.back()) return;  // overlapping ranges: keep the first
   info.begin.push_back(begin);
   info.end.push_back(end);
-  info.begin_time.push_back(dt.TimeOf(snap, begin));
-  info.end_time.push_back(dt.TimeOf(snap, end - 1));
+  info.begin_time.push_back(dt.TimeOf(snap, TimelinePoint::After(static_cast<uint32_t>(begin))));
+  info.end_time.push_back(dt.TimeOf(snap, TimelinePoint::Before(static_cast<uint32_t>(end))));
 }
 
 absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
@@ -83,7 +83,7 @@ absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
   }
   std::sort(ranges.begin(), ranges.end());
   std::vector<int64_t> times(dt.num_events);
-  for (uint32_t e = 0; e < dt.num_events; ++e) times[e] = dt.TimeOf(snap, e);
+  for (uint32_t e = 0; e < dt.num_events; ++e) times[e] = dt.TimeOf(snap, TimelinePoint::After(e));
   for (size_t i = 0; i < ranges.size(); ++i) {
     const auto [start, stop] = ranges[i];
     const int64_t next_start = i + 1 < ranges.size() ? ranges[i + 1].first : INT64_MAX;
@@ -103,13 +103,15 @@ void StepsBySlices(const Snapshot& snap, const DeviceTimeline& dt, int n, StepIn
 }
 
 // Mean live bytes per bucket of events, with the least-squares line removed.
-std::vector<double> DetrendedBuckets(const DeviceTimeline& dt, int buckets) {
+std::vector<double> DetrendedBuckets(const DeviceTimeline& dt, const LiveCurveRef& curve,
+                                     int buckets) {
   const int64_t events = dt.num_events;
   std::vector<double> x(buckets);
   for (int b = 0; b < buckets; ++b) {
     const int64_t lo = b * events / buckets, hi = (b + 1) * events / buckets;
     double sum = 0;
-    for (int64_t e = lo; e < hi; ++e) sum += static_cast<double>(dt.LiveAt(e));
+    for (int64_t e = lo; e < hi; ++e)
+      sum += static_cast<double>(curve.At(TimelinePoint::After(static_cast<uint32_t>(e))));
     x[b] = sum / static_cast<double>(std::max<int64_t>(1, hi - lo));
   }
   const double n = buckets, mean_i = (n - 1) / 2.0;
@@ -124,7 +126,8 @@ std::vector<double> DetrendedBuckets(const DeviceTimeline& dt, int buckets) {
   return x;
 }
 
-void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& info) {
+void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const LiveCurveRef& curve,
+                        StepInfo& info) {
   info.method = "periodicity";
   const int64_t events = dt.num_events;
   if (events < kMinEventsForPeriodicity) {
@@ -133,7 +136,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
     return;
   }
   const int m = static_cast<int>(std::min<int64_t>(events, kMaxBuckets));
-  const std::vector<double> x = DetrendedBuckets(dt, m);
+  const std::vector<double> x = DetrendedBuckets(dt, curve, m);
   // Autocorrelation of the first difference: one-off jumps (a warm-up, a cache filling) become
   // single spikes instead of shifting every later value, and a linear leak becomes a constant.
   std::vector<double> d(m - 1);
@@ -190,9 +193,10 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, StepInfo
     const int64_t lo = std::max<int64_t>(cuts.empty() ? 0 : cuts.back() + 1, center - half_window);
     const int64_t hi = std::min<int64_t>(events - 1, center + half_window);
     if (lo > hi) continue;
+    auto live = [&](int64_t e) { return curve.At(TimelinePoint::After(static_cast<uint32_t>(e))); };
     int64_t at = lo;
     for (int64_t e = lo; e <= hi; ++e) {
-      if (dt.LiveAt(e) < dt.LiveAt(at)) at = e;
+      if (live(e) < live(at)) at = e;
     }
     cuts.push_back(at);
   }
@@ -226,7 +230,11 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
   } else if (options.steps > 0) {
     StepsBySlices(snapshot, *dt, options.steps, info);
   } else {
-    StepsByPeriodicity(snapshot, *dt, info);
+    std::optional<LiveCurveRef> curve = dt->live_curve();
+    if (!curve) {
+      return absl::InternalError("finding steps by periodicity needs a timeline with its curve");
+    }
+    StepsByPeriodicity(snapshot, *dt, *curve, info);
   }
   return info;
 }

@@ -59,16 +59,20 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
 
 // A found period whose step ends climb by more than half of a step's own swing is more likely the
 // layers of one pass (a forward pass keeps activations for backward) than training steps.
-std::string LayerWarning(const DeviceTimeline& dt, const StepInfo& steps, std::string note) {
+std::string LayerWarning(const LiveCurveRef& curve, const StepInfo& steps, std::string note) {
   const size_t n = steps.begin.size();
+  // Step k is events [begin[k], end[k]): it starts at the point before begin[k].
+  auto before = [&](int64_t e) {
+    return curve.At(TimelinePoint::Before(static_cast<uint32_t>(e)));
+  };
   double swing = 0;
   for (size_t k = 0; k < n; ++k) {
-    int64_t high = dt.LiveAt(steps.begin[k] - 1);
-    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, dt.LiveAt(e));
-    swing += static_cast<double>(high - dt.LiveAt(steps.begin[k] - 1)) / n;
+    int64_t high = before(steps.begin[k]);
+    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, before(e + 1));
+    swing += static_cast<double>(high - before(steps.begin[k])) / n;
   }
   const double growth =
-      static_cast<double>(dt.LiveAt(steps.end[n - 1] - 1) - dt.LiveAt(steps.end[0] - 1)) / (n - 1);
+      static_cast<double>(before(steps.end[n - 1]) - before(steps.end[0])) / (n - 1);
   if (growth <= 0.5 * swing) return note;
   return absl::StrCat(note, note.empty() ? "" : "; ",
                       "live memory climbs at every detected step end by more than half of a "
@@ -110,9 +114,8 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
-    const int64_t a = lt.alloc_event == kNoEvent ? int64_t{-1} : int64_t{lt.alloc_event};
-    const int64_t f =
-        lt.free_completed_event == kNoEvent ? kNever : int64_t{lt.free_completed_event};
+    const int64_t a = lt.live_from().index();
+    const int64_t f = lt.free_completed_event.PointOr(TimelinePoint::FromIndex(kNever)).index();
     const size_t first = std::lower_bound(ends.begin(), ends.end(), a) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), f) - ends.begin();
     const uint32_t s = site_of[i];
@@ -122,7 +125,7 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
       dcount[s][first] += 1, dcount[s][last] -= 1;
     }
     // Retained: allocated in step k, still live at the end of step k+1.
-    if (lt.alloc_event == kNoEvent) continue;
+    if (!lt.alloc_event.seen()) continue;
     const auto it = std::upper_bound(steps.begin.begin(), steps.begin.end(), a);
     if (it == steps.begin.begin()) continue;
     const size_t k = (it - steps.begin.begin()) - 1;
@@ -132,7 +135,7 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   for (size_t k = 0; k < n; ++k) {
     points[k].label = absl::StrCat("step ", k);
     points[k].event = ends[k];
-    points[k].time_us = dt.TimeOf(snapshot, ends[k]);
+    points[k].time_us = dt.TimeOf(snapshot, TimelinePoint::FromIndex(ends[k]));
   }
   points[0].inferred_device_memory = internal::InferDeviceMemory(snapshot, timeline);
   for (size_t s = 0; s < sites.size(); ++s) {
@@ -147,7 +150,8 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
   report.mode = "single-trace";
   if (!options.device_memory && report.device_memory > 0) report.device_memory_source = "OOM entry";
-  if (steps.method == "periodicity") report.note = LayerWarning(dt, steps, report.note);
+  if (std::optional<LiveCurveRef> curve = dt.live_curve(); curve && steps.method == "periodicity")
+    report.note = LayerWarning(*curve, steps, report.note);
   report.steps = std::move(steps);
   return report;
 }

@@ -15,10 +15,11 @@ namespace memsnap::analysis {
 
 namespace {
 
-std::vector<int64_t> OomEvents(const Snapshot& snap, const DeviceTimeline& dt) {
-  std::vector<int64_t> out;
+std::vector<TimelinePoint> OomEvents(const Snapshot& snap, const DeviceTimeline& dt) {
+  std::vector<TimelinePoint> out;
   for (uint32_t i = 0; i < dt.num_events; ++i) {
-    if (snap.events[dt.event_begin + i].action == Action::kOom) out.push_back(i);
+    if (snap.events[dt.event_begin + i].action == Action::kOom)
+      out.push_back(TimelinePoint::After(i));
   }
   return out;
 }
@@ -62,7 +63,9 @@ absl::Status AddReplay(const Snapshot& snap, const ReportAnalysisOptions& option
     ReplayCurve c;
     if (dev != nullptr && dt != nullptr) {
       for (const CurvePoint& p : r.curve) {
-        c.x.push_back(p.event == kPreexistingEvent ? 0.0 : dev->lod.EventX(snap, *dt, p.event));
+        c.x.push_back(p.event == kPreexistingEvent
+                          ? 0.0
+                          : dev->lod.EventX(snap, *dt, TimelinePoint::After(p.event)));
         c.reserved.push_back(p.reserved);
       }
     }
@@ -81,15 +84,15 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
     if (t.level != 0) continue;
     for (const LodBucket& b : t.buckets) buckets.push_back(&b);
   }
-  // Sample events ascend with the columns but for the initial state (-1); sort to sample once.
-  std::vector<int64_t> events;
-  for (const LodBucket* b : buckets) events.push_back(b->sample_event);
-  events.push_back(lod.peak_event);
-  std::sort(events.begin(), events.end());
-  events.erase(std::unique(events.begin(), events.end()), events.end());
-  std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, events);
-  auto at = [&](int64_t e) {
-    return sampled[std::lower_bound(events.begin(), events.end(), e) - events.begin()];
+  // Sample events ascend with the columns but for the initial state; sort to sample once.
+  std::vector<TimelinePoint> points;
+  for (const LodBucket* b : buckets) points.push_back(b->sample_event);
+  points.push_back(lod.peak_event);
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, points);
+  auto at = [&](TimelinePoint p) {
+    return sampled[std::lower_bound(points.begin(), points.end(), p) - points.begin()];
   };
   for (const LodBucket* b : buckets) {
     out.column.push_back(b->index);
@@ -144,7 +147,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
-      for (int64_t e : d.oom_events) so.moments.push_back({e, "OOM"});
+      for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
       if (d.peaks) so.peaks = d.peaks;
       states.push_back(std::async(std::launch::deferred, [&snap, &dt, so] {
         return ReconstructAllocatorStates(snap, dt, so);
@@ -165,10 +168,10 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     for (const DeviceReportAnalysis& d : out.devices) {
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       any_events = any_events || dt.num_events > 0;
-      int64_t e = dt.num_events > 0 ? d.lod.peak_event : -1;
+      const TimelinePoint p = dt.num_events > 0 ? d.lod.peak_event : TimelinePoint::Start();
       std::vector<uint32_t> live;
       for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-        if (d.lod.counted.counted[i] && dt.blocks[i].LiveAfter(e)) live.push_back(i);
+        if (d.lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
       }
       AccumulateGroups(dt, live, context, rows);
     }

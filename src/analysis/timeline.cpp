@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdio>
-#include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -20,7 +18,7 @@ namespace memsnap::analysis {
 
 namespace {
 
-constexpr uint32_t kNone = kNoEvent;
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();  // no open lifetime
 
 // Addresses are multiples of 512 sharing their high bits; a full 64-bit mixer (murmur3's
 // finalizer) spreads them over a table whatever absl build we link against.
@@ -152,34 +150,34 @@ int64_t FindSegment(const Snapshot& snap, const FinalState& f, uint64_t addr) {
   return -1;
 }
 
-// Device-local event index of a moment known before the pass (end, event:N, a time); -1 = the
-// initial state. The peak is found during the pass instead.
-int64_t ResolveFixedMoment(std::span<const TraceEvent> ev, bool has_time, const Moment& moment) {
+// The point of a moment known before the pass (end, event:N, a time). The peak is found during
+// the pass instead.
+TimelinePoint ResolveFixedMoment(std::span<const TraceEvent> ev, bool has_time,
+                                 const Moment& moment) {
   const int64_t last = static_cast<int64_t>(ev.size()) - 1;
+  auto clamped = [&](int64_t e) {
+    return TimelinePoint::FromIndex(std::clamp<int64_t>(e, -1, last));
+  };
   switch (moment.kind) {
     case Moment::Kind::kPeak:  // not known before the pass; callers handle it
     case Moment::Kind::kEnd:
-      return last;
+      return clamped(last);
     case Moment::Kind::kEvent:
-      return std::clamp<int64_t>(moment.value < 0 ? last + 1 + moment.value : moment.value, -1,
-                                 last);
+      return clamped(moment.value < 0 ? last + 1 + moment.value : moment.value);
     case Moment::Kind::kTime:
     case Moment::Kind::kSinceStart:
     case Moment::Kind::kBeforeEnd: {
-      if (!has_time) {
-        return moment.kind == Moment::Kind::kTime ? std::clamp<int64_t>(moment.value, -1, last)
-                                                  : last;
-      }
+      if (!has_time) return clamped(moment.kind == Moment::Kind::kTime ? moment.value : last);
       const int64_t t = moment.kind == Moment::Kind::kTime ? moment.value
                         : moment.kind == Moment::Kind::kSinceStart
                             ? ev.front().time_us + moment.value
                             : ev.back().time_us - moment.value;
       auto it = std::upper_bound(ev.begin(), ev.end(), t,
                                  [](int64_t x, const TraceEvent& e) { return x < e.time_us; });
-      return (it - ev.begin()) - 1;
+      return clamped((it - ev.begin()) - 1);
     }
   }
-  return last;
+  return clamped(last);
 }
 
 bool AllTimed(std::span<const TraceEvent> ev) {
@@ -187,10 +185,12 @@ bool AllTimed(std::span<const TraceEvent> ev) {
          std::all_of(ev.begin(), ev.end(), [](const TraceEvent& e) { return e.has_time(); });
 }
 
-// The event that created a lifetime: its alloc, else the free that revealed it.
-uint32_t CreationEvent(const BlockLifetime& lt) {
-  return lt.alloc_event != kNone ? lt.alloc_event
-                                 : std::min(lt.free_requested_event, lt.free_completed_event);
+// The event that created a lifetime: its alloc, else the free that revealed it (ordered by
+// index; every pooled lifetime saw one of them).
+TimelinePoint CreationPoint(const BlockLifetime& lt) {
+  return lt.alloc_event.seen()
+             ? lt.alloc_event.PointOr({})
+             : Earlier(lt.free_requested_event, lt.free_completed_event).PointOr({});
 }
 
 // Rebuilds one device's timeline: Feed() the device's events in order, in one span or in chunks
@@ -217,7 +217,7 @@ class DeviceBuilder {
   /// kept. One past the last event may be given for "the end" when the trace's length is not known
   /// yet (Finish clamps it to the last event): the pass then keeps nothing until the end, as it
   /// would for the last event.
-  void SetTarget(int64_t event) { target_ = event; }
+  void SetTarget(TimelinePoint p) { target_ = p; }
 
   /// The device's events [first, first + events.size()); `first` is the number fed so far.
   void Feed(std::span<const TraceEvent> events, uint32_t first) {
@@ -253,7 +253,7 @@ class DeviceBuilder {
     dt_.end_reserved = fin_.reserved;
     dt_.has_time = fed_ > 0 && all_time_;
     dt_.time_sorted = dt_.has_time && time_sorted_;
-    target_ = std::min<int64_t>(target_, static_cast<int64_t>(fed_) - 1);
+    target_ = std::min(target_, TimelinePoint::End(fed_));
     ReconcileOpen(snap);
     AddGhosts(snap);
     ReconcileSegments(snap);
@@ -316,11 +316,11 @@ class DeviceBuilder {
     };
     auto close = [&](AddrState & st, uint32_t i) __attribute__((always_inline)) {
       BlockLifetime& lt = pool[st.open];
-      lt.free_completed_event = i;
+      lt.free_completed_event = LocalEvent(i);
       cur_req_ -= lt.requested_size;
       cur_round_ -= lt.rounded_size;
       if constexpr (!kAllKept) {
-        if (kLiveAt && target_ < i && (lt.alloc_event == kNone || lt.alloc_event <= target_)) {
+        if (kLiveAt && target_ < TimelinePoint::After(i) && lt.live_from() <= target_) {
           kept_.push_back(lt);
         }
         free_slots_.push_back(st.open);
@@ -359,7 +359,7 @@ class DeviceBuilder {
             ++dt_.allocs_without_free;
           }
           BlockLifetime& lt = open(e, st);
-          lt.alloc_event = i;
+          lt.alloc_event = LocalEvent(i);
           cur_req_ += lt.requested_size;
           cur_round_ += lt.rounded_size;
           ++allocs_;
@@ -371,7 +371,7 @@ class DeviceBuilder {
           if (st.open == kNone) [[unlikely]]
             open_pre_window(e, st);
           BlockLifetime& lt = pool[st.open];
-          if (lt.free_requested_event == kNone) lt.free_requested_event = i;
+          if (!lt.free_requested_event.seen()) lt.free_requested_event = LocalEvent(i);
           break;
         }
         case Action::kFreeCompleted: {
@@ -393,9 +393,9 @@ class DeviceBuilder {
       if constexpr (kCurve) curve.push_back(cur_req_);
       if (cur_req_ > peak) [[unlikely]] {
         peak = cur_req_;
-        dt_.peak_event = i;
+        dt_.peak_event = TimelinePoint::After(i);
         if (follow_peak) {
-          target_ = i;
+          target_ = TimelinePoint::After(i);
           kept_.clear();
         }
       }
@@ -409,7 +409,7 @@ class DeviceBuilder {
   void SegmentEvent(const TraceEvent& e, uint32_t i) {
     AddrState& st = seg_addrs_[e.addr];
     if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) {
-      if (st.open != kNone) dt_.segments[st.open].end_event = i;  // missing free: end it here
+      if (st.open != kNone) dt_.segments[st.open].end_event = LocalEvent(i);  // missing free
       st.open = static_cast<uint32_t>(dt_.segments.size());
       SegmentLifetime& s = dt_.segments.emplace_back();
       s.address = e.addr;
@@ -417,7 +417,7 @@ class DeviceBuilder {
       s.mapping = e.action == Action::kSegmentMap;
       s.size = e.size;
       s.stream = e.stream;
-      s.begin_event = i;
+      s.begin_event = LocalEvent(i);
       cur_res_ += e.size;
       dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
       return;
@@ -434,13 +434,13 @@ class DeviceBuilder {
       pre_res_ += e.size;
     }
     SegmentLifetime& s = dt_.segments[st.open];
-    s.end_event = i;
+    s.end_event = LocalEvent(i);
     cur_res_ -= e.size;
     dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
     // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
     if (s.mapping && e.size < s.size) {
       s.size -= e.size;
-      s.end_event = kNone;
+      s.end_event = LocalEvent::None();
     } else {
       st.open = kNone;
     }
@@ -468,11 +468,10 @@ class DeviceBuilder {
         int64_t fix = blk.size - lt.rounded_size;
         if (fix != 0) {
           lt.rounded_size = blk.size;
-          (lt.alloc_event == kNone ? pre_round_ : cur_round_) += fix;
+          (lt.alloc_event.seen() ? cur_round_ : pre_round_) += fix;
         }
       }
-      if (options_.keep == KeepLifetimes::kLiveAt &&
-          (lt.alloc_event == kNone || lt.alloc_event <= target_)) {
+      if (options_.keep == KeepLifetimes::kLiveAt && lt.live_from() <= target_) {
         kept_.push_back(lt);
       }
     }
@@ -483,7 +482,7 @@ class DeviceBuilder {
     dt_.by_class[static_cast<int>(LifetimeClass::kPreWindow)] = {dt_.frees_without_alloc, pre_req_};
     if (options_.keep == KeepLifetimes::kLiveAt) {
       std::sort(kept_.begin(), kept_.end(), [](const BlockLifetime& a, const BlockLifetime& b) {
-        return CreationEvent(a) < CreationEvent(b);
+        return CreationPoint(a) < CreationPoint(b);
       });
       dt_.blocks = std::move(kept_);
       dt_.kept_event = target_;
@@ -524,7 +523,7 @@ class DeviceBuilder {
     absl::flat_hash_map<uint32_t, size_t> seg_pos;
     for (size_t k = 0; k < fin_.segments.size(); ++k) seg_pos[fin_.segments[k]] = k;
     for (SegmentLifetime& s : dt_.segments) {
-      if (s.end_event != kNone) continue;
+      if (s.end_event.seen()) continue;
       if (s.cls == LifetimeClass::kInWindow) s.cls = LifetimeClass::kOpen;
       int64_t seg = FindSegment(snap, fin_, s.address);
       if (seg < 0) continue;
@@ -568,12 +567,12 @@ class DeviceBuilder {
     }
     dt.peak_requested = dt.start_requested + peak_raw_;
     dt.peak_reserved = dt.start_reserved;
-    dt.peak_reserved_event = -1;
+    dt.peak_reserved_event = TimelinePoint::Start();
     for (ReservedStep& step : dt.reserved_steps) {
       step.bytes += dt.start_reserved;
       if (step.bytes > dt.peak_reserved) {
         dt.peak_reserved = step.bytes;
-        dt.peak_reserved_event = step.event;
+        dt.peak_reserved_event = TimelinePoint::After(step.event);
       }
     }
   }
@@ -586,7 +585,7 @@ class DeviceBuilder {
   std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
   std::vector<uint32_t> free_slots_;
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
-  int64_t target_ = -1;
+  TimelinePoint target_;
   std::vector<uint8_t> used_;                          // final blocks matched by an open lifetime
   int64_t cur_req_ = 0, cur_round_ = 0, cur_res_ = 0;  // net of the trace so far
   int64_t pre_req_ = 0, pre_round_ = 0, pre_res_ = 0;  // pre-window lifetimes
@@ -638,24 +637,13 @@ std::string_view LifetimeClassName(LifetimeClass c) {
 
 std::optional<int64_t> DeviceTimeline::FindLive(TimelinePoint p) const {
   if (p.is_start()) return start_requested;
-  const int64_t e = p.index();
-  if (e >= static_cast<int64_t>(num_events)) return std::nullopt;
+  const uint32_t e = *p.event();
+  if (e >= num_events) return std::nullopt;
   if (!live_net.empty()) return start_requested + live_net[e];
-  if (kept == KeepLifetimes::kLiveAt && e == kept_event) return kept_live_bytes;
-  if (e == peak_event) return peak_requested;
-  if (e == static_cast<int64_t>(num_events) - 1) return end_requested;
+  if (kept == KeepLifetimes::kLiveAt && p == kept_event) return kept_live_bytes;
+  if (p == peak_event) return peak_requested;
+  if (p == TimelinePoint::End(num_events)) return end_requested;
   return std::nullopt;
-}
-
-int64_t DeviceTimeline::LiveAtWithoutCurve(int64_t e) const {
-  if (std::optional<int64_t> live = FindLive(TimelinePoint::FromIndex(e))) return *live;
-  // A caller asked a curve-less timeline for a point it does not hold. Answering with the end
-  // value (what this did before) hides the bug in every figure built on it.
-  std::fprintf(stderr,
-               "memsnap: internal error: live bytes after event %lld of device %d asked of a "
-               "timeline built without its curve\n",
-               static_cast<long long>(e), static_cast<int>(device));
-  std::abort();
 }
 
 std::vector<int64_t> DeviceTimeline::LiveCurve() const {
@@ -664,27 +652,28 @@ std::vector<int64_t> DeviceTimeline::LiveCurve() const {
   return curve;
 }
 
-int64_t DeviceTimeline::ReservedAt(int64_t e) const {
+int64_t DeviceTimeline::ReservedAt(TimelinePoint p) const {
   auto it = std::upper_bound(
-      reserved_steps.begin(), reserved_steps.end(), e,
-      [](int64_t x, const ReservedStep& s) { return x < static_cast<int64_t>(s.event); });
+      reserved_steps.begin(), reserved_steps.end(), p,
+      [](TimelinePoint x, const ReservedStep& s) { return x < TimelinePoint::After(s.event); });
   return it == reserved_steps.begin() ? start_reserved : (it - 1)->bytes;
 }
 
 std::vector<int64_t> LiveRoundedCurve(const DeviceTimeline& dt) {
   std::vector<int64_t> curve(dt.num_events, 0);
   for (const BlockLifetime& lt : dt.blocks) {
-    if (lt.alloc_event != kNone) curve[lt.alloc_event] += lt.rounded_size;
-    if (lt.free_completed_event != kNone) curve[lt.free_completed_event] -= lt.rounded_size;
+    if (std::optional<uint32_t> a = lt.alloc_event.index()) curve[*a] += lt.rounded_size;
+    if (std::optional<uint32_t> f = lt.free_completed_event.index()) curve[*f] -= lt.rounded_size;
   }
   int64_t value = dt.start_rounded;
   for (int64_t& v : curve) v = (value += v);
   return curve;
 }
 
-int64_t DeviceTimeline::TimeOf(const Snapshot& snap, int64_t e) const {
-  if (e < 0 || e >= static_cast<int64_t>(num_events)) return kNoTime;
-  return snap.events[event_begin + e].time_us;
+int64_t DeviceTimeline::TimeOf(const Snapshot& snap, TimelinePoint p) const {
+  std::optional<uint32_t> e = p.event();
+  if (!e.has_value() || *e >= num_events) return kNoTime;
+  return snap.events[event_begin + *e].time_us;
 }
 
 const DeviceTimeline* Timeline::Find(int32_t device) const {
@@ -733,9 +722,10 @@ struct TimelineStream::State {
     // The moments that need no knowledge of the trace (Streams): event:N is N, clamped to the
     // trace at the end; the end is "after every event" until then.
     if (options.moment.kind == Moment::Kind::kEnd) {
-      builder.SetTarget(std::numeric_limits<int64_t>::max());
+      builder.SetTarget(TimelinePoint::After(std::numeric_limits<uint32_t>::max()));
     } else if (options.moment.kind == Moment::Kind::kEvent) {
-      builder.SetTarget(std::max<int64_t>(options.moment.value, -1));
+      builder.SetTarget(TimelinePoint::FromIndex(
+          std::min<int64_t>(options.moment.value, std::numeric_limits<uint32_t>::max())));
     }
   }
   DeviceTimeline dt;
@@ -759,7 +749,7 @@ bool TimelineStream::Streams(const TimelineOptions& options) {
 
 void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first) {
   if (state_ == nullptr || state_->broken) return;
-  if (first != state_->builder.fed() || first + events.size() > kNoEvent) {
+  if (first != state_->builder.fed() || first + events.size() > LocalEvent::kMaxEvents) {
     state_->broken = true;
     return;
   }
@@ -829,18 +819,18 @@ absl::StatusOr<Moment> ParseMoment(std::string_view text, std::string_view flag)
   return m;
 }
 
-int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment) {
+TimelinePoint ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment) {
   if (moment.kind == Moment::Kind::kPeak) return dt.peak_event;
   return ResolveFixedMoment(
       std::span<const TraceEvent>(snap.events.data() + dt.event_begin, dt.num_events), dt.has_time,
       moment);
 }
 
-std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
-  if (e < 0) return "the initial state";
-  std::string s = absl::StrCat("event:", e);
-  const int64_t t = dt.TimeOf(snap, e);
-  const int64_t t0 = dt.TimeOf(snap, 0);
+std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) {
+  if (p.is_start()) return "the initial state";
+  std::string s = absl::StrCat("event:", p.index());
+  const int64_t t = dt.TimeOf(snap, p);
+  const int64_t t0 = dt.TimeOf(snap, TimelinePoint::After(0));
   if (dt.has_time && t != kNoTime && t0 != kNoTime) {
     absl::StrAppend(&s, " (", FormatRelativeTime(t - t0), ")");
   }
@@ -869,8 +859,8 @@ absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const M
     return error(absl::StrCat("device ", dt.device,
                               "'s trace records no time_us: give an event index (event:N)"));
   }
-  const int64_t first = dt.TimeOf(snap, 0);
-  const int64_t last = dt.TimeOf(snap, n - 1);
+  const int64_t first = dt.TimeOf(snap, TimelinePoint::After(0));
+  const int64_t last = dt.TimeOf(snap, TimelinePoint::End(dt.num_events));
   const std::string span =
       absl::StrCat("device ", dt.device, "'s trace runs from time_us ", first, " to ", last, " (",
                    FormatRelativeTime(last - first).substr(1), " long)");
@@ -886,10 +876,10 @@ absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const M
   return absl::OkStatus();
 }
 
-std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e) {
+std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, TimelinePoint p) {
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-    if (dt.blocks[i].LiveAfter(e)) out.push_back(i);
+    if (dt.blocks[i].LiveAt(p)) out.push_back(i);
   }
   return out;
 }

@@ -30,12 +30,12 @@ std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start
   for (size_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
     if (!keep(i)) continue;
-    if (b.alloc_event == kNoEvent) {
-      start += b.requested_size;
+    if (std::optional<uint32_t> a = b.alloc_event.index()) {
+      curve[*a] += b.requested_size;
     } else {
-      curve[b.alloc_event] += b.requested_size;
+      start += b.requested_size;
     }
-    if (b.free_completed_event != kNoEvent) curve[b.free_completed_event] -= b.requested_size;
+    if (std::optional<uint32_t> f = b.free_completed_event.index()) curve[*f] -= b.requested_size;
   }
   int64_t v = start;
   for (int64_t& c : curve) {
@@ -61,7 +61,7 @@ int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t
 }
 
 bool IsOpenWithoutSegment(const SegmentLifetime& s) {
-  return s.end_event == kNoEvent && s.begin_event != kNoEvent && !s.segment.valid();
+  return !s.end_event.seen() && s.begin_event.seen() && !s.segment.valid();
 }
 
 // Integer x of the events (microseconds since the first time, or the event index), made
@@ -187,19 +187,20 @@ struct Builder {
     t.level = level;
     t.tile = tile;
     ReservedReader reserved(this->reserved, e);
-    auto open = [&](int64_t index, int64_t ev, int64_t res) {
+    auto open = [&](int64_t index, TimelinePoint p, int64_t res) {
       LodBucket b;
       b.index = index;
-      b.sample_event = b.last_event = ev;
-      b.live_min = b.live_max = b.live_last = Live(ev);
+      b.sample_event = b.last_event = p;
+      b.live_min = b.live_max = b.live_last = Live(p.index());
       b.reserved_max = b.reserved_last = res;
       t.buckets.push_back(b);
     };
     int64_t count = 0;
     if (tile == 0) {
-      open(0, -1, this->reserved.start);  // the initial state belongs to the first bucket
+      open(0, TimelinePoint::Start(), this->reserved.start);  // the first bucket holds the start
     } else if (e >= e_end || BucketOfX(axis.x[e], buckets, axis.span) != first_bucket) {
-      open(first_bucket, e - 1, ReservedReader(this->reserved, e - 1).At(e - 1));  // carried in
+      const TimelinePoint before = TimelinePoint::Before(static_cast<uint32_t>(e));  // carried in
+      open(first_bucket, before, ReservedReader(this->reserved, e - 1).At(e - 1));
       count = 0;
     }
     int64_t current = t.buckets.empty() ? -1 : t.buckets.back().index;
@@ -209,21 +210,21 @@ struct Builder {
       int64_t live = Live(e), res = reserved.At(e);
       if (b != current) {
         if (most_events) *most_events = std::max(*most_events, count);
-        open(b, e, res);
+        open(b, TimelinePoint::After(static_cast<uint32_t>(e)), res);
         current = b;
         count = 1;
         continue;
       }
       ++count;
       LodBucket& k = t.buckets.back();
-      k.last_event = e;
+      k.last_event = TimelinePoint::After(static_cast<uint32_t>(e));
       k.live_last = live;
       k.reserved_last = res;
       k.reserved_max = std::max(k.reserved_max, res);
       k.live_min = std::min(k.live_min, live);
       if (live > k.live_max) {
         k.live_max = live;
-        k.sample_event = e;
+        k.sample_event = k.last_event;
       }
     }
     if (most_events) *most_events = std::max(*most_events, count);
@@ -265,8 +266,9 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
   std::vector<int64_t> alloc_x(dt.blocks.size()), free_x(dt.blocks.size());
   for (size_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
-    alloc_x[i] = b.alloc_event == kNoEvent ? 0 : x[b.alloc_event];
-    free_x[i] = b.free_completed_event == kNoEvent ? bld.axis.span : x[b.free_completed_event];
+    std::optional<uint32_t> alloc = b.alloc_event.index(), free = b.free_completed_event.index();
+    alloc_x[i] = alloc ? x[*alloc] : 0;
+    free_x[i] = free ? x[*free] : bld.axis.span;
   }
   std::vector<int32_t> slot_of(dt.blocks.size(), -1);  // index into chosen, or -1
   std::vector<uint32_t> chosen;
@@ -377,10 +379,7 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     }
   }
   // Stacking order: allocation order (lifetimes allocated before the trace first), then index.
-  auto key = [&](uint32_t i) {
-    uint32_t e = dt.blocks[i].alloc_event;
-    return std::tuple(e == kNoEvent ? int64_t{-1} : int64_t{e}, i);
-  };
+  auto key = [&](uint32_t i) { return std::tuple(dt.blocks[i].live_from(), i); };
   std::sort(chosen.begin(), chosen.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   for (size_t q = 0; q < chosen.size(); ++q) slot_of[chosen[q]] = static_cast<int32_t>(q);
   lod.bands.reserve(chosen.size());
@@ -397,8 +396,9 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
 
 }  // namespace
 
-double TimelineLod::EventX(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) const {
-  if (e < 0) return 0.0;
+double TimelineLod::EventX(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) const {
+  if (p.is_start()) return 0.0;
+  const int64_t e = p.index();
   if (e >= num_events) return static_cast<double>(x_span);
   if (!has_time) return static_cast<double>(e);
   size_t k = static_cast<size_t>(e / kXCheckpoint);
@@ -434,12 +434,13 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
     c.segments_left_out_bytes += dt.segments[i].size;
   }
   // The timeline's own curve, for the words: how far from possible it is.
-  if (!dt.live_net.empty() || dt.num_events == 0) {
-    c.timeline_min_live = dt.LiveAt(-1);
-    int64_t over = std::max<int64_t>(0, dt.LiveAt(-1) - dt.start_reserved);
+  if (std::optional<LiveCurveRef> curve = dt.live_curve()) {
+    c.timeline_min_live = curve->At(TimelinePoint::Start());
+    int64_t over = std::max<int64_t>(0, c.timeline_min_live - dt.start_reserved);
     ReservedCursor reserved(dt);
-    for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e) {
-      int64_t live = dt.LiveAt(e), res = reserved.At(e);
+    for (uint32_t e = 0; e < dt.num_events; ++e) {
+      const TimelinePoint p = TimelinePoint::After(e);
+      int64_t live = curve->At(p), res = reserved.At(p);
       c.timeline_min_live = std::min(c.timeline_min_live, live);
       c.timeline_min_reserved = std::min(c.timeline_min_reserved, res);
       over = std::max(over, live - res);
@@ -479,12 +480,12 @@ ReservedCurve CountedReserved(const DeviceTimeline& dt, const CountedLifetimes& 
   for (size_t i = 0; i < dt.segments.size(); ++i) {
     if (!counted.segment_counted[i]) continue;
     const SegmentLifetime& s = dt.segments[i];
-    if (s.begin_event == kNoEvent) {
-      r.start += s.size;
+    if (std::optional<uint32_t> begin = s.begin_event.index()) {
+      deltas.emplace_back(*begin, s.size);
     } else {
-      deltas.emplace_back(s.begin_event, s.size);
+      r.start += s.size;
     }
-    if (s.end_event != kNoEvent) deltas.emplace_back(s.end_event, -s.size);
+    if (std::optional<uint32_t> end = s.end_event.index()) deltas.emplace_back(*end, -s.size);
   }
   std::sort(deltas.begin(), deltas.end());
   int64_t v = r.start;
@@ -518,11 +519,11 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   if (lod.counted.segments_left_out > 0 || dt.unreconciled_reserved_bytes != 0) {
     // The timeline's reserved peak is of a curve the page does not draw.
     lod.peak_reserved = reserved.start;
-    lod.peak_reserved_event = -1;
+    lod.peak_reserved_event = TimelinePoint::Start();
     for (const ReservedStep& st : reserved.steps) {
       if (st.bytes > lod.peak_reserved) {
         lod.peak_reserved = st.bytes;
-        lod.peak_reserved_event = st.event;
+        lod.peak_reserved_event = TimelinePoint::After(st.event);
       }
     }
   }
@@ -547,10 +548,10 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
     lod.peak_event = dt.peak_event;
   } else {
     lod.peak_bytes = bld.start;
-    for (int64_t e = 0; e < static_cast<int64_t>(bld.curve.size()); ++e) {
+    for (uint32_t e = 0; e < bld.curve.size(); ++e) {
       if (bld.curve[e] > lod.peak_bytes) {
         lod.peak_bytes = bld.curve[e];
-        lod.peak_event = e;
+        lod.peak_event = TimelinePoint::After(e);
       }
     }
   }
@@ -573,10 +574,12 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
     lod.complete_levels = level + 1;
   }
   lod.levels = lod.complete_levels;
-  std::vector<int64_t> focus_x = {bld.axis.x[std::max<int64_t>(lod.peak_event, 0)],
-                                  bld.axis.x[std::max<int64_t>(lod.peak_reserved_event, 0)]};
-  for (int64_t e : opts.focus_events) {
-    if (e >= 0 && e < static_cast<int64_t>(dt.num_events)) focus_x.push_back(bld.axis.x[e]);
+  // The start sits where the first event does.
+  std::vector<int64_t> focus_x = {bld.axis.x[lod.peak_event.event().value_or(0)],
+                                  bld.axis.x[lod.peak_reserved_event.event().value_or(0)]};
+  for (TimelinePoint p : opts.focus_events) {
+    std::optional<uint32_t> e = p.event();
+    if (e && *e < dt.num_events) focus_x.push_back(bld.axis.x[*e]);
   }
   // Per stored tile of the level above: its id and the most live bytes over each child's range.
   struct Parent {

@@ -28,7 +28,8 @@ struct TimelineCommandOptions {
 // ends before it starts is an error, not one event.
 absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                                            const std::string& from, const std::string& to) {
-  report::EventWindow w{-1, static_cast<int64_t>(dt.num_events) - 1};
+  report::EventWindow w{analysis::TimelinePoint::Start(),
+                        analysis::TimelinePoint::End(dt.num_events)};
   if (!from.empty()) {
     ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(from, "--from"));
     RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--from", from));
@@ -38,7 +39,7 @@ absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis:
     if (time) {
       // The first event at or after the time.
       m.value += m.kind == analysis::Moment::Kind::kBeforeEnd ? 1 : -1;
-      w.from = analysis::ResolveMoment(snap, dt, m) + 1;
+      w.from = analysis::TimelinePoint::After(analysis::ResolveMoment(snap, dt, m).next_event());
     } else {
       w.from = analysis::ResolveMoment(snap, dt, m);
     }
@@ -50,8 +51,8 @@ absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis:
   }
   if (w.to < w.from) {
     // "event:5 (+400 us)", or "+2s (event:12 (+2.000 s))" when the text was not the event.
-    auto where = [&](const std::string& text, int64_t e) {
-      std::string d = analysis::DescribeEvent(snap, dt, e);
+    auto where = [&](const std::string& text, analysis::TimelinePoint p) {
+      std::string d = analysis::DescribeEvent(snap, dt, p);
       return d.starts_with(text) ? d : absl::StrCat(text, " (", d, ")");
     };
     return absl::InvalidArgumentError(absl::StrCat(

@@ -8,14 +8,18 @@
 
 namespace memsnap::report {
 
-using analysis::kNoEvent;
+using analysis::LocalEvent;
 using Json = nlohmann::ordered_json;
 
 namespace {
-std::string EventText(uint32_t e, const char* none) {
-  return e == kNoEvent ? std::string(none) : absl::StrCat(e);
+std::string EventText(LocalEvent e, const char* none) {
+  std::optional<uint32_t> i = e.index();
+  return i ? absl::StrCat(*i) : std::string(none);
 }
-Json EventJson(uint32_t e) { return e == kNoEvent ? Json(nullptr) : Json(e); }
+Json EventJson(LocalEvent e) {
+  std::optional<uint32_t> i = e.index();
+  return i ? Json(*i) : Json(nullptr);
+}
 }  // namespace
 
 void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostream& out) {

@@ -11,7 +11,7 @@
 
 namespace memsnap::report {
 
-using analysis::kNoEvent;
+using analysis::LocalEvent;
 
 namespace {
 
@@ -27,13 +27,16 @@ std::string CsvField(std::string_view s) {
   return out;
 }
 
-std::string EventField(uint32_t e) { return e == kNoEvent ? "" : absl::StrCat(e); }
+std::string EventField(LocalEvent e) {
+  std::optional<uint32_t> i = e.index();
+  return i ? absl::StrCat(*i) : "";
+}
 
-// "time_us,time_rel_us" of device-local event e (relative to the device's first event).
-std::string TimeFields(const Snapshot& snap, const analysis::DeviceTimeline& dt, uint32_t e) {
-  if (e == kNoEvent) return ",";
-  const int64_t t = snap.events[dt.event_begin + e].time_us;
-  const int64_t t0 = dt.num_events > 0 ? snap.events[dt.event_begin].time_us : kNoTime;
+// "time_us,time_rel_us" of a lifetime's event (relative to the device's first event).
+std::string TimeFields(const Snapshot& snap, const analysis::DeviceTimeline& dt, LocalEvent e) {
+  if (!e.seen()) return ",";
+  const int64_t t = dt.TimeOf(snap, e);
+  const int64_t t0 = dt.TimeOf(snap, analysis::TimelinePoint::After(0));
   if (t == kNoTime) return ",";
   return absl::StrCat(t, ",", t0 == kNoTime ? std::string() : absl::StrCat(t - t0));
 }

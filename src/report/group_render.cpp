@@ -64,7 +64,8 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
   out << (report.options.filter.noise_filter ? "" : ", noise filter off") << "\n";
   for (const analysis::DeviceMoment& d : report.devices) {
     out << "  device " << d.device << ": "
-        << (d.event < 0 ? std::string("initial state") : absl::StrCat("after event:", d.event));
+        << (d.event.is_start() ? std::string("initial state")
+                               : absl::StrCat("after event:", d.event.index()));
     if (d.time_us != kNoTime && d.start_time_us != kNoTime) {
       out << " (" << FormatRelativeTime(d.time_us - d.start_time_us) << ")";
     }
@@ -123,7 +124,7 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
   Json devs = Json::array();
   for (const analysis::DeviceMoment& d : report.devices) {
     devs.push_back({{"device", d.device},
-                    {"event_index", d.event},
+                    {"event_index", d.event.index()},
                     {"time_us", d.time_us == kNoTime ? Json(nullptr) : Json(d.time_us)},
                     {"time_rel_us", d.time_us == kNoTime || d.start_time_us == kNoTime
                                         ? Json(nullptr)

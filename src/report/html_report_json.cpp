@@ -30,7 +30,7 @@ std::string PackVarints(const std::vector<int64_t>& values) {
 namespace internal {
 
 using analysis::DeviceTimeline;
-using analysis::kNoEvent;
+using analysis::TimelinePoint;
 
 int StackTableJson::Add(StackId stack) {
   if (!stack.valid()) return -1;
@@ -101,7 +101,8 @@ Json FileJson(const Snapshot& snap) {
 
 namespace {
 
-int64_t EventOrNone(uint32_t e) { return e == kNoEvent ? -1 : static_cast<int64_t>(e); }
+// The page's encoding of a lifetime's event: its index, -1 when the trace did not see it.
+int64_t EventOrNone(analysis::LocalEvent e) { return e.PointOr(TimelinePoint::Start()).index(); }
 
 // One tile's buckets, 8 varints each, deltas against the previous bucket (docs/report.md).
 std::string PackTile(const analysis::LodTile& t, int columns) {
@@ -110,15 +111,15 @@ std::string PackTile(const analysis::LodTile& t, int columns) {
   int64_t index = t.tile * columns, last = -1, live = 0, reserved = 0;
   for (const analysis::LodBucket& b : t.buckets) {
     v.push_back(b.index - index);
-    v.push_back(b.sample_event - last);
-    v.push_back(b.last_event - b.sample_event);
+    v.push_back(b.sample_event.index() - last);
+    v.push_back(b.last_event.index() - b.sample_event.index());
     v.push_back(b.live_max - live);
     v.push_back(b.live_max - b.live_min);
     v.push_back(b.live_max - b.live_last);
     v.push_back(b.reserved_max - reserved);
     v.push_back(b.reserved_max - b.reserved_last);
     index = b.index;
-    last = b.last_event;
+    last = b.last_event.index();
     live = b.live_max;
     reserved = b.reserved_max;
   }
@@ -177,17 +178,17 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["complete_levels"] = lod.complete_levels;
   Json peak;
   peak["bytes"] = lod.peak_bytes;
-  peak["event"] = lod.peak_event;
+  peak["event"] = lod.peak_event.index();
   peak["x"] = lod.EventX(snap, dt, lod.peak_event);
   peak["reserved_bytes"] = lod.peak_reserved;
-  peak["reserved_event"] = lod.peak_reserved_event;
+  peak["reserved_event"] = lod.peak_reserved_event.index();
   peak["reserved_x"] = lod.EventX(snap, dt, lod.peak_reserved_event);
   j["peak"] = std::move(peak);
   Json ooms = Json::array();
-  for (int64_t e : d.oom_events) {
-    ooms.push_back(Json{{"event", e},
-                        {"x", lod.EventX(snap, dt, e)},
-                        {"bytes", snap.events[dt.event_begin + e].size}});
+  for (TimelinePoint p : d.oom_events) {
+    ooms.push_back(Json{{"event", p.index()},
+                        {"x", lod.EventX(snap, dt, p)},
+                        {"bytes", snap.events[dt.event_begin + *p.event()].size}});
   }
   j["ooms"] = std::move(ooms);
   Json tiles = Json::array();
@@ -222,8 +223,12 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["reduced"] = lod.reduced.empty() ? Json(nullptr) : Json(lod.reduced);
   if (!d.steps.begin.empty()) {
     Json steps = Json::array();
-    for (int64_t e : d.steps.begin) steps.push_back(lod.EventX(snap, dt, e));
-    steps.push_back(lod.EventX(snap, dt, d.steps.end.back()));
+    // x of each step's first event, then of the event after the last step (x_span at the end).
+    auto x_of = [&](int64_t e) {
+      return lod.EventX(snap, dt, TimelinePoint::After(static_cast<uint32_t>(e)));
+    };
+    for (int64_t e : d.steps.begin) steps.push_back(x_of(e));
+    steps.push_back(x_of(d.steps.end.back()));
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
   // Memory by category over time and at the peak (parameters, gradients, optimizer state,
@@ -317,7 +322,7 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   for (const analysis::AllocatorState& s : st.states) {
     Json m;
     m["event"] = s.event;
-    m["x"] = d.lod.EventX(snap, dt, s.event);
+    m["x"] = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(s.event));
     if (s.time_us != kNoTime) m["time_us"] = s.time_us;
     if (!s.labels.empty()) m["labels"] = s.labels;
     m["figures"] = FiguresJson(s.sample);

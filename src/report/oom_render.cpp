@@ -316,7 +316,7 @@ Json OomToJson(const OomReport& r) {
     dj["start"] = d.warm_start ? "warm" : "cold";
     dj["fits"] = d.fits();
     dj["trace_peak_live_bytes"] = d.trace_peak_live;
-    dj["trace_peak_event"] = d.trace_peak_event;
+    dj["trace_peak_event"] = d.trace_peak_event.index();
     Json remedies = Json::array();
     for (const OomRemedy& m : d.remedies) {
       remedies.push_back({{"conf", m.conf},
@@ -361,8 +361,8 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
       // Nothing to add: the trace's own peak fits the capacity.
     } else {
       out << "  the trace's own live peak is " << FormatBytes(d.trace_peak_live) << " ("
-          << (d.trace_peak_event < 0 ? std::string("before its first event")
-                                     : absl::StrCat("at event:", d.trace_peak_event))
+          << (d.trace_peak_event.is_start() ? std::string("before its first event")
+                                            : absl::StrCat("at event:", d.trace_peak_event.index()))
           << "): on " << FormatBytes(d.capacity) << " live memory must shrink by at least "
           << FormatBytes(d.trace_peak_live - d.capacity) << " somewhere in the run\n";
     }

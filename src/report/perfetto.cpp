@@ -12,7 +12,7 @@
 namespace memsnap::report {
 
 using analysis::DeviceTimeline;
-using analysis::kNoEvent;
+using analysis::TimelinePoint;
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -86,10 +86,11 @@ std::vector<int> PackLanes(const std::vector<std::pair<int64_t, int64_t>>& inter
 struct Clock {
   bool has_time = false;
   int64_t t0 = 0;
-  int64_t Ts(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) const {
-    if (e < 0) e = 0;
+  /// ts of point `p`: its event's, the first event's for the start.
+  int64_t Ts(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) const {
+    const uint32_t e = p.event().value_or(0);
     if (!has_time) return e;
-    return snap.events[dt.event_begin + static_cast<uint32_t>(e)].time_us - t0;
+    return snap.events[dt.event_begin + e].time_us - t0;
   }
 };
 
@@ -105,20 +106,21 @@ int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, cons
   std::vector<Change> changes;
   std::map<std::pair<bool, int64_t>, int64_t> value;  // (reserved, stream) -> bytes
   for (const auto& b : dt.blocks) {
-    if (b.alloc_event == kNoEvent)
-      value[{false, b.stream}] += b.requested_size;
+    if (std::optional<uint32_t> a = b.alloc_event.index())
+      changes.push_back({*a, b.stream, b.requested_size, false});
     else
-      changes.push_back({b.alloc_event, b.stream, b.requested_size, false});
-    if (b.free_completed_event != kNoEvent) {
-      changes.push_back({b.free_completed_event, b.stream, -b.requested_size, false});
+      value[{false, b.stream}] += b.requested_size;
+    if (std::optional<uint32_t> f = b.free_completed_event.index()) {
+      changes.push_back({*f, b.stream, -b.requested_size, false});
     }
   }
   for (const auto& s : dt.segments) {
-    if (s.begin_event == kNoEvent)
-      value[{true, s.stream}] += s.size;
+    if (std::optional<uint32_t> begin = s.begin_event.index())
+      changes.push_back({*begin, s.stream, s.size, true});
     else
-      changes.push_back({s.begin_event, s.stream, s.size, true});
-    if (s.end_event != kNoEvent) changes.push_back({s.end_event, s.stream, -s.size, true});
+      value[{true, s.stream}] += s.size;
+    if (std::optional<uint32_t> end = s.end_event.index())
+      changes.push_back({*end, s.stream, -s.size, true});
     value.try_emplace({false, s.stream}, 0);
   }
   std::map<int64_t, int> streams;
@@ -131,7 +133,7 @@ int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, cons
     return absl::StrCat(reserved ? "reserved stream " : "live stream ", StreamName(stream));
   };
   int64_t written = 0;
-  int64_t ts0 = clock.Ts(snap, dt, 0);
+  int64_t ts0 = clock.Ts(snap, dt, TimelinePoint::Start());
   for (const auto& [key, v] : value) {
     sink.Add(Counter(name(key.first, key.second), pid, ts0, v));
     ++written;
@@ -146,7 +148,8 @@ int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, cons
       if (changes[k].stream == c.stream && changes[k].reserved == c.reserved) last_here = false;
     }
     if (!last_here) continue;
-    sink.Add(Counter(name(c.reserved, c.stream), pid, clock.Ts(snap, dt, c.event), v));
+    sink.Add(Counter(name(c.reserved, c.stream), pid,
+                     clock.Ts(snap, dt, TimelinePoint::After(c.event)), v));
     ++written;
   }
   return written;
@@ -177,14 +180,14 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     return sa != sb ? sa > sb : a < b;
   });
   order.resize(n);
-  int64_t end_ts = clock.Ts(snap, dt, dt.num_events - 1);
+  int64_t end_ts = clock.Ts(snap, dt, TimelinePoint::End(dt.num_events));
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (uint32_t i : order) {
     const auto& b = dt.blocks[i];
-    int64_t t0 =
-        b.alloc_event == kNoEvent ? clock.Ts(snap, dt, 0) : clock.Ts(snap, dt, b.alloc_event);
-    int64_t t1 =
-        b.free_completed_event == kNoEvent ? end_ts : clock.Ts(snap, dt, b.free_completed_event);
+    int64_t t0 = clock.Ts(snap, dt, b.live_from());
+    int64_t t1 = b.free_completed_event.seen()
+                     ? clock.Ts(snap, dt, b.free_completed_event.PointOr({}))
+                     : end_ts;
     spans.emplace_back(t0, std::max(t0, t1));
   }
   std::vector<size_t> by_start(n);
@@ -341,22 +344,25 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     }
     // Device counters: the start state, then each change (several events may share one ts; the
     // last one written wins, which is the state after them).
-    int64_t ts0 = clock.Ts(snap, dt, 0);
+    int64_t ts0 = clock.Ts(snap, dt, TimelinePoint::Start());
     int64_t last_live = dt.start_requested, last_res = dt.start_reserved;
     sink.Add(Counter("live", pid, ts0, last_live));
     sink.Add(Counter("reserved", pid, ts0, last_res));
     stats.counter_events += 2;
     const TraceEvent* events = snap.events.data() + dt.event_begin;
+    const std::optional<analysis::LiveCurveRef> curve = dt.live_curve();
+    if (!curve) return absl::InternalError("the Perfetto trace needs a timeline with its curve");
     analysis::ReservedCursor reserved(dt);
     for (uint32_t e = 0; e < dt.num_events; ++e) {
-      int64_t ts = clock.Ts(snap, dt, e);
-      if (dt.LiveAt(e) != last_live) {
-        last_live = dt.LiveAt(e);
+      const TimelinePoint p = TimelinePoint::After(e);
+      int64_t ts = clock.Ts(snap, dt, p);
+      if (curve->At(p) != last_live) {
+        last_live = curve->At(p);
         sink.Add(Counter("live", pid, ts, last_live));
         ++stats.counter_events;
       }
-      if (reserved.At(e) != last_res) {
-        last_res = reserved.At(e);
+      if (reserved.At(p) != last_res) {
+        last_res = reserved.At(p);
         sink.Add(Counter("reserved", pid, ts, last_res));
         ++stats.counter_events;
       }

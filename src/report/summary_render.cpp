@@ -59,13 +59,14 @@ std::string Flavour(const SourceInfo& s) {
 }
 
 // "21.8 GiB at +1.020 s (event:1090)"; the time relative to the device's first event.
-std::string PeakText(int64_t bytes, int64_t event, int64_t time_us, int64_t first_us) {
+std::string PeakText(int64_t bytes, analysis::TimelinePoint event, int64_t time_us,
+                     int64_t first_us) {
   std::string s = FormatBytes(bytes);
-  if (event < 0) return s + " before the first event";
+  if (event.is_start()) return s + " before the first event";
   if (time_us != kNoTime && first_us != kNoTime) {
     absl::StrAppend(&s, " at ", FormatRelativeTime(time_us - first_us));
   }
-  return absl::StrCat(s, " (event:", event, ")");
+  return absl::StrCat(s, " (event:", event.index(), ")");
 }
 
 Json RelJson(int64_t time_us, int64_t first_us) {
@@ -173,11 +174,11 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
       const analysis::TracePeaks& p = *d.peaks;
       dj["peaks"] = {
           {"live_bytes", p.live_bytes},
-          {"live_event", p.live_event},
+          {"live_event", p.live_event.index()},
           {"live_time_us", p.live_time_us == kNoTime ? Json(nullptr) : Json(p.live_time_us)},
           {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
           {"reserved_bytes", p.reserved_bytes},
-          {"reserved_event", p.reserved_event},
+          {"reserved_event", p.reserved_event.index()},
           {"reserved_time_us",
            p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
           {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
@@ -272,7 +273,8 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
   for (const analysis::DeviceCategories& d : devices) {
     if (d.live_bytes == 0) continue;
     out << "\ndevice " << d.device << " at the "
-        << (d.event < 0 ? std::string("start") : absl::StrCat("peak (after event ", d.event, ")"))
+        << (d.event.is_start() ? std::string("start")
+                               : absl::StrCat("peak (after event ", d.event.index(), ")"))
         << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";
     std::vector<int> order;
     for (int c = 0; c < analysis::kNumCategories; ++c) {
@@ -292,7 +294,7 @@ Json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices) {
   Json arr = Json::array();
   for (const analysis::DeviceCategories& d : devices) {
     arr.push_back({{"device", d.device},
-                   {"event_index", d.event < 0 ? Json(nullptr) : Json(d.event)},
+                   {"event_index", d.event.is_start() ? Json(nullptr) : Json(d.event.index())},
                    {"live_bytes", d.live_bytes},
                    {"categories", CategoriesJson(d.bytes)}});
   }

@@ -2,6 +2,9 @@
 #include "memsnap/report/timeline_render.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +16,7 @@ using analysis::DeviceTimeline;
 using analysis::LiveRoundedCurve;
 using analysis::ReservedCursor;
 using analysis::ReservedStep;
+using analysis::TimelinePoint;
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -26,29 +30,45 @@ std::string Offset(int64_t us) {
   return absl::StrFormat("+%.3f s", static_cast<double>(us) / 1e6);
 }
 
+// x of device-local event e (a real event: 0 <= e < num_events).
 int64_t XOf(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
-  e = std::max<int64_t>(e, 0);
-  return dt.has_time ? dt.TimeOf(snap, e) : e;
+  const uint32_t event = static_cast<uint32_t>(e);
+  return dt.has_time ? dt.TimeOf(snap, TimelinePoint::After(event)) : e;
+}
+
+// The chart's live curve (ComputeWindow and the chart need it; the command builds it).
+analysis::LiveCurveRef CurveOf(const DeviceTimeline& dt) {
+  std::optional<analysis::LiveCurveRef> curve = dt.live_curve();
+  if (!curve) {
+    std::fprintf(stderr,
+                 "memsnap: internal error: a timeline chart of device %d without its curve\n",
+                 static_cast<int>(dt.device));
+    std::abort();
+  }
+  return *curve;
 }
 }  // namespace
 
-std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) {
-  if (e < 0) return "start";
-  if (!dt.has_time) return absl::StrCat("event ", e);
-  return absl::StrCat("event ", e, ", ", Offset(dt.TimeOf(snap, e) - dt.TimeOf(snap, 0)));
+std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) {
+  if (p.is_start()) return "start";
+  if (!dt.has_time) return absl::StrCat("event ", p.index());
+  return absl::StrCat("event ", p.index(), ", ",
+                      Offset(dt.TimeOf(snap, p) - dt.TimeOf(snap, TimelinePoint::After(0))));
 }
 
 namespace {
 // The figures of a window with the start state as its peak (RaisePeak then looks at the events).
 WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f;
-  f.start_bytes = dt.LiveAt(w.from);
-  f.end_bytes = dt.LiveAt(w.to);
+  const analysis::LiveCurveRef curve = CurveOf(dt);
+  f.start_bytes = curve.At(w.from);
+  f.end_bytes = curve.At(w.to);
   f.peak_bytes = f.start_bytes;
   f.peak_event = w.from;
   f.peak_reserved = dt.ReservedAt(w.from);
   for (const ReservedStep& step : dt.reserved_steps) {
-    if (step.event > w.from && step.event <= w.to) {
+    const TimelinePoint p = TimelinePoint::After(step.event);
+    if (p > w.from && p <= w.to) {
       f.peak_reserved = std::max(f.peak_reserved, step.bytes);
     }
   }
@@ -70,14 +90,15 @@ void RaisePeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, Wind
   if (dt.start_requested + top <= f.peak_bytes) return;
   const int64_t* net = dt.live_net.data();
   f.peak_bytes = dt.start_requested + top;
-  f.peak_event = std::find(net + a, net + b + 1, top) - net;
+  f.peak_event =
+      TimelinePoint::After(static_cast<uint32_t>(std::find(net + a, net + b + 1, top) - net));
 }
 }  // namespace
 
 WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f = WindowStart(dt, w);
-  const int64_t first = std::max<int64_t>(w.from, 0);
-  if (first <= w.to) RaisePeak(dt, MaxNet(dt, first, w.to), first, w.to, f);
+  const int64_t first = w.first_event(), last = w.to.index();
+  if (first <= last) RaisePeak(dt, MaxNet(dt, first, last), first, last, f);
   return f;
 }
 
@@ -88,8 +109,8 @@ class ColumnOf {
  public:
   ColumnOf(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w, int plot_w)
       : snap_(snap), dt_(dt), plot_w_(plot_w) {
-    x0_ = XOf(snap, dt, std::max<int64_t>(w.from, 0));
-    const int64_t x1 = XOf(snap, dt, w.to);
+    x0_ = XOf(snap, dt, w.first_event());
+    const int64_t x1 = XOf(snap, dt, std::max<int64_t>(w.to.index(), 0));
     span_ = x1 > x0_ ? static_cast<double>(x1 - x0_) : 1.0;
   }
   int operator()(int64_t e) const {
@@ -122,7 +143,7 @@ bool XNonDecreasing(const Snapshot& snap, const DeviceTimeline& dt, int64_t firs
 // Fast path: column c holds the contiguous events [begin[c], begin[c + 1]).
 void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const ColumnOf& col_of,
                         ChartColumns& cols) {
-  const int64_t first = std::max<int64_t>(w.from, 0), last = w.to;
+  const int64_t first = w.first_event(), last = w.to.index();
   const int plot_w = static_cast<int>(cols.live.size());
   std::vector<int64_t> begin(plot_w + 1);
   begin[plot_w] = last + 1;
@@ -171,22 +192,24 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
                                  const EventWindow& w, int plot_w) {
   ChartColumns cols;
   for (auto* v : {&cols.live, &cols.res, &cols.live_last, &cols.res_last}) v->assign(plot_w, -1);
-  const int64_t first = std::max<int64_t>(w.from, 0);
+  const int64_t first = w.first_event(), last = w.to.index();
   const ColumnOf col_of(snap, dt, w, plot_w);
-  if (w.from < 0) {
+  if (w.from.is_start()) {
     cols.live[0] = cols.live_last[0] = dt.start_requested;
     cols.res[0] = cols.res_last[0] = dt.start_reserved;
   }
-  if (first <= w.to && XNonDecreasing(snap, dt, first, w.to)) {
+  if (first <= last && XNonDecreasing(snap, dt, first, last)) {
     FillColumnsByRange(dt, w, col_of, cols);
     cols.contiguous = true;
   } else {
     cols.figures = ComputeWindow(dt, w);
+    const analysis::LiveCurveRef curve = CurveOf(dt);
     ReservedCursor reserved(dt);
-    for (int64_t e = first; e <= w.to; ++e) {
+    for (int64_t e = first; e <= last; ++e) {
+      const TimelinePoint p = TimelinePoint::After(static_cast<uint32_t>(e));
       int c = col_of(e);
-      cols.live[c] = std::max(cols.live[c], cols.live_last[c] = dt.LiveAt(e));
-      cols.res[c] = std::max(cols.res[c], cols.res_last[c] = reserved.At(e));
+      cols.live[c] = std::max(cols.live[c], cols.live_last[c] = curve.At(p));
+      cols.res[c] = std::max(cols.res[c], cols.res_last[c] = reserved.At(p));
     }
   }
   for (int c = 1; c < plot_w; ++c) {  // a column without events keeps the previous state
@@ -199,18 +222,18 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const DeviceTimeline& dt,
 void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const EventWindow& w,
                          int width, std::ostream& out, bool show_reserved) {
   out << "device " << dt.device << ": " << FormatCount(dt.num_events) << " events";
-  if (w.from > -1 || w.to < static_cast<int64_t>(dt.num_events) - 1) {
-    out << " (showing " << std::max<int64_t>(w.from, 0) << ".." << w.to << ")";
+  if (!w.from.is_start() || w.to < TimelinePoint::End(dt.num_events)) {
+    out << " (showing " << w.first_event() << ".." << w.to.index() << ")";
   }
   out << (dt.has_time ? "" : ", no time_us (x = event index)") << "\n";
-  if (dt.num_events == 0 || w.to < 0) {
+  if (dt.num_events == 0 || w.to.is_start()) {
     out << "  no trace: live " << FormatBytes(dt.end_requested) << ", reserved "
         << FormatBytes(dt.end_reserved) << "\n";
     return;
   }
   const int plot_w = std::max(10, width - kLabelWidth - 2);
-  const int64_t first = std::max<int64_t>(w.from, 0);
-  const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to);
+  const int64_t first = w.first_event();
+  const int64_t x0 = XOf(snap, dt, first), x1 = XOf(snap, dt, w.to.index());
   ChartColumns cols = ComputeChartColumns(snap, dt, w, plot_w);
   const WindowFigures& fig = cols.figures;
   std::vector<int64_t>& live = cols.live;
@@ -218,7 +241,8 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   int64_t ymax = 1;
   if (!show_reserved) std::fill(res.begin(), res.end(), 0);
   for (int c = 0; c < plot_w; ++c) ymax = std::max({ymax, live[c], res[c]});
-  const int peak_col = fig.peak_event < 0 ? 0 : ColumnOf(snap, dt, w, plot_w)(fig.peak_event);
+  const int peak_col =
+      fig.peak_event.is_start() ? 0 : ColumnOf(snap, dt, w, plot_w)(fig.peak_event.index());
 
   std::string marker(kLabelWidth + 2, ' ');
   for (int c = 0; c < plot_w; ++c) marker += (c == peak_col ? "▼" : " ");
@@ -249,12 +273,12 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   out << axis << "\n";
   std::string left, right;
   if (dt.has_time) {
-    const int64_t t0 = dt.TimeOf(snap, 0);
+    const int64_t t0 = dt.TimeOf(snap, TimelinePoint::After(0));
     left = Offset(x0 - t0);
     right = Offset(x1 - t0);
   } else {
     left = absl::StrCat("event ", first);
-    right = absl::StrCat("event ", w.to);
+    right = absl::StrCat("event ", w.to.index());
   }
   int gap = std::max(1, plot_w - static_cast<int>(left.size() + right.size()));
   out << std::string(kLabelWidth + 2, ' ') << left << std::string(gap, ' ') << right << "\n";
@@ -294,13 +318,15 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
   size_t next_extra = 0;
   int64_t applied = 0;  // events whose category changes are in `now`
   if (categories != nullptr) now = categories->start;
-  const int64_t t0 = dt.TimeOf(snap, 0);
-  for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
-    int64_t t = dt.TimeOf(snap, e);
+  const int64_t t0 = dt.TimeOf(snap, TimelinePoint::After(0));
+  const analysis::LiveCurveRef curve = CurveOf(dt);
+  for (int64_t e = w.first_event(); e <= w.to.index(); ++e) {
+    const TimelinePoint p = TimelinePoint::After(static_cast<uint32_t>(e));
+    int64_t t = dt.TimeOf(snap, p);
     const bool timed = t != kNoTime && t0 != kNoTime;
     absl::StrAppend(&buf, dt.device, ",", e, ",", timed ? absl::StrCat(t) : std::string(), ",",
-                    timed ? absl::StrCat(t - t0) : std::string(), ",", dt.LiveAt(e), ",",
-                    rounded[e], ",", reserved.At(e));
+                    timed ? absl::StrCat(t - t0) : std::string(), ",", curve.At(p), ",", rounded[e],
+                    ",", reserved.At(p));
     if (categories != nullptr) {
       for (; applied <= e; ++applied) {
         categories->Apply(static_cast<uint32_t>(applied), now, next_extra);
@@ -323,20 +349,20 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["device"] = dt.device;
   j["events"] = dt.num_events;
   j["has_time"] = dt.has_time;
-  j["from_event"] = w.from;
-  j["to_event"] = w.to;
+  j["from_event"] = w.from.index();
+  j["to_event"] = w.to.index();
   j["start_bytes"] = fig.start_bytes;
   j["peak_bytes"] = fig.peak_bytes;
-  j["peak_event_index"] = fig.peak_event;
+  j["peak_event_index"] = fig.peak_event.index();
   int64_t pt = dt.TimeOf(snap, fig.peak_event);
   j["peak_time_us"] = pt == kNoTime ? Json(nullptr) : Json(pt);
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
   j["end_reserved_bytes"] = dt.ReservedAt(w.to);
-  j["end_rounded_bytes"] = w.to < 0 ? dt.start_rounded
-                           : w.to == static_cast<int64_t>(dt.num_events) - 1
+  j["end_rounded_bytes"] = w.to.is_start() ? dt.start_rounded
+                           : w.to == TimelinePoint::End(dt.num_events)
                                ? dt.end_rounded
-                               : LiveRoundedCurve(dt)[w.to];
+                               : LiveRoundedCurve(dt)[w.to.index()];
   j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   j["frees_without_alloc"] = dt.frees_without_alloc;
   Json classes;
@@ -348,31 +374,33 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["segment_lifetimes"] = dt.segments.size();
   if (categories != nullptr) {
     // Start, peak and end of the window, and a series across it, sampled in one pass.
-    std::vector<int64_t> events;
-    const int64_t span = w.to - w.from;
+    std::vector<TimelinePoint> events;
+    const int64_t span = w.to.index() - w.from.index();
     const int64_t n = std::max<int64_t>(1, std::min<int64_t>(samples, span));
     for (int64_t k = 0; k <= n; ++k) {
-      int64_t e = w.from + span * k / n;
-      if (events.empty() || events.back() != e) events.push_back(e);
+      const TimelinePoint p = TimelinePoint::FromIndex(w.from.index() + span * k / n);
+      if (events.empty() || events.back() != p) events.push_back(p);
     }
-    std::vector<int64_t> all = events;
+    std::vector<TimelinePoint> all = events;
     all.push_back(fig.peak_event);
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     std::vector<analysis::CategoryBytes> sampled = analysis::SampleCategoryCurve(*categories, all);
-    auto at = [&](int64_t e) {
-      return sampled[std::lower_bound(all.begin(), all.end(), e) - all.begin()];
+    auto at = [&](TimelinePoint p) {
+      return sampled[std::lower_bound(all.begin(), all.end(), p) - all.begin()];
     };
     j["categories"] = {{"start", CategoriesJson(at(w.from))},
                        {"peak", CategoriesJson(at(fig.peak_event))},
                        {"end", CategoriesJson(at(w.to))}};
     std::vector<analysis::CategoryBytes> series;
-    for (int64_t e : events) series.push_back(at(e));
+    for (TimelinePoint p : events) series.push_back(at(p));
     Json s;
-    s["event"] = events;
+    Json indices = Json::array();
+    for (TimelinePoint p : events) indices.push_back(p.index());
+    s["event"] = indices;
     Json times = Json::array();
-    for (int64_t e : events) {
-      int64_t t = e < 0 ? kNoTime : dt.TimeOf(snap, e);
+    for (TimelinePoint p : events) {
+      int64_t t = dt.TimeOf(snap, p);
       times.push_back(t == kNoTime ? Json(nullptr) : Json(t));
     }
     s["time_us"] = times;

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto timeline = memsnap::analysis::ReconstructTimeline(snap);
       if (!timeline.ok()) std::abort();  // the timeline takes whatever the reader accepts
       for (const memsnap::analysis::DeviceTimeline& d : timeline->devices) {
-        if (d.num_events > 0) (void)d.LiveAt(d.num_events - 1);
+        if (!d.FindLive(memsnap::analysis::TimelinePoint::End(d.num_events))) std::abort();
       }
     }
   }

@@ -48,7 +48,7 @@ void CheckSnapshot(const Snapshot& snap) {
   const analysis::Timeline none = Build(snap, KeepLifetimes::kNone, Moment{}, true);
   for (size_t d = 0; d < all.devices.size(); ++d) {
     const DeviceTimeline& a = all.devices[d];
-    Require(a.LiveAt(static_cast<int64_t>(a.num_events) - 1) == a.end_requested);
+    Require(a.FindLive(analysis::TimelinePoint::End(a.num_events)) == a.end_requested);
     SameFigures(a, none.devices[d]);
     Require(none.devices[d].live_net == a.live_net);
   }
@@ -60,8 +60,8 @@ void CheckSnapshot(const Snapshot& snap) {
       const DeviceTimeline& a = all.devices[d];
       const DeviceTimeline& l = live.devices[d];
       SameFigures(a, l);
-      const int64_t e = analysis::ResolveMoment(snap, a, at);
-      Require(l.kept_event == e && l.kept_live_bytes == a.LiveAt(e));
+      const analysis::TimelinePoint e = analysis::ResolveMoment(snap, a, at);
+      Require(l.kept_event == e && l.kept_live_bytes == a.FindLive(e));
       std::vector<uint32_t> expected = analysis::LiveBlocksAt(a, e);
       Require(expected.size() == l.blocks.size());
       for (size_t k = 0; k < expected.size(); ++k) Require(a.blocks[expected[k]] == l.blocks[k]);

@@ -9,6 +9,7 @@
 #include "memsnap/analysis/categories.h"
 #include "memsnap/analysis/group.h"
 #include "test_util.h"
+#include "timeline_points.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -90,13 +91,14 @@ TEST_SUITE("attribution-categories") {
     REQUIRE(context.ok());
     const DeviceTimeline& dt = tl->devices[0];
     CategoryCurve curve = BuildCategoryCurve(**context, dt);
-    std::vector<int64_t> events;
-    for (int64_t e = -1; e < static_cast<int64_t>(dt.num_events); ++e) events.push_back(e);
+    std::vector<TimelinePoint> events;
+    for (int64_t e = -1; e < static_cast<int64_t>(dt.num_events); ++e)
+      events.push_back(testing::Point(e));
     std::vector<CategoryBytes> at = SampleCategoryCurve(curve, events);
     for (size_t i = 0; i < events.size(); ++i) {
       int64_t total = 0;
       for (int64_t b : at[i]) total += b;
-      CHECK(total == dt.LiveAt(events[i]));
+      CHECK(total == testing::LiveAt(dt, events[i].index()));
     }
   }
 

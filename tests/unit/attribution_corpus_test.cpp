@@ -15,6 +15,7 @@
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
 #include "test_util.h"
+#include "timeline_points.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -108,14 +109,15 @@ TEST_SUITE("attribution-corpus") {
       REQUIRE(context.ok());
       for (const DeviceTimeline& dt : tl->devices) {
         CategoryCurve curve = BuildCategoryCurve(**context, dt);
-        std::vector<int64_t> events;
-        for (int64_t e = -1; e < static_cast<int64_t>(dt.num_events); ++e) events.push_back(e);
+        std::vector<TimelinePoint> events;
+        for (int64_t e = -1; e < static_cast<int64_t>(dt.num_events); ++e)
+          events.push_back(testing::Point(e));
         std::vector<CategoryBytes> at = SampleCategoryCurve(curve, events);
         int64_t mismatches = 0;
         for (size_t i = 0; i < events.size(); ++i) {
           int64_t total = 0;
           for (int64_t b : at[i]) total += b;
-          mismatches += total != dt.LiveAt(events[i]);
+          mismatches += total != testing::LiveAt(dt, events[i].index());
         }
         CHECK(mismatches == 0);
       }

@@ -8,6 +8,7 @@
 
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
+#include "timeline_points.h"
 
 namespace memsnap {
 namespace {
@@ -247,12 +248,13 @@ TEST_SUITE("leaks") {
       REQUIRE(dt != nullptr);
       for (size_t k = 0; k < st.end.size(); ++k) {
         int64_t sum = 0;
-        for (uint32_t i : analysis::LiveBlocksAt(*dt, st.end[k] - 1))
+        for (uint32_t i : analysis::LiveBlocksAt(*dt, testing::Point(st.end[k] - 1)))
           sum += dt->blocks[i].requested_size;
         CAPTURE(dt->start_requested);
         CAPTURE(dt->unreconciled_requested_bytes);
         CHECK(r->live_bytes[k] == sum);
-        CHECK(r->live_bytes[k] == dt->LiveAt(st.end[k] - 1) - dt->unreconciled_requested_bytes);
+        CHECK(r->live_bytes[k] ==
+              testing::LiveAt(*dt, st.end[k] - 1) - dt->unreconciled_requested_bytes);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/html_report.h"
 #include "test_util.h"
+#include "timeline_points.h"
 #include "trace_builders.h"
 
 namespace memsnap {
@@ -55,15 +56,11 @@ void CheckLodInvariants(const DeviceTimeline& dt, const TimelineLod& lod, const 
       uint32_t lt_index = lod.bands[id].lifetime;
       const auto& lt = dt.blocks[lt_index];
       if (!lod.counted.counted[lt_index]) ++uncounted;
-      int64_t alloc = lt.alloc_event == analysis::kNoEvent ? -1 : lt.alloc_event;
-      int64_t free =
-          lt.free_completed_event == analysis::kNoEvent ? INT64_MAX : lt.free_completed_event;
-      auto first =
-          std::lower_bound(t.buckets.begin(), t.buckets.end(), alloc,
-                           [](const LodBucket& b, int64_t e) { return b.sample_event < e; });
-      auto last = std::lower_bound(first, t.buckets.end(), free, [](const LodBucket& b, int64_t e) {
-        return b.sample_event < e;
-      });
+      int64_t alloc = lt.live_from().index();
+      int64_t free = lt.free_completed_event.index().value_or(INT64_MAX);
+      auto before = [](const LodBucket& b, int64_t e) { return b.sample_event.index() < e; };
+      auto first = std::lower_bound(t.buckets.begin(), t.buckets.end(), alloc, before);
+      auto last = std::lower_bound(first, t.buckets.end(), free, before);
       diff[first - t.buckets.begin()] += lt.requested_size;
       diff[last - t.buckets.begin()] -= lt.requested_size;
     }
@@ -103,12 +100,12 @@ TEST_SUITE("report") {
     const LodBucket& b0 = top->buckets[0];  // the initial state and events 0..2
     CHECK(b0.live_min == 0);
     CHECK(b0.live_max == 12194304);
-    CHECK(b0.sample_event == 2);
-    CHECK(b0.last_event == 2);
+    CHECK(b0.sample_event.index() == 2);
+    CHECK(b0.last_event.index() == 2);
     CHECK(b0.reserved_max == 20971520);
     const LodBucket& b2 = top->buckets[2];  // events 6..8: the activation is freed at 7
     CHECK(b2.live_max == 20583912);
-    CHECK(b2.sample_event == 6);
+    CHECK(b2.sample_event.index() == 6);
     CHECK(b2.live_last == 16389608);
     CHECK(b2.live_min == 16389608);
     CHECK(b2.reserved_last == 23068672);
@@ -123,13 +120,13 @@ TEST_SUITE("report") {
     REQUIRE(t3 != nullptr);
     REQUIRE(t3->buckets.size() == 3);
     CHECK(t3->buckets[0].index == 9);
-    CHECK(t3->buckets[0].last_event == 6);
+    CHECK(t3->buckets[0].last_event.index() == 6);
     CHECK(t3->buckets[0].live_max == 20583912);
-    CHECK(t3->buckets[1].sample_event == 7);
+    CHECK(t3->buckets[1].sample_event.index() == 7);
     // The peak and the x of events, as the buckets place them.
     CHECK(lod.peak_bytes == 20583912);
-    CHECK(lod.peak_event == 5);
-    CHECK(lod.EventX(snap, dt, 5) == 40.0);
+    CHECK(lod.peak_event == analysis::TimelinePoint::After(5));
+    CHECK(lod.EventX(snap, dt, analysis::TimelinePoint::After(5)) == 40.0);
     CheckLodInvariants(dt, lod, "report_basic");
   }
 
@@ -146,11 +143,12 @@ TEST_SUITE("report") {
     // Allocation order across the whole table: weights (1), activation (2), optimizer (4),
     // attention (5); a tile keeps the largest by bytes x duration, then by bytes.
     for (size_t i = 1; i < lod.bands.size(); ++i) {
-      CHECK(dt.blocks[lod.bands[i - 1].lifetime].alloc_event <
-            dt.blocks[lod.bands[i].lifetime].alloc_event);
+      CHECK(dt.blocks[lod.bands[i - 1].lifetime].live_from() <
+            dt.blocks[lod.bands[i].lifetime].live_from());
     }
-    CHECK(dt.blocks[lod.bands[top->bands[0]].lifetime].alloc_event == 1);  // weights: 8 MB, long
-    CHECK(dt.blocks[lod.bands[top->bands[1]].lifetime].alloc_event == 5);  // attention: largest
+    // weights: 8 MB, long; attention: largest
+    CHECK(dt.blocks[lod.bands[top->bands[0]].lifetime].alloc_event == analysis::LocalEvent(1));
+    CHECK(dt.blocks[lod.bands[top->bands[1]].lifetime].alloc_event == analysis::LocalEvent(5));
     CHECK(lod.bands[top->bands[1]].alloc_x == 40.0);
     CHECK(lod.bands[top->bands[1]].free_x == 70.0);  // live at the end
     CheckLodInvariants(dt, lod, "two bands");
@@ -240,9 +238,9 @@ TEST_SUITE("report") {
     CHECK(!c.any_left_out());
     int64_t start = 0;
     std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
-    CHECK(start == dt.LiveAt(-1));
+    CHECK(start == testing::LiveAt(dt, -1));
     for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e)
-      CHECK(curve[e] == dt.LiveAt(e));
+      CHECK(curve[e] == testing::LiveAt(dt, e));
   }
 
   TEST_CASE("the allocator's state at the peak is frag's, with free memory split as it counts it") {
@@ -251,7 +249,7 @@ TEST_SUITE("report") {
     const DeviceTimeline& dt = tl.devices[0];
     analysis::AllocatorStatesOptions options;
     options.samples = 5;
-    options.moments = {{2, "mine"}};
+    options.moments = {{analysis::TimelinePoint::After(2), "mine"}};
     analysis::AllocatorStates st = analysis::ReconstructAllocatorStates(snap, dt, options);
     analysis::FragOptions fo;
     fo.at = analysis::FragMoment::kPeakReserved;

@@ -99,10 +99,10 @@ TEST_SUITE("summary") {
     REQUIRE(r.devices[0].peaks.has_value());
     const analysis::TracePeaks& p = *r.devices[0].peaks;
     CHECK(p.live_bytes == 4000000 + 2097152 + 1512);  // both traced allocs + the pre-trace block
-    CHECK(p.live_event == 2);
+    CHECK(p.live_event == analysis::TimelinePoint::After(2));
     CHECK(p.live_time_us == 1700000000000020);
     CHECK(p.reserved_bytes == 20971520 + 2097152);
-    CHECK(p.reserved_event == 0);
+    CHECK(p.reserved_event == analysis::TimelinePoint::After(0));
     REQUIRE(r.devices[0].ooms.size() == 1);
     CHECK(r.devices[0].ooms[0].event == 5);
     CHECK(r.devices[0].ooms[0].requested == 1073741824);

@@ -7,6 +7,7 @@
 #include "doctest/doctest.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/report/timeline_render.h"
+#include "timeline_points.h"
 #include "trace_builders.h"
 
 namespace memsnap::report {
@@ -14,6 +15,11 @@ namespace {
 
 using analysis::DeviceTimeline;
 using testing::Ev;
+using testing::LiveAt;
+using testing::Point;
+
+// The window from point `from` to point `to`, written as output writes them (-1: the start).
+EventWindow W(int64_t from, int64_t to) { return EventWindow{Point(from), Point(to)}; }
 using testing::TraceSnapshot;
 
 enum class Times { kIncreasing, kTied, kEqual, kNone, kShuffled };
@@ -86,19 +92,19 @@ ChartColumns ReferenceColumns(const Snapshot& snap, const DeviceTimeline& dt, co
                               int plot_w) {
   ChartColumns cols;
   for (auto* v : {&cols.live, &cols.res, &cols.live_last, &cols.res_last}) v->assign(plot_w, -1);
-  auto x_of = [&](int64_t e) { return dt.has_time ? dt.TimeOf(snap, e) : e; };
-  const int64_t first = std::max<int64_t>(w.from, 0);
-  const int64_t x0 = x_of(first), x1 = x_of(w.to);
+  auto x_of = [&](int64_t e) { return dt.has_time ? dt.TimeOf(snap, Point(e)) : e; };
+  const int64_t first = std::max<int64_t>(w.from.index(), 0), to = w.to.index();
+  const int64_t x0 = x_of(first), x1 = x_of(to);
   const double span = x1 > x0 ? static_cast<double>(x1 - x0) : 1.0;
-  if (w.from < 0) {
+  if (w.from.is_start()) {
     cols.live[0] = cols.live_last[0] = dt.start_requested;
     cols.res[0] = cols.res_last[0] = dt.start_reserved;
   }
-  for (int64_t e = first; e <= w.to; ++e) {
+  for (int64_t e = first; e <= to; ++e) {
     int c = static_cast<int>(static_cast<double>(x_of(e) - x0) * (plot_w - 1) / span);
     c = std::clamp(c, 0, plot_w - 1);
-    cols.live[c] = std::max(cols.live[c], cols.live_last[c] = dt.LiveAt(e));
-    cols.res[c] = std::max(cols.res[c], cols.res_last[c] = dt.ReservedAt(e));
+    cols.live[c] = std::max(cols.live[c], cols.live_last[c] = LiveAt(dt, e));
+    cols.res[c] = std::max(cols.res[c], cols.res_last[c] = dt.ReservedAt(Point(e)));
   }
   for (int c = 1; c < plot_w; ++c) {
     if (cols.live[c] < 0) cols.live[c] = cols.live_last[c] = cols.live_last[c - 1];
@@ -109,13 +115,13 @@ ChartColumns ReferenceColumns(const Snapshot& snap, const DeviceTimeline& dt, co
 
 WindowFigures ReferenceWindow(const DeviceTimeline& dt, const EventWindow& w) {
   WindowFigures f;
-  f.start_bytes = f.peak_bytes = dt.LiveAt(w.from);
-  f.end_bytes = dt.LiveAt(w.to);
+  f.start_bytes = f.peak_bytes = LiveAt(dt, w.from.index());
+  f.end_bytes = LiveAt(dt, w.to.index());
   f.peak_event = w.from;
   f.peak_reserved = dt.ReservedAt(w.from);
-  for (int64_t e = std::max<int64_t>(w.from, 0); e <= w.to; ++e) {
-    if (dt.LiveAt(e) > f.peak_bytes) f.peak_bytes = dt.LiveAt(e), f.peak_event = e;
-    f.peak_reserved = std::max(f.peak_reserved, dt.ReservedAt(e));
+  for (int64_t e = std::max<int64_t>(w.from.index(), 0); e <= w.to.index(); ++e) {
+    if (LiveAt(dt, e) > f.peak_bytes) f.peak_bytes = LiveAt(dt, e), f.peak_event = Point(e);
+    f.peak_reserved = std::max(f.peak_reserved, dt.ReservedAt(Point(e)));
   }
   return f;
 }
@@ -133,15 +139,15 @@ int CheckAgainstReference(Times times) {
     const DeviceTimeline& dt = tl->devices[0];
     REQUIRE(dt.has_time == (times != Times::kNone));
     std::mt19937 rng(seed);
-    std::vector<EventWindow> windows = {{-1, n - 1}, {0, n - 1}, {-1, 0}, {n / 2, n / 2}};
+    std::vector<EventWindow> windows = {W(-1, n - 1), W(0, n - 1), W(-1, 0), W(n / 2, n / 2)};
     for (int k = 0; k < 6; ++k) {
       const int64_t from = static_cast<int64_t>(rng() % (n + 1)) - 1;
       const int64_t lo = std::max<int64_t>(from, 0);
-      windows.push_back({from, lo + static_cast<int64_t>(rng() % (n - lo))});
+      windows.push_back(W(from, lo + static_cast<int64_t>(rng() % (n - lo))));
     }
     for (const EventWindow& w : windows) {
-      REQUIRE(w.to >= std::max<int64_t>(w.from, 0));
-      REQUIRE(w.to < n);
+      REQUIRE(w.to.index() >= std::max<int64_t>(w.from.index(), 0));
+      REQUIRE(w.to.index() < n);
       const WindowFigures got = ComputeWindow(dt, w), want = ReferenceWindow(dt, w);
       CHECK(got.start_bytes == want.start_bytes);
       CHECK(got.peak_bytes == want.peak_bytes);
@@ -150,8 +156,8 @@ int CheckAgainstReference(Times times) {
       CHECK(got.peak_reserved == want.peak_reserved);
       for (int plot_w : {1, 2, 7, 10, 64, 300, 3000}) {
         CAPTURE(seed);
-        CAPTURE(w.from);
-        CAPTURE(w.to);
+        CAPTURE(w.from.index());
+        CAPTURE(w.to.index());
         CAPTURE(plot_w);
         const ChartColumns got_cols = ComputeChartColumns(snap, dt, w, plot_w);
         const ChartColumns want_cols = ReferenceColumns(snap, dt, w, plot_w);
@@ -193,7 +199,7 @@ TEST_SUITE("timeline chart") {
     Snapshot snap = RandomTrace(3, n, Times::kShuffled);
     auto tl = analysis::ReconstructTimeline(snap);
     REQUIRE(tl.ok());
-    CHECK_FALSE(ComputeChartColumns(snap, tl->devices[0], {-1, n - 1}, 80).contiguous);
+    CHECK_FALSE(ComputeChartColumns(snap, tl->devices[0], W(-1, n - 1), 80).contiguous);
   }
 
   TEST_CASE("reserved steps sharing an event show only the last of them, as the cursor does") {
@@ -204,7 +210,7 @@ TEST_SUITE("timeline chart") {
     dt.start_reserved = 10;
     dt.reserved_steps = {{1, 50}, {1, 20}, {3, 70}, {3, 30}, {3, 40}, {5, 15}};
     for (int plot_w : {1, 2, 3, 6}) {
-      for (EventWindow w : {EventWindow{-1, 5}, EventWindow{1, 4}, EventWindow{3, 3}}) {
+      for (EventWindow w : {W(-1, 5), W(1, 4), W(3, 3)}) {
         CAPTURE(plot_w);
         const ChartColumns got = ComputeChartColumns(snap, dt, w, plot_w);
         const ChartColumns want = ReferenceColumns(snap, dt, w, plot_w);
@@ -227,11 +233,11 @@ TEST_SUITE("timeline chart") {
     REQUIRE(tl.ok());
     const DeviceTimeline& dt = tl->devices[0];
     REQUIRE(dt.LiveCurve() == std::vector<int64_t>{100, 150, 100, 150, 50, 0});
-    CHECK(ComputeWindow(dt, {-1, 5}).peak_event == 1);
-    CHECK(ComputeWindow(dt, {2, 5}).peak_event == 3);
-    CHECK(ComputeWindow(dt, {4, 5}).peak_event == 4);
-    CHECK(ComputeWindow(dt, {-1, -1}).peak_event == -1);
-    CHECK(ComputeWindow(dt, {5, 5}).peak_event == 5);
+    CHECK(ComputeWindow(dt, W(-1, 5)).peak_event == Point(1));
+    CHECK(ComputeWindow(dt, W(2, 5)).peak_event == Point(3));
+    CHECK(ComputeWindow(dt, W(4, 5)).peak_event == Point(4));
+    CHECK(ComputeWindow(dt, W(-1, -1)).peak_event == Point(-1));
+    CHECK(ComputeWindow(dt, W(5, 5)).peak_event == Point(5));
   }
 }
 

@@ -50,7 +50,7 @@ TEST_SUITE("corpus") {
       for (const DeviceTimeline& dt : tl->devices) {
         CAPTURE(dt.device);
         CHECK(dt.end_requested == FinalLiveBytes(*snap, dt.device));
-        CHECK(dt.LiveAt(static_cast<int64_t>(dt.num_events) - 1) == dt.end_requested);
+        CHECK(dt.FindLive(TimelinePoint::End(dt.num_events)) == dt.end_requested);
         CHECK(dt.unreconciled_requested_bytes == 0);
         CHECK(dt.start_requested >= 0);
         CHECK(dt.start_rounded >= 0);
@@ -62,7 +62,7 @@ TEST_SUITE("corpus") {
           CHECK(*std::min_element(rounded.begin(), rounded.end()) >= 0);
           CHECK(rounded.back() == dt.end_rounded);
           for (const analysis::ReservedStep& step : dt.reserved_steps) CHECK(step.bytes >= 0);
-          CHECK(dt.ReservedAt(dt.num_events - 1) == dt.end_reserved);
+          CHECK(dt.ReservedAt(TimelinePoint::End(dt.num_events)) == dt.end_reserved);
         }
         int64_t by_class = 0;
         for (const BlockLifetime& b : dt.blocks) by_class += b.live_at_end() ? b.requested_size : 0;

@@ -8,6 +8,7 @@
 
 #include "doctest/doctest.h"
 #include "memsnap/analysis/timeline.h"
+#include "timeline_points.h"
 
 namespace memsnap::testing {
 
@@ -17,9 +18,8 @@ namespace memsnap::testing {
 inline std::vector<int64_t> CurveFromLifetimes(const analysis::DeviceTimeline& dt) {
   std::vector<int64_t> delta(dt.num_events, 0);
   for (const analysis::BlockLifetime& lt : dt.blocks) {
-    if (lt.alloc_event != analysis::kNoEvent) delta[lt.alloc_event] += lt.requested_size;
-    if (lt.free_completed_event != analysis::kNoEvent)
-      delta[lt.free_completed_event] -= lt.requested_size;
+    if (std::optional<uint32_t> a = lt.alloc_event.index()) delta[*a] += lt.requested_size;
+    if (std::optional<uint32_t> f = lt.free_completed_event.index()) delta[*f] -= lt.requested_size;
   }
   int64_t v = dt.start_requested;
   for (int64_t& d : delta) d = (v += d);
@@ -50,7 +50,7 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
   for (size_t d = 0; d < all->devices.size(); ++d) {
     const analysis::DeviceTimeline& a = all->devices[d];
     CAPTURE(a.device);
-    const int64_t e = analysis::ResolveMoment(snap, a, at);
+    const analysis::TimelinePoint e = analysis::ResolveMoment(snap, a, at);
     CHECK(a.LiveCurve() == CurveFromLifetimes(a));
     bool sorted = a.has_time;
     for (uint32_t i = 1; i < a.num_events; ++i) {
@@ -62,13 +62,14 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     for (uint32_t i : analysis::LiveBlocksAt(a, e)) expected.push_back(a.blocks[i]);
     CHECK(live->devices[d].kept_event == e);
     CHECK(live->devices[d].blocks == expected);
-    CHECK(live->devices[d].kept_live_bytes == a.LiveAt(e));
+    CHECK(live->devices[d].kept_live_bytes == LiveAt(a, e.index()));
     CHECK(none->devices[d].blocks.empty());
     const analysis::DeviceTimeline& b = bare->devices[d];
     CHECK(b.live_net.empty());
     CHECK(b.blocks == expected);
-    for (int64_t m : {int64_t{-1}, e, a.peak_event, static_cast<int64_t>(a.num_events) - 1}) {
-      CHECK(b.LiveAt(m) == a.LiveAt(m));
+    for (analysis::TimelinePoint m : {analysis::TimelinePoint::Start(), e, a.peak_event,
+                                      analysis::TimelinePoint::End(a.num_events)}) {
+      CHECK(b.FindLive(m) == LiveAt(a, m.index()));
     }
     // Without the curve there is no curve to read, and every other point is refused, not
     // answered with a neighbour's value; with it every point is held.
@@ -76,11 +77,12 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
     REQUIRE(a.live_curve().has_value());
     for (int64_t m = -1; m < static_cast<int64_t>(a.num_events); ++m) {
       const analysis::TimelinePoint p = analysis::TimelinePoint::FromIndex(m);
-      CHECK(a.live_curve()->At(p) == a.LiveAt(m));
-      CHECK(a.FindLive(p) == a.LiveAt(m));
-      const bool landmark =
-          m == -1 || m == e || m == a.peak_event || m == static_cast<int64_t>(a.num_events) - 1;
-      CHECK(b.FindLive(p) == (landmark ? std::optional<int64_t>(a.LiveAt(m)) : std::nullopt));
+      const int64_t want = a.start_requested + (m < 0 ? 0 : a.live_net[m]);
+      CHECK(a.live_curve()->At(p) == want);
+      CHECK(a.FindLive(p) == want);
+      const bool landmark = p.is_start() || p == e || p == a.peak_event ||
+                            p == analysis::TimelinePoint::End(a.num_events);
+      CHECK(b.FindLive(p) == (landmark ? std::optional<int64_t>(want) : std::nullopt));
     }
     CHECK_FALSE(a.FindLive(analysis::TimelinePoint::After(a.num_events)).has_value());
     CHECK(live->devices[d].LiveCurve() == a.LiveCurve());

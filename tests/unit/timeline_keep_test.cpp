@@ -110,7 +110,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.start_requested == 50);  // the pre-window block
     CHECK(dt.open_without_block == 0);
     CHECK(dt.peak_requested == 450);
-    CHECK(dt.peak_event == 1);
+    CHECK(dt.peak_event == TimelinePoint::After(1));
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kInWindow)].count == 1);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kOpen)].count == 1);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kPreWindow)].bytes == 50);

@@ -17,9 +17,9 @@ using testing::PythonPickle;
 std::vector<int64_t> ReservedCurve(const DeviceTimeline& dt) {
   std::vector<int64_t> curve;
   ReservedCursor cursor(dt);
-  for (int64_t e = 0; e < static_cast<int64_t>(dt.num_events); ++e) {
-    curve.push_back(cursor.At(e));
-    CHECK(dt.ReservedAt(e) == curve.back());
+  for (uint32_t e = 0; e < dt.num_events; ++e) {
+    curve.push_back(cursor.At(TimelinePoint::After(e)));
+    CHECK(dt.ReservedAt(TimelinePoint::After(e)) == curve.back());
   }
   return curve;
 }
@@ -44,7 +44,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.end_requested == 2000);
     CHECK(dt.unreconciled_requested_bytes == 0);
     CHECK(dt.peak_requested == 4000);
-    CHECK(dt.peak_event == 1);  // the first event that reaches the peak
+    CHECK(dt.peak_event == TimelinePoint::After(1));  // the first event that reaches the peak
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].count == 1);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kOpen)].count == 1);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kInWindow)].count == 2);
@@ -53,12 +53,12 @@ TEST_SUITE("timeline") {
     CHECK(dt.blocks[0].address == dt.blocks[2].address);
     CHECK(dt.blocks[0].version == 0);
     CHECK(dt.blocks[2].version == 1);
-    CHECK(dt.blocks[0].free_requested_event == 2);
-    CHECK(dt.blocks[0].free_completed_event == 3);
+    CHECK(dt.blocks[0].free_requested_event == LocalEvent(2));
+    CHECK(dt.blocks[0].free_completed_event == LocalEvent(3));
     // Reserved: the segment predates the trace (a ghost segment) and stays.
     CHECK(dt.start_reserved == 2 * kMiB);
     CHECK(dt.reserved_steps.empty());
-    CHECK(dt.ReservedAt(6) == 2 * kMiB);
+    CHECK(dt.ReservedAt(TimelinePoint::After(6)) == 2 * kMiB);
   }
 
   TEST_CASE("a ring-buffer-truncated trace counts pre-window frees and ghosts from t0") {
@@ -67,7 +67,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.start_requested == 3100);  // pre-window 3000 + ghost 100
     CHECK(dt.LiveCurve() == std::vector<int64_t>{3100, 100, 1600, 2300, 1600});
     CHECK(dt.frees_without_alloc == 1);
-    CHECK(dt.peak_event == -1);  // the initial state is the peak
+    CHECK(dt.peak_event == TimelinePoint::Start());  // the initial state is the peak
     CHECK(dt.peak_requested == 3100);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kPreWindow)].bytes == 3000);
     CHECK(dt.by_class[static_cast<int>(LifetimeClass::kGhost)].bytes == 100);
@@ -83,7 +83,7 @@ TEST_SUITE("timeline") {
     CHECK(ReservedCurve(dt) == std::vector<int64_t>{2 * kMiB, 2 * kMiB, 4 * kMiB, 4 * kMiB,
                                                     4 * kMiB, 4 * kMiB, 4 * kMiB});
     CHECK(dt.start_reserved == 0);
-    CHECK(dt.peak_event == 4);
+    CHECK(dt.peak_event == TimelinePoint::After(4));
     int on_stream = 0;
     for (const BlockLifetime& b : dt.blocks) on_stream += b.stream == 0x5a5a;
     CHECK(on_stream == 2);
@@ -95,7 +95,7 @@ TEST_SUITE("timeline") {
     CHECK(dt.start_reserved == 0);
     CHECK(ReservedCurve(dt) == std::vector<int64_t>{20 * kMiB, 20 * kMiB, 40 * kMiB, 40 * kMiB,
                                                     40 * kMiB, 40 * kMiB, 20 * kMiB});
-    CHECK(dt.ReservedAt(-1) == 0);
+    CHECK(dt.ReservedAt(TimelinePoint::Start()) == 0);
     CHECK(dt.unreconciled_reserved_bytes == 0);
     CHECK(dt.peak_requested == 11 * kMiB);
     CHECK(dt.peak_reserved == 40 * kMiB);
@@ -111,7 +111,7 @@ TEST_SUITE("timeline") {
     auto at = [&](std::string_view text) {
       auto m = ParseMoment(text);
       REQUIRE(m.ok());
-      return ResolveMoment(snap, dt, *m);
+      return ResolveMoment(snap, dt, *m).index();
     };
     CHECK(at("peak") == 1);
     CHECK(at("end") == 6);
@@ -121,8 +121,8 @@ TEST_SUITE("timeline") {
     CHECK(at("10") == -1);
     CHECK(std::string(ParseMoment("soon").status().message())
               .starts_with("--at soon: a time needs a unit"));
-    CHECK(LiveBlocksAt(dt, -1).size() == 1);
-    CHECK(LiveBlocksAt(dt, 1).size() == 3);
+    CHECK(LiveBlocksAt(dt, TimelinePoint::Start()).size() == 1);
+    CHECK(LiveBlocksAt(dt, TimelinePoint::After(1)).size() == 3);
   }
 
   TEST_CASE(
@@ -135,7 +135,7 @@ TEST_SUITE("timeline") {
     auto at = [&](std::string_view text) {
       auto m = ParseMoment(text);
       REQUIRE_MESSAGE(m.ok(), m.status().message());
-      return ResolveMoment(snap, dt, *m);
+      return ResolveMoment(snap, dt, *m).index();
     };
     CHECK(at("+250us") == 3);  // time 350: the last event at or before it
     CHECK(at("0.25ms") == 3);
@@ -189,11 +189,11 @@ TEST_SUITE("timeline") {
     CHECK(dt.start_requested == 1000);  // the block at S never appears in the trace: a ghost
     CHECK(dt.LiveCurve() == std::vector<int64_t>{2500, 6500, 6500, 2500, 2500});
     CHECK(dt.end_requested == 2500);
-    CHECK(dt.peak_event == 1);
+    CHECK(dt.peak_event == TimelinePoint::After(1));
     CHECK(dt.TimeOf(snap, dt.peak_event) == kNoTime);
     auto m = ParseMoment("3");  // a plain number is an event index when there is no time
     REQUIRE(m.ok());
-    CHECK(ResolveMoment(snap, dt, *m) == 3);
+    CHECK(ResolveMoment(snap, dt, *m) == TimelinePoint::After(3));
   }
 }
 

@@ -62,8 +62,8 @@ struct AllocatorStatesOptions {
   /// Spans stored in all, over the distinct segments; past it, evenly spaced states are thinned
   /// (labelled ones are always kept).
   int64_t max_spans = 150000;
-  /// Further moments to include with a label ("peak live", "OOM"), device-local events.
-  std::vector<std::pair<int64_t, std::string>> moments;
+  /// Further moments to include with a label ("peak live", "OOM").
+  std::vector<std::pair<TimelinePoint, std::string>> moments;
   /// FindStatePeaks' answer when the caller already has it (it costs a pass over the trace).
   std::optional<std::pair<int64_t, int64_t>> peaks;
 };

@@ -3,7 +3,7 @@
 // attribution model's category of each (attribution.h). What `timeline --csv/--json`, `summary`
 // and the report show.
 //
-// Invariant (tested): at every event, Σ categories == DeviceTimeline::LiveAt(event).
+// Invariant (tested): at every event, Σ categories == the live curve at that point.
 #pragma once
 
 #include <cstdint>
@@ -40,14 +40,14 @@ struct CategoryCurve {
 /// Builds the curve of `dt`, which must have kept every lifetime (KeepLifetimes::kAll).
 CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt);
 
-/// Bytes per category after each of `events` (device-local, ascending; -1 = before event 0).
+/// Bytes per category at each of `points` (ascending).
 std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
-                                               const std::vector<int64_t>& events);
+                                               const std::vector<TimelinePoint>& points);
 
 /// One device's categories at a moment.
 struct DeviceCategories {
   int32_t device = 0;
-  int64_t event = -1;  // device-local, -1 = initial state
+  TimelinePoint event;
   int64_t live_bytes = 0;
   CategoryBytes bytes{};
 };

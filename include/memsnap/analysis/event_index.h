@@ -1,12 +1,11 @@
 // Typed device-local event indices. A device's trace is numbered from 0 (its first event); the
 // timeline's points are the states *after* each event, plus the state before the first one.
-// Two conventions used to carry this as raw integers, told apart by comments:
-//   - lifetimes store a uint32_t event, kNoEvent when the trace did not see it (an alloc older
-//     than the trace, a free that never came): LocalEvent;
-//   - moments, peaks and curve reads use an int64_t point, -1 for the state before event 0:
-//     TimelinePoint.
-// Both are 4 or 8 bytes with the same representation, so a field can change type without
-// changing layout or speed.
+//   - LocalEvent: an event a lifetime saw, or none (an alloc older than the trace, a free that
+//     never came). 32 bits, as the hot structs store it.
+//   - TimelinePoint: a moment of the timeline (a peak, a resolved --at, a curve read): the start,
+//     or just after event i.
+// Neither converts from or to a plain integer implicitly: the -1 of JSON output and the numbers
+// of flags meet them only through FromIndex and index().
 #pragma once
 
 #include <compare>
@@ -16,16 +15,22 @@
 
 namespace memsnap::analysis {
 
-/// "No such event" for lifetime event indices (LocalEvent's none, as stored).
-inline constexpr uint32_t kNoEvent = std::numeric_limits<uint32_t>::max();
-
 /// A state of a device's timeline: before its first event (Start), or just after device-local
-/// event i (After(i)).
+/// event i (After(i)). Ordered in time.
 class TimelinePoint {
  public:
-  static constexpr TimelinePoint Start() { return TimelinePoint(-1); }
+  constexpr TimelinePoint() = default;  // the start
+  static constexpr TimelinePoint Start() { return TimelinePoint(); }
   static constexpr TimelinePoint After(uint32_t event) { return TimelinePoint(event); }
-  /// From the int64_t convention (-1: the start; any negative reads as the start).
+  /// The state just before `event` (the start for event 0).
+  static constexpr TimelinePoint Before(uint32_t event) {
+    return TimelinePoint(static_cast<int64_t>(event) - 1);
+  }
+  /// The state after a trace of `num_events` events: its last event's, or the start for none.
+  static constexpr TimelinePoint End(uint32_t num_events) {
+    return num_events == 0 ? Start() : After(num_events - 1);
+  }
+  /// From a number as output and flags write it (-1: the start; any negative reads as the start).
   static constexpr TimelinePoint FromIndex(int64_t e) { return TimelinePoint(e < 0 ? -1 : e); }
 
   constexpr bool is_start() const { return v_ < 0; }
@@ -34,7 +39,9 @@ class TimelinePoint {
     if (v_ < 0) return std::nullopt;
     return static_cast<uint32_t>(v_);
   }
-  /// -1 for the start, else the event: for output and for loops over points.
+  /// The first event after this point (0 after the start).
+  constexpr uint32_t next_event() const { return static_cast<uint32_t>(v_ + 1); }
+  /// -1 for the start, else the event: what output (JSON, CSV, "event:N") writes.
   constexpr int64_t index() const { return v_; }
 
   friend constexpr bool operator==(TimelinePoint, TimelinePoint) = default;
@@ -42,22 +49,20 @@ class TimelinePoint {
 
  private:
   constexpr explicit TimelinePoint(int64_t v) : v_(v) {}
-  int64_t v_;
+  int64_t v_ = -1;
 };
 
-/// A device-local event a lifetime saw, or none (not in the trace). 32 bits: kNoEvent is none.
+/// A device-local event a lifetime saw, or none (not in the trace). 32 bits.
 class LocalEvent {
  public:
   constexpr LocalEvent() = default;  // none
   constexpr explicit LocalEvent(uint32_t index) : v_(index) {}
   static constexpr LocalEvent None() { return LocalEvent(); }
-  /// From a field that holds kNoEvent for none.
-  static constexpr LocalEvent FromRaw(uint32_t raw) { return LocalEvent(raw); }
 
-  constexpr bool seen() const { return v_ != kNoEvent; }
+  constexpr bool seen() const { return v_ != kNone; }
   /// The index; nullopt when the trace did not see the event.
   constexpr std::optional<uint32_t> index() const {
-    if (v_ == kNoEvent) return std::nullopt;
+    if (v_ == kNone) return std::nullopt;
     return v_;
   }
   /// The point just after the event, or `none` when it was not seen (Start() for an alloc older
@@ -65,12 +70,19 @@ class LocalEvent {
   constexpr TimelinePoint PointOr(TimelinePoint none) const {
     return seen() ? TimelinePoint::After(v_) : none;
   }
-  constexpr uint32_t raw() const { return v_; }  // as stored, kNoEvent for none
+  /// Seen, and at or before `p` (the state at `p` includes it).
+  constexpr bool SeenBy(TimelinePoint p) const { return seen() && TimelinePoint::After(v_) <= p; }
+  /// The earlier of two events, a seen one before none.
+  friend constexpr LocalEvent Earlier(LocalEvent a, LocalEvent b) { return a.v_ <= b.v_ ? a : b; }
 
   friend constexpr bool operator==(LocalEvent, LocalEvent) = default;
 
+  /// The most events a device's trace can have: every index below it is a LocalEvent.
+  static constexpr uint64_t kMaxEvents = std::numeric_limits<uint32_t>::max();
+
  private:
-  uint32_t v_ = kNoEvent;
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  uint32_t v_ = kNone;
 };
 
 static_assert(sizeof(LocalEvent) == sizeof(uint32_t));

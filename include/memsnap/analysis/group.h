@@ -75,7 +75,7 @@ struct GroupRow {
 /// Which lifetimes are grouped: one per device, each at its own resolved moment.
 struct DeviceMoment {
   int32_t device = 0;
-  int64_t event = -1;               // device-local, -1 = initial state
+  TimelinePoint event;
   int64_t time_us = kNoTime;        // of that event, when known
   int64_t start_time_us = kNoTime;  // of the device's first event (relative times), when known
   int64_t live_bytes = 0;

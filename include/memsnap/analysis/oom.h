@@ -123,7 +123,7 @@ struct OomDevice {
   int64_t recorded_ooms = 0;  // oom entries in the trace
   /// Peak of live requested bytes the trace recorded (its own run), and where.
   int64_t trace_peak_live = 0;
-  int64_t trace_peak_event = -1;
+  TimelinePoint trace_peak_event;
   /// The recorded settings first, then every candidate, in order.
   std::vector<OomRemedy> remedies;
   std::vector<std::string> notes;

@@ -60,7 +60,7 @@ struct DeviceReportAnalysis {
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
   TimelineLod lod;
   AllocatorStates states;                            // empty without options.with_states
-  std::vector<int64_t> oom_events;                   // device-local events of the OOMs
+  std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
   std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
   /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
   StepInfo steps;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/event_index.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -55,10 +56,10 @@ struct StreamSummary {
 /// The peaks of one device's trace (the timeline's): value, device-local event, time.
 struct TracePeaks {
   int64_t live_bytes = 0;   // live requested bytes
-  int64_t live_event = -1;  // -1: before the first event
+  TimelinePoint live_event;
   int64_t live_time_us = kNoTime;
   int64_t reserved_bytes = 0;
-  int64_t reserved_event = -1;
+  TimelinePoint reserved_event;
   int64_t reserved_time_us = kNoTime;
 };
 

@@ -7,7 +7,7 @@
 //                                     └── devices[] DeviceTimeline
 //                                         ├── blocks    [BlockLifetime]   keyed by (address, version)
 //                                         ├── segments  [SegmentLifetime]
-//                                         ├── live_net         one point per event (LiveAt adds the start)
+//                                         ├── live_net         one point per event (live_curve adds the start)
 //                                         └── reserved_steps   one point per segment event
 // clang-format on
 //
@@ -73,9 +73,9 @@ enum class KeepLifetimes : uint8_t {
   kNone,    // none: dt.blocks stays empty
 };
 
-/// One occupancy of a block address. Event indices are *device-local* (0 = the device's first
-/// event), kNoEvent when not seen. `alloc_event == kNoEvent` means live from t0;
-/// `free_completed_event == kNoEvent` means live at the end.
+/// One occupancy of a block address. Its events are *device-local* (0 = the device's first
+/// event), none when the trace did not see them: no `alloc_event` means live from t0, no
+/// `free_completed_event` live at the end.
 struct BlockLifetime {
   uint64_t address = 0;
   uint32_t version = 0;  // reuse count of this address on this device, in trace order (0-based)
@@ -84,16 +84,15 @@ struct BlockLifetime {
   int64_t rounded_size = 0;    // the final block's size when live at the end, else round_size
   int64_t stream = 0;
   StackId stack;  // alloc stack; for pre-window the free's stack; for ghosts the block's stack
-  uint32_t alloc_event = kNoEvent;
-  uint32_t free_requested_event = kNoEvent;
-  uint32_t free_completed_event = kNoEvent;
+  LocalEvent alloc_event;
+  LocalEvent free_requested_event;
+  LocalEvent free_completed_event;
   BlockId block;  // the final-state block when live at the end (ghost/open), else invalid
-  /// Live just after device-local event `e` (e = -1: the initial state before event 0).
-  bool LiveAfter(int64_t e) const {
-    return (alloc_event == kNoEvent || static_cast<int64_t>(alloc_event) <= e) &&
-           (free_completed_event == kNoEvent || e < static_cast<int64_t>(free_completed_event));
-  }
-  bool live_at_end() const { return free_completed_event == kNoEvent; }
+  /// The first point at which it is live (the start for one older than the trace).
+  TimelinePoint live_from() const { return alloc_event.PointOr(TimelinePoint::Start()); }
+  /// Live at `p`: allocated by then and not yet freed.
+  bool LiveAt(TimelinePoint p) const { return live_from() <= p && !free_completed_event.SeenBy(p); }
+  bool live_at_end() const { return !free_completed_event.seen(); }
   friend bool operator==(const BlockLifetime&, const BlockLifetime&) = default;
 };
 
@@ -105,8 +104,8 @@ struct SegmentLifetime {
   bool mapping = false;  // segment_map/unmap (expandable) rather than segment_alloc/free
   int64_t size = 0;
   int64_t stream = 0;
-  uint32_t begin_event = kNoEvent;  // segment_alloc / segment_map; kNoEvent: before the trace
-  uint32_t end_event = kNoEvent;    // segment_free / segment_unmap; kNoEvent: still there
+  LocalEvent begin_event;  // segment_alloc / segment_map; none: before the trace
+  LocalEvent end_event;    // segment_free / segment_unmap; none: still there
   SegmentId segment;  // the final-state segment at this address when still there, else invalid
   friend bool operator==(const SegmentLifetime&, const SegmentLifetime&) = default;
 };
@@ -156,15 +155,15 @@ struct DeviceTimeline {
   /// lifetimes are there depends on TimelineOptions::keep (recorded in `kept`).
   std::vector<BlockLifetime> blocks;
   KeepLifetimes kept = KeepLifetimes::kAll;
-  int64_t kept_event = -1;      // kLiveAt: `blocks` is what is live after this device-local event
-  int64_t kept_live_bytes = 0;  // kLiveAt: live requested bytes after kept_event
+  TimelinePoint kept_event;               // kLiveAt: `blocks` is what is live at this point
+  int64_t kept_live_bytes = 0;            // kLiveAt: live requested bytes at kept_event
   std::vector<SegmentLifetime> segments;  // likewise, then segments never seen in the trace
   ClassTotals by_class[4];                // indexed by LifetimeClass
 
   /// The live requested-bytes curve relative to its start, one value per event: after event i,
-  /// LiveAt(i) = start_requested + live_net[i]. (Stored unshifted because the start is known only
-  /// after the pass; shifting would be a second sweep.) Empty when built without the curve
-  /// (TimelineOptions::curve).
+  /// start_requested + live_net[i] (read it through live_curve()). (Stored unshifted because the
+  /// start is known only after the pass; shifting would be a second sweep.) Empty when built
+  /// without the curve (TimelineOptions::curve).
   std::vector<int64_t> live_net;
   /// Reserved bytes change only at segment events: one step per segment event, ascending. (The
   /// live rounded-bytes curve is not stored either: LiveRoundedCurve computes it when needed.)
@@ -180,17 +179,21 @@ struct DeviceTimeline {
   int64_t allocs_without_free = 0;  // alloc over an address that was still live (missing free)
   int64_t open_without_block = 0;   // open lifetimes whose address is not active at the end
 
-  /// Peak of live requested bytes: value, device-local event index (-1 = initial state), time.
+  /// Peaks of live requested and of reserved bytes: the value and the (first) point of it.
   int64_t peak_requested = 0;
-  int64_t peak_event = -1;
+  TimelinePoint peak_event;
   int64_t peak_reserved = 0;
-  int64_t peak_reserved_event = -1;
+  TimelinePoint peak_reserved_event;
 
   /// Every field equal (what TimelineStream promises against ReconstructTimeline).
   friend bool operator==(const DeviceTimeline&, const DeviceTimeline&) = default;
 
-  /// time_us of device-local event `e`, or kNoTime.
-  int64_t TimeOf(const Snapshot& snap, int64_t e) const;
+  /// time_us of the event `p` follows, or kNoTime (the start, a point past the trace).
+  int64_t TimeOf(const Snapshot& snap, TimelinePoint p) const;
+  /// time_us of a lifetime's event, or kNoTime when it was not seen.
+  int64_t TimeOf(const Snapshot& snap, LocalEvent e) const {
+    return TimeOf(snap, e.PointOr(TimelinePoint::Start()));
+  }
   /// The live curve, when the timeline was built with it (TimelineOptions::curve); nullopt
   /// otherwise. What reads the curve at any point asks for this first.
   std::optional<LiveCurveRef> live_curve() const {
@@ -201,32 +204,20 @@ struct DeviceTimeline {
   /// without it the start, the peak, the end and (kLiveAt) the kept moment. nullopt for any
   /// other point: never a neighbouring value.
   std::optional<int64_t> FindLive(TimelinePoint p) const;
-  /// Live requested bytes after device-local event e (-1: start). Needs the stored curve for any
-  /// point FindLive would not hold: asked for one, it stops the program in every build (a wrong
-  /// number would be worse). New code uses live_curve() or FindLive.
-  int64_t LiveAt(int64_t e) const {
-    if (e < 0) return start_requested;
-    if (!live_net.empty()) [[likely]]
-      return start_requested + live_net[e];
-    return LiveAtWithoutCurve(e);
-  }
   /// The live requested-bytes curve, one value per event (a copy; needs the stored curve).
   std::vector<int64_t> LiveCurve() const;
-  /// Reserved bytes after device-local event e (-1: start). O(log segment events).
-  int64_t ReservedAt(int64_t e) const;
-
- private:
-  int64_t LiveAtWithoutCurve(int64_t e) const;
+  /// Reserved bytes at `p`. O(log segment events).
+  int64_t ReservedAt(TimelinePoint p) const;
 };
 
 /// Reads the reserved curve at increasing event indices in amortized constant time.
 class ReservedCursor {
  public:
   explicit ReservedCursor(const DeviceTimeline& dt) : dt_(dt), value_(dt.start_reserved) {}
-  /// Reserved bytes after device-local event e; e must not decrease between calls.
-  int64_t At(int64_t e) {
+  /// Reserved bytes at `p`; p must not go back between calls.
+  int64_t At(TimelinePoint p) {
     while (next_ < dt_.reserved_steps.size() &&
-           static_cast<int64_t>(dt_.reserved_steps[next_].event) <= e) {
+           TimelinePoint::After(dt_.reserved_steps[next_].event) <= p) {
       value_ = dt_.reserved_steps[next_++].bytes;
     }
     return value_;
@@ -309,20 +300,20 @@ class TimelineStream {
 /// "2min"; a leading "-" counts back from its last event), or an integer time_us as the file
 /// records it ("abs:T" too; for traces without time, an event index). Errors name `flag`.
 absl::StatusOr<Moment> ParseMoment(std::string_view text, std::string_view flag = "--at");
-/// Resolves a moment to a device-local event index (-1 = initial state; num_events-1 = end),
-/// clamped to the trace. Times pick the last event with time_us <= the time (-1 if none).
-int64_t ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment);
+/// Resolves a moment to a point of the device's timeline, clamped to the trace (the end is its
+/// last event's point). Times pick the last event with time_us <= the time (the start if none).
+TimelinePoint ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment);
 /// InvalidArgument naming `flag` and `text` when `moment` lies outside device dt's trace (an
 /// event index past its end, a time before its first or after its last event, a relative time on
 /// a trace without times); OK for devices without events and for peak and end.
 absl::Status CheckMoment(const Snapshot& snap, const DeviceTimeline& dt, const Moment& moment,
                          std::string_view flag, std::string_view text);
 /// "event:1117 (+1.039 s)" (the time relative to the device's first event when it has times),
-/// "the initial state" for e < 0.
-std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, int64_t e);
+/// "the initial state" for the start.
+std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p);
 
-/// Indices into dt.blocks of the lifetimes live after device-local event e (-1: initial state).
-/// A timeline built with KeepLifetimes::kLiveAt answers only for its own `kept_event`.
-std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, int64_t e);
+/// Indices into dt.blocks of the lifetimes live at `p`. A timeline built with
+/// KeepLifetimes::kLiveAt answers only for its own `kept_event`.
+std::vector<uint32_t> LiveBlocksAt(const DeviceTimeline& dt, TimelinePoint p);
 
 }  // namespace memsnap::analysis

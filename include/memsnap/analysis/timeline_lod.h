@@ -38,16 +38,16 @@ struct LodOptions {
   int64_t max_buckets = 200000;
   /// Distinct band lifetimes in all tiles; tiles of deep levels get fewer bands past it.
   int64_t max_band_lifetimes = 40000;
-  /// Device-local events whose tiles are refined first (an OOM, say), after the peaks.
-  std::vector<int64_t> focus_events;
+  /// Points whose tiles are refined first (an OOM, say), after the peaks.
+  std::vector<TimelinePoint> focus_events;
 };
 
 /// One non-empty bucket. The curve between two stored buckets is the state after the earlier
 /// one's last event (nothing happened in the buckets between them).
 struct LodBucket {
   int64_t index = 0;         // within its level
-  int64_t sample_event = 0;  // the event with the most live bytes (-1: the initial state)
-  int64_t last_event = 0;    // the bucket's last event (-1: only the initial state)
+  TimelinePoint sample_event;  // the point with the most live bytes
+  TimelinePoint last_event;    // the bucket's last point (the start: only the initial state)
   int64_t live_min = 0, live_max = 0, live_last = 0;  // counted live requested bytes
   int64_t reserved_max = 0, reserved_last = 0;
 };
@@ -104,8 +104,10 @@ struct TimelineLod {
   std::vector<LodBand> bands;  // ascending alloc event, then lifetime index
   CountedLifetimes counted;
   /// The counted curve's highest point (first event reaching it) and reserved's.
-  int64_t peak_bytes = 0, peak_event = -1;
-  int64_t peak_reserved = 0, peak_reserved_event = -1;
+  int64_t peak_bytes = 0;
+  TimelinePoint peak_event;
+  int64_t peak_reserved = 0;
+  TimelinePoint peak_reserved_event;
   int64_t end_live = 0;  // counted live bytes after the last event
   /// Most events in one bucket of the finest stored level (1: nothing finer to show).
   int64_t finest_events_per_bucket = 0;
@@ -114,9 +116,9 @@ struct TimelineLod {
   static constexpr int64_t kXCheckpoint = 4096;
   std::vector<int64_t> x_checkpoints;
 
-  /// x of device-local event e (e < 0: 0; past the last event: x_span): where the buckets put it
+  /// x of point `p` (the start: 0; past the last event: x_span): where the buckets put its event
   /// (times are made non-decreasing, so an event never sits left of an earlier one).
-  double EventX(const Snapshot& snap, const DeviceTimeline& dt, int64_t e) const;
+  double EventX(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) const;
   /// Width in x of a bucket of `level`.
   double BucketWidth(int level) const;
 };

@@ -12,17 +12,19 @@
 
 namespace memsnap::report {
 
-/// A slice [from, to] of one device's events (device-local, inclusive; from = -1 includes the
-/// initial state). The figures of a window (start/peak/end) are computed over it.
+/// A slice of one device's timeline: the points from `from` to `to`, inclusive (from = the start
+/// includes the initial state). The figures of a window (start/peak/end) are computed over it.
 struct EventWindow {
-  int64_t from = -1;
-  int64_t to = -1;
+  analysis::TimelinePoint from;
+  analysis::TimelinePoint to;
+  /// The first event in the window (0 when it holds the start).
+  uint32_t first_event() const { return from.event().value_or(0); }
 };
 
 /// Start/peak/end of live requested bytes and peak reserved bytes over a window.
 struct WindowFigures {
   int64_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;
-  int64_t peak_event = -1;
+  analysis::TimelinePoint peak_event;
   int64_t peak_reserved = 0;
 };
 /// Needs the stored curve (analysis::TimelineOptions::curve), as do the chart and the CSV.
@@ -30,7 +32,7 @@ WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindo
 
 /// The columns of the terminal chart: per column the max (so short peaks stay visible) and the
 /// last value (what an empty column to its right shows: the state persists until the next event)
-/// of live requested and reserved bytes. Column 0 includes the start state when w.from < 0; a
+/// of live requested and reserved bytes. Column 0 includes the start state when w.from is it; a
 /// column without events carries the previous column's last values.
 struct ChartColumns {
   std::vector<int64_t> live, res, live_last, res_last;
@@ -81,6 +83,7 @@ nlohmann::ordered_json CategoriesJson(const analysis::CategoryBytes& bytes);
 void RenderFolded(const std::vector<analysis::GroupRow>& rows, std::ostream& out);
 
 /// "+1.234 s" style offset of `t` from `t0`; "event N" when there is no time.
-std::string FormatMomentLabel(const Snapshot& snap, const analysis::DeviceTimeline& dt, int64_t e);
+std::string FormatMomentLabel(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+                              analysis::TimelinePoint p);
 
 }  // namespace memsnap::report
