@@ -103,8 +103,10 @@ static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <=
 }
 
 // `frames`: a memo GET of a list already interned as a stack, or a new list of memoized frames
-// (`EMPTY_LIST [memo] MARK GET... APPENDS`).
-inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
+// (`EMPTY_LIST [memo] MARK GET... APPENDS`). Always inlined: TryEventDict passes its position by
+// reference, and a call that is not inlined keeps that position in memory for the whole entry
+// loop (+9% instructions on `top` of the 2.2 M-event benchmark, docs/BENCHMARKS.md).
+[[gnu::always_inline]] inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   if (p >= size) return false;
@@ -126,7 +128,7 @@ inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
   return true;
 }
 
-inline bool Decoder::FastFrameBatch(size_t& p) {
+[[gnu::always_inline]] inline bool Decoder::FastFrameBatch(size_t& p) {
   frame_scratch_.clear();
   MemoWord packed;
   size_t q = p;

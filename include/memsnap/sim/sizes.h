@@ -48,7 +48,9 @@ inline constexpr int64_t kMaxRoundedSize =
 /// of two for d; another d is treated as its highest power of two, as upstream's shift would.
 /// Monotone in n; saturates at kMaxRoundedSize (upstream's size_t would wrap instead).
 /// Examples: 1 -> 512, 513 -> 1024; d = 4: 1200 -> 1536, 300 MiB -> 320 MiB.
-constexpr int64_t RoundSize(int64_t n, const RoundupDivisions& divisions) {
+/// Always inlined: with constant divisions (the timeline's) it folds to a few instructions, and
+/// the timeline pass and the simulator call it for every allocation.
+[[gnu::always_inline]] constexpr int64_t RoundSize(int64_t n, const RoundupDivisions& divisions) {
   if (n < kMinBlockSize) return kMinBlockSize;
   if (n >= kMaxRoundedSize) return kMaxRoundedSize;
   const auto un = static_cast<uint64_t>(n);
