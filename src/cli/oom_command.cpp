@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/oom.h"
+#include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/report/oom_render.h"
@@ -15,9 +16,8 @@ namespace memsnap::cli {
 namespace {
 struct OomCommandOptions {
   std::string file;
-  std::string device_memory;
+  AllocatorFlags allocator;  // --device-memory, --conf
   int device = -1;
-  std::vector<std::string> confs;
   int top = 5;
   int threads = 0;
   bool json = false;
@@ -28,14 +28,13 @@ RunFn SetupOom(CLI::App& sub) {
   auto opts = std::make_shared<OomCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip) with a trace")
       ->required();
-  sub.add_option("--device-memory", opts->device_memory,
-                 "Replay on a device of this size (e.g. 24GiB) and say where the run would fail; "
-                 "default: the capacity an oom entry implies (device_free + reserved)");
+  AddDeviceMemoryFlag(sub, opts->allocator,
+                      "Replay on a device of this size (e.g. 24GiB) and say where the run would "
+                      "fail; default: the capacity an oom entry implies (device_free + reserved)");
   sub.add_option("--device", opts->device, "Only this device ordinal (default: every device)");
-  sub.add_option("--conf", opts->confs,
-                 "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
-                 "default six; each applies on top of the recorded settings")
-      ->allow_extra_args(false);
+  AddConfFlag(sub, opts->allocator,
+              "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
+              "default six; each applies on top of the recorded settings");
   sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -55,17 +54,10 @@ RunFn SetupOom(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::OomOptions o;
     o.device = opts->device;
-    o.candidates = opts->confs;
+    o.candidates = opts->allocator.confs;
     o.top_holders = opts->top;
     o.max_threads = opts->threads;
-    if (!opts->device_memory.empty()) {
-      absl::StatusOr<int64_t> cap = ParseSize(opts->device_memory);
-      if (!cap.ok() || *cap <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--device-memory \"", opts->device_memory,
-                                                       "\": expected a size such as 24GiB"));
-      }
-      o.device_memory = *cap;
-    }
+    ASSIGN_OR_RETURN(o.device_memory, opts->allocator.DeviceMemory());
     // The timeline's peaks are found on a second core while the file is read.
     analysis::TimelineOptions to;
     to.keep = analysis::KeepLifetimes::kNone;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/replay.h"
+#include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/replay_cuda.h"
@@ -18,10 +19,9 @@ namespace {
 
 struct ReplayCommandOptions {
   std::vector<std::string> files;
-  std::vector<std::string> confs;
+  AllocatorFlags settings;  // --conf, --device-memory
   std::vector<std::string> sweeps;
   std::string allocator;
-  std::string device_memory;
   int device = -1;
   bool json = false;
   std::string csv;
@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCom
   if (o.allocator == "native") confs.push_back("expandable_segments:False");
   if (o.allocator == "expandable") confs.push_back("expandable_segments:True");
   if (o.allocator == "cudaMallocAsync") confs.push_back("backend:cudaMallocAsync");
-  confs.insert(confs.end(), o.confs.begin(), o.confs.end());
+  confs.insert(confs.end(), o.settings.confs.begin(), o.settings.confs.end());
   for (const std::string& sweep : o.sweeps) {
     ASSIGN_OR_RETURN(std::vector<std::string> expanded, analysis::ExpandSweep(sweep));
     confs.insert(confs.end(), expanded.begin(), expanded.end());
@@ -65,16 +65,17 @@ RunFn SetupReplay(CLI::App& sub) {
   auto opts = std::make_shared<ReplayCommandOptions>();
   sub.add_option("files", opts->files, "Snapshot files (pickle, JSON, HTML, gzip) or directories")
       ->required();
-  sub.add_option("--conf", opts->confs,
-                 "A PYTORCH_CUDA_ALLOC_CONF string to compare (repeatable), applied on top of "
-                 "the recorded settings");
+  AddConfFlag(sub, opts->settings,
+              "A PYTORCH_CUDA_ALLOC_CONF string to compare (repeatable), applied on top of the "
+              "recorded settings");
   sub.add_option("--sweep", opts->sweeps,
                  "KEY=V1,V2,...: one configuration per value (repeatable)");
   sub.add_option("--allocator", opts->allocator,
                  "Shorthand: native, expandable or cudaMallocAsync (--backend cuda only)")
       ->check(CLI::IsMember({"native", "expandable", "cudaMallocAsync"}));
-  sub.add_option("--device-memory", opts->device_memory,
-                 "Device capacity, e.g. 80GiB (default: implied by an oom entry, else unlimited)");
+  AddDeviceMemoryFlag(
+      sub, opts->settings,
+      "Device capacity, e.g. 80GiB (default: implied by an oom entry, else unlimited)");
   sub.add_option("--device", opts->device, "Device ordinal (default: the first with a trace)");
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--csv", opts->csv,
@@ -129,14 +130,7 @@ RunFn SetupReplay(CLI::App& sub) {
     ro.warm_start = opts->start == "warm";
     ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                    : analysis::EmptyCacheMode::kHeuristic;
-    if (!opts->device_memory.empty()) {
-      absl::StatusOr<int64_t> cap = ParseSize(opts->device_memory);
-      if (!cap.ok() || *cap <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--device-memory \"", opts->device_memory,
-                                                       "\": expected a size such as 80GiB"));
-      }
-      ro.device_memory = *cap;
-    }
+    ASSIGN_OR_RETURN(ro.device_memory, opts->settings.DeviceMemory());
     ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opts->files));
     const bool many = files.size() > 1;
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
