@@ -141,13 +141,62 @@ Table FitsTable(const FragReport& r) {
   return t;
 }
 
+// Free blocks by power-of-two size class; the text adds the class's end and a bar of its count.
 Table HistogramTable(const FragReport& r) {
   Table t;
   t.AddColumn("min_bytes", "from", Unit::kBytes);
+  t.AddColumn("below_bytes", "below", Unit::kBytes).in_data = false;
   t.AddColumn("blocks", "blocks", Unit::kCount);
+  t.AddColumn("bar", "", Unit::kText).in_data = false;
   t.AddColumn("bytes", "bytes", Unit::kBytes);
-  for (const auto& b : r.histogram) t.AddRow({int64_t{1} << b.log2, b.blocks, b.bytes});
+  int64_t most = 0;
+  for (const auto& b : r.histogram) most = std::max(most, b.blocks);
+  for (const auto& b : r.histogram) {
+    const int bar = static_cast<int>((b.blocks * 30 + most - 1) / most);
+    t.AddRow({int64_t{1} << b.log2, int64_t{1} << (b.log2 + 1), b.blocks, std::string(bar, '#'),
+              b.bytes});
+  }
   return t;
+}
+
+// The totals: one line a figure, with what it means.
+Table TotalsTable(const FragReport& r) {
+  const FragFigures& t = r.totals;
+  Table table;
+  table.AddColumn("figure", "", Unit::kText).min_width = 14;  // as wide as "  state" above
+  table.AddColumn("bytes", "", Unit::kBytes).min_width = 12;
+  table.AddColumn("note", "", Unit::kText);
+  table.AddRow(
+      {"reserved", t.reserved_bytes,
+       absl::StrCat("in ", FormatCount(t.segments), " segments (", FormatCount(t.free_segments),
+                    " entirely free), ", FormatCount(t.blocks), " blocks")});
+  table.AddRow({"allocated", t.allocated_bytes, Share(t.allocated_bytes, t.reserved_bytes)});
+  table.AddRow(
+      {"pending free", t.pending_free_bytes,
+       absl::StrCat(Share(t.pending_free_bytes, t.reserved_bytes),
+                    t.pending_free_bytes > 0 ? " freed, waiting on other streams' work" : "")});
+  table.AddRow(
+      {"free", t.free_bytes,
+       absl::StrCat(Share(t.free_bytes, t.reserved_bytes), " in ", FormatCount(t.free_blocks),
+                    " blocks, largest ", FormatBytes(t.largest_free_bytes))});
+  // What the free (and pending) memory is, the way empty_cache() sees it: these two lines are
+  // the headline, not the fragmentation ratio below (docs/fragmentation.md).
+  const bool expandable =
+      std::any_of(r.segments.begin(), r.segments.end(),
+                  [](const analysis::SegmentFrag& s) { return s.is_expandable; });
+  table.AddRow({"releasable", t.releasable_bytes,
+                absl::StrCat(expandable ? "segments and pages" : "segments",
+                             " holding no allocation: empty_cache() would release them")});
+  table.AddRow({"stranded", t.stranded_bytes,
+                "free blocks inside segments in use: empty_cache() cannot release them"});
+  table.AddRow({"requested", t.requested_bytes, ""});
+  table.AddRow(
+      {"internal waste", t.internal_waste_bytes, "block size - requested, on active blocks"});
+  table.AddRow({"external frag", FormatPercent(r.external_fragmentation),
+                t.releasable_bytes > t.stranded_bytes
+                    ? "1 - largest free / free, per pool and stream (mostly whole free segments)"
+                    : "1 - largest free / free, per pool and stream"});
+  return table;
 }
 
 // The figures of the state after an event (a peak, a timeline sample) shared by the peaks and
@@ -321,7 +370,6 @@ Json FragToJson(const FragReport& r) {
 }
 
 void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostream& out) {
-  const FragFigures& t = r.totals;
   out << r.source.path << "\n";
   if (r.at == analysis::FragMoment::kEnd) {
     out << "  state          end of the snapshot (its segments)\n";
@@ -341,37 +389,8 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
     }
     out << "\n";
   }
-  auto line = [&](const char* name, int64_t v, const std::string& note) {
-    out << absl::StrFormat("  %-14s %12s%s\n", name, FormatBytes(v),
-                           note.empty() ? "" : "  " + note);
-  };
-  line("reserved", t.reserved_bytes,
-       absl::StrCat("in ", FormatCount(t.segments), " segments (", FormatCount(t.free_segments),
-                    " entirely free), ", FormatCount(t.blocks), " blocks"));
-  line("allocated", t.allocated_bytes, Share(t.allocated_bytes, t.reserved_bytes));
-  line("pending free", t.pending_free_bytes,
-       absl::StrCat(Share(t.pending_free_bytes, t.reserved_bytes),
-                    t.pending_free_bytes > 0 ? " freed, waiting on other streams' work" : ""));
-  line("free", t.free_bytes,
-       absl::StrCat(Share(t.free_bytes, t.reserved_bytes), " in ", FormatCount(t.free_blocks),
-                    " blocks, largest ", FormatBytes(t.largest_free_bytes)));
-  // What the free (and pending) memory is, the way empty_cache() sees it: these two lines are
-  // the headline, not the fragmentation ratio below (docs/fragmentation.md).
-  bool expandable = std::any_of(r.segments.begin(), r.segments.end(),
-                                [](const analysis::SegmentFrag& s) { return s.is_expandable; });
-  line("releasable", t.releasable_bytes,
-       absl::StrCat(expandable ? "segments and pages" : "segments",
-                    " holding no allocation: empty_cache() would release them"));
-  line("stranded", t.stranded_bytes,
-       "free blocks inside segments in use: empty_cache() cannot release them");
-  line("requested", t.requested_bytes, "");
-  line("internal waste", t.internal_waste_bytes, "block size - requested, on active blocks");
-  out << absl::StrFormat(
-      "  %-14s %12s  %s\n", "external frag", FormatPercent(r.external_fragmentation),
-      t.releasable_bytes > t.stranded_bytes
-          ? "1 - largest free / free, per pool and stream (mostly whole free segments)"
-          : "1 - largest free / free, per pool and stream");
   const TextTableOptions indented{"  ", true};
+  RenderTableText(TotalsTable(r), out, {"  ", false});
   out << "\nfree space by pool and stream\n";
   RenderTableText(GroupsTable(r), out, indented);
 
@@ -392,14 +411,7 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
 
   if (!r.histogram.empty()) {
     out << "\nfree block sizes\n";
-    int64_t most = 0;
-    for (const auto& b : r.histogram) most = std::max(most, b.blocks);
-    for (const auto& b : r.histogram) {
-      int bar = static_cast<int>((b.blocks * 30 + most - 1) / most);
-      out << absl::StrFormat("  [%9s, %9s) %7s %-30s %11s\n", FormatBytes(int64_t{1} << b.log2),
-                             FormatBytes(int64_t{1} << (b.log2 + 1)), FormatCount(b.blocks),
-                             std::string(bar, '#'), FormatBytes(b.bytes));
-    }
+    RenderTableText(HistogramTable(r), out, indented);
   }
 
   size_t shown =

@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/analysis/site.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -89,20 +91,52 @@ std::vector<std::string> Levers(const OomExplanation& o) {
   return out;
 }
 
+// The settings replayed on a device: what happened under each (text only; the JSON keeps its
+// `fits` booleans, RemedyJson).
+Table RemediesTable(const OomDevice& d) {
+  Table t;
+  t.AddColumn("setting", "setting", Unit::kText);
+  t.AddColumn("result", "result", Unit::kText);
+  t.AddColumn("peak_reserved_bytes", "peak reserved", Unit::kBytes);
+  t.AddColumn("headroom_bytes", "headroom", Unit::kBytes);
+  for (const OomRemedy& m : d.remedies) {
+    t.AddRow(
+        {SettingName(m), RemedyResult(m), m.peak_reserved, m.fits ? Cell(m.headroom) : Cell()});
+  }
+  return t;
+}
+
+// The largest sites live at a failure.
+Table HoldersTable(const OomExplanation& o) {
+  Table t;
+  t.AddColumn("bytes", "bytes", Unit::kBytes);
+  t.AddColumn("share", "share", Unit::kRatio);
+  t.AddColumn("blocks", "blocks", Unit::kCount);
+  t.AddColumn("site", "site", Unit::kText);
+  t.AddColumn("category", "category", Unit::kText);
+  for (const auto& h : o.holders) {
+    const Cell share =
+        o.holders_bytes <= 0
+            ? Cell()
+            : Cell(static_cast<double>(h.bytes) / static_cast<double>(o.holders_bytes));
+    t.AddRow({h.bytes, share, h.blocks, h.site, h.category});
+  }
+  return t;
+}
+
+Json RemedyJson(const OomRemedy& m) {
+  return {{"conf", m.conf},
+          {"settings", m.settings},
+          {"fits", m.fits},
+          {"peak_reserved_bytes", m.peak_reserved},
+          {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
+          {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}};
+}
+
 void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
   out << "  remedies, each replayed on " << FormatBytes(d.capacity)
       << " (applied on top of the recorded settings):\n";
-  size_t w = 7;
-  for (const OomRemedy& m : d.remedies) w = std::max(w, SettingName(m).size());
-  size_t rw = 6;
-  for (const OomRemedy& m : d.remedies) rw = std::max(rw, RemedyResult(m).size());
-  out << absl::StrFormat("    %-*s  %-*s  %13s  %10s\n", static_cast<int>(w), "setting",
-                         static_cast<int>(rw), "result", "peak reserved", "headroom");
-  for (const OomRemedy& m : d.remedies) {
-    out << absl::StrFormat("    %-*s  %-*s  %13s  %10s\n", static_cast<int>(w), SettingName(m),
-                           static_cast<int>(rw), RemedyResult(m), FormatBytes(m.peak_reserved),
-                           m.fits ? FormatBytes(m.headroom) : std::string("-"));
-  }
+  RenderTableText(RemediesTable(d), out, {"    ", true});
   std::string same;
   for (const OomRemedy& m : d.remedies) {
     if (m.same_as.empty()) continue;
@@ -191,11 +225,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, std::ostream
     line("holders",
          absl::StrCat("live blocks at the failure: ", FormatBytes(o.holders_bytes), " in ",
                       Plural(o.holders_blocks, "block", "blocks"), "; the largest sites:"));
-    for (const auto& h : o.holders) {
-      out << absl::StrFormat("    %10s  %6s  %7s  %s  [%s]\n", FormatBytes(h.bytes),
-                             Share(h.bytes, o.holders_bytes), Plural(h.blocks, "blk", "blks"),
-                             h.site, h.category);
-    }
+    RenderTableText(HoldersTable(o), out, {"    ", true});
     bool all_unknown = std::all_of(o.categories.begin(), o.categories.end(), [](const auto& c) {
       return c.category == analysis::kUnknownCategory;
     });
@@ -291,14 +321,7 @@ Json OomToJson(const OomReport& r) {
     oj["live_bytes"] = o.holders_bytes;
     Json remedies = Json::array();
     if (const OomDevice* d = DeviceOf(r, o.device)) {
-      for (const OomRemedy& m : d->remedies) {
-        remedies.push_back({{"conf", m.conf},
-                            {"settings", m.settings},
-                            {"fits", m.fits},
-                            {"peak_reserved_bytes", m.peak_reserved},
-                            {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
-                            {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}});
-      }
+      for (const OomRemedy& m : d->remedies) remedies.push_back(RemedyJson(m));
     }
     oj["remedies"] = remedies;
     oj["shortfall_bytes"] = o.shortfall;
@@ -318,14 +341,7 @@ Json OomToJson(const OomReport& r) {
     dj["trace_peak_live_bytes"] = d.trace_peak_live;
     dj["trace_peak_event"] = d.trace_peak_event.index();
     Json remedies = Json::array();
-    for (const OomRemedy& m : d.remedies) {
-      remedies.push_back({{"conf", m.conf},
-                          {"settings", m.settings},
-                          {"fits", m.fits},
-                          {"peak_reserved_bytes", m.peak_reserved},
-                          {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
-                          {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}});
-    }
+    for (const OomRemedy& m : d.remedies) remedies.push_back(RemedyJson(m));
     dj["remedies"] = remedies;
     dj["notes"] = d.notes;
     devices.push_back(std::move(dj));
