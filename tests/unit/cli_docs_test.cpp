@@ -12,13 +12,6 @@ namespace {
 
 using testing::RunMemsnap;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 /// Runs bash with the completion script loaded and prints COMPREPLY for the words `line`.
 std::string Complete(const std::string& script, const std::string& line) {
   std::string dir = testing::TempDir();
@@ -41,7 +34,7 @@ TEST_SUITE("cli_docs") {
     REQUIRE(r.exit_code == 0);
     std::string path = std::string(MEMSNAP_SOURCE_DIR) + "/docs/cli.md";
     // After changing a command's flags, regenerate: build/memsnap help-markdown > docs/cli.md
-    CHECK_MESSAGE(ReadFile(path) == r.out,
+    CHECK_MESSAGE(testing::ReadFileOrFail(path) == r.out,
                   "docs/cli.md is stale: run `build/memsnap help-markdown > docs/cli.md`");
   }
 

@@ -16,13 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<fs::path> FilesUnder(const fs::path& dir) {
   std::vector<fs::path> out;
   if (!fs::exists(dir)) return out;
@@ -46,7 +39,7 @@ TEST_SUITE("fuzz_seeds") {
     CHECK(files.size() >= 40);
     for (const fs::path& p : files) {
       CAPTURE(p.string());
-      std::string bytes = Slurp(p);
+      std::string bytes = testing::ReadFileOrFail(p.string());
       auto input = io::FromMemory(bytes, p.filename().string());
       auto snaps = parse::ParseSnapshots(*input);
       CHECK_MESSAGE(snaps.ok(), snaps.status().message());
@@ -56,7 +49,7 @@ TEST_SUITE("fuzz_seeds") {
   TEST_CASE("fuzz crash reproducers in tests/fuzz/regressions fail cleanly") {
     for (const fs::path& p : FilesUnder(MEMSNAP_SOURCE_DIR "/tests/fuzz/regressions")) {
       CAPTURE(p.string());
-      std::string bytes = Slurp(p);
+      std::string bytes = testing::ReadFileOrFail(p.string());
       auto input = io::FromMemory(bytes, "repro");
       auto snaps = parse::ParseSnapshots(*input);
       if (!snaps.ok()) CHECK(std::string(snaps.status().message()).rfind("repro: ", 0) == 0);
@@ -80,7 +73,7 @@ TEST_SUITE("fuzz_seeds") {
     CHECK(files.size() >= 20);
     for (const fs::path& p : files) {
       CAPTURE(p.string());
-      CHECK(testing::ComparePicklePaths(Slurp(p)) == "");
+      CHECK(testing::ComparePicklePaths(testing::ReadFileOrFail(p.string())) == "");
     }
   }
 }

@@ -17,16 +17,8 @@ namespace {
 using testing::ParseError;
 using testing::ParseOrFail;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string Fixture(const std::string& name) {
-  return ReadFile(testing::TestdataPath("formats/" + name));
+  return testing::ReadFileOrFail(testing::TestdataPath("formats/" + name));
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
@@ -25,13 +24,6 @@ namespace memsnap {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void Write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -55,20 +47,16 @@ std::vector<std::pair<std::string, std::string>> Bounded(
 std::vector<std::pair<std::string, std::string>> CorpusInputs() {
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const std::string& path : testing::CorpusFiles()) {
-    inputs.emplace_back(fs::path(path).filename().string(), Slurp(path));
+    inputs.emplace_back(fs::path(path).filename().string(), testing::ReadFileOrFail(path));
   }
   return Bounded(std::move(inputs));
 }
 
 // The hand-written fixtures, pickled by CPython.
 std::vector<std::pair<std::string, std::string>> FixtureInputs() {
-  std::vector<std::pair<std::string, std::string>> inputs;
-  for (const char* name : {"formats/reader_2_1_full.json", "formats/reader_2_0_history.json",
-                           "formats/reader_1_13_list.json", "timeline_training.json",
-                           "frag_expandable.json", "frag_trace.json", "timeline_ring.json"}) {
-    inputs.emplace_back(name, testing::PythonPickle(std::string("load_json('") + name + "')"));
-  }
-  return inputs;
+  return testing::FixturePickles({"formats/reader_2_1_full.json", "formats/reader_2_0_history.json",
+                                  "formats/reader_1_13_list.json", "timeline_training.json",
+                                  "frag_expandable.json", "frag_trace.json", "timeline_ring.json"});
 }
 
 // Every command, with the flags that make it do the most work, on `file` (and `base`, the

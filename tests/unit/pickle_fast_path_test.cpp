@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -21,13 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // The pickles a file holds: itself, its gzip content, or the payloads of an HTML page.
 std::vector<std::string> PicklesIn(std::string bytes) {
   if (io::IsGzip(bytes)) {
@@ -42,29 +34,9 @@ std::vector<std::string> PicklesIn(std::string bytes) {
 
 // The hand-written fixtures of testdata/ as CPython pickles of protocols 2 and 4.
 std::vector<std::string> FixturePickles() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::recursive_directory_iterator(MEMSNAP_SOURCE_DIR "/testdata")) {
-    if (e.path().extension() == ".json") {
-      names.push_back(fs::relative(e.path(), MEMSNAP_SOURCE_DIR "/testdata").string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  std::string list;
-  for (const std::string& n : names) list += "'" + n + "', ";
-  // One Python run for all: [len][bytes] records on stdout.
-  std::string out =
-      testing::RunPython("from pyhelpers import load_json\nfor name in [" + list +
-                         "]:\n"
-                         "    for protocol in (2, 4):\n"
-                         "        b = pickle.dumps(load_json(name), protocol=protocol)\n"
-                         "        sys.stdout.buffer.write(len(b).to_bytes(8, 'little') + b)\n");
   std::vector<std::string> pickles;
-  for (size_t at = 0; at + 8 <= out.size();) {
-    uint64_t n = 0;
-    for (int k = 0; k < 8; ++k) n |= uint64_t{static_cast<unsigned char>(out[at + k])} << (8 * k);
-    pickles.push_back(out.substr(at + 8, n));
-    at += 8 + n;
-  }
+  for (auto& [name, bytes] : testing::FixturePickles(testing::FixtureNames(), {2, 4}))
+    pickles.push_back(std::move(bytes));
   return pickles;
 }
 
@@ -75,7 +47,7 @@ TEST_SUITE("pickle_fast_path") {
             doctest::test_suite("corpus")) {
     size_t pickles = 0;
     for (const std::string& path : testing::CorpusFiles()) {
-      for (const std::string& bytes : PicklesIn(Slurp(path))) {
+      for (const std::string& bytes : PicklesIn(testing::ReadFileOrFail(path))) {
         CAPTURE(path);
         CHECK(testing::ComparePicklePaths(bytes) == "");
         ++pickles;
@@ -198,7 +170,7 @@ TEST_SUITE("schema") {
       quoted.append(parse::kKeyNames[k]).push_back('"');
       int uses = 0;
       for (const std::string& path : sources) {
-        std::istringstream in(Slurp(path));
+        std::istringstream in(testing::ReadFileOrFail(path));
         std::string line;
         while (std::getline(in, line)) {
           line = line.substr(0, line.find("//"));  // comments may name keys

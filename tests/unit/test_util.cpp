@@ -103,6 +103,48 @@ Snapshot ParseOrFail(const std::string& bytes, const std::string& name) {
   return std::move((*snaps)[0]);
 }
 
+std::string ReadFileOrFail(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE_MESSAGE(f.good(), "cannot open ", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> FixtureNames() {
+  const fs::path root = TestdataPath("");
+  std::vector<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().extension() == ".json") names.push_back(fs::relative(e.path(), root).string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::pair<std::string, std::string>> FixturePickles(
+    const std::vector<std::string>& names, const std::vector<int>& protocols) {
+  std::string list, protos;
+  for (const std::string& n : names) list += "'" + n + "', ";
+  for (int p : protocols) protos += std::to_string(p) + ", ";
+  // [len][bytes] records on stdout.
+  const std::string out = RunPython(
+      "from pyhelpers import load_json\nfor name in [" + list + "]:\n" + "    for protocol in [" +
+      protos + "]:\n" + "        b = pickle.dumps(load_json(name), protocol=protocol)\n" +
+      "        sys.stdout.buffer.write(len(b).to_bytes(8, 'little') + b)\n");
+  std::vector<std::pair<std::string, std::string>> pickles;
+  size_t at = 0;
+  for (const std::string& name : names) {
+    for (size_t k = 0; k < protocols.size(); ++k) {
+      REQUIRE(at + 8 <= out.size());
+      uint64_t n = 0;
+      for (int b = 0; b < 8; ++b) n |= uint64_t{static_cast<unsigned char>(out[at + b])} << (8 * b);
+      pickles.emplace_back(name, out.substr(at + 8, n));
+      at += 8 + n;
+    }
+  }
+  return pickles;
+}
+
 Snapshot LoadFixture(const std::string& name) {
   Snapshot snap = ParseOrFail(PythonPickle("load_json('" + name + "')"), name);
   snap.source.path = name;

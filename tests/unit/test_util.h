@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memsnap/model/snapshot.h"
@@ -19,6 +20,17 @@ std::string RunPython(const std::string& code);
 
 /// Absolute path of a file under the source tree's testdata/.
 std::string TestdataPath(const std::string& name);
+
+/// The bytes of the file at `path`; fails the test when it cannot be opened.
+std::string ReadFileOrFail(const std::string& path);
+
+/// Every hand-written JSON fixture under testdata/, as paths relative to it, sorted.
+std::vector<std::string> FixtureNames();
+
+/// Fixture `names` (paths under testdata/) pickled by CPython (pyhelpers.py load_json) in each of
+/// `protocols`, in one Python run: {name, bytes} for each name, then each protocol.
+std::vector<std::pair<std::string, std::string>> FixturePickles(
+    const std::vector<std::string>& names, const std::vector<int>& protocols = {4});
 
 /// The real-snapshot corpus (the folder CMake option MEMSNAP_CORPUS_DIR names), for a corpus
 /// test, which is a test case in the test suite "corpus":
