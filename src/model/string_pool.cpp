@@ -1,6 +1,7 @@
 #include "memsnap/model/string_pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace memsnap {
@@ -21,8 +22,10 @@ StrId StringPool::Intern(std::string_view text) {
     stored = chunks_.back().get();
   } else {
     if (small_chunk_ == nullptr || chunk_used_ + text.size() > chunk_size_) {
-      // 4 KiB first, doubling up to kChunkSize: small inputs allocate little.
-      chunk_size_ = std::min(kChunkSize, std::max(kFirstChunkSize, 2 * chunk_size_));
+      // 4 KiB first, doubling up to kChunkSize: small inputs allocate little. Never smaller
+      // than the string (up to kChunkSize / 4 here).
+      chunk_size_ = std::min(
+          kChunkSize, std::max({kFirstChunkSize, 2 * chunk_size_, std::bit_ceil(text.size())}));
       chunks_.push_back(std::make_unique_for_overwrite<char[]>(chunk_size_));
       chunk_bytes_ += chunk_size_;
       small_chunk_ = chunks_.back().get();
