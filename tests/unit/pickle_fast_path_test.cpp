@@ -161,9 +161,9 @@ TEST_SUITE("pickle_fast_path") {
     // The second entry's frames: EMPTY_LIST MEMOIZE MARK BINGET i BINGET i APPENDS.
     const size_t at = bytes.rfind("]\x94(h");
     REQUIRE(at != std::string::npos);
-    REQUIRE(bytes[at + 8] == 'e');
-    bytes.insert(at + 9, "e");  // one more APPENDS
-    bytes.insert(at + 3, "(");  // one more MARK
+    REQUIRE(bytes[at + 7] == 'e');
+    bytes.insert(at + 8, 1, 'e');  // one more APPENDS
+    bytes.insert(at + 3, 1, '(');  // one more MARK
     const std::string generic = testing::DecodedPickleText(bytes, false);
     CHECK(generic.find("APPENDS without a list below its MARK") != std::string::npos);
     CHECK(testing::ComparePicklePaths(bytes) == "");
