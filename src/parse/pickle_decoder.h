@@ -353,6 +353,16 @@ class Decoder {
   uint32_t key_cache_size_ = 0;
 
   // ---- typing and the generic path (pickle_records.cpp) ----
+  // Interns `text` into the snapshot's pool, keeping key_codes_ over every StrId: a string is
+  // looked up in the schema (KeyOfName) once, when it first appears. Nothing is interned ahead:
+  // a small input does not pay for the whole key table.
+  StrId InternText(std::string_view text) {
+    const StrId id = snap_.strings.Intern(text);
+    if (id.v >= key_codes_.size()) [[unlikely]]
+      CodeNewStrings();
+    return id;
+  }
+  void CodeNewStrings();
   Key KeyOf(const Value& key) const {
     return key.tag == Tag::kStr && key.ref < key_codes_.size() ? key_codes_[key.ref] : Key::kOther;
   }
@@ -437,7 +447,7 @@ class Decoder {
   const bool fast_paths_;
   Snapshot snap_;
   StrId na_;
-  std::vector<Key> key_codes_;  // StrId of a key's text -> Key (known keys are interned first)
+  std::vector<Key> key_codes_;  // StrId -> Key (kOther for other strings), see InternText
 
   VmStack stack_;
   std::vector<size_t> marks_;

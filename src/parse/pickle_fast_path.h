@@ -145,6 +145,9 @@ static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <=
 }
 
 inline void Decoder::TryFrameList() {
+  // The list must be directly below the MARK just pushed: behind a second MARK it is out of
+  // APPENDS' reach, which the generic path (like Python) refuses.
+  if (marks_.size() >= 2 && marks_[marks_.size() - 2] == stack_.size()) return;
   ListObj& l = lists_[stack_.back().ref];
   if (l.count != 0 || l.stack.valid() || l.consumed) return;
   size_t p = pos_;

@@ -72,7 +72,7 @@ class PickleField {
     if (v.tag != Tag::kDict && v.tag != Tag::kEventRef && v.tag != Tag::kFrameRef) {
       return std::nullopt;
     }
-    return d_.snap_.strings.Intern(d_.RenderText(v, 0));
+    return d_.InternText(d_.RenderText(v, 0));
   }
   template <typename Fn>
   absl::Status ForEachItem(const Value& v, Fn&& fn) {

@@ -80,7 +80,9 @@ const char* RefusedOpcodeName(uint8_t op) {
 
 void VmStack::Grow() {
   size_t size = this->size();
-  size_t cap = end_ ? static_cast<size_t>(end_ - base_) * 2 : 1024;
+  // 64 to start: a snapshot's pickle nests a few levels deep, and a small input should not
+  // allocate and fill 16 KiB it never uses.
+  size_t cap = end_ ? static_cast<size_t>(end_ - base_) * 2 : 64;
   auto bigger = std::make_unique<Value[]>(cap);
   if (size) std::memcpy(bigger.get(), base_, size * sizeof(Value));
   storage_ = std::move(bigger);
@@ -91,13 +93,7 @@ void VmStack::Grow() {
 
 Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOptions& options)
     : input_(input), data_(input.bytes()), fast_paths_(options.fast_paths), observer_(observer) {
-  // The schema's keys are interned first, so their StrIds are small and index key_codes_.
-  for (int k = 1; k < kNumKeys; ++k) {
-    StrId id = snap_.strings.Intern(kKeyNames[k]);
-    if (key_codes_.size() <= id.v) key_codes_.resize(id.v + 1, Key::kOther);
-    key_codes_[id.v] = static_cast<Key>(k);
-  }
-  na_ = snap_.strings.Intern("N/A");
+  na_ = InternText("N/A");
   // Reserve generously: untouched capacity costs address space, not resident memory, and it
   // avoids the transient 3x of a vector doubling on multi-GB inputs.
   size_t n = data_.size();
@@ -107,6 +103,13 @@ Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOp
   memo_.reserve(n / 16 + 16);
   dicts_.reserve(n / 24 + 16);
   if (observer_ != nullptr) next_publish_ = std::min(kPublishEvery, snap_.events.capacity());
+}
+
+void Decoder::CodeNewStrings() {
+  while (key_codes_.size() < snap_.strings.size()) {
+    key_codes_.push_back(
+        KeyOfName(snap_.strings.Get(StrId(static_cast<uint32_t>(key_codes_.size())))));
+  }
 }
 
 absl::Status Decoder::MemoPut(size_t at, uint64_t index) {
@@ -180,7 +183,7 @@ absl::Status Decoder::PushString(size_t at, size_t n) {
     return Error(at, absl::StrCat("string of ", n, " bytes runs past the end of the input (",
                                   data_.size() - pos_, " bytes left)"));
   }
-  StrId id = snap_.strings.Intern(data_.substr(pos_, n));
+  StrId id = InternText(data_.substr(pos_, n));
   pos_ += n;
   stack_.push_back(Value{Tag::kStr, Rec::kUnset, id.v, 0});
   return absl::OkStatus();

@@ -119,6 +119,28 @@ TEST_SUITE("pickle_fast_path") {
     }
   }
 
+  TEST_CASE("a frames list behind a second MARK is refused both ways, as Python refuses it") {
+    // Found by the fuzz_pickle_paths campaign (the reproducer is in tests/fuzz/regressions/):
+    // after `EMPTY_LIST MARK MARK`, the fast path took the frames batch of the inner MARK as
+    // the list's items although the list is out of APPENDS' reach behind the outer MARK. The
+    // two paths then failed with different messages, and here, with one more APPENDS closing
+    // the outer MARK, the fast path accepted a pickle that Python and the generic path refuse.
+    std::string bytes = testing::PythonPickle(
+        "(lambda fr: {'segments': [], 'device_traces': [[dict(action='alloc', addr=2**40, "
+        "size=512, stream=0, frames=[fr, fr]), dict(action='alloc', addr=2**41, size=512, "
+        "stream=0, frames=[fr, fr])]]})({'name': 'f', 'filename': 'a.py', 'line': 1})",
+        4);
+    // The second entry's frames: EMPTY_LIST MEMOIZE MARK BINGET i BINGET i APPENDS.
+    const size_t at = bytes.rfind("]\x94(h");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(bytes[at + 7] == 'e');
+    bytes.insert(at + 8, 1, 'e');  // one more APPENDS
+    bytes.insert(at + 3, 1, '(');  // one more MARK
+    const std::string generic = testing::DecodedPickleText(bytes, false);
+    CHECK(generic.find("APPENDS without a list below its MARK") != std::string::npos);
+    CHECK(testing::ComparePicklePaths(bytes) == "");
+  }
+
   TEST_CASE("byte-mutated fixtures decode the same both ways, or fail the same way") {
     // Deterministic mutations (flips, truncations, duplicated and deleted ranges) of each
     // fixture; the fuzz_pickle_paths target runs the same check on what libFuzzer makes.

@@ -28,6 +28,23 @@ class SnapshotMutator {
     for (int i = 0; i < steps; ++i) MutateOnce(s);
   }
 
+  /// Cuts `s` down to a random window of at most `max_events` entries per device trace and
+  /// `max_segments` segments (their blocks stay): a whole real snapshot becomes a small one whose
+  /// records are still real, so a fuzzer that mutates it runs thousands of times faster.
+  void Crop(Snapshot& s, uint32_t max_events, size_t max_segments) {
+    for (DeviceTrace& t : s.traces) {
+      if (t.size() <= max_events) continue;
+      t.begin += static_cast<uint32_t>(Below(t.size() - max_events + 1));
+      t.end = t.begin + max_events;
+    }
+    if (s.segments.size() > max_segments) {
+      const size_t first = Below(s.segments.size() - max_segments + 1);
+      s.segments.erase(s.segments.begin() + static_cast<std::ptrdiff_t>(first + max_segments),
+                       s.segments.end());
+      s.segments.erase(s.segments.begin(), s.segments.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+  }
+
   /// `s` as a pickle of a random protocol, by the project's writer ("" if it fails).
   std::string Encode(const Snapshot& s) {
     writer::SnapshotWriteOptions options;

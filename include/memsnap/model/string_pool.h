@@ -4,11 +4,13 @@
 // stays valid for the pool's lifetime; `views_[id]` points into a chunk; `index_` maps text -> id.
 //
 // clang-format off
-//   chunks_:  [ "name\0filename\0..." ][ ... ]      (kChunkSize bytes each, larger strings get their own)
+//   chunks_:  [ "name\0filename\0..." ][ ... ]      (4 KiB, doubling to kChunkSize; larger strings get their own)
 //   views_:   StrId -> string_view into a chunk
 // clang-format on
 //
-// StrId 0 is always the empty string.
+// StrId 0 is always the empty string. A new pool allocates nothing but its index: a snapshot of a
+// few hundred bytes (most fuzz inputs, the unit tests' fixtures) must not pay for a 64 KiB chunk,
+// so the first chunk is small, and chunks are never zero-filled.
 #pragma once
 
 #include <memory>
@@ -39,10 +41,13 @@ class StringPool {
   static constexpr StrId kEmpty = StrId(0);
 
  private:
+  static constexpr size_t kFirstChunkSize = 1 << 12;
   static constexpr size_t kChunkSize = 1 << 16;
   std::vector<std::unique_ptr<char[]>> chunks_;
   char* small_chunk_ = nullptr;  // the chunk small strings are appended to
+  size_t chunk_size_ = 0;        // its size
   size_t chunk_used_ = 0;
+  size_t chunk_bytes_ = 0;  // all chunks' sizes
   std::vector<std::string_view> views_;
   absl::flat_hash_map<std::string_view, uint32_t> index_;
 };
