@@ -150,6 +150,7 @@ class SiteLabels {
   void Finish();
   const std::string& Label(size_t index) const { return labels_[index]; }
   const SiteInfo& Site(size_t index) const { return *sites_[index]; }
+  size_t size() const { return sites_.size(); }
 
  private:
   Attribution& attribution_;
