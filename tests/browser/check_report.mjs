@@ -214,13 +214,17 @@ async function zoomIntoPeak(name, page, index) {
 // first. `want` (a regex): a label some band at the peak must have. A click keeps the label below.
 async function checkBandHover(name, page, index, want) {
   const px = await pixelOf(page, index, await page.evaluate((i) => __memsnap.timelines[i].dev.peak.x, index));
-  const bands = await page.evaluate(([i, pagex]) => {
+  // Mouse events carry whole pixels: pick the pixel first, then the column and band under it.
+  const bands = await page.evaluate(([i, peakx]) => {
     const t = __memsnap.timelines[i], r = t.u.over.getBoundingClientRect();
+    const pagex = Math.round(Math.min(Math.max(peakx, r.left + 2), r.right - 3));
     const x = t.xAtPointer({ clientX: pagex });
     return t.columnAt(x).bands.map((c) => {
       const b = t.lod.bands[c.id];
       const y0 = t.u.valToPos(c.bottom, "y"), y1 = t.u.valToPos(c.bottom + c.size, "y");
-      return { id: c.id, x: pagex, y: r.top + (y0 + y1) / 2, height: Math.abs(y0 - y1), size: b.size,
+      // The pixel row in the band's middle, and whether the band is there at that row.
+      const y = Math.round(r.top + (y0 + y1) / 2), v = t.u.posToVal(y - r.top, "y");
+      return { id: c.id, x: pagex, y, height: Math.abs(y0 - y1), size: b.size, hit: v >= c.bottom && v < c.bottom + c.size,
         site: t.tables.sites[b.site], category: t.tables.categories[b.cat] };
     });
   }, [index, px]);
@@ -228,7 +232,11 @@ async function checkBandHover(name, page, index, want) {
   if (want && !bands.some((b) => want.test(b.site))) {
     fail(name, `no band at the peak is labelled ${want}: ${bands.map((b) => b.site).join(" | ")}`);
   }
-  const tallest = bands.reduce((p, q) => (q.height > p.height ? q : p));
+  // The tallest band a whole pixel row falls in (at a peak of many thin bands, any such band).
+  const hits = bands.filter((b) => b.hit);
+  if (!hits.length) { fail(name, "no band at the peak is a pixel tall"); return; }
+  const tallest = hits.reduce((p, q) => (q.height > p.height ? q : p));
+  await page.mouse.move(tallest.x - 20, tallest.y - 20);  // a move to where it is fires nothing
   await page.mouse.move(tallest.x, tallest.y);
   await page.waitForTimeout(30);
   const tip = await page.evaluate(() => {
