@@ -26,6 +26,9 @@ and the outer Python frames after `_start`). What each allocation is, by constru
 Usage: python3 testdata/attribution_fixture.py   (writes testdata/attribution_training.json)
        write(path, linear_mib=8)                  (from a golden test's setup: a variant whose
                                                    forward keeps a larger activation)
+       write(path, net_shift=2)                   (a variant where an edit put two lines above
+                                                   model/net.py:15, so net.py's frames from line
+                                                   15 on moved down by two)
 """
 import json
 import os
@@ -149,11 +152,21 @@ ENGINE_FREE = UNWIND + FREE + [native("torch::autograd::generated::MmBackward0::
                                       "std::vector<at::Tensor>&&)")] + ENGINE_TAIL
 
 
+def shifted(stacks, shift, first=15):
+    """The stacks with model/net.py's lines from `first` on moved by `shift` (an edit above them)."""
+    def move(frame):
+        if frame["filename"] == NET and frame["line"] >= first:
+            return dict(frame, line=frame["line"] + shift)
+        return frame
+    return {k: [move(f) for f in v] for k, v in stacks.items()}
+
+
 class Sim:
     """First-fit allocator over one segment; writes events with frames and increasing times."""
 
-    def __init__(self):
+    def __init__(self, stacks=None):
         self.trace, self.live, self.time = [], {}, 1_000_000
+        self.stacks = stacks or STACKS
 
     def _event(self, action, addr, size, frames):
         self.time += 100
@@ -173,12 +186,12 @@ class Sim:
         addr = self.place(size)
         self.live[addr] = (size, stack)
         if traced:
-            self._event("alloc", addr, size, STACKS[stack] if stack else [])
+            self._event("alloc", addr, size, self.stacks[stack] if stack else [])
         return addr
 
     def free(self, addr, frames=None):
         size, stack = self.live.pop(addr)
-        frames = frames if frames is not None else (STACKS[stack] if stack else [])
+        frames = frames if frames is not None else (self.stacks[stack] if stack else [])
         for action in ("free_requested", "free_completed"):
             self._event(action, addr, size, frames)
 
@@ -191,7 +204,7 @@ class Sim:
                                "state": "inactive", "frames": []})
             blocks.append({"address": addr, "size": size, "requested_size": size,
                            "state": "active_allocated",
-                           "frames": STACKS[stack] if stack else []})
+                           "frames": self.stacks[stack] if stack else []})
             at = addr + size
         if at < BASE + SEGMENT:
             blocks.append({"address": at, "size": BASE + SEGMENT - at, "requested_size": 0,
@@ -236,8 +249,8 @@ def step(sim, first, linear_mib):
     return grads
 
 
-def write(path, linear_mib=4):
-    sim = Sim()
+def write(path, linear_mib=4, net_shift=0):
+    sim = Sim(shifted(STACKS, net_shift) if net_shift else STACKS)
     sim.alloc(4 * MiB, None, traced=False)  # W0: weights from before the trace, no stack
     old_grad = sim.alloc(2 * MiB, "grad", traced=False)  # PW: freed by zero_grad in the trace
     sim.free(old_grad, ZERO_GRAD)

@@ -503,9 +503,25 @@ SiteInfo Attribution::Build(StackId stack) {
     s.phase = IsOptimizerOp(facts.op_inner_to_python) ? Phase::kOptimizer : Phase::kOther;
   }
 
-  // Name and key.
-  std::vector<std::string> key_parts;
-  for (size_t i : facts.python) key_parts.push_back(key_text(i));
+  // Name and key. The unlined key joins the same parts without their lines (when asked for).
+  const bool unlined = options_.unlined_keys && !options_.ignore_lines;
+  auto unlined_text = [&](size_t i) -> std::string {
+    const std::string& key = key_text(i);
+    const Frame& f = snap_.frames.Get(frames[i]);
+    if (f.line == kUnknownLine) return key;
+    // "path:LINE:name" -> "path:name".
+    const size_t line_chars = absl::StrCat(f.line).size() + 1;
+    const size_t at = key.size() - snap_.strings.Get(f.name).size() - 1 - line_chars;
+    return absl::StrCat(key.substr(0, at), key.substr(at + line_chars));
+  };
+  auto set_unlined = [&](std::string text) {
+    if (unlined && text != s.key) s.unlined_key = std::move(text);
+  };
+  std::vector<std::string> key_parts, unlined_parts;
+  for (size_t i : facts.python) {
+    key_parts.push_back(key_text(i));
+    if (unlined) unlined_parts.push_back(unlined_text(i));
+  }
   if (!facts.node.empty()) {
     s.kind = SiteKind::kBackward;
     s.op = facts.op_inner_to_node;
@@ -515,6 +531,9 @@ SiteInfo Attribution::Build(StackId stack) {
       if (!plumbing(i)) s.callers.push_back(PythonFrameText(frames[i]));
     }
     s.key = absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(key_parts, ";"));
+    if (unlined) {
+      set_unlined(absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(unlined_parts, ";")));
+    }
     return s;
   }
   if (!facts.python.empty()) {
@@ -571,11 +590,16 @@ SiteInfo Attribution::Build(StackId stack) {
     }
     // The identity starts at the owner: library frames inside it (how deep Module._apply
     // recursed, which einsum backend ran) do not make another site; what it called does.
-    std::vector<std::string> owner_out;
-    for (size_t i : facts.python) {
-      if (i >= owner) owner_out.push_back(key_text(i));
+    std::vector<std::string> owner_out, unlined_out;
+    for (size_t k = 0; k < facts.python.size(); ++k) {
+      if (facts.python[k] < owner) continue;
+      owner_out.push_back(key_text(facts.python[k]));
+      if (unlined) unlined_out.push_back(unlined_parts[k]);
     }
     s.key = absl::StrCat("py|", s.what, "|", absl::StrJoin(owner_out, ";"), "|", s.op);
+    if (unlined) {
+      set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op));
+    }
     return s;
   }
   if (facts.engine) {

@@ -134,7 +134,7 @@ GroupContext::GroupContext(const Snapshot& snap, const GroupOptions& options, Fr
     : snap_(snap),
       options_(options),
       filter_(std::move(filter)),
-      attribution_(snap, &filter_, AttributionOptions{options.ignore_lines}),
+      attribution_(snap, &filter_, AttributionOptions{options.ignore_lines, options.unlined_keys}),
       categorizers_(attribution_) {}
 
 GroupContext::~GroupContext() = default;
@@ -188,6 +188,7 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       r.key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");  // folded form: root first
       r.info = site;
       r.info.key = r.key;  // one row per stack: two stacks of one site get distinct labels
+      r.info.unlined_key.clear();  // moved sites are paired by site only
       break;
     }
     default: {

@@ -140,6 +140,18 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     }
     out.devices.push_back(std::move(d));
   }
+  // Each band's site and category, for its hover (the same labels and categories as `top`).
+  SiteLabels labels(context.attribution());
+  for (DeviceReportAnalysis& d : out.devices) {
+    const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+    for (const LodBand& band : d.lod.bands) {
+      const BlockLifetime& b = dt.blocks[band.lifetime];
+      d.band_site.push_back(static_cast<uint32_t>(labels.Add(b)));
+      d.band_category.push_back(context.Categorize(dt, b).category);
+    }
+  }
+  labels.Finish();
+  for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
   std::vector<std::future<AllocatorStates>> states;  // deferred: run by the worker below
   if (options.with_states) {
     for (const DeviceReportAnalysis& d : out.devices) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::report {
 
@@ -28,6 +29,22 @@ std::string MomentHeader(const analysis::DiffReport& rep) {
                     peak ? "; --at end compares the final states)" : ")");
   }
   return s;
+}
+// A site paired across moved lines whose label does not show the move (only a caller moved, or
+// frames the label leaves out): the nearest such move by file name, and how many more (the JSON
+// lists them all): " [moved: benchmark.py:222→224 +2]", or " [lines moved]".
+std::string MovedTag(const SiteDelta& s) {
+  if (s.before_key.empty()) return "";
+  if (s.moved.empty()) return " [lines moved]";
+  std::vector<std::string_view> unseen;
+  for (const std::string& m : s.moved) {
+    if (s.site.find(m) == std::string::npos) unseen.push_back(m);
+  }
+  if (unseen.empty()) return "";
+  std::string_view first = unseen[0];
+  first.remove_prefix(std::min(first.size(), first.rfind('/', first.find(':')) + 1));
+  return absl::StrCat(" [moved: ", Sv(first),
+                      unseen.size() > 1 ? absl::StrCat(" +", unseen.size() - 1) : "", "]");
 }
 }  // namespace
 
@@ -55,7 +72,7 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
     const SiteDelta& s = rep.sites[i];
     std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
                       : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
-                                                                     : "";
+                                                                     : MovedTag(s);
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
@@ -71,7 +88,9 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   if (n < rep.sites.size())
     out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
   out << "sites: " << rep.sites_only_before << " only before, " << rep.sites_only_after
-      << " only after, " << rep.sites_unchanged << " unchanged\n\n";
+      << " only after, " << rep.sites_unchanged << " unchanged";
+  if (rep.sites_moved > 0) out << ", " << rep.sites_moved << " paired across moved lines";
+  out << "\n\n";
 
   out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", "totals", "before", "after", "delta",
                          "segments");
@@ -115,6 +134,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["sites_only_before"] = rep.sites_only_before;
   j["sites_only_after"] = rep.sites_only_after;
   j["sites_unchanged"] = rep.sites_unchanged;
+  j["sites_moved"] = rep.sites_moved;
   Json sites = Json::array();
   for (const SiteDelta& s : rep.sites) {
     Json o;
@@ -123,6 +143,8 @@ Json DiffToJson(const analysis::DiffReport& rep) {
     o["category"] = std::string(analysis::CategoryName(s.category()));
     o["frames"] = s.frames;
     o["presence"] = std::string(analysis::PresenceName(s.presence));
+    o["before_key"] = s.before_key.empty() ? Json(nullptr) : Json(s.before_key);
+    o["moved"] = s.moved;
     o["before_bytes"] = s.before_bytes;
     o["after_bytes"] = s.after_bytes;
     o["delta_bytes"] = s.delta_bytes();

@@ -57,7 +57,10 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
   j["peak_sites"] = internal::SiteTableJson(a.peak_sites, stacks);
   j["alloc_sites"] = internal::SiteTableJson(a.alloc_sites, stacks);
   j["replay"] = ReplayJson(a);
+  j["band_sites"] = internal::BandSitesJson(a);
+  j["category_names"] = internal::CategoryNamesJson();
   j["frames"] = stacks.FramesJson();
+  j["frame_kinds"] = stacks.FrameKindsJson();
   j["stacks"] = stacks.StacksJson();
   return j;
 }

@@ -37,9 +37,14 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   j["mode"] = "diff";
   j["before"] = SideJson(before, a.before, before_stacks);
   j["after"] = SideJson(after, a.after, after_stacks);
+  j["category_names"] = internal::CategoryNamesJson();
+  j["before"]["band_sites"] = internal::BandSitesJson(a.before);
   j["before"]["frames"] = before_stacks.FramesJson();
+  j["before"]["frame_kinds"] = before_stacks.FrameKindsJson();
   j["before"]["stacks"] = before_stacks.StacksJson();
+  j["after"]["band_sites"] = internal::BandSitesJson(a.after);
   j["after"]["frames"] = after_stacks.FramesJson();
+  j["after"]["frame_kinds"] = after_stacks.FrameKindsJson();
   j["after"]["stacks"] = after_stacks.StacksJson();
   j["moment"] = diff.options.at.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
   j["live_bytes"] = DeltaJson(diff.live_bytes);

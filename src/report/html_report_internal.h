@@ -16,9 +16,10 @@ namespace memsnap::report::internal {
 
 using Json = nlohmann::ordered_json;
 
-/// Stacks referenced by the page, each once: "frames" (texts, each once) and "stacks" (frame
-/// indices, innermost first, after the frame filter). Add() returns the stack's index, -1 for no
-/// stack.
+/// Stacks referenced by the page, each once: "frames" (texts, each once), "frame_kinds" (one
+/// character per frame: what attribution makes of it, so the page can put the user's frames first:
+/// docs/report.md) and "stacks" (frame indices, innermost first, after the frame filter). Add()
+/// returns the stack's index, -1 for no stack.
 class StackTableJson {
  public:
   StackTableJson(const Snapshot& snap, analysis::FrameFilter filter)
@@ -29,6 +30,7 @@ class StackTableJson {
   /// Frame texts as indices into "frames".
   Json Indices(const std::vector<std::string>& texts);
   Json FramesJson() const;
+  Json FrameKindsJson() const;
   Json StacksJson() const;
 
  private:
@@ -37,8 +39,14 @@ class StackTableJson {
   absl::flat_hash_map<uint32_t, int> stack_index_;
   absl::flat_hash_map<std::string, int> text_index_;
   std::vector<std::string> frame_texts_;
+  std::string frame_kinds_;  // parallel to frame_texts_ (FrameKind)
   std::vector<std::vector<int>> stacks_;
 };
+
+/// The band sites' labels (analysis::ReportAnalysis::band_sites) and the category names the
+/// bands' category codes index.
+Json BandSitesJson(const analysis::ReportAnalysis& a);
+Json CategoryNamesJson();
 
 /// A site table: moment, totals and rows (key, frames as indices into the stack table's frames,
 /// innermost first, bytes, rounded, count, synthetic). Rows are objects so that fields can be

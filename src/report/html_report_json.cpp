@@ -32,12 +32,32 @@ namespace internal {
 using analysis::DeviceTimeline;
 using analysis::TimelinePoint;
 
+namespace {
+
+// What a frame is to attribution (docs/attribution.md), one character in "frame_kinds": '0' the
+// user's Python code, '1' library Python, '2' native code that can own memory (an autograd node,
+// an operator, a kernel), '3' machinery (allocator, dispatcher, interpreter...), '4' unknown (a
+// text added without its frame).
+char FrameKind(const Snapshot& snap, FrameId id) {
+  const Frame& f = snap.frames.Get(id);
+  std::string_view file = snap.strings.Get(f.filename);
+  analysis::FrameClass c = analysis::ClassifyFrame(snap.strings.Get(f.name), file);
+  if (c == analysis::FrameClass::kPython) return analysis::IsLibraryPath(file) ? '1' : '0';
+  return analysis::IsMachinery(c) ? '3' : '2';
+}
+
+}  // namespace
+
 int StackTableJson::Add(StackId stack) {
   if (!stack.valid()) return -1;
   auto it = stack_index_.find(stack.v);
   if (it != stack_index_.end()) return it->second;
   std::vector<int> frames;
-  for (FrameId f : filter_.Filtered(stack)) frames.push_back(AddText(snap_.FrameText(f)));
+  for (FrameId f : filter_.Filtered(stack)) {
+    int text = AddText(snap_.FrameText(f));
+    frame_kinds_[text] = FrameKind(snap_, f);
+    frames.push_back(text);
+  }
   int id = static_cast<int>(stacks_.size());
   stacks_.push_back(std::move(frames));
   stack_index_.emplace(stack.v, id);
@@ -46,7 +66,10 @@ int StackTableJson::Add(StackId stack) {
 
 int StackTableJson::AddText(const std::string& text) {
   auto [it, inserted] = text_index_.try_emplace(text, static_cast<int>(frame_texts_.size()));
-  if (inserted) frame_texts_.push_back(text);
+  if (inserted) {
+    frame_texts_.push_back(text);
+    frame_kinds_.push_back('4');
+  }
   return it->second;
 }
 
@@ -57,7 +80,18 @@ Json StackTableJson::Indices(const std::vector<std::string>& texts) {
 }
 
 Json StackTableJson::FramesJson() const { return Json(frame_texts_); }
+Json StackTableJson::FrameKindsJson() const { return Json(frame_kinds_); }
 Json StackTableJson::StacksJson() const { return Json(stacks_); }
+
+Json BandSitesJson(const analysis::ReportAnalysis& a) { return Json(a.band_sites); }
+
+Json CategoryNamesJson() {
+  Json names = Json::array();
+  for (int k = 0; k < analysis::kNumCategories; ++k) {
+    names.push_back(std::string(analysis::CategoryName(static_cast<analysis::Category>(k))));
+  }
+  return names;
+}
 
 Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks) {
   Json j;
@@ -197,11 +231,12 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
         {t.level, t.tile, t.buckets.size(), PackTile(t, lod.columns), PackAscending(t.bands)}));
   }
   j["tiles"] = std::move(tiles);
-  // The band lifetimes, 11 varints each (docs/report.md).
+  // The band lifetimes, 13 varints each (docs/report.md).
   std::vector<int64_t> v;
-  v.reserve(lod.bands.size() * 11);
+  v.reserve(lod.bands.size() * 13);
   int64_t prev_alloc = -1, prev_x = 0;
-  for (const analysis::LodBand& band : lod.bands) {
+  for (size_t k = 0; k < lod.bands.size(); ++k) {
+    const analysis::LodBand& band = lod.bands[k];
     const analysis::BlockLifetime& b = dt.blocks[band.lifetime];
     int64_t alloc = EventOrNone(b.alloc_event), free = EventOrNone(b.free_completed_event);
     auto ax = static_cast<int64_t>(band.alloc_x), fx = static_cast<int64_t>(band.free_x);
@@ -216,6 +251,9 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     v.push_back(ClassCode(b.cls));
     v.push_back(stacks.Add(b.stack) + 1);
     v.push_back(b.version);
+    v.push_back(k < d.band_site.size() ? static_cast<int64_t>(d.band_site[k]) : -1);
+    v.push_back(k < d.band_category.size() ? static_cast<int64_t>(d.band_category[k])
+                                           : static_cast<int64_t>(analysis::Category::kUnknown));
     prev_alloc = alloc;
     prev_x = ax;
   }

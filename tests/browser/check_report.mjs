@@ -6,6 +6,8 @@
 //   - no negative value and nothing drawn outside the plot area, on every timeline;
 //   - zooming into the peak step with wheel and drag events redraws from finer data, and there
 //     the bands and the grey band add up to the live curve, which is the peak;
+//   - hovering the largest band at the peak shows its site's label first (never an allocator
+//     frame), its category and size, and the user's frames before the rest; a click keeps them;
 //   - the allocator state at the peak matches `memsnap frag --at peak --json`;
 //   - the diff page's deltas match `memsnap diff --at peak --json`;
 //   - the view survives a reload through the URL hash, follows a resize, and resets with a key.
@@ -207,6 +209,55 @@ async function zoomIntoPeak(name, page, index) {
   return dragged;
 }
 
+// Hovers the tallest band at the peak (zoomed in): the tooltip leads with the band's site label
+// (the page's band site table), then its category and size; the stack shows the user's frames
+// first. `want` (a regex): a label some band at the peak must have. A click keeps the label below.
+async function checkBandHover(name, page, index, want) {
+  const px = await pixelOf(page, index, await page.evaluate((i) => __memsnap.timelines[i].dev.peak.x, index));
+  // Mouse events carry whole pixels: pick the pixel first, then the column and band under it.
+  const bands = await page.evaluate(([i, peakx]) => {
+    const t = __memsnap.timelines[i], r = t.u.over.getBoundingClientRect();
+    const pagex = Math.round(Math.min(Math.max(peakx, r.left + 2), r.right - 3));
+    const x = t.xAtPointer({ clientX: pagex });
+    return t.columnAt(x).bands.map((c) => {
+      const b = t.lod.bands[c.id];
+      const y0 = t.u.valToPos(c.bottom, "y"), y1 = t.u.valToPos(c.bottom + c.size, "y");
+      // The pixel row in the band's middle, and whether the band is there at that row.
+      const y = Math.round(r.top + (y0 + y1) / 2), v = t.u.posToVal(y - r.top, "y");
+      return { id: c.id, x: pagex, y, height: Math.abs(y0 - y1), size: b.size, hit: v >= c.bottom && v < c.bottom + c.size,
+        site: t.tables.sites[b.site], category: t.tables.categories[b.cat] };
+    });
+  }, [index, px]);
+  if (!bands.length) { fail(name, "no band at the peak to hover"); return; }
+  if (want && !bands.some((b) => want.test(b.site))) {
+    fail(name, `no band at the peak is labelled ${want}: ${bands.map((b) => b.site).join(" | ")}`);
+  }
+  // The tallest band a whole pixel row falls in (at a peak of many thin bands, any such band).
+  const hits = bands.filter((b) => b.hit);
+  if (!hits.length) { fail(name, "no band at the peak is a pixel tall"); return; }
+  const tallest = hits.reduce((p, q) => (q.height > p.height ? q : p));
+  await page.mouse.move(tallest.x - 20, tallest.y - 20);  // a move to where it is fires nothing
+  await page.mouse.move(tallest.x, tallest.y);
+  await page.waitForTimeout(30);
+  const tip = await page.evaluate(() => {
+    const t = document.getElementById("tip");
+    const head = t.querySelector(".tip-site");
+    return { shown: t.style.display !== "none", head: head ? head.textContent : null, text: t.textContent };
+  });
+  if (!tip.shown) { fail(name, "hovering a band shows no tooltip"); return; }
+  if (tip.head !== tallest.site) fail(name, `the band's tooltip leads with ${JSON.stringify(tip.head)}, its site is ${JSON.stringify(tallest.site)}`);
+  if (/CUDACachingAllocator|DeviceCachingAllocator|c10::|at::detail::empty/.test(tip.head || "")) {
+    fail(name, `the band's tooltip names an allocator frame: ${tip.head}`);
+  }
+  if (!tip.text.includes(tallest.category.replace("_", " "))) fail(name, `the band's tooltip does not say its category (${tallest.category})`);
+  if (!/your code, innermost first|no frame of your code|no stack recorded|every frame filtered/.test(tip.text)) {
+    fail(name, `the band's tooltip does not put the user's frames first: ${tip.text.slice(0, 200)}`);
+  }
+  await page.mouse.click(tallest.x, tallest.y);
+  const kept = await page.evaluate(() => { const b = document.querySelector(".details .band-site"); return b ? b.textContent : null; });
+  if (kept !== tallest.site) fail(name, `a click on the band keeps ${JSON.stringify(kept)} below the chart, not its site`);
+}
+
 // The state view at the peak reserved moment against `memsnap frag --at peak --json`.
 async function checkStateAtPeak(name, page, input) {
   const frag = JSON.parse(run(["frag", "--at", "peak", "--json", input]));
@@ -296,7 +347,7 @@ async function checkCategories(name, page) {
   if (got.sites.length && !got.cats_shown) fail(name, "site tables show no category");
 }
 
-async function checkSinglePage(name, input, extra = []) {
+async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
   await checkTimelines(name, page);
@@ -306,6 +357,7 @@ async function checkSinglePage(name, input, extra = []) {
     const z = await zoomIntoPeak(name, page, i);
     if (z && !zoomed) zoomed = { index: i, fig: z };
   }
+  if (zoomed) await checkBandHover(name, page, zoomed.index, wantBand);
   await checkStateAtPeak(name, page, input);
   await checkSites(name, page);
   await checkCategories(name, page);
@@ -373,7 +425,8 @@ try {
     const basic = path.join(testdata, "report_basic.json");
     await checkSinglePage("basic", basic);
     await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
-    await checkSinglePage("attribution", path.join(testdata, "attribution_training.json"));
+    await checkSinglePage("attribution", path.join(testdata, "attribution_training.json"), [],
+      /^linear \u2190 model\/net\.py:15 forward$/);
     await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
     await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
   } else {

@@ -410,6 +410,47 @@ TEST_SUITE("report") {
     CHECK(std::string(bad.status().message()).find("--replay max_split_size_mb:abc: ") == 0);
   }
 
+  TEST_CASE("every band carries its site's label and its category, as top names them") {
+    Snapshot snap = LoadFixture("attribution_training.json");
+    auto a = analysis::AnalyzeForReport(snap, {});
+    REQUIRE(a.ok());
+    REQUIRE(a->devices.size() == 1);
+    const analysis::DeviceReportAnalysis& d = a->devices[0];
+    const analysis::DeviceTimeline& dt = a->timeline.devices[d.timeline_index];
+    REQUIRE(d.band_site.size() == d.lod.bands.size());
+    REQUIRE(d.band_category.size() == d.lod.bands.size());
+    // The forward pass's linear: 4 MiB, kept for backward (attribution_fixture.py, H).
+    int linears = 0;
+    for (size_t k = 0; k < d.lod.bands.size(); ++k) {
+      const analysis::BlockLifetime& b = dt.blocks[d.lod.bands[k].lifetime];
+      REQUIRE(d.band_site[k] < a->band_sites.size());
+      const std::string& label = a->band_sites[d.band_site[k]];
+      CHECK(label.find("CachingAllocator") == std::string::npos);
+      if (label == "linear \u2190 model/net.py:15 forward") {
+        ++linears;
+        CHECK(b.requested_size == 4 << 20);
+        CHECK(d.band_category[k] == analysis::Category::kActivation);
+      }
+    }
+    CHECK(linears == 2);  // one per step
+    // Labels are stored once each; the page's frames say which are the user's.
+    std::set<std::string> distinct(a->band_sites.begin(), a->band_sites.end());
+    CHECK(distinct.size() == a->band_sites.size());
+    nlohmann::ordered_json j = report::BuildReportData(snap, *a);
+    CHECK(j["band_sites"].size() == a->band_sites.size());
+    CHECK(j["category_names"][3] == "activation");
+    const std::string kinds = j["frame_kinds"].get<std::string>();
+    REQUIRE(kinds.size() == j["frames"].size());
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      const std::string frame = j["frames"][i].get<std::string>();
+      INFO(frame);
+      if (frame.find("/home/alice/proj/") == 0) CHECK(kinds[i] == '0');
+      if (frame.find("site-packages/") != std::string::npos) CHECK(kinds[i] == '1');
+      if (frame.find("CUDACachingAllocator") != std::string::npos) CHECK(kinds[i] == '3');
+      if (frame.find("MmBackward0::apply") != std::string::npos) CHECK(kinds[i] == '2');
+    }
+  }
+
   TEST_CASE("packed arrays are zigzag varints in base64") {
     // 0 -> 00, -1 -> 01, 1 -> 02, 300 -> 600 = d8 04, -2^40 -> 2^41-1 = ff ff ff ff ff 3f.
     CHECK(report::PackVarints({0, -1, 1, 300}) == "AAEC2AQ=");

@@ -91,7 +91,7 @@ function renderDiffDevice(device, pair) {
       const details = h("div", { class: "details" }, h("span", { class: "note", text: "Click a band to keep its allocation stack here." }));
       holder.append(label, ...traceNotes(dev), host, details);
       const chart = new TimelineChart(host, dev, {
-        tables: { frames: file.frames, stacks: file.stacks }, details, mapping: map, height: 250,
+        tables: { frames: file.frames, stacks: file.stacks, kinds: file.frame_kinds, sites: file.band_sites, categories: D.category_names }, details, mapping: map, height: 250,
         sync: "diff" + device,
         onView: (c, a, b) => {
           const lo = c.map.fwd(a), hi = c.map.fwd(b);

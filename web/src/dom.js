@@ -36,8 +36,9 @@ function swatch(color, label, title) {
   sw.style.background = color;
   return h("span", { class: "legend-item", title: title }, sw, label);
 }
-function showTip(ev, text) {
-  tip.textContent = text;
+// The tooltip: text, or nodes (a label line in bold, then text).
+function showTip(ev, content) {
+  if (typeof content === "string") tip.textContent = content; else tip.replaceChildren(...content);
   tip.style.display = "block";
   const w = tip.offsetWidth, hgt = tip.offsetHeight;
   let x = ev.clientX + 14, y = ev.clientY + 14;
@@ -54,11 +55,6 @@ const COLORS = {
   cursor: "#101828", allocated: "#2e6fd1", pending: "#f79009", releasable: "#9fd8b4",
   stranded: "#f4a3a0", before: "#98a2b3", after: "#1f5fbf", grow: "#d92d20", shrink: "#039855",
 };
-// The frames of a stack index (into the page's stack table), innermost first.
-function stackFrames(tables, idx) {
-  if (idx == null || idx < 0) return null;
-  return tables.stacks[idx].map((f) => tables.frames[f]);
-}
 function stackText(frames, limit) {
   if (frames == null) return "(no stack recorded)";
   if (frames.length === 0) return "(every frame filtered out)";
@@ -67,12 +63,60 @@ function stackText(frames, limit) {
   if (shown.length < frames.length) t += "\n\u2026 " + (frames.length - shown.length) + " more";
   return t;
 }
-// A short stack for a tooltip: the Python frames when there are some, else the innermost ones.
-function tipStack(frames) {
-  if (frames == null || frames.length === 0) return stackText(frames);
-  const py = frames.filter((t) => /\.py:/.test(t));
-  if (py.length === 0 || py.length === frames.length) return stackText(frames, 8);
-  return stackText(py, 8) + "\n(" + (frames.length - py.length) + " C++ frames not shown; click for all)";
+// A stack as the attribution model reads it (docs/attribution.md): the frames of the user's own
+// code, then library Python, native code that can own memory (autograd nodes, operators) and
+// machinery (allocator, dispatcher, interpreter), each innermost first. tables.kinds has one
+// character per frame text: 0 user, 1 library, 2 native, 3 machinery, 4 unknown.
+function stackParts(tables, idx) {
+  if (idx == null || idx < 0) return null;
+  const p = { all: [], user: [], library: [], native: [], machinery: [] };
+  for (const f of tables.stacks[idx]) {
+    const text = tables.frames[f];
+    let k = tables.kinds ? tables.kinds[f] : "4";
+    if (k === "4" || k == null) k = /\.py:/.test(text) ? "1" : "2";
+    p.all.push(text);
+    [p.user, p.library, p.native, p.machinery][+k].push(text);
+  }
+  return p;
+}
+// "…/model/net.py:15 forward" from "/home/me/proj/model/net.py:15:forward": a Python frame as a
+// label names it (the last `keep` path components); a native frame by its function.
+function frameShort(text, keep) {
+  const m = /^(.*\.py):(\d+):([^:]*)$/.exec(text);
+  if (!m) {
+    // A native frame: its function, without the "file:0:" its text starts with.
+    const n = /^[^:]*:\d+:(.+)$/.exec(text);
+    const name = n ? n[1] : text;
+    return name.length > 110 ? name.slice(0, 109) + "\u2026" : name;
+  }
+  const parts = m[1].split(/[\/\\]/);
+  const n = keep || 3;
+  const path = parts.length > n ? "\u2026/" + parts.slice(-n).join("/") : m[1];
+  return path + ":" + m[2] + " " + m[3];
+}
+// What a stack's hover shows below the label: the user's frames (or, without any, the innermost
+// library and native frames), then how many frames of each other kind the whole stack has.
+function stackSummary(p, limit) {
+  if (p == null) return "(no stack recorded)";
+  if (p.all.length === 0) return "(every frame filtered out)";
+  const n = limit || 6;
+  let head, shown;
+  if (p.user.length) {
+    head = "your code, innermost first:";
+    shown = p.user;
+  } else {
+    head = "no frame of your code; innermost frames:";
+    shown = p.library.length ? p.library : p.native.length ? p.native : p.machinery;
+  }
+  const lines = shown.slice(0, n).map((t) => "  " + frameShort(t));
+  if (shown.length > n) lines.push("  \u2026 " + (shown.length - n) + " more");
+  const rest = [];
+  const count = (list, what) => { const k = list === shown ? list.length - Math.min(n, list.length) : list.length; if (k) rest.push(k + " " + what); };
+  if (shown !== p.user) count(p.user, "of your code");
+  if (shown !== p.library) count(p.library, "library Python");
+  if (shown !== p.native) count(p.native, "native");
+  if (shown !== p.machinery) count(p.machinery, "allocator/dispatcher");
+  return head + "\n" + lines.join("\n") + (rest.length ? "\nalso " + rest.join(", ") + " frames" : "");
 }
 // The view state in the URL's hash ("#t0=12.5,40&s0=1200"), so a zoomed view can be linked.
 function hashParts() {

@@ -310,7 +310,7 @@ function lineChart(host, series, span, kind) {
 
 function renderSingle() {
   const file = D.file;
-  const tables = { frames: D.frames, stacks: D.stacks };
+  const tables = { frames: D.frames, stacks: D.stacks, kinds: D.frame_kinds, sites: D.band_sites, categories: D.category_names };
   document.title = "memsnap report: " + file.path.split("/").pop();
   document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
     fmtCount(file.segments) + "\u00a0segments \u00b7 " + fmtCount(file.blocks) + "\u00a0blocks \u00b7 " + fmtCount(file.events) + "\u00a0trace events" +

@@ -208,7 +208,7 @@ class StateView {
     if (span.kind === 3) text += "\nreleasable: empty_cache() would return it to CUDA";
     text += "\nsegment " + hex(s.addr) + ", " + fmtBytes(s.size) + ", " + s.pool + " pool (" + (s.small ? "small" : "large") +
       (s.expandable ? ", expandable" : "") + "), stream " + s.stream;
-    if (span.kind <= 1) text += "\n\n" + tipStack(stackFrames(this.tables, span.stack));
+    if (span.kind <= 1) text += "\n\n" + stackSummary(stackParts(this.tables, span.stack));
     showTip(e, text);
   }
 }

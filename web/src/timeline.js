@@ -19,13 +19,14 @@ class Lod {
   static decodeBands(packed) {
     const v = unpackVarints(packed.data), out = [];
     let alloc = -1, ax = 0;
-    for (let i = 0; i + 10 < v.length; i += 11) {
+    for (let i = 0; i + 12 < v.length; i += 13) {
       alloc += v[i];
       ax += v[i + 2];
       out.push({
         id: out.length, alloc: alloc, free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
         alloc_x: ax, free_x: ax + v[i + 3], size: v[i + 4], rounded: v[i + 4] + v[i + 5],
         addr: v[i + 6], stream: v[i + 7], cls: v[i + 8], stack: v[i + 9] - 1, version: v[i + 10],
+        site: v[i + 11], cat: v[i + 12],
       });
     }
     return out;
@@ -418,16 +419,38 @@ class TimelineChart {
     for (const b of col.bands) if (y >= b.bottom && y < b.bottom + b.size) return this.lod.bands[b.id];
     return null;
   }
+  // What a band is, in the user's terms: its site's label (as memsnap top names it), its category,
+  // size and when it was alive; then where it is (address, stream) and what the trace knows of it.
+  bandSite(b) { return this.tables.sites && b.site >= 0 ? this.tables.sites[b.site] : null; }
+  bandCategory(b) { return this.tables.categories ? this.tables.categories[b.cat] : null; }
   bandText(b) {
     const ht = this.dev.has_time;
     const alloc = b.alloc < 0 ? "before the trace" : fmtX(b.alloc_x, ht);
-    const free = b.free === Infinity ? "still live at the end" : fmtX(b.free_x, ht);
+    const free = b.free === Infinity ? ", still live at the end" : ", freed " + fmtX(b.free_x, ht);
     const life = b.alloc >= 0 && b.free !== Infinity ? " (lived " + fmtSpan(b.free_x - b.alloc_x, ht) + ")" : "";
-    return fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " + fmtBytes(b.rounded) + " block)\n" +
-      "allocated " + alloc + ", freed " + free + life + "\n" +
+    const cat = this.bandCategory(b);
+    return (cat ? cat.replace("_", " ") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
+      fmtBytes(b.rounded) + " block)\n" + "allocated " + alloc + free + life + "\n" +
       "address " + hex(b.addr) + ", stream " + b.stream + ", " + CLASS_TEXT[b.cls];
   }
   stackLabel(b) { return b.cls === 1 ? "stack of the free (the allocation is older than the trace):\n" : ""; }
+  // The hover: the label in bold, the figures, then the user's frames of the stack (shortened).
+  bandTip(b) {
+    const site = this.bandSite(b);
+    const parts = stackParts(this.tables, b.stack);
+    const out = [];
+    if (site) out.push(h("b", { class: "tip-site", text: site }), "\n");
+    const cat = this.bandCategory(b);
+    if (cat) {
+      const c = CATEGORIES.find(([k]) => k === cat);
+      const sw = h("span", { class: "swatch" });
+      if (c) sw.style.background = c[2];
+      out.push(sw, " ");
+    }
+    out.push(this.bandText(b) + "\n\n" + this.stackLabel(b) + stackSummary(parts) +
+      (parts && parts.all.length ? "\nclick the band for the whole stack" : ""));
+    return out;
+  }
   onHover(e) {
     const r = this.u.over.getBoundingClientRect();
     const x = this.xAtPointer(e);
@@ -436,7 +459,7 @@ class TimelineChart {
     const y = this.u.posToVal(e.clientY - r.top, "y");
     const b = this.bandAt(col, y);
     if (b) {
-      showTip(e, this.bandText(b) + "\n\n" + this.stackLabel(b) + tipStack(stackFrames(this.tables, b.stack)));
+      showTip(e, this.bandTip(b));
       return;
     }
     const ht = this.dev.has_time;
@@ -455,8 +478,13 @@ class TimelineChart {
     this.selected = b ? b.id : null;
     if (b && this.opts.details) {
       const lines = this.bandText(b).split("\n");
-      this.opts.details.replaceChildren(h("b", { text: lines[0] }), h("div", { class: "note", text: lines.slice(1).join(" \u00b7 ") }),
-        h("pre", { text: this.stackLabel(b) + stackText(stackFrames(this.tables, b.stack)) }));
+      const site = this.bandSite(b);
+      const parts = stackParts(this.tables, b.stack);
+      const whole = parts && parts.all.length ? h("details", {}, h("summary", { text: "whole stack, innermost first (" +
+        parts.all.length + " frames)" }), h("pre", { text: stackText(parts.all) })) : null;
+      this.opts.details.replaceChildren(h("b", { class: "band-site", text: site || lines[0] }),
+        h("div", { class: "note", text: (site ? lines : lines.slice(1)).join(" \u00b7 ") }),
+        h("pre", { text: this.stackLabel(b) + stackSummary(parts, 12) }), whole);
     }
     this.u.redraw(false, false);
     if (this.opts.onPick) this.opts.onPick(x, col.event);

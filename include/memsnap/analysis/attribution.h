@@ -126,6 +126,10 @@ struct SiteInfo {
   /// frames (short paths; lines unless ignore_lines), the autograd node and the operator, never
   /// from other native frames, so it matches across PyTorch builds and machines.
   std::string key;
+  /// The key with every Python frame's line number left out, when AttributionOptions::unlined_keys
+  /// asks for it and the key has a line; else empty. Equal for the same allocation after an edit
+  /// moved its lines (diff pairs such sites: docs/attribution.md, "Sites whose lines moved").
+  std::string unlined_key;
   std::string what;   // the operator or library function the owner called; "" when the owner
                       // is the innermost Python frame (then `op` may be shown to tell sites apart)
   std::string owner;  // "optimizers.py:82 step", "BmmBackward0 (bmm)", "[no stack]"
@@ -157,6 +161,7 @@ std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& site
 
 struct AttributionOptions {
   bool ignore_lines = false;  // keys without line numbers (diff --ignore-lines)
+  bool unlined_keys = false;  // also build SiteInfo::unlined_key (diff, to pair moved sites)
 };
 
 /// Attribution of one snapshot's stacks, computed lazily and cached per frame and per stack. The

@@ -21,13 +21,19 @@ struct DiffOptions {
   bool auto_moment = false;
   GroupOptions group;
   int64_t min_delta = 0;  // drop sites with |delta bytes| below this
+  /// Pair a site only before with a site only after that differ in line numbers alone, when each
+  /// is the only such candidate on its side (MatchSites; by site only, not with ignore_lines).
+  bool pair_moved = true;
 };
+
+/// Between a moved frame's lines: "model/net.py:15→17".
+inline constexpr std::string_view kMovedArrow = "\u2192";
 
 enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };
 std::string_view PresenceName(Presence p);  // "both", "only_before", "only_after"
 
 struct SiteDelta {
-  std::string key;
+  std::string key;                  // after's key when both sides have the site
   std::string site;                 // label, distinct among the rows of one MatchSites result
   SiteInfo info;                    // label parts (after's when both sides have the site)
   std::vector<std::string> frames;  // innermost first (after's when both sides have the site)
@@ -37,6 +43,12 @@ struct SiteDelta {
   int64_t before_bytes = 0, after_bytes = 0;
   int64_t before_count = 0, after_count = 0;
   Presence presence = Presence::kBoth;
+  /// A site paired across moved lines (presence kBoth): the before side's key, which differs from
+  /// `key` in Python line numbers only. Empty when both sides have the same key.
+  std::string before_key;
+  /// The frames whose line moved, "model/net.py:15→17" (the owner first, then its callers; frames
+  /// the label does not show, such as module plumbing, are not listed). Empty when not paired.
+  std::vector<std::string> moved;
   bool synthetic = false;
   int64_t delta_bytes() const { return after_bytes - before_bytes; }
   int64_t delta_count() const { return after_count - before_count; }
@@ -74,6 +86,7 @@ struct DiffReport {
   /// output needs them for complete flame graphs.
   std::vector<SiteDelta> other_sites;
   int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
+  int64_t sites_moved = 0;  // sites paired across moved lines (counted once, as present in both)
   Delta live_bytes, live_count;    // totals over all sites (before min-delta filtering)
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
   std::vector<DeviceDelta> devices;
@@ -89,6 +102,13 @@ struct DiffReport {
 /// Matches the rows of two groupings by key (rows are unique per key on each side), sums them, and
 /// labels the merged sites with DistinctLabels. Presence and both sides' figures are set; the order
 /// is by key. The one place where sites of two snapshots are matched.
+///
+/// Then pairs sites whose lines moved (an edit above them): a site only before and a site only
+/// after with the same SiteInfo::unlined_key (same files, functions, autograd node and operator
+/// from the owner outward, lines aside), when each is the only one of its side with that unlined
+/// key and neither is synthetic. The pair becomes one row (presence kBoth, `before_key` and
+/// `moved` set) whose label shows the move: "linear ← model/net.py:15→17 forward". Rows without
+/// unlined keys (GroupOptions::unlined_keys off) are never paired.
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
                                   const std::vector<GroupRow>& after);
 

@@ -46,6 +46,8 @@ struct GroupOptions {
   GroupBy by = GroupBy::kSite;
   int depth = 0;              // stack: keep the N innermost (surviving) frames; 0 = all
   bool ignore_lines = false;  // frame text "filename:name" instead of "filename:line:name"
+  /// Site rows also carry SiteInfo::unlined_key (diff sets it to pair sites whose lines moved).
+  bool unlined_keys = false;
   FilterOptions filter;
 };
 
@@ -148,6 +150,7 @@ class SiteLabels {
   void Finish();
   const std::string& Label(size_t index) const { return labels_[index]; }
   const SiteInfo& Site(size_t index) const { return *sites_[index]; }
+  size_t size() const { return sites_.size(); }
 
  private:
   Attribution& attribution_;

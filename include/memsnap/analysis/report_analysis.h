@@ -66,6 +66,10 @@ struct DeviceReportAnalysis {
   StepInfo steps;
   /// Categories over time and at the peak (with_sites, devices with events).
   std::optional<ReportCategories> categories;
+  /// Per band (parallel to lod.bands): its site, an index into ReportAnalysis::band_sites, and its
+  /// lifetime's category: what a band's hover leads with.
+  std::vector<uint32_t> band_site;
+  std::vector<Category> band_category;
 };
 
 /// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.
@@ -92,6 +96,9 @@ struct ReportAnalysis {
   std::vector<DeviceReportAnalysis> devices;  // ascending device, as timeline.devices
   SiteTable peak_sites;   // each device at the peak of its drawn curve (counted lifetimes)
   SiteTable alloc_sites;  // every lifetime counts once
+  /// The labels of the bands' sites (every device's), distinct among them (SiteLabels: the rules
+  /// of `top`'s labels; a block allocated before the trace is "[allocated before the trace]").
+  std::vector<std::string> band_sites;
   std::optional<ReplayReport> replay;
   std::vector<ReplayCurve> replay_curves;  // one per replay.results entry
 };

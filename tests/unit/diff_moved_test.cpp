@@ -1,0 +1,156 @@
+// diff pairs a site whose lines moved (an edit above it) with itself: one row showing both lines,
+// never a guess between two candidates (include/memsnap/analysis/diff.h, MatchSites).
+#include <string>
+#include <vector>
+
+#include "attribution_builders.h"
+#include "doctest/doctest.h"
+#include "memsnap/analysis/diff.h"
+#include "memsnap/report/diff_render.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using testing::F;
+using testing::MiniTrace;
+
+F Op(const std::string& name) { return F{"at::_ops::" + name + "::call(at::Tensor const&)"}; }
+F Py(const std::string& file, int64_t line, const std::string& name) { return F{name, file, line}; }
+
+/// One live allocation per stack (1 MiB, 2 MiB, ...), never freed: the end state holds them all.
+Snapshot Live(const std::vector<std::vector<F>>& stacks) {
+  MiniTrace t;
+  uint64_t addr = 0x10000000;
+  int64_t size = 1 << 20;
+  for (const std::vector<F>& frames : stacks) {
+    t.Ghost(addr, size, t.Stack(frames));
+    addr += 0x1000000;
+    size += 1 << 20;
+  }
+  return t.Finish();
+}
+
+DiffReport Diff(const Snapshot& before, const Snapshot& after, DiffOptions o = {}) {
+  auto rep = DiffSnapshots(before, after, o);
+  REQUIRE(rep.ok());
+  return *rep;
+}
+
+const SiteDelta* Find(const DiffReport& rep, std::string_view label) {
+  for (const std::vector<SiteDelta>* list : {&rep.sites, &rep.other_sites}) {
+    for (const SiteDelta& s : *list) {
+      if (s.site == label) return &s;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Labels(const DiffReport& rep) {
+  std::vector<std::string> out;
+  for (const SiteDelta& s : rep.sites) out.push_back(s.site);
+  return out;
+}
+
+// A forward pass: linear at model.py:LINE, called from train.py:TRAIN_LINE.
+std::vector<F> Linear(int64_t line, int64_t train_line = 5, const std::string& fn = "forward") {
+  return {Op("linear"), Py("model.py", line, fn), Py("train.py", train_line, "train")};
+}
+
+TEST_SUITE("diff") {
+  TEST_CASE("a site whose line moved is one row that shows both lines and the change") {
+    Snapshot before = Live({Linear(118), Linear(40, 5, "embed")});
+    Snapshot after = Live({Linear(40, 5, "embed"), Linear(120)});  // now 2 MiB, embed 1 MiB
+    DiffReport rep = Diff(before, after);
+    const SiteDelta* s = Find(rep, "linear \u2190 model.py:118\u2192120 forward");
+    REQUIRE(s != nullptr);
+    CHECK(s->presence == Presence::kBoth);
+    CHECK(s->before_bytes == 1 << 20);
+    CHECK(s->after_bytes == 2 << 20);
+    CHECK(s->before_key.find("model.py:118:forward") != std::string::npos);
+    CHECK(s->key.find("model.py:120:forward") != std::string::npos);
+    CHECK(s->moved == std::vector<std::string>{"model.py:118\u2192120"});
+    CHECK(rep.sites_moved == 1);
+    CHECK(rep.sites_only_before == 0);
+    CHECK(rep.sites_only_after == 0);
+  }
+
+  TEST_CASE("without pairing, the moved site is one site gone and one new") {
+    Snapshot before = Live({Linear(118)});
+    Snapshot after = Live({Linear(120)});
+    DiffOptions o;
+    o.pair_moved = false;
+    DiffReport rep = Diff(before, after, o);
+    CHECK(rep.sites_only_before == 1);
+    CHECK(rep.sites_only_after == 1);
+    CHECK(rep.sites_moved == 0);
+    CHECK(Labels(rep) == std::vector<std::string>{"linear \u2190 model.py:120 forward",
+                                                  "linear \u2190 model.py:118 forward"});
+  }
+
+  TEST_CASE("two candidates on a side stay unpaired: diff does not guess") {
+    // Two linears in one forward, both moved down by two lines.
+    Snapshot before = Live({Linear(118), Linear(125)});
+    Snapshot after = Live({Linear(120), Linear(127)});
+    DiffReport rep = Diff(before, after);
+    CHECK(rep.sites_moved == 0);
+    CHECK(rep.sites_only_before == 2);
+    CHECK(rep.sites_only_after == 2);
+  }
+
+  TEST_CASE("a site still matched by key is not a candidate, so its moved twin pairs") {
+    // Line 125 did not move (the edit was below it); 118 moved to 120.
+    Snapshot before = Live({Linear(118), Linear(125)});
+    Snapshot after = Live({Linear(120), Linear(125)});
+    DiffReport rep = Diff(before, after);
+    CHECK(rep.sites_moved == 1);
+    CHECK(rep.sites_only_before == 0);
+    CHECK(rep.sites_only_after == 0);
+  }
+
+  TEST_CASE("sites of another function, operator or caller are never paired") {
+    Snapshot before = Live({Linear(118)});
+    SUBCASE("another function") {
+      DiffReport rep = Diff(before, Live({Linear(120, 5, "decode")}));
+      CHECK(rep.sites_moved == 0);
+    }
+    SUBCASE("another operator") {
+      DiffReport rep =
+          Diff(before,
+               Live({{Op("matmul"), Py("model.py", 120, "forward"), Py("train.py", 5, "train")}}));
+      CHECK(rep.sites_moved == 0);
+    }
+    SUBCASE("another caller") {
+      DiffReport rep = Diff(
+          before,
+          Live({{Op("linear"), Py("model.py", 120, "forward"), Py("train.py", 5, "evaluate")}}));
+      CHECK(rep.sites_moved == 0);
+    }
+  }
+
+  TEST_CASE("a caller whose line moved pairs the site, and the text says which line moved") {
+    Snapshot before = Live({Linear(118, 5)});
+    Snapshot after = Live({Linear(40, 5, "embed"), Linear(118, 9)});  // linear: 2 MiB now
+    DiffReport rep = Diff(before, after);
+    const SiteDelta* s = Find(rep, "linear \u2190 model.py:118 forward");
+    REQUIRE(s != nullptr);
+    CHECK(s->moved == std::vector<std::string>{"train.py:5\u21929"});
+    CHECK(s->info.callers == std::vector<std::string>{"train.py:5\u21929 train"});
+    std::ostringstream text;
+    report::RenderDiffText(rep, 0, text);
+    INFO(text.str());
+    CHECK(text.str().find("[moved: train.py:5\u21929]") != std::string::npos);
+    CHECK(text.str().find("1 paired across moved lines") != std::string::npos);
+  }
+
+  TEST_CASE("--ignore-lines matches moved sites by key, with nothing to pair") {
+    DiffOptions o;
+    o.group.ignore_lines = true;
+    DiffReport rep = Diff(Live({Linear(118)}), Live({Linear(120)}), o);
+    CHECK(rep.sites_moved == 0);
+    CHECK(rep.sites_only_before == 0);
+    CHECK(rep.sites_only_after == 0);
+  }
+}
+
+}  // namespace
+}  // namespace memsnap::analysis
