@@ -305,6 +305,7 @@ void Decoder::MakePlan() {
   // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first.
   std::vector<size_t> starts;
   size_t next_cut = pos_;
+  size_t released = pos_;
   for (size_t p = 2; p + 9 <= size && d[p] == FRAME;) {
     uint64_t len;
     std::memcpy(&len, d + p + 1, 8);
@@ -317,7 +318,15 @@ void Decoder::MakePlan() {
     }
     if (len > size - p - 9) break;
     p += 9 + static_cast<size_t>(len);
+    // Reading a frame's header every 64 KiB maps the whole file (the kernel maps 16 pages around
+    // a faulting one): give those pages back as the walk goes, each thread faults in what it
+    // decodes.
+    if (p >= released + (size_t{8} << 20)) {
+      input_.ReleaseRange(std::max(released, pos_), p);
+      released = p;
+    }
   }
+  input_.ReleaseRange(std::max(released, pos_), size);
   if (starts.size() < 2) {
     spec_next_ = SIZE_MAX;
     return;
