@@ -59,8 +59,8 @@ struct SpecChunk {
   std::vector<ListObj> lists;      // begin: the chunk's event that made the list
   std::vector<SpecOp> ops;
   std::vector<SpecSegment> segments;
-  StackTable stacks;            // the head's stacks, then the chunk's new ones
-  std::vector<uint32_t> reads;  // head memo entries read
+  StackTable stacks;               // the head's stacks, then the chunk's new ones
+  std::vector<uint32_t> reads;     // head memo entries read
   std::vector<StackId> stack_map;  // the chunk's new stacks -> the model's (sequential decoder)
 };
 
@@ -284,8 +284,9 @@ void Decoder::Speculate(SpecChunk& c) {
     break;
   }
   close(pos_);
-  // The chunk's pages of the mapped file: the sequential decoder reads only its gaps again.
-  input_.ReleaseRange(c.begin, pos_);
+  // The pages of the mapped file inside the segments: the sequential decoder reads only the gaps
+  // between them again, whose pages stay mapped (it would fault them and 15 neighbours back in).
+  for (const SpecSegment& g : c.segments) input_.ReleaseRange(g.begin, g.end);
   c.events = std::move(snap_.events);
   c.memo = std::move(memo_);
   c.lists = std::move(lists_);

@@ -122,8 +122,9 @@ std::vector<std::string> PicklesIn(std::string bytes) {
 }  // namespace
 
 TEST_SUITE("pickle_parallel") {
-  TEST_CASE("a pickle decoded on several threads gives the sequential model, with workers' "
-            "entries adopted") {
+  TEST_CASE(
+      "a pickle decoded on several threads gives the sequential model, with workers' "
+      "entries adopted") {
     std::vector<std::string> traces = Traces();
     REQUIRE(traces.size() == 4);
     size_t best_share_percent = 0;
