@@ -49,6 +49,9 @@ struct PickleOptions {
   /// Bytes of input per speculatively decoded chunk; 0 chooses from the size and the threads.
   /// Tests set it below a FRAME's size to make more chunks than frames.
   size_t parallel_chunk_bytes = 0;
+  /// Tests: the sequential decoder leaves every chunk to the workers and waits for each, so that
+  /// what it adopts does not depend on how the threads are scheduled.
+  bool parallel_wait_for_workers = false;
   /// When set, told what the parallel decoding did (tests, --timings).
   struct ParallelStats* stats = nullptr;
 };
@@ -370,6 +373,7 @@ class Decoder {
   size_t threads_ = 1;
   size_t parallel_min_bytes_ = 0;
   size_t parallel_chunk_bytes_ = 0;
+  bool parallel_wait_ = false;
   ParallelStats own_stats_;
   ParallelStats* stats_ = &own_stats_;
   // Shows what the parallel decoding did under --timings (util/timer.h).

@@ -395,12 +395,13 @@ absl::Status Decoder::AtSpeculationPoint() {
       }
       // Not started by a worker: decoded here, sequentially.
       int state = SpecChunk::kPending;
-      if (c.state.compare_exchange_strong(state, SpecChunk::kSequential)) {
+      if (!parallel_wait_ && c.state.compare_exchange_strong(state, SpecChunk::kSequential)) {
         ++s.cur;
         continue;
       }
-      while ((state = c.state.load(std::memory_order_acquire)) == SpecChunk::kRunning) {
-        c.state.wait(SpecChunk::kRunning, std::memory_order_acquire);
+      while ((state = c.state.load(std::memory_order_acquire)) == SpecChunk::kRunning ||
+             state == SpecChunk::kPending) {
+        c.state.wait(state, std::memory_order_acquire);
       }
       if (state != SpecChunk::kDone) {
         ++s.cur;

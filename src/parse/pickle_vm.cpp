@@ -93,6 +93,7 @@ Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOp
     : threads_(options.threads),
       parallel_min_bytes_(options.parallel_min_bytes),
       parallel_chunk_bytes_(options.parallel_chunk_bytes),
+      parallel_wait_(options.parallel_wait_for_workers),
       stats_(options.stats != nullptr ? options.stats : &own_stats_),
       input_(input),
       data_(input.bytes()),

@@ -32,16 +32,19 @@ inline std::string DecodedPickleText(std::string_view bytes, bool fast_paths) {
 
 /// "" when the parallel decoding (pickle_parallel.cpp) of `bytes` on `threads` threads, forced on
 /// whatever the size, with chunks of `chunk_bytes` (1: one a FRAME), gives what the sequential
-/// decoding gives; else both results. `stats`, when given, is told what the parallel one did.
+/// decoding gives; else both results. `stats`, when given, is told what the parallel one did;
+/// `wait_for_workers` leaves every chunk to the workers (PickleOptions).
 inline std::string CompareParallelDecoding(std::string_view bytes, size_t threads,
                                            size_t chunk_bytes,
-                                           parse::ParallelStats* stats = nullptr) {
+                                           parse::ParallelStats* stats = nullptr,
+                                           bool wait_for_workers = false) {
   std::string sequential = DecodedPickleText(bytes, true);
   parse::PickleOptions options;
   options.threads = threads;
   options.parallel_min_bytes = 0;
   options.parallel_chunk_bytes = chunk_bytes;
   options.stats = stats;
+  options.parallel_wait_for_workers = wait_for_workers;
   std::string parallel = DecodedPickleText(bytes, options);
   if (parallel == sequential) return "";
   return "parallel (" + std::to_string(threads) + " threads, chunks of " +
