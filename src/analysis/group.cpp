@@ -187,7 +187,7 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       texts.resize(n);
       r.key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");  // folded form: root first
       r.info = site;
-      r.info.key = r.key;  // one row per stack: two stacks of one site get distinct labels
+      r.info.key = r.key;          // one row per stack: two stacks of one site get distinct labels
       r.info.unlined_key.clear();  // moved sites are paired by site only
       break;
     }

@@ -35,9 +35,10 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_flag("-q,--quiet", ctx.quiet, "Print no warnings or progress");
   app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
   app.add_option("-j,--threads", ctx.threads,
-                 "Threads for reading and analysis: files of a directory read side by side, the "
-                 "timeline pass beside the reader, replay configurations (default 0: all cores; "
-                 "1: everything on one thread), e.g. memsnap summary -j 4 ranks/")
+                 "Threads for reading and analysis: one large pickle decoded on all of them, files "
+                 "of a directory read side by side, the timeline pass beside the reader, replay "
+                 "configurations (default 0: all cores; 1: everything on one thread), e.g. "
+                 "memsnap summary -j 4 ranks/")
       ->check(CLI::Range(0, 4096));
 
   std::map<const CLI::App*, RunFn> runners;

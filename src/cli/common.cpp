@@ -28,6 +28,7 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
   parse::ReadOptions options;
   options.strict = ctx.strict;
   options.events = events;
+  options.threads = ctx.threads;
   absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
   if (!snap.ok()) return snap.status();
   if (ctx.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
@@ -157,6 +158,10 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
   std::vector<std::string> warnings(inputs.size());
   skipped.assign(inputs.size(), false);
   std::vector<char> skip(inputs.size(), 0);  // vector<bool> is not safe to write concurrently
+  // Files side by side, and the threads left over decode within each file (never more threads
+  // than --threads asks for in all).
+  const size_t threads = ThreadsFor(ctx.threads);
+  const size_t side_by_side = std::max<size_t>(1, std::min(threads, inputs.size()));
   ParallelFor(
       inputs.size(),
       [&](size_t i) {
@@ -164,6 +169,7 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
         std::ostringstream err;
         local.err = &err;
         local.progress = false;  // one line per file would interleave
+        local.threads = static_cast<int>(std::max<size_t>(1, threads / side_by_side));
         absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
         if (!snap.ok()) {
           // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
@@ -181,7 +187,7 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
         }
         warnings[i] = err.str();
       },
-      ThreadsFor(ctx.threads));
+      side_by_side);
   for (size_t i = 0; i < inputs.size(); ++i) {
     *ctx.err << warnings[i];
     skipped[i] = skip[i] != 0;

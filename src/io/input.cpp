@@ -41,6 +41,12 @@ class MappedFile final : public InputSource {
     madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
     released_ = end;
   }
+  void ReleaseRange(uint64_t begin, uint64_t end) override {
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    begin = (begin + page - 1) / page * page;
+    end = std::min<uint64_t>(end, size_) / page * page;
+    if (end > begin) madvise(const_cast<char*>(data_) + begin, end - begin, MADV_DONTNEED);
+  }
 
  private:
   std::string name_;

@@ -31,6 +31,7 @@
 #include "memsnap/model/snapshot.h"
 #include "memsnap/parse/event_observer.h"
 #include "memsnap/util/memory.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 #include "parse/schema.h"
 
@@ -40,6 +41,27 @@ namespace memsnap::parse {
 /// (tests/unit/pickle_fast_path_test.cpp and the fuzz_pickle_paths target compare both ways).
 struct PickleOptions {
   bool fast_paths = true;
+  /// Threads for the parallel decoding of one pickle (pickle_parallel.cpp): 1 decodes on the
+  /// calling thread alone. Only with the fast paths, protocol 4 or 5 and at least
+  /// `parallel_min_bytes` of input; whatever the threads do, the model is the sequential one.
+  size_t threads = 1;
+  size_t parallel_min_bytes = size_t{16} << 20;
+  /// Bytes of input per speculatively decoded chunk; 0 chooses from the size and the threads.
+  /// Tests set it below a FRAME's size to make more chunks than frames.
+  size_t parallel_chunk_bytes = 0;
+  /// Tests: the sequential decoder leaves every chunk to the workers and waits for each, so that
+  /// what it adopts does not depend on how the threads are scheduled.
+  bool parallel_wait_for_workers = false;
+  /// When set, told what the parallel decoding did (tests, --timings).
+  struct ParallelStats* stats = nullptr;
+};
+
+/// What the parallel decoding of one pickle did.
+struct ParallelStats {
+  size_t chunks = 0;             // chunks planned (0: decoded sequentially throughout)
+  size_t chunks_speculated = 0;  // decoded by a worker
+  size_t segments_adopted = 0;
+  size_t events_adopted = 0;  // trace entries a worker decoded, of snap.events
 };
 
 /// ParsePickle (reader.h) with options.
@@ -219,14 +241,29 @@ struct GenericDict {
 };
 
 class PickleField;
+struct SpecChunk;
+struct SpecState;
+
+// What the speculative decoders of a parallel decoding read (pickle_parallel.cpp): the decoder's
+// state when the plan was made, fixed from then on and shared by every worker.
+struct SpecHead {
+  std::vector<MemoWord> memo;
+  std::vector<StackId> list_stacks;  // lists_[i].stack
+  std::vector<uint8_t> actions;      // StrId -> Action of every string interned so far
+  std::vector<Key> key_codes;        // StrId -> Key: the head's strings, as the head numbered them
+  StrId na;                          // the head's "N/A"
+  StackTable stacks;
+};
 
 class Decoder {
  public:
   Decoder(io::InputSource& input, EventObserver* observer, const PickleOptions& options);
-  // An error return destroys the events: nothing may be reading them then.
-  ~Decoder() {
-    if (observer_ != nullptr) observer_->Release();
-  }
+  // A speculative decoder of one chunk (pickle_parallel.cpp): memo GETs below the head's memo size
+  // read `head`, its own memo, lists and events are the chunk's, numbered from 0.
+  Decoder(io::InputSource& input, const SpecHead* head, size_t chunk_bytes);
+  // An error return destroys the events: nothing may be reading them then. Speculative workers
+  // are joined first.
+  ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
@@ -317,27 +354,71 @@ class Decoder {
   }
   absl::Status Append(size_t at, const Value& list, const Value* items, size_t n);
 
+  // ---- parallel decoding of one pickle (pickle_parallel.cpp) ----
+  // Called at the top of the opcode loop once pos_ reaches spec_next_: makes the plan and starts
+  // the workers (the first time), adopts a speculatively decoded segment that starts exactly at
+  // pos_ (which moves pos_ past it), and sets spec_next_ to the next segment's start.
+  absl::Status AtSpeculationPoint();
+  void MakePlan();
+  absl::Status Adopt(SpecChunk& c, size_t seg_index, bool& adopted);
+  // The worker's loop over one chunk [begin, end): events by TryEventDict<true>, MARK, APPENDS
+  // and FRAME; anything else ends a segment (and is skipped to the next loop top it can find).
+  void Speculate(SpecChunk& c);
+  // The VM's APPENDS, shared by the opcode loop and the adoption of speculated segments.
+  absl::Status OpAppends(size_t at) {
+    ASSIGN_OR_RETURN(size_t m, PopMark(at));
+    if (m == 0 || m <= StackFloor()) return Error(at, "APPENDS without a list below its MARK");
+    RETURN_IF_ERROR(Append(at, stack_[m - 1], stack_.data() + m, stack_.size() - m));
+    stack_.resize(m);
+    return absl::OkStatus();
+  }
+  size_t threads_ = 1;
+  size_t parallel_min_bytes_ = 0;
+  size_t parallel_chunk_bytes_ = 0;
+  bool parallel_wait_ = false;
+  ParallelStats own_stats_;
+  ParallelStats* stats_ = &own_stats_;
+  // Shows what the parallel decoding did under --timings (util/timer.h).
+  void NoteParallelDecoding() const;
+  size_t spec_next_ = SIZE_MAX;  // the next position where AtSpeculationPoint has work
+  struct SpecStateDeleter {
+    void operator()(SpecState* s) const;
+  };
+  std::unique_ptr<SpecState, SpecStateDeleter> spec_;
+  const SpecHead* head_ = nullptr;  // set in a speculative decoder only
+  std::vector<uint8_t> head_seen_;  // head memo entries read (speculative decoder)
+  std::vector<uint32_t> head_reads_;
+
   // ---- the fast paths (pickle_fast_path.cpp) ----
   // A new list filled with memo GETs of frames, `MARK (BINGET|LONG_BINGET)* APPENDS`, the
   // commonest shape of a real file. Called right after that MARK: when the whole batch is frame
   // GETs it interns the stack directly and consumes the batch, skipping the VM stack; otherwise
   // it leaves pos_ untouched and decoding proceeds normally.
   void TryFrameList();
+  // kSpec: the speculative decoder's variant (pickle_parallel.cpp): memo GETs only of the head's
+  // entries (recorded, for the adoption to check), memo puts only by MEMOIZE, actions from the
+  // head's table. Otherwise the same code, so a speculated entry is what the sequential path gives.
   // Trace entries, the bulk of every file. Called right after EMPTY_DICT: when the dict is
   // memoized, its first key is "action" and every item has the shape PyTorch writes (memo GETs of
   // known keys, small ints in range, actions and "N/A" by memo GET, frames by memo GET or as a
   // new list of memoized frames), it decodes the whole entry straight into a TraceEvent, pushes a
   // kEventRef and returns true. Otherwise it undoes its memo and list entries and returns false
   // with pos_ untouched, and the generic path decodes the entry (and reports its errors).
+  template <bool kSpec = false>
   bool TryEventDict();
   // Pieces of TryEventDict; each reads at p, advances it on success, and returns false when the
   // bytes are not the expected shape (the caller then rolls back).
-  bool FastGet(size_t& p, MemoWord& packed) const;
+  template <bool kSpec = false>
+  bool FastGet(size_t& p, MemoWord& packed);
+  template <bool kSpec = false>
   bool FastMemoPut(size_t& p, MemoWord packed);
   bool FastInt(size_t& p, int64_t& v) const;
+  template <bool kSpec = false>
   bool FastFrames(size_t& p, StackId& stack);
   // `(BINGET|LONG_BINGET of a frame)+ APPENDS` at p: the frames in frame_scratch_, p past APPENDS.
+  template <bool kSpec = false>
   bool FastFrameBatch(size_t& p);
+  template <bool kSpec = false>
   bool FastEmptyText(size_t& p);
   // The previous trace entry's keys by position: the bytes of their memo GETs and what they set.
   // Valid while the memo entries they name keep their values: cleared when the memo is

@@ -16,7 +16,8 @@
 
 namespace memsnap::parse::pickle {
 
-[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, MemoWord& packed) const {
+template <bool kSpec>
+[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, MemoWord& packed) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   uint64_t index;
@@ -31,19 +32,36 @@ namespace memsnap::parse::pickle {
   } else {
     return false;
   }
-  if (index >= memo_.size()) return false;
-  packed = memo_[index];
-  return packed != kUnsetMemo;
+  if constexpr (kSpec) {
+    // Only the head's entries: the chunk's own are numbered from a base it does not know, and
+    // those made between the head and the chunk are not decoded yet. Each entry read is recorded
+    // once, for the adoption to check that it still holds this value.
+    if (index >= head_->memo.size()) return false;
+    packed = head_->memo[index];
+    if (packed == kUnsetMemo) return false;
+    if (!head_seen_[index]) {
+      head_seen_[index] = 1;
+      head_reads_.push_back(static_cast<uint32_t>(index));
+    }
+    return true;
+  } else {
+    if (index >= memo_.size()) return false;
+    packed = memo_[index];
+    return packed != kUnsetMemo;
+  }
 }
 
 // Memoizes `packed` when the next opcode memoizes; only appends (MEMOIZE, or BINPUT of the next
 // index, which is what every writer emits), so a rollback is a truncation.
+template <bool kSpec>
 [[gnu::always_inline]] inline bool Decoder::FastMemoPut(size_t& p, MemoWord packed) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   if (p >= size) return false;
   if (d[p] == MEMOIZE) {
     ++p;
+  } else if (kSpec && (d[p] == BINPUT || d[p] == LONG_BINPUT)) {
+    return false;  // its index is absolute: the speculative decoder does not know the memo size
   } else if (d[p] == BINPUT) {
     if (p + 1 >= size || d[p + 1] != memo_.size()) return false;
     p += 2;
@@ -106,33 +124,41 @@ static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <=
 // (`EMPTY_LIST [memo] MARK GET... APPENDS`). Always inlined: TryEventDict passes its position by
 // reference, and a call that is not inlined keeps that position in memory for the whole entry
 // loop (+9% instructions on `top` of the 2.2 M-event benchmark, docs/BENCHMARKS.md).
+template <bool kSpec>
 [[gnu::always_inline]] inline bool Decoder::FastFrames(size_t& p, StackId& stack) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   if (p >= size) return false;
   if (d[p] != EMPTY_LIST) {
     MemoWord packed;
-    if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kList)) return false;
-    stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
+    if (!FastGet<kSpec>(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kList)) {
+      return false;
+    }
+    if constexpr (kSpec) {
+      stack = head_->list_stacks[static_cast<uint32_t>(packed >> 4)];
+    } else {
+      stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
+    }
     return stack.valid();
   }
   ++p;
   auto list = static_cast<uint32_t>(lists_.size());
   lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0, StackId(), false});
-  if (!FastMemoPut(p, PackMemo(Tag::kList, list))) return false;
+  if (!FastMemoPut<kSpec>(p, PackMemo(Tag::kList, list))) return false;
   if (p >= size || d[p] != MARK) return false;
   ++p;
-  if (!FastFrameBatch(p)) return false;
+  if (!FastFrameBatch<kSpec>(p)) return false;
   stack = snap_.stacks.Intern(frame_scratch_);
   lists_[list].stack = stack;
   return true;
 }
 
+template <bool kSpec>
 [[gnu::always_inline]] inline bool Decoder::FastFrameBatch(size_t& p) {
   frame_scratch_.clear();
   MemoWord packed;
   size_t q = p;
-  while (FastGet(q, packed)) {
+  while (FastGet<kSpec>(q, packed)) {
     if ((packed & 15) != kFrameTag) return false;
     frame_scratch_.push_back(FrameId(static_cast<uint32_t>(packed >> 4)));
     p = q;
@@ -159,6 +185,7 @@ inline void Decoder::TryFrameList() {
 
 // compile_context / user_metadata as PyTorch writes them when the feature is off: "N/A" or "",
 // by memo GET or as a new (possibly memoized) string. Anything else needs the generic path.
+template <bool kSpec>
 inline bool Decoder::FastEmptyText(size_t& p) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
@@ -173,14 +200,15 @@ inline bool Decoder::FastEmptyText(size_t& p) {
       return false;
     }
     p += 2 + n;
-    return FastMemoPut(p, PackMemo(Tag::kStr, id.v));
+    return FastMemoPut<kSpec>(p, PackMemo(Tag::kStr, id.v));
   }
   MemoWord packed;
-  if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) return false;
+  if (!FastGet<kSpec>(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) return false;
   auto ref = static_cast<uint32_t>(packed >> 4);
   return ref == na_.v || ref == StringPool::kEmpty.v;
 }
 
+template <bool kSpec>
 inline bool Decoder::TryEventDict() {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
@@ -194,7 +222,7 @@ inline bool Decoder::TryEventDict() {
   };
   size_t p = pos_;
   auto record = static_cast<uint32_t>(snap_.events.size());
-  if (!FastMemoPut(p, PackMemo(Tag::kEventRef, record))) {
+  if (!FastMemoPut<kSpec>(p, PackMemo(Tag::kEventRef, record))) {
     return rollback();
   }
   if (p >= size || d[p] != MARK) return rollback();
@@ -218,7 +246,7 @@ inline bool Decoder::TryEventDict() {
     } else {
       size_t at = p;
       MemoWord packed;
-      if (!FastGet(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) {
+      if (!FastGet<kSpec>(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) {
         return rollback();
       }
       // What the key sets comes from the schema: the fast path maps no key of its own.
@@ -241,8 +269,13 @@ inline bool Decoder::TryEventDict() {
     switch (field) {
       case Field::kEventAction: {
         MemoWord a;
-        ok = FastGet(p, a) && (a & 15) == static_cast<MemoWord>(Tag::kStr);
-        if (ok) {
+        ok = FastGet<kSpec>(p, a) && (a & 15) == static_cast<MemoWord>(Tag::kStr);
+        if constexpr (kSpec) {
+          // Strings the head interned: their actions were resolved when the plan was made.
+          if (ok && (a >> 4) >= head_->actions.size()) ok = false;
+          if (ok) e.action = static_cast<Action>(head_->actions[a >> 4]);
+          ok = ok && e.action != Action::kUnknown;
+        } else if (ok) {
           e.action = ActionOf(StrId(static_cast<uint32_t>(a >> 4)));
           ok = e.action != Action::kUnknown;  // unknown actions warn through the generic path
         }
@@ -274,11 +307,11 @@ inline bool Decoder::TryEventDict() {
         negative |= v;
         break;
       case Field::kEventFrames:
-        ok = FastFrames(p, e.stack);
+        ok = FastFrames<kSpec>(p, e.stack);
         break;
       case Field::kEventCompileContext:
       case Field::kEventUserMetadata:
-        ok = FastEmptyText(p);
+        ok = FastEmptyText<kSpec>(p);
         break;
       default:
         break;

@@ -92,7 +92,15 @@ void VmStack::Grow() {
 }
 
 Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOptions& options)
-    : input_(input), data_(input.bytes()), fast_paths_(options.fast_paths), observer_(observer) {
+    : threads_(options.threads),
+      parallel_min_bytes_(options.parallel_min_bytes),
+      parallel_chunk_bytes_(options.parallel_chunk_bytes),
+      parallel_wait_(options.parallel_wait_for_workers),
+      stats_(options.stats != nullptr ? options.stats : &own_stats_),
+      input_(input),
+      data_(input.bytes()),
+      fast_paths_(options.fast_paths),
+      observer_(observer) {
   na_ = InternText("N/A");
   // Reserve generously: untouched capacity costs address space, not resident memory, and it
   // avoids the transient 3x of a vector doubling on multi-GB inputs.
@@ -266,7 +274,12 @@ absl::StatusOr<Snapshot> Decoder::Run() {
   snap_.source.file_bytes = data_.size();
   pos_ = 2;
   size_t next_release = 8 << 20;
+  if (threads_ > 1 && fast_paths_ && protocol >= 4 && data_.size() >= parallel_min_bytes_) {
+    spec_next_ = 2;  // the plan is made at the first loop top past the head (pickle_parallel.cpp)
+  }
   while (true) {
+    if (pos_ >= spec_next_) [[unlikely]]
+      RETURN_IF_ERROR(AtSpeculationPoint());
     if (pos_ >= data_.size()) {
       return Error(pos_, "unexpected end of input (truncated pickle: no STOP opcode)");
     }
@@ -451,13 +464,9 @@ absl::StatusOr<Snapshot> Decoder::Run() {
         stack_.pop_back();
         break;
       }
-      case APPENDS: {
-        ASSIGN_OR_RETURN(size_t m, PopMark(at));
-        if (m == 0 || m <= StackFloor()) return Error(at, "APPENDS without a list below its MARK");
-        RETURN_IF_ERROR(Append(at, stack_[m - 1], stack_.data() + m, stack_.size() - m));
-        stack_.resize(m);
+      case APPENDS:
+        RETURN_IF_ERROR(OpAppends(at));
         break;
-      }
       case SETITEM: {
         if (stack_.size() < StackFloor() + 3) return Error(at, "stack underflow in SETITEM");
         size_t n = stack_.size();
@@ -478,6 +487,7 @@ absl::StatusOr<Snapshot> Decoder::Run() {
           return Error(
               at, absl::StrCat("STOP with ", stack_.size(), " values on the stack (expected 1)"));
         }
+        if (spec_ != nullptr) NoteParallelDecoding();
         RETURN_IF_ERROR(Finish(at, stack_.back()));
         // Anything after STOP is ignored (HTML payloads are NUL padded).
         return std::move(snap_);

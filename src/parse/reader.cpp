@@ -2,8 +2,10 @@
 #include "memsnap/parse/reader.h"
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/parallel.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
+#include "parse/pickle_decoder.h"
 
 namespace memsnap::parse {
 
@@ -30,7 +32,7 @@ Container Detect(std::string_view bytes) {
 }
 
 absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool gzipped, int depth,
-                                                    EventObserver* observer) {
+                                                    EventObserver* observer, int threads) {
   std::string_view bytes = input.bytes();
   std::vector<Snapshot> out;
   switch (Detect(bytes)) {
@@ -47,10 +49,12 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
       }
       ASSIGN_OR_RETURN(std::string inflated, io::Gunzip(bytes, input.name()));
       auto inner = io::FromString(std::move(inflated), input.name());
-      return ParseDetected(*inner, true, depth + 1, observer);
+      return ParseDetected(*inner, true, depth + 1, observer, threads);
     }
     case Container::kPickle: {
-      ASSIGN_OR_RETURN(Snapshot snap, ParsePickle(input, observer));
+      PickleOptions pickle;
+      pickle.threads = ThreadsFor(threads);
+      ASSIGN_OR_RETURN(Snapshot snap, ParsePickleWith(input, observer, pickle));
       out.push_back(std::move(snap));
       break;
     }
@@ -66,7 +70,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
             payloads.size() == 1 ? input.name() : absl::StrCat(input.name(), " [payload ", i, "]");
         auto inner = io::FromString(std::move(payloads[i]), name);
         ASSIGN_OR_RETURN(std::vector<Snapshot> snaps,
-                         ParseDetected(*inner, gzipped, depth + 1, nullptr));
+                         ParseDetected(*inner, gzipped, depth + 1, nullptr, threads));
         for (Snapshot& s : snaps) {
           s.source.container = ContainerFormat::kHtml;
           out.push_back(std::move(s));
@@ -87,7 +91,8 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
 
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options) {
-  ASSIGN_OR_RETURN(std::vector<Snapshot> snaps, ParseDetected(input, false, 0, options.events));
+  ASSIGN_OR_RETURN(std::vector<Snapshot> snaps,
+                   ParseDetected(input, false, 0, options.events, options.threads));
   for (Snapshot& s : snaps) {
     Normalize(s);
     if (options.strict) RETURN_IF_ERROR(s.diagnostics.AsError(s.source.path));

@@ -40,14 +40,20 @@ void PopulateForWrite(const void* data, size_t bytes) {
   if (end > begin) Populate(begin, end);
 }
 
+void DropPages(const void* data, size_t bytes) {
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
+  // Only pages wholly inside the block: the allocator's own words around it stay untouched.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
-  constexpr uintptr_t kChunk = uintptr_t{4} << 20;
   if (data != data_) {  // the vector reallocated: start over in its new storage
     data_ = data;
     populated_ = data;
   }
   const uintptr_t from = std::max((populated_ + kPage - 1) & ~(kPage - 1), end & ~(kPage - 1));
-  const uintptr_t to = std::min(from + kChunk, cap_end & ~(kPage - 1));
+  const uintptr_t to = std::min(from + step_, cap_end & ~(kPage - 1));
   mark_ = to > end + kPage ? to - kPage : UINTPTR_MAX;
   if (to <= from) return;
   if (!Populate(from, to)) {

@@ -55,7 +55,7 @@ struct StreamSummary {
 
 /// The peaks of one device's trace (the timeline's): value, device-local event, time.
 struct TracePeaks {
-  int64_t live_bytes = 0;   // live requested bytes
+  int64_t live_bytes = 0;  // live requested bytes
   TimelinePoint live_event;
   int64_t live_time_us = kNoTime;
   int64_t reserved_bytes = 0;

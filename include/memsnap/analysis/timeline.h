@@ -106,7 +106,7 @@ struct SegmentLifetime {
   int64_t stream = 0;
   LocalEvent begin_event;  // segment_alloc / segment_map; none: before the trace
   LocalEvent end_event;    // segment_free / segment_unmap; none: still there
-  SegmentId segment;  // the final-state segment at this address when still there, else invalid
+  SegmentId segment;       // the final-state segment at this address when still there, else invalid
   friend bool operator==(const SegmentLifetime&, const SegmentLifetime&) = default;
 };
 

@@ -45,7 +45,7 @@ struct LodOptions {
 /// One non-empty bucket. The curve between two stored buckets is the state after the earlier
 /// one's last event (nothing happened in the buckets between them).
 struct LodBucket {
-  int64_t index = 0;         // within its level
+  int64_t index = 0;           // within its level
   TimelinePoint sample_event;  // the point with the most live bytes
   TimelinePoint last_event;    // the bucket's last point (the start: only the initial state)
   int64_t live_min = 0, live_max = 0, live_last = 0;  // counted live requested bytes

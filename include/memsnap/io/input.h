@@ -21,6 +21,9 @@ class InputSource {
   /// Tells the OS that bytes before `offset` will not be read again, so their pages can leave the
   /// resident set (a multi-GB file then costs little memory while it is decoded). A hint only.
   virtual void ReleaseBefore(uint64_t offset) {}
+  /// The same for bytes [begin, end), which may be read again (the pages then fault back in).
+  /// Safe to call from several threads.
+  virtual void ReleaseRange(uint64_t begin, uint64_t end) {}
   /// Bytes that may be read (never used) after the end of bytes(): the zero-filled tail of the
   /// last page of an mmap, or the spare capacity of an owned buffer. Parsers that over-read
   /// (simdjson needs SIMDJSON_PADDING bytes) copy the input only when this is too small.

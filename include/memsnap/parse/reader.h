@@ -20,6 +20,9 @@ struct ReadOptions {
   /// Told of the trace events as they are decoded (event_observer.h): pickles only, plain or
   /// gzipped; an HTML page or JSON file publishes nothing. Not owned.
   EventObserver* events = nullptr;
+  /// Threads that may decode one pickle (0: every core). A protocol 4 or 5 pickle of 16 MiB or
+  /// more is decoded on all of them; the model is the same for every value.
+  int threads = 1;
 };
 
 /// Reads the file at `path`. Errors carry the path and, where it helps, a byte offset or key path:

@@ -1,0 +1,521 @@
+// Parallel decoding of one pickle (docs/reader.md, "Parallel decoding"): the sequential decoder
+// stays the one that decides; worker threads decode chunks of the trace entries ahead of it
+// speculatively, and the sequential decoder adopts what they decoded when it reaches exactly the
+// position a chunk's segment starts at and the memo entries the worker read still hold the values
+// it read. Adopting a segment replays its MARKs and APPENDS through the VM's own code, so the
+// model is the sequential one whatever the workers do; anything they did not decode (an entry the
+// fast path refuses, a memo GET of an entry they cannot see, a chunk not decoded in time) the
+// sequential decoder decodes as it always does.
+//
+// clang-format off
+//   head      the decoder runs alone until pos_ passes the head (the keys, actions, frames and
+//             stacks of the first iterations are defined there), then copies what the workers
+//             read (SpecHead) and cuts the rest at FRAME boundaries (protocol 4 and 5 write a
+//             FRAME opcode with the frame's length every 64 KiB, at an opcode boundary)
+//   chunk k   [R_k, R_k+1): R_k the first EMPTY_DICT at an opcode boundary at or after frame F_k
+//   workers   take chunks from the back; the sequential decoder takes, from the front, every
+//             chunk no worker has started, and waits for one a worker is decoding
+//   segment   a run of a chunk the worker decoded: events, MARKs, APPENDS, FRAMEs; an entry it
+//             cannot decode ends a segment, and the next starts after that entry (a gap that the
+//             sequential decoder decodes)
+// clang-format on
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
+#include "parse/pickle_decoder.h"
+#include "parse/pickle_fast_path.h"
+
+namespace memsnap::parse::pickle {
+
+// A MARK or an APPENDS of a segment, after `events_before` of the chunk's events.
+struct SpecOp {
+  uint32_t events_before = 0;
+  bool appends = false;
+  size_t at = 0;
+};
+
+// One segment of a chunk: the input [begin, end) and what it made, as ends of the chunk's arrays
+// (a segment's first element is the previous segment's end, 0 for the first).
+struct SpecSegment {
+  size_t begin = 0;
+  size_t end = 0;
+  uint32_t events_end = 0;
+  uint32_t memo_end = 0;
+  uint32_t lists_end = 0;
+  uint32_t ops_end = 0;
+};
+
+struct SpecChunk {
+  enum State : int { kPending, kRunning, kDone, kSequential };
+  size_t begin = 0;
+  size_t end = 0;
+  std::atomic<int> state{kPending};
+  // Written by the worker before state becomes kDone, read by the sequential decoder after.
+  std::vector<TraceEvent> events;  // stacks: the head's StackIds, or the chunk's own above them
+  std::vector<MemoWord> memo;      // the chunk's memo puts; refs of events and lists the chunk's
+  std::vector<ListObj> lists;      // begin: the chunk's event that made the list
+  std::vector<SpecOp> ops;
+  std::vector<SpecSegment> segments;
+  StackTable stacks;               // the head's stacks, then the chunk's new ones
+  std::vector<uint32_t> reads;     // head memo entries read
+  std::vector<StackId> stack_map;  // the chunk's new stacks -> the model's (sequential decoder)
+};
+
+struct SpecState {
+  SpecHead head;
+  std::vector<std::unique_ptr<SpecChunk>> chunks;
+  std::atomic<size_t> back{0};  // workers take chunks [0, back) from the back
+  std::vector<std::thread> workers;
+  size_t cur = 0;  // the chunk the sequential decoder is at
+  size_t seg = 0;  // its next segment
+  bool planned = false;
+};
+
+namespace {
+
+// The length of the data opcode at p with its argument, or 0 for an opcode the scan does not
+// know (it then stops) or one that runs past the end.
+size_t OpLength(const uint8_t* d, size_t size, size_t p) {
+  const size_t left = size - p;
+  auto fixed = [&](size_t n) -> size_t { return n <= left ? n : 0; };
+  switch (d[p]) {
+    case MARK:
+    case STOP:
+    case POP:
+    case POP_MARK:
+    case DUP:
+    case NONE:
+    case NEWTRUE:
+    case NEWFALSE:
+    case APPEND:
+    case APPENDS:
+    case EMPTY_DICT:
+    case EMPTY_LIST:
+    case EMPTY_TUPLE:
+    case TUPLE:
+    case TUPLE1:
+    case TUPLE2:
+    case TUPLE3:
+    case SETITEM:
+    case SETITEMS:
+    case LIST:
+    case DICT:
+    case MEMOIZE:
+      return 1;
+    case BININT1:
+    case BINGET:
+    case BINPUT:
+    case PROTO:
+      return fixed(2);
+    case BININT2:
+      return fixed(3);
+    case BININT:
+    case LONG_BINGET:
+    case LONG_BINPUT:
+      return fixed(5);
+    case BINFLOAT:
+    case FRAME:
+      return fixed(9);
+    case SHORT_BINUNICODE:
+    case SHORT_BINSTRING:
+    case SHORT_BINBYTES:
+    case LONG1:
+      return left >= 2 ? fixed(2 + size_t{d[p + 1]}) : 0;
+    case BINUNICODE:
+    case BINSTRING:
+    case BINBYTES:
+    case LONG4: {
+      if (left < 5) return 0;
+      uint32_t n;
+      std::memcpy(&n, d + p + 1, 4);
+      return n <= left - 5 ? 5 + size_t{n} : 0;
+    }
+    case BINUNICODE8:
+    case BINBYTES8: {
+      if (left < 9) return 0;
+      uint64_t n;
+      std::memcpy(&n, d + p + 1, 8);
+      return n <= left - 9 ? 9 + static_cast<size_t>(n) : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+int MarkDelta(uint8_t op) {
+  switch (op) {
+    case MARK:
+      return 1;
+    case APPENDS:
+    case SETITEMS:
+    case TUPLE:
+    case LIST:
+    case DICT:
+    case POP_MARK:
+      return -1;
+    default:
+      return 0;
+  }
+}
+
+// The first EMPTY_DICT at an opcode boundary from p (itself an opcode boundary), or SIZE_MAX.
+size_t Resync(const uint8_t* d, size_t size, size_t p) {
+  for (int k = 0; k < 65536 && p < size; ++k) {
+    if (d[p] == EMPTY_DICT) return p;
+    const size_t n = OpLength(d, size, p);
+    if (n == 0) return SIZE_MAX;
+    p += n;
+  }
+  return SIZE_MAX;
+}
+
+// From the EMPTY_DICT at p that the fast path refused: the position after the SETITEMS that
+// closes its MARK, or 0 when the walk meets an opcode it does not know or passes `limit`.
+size_t SkipEntry(const uint8_t* d, size_t size, size_t p, size_t limit) {
+  int depth = 0;
+  bool marked = false;
+  while (p < limit) {
+    const size_t n = OpLength(d, size, p);
+    if (n == 0) return 0;
+    const uint8_t op = d[p];
+    depth += MarkDelta(op);
+    if (depth < 0) return 0;
+    marked = marked || op == MARK;
+    p += n;
+    if (depth == 0 && marked && op == SETITEMS) return p;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Decoder::Decoder(io::InputSource& input, const SpecHead* head, size_t chunk_bytes)
+    : head_(head), input_(input), data_(input.bytes()), fast_paths_(true) {
+  // Memo GETs of strings read the head's StrIds: key codes and "N/A" are the head's. The
+  // sequential decoder interns keys as they appear, so no order of our own would match it.
+  key_codes_ = head->key_codes;
+  na_ = head->na;
+  snap_.events.reserve(EventsReservedFor(chunk_bytes));
+  // Small steps: what is faulted in past the chunk's last entry is resident until the adoption.
+  events_prefault_ = Prefaulter(uintptr_t{256} << 10);
+  memo_.reserve(chunk_bytes / 16 + 16);
+  head_seen_.assign(head->memo.size(), 0);
+}
+
+void Decoder::SpecStateDeleter::operator()(SpecState* s) const { delete s; }
+
+Decoder::~Decoder() {
+  if (spec_ != nullptr) {
+    // Workers take no new chunk once every chunk is claimed; wait for those in flight.
+    for (auto& c : spec_->chunks) {
+      int expected = SpecChunk::kPending;
+      c->state.compare_exchange_strong(expected, SpecChunk::kSequential);
+    }
+    for (std::thread& t : spec_->workers) t.join();
+  }
+  if (observer_ != nullptr) observer_->Release();
+}
+
+void Decoder::NoteParallelDecoding() const {
+  // A timer of no duration whose name says what happened, in the --timings tree.
+  ScopedTimer note(absl::StrCat("parallel decoding on ", threads_, " threads: ", stats_->chunks,
+                                " chunks, ", stats_->chunks_speculated, " decoded ahead, ",
+                                stats_->events_adopted, " of ", snap_.events.size(),
+                                " trace entries adopted from them"));
+}
+
+void Decoder::Speculate(SpecChunk& c) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  const size_t size = data_.size();
+  snap_.stacks = head_->stacks;
+  pos_ = c.begin;
+  size_t seg_begin = pos_;
+  auto close = [&](size_t at) {
+    const uint32_t events = static_cast<uint32_t>(snap_.events.size());
+    const uint32_t ops = static_cast<uint32_t>(c.ops.size());
+    const SpecSegment* last = c.segments.empty() ? nullptr : &c.segments.back();
+    if (at > seg_begin && (last == nullptr || last->events_end != events || last->ops_end != ops)) {
+      c.segments.push_back(SpecSegment{seg_begin, at, events, static_cast<uint32_t>(memo_.size()),
+                                       static_cast<uint32_t>(lists_.size()), ops});
+    }
+  };
+  while (pos_ < c.end) {
+    const uint8_t op = d[pos_];
+    if (op == EMPTY_DICT) {
+      const size_t at = pos_;
+      const size_t lists_before = lists_.size();
+      ++pos_;
+      if (TryEventDict<true>()) {
+        stack_.pop_back();
+        const uint32_t event = static_cast<uint32_t>(snap_.events.size() - 1);
+        for (size_t l = lists_before; l < lists_.size(); ++l) lists_[l].begin = event;
+        continue;
+      }
+      pos_ = at;
+      close(at);
+      const size_t next = SkipEntry(d, size, at, c.end);
+      if (next == 0) break;
+      pos_ = seg_begin = next;
+      continue;
+    }
+    if (op == MARK) {
+      // The sequential decoder tries a batch of frame GETs after a MARK on a new list; a MARK
+      // before a GET is left to it.
+      if (pos_ + 1 < size && (d[pos_ + 1] == BINGET || d[pos_ + 1] == LONG_BINGET)) break;
+      c.ops.push_back(SpecOp{static_cast<uint32_t>(snap_.events.size()), false, pos_});
+      ++pos_;
+      continue;
+    }
+    if (op == APPENDS) {
+      c.ops.push_back(SpecOp{static_cast<uint32_t>(snap_.events.size()), true, pos_});
+      ++pos_;
+      continue;
+    }
+    if (op == FRAME && size - pos_ >= 9) {
+      pos_ += 9;
+      continue;
+    }
+    break;
+  }
+  close(pos_);
+  // The pages of the mapped file inside the segments: the sequential decoder reads only the gaps
+  // between them again, whose pages stay mapped (it would fault them and 15 neighbours back in).
+  for (const SpecSegment& g : c.segments) input_.ReleaseRange(g.begin, g.end);
+  c.events = std::move(snap_.events);
+  c.memo = std::move(memo_);
+  c.lists = std::move(lists_);
+  c.stacks = std::move(snap_.stacks);
+  c.reads = std::move(head_reads_);
+}
+
+void Decoder::MakePlan() {
+  SpecState& s = *spec_;
+  s.planned = true;
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  const size_t size = data_.size();
+  const size_t rest = size - pos_;
+  const size_t chunk_bytes = parallel_chunk_bytes_ > 0
+                                 ? parallel_chunk_bytes_
+                                 : std::max<size_t>(size_t{1} << 20, rest / (threads_ * 8));
+  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first.
+  std::vector<size_t> starts;
+  size_t next_cut = pos_;
+  size_t released = pos_;
+  for (size_t p = 2; p + 9 <= size && d[p] == FRAME;) {
+    uint64_t len;
+    std::memcpy(&len, d + p + 1, 8);
+    if (p >= next_cut) {
+      const size_t r = Resync(d, size, p);
+      if (r != SIZE_MAX && (starts.empty() || r > starts.back())) {
+        starts.push_back(r);
+        next_cut = r + chunk_bytes;
+      }
+    }
+    if (len > size - p - 9) break;
+    p += 9 + static_cast<size_t>(len);
+    // Reading a frame's header every 64 KiB maps the whole file (the kernel maps 16 pages around
+    // a faulting one): give those pages back as the walk goes, each thread faults in what it
+    // decodes.
+    if (p >= released + (size_t{8} << 20)) {
+      input_.ReleaseRange(std::max(released, pos_), p);
+      released = p;
+    }
+  }
+  input_.ReleaseRange(std::max(released, pos_), size);
+  if (starts.size() < 2) {
+    spec_next_ = SIZE_MAX;
+    return;
+  }
+  // What the workers read: the memo, the lists' stacks, the actions of the strings and the stack
+  // table as they are now.
+  s.head.memo = memo_;
+  s.head.list_stacks.reserve(lists_.size());
+  for (const ListObj& l : lists_) s.head.list_stacks.push_back(l.stack);
+  s.head.actions.resize(snap_.strings.size());
+  for (uint32_t id = 0; id < snap_.strings.size(); ++id) {
+    s.head.actions[id] = static_cast<uint8_t>(ParseAction(snap_.strings.Get(StrId(id))));
+  }
+  CodeNewStrings();
+  s.head.key_codes = key_codes_;
+  s.head.na = na_;
+  s.head.stacks = snap_.stacks;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    auto c = std::make_unique<SpecChunk>();
+    c->begin = starts[k];
+    c->end = k + 1 < starts.size() ? starts[k + 1] : size;
+    s.chunks.push_back(std::move(c));
+  }
+  s.back = s.chunks.size();
+  stats_->chunks = s.chunks.size();
+  const size_t workers = std::min(threads_ - 1, s.chunks.size() - 1);
+  for (size_t t = 0; t < workers; ++t) {
+    s.workers.emplace_back([this, &s] {
+      while (true) {
+        size_t k = s.back.load();
+        do {
+          if (k == 0) return;
+        } while (!s.back.compare_exchange_weak(k, k - 1));
+        SpecChunk& c = *s.chunks[k - 1];
+        int expected = SpecChunk::kPending;
+        // The sequential decoder has reached this chunk: it has passed every earlier one too.
+        if (!c.state.compare_exchange_strong(expected, SpecChunk::kRunning)) return;
+        {
+          Decoder worker(input_, &s.head, c.end - c.begin);
+          worker.Speculate(c);
+        }
+        c.state.store(SpecChunk::kDone, std::memory_order_release);
+        c.state.notify_all();
+      }
+    });
+  }
+}
+
+absl::Status Decoder::AtSpeculationPoint() {
+  if (spec_ == nullptr) {
+    spec_.reset(new SpecState);
+    // The head: what the workers need to know (keys, actions, frames, stacks) is defined in the
+    // first entries.
+    spec_next_ = pos_ + std::max<size_t>(size_t{64} << 10, data_.size() / 32);
+    return absl::OkStatus();
+  }
+  SpecState& s = *spec_;
+  if (!s.planned) {
+    MakePlan();
+    if (spec_next_ == SIZE_MAX) return absl::OkStatus();
+  }
+  while (s.cur < s.chunks.size()) {
+    SpecChunk& c = *s.chunks[s.cur];
+    if (s.seg == 0) {
+      if (pos_ < c.begin) {
+        spec_next_ = c.begin;
+        return absl::OkStatus();
+      }
+      // Not started by a worker: decoded here, sequentially.
+      int state = SpecChunk::kPending;
+      if (!parallel_wait_ && c.state.compare_exchange_strong(state, SpecChunk::kSequential)) {
+        ++s.cur;
+        continue;
+      }
+      while ((state = c.state.load(std::memory_order_acquire)) == SpecChunk::kRunning ||
+             state == SpecChunk::kPending) {
+        c.state.wait(state, std::memory_order_acquire);
+      }
+      if (state != SpecChunk::kDone) {
+        ++s.cur;
+        continue;
+      }
+    }
+    while (s.seg < c.segments.size()) {
+      const SpecSegment& g = c.segments[s.seg];
+      if (pos_ < g.begin) {
+        spec_next_ = g.begin;
+        return absl::OkStatus();
+      }
+      if (pos_ == g.begin) {
+        bool adopted = false;
+        RETURN_IF_ERROR(Adopt(c, s.seg, adopted));
+      }
+      ++s.seg;
+    }
+    // Done with this chunk: its arrays are not needed any more.
+    ++stats_->chunks_speculated;
+    FreeAndDropPages(c.events);
+    FreeAndDropPages(c.memo);
+    c.lists = {};
+    c.ops = {};
+    ++s.cur;
+    s.seg = 0;
+  }
+  spec_next_ = SIZE_MAX;
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
+  const SpecSegment& g = c.segments[seg_index];
+  const SpecSegment prev = seg_index > 0 ? c.segments[seg_index - 1] : SpecSegment{};
+  const size_t n_events = g.events_end - prev.events_end;
+  const size_t n_ops = g.ops_end - prev.ops_end;
+  const size_t n_lists = g.lists_end - prev.lists_end;
+  // Adopt only what cannot differ from decoding it here: no stack or MARK depth the loop would
+  // refuse, no vector growth the event observer would have to be told of, refs that pack.
+  if (snap_.events.size() + n_events > snap_.events.capacity() ||
+      stack_.size() + n_events + 1 > kMaxStackDepth || marks_.size() + n_ops > kMaxStackDepth ||
+      snap_.events.size() + n_events >= kMemoRefLimit || lists_.size() + n_lists >= kMemoRefLimit) {
+    return absl::OkStatus();
+  }
+  for (uint32_t i : c.reads) {
+    const MemoWord w = spec_->head.memo[i];
+    if (i >= memo_.size() || memo_[i] != w) return absl::OkStatus();
+    if ((w & 15) == static_cast<MemoWord>(Tag::kList)) {
+      const uint32_t ref = w >> 4;
+      if (ref >= lists_.size() || lists_[ref].stack != spec_->head.list_stacks[ref]) {
+        return absl::OkStatus();
+      }
+    }
+  }
+  adopted = true;
+  const auto events_base = static_cast<uint32_t>(snap_.events.size());
+  const auto lists_base = static_cast<uint32_t>(lists_.size());
+  // The chunk's new stacks are interned in the order of their first use, as the sequential
+  // decoder interns them.
+  const uint32_t head_stacks = static_cast<uint32_t>(spec_->head.stacks.size());
+  auto map_stack = [&](StackId id) {
+    if (!id.valid() || id.v < head_stacks) return id;
+    if (c.stack_map.empty()) c.stack_map.resize(c.stacks.size() - head_stacks);
+    StackId& m = c.stack_map[id.v - head_stacks];
+    if (!m.valid()) m = snap_.stacks.Intern(c.stacks.Get(id));
+    return m;
+  };
+  PopulateForWrite(snap_.events.data() + snap_.events.size(), n_events * sizeof(TraceEvent));
+  snap_.events.insert(snap_.events.end(), c.events.begin() + prev.events_end,
+                      c.events.begin() + g.events_end);
+  for (uint32_t i = prev.memo_end; i < g.memo_end; ++i) {
+    const MemoWord w = c.memo[i];
+    const MemoWord tag = w & 15;
+    const uint32_t ref = w >> 4;
+    if (tag == static_cast<MemoWord>(Tag::kEventRef)) {
+      memo_.push_back(PackMemo(Tag::kEventRef, events_base + (ref - prev.events_end)));
+    } else if (tag == static_cast<MemoWord>(Tag::kList)) {
+      memo_.push_back(PackMemo(Tag::kList, lists_base + (ref - prev.lists_end)));
+    } else {
+      memo_.push_back(w);
+    }
+  }
+  uint32_t list = prev.lists_end;
+  uint32_t j = prev.events_end;
+  auto push_events = [&](uint32_t upto) {
+    for (; j < upto; ++j) {
+      const uint32_t record = events_base + (j - prev.events_end);
+      TraceEvent& e = snap_.events[record];
+      if (e.stack.valid() && e.stack.v >= head_stacks) [[unlikely]]
+        e.stack = map_stack(e.stack);
+      for (; list < g.lists_end && c.lists[list].begin == j; ++list) {
+        lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0,
+                                 map_stack(c.lists[list].stack), false});
+      }
+      stack_.push_back(Value{Tag::kEventRef, Rec::kEvent, record, 0});
+    }
+  };
+  for (uint32_t o = prev.ops_end; o < g.ops_end; ++o) {
+    const SpecOp& op = c.ops[o];
+    push_events(op.events_before);
+    if (op.appends) {
+      RETURN_IF_ERROR(OpAppends(op.at));
+    } else {
+      marks_.push_back(stack_.size());
+    }
+  }
+  push_events(g.events_end);
+  events_prefault_.Touch(snap_.events);
+  if (snap_.events.size() >= next_publish_) PublishEvents();
+  key_cache_size_ = 0;
+  ++stats_->segments_adopted;
+  stats_->events_adopted += n_events;
+  pos_ = g.end;
+  return absl::OkStatus();
+}
+
+}  // namespace memsnap::parse::pickle

@@ -1,0 +1,249 @@
+// The parallel decoding of one pickle (src/parse/pickle_parallel.cpp) against the sequential
+// decoder (pickle_paths.h, CompareParallelDecoding): on every corpus file, every fixture, generated
+// traces that exercise what the workers cannot decode, and byte-mutated inputs, decoding on
+// several threads must give the same model, warnings and error, for several thread counts and
+// chunk sizes down to one chunk a FRAME. Pickles with small FRAMEs come from CPython's pure-Python
+// pickler with a smaller frame size target, so that small inputs are cut into many chunks.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "memsnap/io/input.h"
+#include "memsnap/parse/reader.h"
+#include "pickle_paths.h"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Records [len][bytes] written by a Python script, back into strings.
+std::vector<std::string> Records(const std::string& out) {
+  std::vector<std::string> records;
+  for (size_t at = 0; at + 8 <= out.size();) {
+    uint64_t n = 0;
+    for (int k = 0; k < 8; ++k) n |= uint64_t{static_cast<unsigned char>(out[at + k])} << (8 * k);
+    records.push_back(out.substr(at + 8, n));
+    at += 8 + n;
+  }
+  return records;
+}
+
+// Python that defines small_frames(obj, target, protocol): a pickle cut into FRAMEs of about
+// `target` bytes, and emit(b): one record on stdout.
+const char* const kSmallFrames =
+    "import io\n"
+    "def small_frames(obj, target, protocol=4):\n"
+    "    pickle._Framer._FRAME_SIZE_TARGET = target\n"
+    "    f = io.BytesIO()\n"
+    "    pickle._Pickler(f, protocol).dump(obj)\n"
+    "    return f.getvalue()\n"
+    "def emit(b):\n"
+    "    sys.stdout.buffer.write(len(b).to_bytes(8, 'little') + b)\n";
+
+// A training-loop-like trace on two devices in which new frames, stacks and actions keep
+// appearing (memo GETs of entries made after the head, which the workers cannot see), frame
+// lists are both shared and new (and shared with an entry a worker decoded), an entry is now and
+// then appended twice (a memo GET of a worker's entry), and some entries need the generic path
+// (a dict as user_metadata, an unknown action, sizes out of range, a missing key, an extra key).
+const char* const kTrace =
+    "import random\n"
+    "def trace(seed, n, late=1.0):\n"
+    "    rng = random.Random(seed)\n"
+    "    frames = [{'name': 'fn%d' % i, 'filename': 'f%d.py' % (i % 7), 'line': i}\n"
+    "              for i in range(80)]\n"
+    "    stacks = []\n"
+    "    devices = [[], []]\n"
+    "    actions = ['alloc', 'free_requested', 'free_completed', 'segment_alloc']\n"
+    "    for i in range(n):\n"
+    "        if not stacks or (i < late * n and rng.random() < 0.01):\n"
+    "            k = min(len(frames), 3 + i * 80 // n)\n"
+    "            stacks.append([frames[rng.randrange(k)] for _ in range(rng.randrange(1, 6))])\n"
+    "        st = rng.choice(stacks)\n"
+    "        fr = st if rng.random() < 0.5 else list(st)\n"
+    "        if len(devices[0]) > 7 and rng.random() < 0.05: fr = devices[0][-7]['frames']\n"
+    "        a = actions[rng.randrange(len(actions) if i > n // 2 else 3)]\n"
+    "        e = dict(action=a, addr=2**40 + 512 * rng.randrange(1000),\n"
+    "                 size=512 * rng.randrange(1, 100), stream=rng.choice((0, 0, 7)),\n"
+    "                 time_us=1000 + i, compile_context='N/A', user_metadata='', frames=fr)\n"
+    "        r = rng.random()\n"
+    "        if r < 0.01: e['user_metadata'] = {'step': i}\n"
+    "        elif r < 0.015: e['action'] = 'brand_new'\n"
+    "        elif r < 0.02: e['size'] = 2**41\n"
+    "        elif r < 0.025: del e['time_us']\n"
+    "        elif r < 0.03: e['extra'] = i\n"
+    "        devices[0 if rng.random() < 0.9 else 1].append(e)\n"
+    "        if len(devices[0]) > 5 and rng.random() < 0.003: devices[0].append(devices[0][-5])\n"
+    "    return {'segments': [], 'device_traces': devices,\n"
+    "            'allocator_settings': {'max_split_size': -1}}\n";
+
+// Generated traces cut into frames of about `target` bytes (protocols 4 and 5); in the last, new
+// stacks stop appearing after the first 2% of the entries, as in a training loop.
+std::vector<std::string> Traces() {
+  return Records(testing::RunPython(
+      std::string(kSmallFrames) + kTrace +
+      "for seed, n, late, target, protocol in ((1, 3000, 1, 256, 4), (2, 3000, 1, 4096, 5),"
+      " (3, 400, 1, 64, 4), (4, 20000, 0.02, 16384, 4)):\n"
+      "    emit(small_frames(trace(seed, n, late), target, protocol))\n"));
+}
+
+// The fixtures of testdata/ as pickles of protocols 4 and 5 with small frames.
+std::vector<std::string> SmallFrameFixtures() {
+  return Records(testing::RunPython(
+      std::string(kSmallFrames) +
+      "import os\n"
+      "from pyhelpers import load_json\n"
+      "root = '" MEMSNAP_SOURCE_DIR
+      "/testdata'\n"
+      "names = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root)\n"
+      "               for f in fs if f.endswith('.json'))\n"
+      "for name in names:\n"
+      "    for protocol in (4, 5):\n"
+      "        emit(small_frames(load_json(name), 128, protocol))\n"));
+}
+
+// The pickles a corpus file holds: itself, its gzip content, or the payloads of an HTML page.
+std::vector<std::string> PicklesIn(std::string bytes) {
+  if (io::IsGzip(bytes)) {
+    absl::StatusOr<std::string> inflated = io::Gunzip(bytes, "in");
+    if (!inflated.ok()) return {};
+    bytes = std::move(*inflated);
+  }
+  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) return {bytes};
+  absl::StatusOr<std::vector<std::string>> payloads = parse::ExtractHtmlPayloads(bytes, "in");
+  return payloads.ok() ? *payloads : std::vector<std::string>{};
+}
+
+}  // namespace
+
+TEST_SUITE("pickle_parallel") {
+  TEST_CASE(
+      "a pickle decoded on several threads gives the sequential model, with workers' "
+      "entries adopted") {
+    std::vector<std::string> traces = Traces();
+    REQUIRE(traces.size() == 4);
+    size_t best_share_percent = 0;
+    for (size_t t = 0; t < traces.size(); ++t) {
+      for (size_t threads : {2, 3, 5}) {
+        for (size_t chunk : {size_t{1}, size_t{700}, size_t{5000}, size_t{1} << 20}) {
+          CAPTURE(t);
+          CAPTURE(threads);
+          CAPTURE(chunk);
+          // Scheduled as it comes, and with every chunk left to the workers (deterministic).
+          std::string diff = testing::CompareParallelDecoding(traces[t], threads, chunk);
+          CHECK_MESSAGE(diff == "", diff);
+          parse::ParallelStats stats;
+          diff = testing::CompareParallelDecoding(traces[t], threads, chunk, &stats, true);
+          CHECK_MESSAGE(diff == "", diff);
+          Snapshot s = testing::ParseOrFail(traces[t]);
+          best_share_percent =
+              std::max(best_share_percent, stats.events_adopted * 100 / s.events.size());
+        }
+      }
+    }
+    // The workers' entries are used, not only decoded and dropped: 43% of the last trace, whose
+    // entries are often gaps by design (an action first seen halfway, lists shared with a worker's
+    // entry, entries for the generic path, entries across FRAME boundaries).
+    CHECK(best_share_percent >= 40);
+  }
+
+  TEST_CASE("a pickle of protocol 2, or one too small to cut, is decoded on one thread") {
+    std::string p2 = testing::PythonPickle(
+        "{'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 1, 'size': 2, 'stream': "
+        "0} for _ in range(3000)]]}",
+        2);
+    parse::ParallelStats stats;
+    CHECK(testing::CompareParallelDecoding(p2, 4, 1, &stats) == "");
+    CHECK(stats.chunks == 0);
+    std::string tiny = testing::PythonPickle("{'segments': [], 'device_traces': [[]]}", 4);
+    CHECK(testing::CompareParallelDecoding(tiny, 4, 1, &stats) == "");
+    CHECK(stats.chunks == 0);
+  }
+
+  TEST_CASE("every fixture with small frames decodes the same on several threads") {
+    std::vector<std::string> pickles = SmallFrameFixtures();
+    CHECK(pickles.size() >= 30);
+    for (size_t i = 0; i < pickles.size(); ++i) {
+      CAPTURE(i);
+      for (size_t threads : {2, 3}) {
+        std::string diff = testing::CompareParallelDecoding(pickles[i], threads, 1);
+        CHECK_MESSAGE(diff == "", diff);
+      }
+    }
+  }
+
+  TEST_CASE("byte-mutated pickles decode the same on several threads, or fail the same way") {
+    // Flips, truncations, duplicated and deleted ranges of the generated traces (the frames'
+    // lengths then lie, entries straddle chunks, memo indices break): the fuzz_pickle_paths
+    // target runs the same comparison on what libFuzzer makes.
+    std::vector<std::string> bases = Traces();
+    bases.resize(3);  // the small-frame ones
+    std::mt19937_64 rng(19);
+    int compared = 0, decoded = 0;
+    for (const std::string& base : bases) {
+      for (int m = 0; m < 60; ++m) {
+        std::string b = base;
+        const size_t n = b.size();
+        switch (rng() % 4) {
+          case 0:
+            for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) {
+              b[rng() % n] = static_cast<char>(rng());
+            }
+            break;
+          case 1:
+            b.resize(n / 2 + rng() % (n / 2));
+            break;
+          case 2: {
+            size_t at = rng() % n, len = 1 + rng() % 64;
+            b.insert(at, b.substr(rng() % n, len));
+            break;
+          }
+          default:
+            b.erase(rng() % n, 1 + rng() % 8);
+            break;
+        }
+        const size_t threads = 2 + rng() % 3;
+        const size_t chunk = rng() % 2 ? 1 : 1 + rng() % 4096;
+        std::string diff = testing::CompareParallelDecoding(b, threads, chunk);
+        CHECK_MESSAGE(diff == "", diff);
+        decoded += testing::DecodedPickleText(b, true).rfind("error: ", 0) != 0;
+        ++compared;
+      }
+    }
+    CHECK(compared == 180);
+    CHECK(decoded > 5);  // the mutations reach past the first error, not only errors
+  }
+
+  TEST_CASE("every corpus file decodes the same on several threads" *
+            doctest::test_suite("corpus")) {
+    size_t pickles = 0, adopted = 0;
+    for (const std::string& path : testing::CorpusFiles()) {
+      for (const std::string& bytes : PicklesIn(Slurp(path))) {
+        CAPTURE(path);
+        for (size_t threads : {2, 4}) {
+          for (size_t chunk : {size_t{1}, size_t{1} << 18}) {
+            parse::ParallelStats stats;
+            std::string diff = testing::CompareParallelDecoding(bytes, threads, chunk, &stats);
+            CHECK_MESSAGE(diff == "", diff.substr(0, 4000));
+            adopted += stats.events_adopted;
+          }
+        }
+        ++pickles;
+      }
+    }
+    if (testing::CorpusDir()) {
+      CHECK(pickles >= 60);
+      CHECK(adopted > 0);
+    }
+  }
+}
+
+}  // namespace memsnap
