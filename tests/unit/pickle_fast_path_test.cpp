@@ -148,26 +148,7 @@ TEST_SUITE("pickle_fast_path") {
     int compared = 0, decoded = 0;
     for (const std::string& base : FixturePickles()) {
       for (int m = 0; m < 40; ++m) {
-        std::string b = base;
-        const size_t n = b.size();
-        switch (rng() % 4) {
-          case 0:
-            for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) {
-              b[rng() % n] = static_cast<char>(rng());
-            }
-            break;
-          case 1:
-            b.resize(rng() % n);
-            break;
-          case 2: {
-            size_t at = rng() % n, len = 1 + rng() % 16;
-            b.insert(at, b.substr(rng() % n, len));
-            break;
-          }
-          default:
-            b.erase(rng() % n, 1 + rng() % 8);
-            break;
-        }
+        std::string b = testing::MutateBytes(base, rng, {});
         std::string diff = testing::ComparePicklePaths(b);
         CHECK_MESSAGE(diff == "", diff);
         decoded += testing::DecodedPickleText(b, true).rfind("error: ", 0) != 0;

@@ -190,26 +190,7 @@ TEST_SUITE("pickle_parallel") {
     int compared = 0, decoded = 0;
     for (const std::string& base : bases) {
       for (int m = 0; m < 60; ++m) {
-        std::string b = base;
-        const size_t n = b.size();
-        switch (rng() % 4) {
-          case 0:
-            for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) {
-              b[rng() % n] = static_cast<char>(rng());
-            }
-            break;
-          case 1:
-            b.resize(n / 2 + rng() % (n / 2));
-            break;
-          case 2: {
-            size_t at = rng() % n, len = 1 + rng() % 64;
-            b.insert(at, b.substr(rng() % n, len));
-            break;
-          }
-          default:
-            b.erase(rng() % n, 1 + rng() % 8);
-            break;
-        }
+        std::string b = testing::MutateBytes(base, rng, {.keep_half = true, .max_copy = 64});
         const size_t threads = 2 + rng() % 3;
         const size_t chunk = rng() % 2 ? 1 : 1 + rng() % 4096;
         std::string diff = testing::CompareParallelDecoding(b, threads, chunk);

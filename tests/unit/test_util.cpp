@@ -172,4 +172,27 @@ RunResult RunMemsnap(const std::vector<std::string>& args) {
   return r;
 }
 
+std::string MutateBytes(std::string b, std::mt19937_64& rng, const ByteMutation& how) {
+  const size_t n = b.size();
+  switch (rng() % 4) {
+    case 0:
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) {
+        b[rng() % n] = static_cast<char>(rng());
+      }
+      break;
+    case 1:
+      b.resize(how.keep_half ? n / 2 + rng() % (n / 2) : rng() % n);
+      break;
+    case 2: {
+      size_t at = rng() % n, len = 1 + rng() % how.max_copy;
+      b.insert(at, b.substr(rng() % n, len));
+      break;
+    }
+    default:
+      b.erase(rng() % n, 1 + rng() % 8);
+      break;
+  }
+  return b;
+}
+
 }  // namespace memsnap::testing

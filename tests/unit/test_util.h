@@ -1,7 +1,9 @@
 // Shared helpers for the unit tests: Python-made pickles, fixture paths, the real corpus.
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -74,5 +76,15 @@ RunResult RunMemsnap(const std::vector<std::string>& args);
 
 /// A temporary directory removed at exit.
 std::string TempDir();
+
+/// How MutateBytes breaks a pickle: which cuts it makes, and how long a copied range may be.
+struct ByteMutation {
+  bool keep_half = false;  // truncations keep at least half of the bytes (frames survive)
+  size_t max_copy = 16;    // the longest range duplicated elsewhere
+};
+
+/// One deterministic mutation of `bytes` (non-empty), drawn from `rng`: a few byte flips, a
+/// truncation, a range duplicated elsewhere, or a range erased.
+std::string MutateBytes(std::string bytes, std::mt19937_64& rng, const ByteMutation& how);
 
 }  // namespace memsnap::testing
