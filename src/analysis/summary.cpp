@@ -1,7 +1,10 @@
 #include "memsnap/analysis/summary.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -44,22 +47,63 @@ Totals SegmentTotals(const Snapshot& snap, const Segment& seg) {
   return t;
 }
 
-// Matches allocs and frees by address over one device's trace to count frees whose alloc is
-// older than the window and live blocks whose alloc was never seen (ghosts).
-void CountWindowEffects(const Snapshot& snap, const DeviceTrace& trace, DeviceSummary& dev) {
-  absl::flat_hash_map<uint64_t, int32_t> live;  // addr -> allocs seen and not yet freed
-  for (const TraceEvent& e : snap.EventsOf(trace)) {
-    if (e.action == Action::kAlloc) {
-      ++live[e.addr];
-    } else if (e.action == Action::kFreeCompleted) {
-      auto it = live.find(e.addr);
-      if (it == live.end() || it->second == 0) {
-        ++dev.frees_without_alloc;
-      } else {
-        --it->second;
+// Everything Summarize takes from one device's events, in one pass: the trace is the largest
+// array of the model and three passes over it cost three times the memory traffic. Allocs and
+// frees are matched by address to count the frees whose alloc is older than the window;
+// `live` keeps, per address, the allocs seen and not yet freed for the ghost count after it.
+void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, bool ooms, DeviceSummary& dev,
+                absl::flat_hash_map<uint64_t, int32_t>& live, std::optional<SiteNamer>& namer) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first = dev.first_time_us, last = dev.last_time_us;
+  int64_t frees_without_alloc = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const TraceEvent& e = ev[i];
+    ++actions[static_cast<int>(e.action)];
+    if (e.has_time()) {
+      if (first == kNoTime || e.time_us < first) first = e.time_us;
+      if (last == kNoTime || e.time_us > last) last = e.time_us;
+    }
+    switch (e.action) {
+      case Action::kAlloc:
+        ++live[e.addr];
+        break;
+      case Action::kFreeCompleted: {
+        auto it = live.find(e.addr);
+        if (it == live.end() || it->second == 0) {
+          ++frees_without_alloc;
+        } else {
+          --it->second;
+        }
+        break;
       }
+      case Action::kOom: {
+        if (!ooms) break;
+        SummaryOom o;
+        o.event = static_cast<uint32_t>(i);
+        o.time_us = e.time_us;
+        o.requested = e.size;
+        o.device_free = static_cast<int64_t>(e.addr);
+        o.stream = e.stream;
+        if (!namer) namer.emplace(snap);
+        o.site = namer->Label(e.stack);
+        dev.ooms.push_back(std::move(o));
+        break;
+      }
+      default:
+        break;
     }
   }
+  dev.totals.trace_entries += static_cast<int64_t>(ev.size());
+  for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += actions[a];
+  dev.first_time_us = first;
+  dev.last_time_us = last;
+  dev.frees_without_alloc += frees_without_alloc;
+}
+
+// Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
+void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int32_t>& live,
+                 DeviceSummary& dev) {
   for (const Segment& seg : snap.segments) {
     if (seg.device != dev.device) continue;
     for (const Block& b : snap.BlocksOf(seg)) {
@@ -107,7 +151,21 @@ std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
   return out;
 }
 
+TimelineOptions SummaryTimelineOptions() {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peaks only
+  to.curve = false;
+  return to;
+}
+
 SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
+  if (!options.peaks) return Summarize(snap, nullptr, options);
+  absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, SummaryTimelineOptions());
+  return Summarize(snap, tl.ok() ? &*tl : nullptr, options);
+}
+
+SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
+                        const SummaryOptions& options) {
   SummaryReport report;
   report.source = snap.source;
   report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
@@ -132,51 +190,22 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
-    for (const TraceEvent& e : snap.EventsOf(trace)) {
-      ++dev.totals.trace_entries;
-      ++dev.totals.actions[static_cast<int>(e.action)];
-      if (e.has_time()) {
-        if (dev.first_time_us == kNoTime || e.time_us < dev.first_time_us)
-          dev.first_time_us = e.time_us;
-        if (dev.last_time_us == kNoTime || e.time_us > dev.last_time_us)
-          dev.last_time_us = e.time_us;
-      }
-    }
-    CountWindowEffects(snap, trace, dev);
-    if (options.peaks) {
-      std::span<const TraceEvent> ev = snap.EventsOf(trace);
-      for (size_t i = 0; i < ev.size(); ++i) {
-        if (ev[i].action != Action::kOom) continue;
-        SummaryOom o;
-        o.event = static_cast<uint32_t>(i);
-        o.time_us = ev[i].time_us;
-        o.requested = ev[i].size;
-        o.device_free = static_cast<int64_t>(ev[i].addr);
-        o.stream = ev[i].stream;
-        if (!namer) namer.emplace(snap);
-        o.site = namer->Label(ev[i].stack);
-        dev.ooms.push_back(std::move(o));
-      }
-    }
+    absl::flat_hash_map<uint64_t, int32_t> live;  // addr -> allocs seen and not yet freed
+    ScanEvents(snap, trace, options.peaks, dev, live, namer);
+    CountGhosts(snap, live, dev);
   }
-  if (options.peaks) {
-    TimelineOptions to;
-    to.keep = KeepLifetimes::kNone;
-    to.curve = false;
-    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
-    if (tl.ok()) {
-      for (const DeviceTimeline& dt : tl->devices) {
-        auto it = devices.find(dt.device);
-        if (it == devices.end() || dt.num_events == 0) continue;
-        TracePeaks p;
-        p.live_bytes = dt.peak_requested;
-        p.live_event = dt.peak_event;
-        p.live_time_us = dt.TimeOf(snap, dt.peak_event);
-        p.reserved_bytes = dt.peak_reserved;
-        p.reserved_event = dt.peak_reserved_event;
-        p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
-        it->second.peaks = p;
-      }
+  if (options.peaks && timeline != nullptr) {
+    for (const DeviceTimeline& dt : timeline->devices) {
+      auto it = devices.find(dt.device);
+      if (it == devices.end() || dt.num_events == 0) continue;
+      TracePeaks p;
+      p.live_bytes = dt.peak_requested;
+      p.live_event = dt.peak_event;
+      p.live_time_us = dt.TimeOf(snap, dt.peak_event);
+      p.reserved_bytes = dt.peak_reserved;
+      p.reserved_event = dt.peak_reserved_event;
+      p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
+      it->second.peaks = p;
     }
   }
   for (auto& [device, dev] : devices) {

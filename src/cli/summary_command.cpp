@@ -39,15 +39,17 @@ RunFn SetupSummary(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() == 1) {
       // One file: also the categories of the memory live at the peak, from a timeline built
-      // while the file is read.
+      // while the file is read; the summary's peaks come from the same timeline.
       analysis::TimelineOptions to;
       to.keep = analysis::KeepLifetimes::kLiveAt;
       to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
       to.curve = false;
-      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx));
-      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot);
+      ReadAnalysisClock phases;
+      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx, &phases));
+      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline);
       ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
                        analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));
+      if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
       if (opts->json) {
         nlohmann::ordered_json j = report::SummaryToJson(summary);
         j["categories_at_peak"] = report::CategoriesAtJson(categories);

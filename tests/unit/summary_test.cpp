@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/summary_render.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -110,6 +112,47 @@ TEST_SUITE("summary") {
     analysis::SummaryOptions no_peaks;
     no_peaks.peaks = false;
     CHECK_FALSE(analysis::Summarize(snap, no_peaks).devices[0].peaks.has_value());
+  }
+
+  TEST_CASE("summary takes the peaks from the timeline it is given, whatever that keeps") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    const nlohmann::ordered_json rebuilt = report::SummaryToJson(analysis::Summarize(snap));
+    for (analysis::KeepLifetimes keep :
+         {analysis::KeepLifetimes::kAll, analysis::KeepLifetimes::kLiveAt,
+          analysis::KeepLifetimes::kNone}) {
+      for (bool curve : {true, false}) {
+        CAPTURE(static_cast<int>(keep));
+        CAPTURE(curve);
+        analysis::TimelineOptions to;
+        to.keep = keep;
+        to.curve = curve;
+        absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
+        REQUIRE(tl.ok());
+        CHECK(report::SummaryToJson(analysis::Summarize(snap, &*tl)) == rebuilt);
+      }
+    }
+    // The peaks are the timeline's: without one there are none, everything else is the same.
+    analysis::SummaryReport none = analysis::Summarize(snap, nullptr);
+    CHECK_FALSE(none.devices[0].peaks.has_value());
+    CHECK(none.devices[0].ooms.size() == 1);
+    CHECK(none.totals.trace_entries == 6);
+  }
+
+  TEST_CASE("summary of a corpus file is the same with the command's timeline as rebuilt" *
+            doctest::test_suite("corpus")) {
+    // `memsnap summary FILE` passes the kLiveAt timeline it builds during the read.
+    analysis::TimelineOptions to;
+    to.keep = analysis::KeepLifetimes::kLiveAt;
+    to.curve = false;
+    for (const std::string& path : testing::CorpusFiles()) {
+      INFO(path);
+      absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(*snap, to);
+      REQUIRE(tl.ok());
+      CHECK(report::SummaryToJson(analysis::Summarize(*snap, &*tl)) ==
+            report::SummaryToJson(analysis::Summarize(*snap)));
+    }
   }
 
   TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {
