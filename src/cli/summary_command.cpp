@@ -60,12 +60,13 @@ RunFn SetupSummary(CLI::App& sub) {
       }
       return ExitCode::kOk;
     }
-    ASSIGN_OR_RETURN(
-        auto results,
-        AnalyzeEach<analysis::SummaryReport>(
-            inputs, ctx, [](const Snapshot& snap) -> absl::StatusOr<analysis::SummaryReport> {
-              return analysis::Summarize(snap);
-            }));
+    ASSIGN_OR_RETURN(auto results,
+                     AnalyzeEachWithTimeline<analysis::SummaryReport>(
+                         inputs, analysis::SummaryTimelineOptions(), ctx,
+                         [](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
+                             -> absl::StatusOr<analysis::SummaryReport> {
+                           return analysis::Summarize(snap, tl.ok() ? &*tl : nullptr);
+                         }));
     std::vector<analysis::SummaryReport> reports;
     for (auto& [path, r] : results) reports.push_back(std::move(r));
     const auto& files = reports;
