@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/cli/common.h"
+#include "memsnap/util/parallel.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -20,6 +22,19 @@ std::string Output(const std::string& threads, const std::vector<std::string>& a
   all.insert(all.end(), args.begin(), args.end());
   testing::RunResult r = testing::RunMemsnap(all);
   return "exit " + std::to_string(r.exit_code) + "\n" + r.out + "\n--- stderr\n" + r.err;
+}
+
+TEST_CASE("--threads is split between the files of a directory, never exceeded, never below one") {
+  cli::Context ctx;
+  ctx.threads = 8;
+  CHECK(cli::ThreadsPerFile(ctx, 1) == 8);  // one file: decoded on all of them
+  CHECK(cli::ThreadsPerFile(ctx, 3) == 2);  // 3 side by side, 2 each
+  CHECK(cli::ThreadsPerFile(ctx, 8) == 1);
+  CHECK(cli::ThreadsPerFile(ctx, 64) == 1);  // 8 side by side, one each
+  ctx.threads = 1;
+  CHECK(cli::ThreadsPerFile(ctx, 5) == 1);
+  ctx.threads = 0;  // every core
+  CHECK(cli::ThreadsPerFile(ctx, 1) == static_cast<int>(ThreadsFor(0)));
 }
 
 TEST_CASE("every command that reads gives the same output on 1, 2 and 5 threads" *
