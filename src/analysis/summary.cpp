@@ -12,6 +12,7 @@
 #include "memsnap/analysis/site.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/parallel.h"
 
 namespace memsnap::analysis {
 
@@ -47,17 +48,28 @@ Totals SegmentTotals(const Snapshot& snap, const Segment& seg) {
   return t;
 }
 
-// Everything Summarize takes from one device's events, in one pass: the trace is the largest
-// array of the model and three passes over it cost three times the memory traffic. Allocs and
-// frees are matched by address to count the frees whose alloc is older than the window;
-// `live` keeps, per address, the allocs seen and not yet freed for the ghost count after it.
-void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, bool ooms, DeviceSummary& dev,
-                absl::flat_hash_map<uint64_t, int32_t>& live, std::optional<SiteNamer>& namer) {
-  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+// What a run of one address's events does to the allocs seen and not yet freed: from a count of
+// 0, `unmatched` frees find none (their alloc is older than the run) and `count` allocs are left.
+// From a count of c instead, max(0, unmatched - c) frees find none and count + max(0, c -
+// unmatched) are left: runs of consecutive parts join in order without rescanning them.
+struct AddrRun {
+  int32_t unmatched = 0;
+  int32_t count = 0;
+};
+
+// Everything Summarize takes from a part of one device's events, in one pass over it: the trace is
+// the largest array of the model, and each pass over it costs its whole size in memory traffic.
+struct EventPart {
   std::array<int64_t, kNumActions> actions{};
-  int64_t first = dev.first_time_us, last = dev.last_time_us;
-  int64_t frees_without_alloc = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  std::vector<uint32_t> ooms;  // device-local indices of the oom entries
+  absl::flat_hash_map<uint64_t, AddrRun> addrs;
+};
+
+void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPart& part) {
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first = kNoTime, last = kNoTime;
+  for (size_t i = begin; i < end; ++i) {
     const TraceEvent& e = ev[i];
     ++actions[static_cast<int>(e.action)];
     if (e.has_time()) {
@@ -66,39 +78,77 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, bool ooms, Devic
     }
     switch (e.action) {
       case Action::kAlloc:
-        ++live[e.addr];
+        ++part.addrs[e.addr].count;
         break;
       case Action::kFreeCompleted: {
-        auto it = live.find(e.addr);
-        if (it == live.end() || it->second == 0) {
-          ++frees_without_alloc;
+        AddrRun& a = part.addrs[e.addr];
+        if (a.count == 0) {
+          ++a.unmatched;
         } else {
-          --it->second;
+          --a.count;
         }
         break;
       }
-      case Action::kOom: {
-        if (!ooms) break;
-        SummaryOom o;
-        o.event = static_cast<uint32_t>(i);
-        o.time_us = e.time_us;
-        o.requested = e.size;
-        o.device_free = static_cast<int64_t>(e.addr);
-        o.stream = e.stream;
-        if (!namer) namer.emplace(snap);
-        o.site = namer->Label(e.stack);
-        dev.ooms.push_back(std::move(o));
+      case Action::kOom:
+        part.ooms.push_back(static_cast<uint32_t>(i));
         break;
-      }
       default:
         break;
     }
   }
+  part.actions = actions;
+  part.first_time_us = first;
+  part.last_time_us = last;
+}
+
+// A device's counts, time span, oom entries and frees without an alloc, its events scanned in up
+// to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
+// the end (for CountGhosts). The same figures whatever the number of parts.
+void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
+                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int32_t>& live,
+                std::optional<SiteNamer>& namer) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  const size_t parts = std::max<size_t>(
+      1, std::min<size_t>(ThreadsFor(options.threads),
+                          ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
+  std::vector<EventPart> scanned(parts);
+  ParallelFor(
+      parts,
+      [&](size_t p) {
+        ScanPart(ev, ev.size() * p / parts, ev.size() * (p + 1) / parts, scanned[p]);
+      },
+      parts);
+  for (EventPart& part : scanned) {
+    for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += part.actions[a];
+    if (part.first_time_us != kNoTime &&
+        (dev.first_time_us == kNoTime || part.first_time_us < dev.first_time_us)) {
+      dev.first_time_us = part.first_time_us;
+    }
+    if (part.last_time_us != kNoTime &&
+        (dev.last_time_us == kNoTime || part.last_time_us > dev.last_time_us)) {
+      dev.last_time_us = part.last_time_us;
+    }
+    // Sums over addresses: the order of the table does not matter.
+    for (const auto& [addr, run] : part.addrs) {
+      int32_t& c = live[addr];
+      dev.frees_without_alloc += std::max(0, run.unmatched - c);
+      c = run.count + std::max(0, c - run.unmatched);
+    }
+    if (!options.peaks) continue;
+    for (uint32_t i : part.ooms) {
+      const TraceEvent& e = ev[i];
+      SummaryOom o;
+      o.event = i;
+      o.time_us = e.time_us;
+      o.requested = e.size;
+      o.device_free = static_cast<int64_t>(e.addr);
+      o.stream = e.stream;
+      if (!namer) namer.emplace(snap);
+      o.site = namer->Label(e.stack);
+      dev.ooms.push_back(std::move(o));
+    }
+  }
   dev.totals.trace_entries += static_cast<int64_t>(ev.size());
-  for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += actions[a];
-  dev.first_time_us = first;
-  dev.last_time_us = last;
-  dev.frees_without_alloc += frees_without_alloc;
 }
 
 // Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
@@ -191,7 +241,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
     absl::flat_hash_map<uint64_t, int32_t> live;  // addr -> allocs seen and not yet freed
-    ScanEvents(snap, trace, options.peaks, dev, live, namer);
+    ScanEvents(snap, trace, options, dev, live, namer);
     CountGhosts(snap, live, dev);
   }
   if (options.peaks && timeline != nullptr) {

@@ -46,7 +46,9 @@ RunFn SetupSummary(CLI::App& sub) {
       to.curve = false;
       ReadAnalysisClock phases;
       ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx, &phases));
-      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline);
+      analysis::SummaryOptions so;
+      so.threads = ctx.threads;  // the events' pass, split between the threads after the read
+      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline, so);
       ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
                        analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));
       if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
@@ -60,12 +62,14 @@ RunFn SetupSummary(CLI::App& sub) {
       }
       return ExitCode::kOk;
     }
+    analysis::SummaryOptions so;
+    so.threads = ThreadsPerFile(ctx, inputs.size());
     ASSIGN_OR_RETURN(auto results,
                      AnalyzeEachWithTimeline<analysis::SummaryReport>(
                          inputs, analysis::SummaryTimelineOptions(), ctx,
-                         [](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
+                         [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
                              -> absl::StatusOr<analysis::SummaryReport> {
-                           return analysis::Summarize(snap, tl.ok() ? &*tl : nullptr);
+                           return analysis::Summarize(snap, tl.ok() ? &*tl : nullptr, so);
                          }));
     std::vector<analysis::SummaryReport> reports;
     for (auto& [path, r] : results) reports.push_back(std::move(r));

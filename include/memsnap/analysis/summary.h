@@ -16,6 +16,11 @@ namespace memsnap::analysis {
 struct SummaryOptions {
   /// Find each device's peaks (one timeline pass) and name the site of each oom entry.
   bool peaks = true;
+  /// Threads for the pass over each device's events (0: every core); the report is the same.
+  int threads = 1;
+  /// Events a thread takes at least (fewer threads for a shorter trace): below about a million
+  /// (40 MB of them), starting a thread costs more than it saves. Tests set it low.
+  size_t min_events_per_thread = size_t{1} << 20;
 };
 
 /// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
