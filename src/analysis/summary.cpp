@@ -53,8 +53,8 @@ Totals SegmentTotals(const Snapshot& snap, const Segment& seg) {
 // From a count of c instead, max(0, unmatched - c) frees find none and count + max(0, c -
 // unmatched) are left: runs of consecutive parts join in order without rescanning them.
 struct AddrRun {
-  int32_t unmatched = 0;
-  int32_t count = 0;
+  int64_t unmatched = 0;
+  int64_t count = 0;
 };
 
 // Everything Summarize takes from a part of one device's events, in one pass over it: the trace is
@@ -105,7 +105,7 @@ void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPar
 // to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
 // the end (for CountGhosts). The same figures whatever the number of parts.
 void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
-                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int32_t>& live,
+                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
                 std::optional<SiteNamer>& namer) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   const size_t parts = std::max<size_t>(
@@ -130,9 +130,9 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
     }
     // Sums over addresses: the order of the table does not matter.
     for (const auto& [addr, run] : part.addrs) {
-      int32_t& c = live[addr];
-      dev.frees_without_alloc += std::max(0, run.unmatched - c);
-      c = run.count + std::max(0, c - run.unmatched);
+      int64_t& c = live[addr];
+      dev.frees_without_alloc += std::max<int64_t>(0, run.unmatched - c);
+      c = run.count + std::max<int64_t>(0, c - run.unmatched);
     }
     if (!options.peaks) continue;
     for (uint32_t i : part.ooms) {
@@ -152,7 +152,7 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
 }
 
 // Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
-void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int32_t>& live,
+void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64_t>& live,
                  DeviceSummary& dev) {
   for (const Segment& seg : snap.segments) {
     if (seg.device != dev.device) continue;
@@ -240,7 +240,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
-    absl::flat_hash_map<uint64_t, int32_t> live;  // addr -> allocs seen and not yet freed
+    absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
     ScanEvents(snap, trace, options, dev, live, namer);
     CountGhosts(snap, live, dev);
   }
