@@ -347,9 +347,25 @@ void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
   rows.push_back(std::move(others));
 }
 
+TimelineOptions TopRankTimelineOptions(const Moment& moment, std::optional<int32_t> device) {
+  TimelineOptions to;
+  to.device = device;
+  to.keep = KeepLifetimes::kLiveAt;
+  to.moment = moment;
+  to.curve = false;
+  return to;
+}
+
 absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& moment,
                                            std::string_view at_text, const GroupOptions& options,
                                            std::optional<int32_t> device) {
+  return TopRankFigures(snap, ReconstructTimeline(snap, TopRankTimelineOptions(moment, device)),
+                        moment, at_text, options);
+}
+
+absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const absl::StatusOr<Timeline>& tl,
+                                           const Moment& moment, std::string_view at_text,
+                                           const GroupOptions& options) {
   RankFigures f;
   f.file = snap.source.path;
   for (const Segment& seg : snap.segments) {
@@ -358,12 +374,6 @@ absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& m
       if (b.state == BlockState::kActiveAllocated) f.allocated_bytes += b.size;
     }
   }
-  TimelineOptions to;
-  to.device = device;
-  to.keep = KeepLifetimes::kLiveAt;
-  to.moment = moment;
-  to.curve = false;
-  absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
   if (!tl.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(f.file, ": ", tl.status().message()));
   }

@@ -1,7 +1,10 @@
 #include "memsnap/analysis/summary.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +12,7 @@
 #include "memsnap/analysis/site.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/parallel.h"
 
 namespace memsnap::analysis {
 
@@ -44,22 +48,112 @@ Totals SegmentTotals(const Snapshot& snap, const Segment& seg) {
   return t;
 }
 
-// Matches allocs and frees by address over one device's trace to count frees whose alloc is
-// older than the window and live blocks whose alloc was never seen (ghosts).
-void CountWindowEffects(const Snapshot& snap, const DeviceTrace& trace, DeviceSummary& dev) {
-  absl::flat_hash_map<uint64_t, int32_t> live;  // addr -> allocs seen and not yet freed
-  for (const TraceEvent& e : snap.EventsOf(trace)) {
-    if (e.action == Action::kAlloc) {
-      ++live[e.addr];
-    } else if (e.action == Action::kFreeCompleted) {
-      auto it = live.find(e.addr);
-      if (it == live.end() || it->second == 0) {
-        ++dev.frees_without_alloc;
-      } else {
-        --it->second;
+// What a run of one address's events does to the allocs seen and not yet freed: from a count of
+// 0, `unmatched` frees find none (their alloc is older than the run) and `count` allocs are left.
+// From a count of c instead, max(0, unmatched - c) frees find none and count + max(0, c -
+// unmatched) are left: runs of consecutive parts join in order without rescanning them.
+struct AddrRun {
+  int64_t unmatched = 0;
+  int64_t count = 0;
+};
+
+// Everything Summarize takes from a part of one device's events, in one pass over it: the trace is
+// the largest array of the model, and each pass over it costs its whole size in memory traffic.
+struct EventPart {
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  std::vector<uint32_t> ooms;  // device-local indices of the oom entries
+  absl::flat_hash_map<uint64_t, AddrRun> addrs;
+};
+
+void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPart& part) {
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first = kNoTime, last = kNoTime;
+  for (size_t i = begin; i < end; ++i) {
+    const TraceEvent& e = ev[i];
+    ++actions[static_cast<int>(e.action)];
+    if (e.has_time()) {
+      if (first == kNoTime || e.time_us < first) first = e.time_us;
+      if (last == kNoTime || e.time_us > last) last = e.time_us;
+    }
+    switch (e.action) {
+      case Action::kAlloc:
+        ++part.addrs[e.addr].count;
+        break;
+      case Action::kFreeCompleted: {
+        AddrRun& a = part.addrs[e.addr];
+        if (a.count == 0) {
+          ++a.unmatched;
+        } else {
+          --a.count;
+        }
+        break;
       }
+      case Action::kOom:
+        part.ooms.push_back(static_cast<uint32_t>(i));
+        break;
+      default:
+        break;
     }
   }
+  part.actions = actions;
+  part.first_time_us = first;
+  part.last_time_us = last;
+}
+
+// A device's counts, time span, oom entries and frees without an alloc, its events scanned in up
+// to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
+// the end (for CountGhosts). The same figures whatever the number of parts.
+void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
+                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
+                std::optional<SiteNamer>& namer) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  const size_t parts = std::max<size_t>(
+      1, std::min<size_t>(ThreadsFor(options.threads),
+                          ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
+  std::vector<EventPart> scanned(parts);
+  ParallelFor(
+      parts,
+      [&](size_t p) {
+        ScanPart(ev, ev.size() * p / parts, ev.size() * (p + 1) / parts, scanned[p]);
+      },
+      parts);
+  for (EventPart& part : scanned) {
+    for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += part.actions[a];
+    if (part.first_time_us != kNoTime &&
+        (dev.first_time_us == kNoTime || part.first_time_us < dev.first_time_us)) {
+      dev.first_time_us = part.first_time_us;
+    }
+    if (part.last_time_us != kNoTime &&
+        (dev.last_time_us == kNoTime || part.last_time_us > dev.last_time_us)) {
+      dev.last_time_us = part.last_time_us;
+    }
+    // Sums over addresses: the order of the table does not matter.
+    for (const auto& [addr, run] : part.addrs) {
+      int64_t& c = live[addr];
+      dev.frees_without_alloc += std::max<int64_t>(0, run.unmatched - c);
+      c = run.count + std::max<int64_t>(0, c - run.unmatched);
+    }
+    if (!options.peaks) continue;
+    for (uint32_t i : part.ooms) {
+      const TraceEvent& e = ev[i];
+      SummaryOom o;
+      o.event = i;
+      o.time_us = e.time_us;
+      o.requested = e.size;
+      o.device_free = static_cast<int64_t>(e.addr);
+      o.stream = e.stream;
+      if (!namer) namer.emplace(snap);
+      o.site = namer->Label(e.stack);
+      dev.ooms.push_back(std::move(o));
+    }
+  }
+  dev.totals.trace_entries += static_cast<int64_t>(ev.size());
+}
+
+// Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
+void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64_t>& live,
+                 DeviceSummary& dev) {
   for (const Segment& seg : snap.segments) {
     if (seg.device != dev.device) continue;
     for (const Block& b : snap.BlocksOf(seg)) {
@@ -107,7 +201,21 @@ std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
   return out;
 }
 
+TimelineOptions SummaryTimelineOptions() {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peaks only
+  to.curve = false;
+  return to;
+}
+
 SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
+  if (!options.peaks) return Summarize(snap, nullptr, options);
+  absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, SummaryTimelineOptions());
+  return Summarize(snap, tl.ok() ? &*tl : nullptr, options);
+}
+
+SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
+                        const SummaryOptions& options) {
   SummaryReport report;
   report.source = snap.source;
   report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
@@ -132,51 +240,22 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
-    for (const TraceEvent& e : snap.EventsOf(trace)) {
-      ++dev.totals.trace_entries;
-      ++dev.totals.actions[static_cast<int>(e.action)];
-      if (e.has_time()) {
-        if (dev.first_time_us == kNoTime || e.time_us < dev.first_time_us)
-          dev.first_time_us = e.time_us;
-        if (dev.last_time_us == kNoTime || e.time_us > dev.last_time_us)
-          dev.last_time_us = e.time_us;
-      }
-    }
-    CountWindowEffects(snap, trace, dev);
-    if (options.peaks) {
-      std::span<const TraceEvent> ev = snap.EventsOf(trace);
-      for (size_t i = 0; i < ev.size(); ++i) {
-        if (ev[i].action != Action::kOom) continue;
-        SummaryOom o;
-        o.event = static_cast<uint32_t>(i);
-        o.time_us = ev[i].time_us;
-        o.requested = ev[i].size;
-        o.device_free = static_cast<int64_t>(ev[i].addr);
-        o.stream = ev[i].stream;
-        if (!namer) namer.emplace(snap);
-        o.site = namer->Label(ev[i].stack);
-        dev.ooms.push_back(std::move(o));
-      }
-    }
+    absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
+    ScanEvents(snap, trace, options, dev, live, namer);
+    CountGhosts(snap, live, dev);
   }
-  if (options.peaks) {
-    TimelineOptions to;
-    to.keep = KeepLifetimes::kNone;
-    to.curve = false;
-    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
-    if (tl.ok()) {
-      for (const DeviceTimeline& dt : tl->devices) {
-        auto it = devices.find(dt.device);
-        if (it == devices.end() || dt.num_events == 0) continue;
-        TracePeaks p;
-        p.live_bytes = dt.peak_requested;
-        p.live_event = dt.peak_event;
-        p.live_time_us = dt.TimeOf(snap, dt.peak_event);
-        p.reserved_bytes = dt.peak_reserved;
-        p.reserved_event = dt.peak_reserved_event;
-        p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
-        it->second.peaks = p;
-      }
+  if (options.peaks && timeline != nullptr) {
+    for (const DeviceTimeline& dt : timeline->devices) {
+      auto it = devices.find(dt.device);
+      if (it == devices.end() || dt.num_events == 0) continue;
+      TracePeaks p;
+      p.live_bytes = dt.peak_requested;
+      p.live_event = dt.peak_event;
+      p.live_time_us = dt.TimeOf(snap, dt.peak_event);
+      p.reserved_bytes = dt.peak_reserved;
+      p.reserved_event = dt.peak_reserved_event;
+      p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
+      it->second.peaks = p;
     }
   }
   for (auto& [device, dev] : devices) {

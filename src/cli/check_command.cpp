@@ -93,9 +93,10 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   std::optional<analysis::CheckMetrics> shared_metrics;
   std::map<std::string, analysis::CheckMetrics> base_by_name;
   if (!opts.baseline.empty() && !base_dir) {
-    ASSIGN_OR_RETURN(shared_base, LoadSnapshot(opts.baseline, ctx));
-    shared_metrics = analysis::MeasureForCheck(*shared_base);
-    if (opts.top_sites <= 0) shared_base.reset();
+    ASSIGN_OR_RETURN(SnapshotMaybeTimeline base,
+                     LoadWithTimelineStatus(opts.baseline, analysis::CheckTimelineOptions(), ctx));
+    shared_metrics = analysis::MeasureForCheck(base.snapshot, base.timeline);
+    if (opts.top_sites > 0) shared_base = std::move(base.snapshot);
   }
   if (base_dir) {
     std::vector<InputFile> paths;
@@ -106,23 +107,27 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
       if (path.ok()) paths.push_back(InputFile{*path, in.from_directory});
     }
     if (!paths.empty()) {
-      ASSIGN_OR_RETURN(
-          auto bases,
-          AnalyzeEach<analysis::CheckMetrics>(
-              paths, ctx, [](const Snapshot& snap) -> absl::StatusOr<analysis::CheckMetrics> {
-                return analysis::MeasureForCheck(snap);
-              }));
+      ASSIGN_OR_RETURN(auto bases,
+                       AnalyzeEachWithTimeline<analysis::CheckMetrics>(
+                           paths, analysis::CheckTimelineOptions(), ctx,
+                           [](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
+                               -> absl::StatusOr<analysis::CheckMetrics> {
+                             return analysis::MeasureForCheck(snap, tl);
+                           }));
       for (auto& [path, m] : bases) base_by_name[FileName(path)] = std::move(m);
     }
   }
   parse::ReadOptions read;
   read.strict = ctx.strict;
+  read.threads = ThreadsPerFile(ctx, inputs.size());  // a rank's baseline, read on its worker
   ASSIGN_OR_RETURN(
       auto results,
-      AnalyzeEach<analysis::CheckRank>(
-          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::CheckRank> {
+      AnalyzeEachWithTimeline<analysis::CheckRank>(
+          inputs, analysis::CheckTimelineOptions(), ctx,
+          [&](const Snapshot& snap,
+              const absl::StatusOr<analysis::Timeline>& tl) -> absl::StatusOr<analysis::CheckRank> {
             analysis::CheckRank r;
-            r.metrics = analysis::MeasureForCheck(snap, &options);
+            r.metrics = analysis::MeasureForCheck(snap, tl, &options);
             const analysis::CheckMetrics* base = shared_metrics ? &*shared_metrics : nullptr;
             if (base_dir) {
               auto it = base_by_name.find(FileName(snap.source.path));

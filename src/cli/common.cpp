@@ -102,7 +102,7 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
           local.progress = false;  // one line per file would interleave
         }
         // The threads left over run the timelines' event passes beside the readers.
-        local.threads = static_cast<int>(std::max<size_t>(1, threads / side_by_side));
+        local.threads = ThreadsPerFile(ctx, n);
         if (side_by_side == 1 && i > 0 && !loaded[i - 1]->ok()) {  // one at a time: stop there
           loaded[i] = loaded[i - 1]->status();
           return;
@@ -118,6 +118,12 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
     out.push_back(*std::move(*loaded[i]));
   }
   return out;
+}
+
+int ThreadsPerFile(const Context& ctx, size_t files) {
+  const size_t threads = ThreadsFor(ctx.threads);
+  const size_t side_by_side = std::max<size_t>(1, std::min(threads, files));
+  return static_cast<int>(std::max<size_t>(1, threads / side_by_side));
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
@@ -151,9 +157,21 @@ absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::s
 
 namespace internal {
 
-std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context& ctx,
-                                   const std::function<absl::Status(size_t, const Snapshot&)>& fn,
-                                   std::vector<bool>& skipped) {
+namespace {
+// LoadWithTimelineStatus when `timeline` is given (the event pass beside the reader when the file
+// has a thread left, inline as the reader publishes otherwise); else LoadSnapshot.
+absl::StatusOr<SnapshotMaybeTimeline> LoadMaybeWithTimeline(
+    const std::string& path, const analysis::TimelineOptions* timeline, Context& ctx) {
+  if (timeline != nullptr) return LoadWithTimelineStatus(path, *timeline, ctx);
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(path, ctx));
+  return SnapshotMaybeTimeline{std::move(snap), analysis::Timeline{}, false};
+}
+}  // namespace
+
+std::vector<absl::Status> LoadEach(
+    const std::vector<InputFile>& inputs, Context& ctx, const analysis::TimelineOptions* timeline,
+    const std::function<absl::Status(size_t, const Snapshot&, MaybeTimeline)>& fn,
+    std::vector<bool>& skipped) {
   std::vector<absl::Status> status(inputs.size());
   std::vector<std::string> warnings(inputs.size());
   skipped.assign(inputs.size(), false);
@@ -169,8 +187,9 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
         std::ostringstream err;
         local.err = &err;
         local.progress = false;  // one line per file would interleave
-        local.threads = static_cast<int>(std::max<size_t>(1, threads / side_by_side));
-        absl::StatusOr<Snapshot> snap = LoadSnapshot(inputs[i].path, local);
+        local.threads = ThreadsPerFile(ctx, inputs.size());
+        absl::StatusOr<SnapshotMaybeTimeline> snap =
+            LoadMaybeWithTimeline(inputs[i].path, timeline, local);
         if (!snap.ok()) {
           // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
           if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
@@ -183,7 +202,7 @@ std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context
             status[i] = snap.status();
           }
         } else {
-          status[i] = fn(i, *snap);
+          status[i] = fn(i, snap->snapshot, timeline != nullptr ? &snap->timeline : nullptr);
         }
         warnings[i] = err.str();
       },

@@ -92,8 +92,10 @@ RunFn SetupDiff(CLI::App& sub) {
       if (o.group.by != analysis::GroupBy::kStack) {
         analysis::DiffOptions by_stack = o;
         by_stack.group.by = analysis::GroupBy::kStack;
+        // The same timelines: DiffTimelineOptions does not depend on the grouping.
         ASSIGN_OR_RETURN(stacks,
-                         analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot, by_stack));
+                         analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot,
+                                                 loaded[0].timeline, loaded[1].timeline, by_stack));
       }
       std::ostringstream folded;
       report::RenderDiffFolded(stacks, folded);

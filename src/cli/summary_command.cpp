@@ -39,15 +39,19 @@ RunFn SetupSummary(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() == 1) {
       // One file: also the categories of the memory live at the peak, from a timeline built
-      // while the file is read.
+      // while the file is read; the summary's peaks come from the same timeline.
       analysis::TimelineOptions to;
       to.keep = analysis::KeepLifetimes::kLiveAt;
       to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
       to.curve = false;
-      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx));
-      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot);
+      ReadAnalysisClock phases;
+      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx, &phases));
+      analysis::SummaryOptions so;
+      so.threads = ctx.threads;  // the events' pass, split between the threads after the read
+      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline, so);
       ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
                        analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));
+      if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
       if (opts->json) {
         nlohmann::ordered_json j = report::SummaryToJson(summary);
         j["categories_at_peak"] = report::CategoriesAtJson(categories);
@@ -58,12 +62,15 @@ RunFn SetupSummary(CLI::App& sub) {
       }
       return ExitCode::kOk;
     }
-    ASSIGN_OR_RETURN(
-        auto results,
-        AnalyzeEach<analysis::SummaryReport>(
-            inputs, ctx, [](const Snapshot& snap) -> absl::StatusOr<analysis::SummaryReport> {
-              return analysis::Summarize(snap);
-            }));
+    analysis::SummaryOptions so;
+    so.threads = ThreadsPerFile(ctx, inputs.size());
+    ASSIGN_OR_RETURN(auto results,
+                     AnalyzeEachWithTimeline<analysis::SummaryReport>(
+                         inputs, analysis::SummaryTimelineOptions(), ctx,
+                         [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
+                             -> absl::StatusOr<analysis::SummaryReport> {
+                           return analysis::Summarize(snap, tl.ok() ? &*tl : nullptr, so);
+                         }));
     std::vector<analysis::SummaryReport> reports;
     for (auto& [path, r] : results) reports.push_back(std::move(r));
     const auto& files = reports;

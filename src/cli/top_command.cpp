@@ -28,16 +28,19 @@ struct TopCommandOptions {
   std::string folded;
 };
 // Many files (one per rank): each file's peak and largest site at the moment, then the outliers.
-absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts, const analysis::Moment& moment,
+absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts,
+                                     const std::vector<InputFile>& inputs,
+                                     const analysis::Moment& moment,
                                      const analysis::GroupOptions& group, Context& ctx) {
   std::optional<int32_t> device;
   if (opts.device >= 0) device = opts.device;
-  ASSIGN_OR_RETURN(
-      auto results,
-      AnalyzeEach<analysis::RankFigures>(
-          opts.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::RankFigures> {
-            return analysis::TopRankFigures(snap, moment, opts.at, group, device);
-          }));
+  ASSIGN_OR_RETURN(auto results,
+                   AnalyzeEachWithTimeline<analysis::RankFigures>(
+                       inputs, analysis::TopRankTimelineOptions(moment, device), ctx,
+                       [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
+                           -> absl::StatusOr<analysis::RankFigures> {
+                         return analysis::TopRankFigures(snap, tl, moment, opts.at, group);
+                       }));
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
   analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
@@ -91,7 +94,7 @@ RunFn SetupTop(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
     if (opts->top < 1) return absl::InvalidArgumentError("--top: must be >= 1");
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
-    if (inputs.size() > 1) return RunTopRanks(*opts, moment, group, ctx);
+    if (inputs.size() > 1) return RunTopRanks(*opts, inputs, moment, group, ctx);
     const std::string& file = inputs[0].path;
     analysis::TimelineOptions to;
     if (opts->device >= 0) to.device = opts->device;

@@ -4,7 +4,11 @@
 
 #include <optional>
 
+#include "memsnap/analysis/group.h"
 #include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/summary.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/summary_render.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 
@@ -198,6 +202,48 @@ TEST_SUITE("ranks") {
     // Every outlier is above its metric's median.
     for (const auto& o : j["ranks"]["outliers"]) {
       CHECK(o["value"].get<double>() > o["median"].get<double>());
+    }
+  }
+
+  TEST_CASE(
+      "summary and top over the corpus give every file the figures rebuilt from its model alone" *
+      doctest::test_suite("corpus")) {
+    // Over several files each timeline is built during its read (cli::AnalyzeEachWithTimeline);
+    // here every figure is rebuilt after the read, by the analyses' own timeline passes.
+    std::vector<std::string> files = testing::CorpusFiles();
+    if (files.empty()) return;  // skipped: the corpus is absent
+    REQUIRE(files.size() >= 2);
+    for (std::string threads : {"1", "3"}) {
+      CAPTURE(threads);
+      std::vector<std::string> args = {"--threads", threads, "summary", "--json"};
+      args.insert(args.end(), files.begin(), files.end());
+      testing::RunResult summary = testing::RunMemsnap(args);
+      REQUIRE(summary.exit_code == 0);
+      args = {"--threads", threads, "top", "--json"};
+      args.insert(args.end(), files.begin(), files.end());
+      testing::RunResult top = testing::RunMemsnap(args);
+      REQUIRE(top.exit_code == 0);
+      const nlohmann::json summaries = nlohmann::json::parse(summary.out)["files"];
+      const nlohmann::json ranks = nlohmann::json::parse(top.out)["ranks"]["ranks"];
+      REQUIRE(summaries.size() == files.size());
+      REQUIRE(ranks.size() == files.size());
+      for (size_t i = 0; i < files.size(); ++i) {
+        CAPTURE(files[i]);
+        absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(files[i]);
+        REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+        const nlohmann::json alone =
+            nlohmann::json::parse(report::SummaryToJson(analysis::Summarize(*snap)).dump());
+        CHECK(summaries[i] == alone);
+        absl::StatusOr<analysis::RankFigures> f = analysis::TopRankFigures(
+            *snap, analysis::Moment{analysis::Moment::Kind::kPeak, 0}, "peak", {}, std::nullopt);
+        REQUIRE(f.ok());
+        if (f->peak_bytes < 0) {
+          CHECK(ranks[i]["peak_bytes"].is_null());  // no trace
+        } else {
+          CHECK(ranks[i]["peak_bytes"] == f->peak_bytes);
+        }
+        CHECK(ranks[i]["top_site"] == f->top_site);
+      }
     }
   }
 

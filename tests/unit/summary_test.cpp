@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <random>
 
+#include "memsnap/parse/reader.h"
+#include "memsnap/report/summary_render.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -110,6 +113,98 @@ TEST_SUITE("summary") {
     analysis::SummaryOptions no_peaks;
     no_peaks.peaks = false;
     CHECK_FALSE(analysis::Summarize(snap, no_peaks).devices[0].peaks.has_value());
+  }
+
+  TEST_CASE("summary takes the peaks from the timeline it is given, whatever that keeps") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('summary_basic.json')"));
+    const nlohmann::ordered_json rebuilt = report::SummaryToJson(analysis::Summarize(snap));
+    for (analysis::KeepLifetimes keep :
+         {analysis::KeepLifetimes::kAll, analysis::KeepLifetimes::kLiveAt,
+          analysis::KeepLifetimes::kNone}) {
+      for (bool curve : {true, false}) {
+        CAPTURE(static_cast<int>(keep));
+        CAPTURE(curve);
+        analysis::TimelineOptions to;
+        to.keep = keep;
+        to.curve = curve;
+        absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
+        REQUIRE(tl.ok());
+        CHECK(report::SummaryToJson(analysis::Summarize(snap, &*tl)) == rebuilt);
+      }
+    }
+    // The peaks are the timeline's: without one there are none, everything else is the same.
+    analysis::SummaryReport none = analysis::Summarize(snap, nullptr);
+    CHECK_FALSE(none.devices[0].peaks.has_value());
+    CHECK(none.devices[0].ooms.size() == 1);
+    CHECK(none.totals.trace_entries == 6);
+  }
+
+  TEST_CASE("summary of a corpus file is the same with the command's timeline as rebuilt" *
+            doctest::test_suite("corpus")) {
+    // `memsnap summary FILE` passes the kLiveAt timeline it builds during the read.
+    analysis::TimelineOptions to;
+    to.keep = analysis::KeepLifetimes::kLiveAt;
+    to.curve = false;
+    for (const std::string& path : testing::CorpusFiles()) {
+      INFO(path);
+      absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(*snap, to);
+      REQUIRE(tl.ok());
+      CHECK(report::SummaryToJson(analysis::Summarize(*snap, &*tl)) ==
+            report::SummaryToJson(analysis::Summarize(*snap)));
+    }
+  }
+
+  TEST_CASE("summary's pass over the events gives the same report on any number of threads") {
+    // A trace that begins mid-run: frees of blocks allocated before it, allocs over addresses
+    // still live (a missed free), ooms, times out of order, live blocks at the end of both kinds.
+    std::mt19937_64 rng(19);
+    Snapshot snap;
+    constexpr int kEvents = 20000;
+    for (int i = 0; i < kEvents; ++i) {
+      TraceEvent e;
+      const uint64_t r = rng() % 100;
+      e.action = r < 45   ? Action::kAlloc
+                 : r < 90 ? Action::kFreeCompleted
+                 : r < 95 ? Action::kFreeRequested
+                 : r < 98 ? Action::kSegmentAlloc
+                          : Action::kOom;
+      e.addr = 0x10000 * (1 + rng() % 40);
+      e.size = 512 * static_cast<int64_t>(1 + rng() % 8);
+      e.time_us = rng() % 10 == 0 ? kNoTime : 1000 + static_cast<int64_t>(rng() % 100000);
+      snap.events.push_back(e);
+    }
+    snap.traces.push_back({0, 0, kEvents});
+    Segment seg;
+    seg.address = 0x10000;
+    seg.total_size = 0x10000 * 48;
+    seg.first_block = 0;
+    for (uint64_t a = 1; a <= 48; ++a) {
+      Block b;
+      b.address = 0x10000 * a;
+      b.size = 0x10000;
+      b.requested_size = 1000;
+      b.state = a % 3 == 0 ? BlockState::kInactive : BlockState::kActiveAllocated;
+      snap.blocks.push_back(b);
+    }
+    seg.num_blocks = static_cast<uint32_t>(snap.blocks.size());
+    snap.segments.push_back(seg);
+    analysis::SummaryOptions one;
+    one.min_events_per_thread = 1;
+    const analysis::SummaryReport base = analysis::Summarize(snap, nullptr, one);
+    REQUIRE(base.devices.size() == 1);
+    CHECK(base.devices[0].frees_without_alloc > 0);
+    CHECK(base.devices[0].ghost_blocks > 0);
+    CHECK(base.devices[0].ghost_blocks < 32);  // some live blocks' allocs are in the trace
+    CHECK(base.devices[0].ooms.size() > 100);
+    const nlohmann::ordered_json expected = report::SummaryToJson(base);
+    for (int threads : {2, 3, 7, 64}) {
+      CAPTURE(threads);
+      analysis::SummaryOptions many = one;
+      many.threads = threads;
+      CHECK(report::SummaryToJson(analysis::Summarize(snap, nullptr, many)) == expected);
+    }
   }
 
   TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {

@@ -190,6 +190,17 @@ absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& m
                                            std::string_view at_text, const GroupOptions& options,
                                            std::optional<int32_t> device);
 
+/// The timeline TopRankFigures rebuilds, for a caller that rebuilds it during the read
+/// (cli::AnalyzeEachWithTimeline).
+TimelineOptions TopRankTimelineOptions(const Moment& moment, std::optional<int32_t> device);
+
+/// TopRankFigures with the timeline already rebuilt with TopRankTimelineOptions(moment, device);
+/// a timeline's error is returned as TopRankFigures would return it.
+absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap,
+                                           const absl::StatusOr<Timeline>& timeline,
+                                           const Moment& moment, std::string_view at_text,
+                                           const GroupOptions& options);
+
 /// Keeps the `top` largest rows and folds the rest into one "[N others]" row (totals unchanged).
 void CollapseTail(std::vector<GroupRow>& rows, size_t top);
 

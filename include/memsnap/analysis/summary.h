@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memsnap/analysis/event_index.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -15,6 +16,11 @@ namespace memsnap::analysis {
 struct SummaryOptions {
   /// Find each device's peaks (one timeline pass) and name the site of each oom entry.
   bool peaks = true;
+  /// Threads for the pass over each device's events (0: every core); the report is the same.
+  int threads = 1;
+  /// Events a thread takes at least (fewer threads for a shorter trace): below about a million
+  /// (40 MB of them), starting a thread costs more than it saves. Tests set it low.
+  size_t min_events_per_thread = size_t{1} << 20;
 };
 
 /// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
@@ -99,6 +105,18 @@ struct SummaryReport {
   std::vector<std::string> warnings;  // findings worth a user's attention, in a fixed order
 };
 
+/// Counts and totals of `snapshot`; with SummaryOptions::peaks it rebuilds the timeline for them
+/// (SummaryTimelineOptions()).
 SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options = {});
+
+/// The timeline Summarize rebuilds for the peaks, for a caller that rebuilds it during the read
+/// (cli::LoadWithTimeline). Every timeline of all devices has the same peaks, whatever it keeps.
+TimelineOptions SummaryTimelineOptions();
+
+/// Summarize with the snapshot's timeline already rebuilt for every device (any KeepLifetimes,
+/// with or without the curve): the peaks come from it. nullptr (a timeline that failed) leaves
+/// the peaks unknown, as in Summarize.
+SummaryReport Summarize(const Snapshot& snapshot, const Timeline* timeline,
+                        const SummaryOptions& options = {});
 
 }  // namespace memsnap::analysis

@@ -63,6 +63,10 @@ absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   Context& ctx,
                                                   ReadAnalysisClock* phases = nullptr);
 
+/// The share of --threads each of `files` files gets when they are read side by side (at least
+/// 1): files side by side first, the threads left over decode within each file.
+int ThreadsPerFile(const Context& ctx, size_t files);
+
 /// Expands the command-line inputs: a directory becomes every regular file in it (sorted), other
 /// paths stay as given (the shell expands globs). Errors when nothing is left.
 absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
@@ -93,6 +97,20 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx,
     const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
 
+/// What an analysis of AnalyzeEachWithTimeline gets: a snapshot and its timeline, or why the
+/// timeline could not be rebuilt (the snapshot is good).
+template <class R>
+using AnalyzeWithTimelineFn =
+    std::function<absl::StatusOr<R>(const Snapshot&, const absl::StatusOr<analysis::Timeline>&)>;
+
+/// AnalyzeEach with each file's timeline rebuilt with `options` while the file is read
+/// (LoadWithTimelineStatus: the event pass runs beside the reader when the file has a thread
+/// left), for analyses that need one: one timeline pass per file, during its read.
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
+    const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
+    const AnalyzeWithTimelineFn<R>& analyze);
+
 /// Checks a parsed --at/--from/--to value against every device of `timeline`: an error naming the
 /// flag when it lies outside a device's trace (analysis::CheckMoment).
 absl::Status CheckMomentFlag(std::string_view flag, std::string_view text,
@@ -107,11 +125,43 @@ void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx);
 
 namespace internal {
-/// Loads inputs[i] in parallel, calling `fn(i, snapshot)` on the worker; returns per-file status,
-/// with NotFound-as-skip semantics for non-snapshots found in directories (see AnalyzeEach).
-std::vector<absl::Status> LoadEach(const std::vector<InputFile>& inputs, Context& ctx,
-                                   const std::function<absl::Status(size_t, const Snapshot&)>& fn,
-                                   std::vector<bool>& skipped);
+/// The timeline a file of LoadEach comes with: nullptr when none was asked for.
+using MaybeTimeline = const absl::StatusOr<analysis::Timeline>*;
+
+/// Loads inputs[i] in parallel (with its timeline when `timeline` is given), calling
+/// `fn(i, snapshot, timeline)` on the worker; returns per-file status, with NotFound-as-skip
+/// semantics for non-snapshots found in directories (see AnalyzeEach).
+std::vector<absl::Status> LoadEach(
+    const std::vector<InputFile>& inputs, Context& ctx, const analysis::TimelineOptions* timeline,
+    const std::function<absl::Status(size_t, const Snapshot&, MaybeTimeline)>& fn,
+    std::vector<bool>& skipped);
+
+/// AnalyzeEach and AnalyzeEachWithTimeline (`timeline` nullptr: none, and `analyze` is given
+/// nullptr for it).
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
+    const std::vector<InputFile>& files, Context& ctx, const analysis::TimelineOptions* timeline,
+    const std::function<absl::StatusOr<R>(const Snapshot&, MaybeTimeline)>& analyze) {
+  std::vector<std::optional<R>> results(files.size());
+  std::vector<bool> skipped;
+  std::vector<absl::Status> status = LoadEach(
+      files, ctx, timeline,
+      [&](size_t i, const Snapshot& snap, MaybeTimeline tl) -> absl::Status {
+        absl::StatusOr<R> r = analyze(snap, tl);
+        if (!r.ok()) return r.status();
+        results[i] = std::move(*r);
+        return absl::OkStatus();
+      },
+      skipped);
+  std::vector<std::pair<std::string, R>> out;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!status[i].ok()) return status[i];
+    if (skipped[i]) continue;
+    out.emplace_back(files[i].path, std::move(*results[i]));
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no snapshot files among the inputs");
+  return out;
+}
 }  // namespace internal
 
 template <class R>
@@ -127,25 +177,18 @@ template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx,
     const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
-  std::vector<std::optional<R>> results(files.size());
-  std::vector<bool> skipped;
-  std::vector<absl::Status> status = internal::LoadEach(
-      files, ctx,
-      [&](size_t i, const Snapshot& snap) -> absl::Status {
-        absl::StatusOr<R> r = analyze(snap);
-        if (!r.ok()) return r.status();
-        results[i] = std::move(*r);
-        return absl::OkStatus();
-      },
-      skipped);
-  std::vector<std::pair<std::string, R>> out;
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (!status[i].ok()) return status[i];
-    if (skipped[i]) continue;
-    out.emplace_back(files[i].path, std::move(*results[i]));
-  }
-  if (out.empty()) return absl::InvalidArgumentError("no snapshot files among the inputs");
-  return out;
+  return internal::AnalyzeEach<R>(
+      files, ctx, nullptr,
+      [&](const Snapshot& snap, internal::MaybeTimeline) { return analyze(snap); });
+}
+
+template <class R>
+absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
+    const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
+    const AnalyzeWithTimelineFn<R>& analyze) {
+  return internal::AnalyzeEach<R>(
+      files, ctx, &options,
+      [&](const Snapshot& snap, internal::MaybeTimeline tl) { return analyze(snap, *tl); });
 }
 
 }  // namespace memsnap::cli
