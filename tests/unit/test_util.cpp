@@ -92,7 +92,17 @@ std::vector<std::string> CorpusFiles() {
   }
   std::sort(files.begin(), files.end());
   REQUIRE_MESSAGE(!files.empty(), "the corpus " << *dir << " holds no snapshot");
-  return files;
+  if (!CorpusBounded()) return files;
+  const size_t limit = std::strtoul(std::getenv("MEMSNAP_CORPUS_FILES"), nullptr, 10);
+  if (files.size() <= limit) return files;
+  std::vector<std::string> spread;
+  for (size_t i = 0; i < limit; ++i) spread.push_back(files[i * files.size() / limit]);
+  return spread;
+}
+
+bool CorpusBounded() {
+  const char* v = std::getenv("MEMSNAP_CORPUS_FILES");
+  return v != nullptr && std::strtoul(v, nullptr, 10) > 0;
 }
 
 Snapshot ParseOrFail(const std::string& bytes, const std::string& name) {
