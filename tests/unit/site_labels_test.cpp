@@ -44,7 +44,8 @@ TEST_SUITE("attribution") {
   TEST_CASE("a deep caller that tells rows apart stays out of the row and is marked below it") {
     ThreeEinsums t;
     std::vector<SiteLabel> labels = DistinctSiteLabels({&t.a, &t.b, &t.c});
-    const std::string row = "einsum \u2190 transformer.py:22 forward \u2190 transformer.py:76 forward";
+    const std::string row =
+        "einsum \u2190 transformer.py:22 forward \u2190 transformer.py:76 forward";
     CHECK(labels[0].head == row);
     CHECK(labels[1].head == row);
     CHECK(labels[2].head ==
@@ -103,8 +104,7 @@ TEST_SUITE("attribution") {
     for (const std::string& site : sites) all += site + "; ";
     INFO(all);
     CHECK(sites == std::vector<std::string>{std::string(kBeforeRecordingRow),
-                                            std::string(kTracedNoStackRow),
-                                            "model.py:10 forward"});
+                                            std::string(kTracedNoStackRow), "model.py:10 forward"});
   }
 
   TEST_CASE("a block without frames in a file without a trace is only 'no stack recorded'") {

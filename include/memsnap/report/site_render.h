@@ -22,7 +22,6 @@ inline constexpr std::string_view kDiffersNote =
 /// with `count_more`, `indent` "← … N more frames" when callers are left out. Returns whether a
 /// line was marked.
 bool RenderCallerLines(const analysis::SiteInfo& site, const analysis::SiteLabel& label,
-                       size_t context, std::string_view indent, bool count_more,
-                       std::ostream& out);
+                       size_t context, std::string_view indent, bool count_more, std::ostream& out);
 
 }  // namespace memsnap::report
