@@ -201,7 +201,29 @@ namespace {
 
 struct Entry {
   const SiteInfo* site;
-  std::string label;
+  std::string label;         // SiteLabel::text
+  std::string head;          // SiteLabel::head
+  std::vector<size_t> deep;  // SiteLabel::deep
+  size_t next_caller = 0;    // the caller after the last one in `label`
+  bool nearest_in_head = false;
+  // Appends to both the one-line label and the head.
+  void Append(std::string_view text) {
+    absl::StrAppend(&label, Sv(text));
+    absl::StrAppend(&head, Sv(text));
+  }
+  // Adds caller `j`: to the head when it is the nearest, else under the row; " ← …" in the
+  // one-line label where callers are left out.
+  void AddCaller(size_t j) {
+    if (j > next_caller) absl::StrAppend(&label, Sv(kLabelArrow), "\u2026");
+    absl::StrAppend(&label, Sv(kLabelArrow), site->callers[j]);
+    if (j == 0) {
+      absl::StrAppend(&head, Sv(kLabelArrow), site->callers[j]);
+      nearest_in_head = true;
+    } else {
+      deep.push_back(j);
+    }
+    next_caller = j + 1;
+  }
 };
 
 // Entries (indices) whose labels are equal but whose keys are not all equal get, in turn, the
@@ -222,8 +244,7 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
     if (values.size() < 2) continue;
     std::map<std::string, std::vector<size_t>> parts;
     for (size_t m : members) {
-      if (!caller(m, j).empty())
-        absl::StrAppend(&entries[m].label, Sv(kLabelArrow), Sv(caller(m, j)));
+      if (!caller(m, j).empty()) entries[m].AddCaller(j);
       parts[entries[m].label].push_back(m);
     }
     for (auto& [label, part] : parts) Refine(entries, std::move(part), j + 1);
@@ -242,7 +263,7 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
     if (values.size() < 2) continue;
     std::map<std::string, std::vector<size_t>> parts;
     for (size_t m : members) {
-      if (!inner(m, j).empty()) absl::StrAppend(&entries[m].label, " [via ", Sv(inner(m, j)), "]");
+      if (!inner(m, j).empty()) entries[m].Append(absl::StrCat(" [via ", Sv(inner(m, j)), "]"));
       parts[entries[m].label].push_back(m);
     }
     for (auto& [label, part] : parts) Refine(entries, std::move(part), longest);
@@ -257,18 +278,23 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
     if (s.op.empty()) continue;
     if (s.what.empty() && s.kind == SiteKind::kPython) {
       entries[m].label = absl::StrCat(s.op, Sv(kLabelArrow), entries[m].label);
+      entries[m].head = absl::StrCat(s.op, Sv(kLabelArrow), entries[m].head);
     } else {
-      absl::StrAppend(&entries[m].label, " [", s.op, "]");
+      entries[m].Append(absl::StrCat(" [", s.op, "]"));
     }
   }
 }
 
 }  // namespace
 
-std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites) {
+std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites) {
   std::vector<Entry> entries;
   entries.reserve(sites.size());
-  for (const SiteInfo* s : sites) entries.push_back({s, s->BaseLabel()});
+  for (const SiteInfo* s : sites) {
+    Entry& e = entries.emplace_back();
+    e.site = s;
+    e.label = e.head = s->BaseLabel();
+  }
   std::map<std::string, std::vector<size_t>> by_label;
   for (size_t i = 0; i < entries.size(); ++i) by_label[entries[i].label].push_back(i);
   for (auto& [label, members] : by_label) Refine(entries, members, 0);
@@ -284,12 +310,37 @@ std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& site
     for (auto& [key, same] : by_key) {
       ++n;
       if (n == 1) continue;
-      for (size_t m : same) absl::StrAppend(&entries[m].label, " #", n);
+      for (size_t m : same) entries[m].Append(absl::StrCat(" #", n));
     }
   }
-  std::vector<std::string> out;
+  std::vector<SiteLabel> out;
   out.reserve(entries.size());
-  for (Entry& e : entries) out.push_back(std::move(e.label));
+  for (Entry& e : entries) {
+    out.push_back({std::move(e.label), std::move(e.head), std::move(e.deep), e.nearest_in_head});
+  }
+  return out;
+}
+
+std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites) {
+  std::vector<std::string> out;
+  out.reserve(sites.size());
+  for (SiteLabel& l : DistinctSiteLabels(sites)) out.push_back(std::move(l.text));
+  return out;
+}
+
+std::vector<CallerLine> CallerLines(const SiteInfo& site, const SiteLabel& label, size_t context,
+                                    size_t* more) {
+  const std::vector<std::string>& callers = site.callers;
+  const size_t first = label.nearest_in_head ? 1 : 0;
+  size_t last = first + context;  // one past the last shown
+  if (!label.deep.empty()) last = std::max(last, label.deep.back() + 1);
+  last = std::min(last, callers.size());
+  std::vector<CallerLine> out;
+  for (size_t j = first; j < last; ++j) {
+    const bool tells = std::binary_search(label.deep.begin(), label.deep.end(), j);
+    out.push_back({callers[j], tells});
+  }
+  if (more != nullptr) *more = callers.size() - std::max(last, first);
   return out;
 }
 
@@ -514,8 +565,11 @@ SiteInfo Attribution::Build(StackId stack) {
     const size_t at = key.size() - snap_.strings.Get(f.name).size() - 1 - line_chars;
     return absl::StrCat(key.substr(0, at), key.substr(at + line_chars));
   };
-  auto set_unlined = [&](std::string text) {
-    if (unlined && text != s.key) s.unlined_key = std::move(text);
+  auto set_unlined = [&](std::string text, std::vector<std::string> frames) {
+    if (unlined && text != s.key) {
+      s.unlined_key = std::move(text);
+      s.key_frames = std::move(frames);
+    }
   };
   std::vector<std::string> key_parts, unlined_parts;
   for (size_t i : facts.python) {
@@ -532,7 +586,8 @@ SiteInfo Attribution::Build(StackId stack) {
     }
     s.key = absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(key_parts, ";"));
     if (unlined) {
-      set_unlined(absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(unlined_parts, ";")));
+      set_unlined(absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(unlined_parts, ";")),
+                  key_parts);
     }
     return s;
   }
@@ -598,7 +653,8 @@ SiteInfo Attribution::Build(StackId stack) {
     }
     s.key = absl::StrCat("py|", s.what, "|", absl::StrJoin(owner_out, ";"), "|", s.op);
     if (unlined) {
-      set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op));
+      set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op),
+                  owner_out);
     }
     return s;
   }

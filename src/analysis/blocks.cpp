@@ -69,7 +69,7 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
         }
         row.stack = it->second;
       }
-      site_of_row.push_back(labels.Add(lt));
+      site_of_row.push_back(labels.Add(dt, lt));
       rep.total_bytes += lt.requested_size;
     }
   }
@@ -77,10 +77,12 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   for (size_t i = 0; i < rep.rows.size(); ++i) {
     BlockRow& row = rep.rows[i];
     const SiteInfo& site = labels.Site(site_of_row[i]);
-    row.site = labels.Label(site_of_row[i]);
-    for (const std::string& c : site.callers) {
-      if (row.context.size() + 1 >= query.frames_shown) break;
-      if (row.site.find(c) == std::string::npos) row.context.push_back(c);
+    const SiteLabel& label = labels.Parts(site_of_row[i]);
+    row.site = label.text;
+    row.head = label.head;
+    const size_t context = query.frames_shown > 0 ? query.frames_shown - 1 : 0;
+    for (const CallerLine& c : CallerLines(site, label, context, nullptr)) {
+      row.context.emplace_back(std::string(c.text), c.tells);
     }
   }
   auto first = [](const BlockLifetime& l) { return l.live_from(); };

@@ -6,9 +6,10 @@
 namespace memsnap::analysis {
 
 absl::StatusOr<std::vector<SiteDelta>> TopGrowingSites(const Snapshot& baseline,
-                                                       const Snapshot& current, int n,
-                                                       bool at_peak) {
+                                                       const Snapshot& current, int n, bool at_peak,
+                                                       bool exact_lines) {
   DiffOptions options;
+  options.pair_moved = !exact_lines;
   options.at = Moment{at_peak ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
   options.group.filter.python_only = true;  // CI readers want their own code's lines
   ASSIGN_OR_RETURN(DiffReport diff, DiffSnapshots(baseline, current, options));

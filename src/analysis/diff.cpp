@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -109,9 +110,38 @@ void PairMovedSites(std::map<std::string, SiteDelta>& merged) {
     if (s.presence == Presence::kBoth || s.synthetic || s.info.unlined_key.empty()) continue;
     candidates[s.info.unlined_key][s.presence == Presence::kOnlyBefore ? 0 : 1].push_back(key);
   }
+  // Where a side has several candidates, the frames whose line the other file also has (with
+  // the same function) did not move: they keep their line, so that two sites of one function told
+  // apart by an unmoved line ("transformer.py:76" and ":77") stay apart while the lines outside
+  // them moved ("benchmark.py:222" -> ":224"); each of those is then a candidate of its own.
+  std::array<std::set<std::string_view>, 2> lined;
+  for (const auto& [key, s] : merged) {
+    for (const std::string& f : s.info.key_frames) {
+      if (s.presence != Presence::kOnlyAfter) lined[0].insert(f);
+      if (s.presence != Presence::kOnlyBefore) lined[1].insert(f);
+    }
+  }
+  auto anchored = [&](const std::string& key, int side) {
+    std::string out;
+    for (const std::string& f : merged.at(key).info.key_frames) {
+      absl::StrAppend(&out, lined[1 - side].contains(f) ? f : std::string(), "\n");
+    }
+    return out;
+  };
   std::vector<std::pair<std::string, std::string>> pairs;  // (before key, after key)
   for (const auto& [unlined, sides] : candidates) {
-    if (sides[0].size() == 1 && sides[1].size() == 1) pairs.emplace_back(sides[0][0], sides[1][0]);
+    if (sides[0].empty() || sides[1].empty()) continue;
+    if (sides[0].size() == 1 && sides[1].size() == 1) {
+      pairs.emplace_back(sides[0][0], sides[1][0]);
+      continue;
+    }
+    std::map<std::string, std::array<std::vector<std::string>, 2>> finer;
+    for (int side = 0; side < 2; ++side) {
+      for (const std::string& key : sides[side]) finer[anchored(key, side)][side].push_back(key);
+    }
+    for (const auto& [text, part] : finer) {
+      if (part[0].size() == 1 && part[1].size() == 1) pairs.emplace_back(part[0][0], part[1][0]);
+    }
   }
   for (const auto& [before_key, after_key] : pairs) {
     auto b = merged.find(before_key);
@@ -167,8 +197,11 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
   for (auto& [key, s] : merged) out.push_back(std::move(s));
   std::vector<const SiteInfo*> infos;
   for (const SiteDelta& s : out) infos.push_back(&s.info);
-  std::vector<std::string> labels = DistinctLabels(infos);
-  for (size_t i = 0; i < out.size(); ++i) out[i].site = std::move(labels[i]);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].site = labels[i].text;
+    out[i].label = std::move(labels[i]);
+  }
   return out;
 }
 

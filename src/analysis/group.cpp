@@ -168,7 +168,8 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       break;
   }
   const SiteInfo& site = attribution_.Site(lt.stack);
-  if (site.kind == SiteKind::kNoStack) return PlainRow(std::string(kNoStackRow), true);
+  if (site.kind == SiteKind::kNoStack)
+    return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
   const std::vector<FrameId>& fr = filter_.Filtered(lt.stack);
   std::vector<std::string> texts;
   texts.reserve(fr.size());
@@ -210,31 +211,49 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
   return r;
 }
 
-SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
-  pre_window_.key = pre_window_.owner = std::string(kPreWindowRow);
+std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
+                            const BlockLifetime& lt) {
+  if (lt.cls != LifetimeClass::kGhost) return kTracedNoStackRow;
+  // A ghost's frames are the block's own, kept however old the trace window is: without them, in
+  // a file that records stacks, the block is older than the recording.
+  return dt.num_events > 0 && snap.frames.size() > 0 ? kBeforeRecordingRow : kNoStackRow;
 }
 
-size_t SiteLabels::Add(const BlockLifetime& lt) {
-  const SiteInfo& site =
-      lt.cls == LifetimeClass::kPreWindow ? pre_window_ : attribution_.Site(lt.stack);
+SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
+  pre_window_.key = pre_window_.owner = std::string(kPreWindowRow);
+  const std::string_view rows[] = {kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow};
+  for (size_t i = 0; i < no_stack_.size(); ++i) {
+    no_stack_[i].key = no_stack_[i].owner = std::string(rows[i]);
+  }
+}
+
+size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  const SiteInfo* found =
+      lt.cls == LifetimeClass::kPreWindow ? &pre_window_ : &attribution_.Site(lt.stack);
+  if (found->kind == SiteKind::kNoStack && lt.cls != LifetimeClass::kPreWindow) {
+    const std::string_view row = NoStackRow(attribution_.snapshot(), dt, lt);
+    for (const SiteInfo& s : no_stack_) {
+      if (s.key == row) found = &s;
+    }
+  }
+  const SiteInfo& site = *found;
   auto [it, inserted] = index_.try_emplace(site.key, sites_.size());
   if (inserted) sites_.push_back(&site);
   return it->second;
 }
 
-void SiteLabels::Finish() { labels_ = DistinctLabels(sites_); }
+void SiteLabels::Finish() { labels_ = DistinctSiteLabels(sites_); }
 
 void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
                       GroupContext& context, std::vector<GroupRow>& rows) {
   absl::flat_hash_map<std::string, uint32_t> by_key;
   for (uint32_t i = 0; i < rows.size(); ++i) by_key.emplace(rows[i].key, i);
-  // (StackId, pre-window) -> row, when the key depends on nothing else.
+  // RowCacheKey (stack, pre-window, ghost) -> row, when the key depends on nothing else.
   absl::flat_hash_map<uint64_t, uint32_t> by_stack;
   const bool stack_keyed = context.stack_keyed();
   for (uint32_t li : lifetimes) {
     const BlockLifetime& lt = dt.blocks[li];
-    const uint64_t stack_key =
-        (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+    const uint64_t stack_key = RowCacheKey(lt);
     uint32_t row = 0;
     auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
     if (cached != by_stack.end()) {
@@ -281,8 +300,11 @@ void LabelRows(std::vector<GroupRow>& rows) {
   std::vector<const SiteInfo*> infos;
   infos.reserve(rows.size());
   for (const GroupRow& r : rows) infos.push_back(&r.info);
-  std::vector<std::string> labels = DistinctLabels(infos);
-  for (size_t i = 0; i < rows.size(); ++i) rows[i].site = std::move(labels[i]);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].site = labels[i].text;
+    rows[i].label = std::move(labels[i]);
+  }
 }
 
 absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& timeline,

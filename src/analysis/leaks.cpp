@@ -114,8 +114,11 @@ void LabelSites(std::vector<LeakSite>& sites) {
   std::vector<const SiteInfo*> infos;
   infos.reserve(sites.size());
   for (const LeakSite& s : sites) infos.push_back(&s.info);
-  std::vector<std::string> labels = DistinctLabels(infos);
-  for (size_t i = 0; i < sites.size(); ++i) sites[i].site = std::move(labels[i]);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    sites[i].site = labels[i].text;
+    sites[i].label = std::move(labels[i]);
+  }
 }
 
 LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<SeriesPoint>& points,

@@ -27,8 +27,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
   std::vector<uint32_t> site_of(dt.blocks.size());
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
-    const uint64_t stack_key =
-        (uint64_t{lt.stack.v} << 1) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0);
+    const uint64_t stack_key = RowCacheKey(lt);
     auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
     uint32_t s = 0;
     if (cached != by_stack.end()) {

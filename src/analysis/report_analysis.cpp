@@ -146,7 +146,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
     for (const LodBand& band : d.lod.bands) {
       const BlockLifetime& b = dt.blocks[band.lifetime];
-      d.band_site.push_back(static_cast<uint32_t>(labels.Add(b)));
+      d.band_site.push_back(static_cast<uint32_t>(labels.Add(dt, b)));
       d.band_category.push_back(context.Categorize(dt, b).category);
     }
   }

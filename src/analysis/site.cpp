@@ -24,8 +24,8 @@ SiteNamer::SiteNamer(const Snapshot& snapshot)
     : attribution_(snapshot, nullptr), slot_(snapshot.stacks.size(), -1) {}
 
 const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
-  static const std::string kNoStack(kNoStackRow);
-  static const std::string kBefore(kPreWindowRow);
+  static const std::string kNoStack(kTracedNoStackRow);
+  static const std::string kBefore(kBeforeRecordingRow);
   if (!stack.valid() || stack.v >= slot_.size() ||
       attribution_.snapshot().stacks.Get(stack).empty()) {
     return before_trace ? kBefore : kNoStack;

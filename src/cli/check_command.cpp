@@ -28,6 +28,7 @@ struct CheckCommandOptions {
   std::string tolerance = "0%";
   std::string junit, markdown;
   int top_sites = 5;
+  bool exact_lines = false;
   bool json = false;
 };
 
@@ -65,7 +66,7 @@ absl::StatusOr<std::string> BaselineFor(const std::string& baseline, const std::
 // On a failed baseline check, say which sites grew (the diff engine). A failed peak comparison
 // is explained by the sites live at the peaks, others by the ends.
 void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, int top_sites,
-                             analysis::CheckReport& report) {
+                             bool exact_lines, analysis::CheckReport& report) {
   bool baseline_failed = false, peak_failed = false;
   for (const auto& c : report.checks) {
     bool failed = c.kind == analysis::CheckKind::kBaseline && !c.passed;
@@ -74,7 +75,7 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
   }
   if (!baseline_failed || top_sites <= 0) return;
   report.sites_at_peak = peak_failed;
-  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed);
+  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed, exact_lines);
   if (sites.ok()) {
     report.growing_sites = std::move(*sites);
   } else {
@@ -143,11 +144,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
             if (base == nullptr || opts.top_sites <= 0 || r.report.passed()) return r;
             // Growing sites need the baseline's model: the shared one, or read again here.
             if (shared_base) {
-              ExplainBaselineFailures(*shared_base, snap, opts.top_sites, r.report);
+              ExplainBaselineFailures(*shared_base, snap, opts.top_sites, opts.exact_lines,
+                                      r.report);
             } else {
               absl::StatusOr<Snapshot> own = parse::ReadSnapshot(base->path, read);
               if (!own.ok()) return own.status();
-              ExplainBaselineFailures(*own, snap, opts.top_sites, r.report);
+              ExplainBaselineFailures(*own, snap, opts.top_sites, opts.exact_lines, r.report);
             }
             return r;
           }));
@@ -199,6 +201,10 @@ RunFn SetupCheck(CLI::App& sub) {
   sub.add_option("--top-sites", opts->top_sites, "Growing sites listed when a baseline check fails")
       ->check(CLI::NonNegativeNumber)
       ->default_val(5);
+  sub.add_flag(
+      "--exact-lines", opts->exact_lines,
+      "Growing sites: a site whose lines moved (an edit above it) is a gone site and a new "
+      "one, not one site (the default pairs them)");
   sub.add_flag("--json", opts->json, "Machine-readable verdict");
   sub.footer(
       "Sizes: 512MiB, 1.5GB, 20 MiB, 4096 (KiB/MiB/GiB and K/M/G are powers of 1024, KB/MB/GB of\n"
@@ -208,6 +214,8 @@ RunFn SetupCheck(CLI::App& sub) {
       "  memsnap check --max-peak 20GiB --max-frag 30% snap.pickle\n"
       "  memsnap check --fits 24GiB --junit memsnap.xml run.pickle   # fits a 24 GiB GPU?\n"
       "  memsnap check --baseline main.pickle --tolerance 5% pr.pickle\n"
+      "  memsnap check --baseline main.pickle --exact-lines pr.pickle   # no pairing of moved "
+      "lines\n"
       "  memsnap check --baseline base.pickle --max-reserved 70GiB --junit memsnap.xml \\\n"
       "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"\n"
       "  memsnap check --baseline base_ranks/ --tolerance 5% --junit memsnap.xml ranks/\n"
@@ -255,7 +263,8 @@ RunFn SetupCheck(CLI::App& sub) {
     ASSIGN_OR_RETURN(
         analysis::CheckReport report,
         analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, options));
-    if (baseline) ExplainBaselineFailures(*baseline, current, opts->top_sites, report);
+    if (baseline)
+      ExplainBaselineFailures(*baseline, current, opts->top_sites, opts->exact_lines, report);
     if (!opts->junit.empty()) {
       RETURN_IF_ERROR(WriteOutputFile(opts->junit, report::CheckToJunit(report), ctx));
     }

@@ -20,6 +20,7 @@ struct DiffCommandOptions {
   std::string min_delta;
   GroupFlags group;
   int top = 20;
+  bool exact_lines = false;
   bool json = false;
   std::string folded;
 };
@@ -38,6 +39,9 @@ RunFn SetupDiff(CLI::App& sub) {
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_flag("--ignore-lines", opts->group.ignore_lines,
                "Match frames by function and file only (scripts edited between runs)");
+  sub.add_flag("--exact-lines", opts->exact_lines,
+               "Match sites only when every line is the same: a site whose lines moved is a [gone] "
+               "row and a [new] one (the default pairs them into one row)");
   sub.add_option("--top", opts->top, "Sites to show (0 = all)")->capture_default_str();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
@@ -51,11 +55,13 @@ RunFn SetupDiff(CLI::App& sub) {
       "above\n"
       "it) is one row, \"linear \u2190 model.py:118\u2192120 forward\", when it is the only "
       "candidate\n"
-      "on each side (docs/attribution.md, \"Sites whose lines moved\").\n\n"
+      "on each side (docs/attribution.md, \"Sites whose lines moved\"; --exact-lines does not\n"
+      "pair).\n\n"
       "Examples:\n"
       "  memsnap diff base.pickle new.pickle            # at each file's peak when both have a "
       "trace\n"
       "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
+      "  memsnap diff --exact-lines v1.pickle v2.pickle   # moved lines: a gone and a new row\n"
       "  memsnap diff --folded - a.pickle b.pickle | flamegraph.pl > diff.svg");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::DiffOptions o;
@@ -68,6 +74,7 @@ RunFn SetupDiff(CLI::App& sub) {
       }
     }
     ASSIGN_OR_RETURN(o.group, opts->group.Resolve());
+    o.pair_moved = !opts->exact_lines;
     if (!opts->min_delta.empty()) {
       auto size = ParseSize(opts->min_delta);
       if (!size.ok()) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/site_render.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -27,18 +28,23 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
                          "size", "requested", "class", "events", "stream", "category",
                          "allocated at");
   size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
+  bool any_differs = false;
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];
     const analysis::BlockLifetime& l = r.lifetime;
     std::string events = absl::StrCat(EventText(l.alloc_event, "t0"), "..",
                                       EventText(l.free_completed_event, "end"));
-    out << absl::StrFormat("%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device,
-                           FormatAddress(l.address), FormatBytes(l.rounded_size),
-                           FormatBytes(l.requested_size), analysis::LifetimeClassName(l.cls),
-                           events, FormatAddress(static_cast<uint64_t>(l.stream)),
-                           analysis::CategoryName(r.category.category), r.site);
-    for (const std::string& c : r.context) out << std::string(101, ' ') << "<- " << c << "\n";
+    out << absl::StrFormat(
+        "%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device, FormatAddress(l.address),
+        FormatBytes(l.rounded_size), FormatBytes(l.requested_size),
+        analysis::LifetimeClassName(l.cls), events, FormatAddress(static_cast<uint64_t>(l.stream)),
+        analysis::CategoryName(r.category.category), r.head.empty() ? r.site : r.head);
+    for (const auto& [text, tells] : r.context) {
+      out << std::string(101, ' ') << kCallerArrow << text << (tells ? kDiffersMark : "") << "\n";
+      any_differs = any_differs || tells;
+    }
   }
+  if (any_differs) out << kDiffersNote;
   if (n < rep.rows.size())
     out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
   out << FormatCount(rep.rows.size()) << " blocks, " << FormatBytes(rep.total_bytes)

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/site_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
@@ -14,6 +15,8 @@ using analysis::SiteDelta;
 using Json = nlohmann::ordered_json;
 
 namespace {
+constexpr size_t kCallers = 2;  // callers shown under a row (more when one tells it apart)
+
 Json DeltaJson(const Delta& d) {
   return {{"before", d.before}, {"after", d.after}, {"delta", d.delta()}};
 }
@@ -33,12 +36,16 @@ std::string MomentHeader(const analysis::DiffReport& rep) {
 // A site paired across moved lines whose label does not show the move (only a caller moved, or
 // frames the label leaves out): the nearest such move by file name, and how many more (the JSON
 // lists them all): " [moved: benchmark.py:222→224 +2]", or " [lines moved]".
-std::string MovedTag(const SiteDelta& s) {
+std::string MovedTag(const SiteDelta& s, size_t callers_shown) {
   if (s.before_key.empty()) return "";
   if (s.moved.empty()) return " [lines moved]";
+  std::string shown = s.label.head.empty() ? s.site : s.label.head;
+  for (const analysis::CallerLine& c :
+       analysis::CallerLines(s.info, s.label, callers_shown, nullptr))
+    absl::StrAppend(&shown, "\n", Sv(c.text));
   std::vector<std::string_view> unseen;
   for (const std::string& m : s.moved) {
-    if (s.site.find(m) == std::string::npos) unseen.push_back(m);
+    if (shown.find(m) == std::string::npos) unseen.push_back(m);
   }
   if (unseen.empty()) return "";
   std::string_view first = unseen[0];
@@ -68,23 +75,21 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s\n", "before", "after", "delta", "count",
                          "category", "site");
   size_t n = top == 0 ? rep.sites.size() : std::min(top, rep.sites.size());
+  bool any_differs = false;
   for (size_t i = 0; i < n; ++i) {
     const SiteDelta& s = rep.sites[i];
     std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
                       : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
-                                                                     : MovedTag(s);
+                                                                     : MovedTag(s, kCallers);
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
-                           analysis::CategoryName(s.category()), s.site, tag);
-    size_t shown = 0;
-    for (const std::string& c : s.info.callers) {
-      if (shown == 2) break;
-      if (s.site.find(c) != std::string::npos) continue;
-      out << std::string(67, ' ') << "<- " << c << "\n";
-      ++shown;
-    }
+                           analysis::CategoryName(s.category()),
+                           s.label.head.empty() ? s.site : s.label.head, tag);
+    any_differs = RenderCallerLines(s.info, s.label, kCallers, std::string(67, ' '), false, out) ||
+                  any_differs;
   }
+  if (any_differs) out << kDiffersNote;
   if (n < rep.sites.size())
     out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
   out << "sites: " << rep.sites_only_before << " only before, " << rep.sites_only_after

@@ -53,7 +53,7 @@ void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
   std::vector<std::vector<uint32_t>> site_of(timeline.devices.size());
   for (size_t d = 0; d < timeline.devices.size(); ++d) {
     for (const analysis::BlockLifetime& b : timeline.devices[d].blocks) {
-      site_of[d].push_back(static_cast<uint32_t>(labels.Add(b)));
+      site_of[d].push_back(static_cast<uint32_t>(labels.Add(timeline.devices[d], b)));
     }
   }
   labels.Finish();

@@ -1,6 +1,7 @@
 // Renderers of `memsnap top`: table, JSON and folded stacks.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/site_render.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -30,21 +31,6 @@ std::string MomentName(const analysis::Moment& m) {
       return absl::StrCat(FormatRelativeTime(-m.value), " before the end");
   }
   return "?";
-}
-
-// Context under a row: the callers its label does not already show, up to `limit`.
-std::vector<std::string> ContextLines(const GroupRow& r, size_t limit, size_t& more) {
-  std::vector<std::string> out;
-  more = 0;
-  for (const std::string& c : r.info.callers) {
-    if (r.site.find(c) != std::string::npos) continue;
-    if (out.size() < limit) {
-      out.push_back(c);
-    } else {
-      ++more;
-    }
-  }
-  return out;
 }
 
 std::string CategoryCell(const GroupRow& r) {
@@ -83,7 +69,7 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", "bytes", "share", "count", "category",
                            "site");
   }
-  bool any_mixed = false;
+  bool any_mixed = false, any_differs = false;
   for (const GroupRow& r : rows) {
     if (by_category) {
       out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(r.bytes), share(r.bytes),
@@ -92,16 +78,14 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     }
     any_mixed = any_mixed || r.mixed();
     out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatCount(r.count), CategoryCell(r), r.site);
-    size_t more = 0;
-    for (const std::string& c : ContextLines(r, kFramesShown - 1, more)) {
-      out << indent << "<- " << c << "\n";
-    }
-    if (more > 0)
-      out << indent << "<- ... " << more << (more == 1 ? " more frame\n" : " more frames\n");
+                           FormatCount(r.count), CategoryCell(r),
+                           r.label.head.empty() ? r.site : r.label.head);
+    any_differs =
+        RenderCallerLines(r.info, r.label, kFramesShown - 1, indent, true, out) || any_differs;
   }
   out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(report.total_bytes),
                          share(report.total_bytes), FormatCount(report.total_count), "total");
+  if (any_differs) out << kDiffersNote;
   if (any_mixed) {
     out << "* the site holds other categories too; the one with the most bytes is shown "
            "(--by category splits them)\n";

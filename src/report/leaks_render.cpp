@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/site_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
@@ -51,8 +52,10 @@ std::string Series(const std::vector<int64_t>& v, F format) {
 
 constexpr size_t kCallersShown = 5;
 
-std::string SiteName(const LeakSite& s) {
-  return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
+// The label and the category; `head`: the first line of a label continued below (SiteLabel).
+std::string SiteName(const LeakSite& s, bool head = false) {
+  const std::string& label = head && !s.label.head.empty() ? s.label.head : s.site;
+  return absl::StrCat(label, " (", Sv(analysis::CategoryName(s.category())), ")");
 }
 
 std::string PointNoun(const LeakReport& r) { return r.mode == "series" ? "snapshot" : "step end"; }
@@ -119,7 +122,8 @@ std::string FullAtText(const std::optional<int64_t>& step, const LeakReport& r) 
   return absl::StrCat("device full at ", PointNoun(r), " #", FormatCount(*step));
 }
 
-void RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostream& out) {
+// Returns whether a caller was marked as telling the site apart.
+bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostream& out) {
   const size_t steps = s.bytes.size() - 1;
   out << absl::StrFormat("#%d  %s over %d steps (%s per step)", index + 1, FormatDelta(s.growth()),
                          steps, FormatDelta(s.bytes_per_step));
@@ -131,17 +135,8 @@ void RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
     out << "    kept by the next step (allocated in step k, live at the end of step k+1): "
         << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
   }
-  out << "    site: " << SiteName(s) << "\n";
-  size_t shown = 0;
-  for (const std::string& c : s.info.callers) {
-    if (s.site.find(c) != std::string::npos) continue;
-    if (shown == kCallersShown) {
-      out << "      <- ...\n";
-      break;
-    }
-    out << "      <- " << c << "\n";
-    ++shown;
-  }
+  out << "    site: " << SiteName(s, true) << "\n";
+  return RenderCallerLines(s.info, s.label, kCallersShown, "      ", true, out);
 }
 
 }  // namespace
@@ -232,12 +227,14 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
         FormatBytes(r.options.min_growth), FormatDelta(r.leak_bytes_per_step));
   }
   size_t index = 0, others = 0;
+  bool any_differs = false;
   for (const LeakSite& s : r.sites) {
     if (s.leak)
-      RenderLeak(s, index++, r, out);
+      any_differs = RenderLeak(s, index++, r, out) || any_differs;
     else
       ++others;
   }
+  if (any_differs) out << kDiffersNote;
   if (others > 0) {
     out << absl::StrFormat("\nOther sites that changed by at least %s:\n",
                            FormatBytes(r.options.min_growth));

@@ -201,7 +201,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   // Slices are named by site, distinct among this device's slices.
   analysis::SiteLabels labels(context.attribution());
   std::vector<size_t> site_of(n);
-  for (size_t j = 0; j < n; ++j) site_of[j] = labels.Add(dt.blocks[order[by_start[j]]]);
+  for (size_t j = 0; j < n; ++j) site_of[j] = labels.Add(dt, dt.blocks[order[by_start[j]]]);
   labels.Finish();
   stats.lanes += lanes;
   for (int l = 0; l < lanes; ++l) {

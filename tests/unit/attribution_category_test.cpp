@@ -50,7 +50,7 @@ TEST_SUITE("attribution-categories") {
         {"sum (autograd engine)", "gradient", "backward_kept"},
     };
     std::vector<Expect> expected = {
-        {"[no stack]", "parameter", "pre_trace_persistent"},
+        {"[allocated before recording started]", "parameter", "pre_trace_persistent"},
         {"[allocated before the trace]", "gradient", "freed_by_zero_grad"},
         {to + "train.py:12 <module>", "parameter", "init_kept"}};
     expected.insert(expected.end(), std::begin(step), std::end(step));

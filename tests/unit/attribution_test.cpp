@@ -300,7 +300,7 @@ TEST_SUITE("attribution") {
     for (const GroupRow& r : rep->rows) labels.push_back(r.site);
     std::vector<std::string> expected = {
         "step \u2190 train.py:25 train",
-        "[no stack]",
+        "[allocated before recording started]",
         "ReluBackward0 (threshold_backward)",
         "linear \u2190 model/net.py:15 forward",
         "to \u2190 train.py:12 <module>",

@@ -138,8 +138,38 @@ TEST_SUITE("diff") {
     std::ostringstream text;
     report::RenderDiffText(rep, 0, text);
     INFO(text.str());
-    CHECK(text.str().find("[moved: train.py:5\u21929]") != std::string::npos);
+    // The caller line under the row shows the move, so the row needs no [moved: ...] tag.
+    CHECK(text.str().find("\u2190 train.py:5\u21929 train\n") != std::string::npos);
+    CHECK(text.str().find("[moved:") == std::string::npos);
     CHECK(text.str().find("1 paired across moved lines") != std::string::npos);
+  }
+
+  TEST_CASE("sites told apart by an unmoved line pair when only the lines outside them moved") {
+    // Two einsums of attn(), called from forward() lines 17 and 18 (unchanged); the script
+    // calling forward() moved its call from train.py:5 to :7 (an autocast block wrapped it).
+    auto einsum = [](int64_t forward_line, int64_t train_line) {
+      return std::vector<F>{Op("einsum"), Py("model.py", 30, "attn"),
+                            Py("model.py", forward_line, "forward"),
+                            Py("train.py", train_line, "train")};
+    };
+    DiffReport rep =
+        Diff(Live({einsum(17, 5), einsum(18, 5)}), Live({einsum(17, 7), einsum(18, 7)}));
+    CHECK(rep.sites_moved == 2);
+    CHECK(rep.sites_only_before == 0);
+    CHECK(rep.sites_only_after == 0);
+    const SiteDelta* s = Find(rep, "einsum \u2190 model.py:30 attn \u2190 model.py:18 forward");
+    REQUIRE(s != nullptr);
+    CHECK(s->before_bytes == 2 << 20);
+    CHECK(s->moved == std::vector<std::string>{"train.py:5\u21927"});
+    SUBCASE("--exact-lines (pair_moved off) reports them gone and new") {
+      DiffOptions o;
+      o.pair_moved = false;
+      DiffReport exact =
+          Diff(Live({einsum(17, 5), einsum(18, 5)}), Live({einsum(17, 7), einsum(18, 7)}), o);
+      CHECK(exact.sites_moved == 0);
+      CHECK(exact.sites_only_before == 2);
+      CHECK(exact.sites_only_after == 2);
+    }
   }
 
   TEST_CASE("--ignore-lines matches moved sites by key, with nothing to pair") {

@@ -163,7 +163,7 @@ TEST_SUITE("export") {
           "0,0x7f0002000000,0,open,1000,1024,7,4,,,1030,30,,,optim.py:40 step,optimizer_state\n"
           "0,0x7f0000c00000,0,open,8388608,8388608,0,5,,,1040,40,,,model.py:20 attn</script><b>,"
           "activation\n"
-          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,,,[no stack],unknown\n");
+          "1,0x7f1000000000,0,ghost,512,512,0,,,,,,,,[no stack recorded],unknown\n");
   }
 
   TEST_CASE("a streamed output is renamed into place only when the writer succeeds") {

@@ -182,8 +182,8 @@ TEST_SUITE("oom") {
     CHECK(namer.Label(a) == "torch/nn/modules/linear.py:116 forward \u2190 train.py:30 train_step");
     CHECK(namer.Label(b) == "torch/nn/modules/linear.py:116 forward");
     CHECK(namer.Label(c) == kMachineryOnlyRow);
-    CHECK(namer.Label(StackTable::kEmpty) == kNoStackRow);
-    CHECK(namer.Label(StackTable::kEmpty, /*before_trace=*/true) == kPreWindowRow);
+    CHECK(namer.Label(StackTable::kEmpty) == kTracedNoStackRow);
+    CHECK(namer.Label(StackTable::kEmpty, /*before_trace=*/true) == kBeforeRecordingRow);
     CHECK(ShortenLibraryPath("/home/me/train.py:30:f") == "/home/me/train.py:30:f");
     CHECK(ShortenLibraryPath("/usr/lib/python3/dist-packages/numpy/x.py:1:g") == "numpy/x.py:1:g");
   }

@@ -130,6 +130,9 @@ struct SiteInfo {
   /// asks for it and the key has a line; else empty. Equal for the same allocation after an edit
   /// moved its lines (diff pairs such sites: docs/attribution.md, "Sites whose lines moved").
   std::string unlined_key;
+  /// The Python frames of the key ("short/path.py:LINE:function", owner outward), when
+  /// unlined_key is set: diff keeps the lines of those the other file also has.
+  std::vector<std::string> key_frames;
   std::string what;   // the operator or library function the owner called; "" when the owner
                       // is the innermost Python frame (then `op` may be shown to tell sites apart)
   std::string owner;  // "optimizers.py:82 step", "BmmBackward0 (bmm)", "[no stack]"
@@ -152,12 +155,39 @@ struct SiteInfo {
 inline constexpr std::string_view kLabelArrow = " \u2190 ";  // " ← "
 inline constexpr std::string_view kMachineryOnlyRow = "[allocator frames only]";
 
+/// A site's label in one table (docs/attribution.md, "Distinct labels").
+struct SiteLabel {
+  /// One line, distinct among the table's sites (JSON `site`, CSV, the report): the head, then
+  /// the deeper callers that tell the site apart, with " ← …" where frames are left out:
+  /// "einsum ← model.py:22 forward ← model.py:76 forward ← … ← bench.py:224 run".
+  std::string text;
+  /// A text table's row: BaseLabel() and what tells the site apart, except callers beyond the
+  /// nearest (`callers[0]`), which the lines under the row show (CallerLines).
+  std::string head;
+  /// Indices into SiteInfo::callers (> 0, ascending) of the callers that tell the site apart.
+  std::vector<size_t> deep;
+  bool nearest_in_head = false;  // the head shows callers[0] (it tells the site apart)
+};
+
 /// Labels for a table's sites, one per entry, distinct whenever the keys differ (entries with equal
 /// keys get equal labels). Starts from BaseLabel(); entries whose labels collide get, in turn: the
 /// nearest caller that tells them apart (repeated until they differ or callers run out), the
 /// nearest frame inside the owner that does (" [via FRAME]"), the operator, and finally " #2",
 /// " #3"... in key order. Deterministic; depends only on the entries.
+std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites);
+/// The `text` of each DistinctSiteLabels entry.
 std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites);
+
+/// One frame shown under a table row.
+struct CallerLine {
+  std::string_view text;  // a SiteInfo::callers entry
+  bool tells = false;     // it tells the row apart from another with the same head
+};
+/// The callers under a table row whose head is `label.head`, in stack order, each once: those the
+/// head does not show, through the deepest that tells the row apart, and at least `context` when
+/// the stack has them. `more` gets how many callers are left out.
+std::vector<CallerLine> CallerLines(const SiteInfo& site, const SiteLabel& label, size_t context,
+                                    size_t* more);
 
 struct AttributionOptions {
   bool ignore_lines = false;  // keys without line numbers (diff --ignore-lines)

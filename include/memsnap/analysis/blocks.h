@@ -30,9 +30,11 @@ struct BlockRow {
   /// The site's label (distinct among the report's sites; "[allocated before the trace]" for
   /// pre-window lifetimes, whose stack is the free's) and the lifetime's category.
   std::string site;
+  std::string head;  // the first line of `site` in text output (SiteLabel::head)
   CategoryVerdict category;
-  /// Callers the label does not show (text output), at most frames_shown - 1.
-  std::vector<std::string> context;
+  /// Callers the head does not show (text output), in stack order: at least frames_shown - 1
+  /// and through the one that tells the site apart (`second`: it does).
+  std::vector<std::pair<std::string, bool>> context;
   int32_t stack = -1;  // index into BlocksReport::stacks; -1: no frames recorded
 };
 

@@ -92,10 +92,11 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& current, const CheckMe
                                       const CheckOptions& options);
 
 /// The `n` sites whose live bytes at the end (at each file's peak with `at_peak`; both files then
-/// need a trace) grew most from `baseline` to `current`, sites matched by frame text, largest
-/// growth first; only sites that grew.
+/// need a trace) grew most from `baseline` to `current`, sites matched by frame text (and paired
+/// across moved lines unless `exact_lines`: DiffOptions::pair_moved), largest growth first; only
+/// sites that grew.
 absl::StatusOr<std::vector<SiteDelta>> TopGrowingSites(const Snapshot& baseline,
-                                                       const Snapshot& current, int n,
-                                                       bool at_peak);
+                                                       const Snapshot& current, int n, bool at_peak,
+                                                       bool exact_lines = false);
 
 }  // namespace memsnap::analysis

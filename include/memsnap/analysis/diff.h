@@ -35,6 +35,7 @@ std::string_view PresenceName(Presence p);  // "both", "only_before", "only_afte
 struct SiteDelta {
   std::string key;                  // after's key when both sides have the site
   std::string site;                 // label, distinct among the rows of one MatchSites result
+  SiteLabel label;                  // `site` as a text table shows it (head, callers)
   SiteInfo info;                    // label parts (after's when both sides have the site)
   std::vector<std::string> frames;  // innermost first (after's when both sides have the site)
   CategoryBytes before_categories{}, after_categories{};

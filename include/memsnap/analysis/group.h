@@ -4,7 +4,8 @@
 // a label per row, distinct within the table, and the bytes of each category of memory.
 //
 // Invariant (tested): Σ rows.bytes == total_bytes and Σ rows.count == total_count; anything without
-// a stack goes to the explicit "[no stack]" row, stacks whose frames are all filtered out to
+// a stack goes to an explicit bracketed row (NoStackRow), stacks whose frames are all filtered out
+// to
 // "[all frames filtered]", annotation grouping without a covering range to "[no annotation]",
 // pre-window lifetimes (alloc older than the trace) to "[allocated before the trace]".
 #pragma once
@@ -35,12 +36,30 @@ enum class GroupBy : uint8_t { kSite, kStack, kFunction, kFile, kFrame, kAnnotat
 std::string_view GroupByName(GroupBy by);
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 
-inline constexpr std::string_view kNoStackRow = "[no stack]";
+/// Lifetimes without frames (docs/attribution.md, L5), by what the file says about them: live
+/// blocks the trace never saw, in a file whose allocations record stacks (older than
+/// _record_memory_history); allocations the trace recorded with an empty stack; and the rest (no
+/// trace, or no stacks recorded at all).
+inline constexpr std::string_view kBeforeRecordingRow = "[allocated before recording started]";
+inline constexpr std::string_view kTracedNoStackRow = "[allocation recorded without a stack]";
+inline constexpr std::string_view kNoStackRow = "[no stack recorded]";
 inline constexpr std::string_view kAllFilteredRow = "[all frames filtered]";
 inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
 /// Pre-window lifetimes (only their free is in the trace): the allocation site is unknown. Upstream
 /// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
+
+/// The row of a lifetime whose stack is empty: kBeforeRecordingRow, kTracedNoStackRow or
+/// kNoStackRow (pre-window lifetimes are kPreWindowRow whatever their stack).
+std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
+                            const BlockLifetime& lifetime);
+
+/// What a lifetime's row depends on besides the options, as one number (a cache key): its stack,
+/// and whether it is pre-window or a ghost (NoStackRow tells those apart).
+inline uint64_t RowCacheKey(const BlockLifetime& lt) {
+  return (uint64_t{lt.stack.v} << 2) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0) |
+         (lt.cls == LifetimeClass::kGhost ? 2 : 0);
+}
 
 struct GroupOptions {
   GroupBy by = GroupBy::kSite;
@@ -58,6 +77,7 @@ std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines);
 struct GroupRow {
   std::string key;   // site: SiteInfo::key; stack: frames root-first joined by ';' (folded form)
   std::string site;  // the label shown (LabelRows: distinct within the table); else the key
+  SiteLabel label;   // site and stack rows: `site` as a text table shows it (head, callers)
   /// What the label is made of (site and stack rows; for stack rows `info.key` is the row key, so
   /// two stacks of one site still get distinct labels). Other rows: kind kNoStack, owner = key.
   SiteInfo info;
@@ -144,20 +164,22 @@ class SiteLabels {
  public:
   explicit SiteLabels(Attribution& attribution);
   /// The index of the lifetime's site (pre-window lifetimes: "[allocated before the trace]", as
-  /// their stack is the free's).
-  size_t Add(const BlockLifetime& lifetime);
+  /// their stack is the free's; lifetimes without a stack: NoStackRow).
+  size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime);
   /// Computes the labels (DistinctLabels); call once, after the last Add.
   void Finish();
-  const std::string& Label(size_t index) const { return labels_[index]; }
+  const std::string& Label(size_t index) const { return labels_[index].text; }
+  const SiteLabel& Parts(size_t index) const { return labels_[index]; }
   const SiteInfo& Site(size_t index) const { return *sites_[index]; }
   size_t size() const { return sites_.size(); }
 
  private:
   Attribution& attribution_;
   SiteInfo pre_window_;
+  std::array<SiteInfo, 3> no_stack_;  // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
   absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
   std::vector<const SiteInfo*> sites_;
-  std::vector<std::string> labels_;
+  std::vector<SiteLabel> labels_;
 };
 
 /// Adds the given lifetimes (indices into dt.blocks) to `rows`: to the row with the same key when

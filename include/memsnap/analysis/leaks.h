@@ -74,6 +74,7 @@ absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOp
 struct LeakSite {
   std::string key;
   std::string site;                 // label, distinct among the report's sites
+  SiteLabel label;                  // `site` as a text table shows it (head, callers)
   SiteInfo info;                    // label parts
   std::vector<std::string> frames;  // innermost first (filtered)
   /// Requested bytes per category: over the site's lifetimes (single-trace mode) or summed over

@@ -23,11 +23,10 @@ class SiteNamer {
  public:
   explicit SiteNamer(const Snapshot& snapshot);
   /// The attribution model's label of the stack's site ("what ← file.py:LINE owner",
-  /// "BmmBackward0 (bmm)"); "[no stack]" when it has no frames. Every site memsnap oom,
-  /// check --fits and summary's OOM lines print comes from here.
-  /// `before_trace`: the block was allocated before the trace began, so a stack without frames
-  /// reads "[allocated before the trace]" (the usual case: recording began after the model was
-  /// loaded), not "[no stack]".
+  /// "BmmBackward0 (bmm)"); "[allocation recorded without a stack]" when the trace recorded it
+  /// without frames. Every site memsnap oom, check --fits and summary's OOM lines print comes
+  /// from here. `before_trace`: a block live in the snapshot that the trace never saw, so a stack
+  /// without frames reads "[allocated before recording started]" (NoStackRow in group.h).
   const std::string& Label(StackId stack, bool before_trace = false);
   /// The category of memory allocated with `stack`, from what the stack shows alone (the
   /// attribution model's stack-phase rule, docs/attribution.md): an AccumulateGrad or backward
