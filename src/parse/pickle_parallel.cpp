@@ -281,9 +281,12 @@ void Decoder::Speculate(SpecChunk& c) {
     break;
   }
   close(pos_);
-  // The pages of the mapped file inside the segments: the sequential decoder reads only the gaps
-  // between them again, whose pages stay mapped (it would fault them and 15 neighbours back in).
-  for (const SpecSegment& g : c.segments) input_.ReleaseRange(g.begin, g.end);
+  // The pages of the mapped file this worker read, given back in one call: each madvise of a
+  // multi-threaded process flushes the other cores' TLBs, and one call per segment (one per
+  // 64 KiB FRAME on PyTorch's files) cost more than the decoding saved (docs/BENCHMARKS.md). The
+  // sequential decoder faults the few pages of the gaps back in when it decodes them, and drops
+  // them again as it passes (ReleaseBefore).
+  input_.ReleaseRange(c.begin, pos_);
   c.events = std::move(snap_.events);
   c.memo = std::move(memo_);
   c.lists = std::move(lists_);
@@ -469,7 +472,6 @@ absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
     if (!m.valid()) m = snap_.stacks.Intern(c.stacks.Get(id));
     return m;
   };
-  PopulateForWrite(snap_.events.data() + snap_.events.size(), n_events * sizeof(TraceEvent));
   snap_.events.insert(snap_.events.end(), c.events.begin() + prev.events_end,
                       c.events.begin() + g.events_end);
   for (uint32_t i = prev.memo_end; i < g.memo_end; ++i) {
