@@ -103,7 +103,7 @@ RunFn SetupLeaks(CLI::App& sub) {
       "fluctuating, shrinking, steady. In a series, a site whose lines moved between two\n"
       "snapshots (the script was edited) stays one row, \"div \u2190 model.py:142\u2192144 "
       "softmax\",\n"
-      "as in diff (docs/attribution.md, \"Sites whose lines moved\"; --exact-lines does not "
+      "as in diff (docs/leaks.md, \"Sites whose lines moved\"; --exact-lines does not "
       "pair).\n\n"
       "Examples:\n"
       "  memsnap leaks iter100.pickle iter200.pickle iter300.pickle\n"

@@ -78,9 +78,9 @@ std::vector<std::string> Labels(const LeakReport& r) {
 TEST_SUITE("leaks") {
   TEST_CASE("a site whose line moved between snapshots is one growing row that shows the move") {
     const std::vector<F> embed = Linear(40, "embed");
-    LeakReport r = Series(Snaps(Live({{Linear(118), 1}, {embed, 8}}),
-                           Live({{Linear(120), 2}, {embed, 8}}),
-                           Live({{Linear(120), 3}, {embed, 8}})));
+    LeakReport r =
+        Series(Snaps(Live({{Linear(118), 1}, {embed, 8}}), Live({{Linear(120), 2}, {embed, 8}}),
+                     Live({{Linear(120), 3}, {embed, 8}})));
     const LeakSite* s = Find(r, "linear \u2190 model.py:118\u2192120 forward");
     REQUIRE(s != nullptr);
     CHECK(s->bytes == MiBs({1, 2, 3}));
@@ -102,9 +102,8 @@ TEST_SUITE("leaks") {
   TEST_CASE("--exact-lines (pair_moved off) splits the moved site into a gone row and a new one") {
     LeakOptions exact;
     exact.pair_moved = false;
-    LeakReport r = Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}),
-                           Live({{Linear(120), 3}})),
-                          exact);
+    LeakReport r = Series(
+        Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}), Live({{Linear(120), 3}})), exact);
     CHECK(Labels(r) == std::vector<std::string>{"linear \u2190 model.py:120 forward",
                                                 "linear \u2190 model.py:118 forward"});
     CHECK(r.sites[0].bytes == MiBs({0, 2, 3}));
@@ -115,8 +114,8 @@ TEST_SUITE("leaks") {
   }
 
   TEST_CASE("a line that moves again is still one row, labelled from its first line to its last") {
-    LeakReport r = Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}),
-                           Live({{Linear(125), 3}})));
+    LeakReport r =
+        Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}), Live({{Linear(125), 3}})));
     REQUIRE(r.sites.size() == 1);
     const LeakSite& s = r.sites[0];
     CHECK(s.site == "linear \u2190 model.py:118\u2192125 forward");
@@ -131,8 +130,8 @@ TEST_SUITE("leaks") {
 
   TEST_CASE("two moved candidates of one function stay apart: leaks does not guess") {
     LeakReport r = Series(Snaps(Live({{Linear(118), 1}, {Linear(125), 1}}),
-                           Live({{Linear(120), 2}, {Linear(127), 2}}),
-                           Live({{Linear(120), 3}, {Linear(127), 3}})));
+                                Live({{Linear(120), 2}, {Linear(127), 2}}),
+                                Live({{Linear(120), 3}, {Linear(127), 3}})));
     CHECK(r.sites_total == 4);
     CHECK(r.sites_moved == 0);
   }
@@ -156,8 +155,8 @@ TEST_SUITE("leaks") {
   }
 
   TEST_CASE("a site whose line moved back is one row that shows no move") {
-    LeakReport r = Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}),
-                           Live({{Linear(118), 3}})));
+    LeakReport r =
+        Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}), Live({{Linear(118), 3}})));
     REQUIRE(r.sites.size() == 1);
     CHECK(r.sites[0].site == "linear \u2190 model.py:118 forward");
     CHECK(r.sites[0].bytes == MiBs({1, 2, 3}));
@@ -169,9 +168,9 @@ TEST_SUITE("leaks") {
   TEST_CASE("only site rows pair: --by stack keeps a moved stack apart") {
     LeakOptions by_stack;
     by_stack.group.by = GroupBy::kStack;
-    LeakReport r = Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}),
-                           Live({{Linear(120), 3}})),
-                          by_stack);
+    LeakReport r =
+        Series(Snaps(Live({{Linear(118), 1}}), Live({{Linear(120), 2}}), Live({{Linear(120), 3}})),
+               by_stack);
     CHECK(r.sites_total == 2);
     CHECK(r.sites_moved == 0);
   }
@@ -185,9 +184,10 @@ TEST_CASE("the kkaitlyn forward series across a script edit shows each site's re
   std::vector<SeriesPoint> exact_points, points;
   LeakOptions options, exact;
   exact.pair_moved = false;
-  for (const char* name : {"kkaitlyn111_a2__memory_files_memory_ctx128_forward__91995574.pickle",
-                           "kkaitlyn111_a2__memory_files_memory_ctx256_forward___019e70b3.pickle",
-                           "kkaitlyn111_a2__memory_files_memory_ctx512_forward___b9620ccc.pickle"}) {
+  for (const char* name :
+       {"kkaitlyn111_a2__memory_files_memory_ctx128_forward__91995574.pickle",
+        "kkaitlyn111_a2__memory_files_memory_ctx256_forward___019e70b3.pickle",
+        "kkaitlyn111_a2__memory_files_memory_ctx512_forward___b9620ccc.pickle"}) {
     auto snap = parse::ReadSnapshot(*dir + "/" + name);
     REQUIRE_MESSAGE(snap.ok(), std::string(snap.status().message()));
     auto p = SeriesPointOf(*snap, options);

@@ -79,13 +79,14 @@ absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOp
 
 /// A site's figures over the series.
 struct LeakSite {
-  std::string key;                  // the key of the last point that has the site
+  /// `key`, `info` and `frames` are those of the first point that has the site; for a site paired
+  /// across moved lines, of the last one, with each moved line shown first→last in `info`
+  /// (MovedInfo).
+  std::string key;
   std::string site;                 // label, distinct among the report's sites
   SiteLabel label;                  // `site` as a text table shows it (head, callers)
-  /// Label parts (of the last point that has the site; a site paired across moved lines shows
-  /// each moved line as first→last: MovedInfo).
-  SiteInfo info;
-  std::vector<std::string> frames;  // innermost first (filtered; the last point's)
+  SiteInfo info;                    // label parts
+  std::vector<std::string> frames;  // innermost first (filtered)
   /// Requested bytes per category: over the site's lifetimes (single-trace mode) or summed over
   /// the points (series mode); decides category().
   CategoryBytes category_bytes{};
