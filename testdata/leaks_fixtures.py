@@ -11,9 +11,16 @@ Scenarios (what must be reported):
   warmup      - optimizer state created in step 0 and an LRU cache that fills during steps 0..2 then
                 stays at 3 entries: growing then flat, NOT a leak
 
+Edited runs (`write_edited_runs`): separate runs of `leak_cache` for 1, 2 and 3 steps, each dumped
+at its end, where train.py was edited before the second run: two lines added at its top move every
+train.py frame down by two (train.py:20 -> :22). The cache grows from run to run (16, 32, 48 MiB);
+`leaks` must show it as one growing site whose label shows the move, and as two split rows with
+--exact-lines.
+
 Usage:
   write_series(folder, scenario, dump_after=(2, 4, 6, 8)) -> [paths]   one pickle per dump
   write_trace(path, scenario, steps=12, oom=False)                      one pickle with the trace
+  write_edited_runs(folder) -> [paths]                                  edited_run{1,2,3}.pickle
 """
 import os
 import pickle
@@ -44,8 +51,22 @@ STACKS = {
 }
 
 
+def _shifted(stacks, train_shift):
+    """`stacks` with every train.py line moved down by `train_shift` (an edit at its top). A frame
+    shared by several stacks stays one object, as PyTorch's pickles share them."""
+    if not train_shift:
+        return stacks
+    moved = {}
+    for frames in stacks.values():
+        for f in frames:
+            if f["filename"] == "train.py" and id(f) not in moved:
+                moved[id(f)] = dict(f, line=f["line"] + train_shift)
+    return {name: [moved.get(id(f), f) for f in frames] for name, frames in stacks.items()}
+
+
 class _Sim:
-    def __init__(self):
+    def __init__(self, stacks=None):
+        self.stacks = stacks or STACKS
         self.trace, self.live, self.time, self.annotations = [], {}, 1_000_000, []
         self._event({"action": "segment_alloc", "addr": BASE, "size": SEGMENT, "stream": 0})
 
@@ -53,7 +74,7 @@ class _Sim:
         self.time += 1000
         e["time_us"] = self.time
         if stack is not None:
-            e["frames"] = STACKS[stack]
+            e["frames"] = self.stacks[stack]
         self.trace.append(e)
 
     def alloc(self, size, stack):
@@ -87,7 +108,7 @@ class _Sim:
                                "state": "inactive", "frames": []})
             size, stack = self.live[a]
             blocks.append({"address": a, "size": size, "requested_size": size,
-                           "state": "active_allocated", "frames": STACKS[stack]})
+                           "state": "active_allocated", "frames": self.stacks[stack]})
             at = a + size
         if at < BASE + SEGMENT:
             blocks.append({"address": at, "size": BASE + SEGMENT - at, "requested_size": 0,
@@ -102,9 +123,9 @@ class _Sim:
                 "external_annotations": list(self.annotations)}
 
 
-def _run(scenario, steps, dumps=(), oom=False):
+def _run(scenario, steps, dumps=(), oom=False, train_shift=0):
     """Runs `steps` iterations; returns {k: snapshot after step k} for k in dumps, and 'trace'."""
-    sim, out = _Sim(), {}
+    sim, out = _Sim(_shifted(STACKS, train_shift)), {}
     params = [sim.alloc(256 * MiB, "params") for _ in range(2)]
     kept, lru, optim = [], [], []
     for k in range(1, steps + 1):
@@ -156,8 +177,20 @@ def write_trace(path, scenario, steps=12, oom=False):
     return path
 
 
+def write_edited_runs(folder):
+    paths = []
+    for run, (steps, shift) in enumerate(((1, 0), (2, 2), (3, 2)), start=1):
+        path = os.path.join(folder, f"edited_run{run}.pickle")
+        with open(path, "wb") as f:
+            pickle.dump(_run("leak_cache", steps, (steps,), train_shift=shift)[steps], f,
+                        protocol=4)
+        paths.append(path)
+    return paths
+
+
 def write_all(folder):
     """Every scenario as a series (6 dumps) and as a single trace (12 steps)."""
     for scenario in ("leak_list", "leak_cache", "steady", "warmup"):
         write_series(folder, scenario)
         write_trace(os.path.join(folder, f"{scenario}_trace.pickle"), scenario)
+    write_edited_runs(folder)

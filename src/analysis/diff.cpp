@@ -2,15 +2,13 @@
 #include "memsnap/analysis/diff.h"
 
 #include <algorithm>
-#include <array>
 #include <map>
-#include <optional>
-#include <set>
 #include <string_view>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/analysis/moved_sites.h"
 #include "memsnap/analysis/summary.h"
 #include "memsnap/util/strings.h"
 
@@ -52,113 +50,6 @@ void AddScopes(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scop
   }
 }
 
-// The display text of a frame whose line moved: "path:118→120 fn" from "path:118 fn" and
-// "path:120 fn"; nullopt when the texts differ in more than one run of digits (or not at all).
-// `move` gets "path:118→120".
-std::optional<std::string> MovedText(std::string_view before, std::string_view after,
-                                     std::string* move) {
-  if (before == after) return std::nullopt;
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  size_t prefix = 0;
-  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) {
-    ++prefix;
-  }
-  while (prefix > 0 && digit(before[prefix - 1])) --prefix;  // the whole number differs
-  size_t suffix = 0;
-  while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
-         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
-    ++suffix;
-  }
-  while (suffix > 0 && digit(before[before.size() - suffix])) --suffix;
-  std::string_view a = before.substr(prefix, before.size() - prefix - suffix);
-  std::string_view b = after.substr(prefix, after.size() - prefix - suffix);
-  if (a.empty() || b.empty() || !std::all_of(a.begin(), a.end(), digit) ||
-      !std::all_of(b.begin(), b.end(), digit)) {
-    return std::nullopt;
-  }
-  std::string head = absl::StrCat(Sv(after.substr(0, prefix)), Sv(a), Sv(kMovedArrow), Sv(b));
-  if (move != nullptr) *move = head;
-  return absl::StrCat(head, Sv(after.substr(after.size() - suffix)));
-}
-
-// The label parts of a site paired across moved lines: after's, with each text whose line moved
-// showing both lines. Moves go to `moved` (owner first, callers outward, each once).
-SiteInfo MovedInfo(const SiteInfo& before, const SiteInfo& after, std::vector<std::string>& moved) {
-  SiteInfo s = after;
-  auto merge = [&](const std::string& b, std::string& a) {
-    std::string move;
-    std::optional<std::string> text = MovedText(b, a, &move);
-    if (!text) return;
-    a = std::move(*text);
-    if (std::find(moved.begin(), moved.end(), move) == moved.end()) moved.push_back(move);
-  };
-  merge(before.what, s.what);
-  merge(before.owner, s.owner);
-  if (before.callers.size() == s.callers.size()) {
-    for (size_t i = 0; i < s.callers.size(); ++i) merge(before.callers[i], s.callers[i]);
-  }
-  if (before.inner.size() == s.inner.size()) {
-    for (size_t i = 0; i < s.inner.size(); ++i) merge(before.inner[i], s.inner[i]);
-  }
-  return s;
-}
-
-// Pairs the sites whose lines moved (MatchSites' contract): one merged entry replaces each pair.
-void PairMovedSites(std::map<std::string, SiteDelta>& merged) {
-  std::map<std::string_view, std::array<std::vector<std::string>, 2>> candidates;
-  for (const auto& [key, s] : merged) {
-    if (s.presence == Presence::kBoth || s.synthetic || s.info.unlined_key.empty()) continue;
-    candidates[s.info.unlined_key][s.presence == Presence::kOnlyBefore ? 0 : 1].push_back(key);
-  }
-  // Where a side has several candidates, the frames whose line the other file also has (with
-  // the same function) did not move: they keep their line, so that two sites of one function told
-  // apart by an unmoved line ("transformer.py:76" and ":77") stay apart while the lines outside
-  // them moved ("benchmark.py:222" -> ":224"); each of those is then a candidate of its own.
-  std::array<std::set<std::string_view>, 2> lined;
-  for (const auto& [key, s] : merged) {
-    for (const std::string& f : s.info.key_frames) {
-      if (s.presence != Presence::kOnlyAfter) lined[0].insert(f);
-      if (s.presence != Presence::kOnlyBefore) lined[1].insert(f);
-    }
-  }
-  auto anchored = [&](const std::string& key, int side) {
-    std::string out;
-    for (const std::string& f : merged.at(key).info.key_frames) {
-      absl::StrAppend(&out, lined[1 - side].contains(f) ? f : std::string(), "\n");
-    }
-    return out;
-  };
-  std::vector<std::pair<std::string, std::string>> pairs;  // (before key, after key)
-  for (const auto& [unlined, sides] : candidates) {
-    if (sides[0].empty() || sides[1].empty()) continue;
-    if (sides[0].size() == 1 && sides[1].size() == 1) {
-      pairs.emplace_back(sides[0][0], sides[1][0]);
-      continue;
-    }
-    std::map<std::string, std::array<std::vector<std::string>, 2>> finer;
-    for (int side = 0; side < 2; ++side) {
-      for (const std::string& key : sides[side]) finer[anchored(key, side)][side].push_back(key);
-    }
-    for (const auto& [text, part] : finer) {
-      if (part[0].size() == 1 && part[1].size() == 1) pairs.emplace_back(part[0][0], part[1][0]);
-    }
-  }
-  for (const auto& [before_key, after_key] : pairs) {
-    auto b = merged.find(before_key);
-    auto a = merged.find(after_key);
-    SiteDelta s = std::move(a->second);
-    const SiteDelta& old = b->second;
-    s.presence = Presence::kBoth;
-    s.before_key = old.key;
-    s.info = MovedInfo(old.info, s.info, s.moved);
-    s.before_bytes = old.before_bytes;
-    s.before_count = old.before_count;
-    s.before_categories = old.before_categories;
-    merged.erase(b);
-    a->second = std::move(s);
-  }
-}
-
 }  // namespace
 
 Category SiteDelta::category() const {
@@ -191,7 +82,21 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
       for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
     }
   }
-  PairMovedSites(merged);
+  // Sites whose lines moved become one row (moved_sites.h): after's, with before's figures.
+  for (const MovedPair& pair : PairMovedSites(before, after)) {
+    auto b = merged.find(before[pair.before].key);
+    auto a = merged.find(after[pair.after].key);
+    SiteDelta s = std::move(a->second);
+    const SiteDelta& old = b->second;
+    s.presence = Presence::kBoth;
+    s.before_key = old.key;
+    s.info = MovedInfo(old.info, s.info, s.moved);
+    s.before_bytes = old.before_bytes;
+    s.before_count = old.before_count;
+    s.before_categories = old.before_categories;
+    merged.erase(b);
+    a->second = std::move(s);
+  }
   std::vector<SiteDelta> out;
   out.reserve(merged.size());
   for (auto& [key, s] : merged) out.push_back(std::move(s));

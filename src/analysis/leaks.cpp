@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <optional>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "leaks_internal.h"
+#include "memsnap/analysis/moved_sites.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::analysis {
@@ -185,8 +189,11 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
 
 absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOptions& options) {
   ASSIGN_OR_RETURN(Timeline timeline, ReconstructTimeline(snapshot));
+  GroupOptions group = options.group;
+  // Site keys without lines as well, to pair the sites an edit moved (AnalyzeSeries).
+  group.unlined_keys = options.pair_moved && group.by == GroupBy::kSite && !group.ignore_lines;
   ASSIGN_OR_RETURN(GroupReport grouped,
-                   GroupLive(snapshot, timeline, Moment{Moment::Kind::kEnd, 0}, options.group));
+                   GroupLive(snapshot, timeline, Moment{Moment::Kind::kEnd, 0}, group));
   SeriesPoint point;
   point.label = snapshot.source.path;
   for (const TraceEvent& ev : snapshot.events) {
@@ -199,32 +206,133 @@ absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOp
   return point;
 }
 
+namespace {
+
+// Where one site's rows are: the first and the last (point, row index) that added to it, and its
+// distinct keys in the order met.
+struct SiteRows {
+  size_t first_point = 0, first_row = 0;
+  size_t last_point = 0, last_row = 0;
+  std::vector<std::string_view> keys;
+};
+
+// "dir/file.py:118→120" -> ("dir/file.py", 118): moves read by file, then line.
+std::pair<std::string_view, int64_t> MoveOrder(std::string_view move) {
+  const size_t colon = move.rfind(':');
+  int64_t line = 0;
+  for (size_t i = colon + 1; i < move.size() && move[i] >= '0' && move[i] <= '9'; ++i) {
+    line = line * 10 + (move[i] - '0');
+  }
+  return {move.substr(0, colon), line};
+}
+
+// The moves of each step's applied pairs (LeakReport::moves).
+std::vector<LineMoves> CollectMoves(const std::vector<SeriesPoint>& points,
+                                    const std::vector<std::vector<MovedPair>>& applied) {
+  std::vector<LineMoves> out;
+  for (size_t step = 0; step < applied.size(); ++step) {
+    if (applied[step].empty()) continue;
+    LineMoves m;
+    m.from = step;
+    m.sites = static_cast<int64_t>(applied[step].size());
+    for (const MovedPair& p : applied[step]) {
+      MovedInfo(points[step].rows[p.before].info, points[step + 1].rows[p.after].info, m.moves);
+    }
+    std::sort(m.moves.begin(), m.moves.end(), [](const std::string& a, const std::string& b) {
+      return std::pair(MoveOrder(a), std::string_view(a)) <
+             std::pair(MoveOrder(b), std::string_view(b));
+    });
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
 LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& options) {
   const size_t n = points.size();
   std::vector<LeakSite> sites;
-  absl::flat_hash_map<std::string, size_t> index;
+  std::vector<SiteRows> where;
+  absl::flat_hash_map<std::string_view, size_t> index;  // key -> site (views into points' rows)
+  std::vector<std::vector<size_t>> site_of(n);          // point -> row -> site
+  std::vector<std::vector<MovedPair>> applied(n > 0 ? n - 1 : 0);
   for (size_t i = 0; i < n; ++i) {
-    for (GroupRow& row : points[i].rows) {
-      auto [it, inserted] = index.try_emplace(row.key, sites.size());
-      if (inserted) {
+    std::vector<GroupRow>& rows = points[i].rows;
+    // Rows of this point that continue a site of the previous point across moved lines.
+    std::vector<std::optional<size_t>> moved_from(rows.size());
+    if (i > 0 && options.pair_moved) {
+      for (const MovedPair& p : PairMovedSites(points[i - 1].rows, rows)) {
+        moved_from[p.after] = p.before;
+      }
+    }
+    site_of[i].resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const GroupRow& row = rows[r];
+      std::optional<size_t> s;
+      bool paired = false;
+      if (auto it = index.find(row.key); it != index.end()) {
+        s = it->second;  // a key met before names the site, as without pairing
+      } else if (moved_from[r]) {
+        s = site_of[i - 1][*moved_from[r]];
+        paired = true;
+      }
+      // Two rows of one point never share a site: the second starts its own.
+      if (s && where[*s].last_point == i) {
+        s.reset();
+        paired = false;
+      }
+      if (paired) applied[i - 1].push_back({*moved_from[r], r});
+      if (!s) {
+        s = sites.size();
         LeakSite site;
-        site.key = row.key;
-        site.info = std::move(row.info);
-        site.frames = std::move(row.frames);
         site.synthetic = row.synthetic;
         site.bytes.assign(n, 0);
         site.counts.assign(n, 0);
         sites.push_back(std::move(site));
+        where.push_back({i, r, i, r, {}});
       }
-      LeakSite& site = sites[it->second];
+      index[row.key] = *s;
+      site_of[i][r] = *s;
+      LeakSite& site = sites[*s];
+      SiteRows& w = where[*s];
+      if (std::find(w.keys.begin(), w.keys.end(), row.key) == w.keys.end()) {
+        w.keys.push_back(row.key);
+      }
+      w.last_point = i;
+      w.last_row = r;
       site.bytes[i] += row.bytes;
       site.counts[i] += row.count;
       for (int c = 0; c < kNumCategories; ++c) site.category_bytes[c] += row.category_bytes[c];
     }
-    points[i].rows.clear();
   }
+  // Name every site by its first row, or a site paired across moved lines by its last row with
+  // the moves shown.
+  for (size_t s = 0; s < sites.size(); ++s) {
+    LeakSite& site = sites[s];
+    const SiteRows& w = where[s];
+    const GroupRow& last = points[w.last_point].rows[w.last_row];
+    const GroupRow& first = points[w.first_point].rows[w.first_row];
+    if (w.keys.size() == 1) {
+      site.key = first.key;
+      site.info = first.info;
+      site.frames = first.frames;
+      continue;
+    }
+    site.key = last.key;
+    site.info = MovedInfo(first.info, last.info, site.moved);
+    site.frames = last.frames;
+    for (std::string_view k : w.keys) {
+      if (k != last.key) site.earlier_keys.emplace_back(k);
+    }
+  }
+  std::vector<LineMoves> moves = CollectMoves(points, applied);
+  const int64_t sites_moved = std::count_if(
+      sites.begin(), sites.end(), [](const LeakSite& s) { return !s.earlier_keys.empty(); });
+  for (SeriesPoint& p : points) p.rows.clear();
   LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
   report.mode = "series";
+  report.sites_moved = sites_moved;
+  report.moves = std::move(moves);
   return report;
 }
 

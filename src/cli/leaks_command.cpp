@@ -28,6 +28,7 @@ struct LeaksCommandOptions {
   size_t top = 10;
   bool json = false;
   bool fail_on_leak = false;
+  bool exact_lines = false;
 };
 
 absl::Status Prefixed(const std::string& path, const absl::Status& s) {
@@ -90,19 +91,27 @@ RunFn SetupLeaks(CLI::App& sub) {
   sub.add_option("--steps", opts->steps, "Single trace: cut the trace into N equal steps");
   sub.add_option("--device", opts->device,
                  "Single trace: the device to analyze (default: the one with most events)");
+  sub.add_flag("--exact-lines", opts->exact_lines,
+               "Series: match sites only when every line is the same; a site whose lines moved "
+               "between two snapshots is then two rows (the default pairs them into one)");
   sub.add_option("--top", opts->top, "Non-leaking sites listed")->capture_default_str();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--fail-on-leak", opts->fail_on_leak, "Exit with code 1 when a leak is reported");
   sub.footer(
       "A leak is a site whose live bytes grow in every step (3+ snapshots or steps) by at least\n"
       "--min-growth in total. Other verdicts: growing then flat (warm-up), growing with pauses,\n"
-      "fluctuating, shrinking, steady.\n\n"
+      "fluctuating, shrinking, steady. In a series, a site whose lines moved between two\n"
+      "snapshots (the script was edited) stays one row, \"div \u2190 model.py:142\u2192144 "
+      "softmax\",\n"
+      "as in diff (docs/leaks.md, \"Sites whose lines moved\"; --exact-lines does not "
+      "pair).\n\n"
       "Examples:\n"
       "  memsnap leaks iter100.pickle iter200.pickle iter300.pickle\n"
       "  memsnap leaks --sort time --by function --device-memory 80GiB snaps/\n"
       "  memsnap leaks trace.pickle                       # steps found by periodicity\n"
       "  memsnap leaks --step-annotation train_step trace.pickle\n"
-      "  memsnap leaks --fail-on-leak --json a.pickle b.pickle c.pickle   # CI");
+      "  memsnap leaks --fail-on-leak --json a.pickle b.pickle c.pickle   # CI\n"
+      "  memsnap leaks --exact-lines v1.pickle v2.pickle v3.pickle   # moved lines: split rows");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::LeakOptions options;
     ASSIGN_OR_RETURN(options.group, opts->group.Resolve());
@@ -119,6 +128,7 @@ RunFn SetupLeaks(CLI::App& sub) {
       return absl::InvalidArgumentError("--steps: must be at least 2");
     }
     options.top = opts->top;
+    options.pair_moved = !opts->exact_lines;
     ASSIGN_OR_RETURN(std::vector<std::string> inputs, ExpandInputs(opts->files));
     analysis::LeakReport report;
     if (inputs.size() == 1) {

@@ -33,26 +33,6 @@ std::string MomentHeader(const analysis::DiffReport& rep) {
   }
   return s;
 }
-// A site paired across moved lines whose label does not show the move (only a caller moved, or
-// frames the label leaves out): the nearest such move by file name, and how many more (the JSON
-// lists them all): " [moved: benchmark.py:222→224 +2]", or " [lines moved]".
-std::string MovedTag(const SiteDelta& s, size_t callers_shown) {
-  if (s.before_key.empty()) return "";
-  if (s.moved.empty()) return " [lines moved]";
-  std::string shown = s.label.head.empty() ? s.site : s.label.head;
-  for (const analysis::CallerLine& c :
-       analysis::CallerLines(s.info, s.label, callers_shown, nullptr))
-    absl::StrAppend(&shown, "\n", Sv(c.text));
-  std::vector<std::string_view> unseen;
-  for (const std::string& m : s.moved) {
-    if (shown.find(m) == std::string::npos) unseen.push_back(m);
-  }
-  if (unseen.empty()) return "";
-  std::string_view first = unseen[0];
-  first.remove_prefix(std::min(first.size(), first.rfind('/', first.find(':')) + 1));
-  return absl::StrCat(" [moved: ", Sv(first),
-                      unseen.size() > 1 ? absl::StrCat(" +", unseen.size() - 1) : "", "]");
-}
 }  // namespace
 
 void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& out) {
@@ -80,7 +60,8 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
     const SiteDelta& s = rep.sites[i];
     std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
                       : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
-                                                                     : MovedTag(s, kCallers);
+                      : s.before_key.empty()                         ? ""
+                                             : MovedTag(s.site, s.info, s.label, s.moved, kCallers);
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,

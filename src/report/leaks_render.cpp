@@ -20,6 +20,7 @@ using analysis::Verdict;
 constexpr int kNumVerdicts = 6;
 constexpr size_t kMaxValuesShown = 8;  // per site: first 3, "...", last 3 beyond this
 constexpr size_t kMaxStepsShown = 12;  // step table rows in text mode
+constexpr size_t kMaxMovesShown = 6;   // moved lines listed per step in text mode
 
 Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
@@ -60,7 +61,7 @@ std::string SiteName(const LeakSite& s, bool head = false) {
 
 std::string PointNoun(const LeakReport& r) { return r.mode == "series" ? "snapshot" : "step end"; }
 
-Json SiteToJson(const LeakSite& s) {
+Json SiteToJson(const LeakSite& s, const LeakReport& r) {
   Json j;
   j["key"] = s.key;
   j["site"] = s.site;
@@ -75,6 +76,10 @@ Json SiteToJson(const LeakSite& s) {
   j["bytes"] = s.bytes;
   j["counts"] = s.counts;
   if (!s.retained.empty()) j["retained_next_step_bytes"] = s.retained;
+  if (r.mode == "series") {
+    j["earlier_keys"] = s.earlier_keys;
+    j["moved"] = s.moved;
+  }
   return j;
 }
 
@@ -117,6 +122,49 @@ void RenderPoints(const LeakReport& r, std::ostream& out) {
   }
 }
 
+// "dir/benchmark.py:222→223, :327→335, other.py:5→7": a move of the file before shows its line.
+std::string MovesText(const std::vector<std::string>& moves) {
+  if (moves.empty()) return "lines the labels do not show";
+  std::string out;
+  std::string_view file_before;
+  for (const std::string& m : moves) {
+    const std::string_view move = m;
+    const std::string_view file = move.substr(0, move.rfind(':'));
+    absl::StrAppend(&out, out.empty() ? "" : ", ",
+                    Sv(file == file_before ? move.substr(file.size()) : move));
+    file_before = file;
+  }
+  return out;
+}
+
+// The lines that moved between consecutive snapshots, whose sites were paired (LeakReport::moves).
+void RenderMoves(const LeakReport& r, std::ostream& out) {
+  if (r.moves.empty()) return;
+  out << absl::StrFormat(
+      "\nLines moved between snapshots (the script was edited); %s site%s paired across them, "
+      "one row each:\n",
+      FormatCount(r.sites_moved), r.sites_moved == 1 ? "" : "s");
+  for (const analysis::LineMoves& m : r.moves) {
+    std::vector<std::string> shown(m.moves.begin(),
+                                   m.moves.begin() + std::min(m.moves.size(), kMaxMovesShown));
+    std::string more = m.moves.size() > kMaxMovesShown
+                           ? absl::StrCat(" +", m.moves.size() - kMaxMovesShown, " more")
+                           : "";
+    out << absl::StrFormat("  #%d -> #%d  %s%s (%s site%s)\n", m.from, m.from + 1, MovesText(shown),
+                           more, FormatCount(m.sites), m.sites == 1 ? "" : "s");
+  }
+}
+
+// " [moved: ...]" after a site paired across moved lines when none of its lines as shown (the
+// label and `callers_shown` callers) shows a move; the list above the table names them all.
+std::string MovedTagOf(const LeakSite& s, size_t callers_shown) {
+  if (s.earlier_keys.empty()) return "";
+  if (UnseenMoves(s.site, s.info, s.label, s.moved, callers_shown).size() < s.moved.size()) {
+    return "";
+  }
+  return MovedTag(s.site, s.info, s.label, s.moved, callers_shown);
+}
+
 std::string FullAtText(const std::optional<int64_t>& step, const LeakReport& r) {
   if (!step) return "";
   return absl::StrCat("device full at ", PointNoun(r), " #", FormatCount(*step));
@@ -135,7 +183,7 @@ bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
     out << "    kept by the next step (allocated in step k, live at the end of step k+1): "
         << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
   }
-  out << "    site: " << SiteName(s, true) << "\n";
+  out << "    site: " << SiteName(s, true) << MovedTagOf(s, kCallersShown) << "\n";
   return RenderCallerLines(s.info, s.label, kCallersShown, "      ", true, out);
 }
 
@@ -181,6 +229,17 @@ Json LeaksToJson(const LeakReport& r) {
   j["leak_bytes_per_step"] = r.leak_bytes_per_step;
   j["full_at_step"] = r.full_at_step ? Json(*r.full_at_step) : Json(nullptr);
   j["sites_total"] = r.sites_total;
+  if (r.mode == "series") {
+    j["pair_moved"] = r.options.pair_moved;
+    j["sites_moved"] = r.sites_moved;
+    j["moves"] = Json::array();
+    for (const analysis::LineMoves& m : r.moves) {
+      j["moves"].push_back(Json{{"from_point", m.from},
+                                {"to_point", m.from + 1},
+                                {"moved", m.moves},
+                                {"sites", m.sites}});
+    }
+  }
   Json counts = Json::object();
   for (int v = 0; v < kNumVerdicts; ++v) {
     counts[std::string(analysis::VerdictName(static_cast<Verdict>(v)))] = r.verdict_counts[v];
@@ -188,7 +247,7 @@ Json LeaksToJson(const LeakReport& r) {
   j["verdict_counts"] = counts;
   j["leaks"] = Json::array();
   j["other_sites"] = Json::array();
-  for (const LeakSite& s : r.sites) j[s.leak ? "leaks" : "other_sites"].push_back(SiteToJson(s));
+  for (const LeakSite& s : r.sites) j[s.leak ? "leaks" : "other_sites"].push_back(SiteToJson(s, r));
   j["note"] = r.note;
   return j;
 }
@@ -198,6 +257,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
   if (r.mode == "series") {
     out << absl::StrFormat("memsnap leaks: %d snapshots, grouped by %s\n", r.labels.size(), by);
     RenderPoints(r, out);
+    RenderMoves(r, out);
   } else {
     out << absl::StrFormat("memsnap leaks: one trace, grouped by %s\n", by);
     RenderSteps(r, out);
@@ -244,7 +304,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
       if (s.leak) continue;
       out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", analysis::VerdictName(s.verdict),
                              FormatDelta(s.growth()), FormatBytes(s.bytes.front()),
-                             FormatBytes(s.bytes.back()), SiteName(s));
+                             FormatBytes(s.bytes.back()), SiteName(s) + MovedTagOf(s, 0));
     }
   }
   out << "\nSites: " << FormatCount(r.sites_total);
@@ -255,7 +315,12 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
         << FormatCount(r.verdict_counts[v]);
     sep = ", ";
   }
-  out << (sep == ", " ? ")" : "") << "\n";
+  out << (sep == ", " ? ")" : "");
+  if (r.sites_moved > 0) {
+    out << ", " << FormatCount(r.sites_moved)
+        << " paired across moved lines (--exact-lines splits them)";
+  }
+  out << "\n";
 }
 
 }  // namespace memsnap::report

@@ -108,6 +108,42 @@ TEST_SUITE("leaks") {
     CHECK(r.sites[0].bytes_per_step == 16 * kMiB);
   }
 
+  TEST_CASE("series mode follows the cache across an edit that moved train.py's lines") {
+    std::vector<analysis::SeriesPoint> points, exact_points;
+    analysis::LeakOptions exact;
+    exact.pair_moved = false;
+    for (int run = 1; run <= 3; ++run) {
+      Snapshot snap = Load("edited_run" + std::to_string(run) + ".pickle");
+      auto p = analysis::SeriesPointOf(snap, {});
+      auto e = analysis::SeriesPointOf(snap, exact);
+      REQUIRE(p.ok());
+      REQUIRE(e.ok());
+      points.push_back(std::move(*p));
+      exact_points.push_back(std::move(*e));
+    }
+    LeakReport r = analysis::AnalyzeSeries(std::move(points), {});
+    REQUIRE(r.num_leaks == 1);
+    const LeakSite& s = r.sites[0];
+    CHECK(s.frames[0] == "model.py:18:cache_activation");
+    CHECK(s.bytes == MiBs({16, 32, 48}));
+    CHECK(s.info.callers == std::vector<std::string>{"model.py:15 forward",
+                                                     "train.py:20\u219222 train_step",
+                                                     "train.py:50\u219252 <module>"});
+    CHECK(r.sites_moved == 2);  // the cache and the parameters (train.py:50 -> :52)
+    CHECK(r.sites_total == 2);
+    // --exact-lines: the old split rows, a leak that starts from nothing and a vanished twin.
+    LeakReport split = analysis::AnalyzeSeries(std::move(exact_points), exact);
+    REQUIRE(split.num_leaks == 1);
+    CHECK(split.sites[0].bytes == MiBs({0, 32, 48}));
+    const LeakSite* gone = nullptr;
+    for (const LeakSite& site : split.sites) {
+      if (site.bytes == MiBs({16, 0, 0})) gone = &site;
+    }
+    CHECK(gone != nullptr);
+    CHECK(split.sites_total == 4);
+    CHECK(split.sites_moved == 0);
+  }
+
   TEST_CASE("series mode stays quiet on a steady loop and on a warm-up") {
     LeakReport steady = Series("steady");
     CHECK(steady.num_leaks == 0);

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/group.h"
+#include "memsnap/analysis/moved_sites.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -25,9 +26,6 @@ struct DiffOptions {
   /// is the only such candidate on its side (MatchSites; by site only, not with ignore_lines).
   bool pair_moved = true;
 };
-
-/// Between a moved frame's lines: "model/net.py:15→17".
-inline constexpr std::string_view kMovedArrow = "\u2192";
 
 enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };
 std::string_view PresenceName(Presence p);  // "both", "only_before", "only_after"
@@ -104,12 +102,10 @@ struct DiffReport {
 /// labels the merged sites with DistinctLabels. Presence and both sides' figures are set; the order
 /// is by key. The one place where sites of two snapshots are matched.
 ///
-/// Then pairs sites whose lines moved (an edit above them): a site only before and a site only
-/// after with the same SiteInfo::unlined_key (same files, functions, autograd node and operator
-/// from the owner outward, lines aside), when each is the only one of its side with that unlined
-/// key and neither is synthetic. The pair becomes one row (presence kBoth, `before_key` and
-/// `moved` set) whose label shows the move: "linear ← model/net.py:15→17 forward". Rows without
-/// unlined keys (GroupOptions::unlined_keys off) are never paired.
+/// Then pairs the sites whose lines moved (an edit above them; PairMovedSites, moved_sites.h): each
+/// pair becomes one row (presence kBoth, `before_key` and `moved` set) whose label shows the move:
+/// "linear ← model/net.py:15→17 forward". Rows without unlined keys (GroupOptions::unlined_keys
+/// off) are never paired.
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
                                   const std::vector<GroupRow>& after);
 

@@ -52,6 +52,10 @@ struct LeakOptions {
   std::optional<int64_t> device_memory;
   /// Non-leak sites listed (largest |growth| first, at least min_growth); the rest are counted.
   size_t top = 10;
+  /// Series mode: pair a site with itself across an edit that moved its Python lines between two
+  /// consecutive snapshots (PairMovedSites, moved_sites.h; by site only, not with ignore_lines),
+  /// so its history is one row. Off: --exact-lines.
+  bool pair_moved = true;
 };
 
 /// One point of a series: a whole snapshot (series mode) or one step end (single-trace mode).
@@ -59,19 +63,25 @@ struct SeriesPoint {
   std::string label;           // file path, or "step N"
   int64_t time_us = kNoTime;   // last trace time of the file / time of the step-end event
   int64_t event = -1;          // single-trace mode: device-local step-end event
-  std::vector<GroupRow> rows;  // live memory grouped by site (any order)
+  /// Live memory grouped by site (any order; one row per key). With LeakOptions::pair_moved the
+  /// site rows carry SiteInfo::unlined_key.
+  std::vector<GroupRow> rows;
   int64_t live_bytes = 0;      // Σ rows.bytes
   int64_t live_count = 0;
   /// Device capacity inferred from an OOM entry (reserved at the OOM + device_free), or 0.
   int64_t inferred_device_memory = 0;
 };
 
-/// Live memory at the end of `snapshot` on all devices, grouped by site, plus its last trace time
-/// and the device capacity an OOM entry implies. Errors only for invalid filter regexes.
+/// Live memory at the end of `snapshot` on all devices, grouped by site (with unlined keys when
+/// options.pair_moved), plus its last trace time and the device capacity an OOM entry implies.
+/// Errors only for invalid filter regexes.
 absl::StatusOr<SeriesPoint> SeriesPointOf(const Snapshot& snapshot, const LeakOptions& options);
 
 /// A site's figures over the series.
 struct LeakSite {
+  /// `key`, `info` and `frames` are those of the first point that has the site; for a site paired
+  /// across moved lines, of the last one, with each moved line shown first→last in `info`
+  /// (MovedInfo).
   std::string key;
   std::string site;                 // label, distinct among the report's sites
   SiteLabel label;                  // `site` as a text table shows it (head, callers)
@@ -94,6 +104,20 @@ struct LeakSite {
   /// Single-trace mode: bytes allocated in step k that are still live at the end of step k+1,
   /// one per step but the last (empty in series mode).
   std::vector<int64_t> retained;
+  /// Series mode, a site paired across moved lines: its other keys (which differ from `key` in
+  /// Python line numbers only), in the order the series met them.
+  std::vector<std::string> earlier_keys;
+  /// Its frames whose line moved from the first point that has the site to the last,
+  /// "model/net.py:15→17" (MovedInfo: the owner first, then callers outward). Empty when unpaired.
+  std::vector<std::string> moved;
+};
+
+/// Lines that moved between two consecutive snapshots of a series (an edit of the script), as
+/// shown by the sites paired across them.
+struct LineMoves {
+  size_t from = 0;                 // point index: between points `from` and `from + 1`
+  std::vector<std::string> moves;  // "benchmark.py:222→223" (MovedInfo), by file, then line
+  int64_t sites = 0;               // sites paired between these two points
 };
 
 /// Step boundaries of a single trace.
@@ -126,10 +150,17 @@ struct LeakReport {
   int64_t sites_total = 0;
   int64_t verdict_counts[6] = {};  // sites per Verdict
   std::optional<StepInfo> steps;   // single-trace mode
+  /// Series mode: sites paired across moved lines (one row each, LeakSite::earlier_keys set), and
+  /// the moves of every step that has some, in step order.
+  int64_t sites_moved = 0;
+  std::vector<LineMoves> moves;
   std::string note;                // e.g. "only one step: growth cannot be told from warm-up"
 };
 
-/// Compares the points in the order given. Needs at least 2 points.
+/// Compares the points in the order given. Needs at least 2 points. A site is matched by key over
+/// the whole series and, with options.pair_moved, across a pair of moved rows (PairMovedSites)
+/// between consecutive points whose later key the series has not met before; a row whose site
+/// already has a row in the same point starts a site of its own.
 LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& options);
 
 struct StepOptions {

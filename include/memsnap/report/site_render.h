@@ -4,7 +4,9 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "memsnap/analysis/attribution.h"
 
@@ -23,5 +25,20 @@ inline constexpr std::string_view kDiffersNote =
 /// line was marked.
 bool RenderCallerLines(const analysis::SiteInfo& site, const analysis::SiteLabel& label,
                        size_t context, std::string_view indent, bool count_more, std::ostream& out);
+
+/// The moves (MovedInfo's texts) that a site's lines as shown (`site` or its head, and up to
+/// `callers_shown` callers) do not show.
+std::vector<std::string_view> UnseenMoves(const std::string& site, const analysis::SiteInfo& info,
+                                          const analysis::SiteLabel& label,
+                                          const std::vector<std::string>& moved,
+                                          size_t callers_shown);
+
+/// The tag after the first line of a site paired across moved lines whose lines as shown (`site`
+/// or its head, and up to `callers_shown` callers) do not show every move: the first unseen move,
+/// its directories left out, and how many more (the JSON lists them all): " [moved:
+/// benchmark.py:222→224 +2]"; " [lines moved]" when `moved` is empty; "" when all are shown.
+std::string MovedTag(const std::string& site, const analysis::SiteInfo& info,
+                     const analysis::SiteLabel& label, const std::vector<std::string>& moved,
+                     size_t callers_shown);
 
 }  // namespace memsnap::report

@@ -1,0 +1,124 @@
+// Pairing of sites whose lines moved (docs/attribution.md, "Sites whose lines moved"), shared by
+// diff and leaks.
+#include "memsnap/analysis/moved_sites.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+// The display text of a frame whose line moved: "path:118→120 fn" from "path:118 fn" and
+// "path:120 fn"; nullopt when the texts differ in more than one run of digits (or not at all).
+// `move` gets "path:118→120".
+std::optional<std::string> MovedText(std::string_view before, std::string_view after,
+                                     std::string* move) {
+  if (before == after) return std::nullopt;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t prefix = 0;
+  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) {
+    ++prefix;
+  }
+  while (prefix > 0 && digit(before[prefix - 1])) --prefix;  // the whole number differs
+  size_t suffix = 0;
+  while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  while (suffix > 0 && digit(before[before.size() - suffix])) --suffix;
+  std::string_view a = before.substr(prefix, before.size() - prefix - suffix);
+  std::string_view b = after.substr(prefix, after.size() - prefix - suffix);
+  if (a.empty() || b.empty() || !std::all_of(a.begin(), a.end(), digit) ||
+      !std::all_of(b.begin(), b.end(), digit)) {
+    return std::nullopt;
+  }
+  std::string head = absl::StrCat(Sv(after.substr(0, prefix)), Sv(a), Sv(kMovedArrow), Sv(b));
+  if (move != nullptr) *move = head;
+  return absl::StrCat(head, Sv(after.substr(after.size() - suffix)));
+}
+
+}  // namespace
+
+SiteInfo MovedInfo(const SiteInfo& before, const SiteInfo& after, std::vector<std::string>& moved) {
+  SiteInfo s = after;
+  auto merge = [&](const std::string& b, std::string& a) {
+    std::string move;
+    std::optional<std::string> text = MovedText(b, a, &move);
+    if (!text) return;
+    a = std::move(*text);
+    if (std::find(moved.begin(), moved.end(), move) == moved.end()) moved.push_back(move);
+  };
+  merge(before.what, s.what);
+  merge(before.owner, s.owner);
+  if (before.callers.size() == s.callers.size()) {
+    for (size_t i = 0; i < s.callers.size(); ++i) merge(before.callers[i], s.callers[i]);
+  }
+  if (before.inner.size() == s.inner.size()) {
+    for (size_t i = 0; i < s.inner.size(); ++i) merge(before.inner[i], s.inner[i]);
+  }
+  return s;
+}
+
+std::vector<MovedPair> PairMovedSites(const std::vector<GroupRow>& before,
+                                      const std::vector<GroupRow>& after) {
+  const std::vector<GroupRow>* rows[2] = {&before, &after};
+  std::array<absl::flat_hash_set<std::string_view>, 2> keys;
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *rows[side]) keys[side].insert(r.key);
+  }
+  // Candidates: rows whose key the other side lacks, by unlined key (an ordered map, so the pairs
+  // come out the same on every run).
+  std::map<std::string_view, std::array<std::vector<size_t>, 2>> candidates;
+  for (int side = 0; side < 2; ++side) {
+    for (size_t i = 0; i < rows[side]->size(); ++i) {
+      const GroupRow& r = (*rows[side])[i];
+      if (r.synthetic || r.info.unlined_key.empty() || keys[1 - side].contains(r.key)) continue;
+      candidates[r.info.unlined_key][side].push_back(i);
+    }
+  }
+  // Where a side has several candidates, the frames whose line the other file also has (with
+  // the same function) did not move: they keep their line, so that two sites of one function told
+  // apart by an unmoved line ("transformer.py:76" and ":77") stay apart while the lines outside
+  // them moved ("benchmark.py:222" -> ":224"); each of those is then a candidate of its own.
+  std::array<std::set<std::string_view>, 2> lined;
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *rows[side]) {
+      for (const std::string& f : r.info.key_frames) lined[side].insert(f);
+    }
+  }
+  auto anchored = [&](size_t index, int side) {
+    std::string out;
+    for (const std::string& f : (*rows[side])[index].info.key_frames) {
+      absl::StrAppend(&out, lined[1 - side].contains(f) ? f : std::string(), "\n");
+    }
+    return out;
+  };
+  std::vector<MovedPair> pairs;
+  for (const auto& [unlined, sides] : candidates) {
+    if (sides[0].empty() || sides[1].empty()) continue;
+    if (sides[0].size() == 1 && sides[1].size() == 1) {
+      pairs.push_back({sides[0][0], sides[1][0]});
+      continue;
+    }
+    std::map<std::string, std::array<std::vector<size_t>, 2>> finer;
+    for (int side = 0; side < 2; ++side) {
+      for (size_t i : sides[side]) finer[anchored(i, side)][side].push_back(i);
+    }
+    for (const auto& [text, part] : finer) {
+      if (part[0].size() == 1 && part[1].size() == 1) pairs.push_back({part[0][0], part[1][0]});
+    }
+  }
+  std::sort(pairs.begin(), pairs.end(),
+            [](const MovedPair& a, const MovedPair& b) { return a.before < b.before; });
+  return pairs;
+}
+
+}  // namespace memsnap::analysis
