@@ -347,6 +347,13 @@ std::string NormalPath(std::string_view path) {
   return out;
 }
 
+std::string DisplayFrameText(const Snapshot& snap, FrameId frame) {
+  if (!frame.valid()) return "";
+  const Frame& f = snap.frames.Get(frame);
+  return absl::StrCat(NormalPath(snap.strings.Get(f.filename)), ":",
+                      f.line == kUnknownLine ? 0 : f.line, ":", Sv(snap.strings.Get(f.name)));
+}
+
 std::string ShortPath(std::string_view path, std::string_view user_prefix) {
   std::string p = NormalPath(path);
   for (std::string_view marker : {"site-packages/", "dist-packages/"}) {

@@ -103,10 +103,13 @@ absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
   const Frame& f = snap.frames.Get(id);
-  std::string_view file = snap.strings.Get(f.filename);
+  // Read as a person reads the path ("proj/scripts/../model.py" is "proj/model.py"): the folded
+  // stacks, the report's frames and the rows' keys show the file the frame names, and one file
+  // reached by two spellings is one frame.
+  std::string file = NormalPath(snap.strings.Get(f.filename));
   std::string_view name = snap.strings.Get(f.name);
-  if (ignore_lines) return Sanitize(absl::StrCat(Sv(file), ":", Sv(name)));
-  return Sanitize(absl::StrCat(Sv(file), ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
+  if (ignore_lines) return Sanitize(absl::StrCat(file, ":", Sv(name)));
+  return Sanitize(absl::StrCat(file, ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
 }
 
 bool GroupRow::mixed() const {

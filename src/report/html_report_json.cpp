@@ -49,12 +49,14 @@ char FrameKind(const Snapshot& snap, FrameId id) {
 }  // namespace
 
 int StackTableJson::Add(StackId stack) {
-  if (!stack.valid()) return -1;
+  // An empty stack (a block allocated before recording began) has no frames to filter out: the
+  // page says "no stack recorded", not "every frame filtered out".
+  if (!stack.valid() || snap_.stacks.Get(stack).empty()) return -1;
   auto it = stack_index_.find(stack.v);
   if (it != stack_index_.end()) return it->second;
   std::vector<int> frames;
   for (FrameId f : filter_.Filtered(stack)) {
-    int text = AddText(snap_.FrameText(f));
+    int text = AddText(analysis::DisplayFrameText(snap_, f));
     frame_kinds_[text] = FrameKind(snap_, f);
     frames.push_back(text);
   }

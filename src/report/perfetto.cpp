@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/attribution.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "nlohmann/json.hpp"
@@ -163,7 +164,7 @@ Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack
       frames.push_back("...");
       break;
     }
-    frames.push_back(snap.FrameText(f));
+    frames.push_back(analysis::DisplayFrameText(snap, f));
   }
   return frames;
 }

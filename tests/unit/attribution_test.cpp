@@ -112,10 +112,26 @@ TEST_SUITE("attribution") {
           "cs336_basics/model.py");
     CHECK(ShortPath("/home/a/proj/scripts/../cs336/profile.py", "/home/a/proj/") ==
           "cs336/profile.py");
+    CHECK(NormalPath("/home/a/proj/scripts/./../cs336/profile.py") ==
+          "/home/a/proj/cs336/profile.py");
+    CHECK(NormalPath("../up/x.py") == "../up/x.py");
     CHECK(IsLibraryPath("/x/lib/python3.13/site-packages/torch/optim/optimizer.py"));
     CHECK(IsLibraryPath("/usr/lib/python3.11/threading.py"));
     CHECK(!IsLibraryPath("/home/a/proj/train.py"));
     CHECK(!IsLibraryPath("/tmp/ipykernel_136836/2091124272.py"));
+  }
+
+  TEST_CASE("a frame's path is shown, keyed and folded without its 'dir/..' detours") {
+    MiniTrace t;
+    StackId s = t.Stack({{"memory_profile", "/home/a/proj/scripts/../cs336/profile.py", 142}});
+    t.Event(Action::kAlloc, 0x1000, 512, s);
+    Snapshot snap = t.Finish();
+    FrameId f = snap.stacks.Get(s)[0];
+    CHECK(DisplayFrameText(snap, f) == "/home/a/proj/cs336/profile.py:142:memory_profile");
+    CHECK(FrameKeyText(snap, f, false) == "/home/a/proj/cs336/profile.py:142:memory_profile");
+    CHECK(FrameKeyText(snap, f, true) == "/home/a/proj/cs336/profile.py:memory_profile");
+    // Filters keep matching the path as recorded.
+    CHECK(snap.FrameText(f) == "/home/a/proj/scripts/../cs336/profile.py:142:memory_profile");
   }
 
   TEST_CASE(

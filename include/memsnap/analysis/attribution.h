@@ -104,6 +104,11 @@ std::string ShortNativeName(std::string_view function);
 std::string ShortPath(std::string_view path, std::string_view user_prefix);
 /// `path` with '/' separators and "." and "dir/.." components removed (lexically).
 std::string NormalPath(std::string_view path);
+/// A frame as "file:line:function" with its path read through NormalPath: the whole frame as the
+/// report and the trace export show it ("/home/me/proj/model.py:12:forward", not
+/// "/home/me/proj/scripts/../model.py:12:forward"). Filters match Snapshot::FrameText instead, the
+/// path as recorded.
+std::string DisplayFrameText(const Snapshot& snap, FrameId frame);
 /// Whether a Python file is library code (site-packages, dist-packages, the standard library, a
 /// torch source tree, "<frozen ...>") rather than the user's own.
 bool IsLibraryPath(std::string_view path);

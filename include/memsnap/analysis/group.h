@@ -71,7 +71,8 @@ struct GroupOptions {
 };
 
 /// The text of one frame as used in keys: "filename:line:name" (or "filename:name" when
-/// ignore_lines). ';' and newlines are replaced so the text is safe in folded stacks.
+/// ignore_lines), the filename read through NormalPath. ';' and newlines are replaced so the text
+/// is safe in folded stacks.
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines);
 
 struct GroupRow {
