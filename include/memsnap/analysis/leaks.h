@@ -60,13 +60,13 @@ struct LeakOptions {
 
 /// One point of a series: a whole snapshot (series mode) or one step end (single-trace mode).
 struct SeriesPoint {
-  std::string label;           // file path, or "step N"
-  int64_t time_us = kNoTime;   // last trace time of the file / time of the step-end event
-  int64_t event = -1;          // single-trace mode: device-local step-end event
+  std::string label;          // file path, or "step N"
+  int64_t time_us = kNoTime;  // last trace time of the file / time of the step-end event
+  int64_t event = -1;         // single-trace mode: device-local step-end event
   /// Live memory grouped by site (any order; one row per key). With LeakOptions::pair_moved the
   /// site rows carry SiteInfo::unlined_key.
   std::vector<GroupRow> rows;
-  int64_t live_bytes = 0;      // Σ rows.bytes
+  int64_t live_bytes = 0;  // Σ rows.bytes
   int64_t live_count = 0;
   /// Device capacity inferred from an OOM entry (reserved at the OOM + device_free), or 0.
   int64_t inferred_device_memory = 0;
@@ -154,7 +154,7 @@ struct LeakReport {
   /// the moves of every step that has some, in step order.
   int64_t sites_moved = 0;
   std::vector<LineMoves> moves;
-  std::string note;                // e.g. "only one step: growth cannot be told from warm-up"
+  std::string note;  // e.g. "only one step: growth cannot be told from warm-up"
 };
 
 /// Compares the points in the order given. Needs at least 2 points. A site is matched by key over
