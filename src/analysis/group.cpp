@@ -102,14 +102,13 @@ absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
 }
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
+  // The path as a person reads it ("proj/scripts/../model.py" is "proj/model.py", NormalPath):
+  // the folded stacks, the report's frames and the rows' keys show the file the frame names, and
+  // one file reached by two spellings is one frame.
+  if (!ignore_lines) return Sanitize(DisplayFrameText(snap, id));
   const Frame& f = snap.frames.Get(id);
-  // Read as a person reads the path ("proj/scripts/../model.py" is "proj/model.py"): the folded
-  // stacks, the report's frames and the rows' keys show the file the frame names, and one file
-  // reached by two spellings is one frame.
-  std::string file = NormalPath(snap.strings.Get(f.filename));
-  std::string_view name = snap.strings.Get(f.name);
-  if (ignore_lines) return Sanitize(absl::StrCat(file, ":", Sv(name)));
-  return Sanitize(absl::StrCat(file, ":", f.line == kUnknownLine ? 0 : f.line, ":", Sv(name)));
+  return Sanitize(
+      absl::StrCat(NormalPath(snap.strings.Get(f.filename)), ":", Sv(snap.strings.Get(f.name))));
 }
 
 bool GroupRow::mixed() const {

@@ -34,12 +34,6 @@ void KeepFreedMemory() {
 #endif
 }
 
-void PopulateForWrite(const void* data, size_t bytes) {
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
-  if (end > begin) Populate(begin, end);
-}
-
 void DropPages(const void* data, size_t bytes) {
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);

@@ -20,9 +20,6 @@ namespace memsnap {
 /// process does not shrink before it exits. Call it first thing in main; a no-op outside glibc.
 void KeepFreedMemory();
 
-/// Faults in the whole pages inside [data, data + bytes) for writing; advisory (a no-op where
-/// the kernel lacks MADV_POPULATE_WRITE, before Linux 5.14).
-void PopulateForWrite(const void* data, size_t bytes);
 /// MADV_DONTNEED over the whole pages inside [data, data + bytes): their contents become zero.
 /// The memory must be owned by the caller (allocated, not yet freed).
 void DropPages(const void* data, size_t bytes);
@@ -34,14 +31,6 @@ template <class T>
 void FreeAndDropPages(std::vector<T>& v) {
   DropPages(v.data(), v.capacity() * sizeof(T));
   std::vector<T>().swap(v);
-}
-
-/// v.reserve(n), then faults the whole reserved range in with one MADV_POPULATE_WRITE call
-/// instead of one page fault per 4 KiB page. Use it only when all n elements will be written.
-template <class T>
-void ReservePopulated(std::vector<T>& v, size_t n) {
-  v.reserve(n);
-  PopulateForWrite(v.data(), n * sizeof(T));
 }
 
 /// Pre-faults a growing vector's capacity ahead of its end, a few MiB at a time, with
