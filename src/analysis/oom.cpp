@@ -54,11 +54,56 @@ int64_t WarmBytes(const PreparedTrace& p) {
   return total;
 }
 
+// What names the holders of a device's failures: site labels, and categories by the attribution
+// model's full rules when the device's recorded lifetimes are at hand (the same category `top` and
+// `summary` give a block), else by what each stack shows alone.
+class HolderNamer {
+ public:
+  HolderNamer(const Snapshot& snap, const DeviceTimeline* dt) : namer(snap), dt_(dt) {
+    if (dt_ == nullptr) return;
+    for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
+      const BlockLifetime& b = dt_->blocks[i];
+      if (std::optional<uint32_t> e = b.alloc_event.index()) {
+        by_alloc_[*e] = i;
+      } else if (b.cls == LifetimeClass::kGhost) {
+        ghost_[b.address] = i;
+      }
+    }
+  }
+  // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
+  // than the trace at `addr`.
+  std::string_view Category(StackId stack, uint32_t alloc_event, uint64_t addr) {
+    const absl::flat_hash_map<uint64_t, uint32_t>& map =
+        alloc_event == kPreexistingEvent ? ghost_ : by_alloc_;
+    const uint64_t key = alloc_event == kPreexistingEvent ? addr : alloc_event;
+    if (auto it = map.find(key); it != map.end()) {
+      return namer.Category(*dt_, dt_->blocks[it->second]);
+    }
+    return namer.Category(stack, alloc_event);
+  }
+  SiteNamer namer;
+
+ private:
+  const DeviceTimeline* dt_;
+  absl::flat_hash_map<uint64_t, uint32_t> by_alloc_;  // alloc event -> index into dt_->blocks
+  absl::flat_hash_map<uint64_t, uint32_t> ghost_;     // address -> index, older than the trace
+};
+
+// The holders of a map, largest first (ties in key order).
+std::vector<OomHolder> LargestFirst(std::map<std::string, OomHolder>& m) {
+  std::vector<OomHolder> v;
+  for (auto& [key, h] : m) v.push_back(std::move(h));
+  std::stable_sort(v.begin(), v.end(),
+                   [](const OomHolder& a, const OomHolder& b) { return a.bytes > b.bytes; });
+  return v;
+}
+
 // Holders of one capture, grouped by site and by category.
 void NameHolders(const Snapshot& snap, const Capture& c,
                  const absl::flat_hash_map<uint64_t, std::pair<StackId, uint32_t>>& allocs,
-                 const absl::flat_hash_map<uint64_t, StackId>& ghosts, int top, SiteNamer& namer,
+                 const absl::flat_hash_map<uint64_t, StackId>& ghosts, int top, HolderNamer& names,
                  OomExplanation& oom) {
+  SiteNamer& namer = names.namer;
   std::map<std::string, OomHolder> by_site;
   std::map<std::string, OomHolder> by_category;
   for (const auto& [addr, bytes] : c.live) {
@@ -66,10 +111,10 @@ void NameHolders(const Snapshot& snap, const Capture& c,
     std::string_view category = kUnknownCategory;
     if (auto a = allocs.find(addr); a != allocs.end()) {
       site = namer.Label(a->second.first);
-      category = namer.Category(a->second.first, a->second.second);
+      category = names.Category(a->second.first, a->second.second, addr);
     } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
       site = namer.Label(g->second, /*before_trace=*/true);
-      category = namer.Category(g->second, kPreexistingEvent);
+      category = names.Category(g->second, kPreexistingEvent, addr);
     } else {
       site = std::string(kPreWindowRow);  // only its free is in the trace
     }
@@ -85,25 +130,35 @@ void NameHolders(const Snapshot& snap, const Capture& c,
     oom.holders_bytes += bytes;
     ++oom.holders_blocks;
   }
-  auto sorted = [](std::map<std::string, OomHolder>& m) {
-    std::vector<OomHolder> v;
-    for (auto& [key, h] : m) v.push_back(std::move(h));
-    std::stable_sort(v.begin(), v.end(),
-                     [](const OomHolder& a, const OomHolder& b) { return a.bytes > b.bytes; });
-    return v;
-  };
-  oom.holders = sorted(by_site);
+  oom.holders = LargestFirst(by_site);
   if (top > 0 && oom.holders.size() > static_cast<size_t>(top)) oom.holders.resize(top);
-  oom.categories = sorted(by_category);
+  oom.categories = LargestFirst(by_category);
+}
+
+// What is live at `p` on the device, by category (requested bytes, as the timeline's peak).
+std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeline& dt,
+                                        TimelinePoint p) {
+  SiteNamer namer(snap);
+  std::map<std::string, OomHolder> by_category;
+  for (const BlockLifetime& b : dt.blocks) {
+    if (!b.LiveAt(p)) continue;
+    const std::string category(namer.Category(dt, b));
+    OomHolder& k = by_category[category];
+    k.category = category;
+    k.bytes += b.requested_size;
+    ++k.blocks;
+  }
+  return LargestFirst(by_category);
 }
 
 // Turns the captures of one device into explanations, naming stacks with one forward pass over
 // the trace (the latest alloc at each address).
-void Explain(const Snapshot& snap, const DeviceJob& job, int top, bool predicting,
-             std::vector<OomExplanation>& out) {
+void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* dt, int top,
+             bool predicting, std::vector<OomExplanation>& out) {
   if (job.captures.empty() && (predicting || job.dev.recorded_ooms == 0)) return;
   std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
-  SiteNamer namer(snap);
+  HolderNamer names(snap, dt);
+  SiteNamer& namer = names.namer;
   // Blocks alive at the end at an address the trace never allocates: alive since before it.
   absl::flat_hash_map<uint64_t, StackId> ghosts;
   for (const Segment& s : snap.segments) {
@@ -149,7 +204,7 @@ void Explain(const Snapshot& snap, const DeviceJob& job, int top, bool predictin
       stack = g->second;
     }
     o.site = namer.Label(stack, pre);
-    o.category = std::string(namer.Category(stack, c.event));
+    o.category = std::string(names.Category(stack, c.event, c.addr));
     o.requested = c.info.requested;
     o.rounded = c.info.rounded;
     o.segment_bytes = c.info.segment_size;
@@ -163,7 +218,7 @@ void Explain(const Snapshot& snap, const DeviceJob& job, int top, bool predictin
     o.released_bytes = c.info.released_bytes;
     o.released_segments = c.info.released_segments;
     o.free = c.free;
-    NameHolders(snap, c, allocs, ghosts, top, namer, o);
+    NameHolders(snap, c, allocs, ghosts, top, names, o);
     JudgeOom(cfg, o);
     out.push_back(std::move(o));
   }
@@ -438,7 +493,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       [&](size_t i) {
         if (i == runs.size()) {
           TimelineOptions to;
-          to.keep = KeepLifetimes::kNone;
+          to.keep = KeepLifetimes::kAll;  // the holders' categories read their lifetimes
           to.curve = false;
           if (options.device >= 0) to.device = options.device;
           own_timeline = ReconstructTimeline(snap, to);
@@ -478,10 +533,19 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
                              : own_timeline.ok()         ? &*own_timeline
                                                          : nullptr;
   for (DeviceJob& job : jobs) {
-    if (timeline != nullptr) {
-      if (const DeviceTimeline* dt = timeline->Find(job.dev.device)) {
-        job.dev.trace_peak_live = dt->peak_requested;
-        job.dev.trace_peak_event = dt->peak_event;
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (dt != nullptr) {
+      job.dev.trace_peak_live = dt->peak_requested;
+      job.dev.trace_peak_event = dt->peak_event;
+      if (!dt->peak_event.is_start()) job.dev.trace_peak_time_us = dt->TimeOf(snap, dt->peak_event);
+      for (const TraceEvent& e : snap.EventsOf(*job.trace)) {
+        if (e.has_time()) {
+          job.dev.start_time_us = e.time_us;
+          break;
+        }
+      }
+      if (dt->kept == KeepLifetimes::kAll) {
+        job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event);
       }
     }
     for (size_t k = 0; k < job.configs.size(); ++k) {
@@ -499,7 +563,8 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       }
       job.dev.remedies.push_back(std::move(m));
     }
-    Explain(snap, job, options.top_holders, options.device_memory.has_value(), report.ooms);
+    Explain(snap, job, dt != nullptr && dt->kept == KeepLifetimes::kAll ? dt : nullptr,
+            options.top_holders, options.device_memory.has_value(), report.ooms);
     if (job.dropped_captures > 0) {
       job.dev.notes.push_back(absl::StrCat(job.dropped_captures,
                                            " more failed allocations after the first ",

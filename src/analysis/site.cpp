@@ -23,6 +23,8 @@ std::string ShortenLibraryPath(std::string_view label) {
 SiteNamer::SiteNamer(const Snapshot& snapshot)
     : attribution_(snapshot, nullptr), slot_(snapshot.stacks.size(), -1) {}
 
+SiteNamer::~SiteNamer() = default;
+
 const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
   static const std::string kNoStack(kTracedNoStackRow);
   static const std::string kBefore(kBeforeRecordingRow);
@@ -40,6 +42,11 @@ const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
 std::string_view SiteNamer::Category(StackId stack, uint32_t /*alloc_event*/) {
   if (!stack.valid() || stack.v >= slot_.size()) return kUnknownCategory;
   return CategoryName(StackPhaseCategory(attribution_.Site(stack)).category);
+}
+
+std::string_view SiteNamer::Category(const DeviceTimeline& device, const BlockLifetime& lifetime) {
+  if (!categorizers_) categorizers_ = std::make_unique<Categorizers>(attribution_);
+  return CategoryName(categorizers_->For(device).Categorize(lifetime).category);
 }
 
 std::string_view CategoryLever(std::string_view category) {

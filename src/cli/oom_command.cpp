@@ -58,9 +58,10 @@ RunFn SetupOom(CLI::App& sub) {
     o.top_holders = opts->top;
     o.max_threads = opts->threads;
     ASSIGN_OR_RETURN(o.device_memory, opts->allocator.DeviceMemory());
-    // The timeline's peaks are found on a second core while the file is read.
+    // The timeline (its peaks, and the lifetimes that say what each holder's memory is) is
+    // built on a second core while the file is read.
     analysis::TimelineOptions to;
-    to.keep = analysis::KeepLifetimes::kNone;
+    to.keep = analysis::KeepLifetimes::kAll;
     to.curve = false;
     ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
     const Snapshot& snap = loaded.snapshot;

@@ -18,6 +18,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using analysis::OomDevice;
 using analysis::OomExplanation;
+using analysis::OomHolder;
 using analysis::OomRemedy;
 using analysis::OomReport;
 
@@ -61,8 +62,9 @@ std::string Sentence(const std::string& s) {
   return out + ".";
 }
 
-// What the trace shows about where the bytes could come from.
-std::vector<std::string> Levers(const OomExplanation& o) {
+// What could make room for one failure. `by_category`: also a lever per category of the live
+// memory (left out when the device's verdict already named them, at its peak).
+std::vector<std::string> Levers(const OomExplanation& o, bool by_category) {
   std::vector<std::string> out;
   if (o.shortfall > 0 && !o.holders.empty()) {
     const auto& h = o.holders[0];
@@ -83,6 +85,7 @@ std::vector<std::string> Levers(const OomExplanation& o) {
     }
   }
   for (const auto& c : o.categories) {
+    if (!by_category) break;
     std::string_view lever = analysis::CategoryLever(c.category);
     if (lever.empty() || c.bytes < o.shortfall) continue;
     out.push_back(absl::StrCat(c.category, " holds ", FormatBytes(c.bytes), " (",
@@ -168,14 +171,42 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
   } else if (candidates > 0) {
     out << "  none of the " << candidates << " candidate settings fits on "
         << FormatBytes(d.capacity)
-        << (demand ? ": the demand itself has to shrink"
+        << (demand ? ": the live memory itself has to shrink"
                    : ": the live memory would fit, but no layout tried does; try other settings "
                      "(--conf) or a lower peak of live memory")
         << "\n";
   }
 }
 
-void RenderOne(const OomExplanation& o, size_t index, size_t count, std::ostream& out) {
+// The verdict on a device whose recorded live peak is over the capacity: no setting can fit it;
+// what is live at the peak, by category, is what has to shrink.
+void RenderPeakTooBig(const OomDevice& d, std::ostream& out) {
+  std::string where = d.trace_peak_event.is_start()
+                          ? std::string("before its first event")
+                          : absl::StrCat("at event:", d.trace_peak_event.index());
+  if (d.trace_peak_time_us != kNoTime && d.start_time_us != kNoTime) {
+    absl::StrAppend(&where, " (", FormatRelativeTime(d.trace_peak_time_us - d.start_time_us), ")");
+  }
+  out << "  verdict     does not fit under any allocator setting: the run's live memory peaks at "
+      << FormatBytes(d.trace_peak_live) << " " << where << ", "
+      << FormatBytes(d.trace_peak_live - d.capacity) << " more than " << FormatBytes(d.capacity)
+      << "; at least that much has to go\n";
+  if (d.peak_categories.empty()) return;
+  std::string cats;
+  for (const OomHolder& c : d.peak_categories) {
+    absl::StrAppend(&cats, cats.empty() ? "" : ", ", c.category, " ", FormatBytes(c.bytes));
+  }
+  out << "  at the peak " << cats << "\n";
+  for (const OomHolder& c : d.peak_categories) {
+    std::string_view lever = analysis::CategoryLever(c.category);
+    if (lever.empty() || c.bytes < d.trace_peak_live - d.capacity) continue;
+    out << "  lever       " << c.category << " " << FormatBytes(c.bytes)
+        << " at the peak: " << lever << "\n";
+  }
+}
+
+void RenderOne(const OomExplanation& o, size_t index, size_t count, bool category_levers,
+               std::ostream& out) {
   out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
   if (o.recorded) {
     out << (o.reproduced ? ", recorded oom entry, reproduced by the replay"
@@ -244,9 +275,10 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, std::ostream
          o.shortfall > 0
              ? absl::StrCat(FormatBytes(o.shortfall), " (", FormatExactBytes(o.shortfall),
                             "): live memory must shrink by at least this for the request to fit")
-             : std::string("0 B: the demand fits the device; the layout does not"));
+             : std::string("0 B here: the live memory and this request fit the device; the "
+                           "layout does not"));
   }
-  for (const std::string& l : Levers(o)) line("lever", l);
+  for (const std::string& l : Levers(o, category_levers)) line("lever", l);
 }
 
 }  // namespace
@@ -340,6 +372,13 @@ Json OomToJson(const OomReport& r) {
     dj["fits"] = d.fits();
     dj["trace_peak_live_bytes"] = d.trace_peak_live;
     dj["trace_peak_event"] = d.trace_peak_event.index();
+    dj["trace_peak_fits"] = d.trace_peak_live <= d.capacity;
+    Json peak_categories = Json::array();
+    for (const OomHolder& c : d.peak_categories) {
+      peak_categories.push_back(
+          {{"category", c.category}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+    }
+    dj["trace_peak_categories"] = peak_categories;
     Json remedies = Json::array();
     for (const OomRemedy& m : d.remedies) remedies.push_back(RemedyJson(m));
     dj["remedies"] = remedies;
@@ -372,20 +411,17 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
           << FormatBytes(d.remedies.empty() ? 0 : d.remedies[0].peak_reserved) << ", headroom "
           << FormatBytes(d.remedies.empty() ? 0 : d.remedies[0].headroom) << "\n";
     }
-    for (size_t i = 0; i < mine.size(); ++i) RenderOne(*mine[i], i + 1, mine.size(), out);
-    if (!r.device_memory || d.trace_peak_live <= d.capacity) {
-      // Nothing to add: the trace's own peak fits the capacity.
-    } else {
-      out << "  the trace's own live peak is " << FormatBytes(d.trace_peak_live) << " ("
-          << (d.trace_peak_event.is_start() ? std::string("before its first event")
-                                            : absl::StrCat("at event:", d.trace_peak_event.index()))
-          << "): on " << FormatBytes(d.capacity) << " live memory must shrink by at least "
-          << FormatBytes(d.trace_peak_live - d.capacity) << " somewhere in the run\n";
-    }
+    // A run whose own live peak exceeds the capacity fails on it whatever the allocator does:
+    // that is the answer, ahead of how the first failure happened.
+    const bool peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
+    if (peak_too_big) RenderPeakTooBig(d, out);
+    for (size_t i = 0; i < mine.size(); ++i)
+      RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);
     out << "\n";
-    const bool demand = std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
-      return o->verdict == analysis::OomVerdict::kDemand;
-    });
+    const bool demand =
+        peak_too_big || std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
+          return o->verdict == analysis::OomVerdict::kDemand;
+        });
     RenderRemedies(d, demand, out);
   }
 }

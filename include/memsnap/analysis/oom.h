@@ -38,8 +38,10 @@ struct OomOptions {
   int top_holders = 5;  // sites listed per OOM
   int max_threads = 0;  // replays in parallel (0: all cores)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
-  /// The snapshot's timeline when the caller has it (its peaks; any KeepLifetimes): `oom` builds
-  /// it while the file is read. nullptr: built here, beside the replays.
+  /// The snapshot's timeline when the caller has it: `oom` builds it while the file is read. Its
+  /// peaks are used whatever it keeps; with KeepLifetimes::kAll the holders' categories follow
+  /// the attribution model's full rules (else what each stack shows alone). nullptr: built here,
+  /// beside the replays, with every lifetime.
   const Timeline* timeline = nullptr;
 };
 
@@ -124,6 +126,11 @@ struct OomDevice {
   /// Peak of live requested bytes the trace recorded (its own run), and where.
   int64_t trace_peak_live = 0;
   TimelinePoint trace_peak_event;
+  int64_t trace_peak_time_us = kNoTime;  // of trace_peak_event; kNoTime at the start or untimed
+  int64_t start_time_us = kNoTime;       // the device's first event's time
+  /// What is live at that peak by category (site empty), largest first: what has to shrink when
+  /// the peak itself does not fit. Empty without the device's lifetimes.
+  std::vector<OomHolder> peak_categories;
   /// The recorded settings first, then every candidate, in order.
   std::vector<OomRemedy> remedies;
   std::vector<std::string> notes;

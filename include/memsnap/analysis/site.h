@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "memsnap/analysis/attribution.h"
+#include "memsnap/analysis/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -22,6 +24,7 @@ inline constexpr std::string_view kUnknownCategory = "unknown";
 class SiteNamer {
  public:
   explicit SiteNamer(const Snapshot& snapshot);
+  ~SiteNamer();
   /// The attribution model's label of the stack's site ("what ← file.py:LINE owner",
   /// "BmmBackward0 (bmm)"); "[allocation recorded without a stack]" when the trace recorded it
   /// without frames. Every site memsnap oom, check --fits and summary's OOM lines print comes
@@ -34,9 +37,15 @@ class SiteNamer {
   /// module init's a parameter, the data loader's an input; "unknown" otherwise. Without the
   /// device's timeline it cannot tell a temporary from what outlives its phase.
   std::string_view Category(StackId stack, uint32_t alloc_event);
+  /// The category of one lifetime of `device`'s timeline by the attribution model's full rules
+  /// (LifetimeCategorizer: what `top` and `summary` say of it): memory older than the trace with
+  /// no stack that outlives a trace running a model is a parameter, a backward allocation kept
+  /// after backward a gradient, one freed inside its phase a temporary, and so on.
+  std::string_view Category(const DeviceTimeline& device, const BlockLifetime& lifetime);
 
  private:
   Attribution attribution_;
+  std::unique_ptr<Categorizers> categorizers_;  // made on the first Category(device, lifetime)
   std::vector<int32_t> slot_;       // StackId -> index into labels_, -1 unknown
   std::deque<std::string> labels_;  // a deque: references stay valid as it grows
 };
