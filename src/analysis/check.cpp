@@ -62,6 +62,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
   if (options != nullptr && options->fits) {
     OomOptions oo;
     oo.device_memory = options->fits;
+    oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
     absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
     if (fits.ok()) {
       m.fits = *std::move(fits);

@@ -248,6 +248,43 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
   }
 }
 
+// The smallest capacity on which `config` replays the whole trace, searched by halving between
+// the trace's live peak (below it nothing fits) and one that fits; 0 when no replay fits. Every
+// capacity returned is one a replay completed on.
+int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step) {
+  auto fits = [&](int64_t capacity) {
+    RunOptions ro = job.run;
+    ro.capacity = capacity;
+    ro.warm = job.prepared.warm_ok && job.prepared.preexisting_blocks > 0 &&
+              WarmBytes(job.prepared) <= capacity;
+    ro.stop_at_first_oom = true;
+    ro.on_oom = nullptr;
+    return RunConfig(job.prepared, config, ro).result.ooms.empty();
+  };
+  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
+  // run fits on (verified below, as the retry and the warm start can differ on it).
+  RunOptions ro = job.run;
+  ro.capacity = sim::kUnlimitedCapacity;
+  ro.stop_at_first_oom = true;
+  ro.on_oom = nullptr;
+  const ConfigResult free_run = RunConfig(job.prepared, config, ro).result;
+  if (!free_run.ooms.empty()) return 0;
+  int64_t lo = std::max<int64_t>(0, job.dev.trace_peak_live - 1);  // fails: live > capacity
+  int64_t hi = std::max(free_run.peak_reserved, lo + 1);
+  // A memory fraction below 1 needs more than the unbounded peak: grow by 1/16 until it fits.
+  for (int tries = 0; !fits(hi); ++tries) {
+    if (tries == 8) return 0;
+    lo = hi;
+    hi += std::max(step, hi / 16);
+  }
+  const int64_t tolerance = std::max(step, hi / 400);
+  while (hi - lo > tolerance) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
 // held the memory (a snapshot dumped after a caught OOM whose trace lost the failed malloc).
 absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
@@ -528,11 +565,37 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       },
       static_cast<size_t>(std::max(0, options.max_threads)));
 
-  phase.emplace("oom: explain");
+  // The trace's live peak (the search's floor) comes from the timeline.
   const Timeline* timeline = options.timeline != nullptr ? options.timeline
                              : own_timeline.ok()         ? &*own_timeline
                                                          : nullptr;
   for (DeviceJob& job : jobs) {
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (dt != nullptr) job.dev.trace_peak_live = dt->peak_requested;
+  }
+  // Where the recorded settings fail, how much memory each setting would have needed.
+  std::vector<std::pair<size_t, size_t>> searches;
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    if (options.capacity_step <= 0 || jobs[d].results[0].ooms.empty()) continue;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      if (jobs[d].same_as[k] == k) searches.emplace_back(d, k);
+    }
+  }
+  std::vector<int64_t> fits_on(searches.size(), 0);
+  if (!searches.empty()) {
+    phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(), " settings"));
+    ParallelFor(
+        searches.size(),
+        [&](size_t i) {
+          auto [d, k] = searches[i];
+          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step);
+        },
+        static_cast<size_t>(std::max(0, options.max_threads)));
+  }
+
+  phase.emplace("oom: explain");
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    DeviceJob& job = jobs[d];
     const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
     if (dt != nullptr) {
       job.dev.trace_peak_live = dt->peak_requested;
@@ -552,6 +615,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       const ConfigResult& r = job.results[job.same_as[k]];
       OomRemedy m;
       if (job.same_as[k] != k) m.same_as = job.configs[job.same_as[k]].label;
+      for (size_t i = 0; i < searches.size(); ++i) {
+        if (searches[i] == std::pair{d, job.same_as[k]}) m.fits_on = fits_on[i];
+      }
       m.conf = job.configs[k].label;
       m.settings = sim::FormatAllocatorConf(job.configs[k].config);
       m.fits = r.ooms.empty();

@@ -43,7 +43,9 @@ RunFn SetupOom(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.footer(
       "Every `oom` entry of the trace is replayed on the capacity it implies; without one, give\n"
-      "--device-memory. Candidate settings are replayed on the same capacity in parallel.\n"
+      "--device-memory. Candidate settings are replayed on the same capacity in parallel; when\n"
+      "the run does not fit, each one's smallest fitting memory is searched by replay (`fits "
+      "on`).\n"
       "Verdicts: demand, fragmentation, cache_not_released (docs/oom.md). Exit codes: 0 explained\n"
       "(an OOM or a fit), 2 unusable input (no trace, no capacity).\n"
       "Examples:\n"

@@ -102,9 +102,14 @@ Table RemediesTable(const OomDevice& d) {
   t.AddColumn("result", "result", Unit::kText);
   t.AddColumn("peak_reserved_bytes", "peak reserved", Unit::kBytes);
   t.AddColumn("headroom_bytes", "headroom", Unit::kBytes);
+  const bool searched = std::any_of(d.remedies.begin(), d.remedies.end(),
+                                    [](const OomRemedy& m) { return m.fits_on > 0; });
+  if (searched) t.AddColumn("fits_on_bytes", "fits on", Unit::kBytes);
   for (const OomRemedy& m : d.remedies) {
-    t.AddRow(
-        {SettingName(m), RemedyResult(m), m.peak_reserved, m.fits ? Cell(m.headroom) : Cell()});
+    std::vector<Cell> row = {SettingName(m), RemedyResult(m), m.peak_reserved,
+                             m.fits ? Cell(m.headroom) : Cell()};
+    if (searched) row.push_back(m.fits_on > 0 ? Cell(m.fits_on) : Cell());
+    t.AddRow(std::move(row));
   }
   return t;
 }
@@ -129,11 +134,37 @@ Table HoldersTable(const OomExplanation& o) {
 
 Json RemedyJson(const OomRemedy& m) {
   return {{"conf", m.conf},
+          {"fits_on_bytes", m.fits_on > 0 ? Json(m.fits_on) : Json(nullptr)},
           {"settings", m.settings},
           {"fits", m.fits},
           {"peak_reserved_bytes", m.peak_reserved},
           {"headroom_bytes", m.fits ? Json(m.headroom) : Json(nullptr)},
           {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}};
+}
+
+// The smallest device memory the run fits on (the `fits on` column), as one line: the best
+// setting, and the recorded settings' figure beside it.
+void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
+  // A candidate is named only when it needs over 1% less than the recorded settings: the search
+  // stops within a small step of the answer, so closer figures are a tie.
+  const OomRemedy* best = nullptr;
+  for (const OomRemedy& m : d.remedies) {
+    if (m.fits_on <= 0) continue;
+    if (best == nullptr || (best->fits_on > 0 && m.fits_on < best->fits_on - best->fits_on / 100)) {
+      best = &m;
+    }
+  }
+  if (best == nullptr) return;
+  out << "  smallest device memory the run fits on, by replay: " << FormatBytes(best->fits_on);
+  if (best != &d.remedies[0]) {
+    out << " with PYTORCH_CUDA_ALLOC_CONF=" << best->settings;
+    if (d.remedies[0].fits_on > 0) {
+      out << " (" << FormatBytes(d.remedies[0].fits_on) << " with the recorded settings)";
+    }
+  } else {
+    out << " with the recorded settings (no candidate needs over 1% less)";
+  }
+  out << "; the live peak alone is " << FormatBytes(d.trace_peak_live) << "\n";
 }
 
 void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
@@ -176,6 +207,7 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
                      "(--conf) or a lower peak of live memory")
         << "\n";
   }
+  RenderSmallestFit(d, out);
 }
 
 // The verdict on a device whose recorded live peak is over the capacity: no setting can fit it;

@@ -147,6 +147,30 @@ TEST_SUITE("oom") {
     CHECK(big.devices[0].remedies[0].headroom == 10 * kMiB);
   }
 
+  TEST_CASE(
+      "the smallest memory each setting fits on is one its replay completes on, and 2 MiB less "
+      "fails") {
+    Snapshot s = testing::LoadFixture("oom_fragmentation.json");
+    OomReport r = ExplainOrFail(s);  // fails on the 64 MiB its oom entry implies
+    REQUIRE(r.devices.size() == 1);
+    REQUIRE_FALSE(r.devices[0].fits());
+    for (const OomRemedy& m : r.devices[0].remedies) {
+      CAPTURE(m.conf);
+      REQUIRE(m.fits_on > 0);
+      CHECK(m.fits_on >= r.devices[0].trace_peak_live);
+      OomOptions o;
+      o.capacity_step = 0;
+      o.candidates = {m.conf == "recorded" ? std::string("max_split_size_mb:4096") : m.conf};
+      o.device_memory = m.fits_on;
+      OomReport at = ExplainOrFail(s, o);
+      CHECK(RemedyFor(at.devices[0], o.candidates[0]).fits);
+      o.device_memory = m.fits_on - 2 * kMiB;
+      OomReport below = ExplainOrFail(s, o);
+      CHECK_FALSE(RemedyFor(below.devices[0], o.candidates[0]).fits);
+      CHECK(RemedyFor(below.devices[0], o.candidates[0]).fits_on == 0);  // no search asked
+    }
+  }
+
   TEST_CASE("without an oom entry or a capacity, or without a trace, there is nothing to explain") {
     Snapshot s = testing::LoadFixture("oom_demand.json");
     s.events.pop_back();  // the oom entry

@@ -43,6 +43,10 @@ struct OomOptions {
   /// the attribution model's full rules (else what each stack shows alone). nullptr: built here,
   /// beside the replays, with every lifetime.
   const Timeline* timeline = nullptr;
+  /// When the recorded settings fail: search, per setting, the smallest device memory it fits on
+  /// (OomRemedy::fits_on), to within this many bytes or 0.25% of the answer, whichever is larger
+  /// (about 5 replays per setting). 0: no search.
+  int64_t capacity_step = int64_t{2} << 20;
 };
 
 /// The candidate settings tried when none are given: expandable segments (or, when the run used
@@ -71,6 +75,10 @@ struct OomRemedy {
   /// Set when this setting provably takes the same decisions as an earlier one on this trace
   /// (e.g. a max_split_size no block can reach): that one's label; its replay stands for both.
   std::string same_as;
+  /// When the recorded settings do not fit: the smallest device memory found on which this
+  /// setting replays the whole trace (a replay on it completed; a search by halving down to
+  /// OomOptions::capacity_step below it failed). 0: not searched, or none found.
+  int64_t fits_on = 0;
 };
 
 /// One failed (or predicted to fail) allocation, explained.
