@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -142,18 +143,45 @@ Json RemedyJson(const OomRemedy& m) {
           {"fails_at_event", m.fits ? Json(nullptr) : EventJson(m.fails_at)}};
 }
 
-// The smallest device memory the run fits on (the `fits on` column), as one line: the best
-// setting, and the recorded settings' figure beside it.
-void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
-  // A candidate is named only when it needs over 1% less than the recorded settings: the search
-  // stops within a small step of the answer, so closer figures are a tie.
+// Where the device's live peak is, as text: "at event:19335 (+562.9 ms)".
+std::string PeakWhere(const OomDevice& d) {
+  std::string where = d.trace_peak_event.is_start()
+                          ? std::string("before its first event")
+                          : absl::StrCat("at event:", d.trace_peak_event.index());
+  if (d.trace_peak_time_us != kNoTime && d.start_time_us != kNoTime) {
+    absl::StrAppend(&where, " (", FormatRelativeTime(d.trace_peak_time_us - d.start_time_us), ")");
+  }
+  return where;
+}
+
+// The smallest `fits on` of the device's settings, preferring the recorded settings unless a
+// candidate needs over 1% less (the search stops within a small step, so closer is a tie).
+const OomRemedy* SmallestFit(const OomDevice& d) {
   const OomRemedy* best = nullptr;
   for (const OomRemedy& m : d.remedies) {
     if (m.fits_on <= 0) continue;
-    if (best == nullptr || (best->fits_on > 0 && m.fits_on < best->fits_on - best->fits_on / 100)) {
-      best = &m;
-    }
+    if (best == nullptr || m.fits_on < best->fits_on - best->fits_on / 100) best = &m;
   }
+  return best;
+}
+
+// The candidate that fits with the lowest peak reserved; nullptr when none does.
+const OomRemedy* BestFitting(const OomDevice& d, int* fitting) {
+  const OomRemedy* best = nullptr;
+  *fitting = 0;
+  for (size_t i = 1; i < d.remedies.size(); ++i) {
+    const OomRemedy& m = d.remedies[i];
+    if (!m.fits) continue;
+    ++*fitting;
+    if (best == nullptr || m.peak_reserved < best->peak_reserved) best = &m;
+  }
+  return best;
+}
+
+// The smallest device memory the run fits on (the `fits on` column), as one line: the best
+// setting, and the recorded settings' figure beside it.
+void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
+  const OomRemedy* best = SmallestFit(d);
   if (best == nullptr) return;
   out << "  smallest device memory the run fits on, by replay: " << FormatBytes(best->fits_on);
   if (best != &d.remedies[0]) {
@@ -181,14 +209,8 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
         << ": no block of this run reaches that size, so the oversize rules never apply and "
            "every block is placed as under the recorded settings; that replay stands for them)\n";
   }
-  const OomRemedy* best = nullptr;
   int fitting = 0;
-  for (size_t i = 1; i < d.remedies.size(); ++i) {
-    const OomRemedy& m = d.remedies[i];
-    if (!m.fits) continue;
-    ++fitting;
-    if (best == nullptr || m.peak_reserved < best->peak_reserved) best = &m;
-  }
+  const OomRemedy* best = BestFitting(d, &fitting);
   const size_t candidates = d.remedies.empty() ? 0 : d.remedies.size() - 1;
   if (d.fits()) {
     out << "  the recorded settings fit: peak reserved " << FormatBytes(d.remedies[0].peak_reserved)
@@ -210,28 +232,109 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
   RenderSmallestFit(d, out);
 }
 
-// The verdict on a device whose recorded live peak is over the capacity: no setting can fit it;
-// what is live at the peak, by category, is what has to shrink.
-void RenderPeakTooBig(const OomDevice& d, std::ostream& out) {
-  std::string where = d.trace_peak_event.is_start()
-                          ? std::string("before its first event")
-                          : absl::StrCat("at event:", d.trace_peak_event.index());
-  if (d.trace_peak_time_us != kNoTime && d.start_time_us != kNoTime) {
-    absl::StrAppend(&where, " (", FormatRelativeTime(d.trace_peak_time_us - d.start_time_us), ")");
+// The answer for one device that does not fit, in three lines ahead of the evidence: why it
+// fails (the run's own peak over the capacity, else the first failure's verdict), what setting
+// fits (or how much memory the run needs), and what to cut when no setting fits.
+void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too_big,
+                  std::ostream& out) {
+  auto line = [&](std::string_view label, const std::string& text) {
+    out << absl::StrFormat("  %-11s %s\n", label, text);
+  };
+  const std::string cap = FormatBytes(d.capacity);
+  const std::string where = OomWhere(first);
+  int64_t cut = 0;  // live bytes that must go, at least
+  if (peak_too_big) {
+    cut = d.trace_peak_live - d.capacity;
+    line("answer",
+         absl::StrCat("demand: the run's live memory peaks at ", FormatBytes(d.trace_peak_live),
+                      " ", PeakWhere(d), ", ", FormatBytes(cut), " more than ", cap,
+                      "; no allocator setting can fit that"));
+  } else {
+    switch (first.verdict) {
+      case analysis::OomVerdict::kDemand:
+        cut = first.shortfall;
+        line("answer",
+             absl::StrCat("demand: at ", where, " the live memory (", FormatBytes(first.allocated),
+                          ") and the ", FormatBytes(first.rounded), " request come to ",
+                          FormatBytes(cut), " more than ", cap));
+        break;
+      case analysis::OomVerdict::kFragmentation:
+        line("answer",
+             absl::StrCat("fragmentation: at ", where, " ", FormatBytes(first.free_bytes),
+                          " was free, but in no piece of the ", FormatBytes(first.rounded),
+                          " asked for, and the device had no room for a new segment"));
+        break;
+      case analysis::OomVerdict::kCacheNotReleased:
+        line("answer",
+             absl::StrCat("cached memory not released: at ", where,
+                          " a free cached block would hold the ", FormatBytes(first.rounded),
+                          " request, but the allocator may not use it (below)"));
+        break;
+      case analysis::OomVerdict::kNotReproduced:
+        line("answer", absl::StrCat("the replay did not reproduce the failure at ", where,
+                                    "; only its recorded figures are known"));
+        return;
+    }
   }
-  out << "  verdict     does not fit under any allocator setting: the run's live memory peaks at "
-      << FormatBytes(d.trace_peak_live) << " " << where << ", "
-      << FormatBytes(d.trace_peak_live - d.capacity) << " more than " << FormatBytes(d.capacity)
-      << "; at least that much has to go\n";
+  int fitting = 0;
+  if (const OomRemedy* best = BestFitting(d, &fitting); best != nullptr) {
+    std::string text =
+        absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best->settings, ": the whole trace replays on ",
+                     cap, " with ", FormatBytes(best->headroom), " to spare");
+    if (fitting > 1) absl::StrAppend(&text, " (", fitting, " settings fit; table below)");
+    line("fix", text);
+    return;
+  }
+  std::string fix = absl::StrCat(
+      "no allocator setting fits ", cap, " (",
+      Plural(static_cast<int64_t>(d.remedies.size()), "setting", "settings"), " replayed)");
+  const OomRemedy* smallest = SmallestFit(d);
+  if (smallest != nullptr) {
+    absl::StrAppend(&fix, "; the run needs ", FormatBytes(smallest->fits_on),
+                    smallest == &d.remedies[0]
+                        ? std::string(" with its recorded settings")
+                        : absl::StrCat(" with PYTORCH_CUDA_ALLOC_CONF=", smallest->settings));
+  }
+  line("fix", fix);
+  // What to cut: the live memory by kind (at the peak when that is what does not fit, else at
+  // the failure) and the largest site at the failure.
+  const std::vector<OomHolder>& kinds = peak_too_big ? d.peak_categories : first.categories;
+  std::string what;
+  if (cut > 0) {
+    what = absl::StrCat(FormatBytes(cut), " or more");
+  } else if (smallest != nullptr && smallest->fits_on > d.capacity) {
+    what = absl::StrCat("about ", FormatBytes(smallest->fits_on - d.capacity));
+  } else {
+    return;
+  }
+  absl::StrAppend(&what, peak_too_big ? " at the peak" : " at the failure");
+  for (const OomHolder& k : kinds) {
+    std::string_view lever = analysis::CategoryLever(k.category);
+    if (lever.empty()) continue;
+    absl::StrAppend(&what, ": ", k.category, " holds ", FormatBytes(k.bytes), ", try ", Sv(lever));
+    break;
+  }
+  if (!peak_too_big && !first.holders.empty()) {
+    absl::StrAppend(&what, "; the largest site is ", first.holders[0].site, " (",
+                    FormatBytes(first.holders[0].bytes), ")");
+  }
+  line("cut", what);
+}
+
+// What is live at the device's peak by kind, when the peak itself does not fit, and the levers
+// of the kinds after the first (which the answer's `cut` line names).
+void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
   if (d.peak_categories.empty()) return;
   std::string cats;
   for (const OomHolder& c : d.peak_categories) {
     absl::StrAppend(&cats, cats.empty() ? "" : ", ", c.category, " ", FormatBytes(c.bytes));
   }
   out << "  at the peak " << cats << "\n";
+  bool first = true;  // the first kind with a lever is in the answer's `cut` line
   for (const OomHolder& c : d.peak_categories) {
     std::string_view lever = analysis::CategoryLever(c.category);
-    if (lever.empty() || c.bytes < d.trace_peak_live - d.capacity) continue;
+    if (lever.empty()) continue;
+    if (std::exchange(first, false) || c.bytes < d.trace_peak_live - d.capacity) continue;
     out << "  lever       " << c.category << " " << FormatBytes(c.bytes)
         << " at the peak: " << lever << "\n";
   }
@@ -446,7 +549,8 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     // A run whose own live peak exceeds the capacity fails on it whatever the allocator does:
     // that is the answer, ahead of how the first failure happened.
     const bool peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
-    if (peak_too_big) RenderPeakTooBig(d, out);
+    if (!mine.empty()) RenderAnswer(d, *mine[0], peak_too_big, out);
+    if (peak_too_big) RenderPeakKinds(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
       RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);
     out << "\n";
