@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "leaks_internal.h"
 #include "memsnap/analysis/moved_sites.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::analysis {
@@ -181,6 +182,18 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
                                " step(s): growth cannot be told apart from a "
                                "warm-up; leaks need at least ",
                                options.min_steps + 1, " snapshots (or steps)");
+  }
+  // Growth read along a series out of time order is not growth: say so (a shell glob orders
+  // files by name, not by when they were written).
+  for (size_t i = 1; i < report.times.size(); ++i) {
+    const int64_t before = report.times[i - 1];
+    const int64_t after = report.times[i];
+    if (before == kNoTime || after == kNoTime || after >= before) continue;
+    absl::StrAppend(&report.note, report.note.empty() ? "" : "; ", "snapshot ", i, "'s trace ends ",
+                    memsnap::FormatDuration(before - after), " before snapshot ", i - 1,
+                    "'s: the series is compared in the order given, not in time order (--sort "
+                    "time orders it by the traces' times)");
+    break;
   }
   return report;
 }

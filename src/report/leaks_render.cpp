@@ -26,6 +26,7 @@ Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
 std::string Relative(int64_t t, int64_t t0) {
   if (t == kNoTime || t0 == kNoTime) return "-";
+  if (std::llabs(t - t0) >= 600'000'000) return FormatRelativeTime(t - t0);  // "+3 h 20 min"
   return absl::StrFormat("%+.3f s", static_cast<double>(t - t0) / 1e6);
 }
 
@@ -109,15 +110,34 @@ void RenderSteps(const LeakReport& r, std::ostream& out) {
   }
 }
 
-void RenderPoints(const LeakReport& r, std::ostream& out) {
+// The directory every label starts with ("runs/a/" of "runs/a/1.pickle" and "runs/a/2.pickle"),
+// "" when they do not share one: the table shows the rest.
+size_t CommonDirLength(const std::vector<std::string>& labels) {
+  if (labels.size() < 2) return 0;
+  size_t n = labels[0].size();
+  for (const std::string& l : labels) {
+    size_t k = 0;
+    while (k < n && k < l.size() && l[k] == labels[0][k]) ++k;
+    n = k;
+  }
+  const size_t slash = labels[0].rfind('/', n == 0 ? 0 : n - 1);
+  return n == 0 || slash == std::string::npos ? 0 : slash + 1;
+}
+
+// The series' snapshots, their paths without the directory `dir` they all share.
+void RenderPoints(const LeakReport& r, size_t dir, std::ostream& out) {
   const int64_t t0 = FirstTime(r.times);
   size_t width = 8;
-  for (const std::string& l : r.labels) width = std::max(width, l.size());
-  out << absl::StrFormat("  %2s  %-*s  %11s  %12s  %9s\n", "#", width, "snapshot", "time", "live",
-                         "blocks");
+  for (const std::string& l : r.labels) width = std::max(width, l.size() - dir);
+  std::vector<std::string> times;
+  size_t time_width = 11;
+  for (int64_t t : r.times)
+    time_width = std::max(time_width, times.emplace_back(Relative(t, t0)).size());
+  out << absl::StrFormat("  %2s  %-*s  %*s  %12s  %9s\n", "#", width, "snapshot", time_width,
+                         "time", "live", "blocks");
   for (size_t i = 0; i < r.labels.size(); ++i) {
-    out << absl::StrFormat("  %2d  %-*s  %11s  %12s  %9s\n", i, width, r.labels[i],
-                           Relative(r.times[i], t0), FormatBytes(r.live_bytes[i]),
+    out << absl::StrFormat("  %2d  %-*s  %*s  %12s  %9s\n", i, width, r.labels[i].substr(dir),
+                           time_width, times[i], FormatBytes(r.live_bytes[i]),
                            FormatCount(r.live_counts[i]));
   }
 }
@@ -255,8 +275,10 @@ Json LeaksToJson(const LeakReport& r) {
 void RenderLeaksText(const LeakReport& r, std::ostream& out) {
   const std::string by(analysis::GroupByName(r.options.group.by));
   if (r.mode == "series") {
-    out << absl::StrFormat("memsnap leaks: %d snapshots, grouped by %s\n", r.labels.size(), by);
-    RenderPoints(r, out);
+    const size_t dir = CommonDirLength(r.labels);
+    out << absl::StrFormat("memsnap leaks: %d snapshots%s, grouped by %s\n", r.labels.size(),
+                           dir == 0 ? "" : absl::StrCat(" in ", r.labels[0].substr(0, dir)), by);
+    RenderPoints(r, dir, out);
     RenderMoves(r, out);
   } else {
     out << absl::StrFormat("memsnap leaks: one trace, grouped by %s\n", by);

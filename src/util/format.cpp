@@ -54,14 +54,23 @@ absl::StatusOr<int64_t> ParseDurationUs(std::string_view text) {
 
 std::string FormatExactBytes(int64_t bytes) { return absl::StrCat(FormatCount(bytes), " B"); }
 
-std::string FormatRelativeTime(int64_t us) {
-  const char* sign = us < 0 ? "-" : "+";
+std::string FormatDuration(int64_t us) {
   const int64_t a = us < 0 ? -us : us;
-  if (a < 1000) return absl::StrCat(sign, a, " us");
-  if (a < 1000000) return absl::StrFormat("%s%.1f ms", sign, static_cast<double>(a) / 1e3);
-  if (a < 600000000) return absl::StrFormat("%s%.3f s", sign, static_cast<double>(a) / 1e6);
-  return absl::StrFormat("%s%d min %.3f s", sign, a / 60000000,
-                         static_cast<double>(a % 60000000) / 1e6);
+  constexpr int64_t kMinute = 60'000'000;
+  constexpr int64_t kHour = 60 * kMinute;
+  constexpr int64_t kDay = 24 * kHour;
+  if (a < 1000) return absl::StrCat(a, " us");
+  if (a < 1000000) return absl::StrFormat("%.1f ms", static_cast<double>(a) / 1e3);
+  if (a < 10 * kMinute) return absl::StrFormat("%.3f s", static_cast<double>(a) / 1e6);
+  if (a < kHour) {
+    return absl::StrFormat("%d min %.3f s", a / kMinute, static_cast<double>(a % kMinute) / 1e6);
+  }
+  if (a < 2 * kDay) return absl::StrFormat("%d h %d min", a / kHour, (a % kHour) / kMinute);
+  return absl::StrFormat("%.1f days", static_cast<double>(a) / static_cast<double>(kDay));
+}
+
+std::string FormatRelativeTime(int64_t us) {
+  return absl::StrCat(us < 0 ? "-" : "+", FormatDuration(us));
 }
 
 std::string FormatDelta(int64_t bytes) {

@@ -177,6 +177,24 @@ TEST_SUITE("leaks") {
     CHECK(r.sites[0].verdict == Verdict::kGrowing);
   }
 
+  TEST_CASE("a series given out of time order says so, and in time order it does not") {
+    std::vector<analysis::SeriesPoint> points;
+    for (int k : {6, 1, 2}) {
+      points.push_back(
+          *analysis::SeriesPointOf(Load("leak_list_step" + std::to_string(k) + ".pickle"), {}));
+    }
+    const std::vector<analysis::SeriesPoint> given = points;
+    LeakReport r = analysis::AnalyzeSeries(points, {});
+    CHECK(r.note.find("snapshot 1's trace ends") != std::string::npos);
+    CHECK(r.note.find("--sort time") != std::string::npos);
+    std::swap(points[0], points[1]);  // 1, 6, 2: still out of order, at snapshot 2
+    r = analysis::AnalyzeSeries(points, {});
+    CHECK(r.note.find("snapshot 2's trace ends") != std::string::npos);
+    points = {given[1], given[2], given[0]};  // 1, 2, 6
+    r = analysis::AnalyzeSeries(points, {});
+    CHECK(r.note.find("time order") == std::string::npos);
+  }
+
   TEST_CASE("--device-memory projects the step at which the device is full") {
     analysis::LeakOptions o;
     o.device_memory = 1024 * kMiB;

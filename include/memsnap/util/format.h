@@ -16,8 +16,11 @@ std::string FormatBytes(int64_t bytes);
 absl::StatusOr<int64_t> ParseDurationUs(std::string_view text);
 /// Bytes exactly, with thousands separators: 3865470566 -> "3,865,470,566 B".
 std::string FormatExactBytes(int64_t bytes);
-/// A time since the start of a trace, in microseconds: 350 -> "+350 us", 25300 -> "+25.3 ms",
-/// 1500000 -> "+1.500 s", 612000000 -> "+10 min 12.000 s".
+/// A length of time in microseconds, unsigned: 350 -> "350 us", 25300 -> "25.3 ms", 1500000 ->
+/// "1.500 s", 612000000 -> "10 min 12.000 s", 2 h 5 min -> "2 h 5 min", 151 days -> "151.2 days".
+std::string FormatDuration(int64_t us);
+/// A time since the start of a trace, in microseconds: FormatDuration with its sign, "+350 us",
+/// "+25.3 ms", "+1.500 s", "+10 min 12.000 s".
 std::string FormatRelativeTime(int64_t us);
 /// Like FormatBytes but with an explicit sign for positive values: "+1.0 MiB".
 std::string FormatDelta(int64_t bytes);

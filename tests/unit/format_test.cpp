@@ -1,0 +1,28 @@
+// Human-readable figures (util/format.h): the units a reader meets in every command's output.
+#include "memsnap/util/format.h"
+
+#include <doctest/doctest.h>
+
+namespace memsnap {
+namespace {
+
+TEST_SUITE("format") {
+  TEST_CASE("a duration reads in the unit that suits its length, from microseconds to days") {
+    CHECK(FormatDuration(350) == "350 us");
+    CHECK(FormatDuration(25'300) == "25.3 ms");
+    CHECK(FormatDuration(1'500'000) == "1.500 s");
+    CHECK(FormatDuration(612'000'000) == "10 min 12.000 s");
+    CHECK(FormatDuration(int64_t{2} * 3'600'000'000 + 5 * 60'000'000) == "2 h 5 min");
+    CHECK(FormatDuration(int64_t{151} * 86'400'000'000 + 5 * 3'600'000'000) == "151.2 days");
+    CHECK(FormatDuration(-25'300) == "25.3 ms");  // a length: no sign
+  }
+
+  TEST_CASE("a time since the start of a trace carries its sign") {
+    CHECK(FormatRelativeTime(350) == "+350 us");
+    CHECK(FormatRelativeTime(-1'500'000) == "-1.500 s");
+    CHECK(FormatRelativeTime(int64_t{-9} * 86'400'000'000) == "-9.0 days");
+  }
+}
+
+}  // namespace
+}  // namespace memsnap
