@@ -230,6 +230,10 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
 
   std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows);
   for (SiteDelta& s : merged) {
+    for (int c = 0; c < kNumCategories; ++c) {
+      rep.before_by_category[c] += s.before_categories[c];
+      rep.after_by_category[c] += s.after_categories[c];
+    }
     if (s.presence == Presence::kOnlyBefore) ++rep.sites_only_before;
     if (s.presence == Presence::kOnlyAfter) ++rep.sites_only_after;
     if (!s.before_key.empty()) ++rep.sites_moved;
