@@ -131,6 +131,26 @@ TEST_SUITE("diff") {
     CHECK(rep->sites_only_after == 1);
   }
 
+  TEST_CASE("diff totals live memory by kind, and the kinds add up to the live totals") {
+    Snapshot a = LoadFixture("timeline_training.json");
+    Snapshot b = LoadFixture("timeline_ring.json");
+    DiffOptions o;
+    o.min_delta = 1000;  // the kinds count every site, shown or not
+    auto rep = DiffSnapshots(a, b, o);
+    REQUIRE(rep.ok());
+    int64_t before = 0, after = 0;
+    for (int c = 0; c < kNumCategories; ++c) {
+      before += rep->before_by_category[c];
+      after += rep->after_by_category[c];
+    }
+    CHECK(before == rep->live_bytes.before);
+    CHECK(after == rep->live_bytes.after);
+    // model.py:3 __init__ is module init kept alive: a parameter, 900 B of it gone.
+    CHECK(rep->before_by_category[static_cast<int>(Category::kParameter)] -
+              rep->after_by_category[static_cast<int>(Category::kParameter)] ==
+          900);
+  }
+
   TEST_CASE("diff of a file with itself is empty, and min-delta hides small sites") {
     Snapshot a = LoadFixture("timeline_training.json");
     Snapshot b = LoadFixture("timeline_training.json");
