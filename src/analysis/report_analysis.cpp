@@ -203,6 +203,16 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       if (dt.num_events > 0) d.categories = CategoriesOverTime(context, dt, d.lod);
     }
   }
+  // A trace that ran out of memory: the page leads with why, what fits and what to cut.
+  const bool any_oom =
+      std::any_of(out.devices.begin(), out.devices.end(),
+                  [](const DeviceReportAnalysis& d) { return !d.oom_events.empty(); });
+  if (options.with_sites && any_oom) {
+    OomOptions oo;
+    oo.timeline = &out.timeline;
+    absl::StatusOr<OomReport> oom = ExplainOoms(snap, oo);
+    if (oom.ok()) out.oom = *std::move(oom);  // else the page shows the markers alone
+  }
   if (states_done.valid()) states_done.get();
   out.frames = context.filter();
   RETURN_IF_ERROR(AddReplay(snap, options, out));

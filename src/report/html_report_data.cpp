@@ -2,6 +2,7 @@
 // the replay curves, written out from the finished analyses (analysis/report_analysis.h).
 #include "absl/strings/str_cat.h"
 #include "memsnap/report/html_report.h"
+#include "memsnap/report/oom_render.h"
 #include "memsnap/util/format.h"
 #include "report/html_report_internal.h"
 
@@ -39,6 +40,20 @@ Json ReplayJson(const analysis::ReportAnalysis& a) {
   return j;
 }
 
+// The device's OOM answer (report::OomAnswer, as `memsnap oom` opens with): [{"label", "text"}];
+// empty without an OOM on the device.
+Json OomAnswerJson(const analysis::ReportAnalysis& a, int32_t device) {
+  Json lines = Json::array();
+  if (!a.oom) return lines;
+  for (const analysis::OomDevice& d : a.oom->devices) {
+    if (d.device != device) continue;
+    for (const OomAnswerLine& l : OomAnswer(*a.oom, d)) {
+      lines.push_back({{"label", l.label}, {"text", l.text}});
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
 Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
@@ -51,6 +66,7 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
     const analysis::DeviceTimeline& dt = a.timeline.devices[d.timeline_index];
     Json dj = internal::TimelineJson(snap, dt, d, stacks);
     dj["states"] = internal::StatesJson(snap, dt, d, stacks);
+    dj["oom_answer"] = OomAnswerJson(a, d.device);
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);

@@ -235,10 +235,11 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
 // The answer for one device that does not fit, in three lines ahead of the evidence: why it
 // fails (the run's own peak over the capacity, else the first failure's verdict), what setting
 // fits (or how much memory the run needs), and what to cut when no setting fits.
-void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too_big,
-                  std::ostream& out) {
-  auto line = [&](std::string_view label, const std::string& text) {
-    out << absl::StrFormat("  %-11s %s\n", label, text);
+std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& first,
+                                  bool peak_too_big) {
+  std::vector<OomAnswerLine> lines;
+  auto line = [&](std::string_view label, std::string text) {
+    lines.push_back({std::string(label), std::move(text)});
   };
   const std::string cap = FormatBytes(d.capacity);
   const std::string where = OomWhere(first);
@@ -273,7 +274,7 @@ void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too
       case analysis::OomVerdict::kNotReproduced:
         line("answer", absl::StrCat("the replay did not reproduce the failure at ", where,
                                     "; only its recorded figures are known"));
-        return;
+        return lines;
     }
   }
   int fitting = 0;
@@ -283,7 +284,7 @@ void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too
                      cap, " with ", FormatBytes(best->headroom), " to spare");
     if (fitting > 1) absl::StrAppend(&text, " (", fitting, " settings fit; table below)");
     line("fix", text);
-    return;
+    return lines;
   }
   std::string fix = absl::StrCat(
       "no allocator setting fits ", cap, " (",
@@ -296,6 +297,15 @@ void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too
                         : absl::StrCat(" with PYTORCH_CUDA_ALLOC_CONF=", smallest->settings));
   }
   line("fix", fix);
+  // A request larger than the whole device: no cut of the live memory makes room for it.
+  if (!peak_too_big && first.rounded > d.capacity) {
+    const bool named = !first.site.empty() && first.site[0] != '[';  // not "[... without a stack]"
+    line("cut",
+         absl::StrCat("the ", FormatBytes(first.rounded), " request alone is more than the ", cap,
+                      " device: ", named ? first.site : std::string("the operation that asked"),
+                      " has to ask for less (smaller chunks, batch or sequence)"));
+    return lines;
+  }
   // What to cut: the live memory by kind (at the peak when that is what does not fit, else at
   // the failure) and the largest site at the failure.
   const std::vector<OomHolder>& kinds = peak_too_big ? d.peak_categories : first.categories;
@@ -305,7 +315,7 @@ void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too
   } else if (smallest != nullptr && smallest->fits_on > d.capacity) {
     what = absl::StrCat("about ", FormatBytes(smallest->fits_on - d.capacity));
   } else {
-    return;
+    return lines;
   }
   absl::StrAppend(&what, peak_too_big ? " at the peak" : " at the failure");
   for (const OomHolder& k : kinds) {
@@ -319,6 +329,7 @@ void RenderAnswer(const OomDevice& d, const OomExplanation& first, bool peak_too
                     FormatBytes(first.holders[0].bytes), ")");
   }
   line("cut", what);
+  return lines;
 }
 
 // What is live at the device's peak by kind, when the peak itself does not fit, and the levers
@@ -549,7 +560,9 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     // A run whose own live peak exceeds the capacity fails on it whatever the allocator does:
     // that is the answer, ahead of how the first failure happened.
     const bool peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
-    if (!mine.empty()) RenderAnswer(d, *mine[0], peak_too_big, out);
+    for (const OomAnswerLine& l : OomAnswer(r, d)) {
+      out << absl::StrFormat("  %-11s %s\n", l.label, l.text);
+    }
     if (peak_too_big) RenderPeakKinds(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
       RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);
@@ -560,6 +573,18 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
         });
     RenderRemedies(d, demand, out);
   }
+}
+
+std::vector<OomAnswerLine> OomAnswer(const OomReport& r, const OomDevice& d) {
+  const OomExplanation* first = nullptr;
+  for (const OomExplanation& o : r.ooms) {
+    if (o.device == d.device) {
+      first = &o;
+      break;
+    }
+  }
+  if (first == nullptr) return {};
+  return Answer(d, *first, r.device_memory.has_value() && d.trace_peak_live > d.capacity);
 }
 
 std::string OomBrief(const OomReport& r) {

@@ -342,6 +342,11 @@ TEST_SUITE("report") {
     CHECK(d0["bands"]["n"] == 4);
     REQUIRE(d0["ooms"].size() == 1);
     CHECK(d0["ooms"][0]["x"] == 70.0);
+    // The OOM's answer, as `memsnap oom` opens with it; none on the device without an OOM.
+    REQUIRE(d0["oom_answer"].size() >= 2);
+    CHECK(d0["oom_answer"][0]["label"] == "answer");
+    CHECK(d0["oom_answer"][1]["label"] == "fix");
+    CHECK(j["devices"][1]["oom_answer"].empty());
     // Memory by kind at the peak adds up to the peak; a device without a trace has none.
     REQUIRE(d0["categories"].is_object());
     int64_t at_peak = 0;

@@ -63,6 +63,16 @@ function timelineLegend(dev) {
     swatch(COLORS.rest, "all smaller allocations (grey)", "every allocation not drawn as its own band, summed"));
 }
 
+// A device that ran out of memory: the answer `memsnap oom` opens with (why it failed, the
+// setting that fits or the memory the run needs, what to cut), computed by the analysis.
+function oomAnswer(dev) {
+  if (!dev.oom_answer || !dev.oom_answer.length) return [];
+  const dl = h("dl", { class: "terms" });
+  for (const l of dev.oom_answer) dl.append(h("dt", { text: l.label }), h("dd", { text: l.text }));
+  return [h("div", { class: "oom-answer" }, h("h3", { text: "Out of memory: the answer" }), dl,
+    note("memsnap oom FILE prints the evidence: the allocator's state at the failure, who held the memory, and every setting replayed."))];
+}
+
 function renderDevice(dev, tables) {
   const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device);
   const cards = h("div", { class: "cards" });
@@ -72,7 +82,7 @@ function renderDevice(dev, tables) {
   }
   cards.append(card("live at end", fmtBytes(dev.end_live)), card("reserved at end", fmtBytes(dev.end_reserved)),
     card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.lifetimes), "block lifetimes: one per malloc, live until its free"));
-  sec.append(cards, ...traceNotes(dev));
+  sec.append(cards, ...oomAnswer(dev), ...traceNotes(dev));
   let chart = null;
   if (dev.tiles) {
     const tools = h("div", { class: "controls" });

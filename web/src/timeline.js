@@ -374,15 +374,23 @@ class TimelineChart {
     if (text) {
       ctx.font = "600 " + 11 * devicePixelRatio + "px system-ui, sans-serif";
       ctx.fillStyle = color;
-      const w = ctx.measureText(text).width;
-      const right = px + 4 * devicePixelRatio + w > bb.left + bb.width;
-      ctx.textAlign = right ? "right" : "left";
-      ctx.fillText(text, right ? px - 4 * devicePixelRatio : px + 4 * devicePixelRatio, bb.top + 12 * devicePixelRatio);
+      const w = ctx.measureText(text).width, pad = 4 * devicePixelRatio;
+      const right = px + pad + w > bb.left + bb.width;
+      const x0 = right ? px - pad - w : px + pad, x1 = x0 + w;
+      // A label that would overlap one already drawn (the peak and an OOM close together) goes
+      // on the first row below where it fits.
+      const rows = this.labelRows || (this.labelRows = []);
+      let row = 0;
+      while (rows[row] && rows[row].some(([a, b]) => x0 < b + pad && x1 > a - pad)) row++;
+      (rows[row] || (rows[row] = [])).push([x0, x1]);
+      ctx.textAlign = "left";
+      ctx.fillText(text, x0, bb.top + (12 + 14 * row) * devicePixelRatio);
     }
     ctx.restore();
   }
   drawMarkers(u) {
     const dev = this.dev, ht = dev.has_time;
+    this.labelRows = [];
     if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
     this.placeCursor();

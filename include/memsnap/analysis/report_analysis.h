@@ -27,6 +27,7 @@
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/group.h"
 #include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/oom.h"
 #include "memsnap/analysis/replay.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/analysis/timeline_lod.h"
@@ -101,6 +102,9 @@ struct ReportAnalysis {
   std::vector<std::string> band_sites;
   std::optional<ReplayReport> replay;
   std::vector<ReplayCurve> replay_curves;  // one per replay.results entry
+  /// The OOMs the trace recorded, explained as `memsnap oom FILE` does (on the capacity each
+  /// device's first oom entry implies); nullopt when the trace has none (or the diff page).
+  std::optional<OomReport> oom;
 };
 
 /// Runs every analysis behind the single-file page. Errors: a filter regex or a --replay

@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "memsnap/analysis/oom.h"
 #include "nlohmann/json.hpp"
@@ -19,6 +20,19 @@ nlohmann::ordered_json OomToJson(const analysis::OomReport& report);
 /// The whole explanation: per device its capacity, each OOM (request, state, retry, verdict,
 /// holders, shortfall and levers) and the remedies table.
 void RenderOomText(const analysis::OomReport& report, std::ostream& out);
+
+/// One line of a device's answer: "answer" (why it fails), "fix" (the setting that fits, or the
+/// memory the run needs) and "cut" (what has to shrink when no setting fits).
+struct OomAnswerLine {
+  std::string label;
+  std::string text;
+};
+
+/// The answer for `device` of `report` in those lines, ahead of the evidence (RenderOomText opens
+/// each device with them; the HTML report shows them above the timeline). Empty when nothing
+/// fails on the device.
+std::vector<OomAnswerLine> OomAnswer(const analysis::OomReport& report,
+                                     const analysis::OomDevice& device);
 
 /// One OOM in a few lines (verdict, holders, what fits): the failure text of `check --fits`.
 std::string OomBrief(const analysis::OomReport& report);
