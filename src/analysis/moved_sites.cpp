@@ -6,7 +6,6 @@
 #include <array>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -84,33 +83,58 @@ std::vector<MovedPair> PairMovedSites(const std::vector<GroupRow>& before,
       candidates[r.info.unlined_key][side].push_back(i);
     }
   }
-  // Where a side has several candidates, the frames whose line the other file also has (with
-  // the same function) did not move: they keep their line, so that two sites of one function told
-  // apart by an unmoved line ("transformer.py:76" and ":77") stay apart while the lines outside
-  // them moved ("benchmark.py:222" -> ":224"); each of those is then a candidate of its own.
-  std::array<std::set<std::string_view>, 2> lined;
-  for (int side = 0; side < 2; ++side) {
-    for (const GroupRow& r : *rows[side]) {
-      for (const std::string& f : r.info.key_frames) lined[side].insert(f);
+  // The only candidate of each side pairs. Each frame in which the two differ is a line that moved
+  // (the loss, "benchmark.py:228" -> ":230"), so where the other file has the same text (its own
+  // ":230", the optimizer step) that is another statement: no evidence of an unmoved line (below).
+  std::vector<MovedPair> pairs;
+  std::array<absl::flat_hash_set<std::string_view>, 2> moved;
+  for (const auto& [unlined, sides] : candidates) {
+    if (sides[0].size() != 1 || sides[1].size() != 1) continue;
+    pairs.push_back({sides[0][0], sides[1][0]});
+    const std::vector<std::string>& a = before[sides[0][0]].info.key_frames;
+    const std::vector<std::string>& b = after[sides[1][0]].info.key_frames;
+    for (size_t p = 0; p < std::min(a.size(), b.size()); ++p) {
+      if (a[p] != b[p]) {
+        moved[0].insert(a[p]);
+        moved[1].insert(b[p]);
+      }
     }
   }
-  auto anchored = [&](size_t index, int side) {
-    std::string out;
-    for (const std::string& f : (*rows[side])[index].info.key_frames) {
-      absl::StrAppend(&out, lined[1 - side].contains(f) ? f : std::string(), "\n");
+  // Where a side has several candidates, the frames that did not move keep their line, and the
+  // candidates told apart by those lines pair when each is again the only one of its side. A frame
+  // did not move when the other side's candidates (its possible partners) have it too, or when the
+  // other file has it in any row and no pair above shows that row's frame moved there from another
+  // line. So two sites of one function told apart by an unmoved line ("transformer.py:76" and
+  // ":77") stay apart while the lines outside them moved ("benchmark.py:222" -> ":224"), and a line
+  // number that an edit gave to another statement (":230", now the loss) does not keep the two
+  // optimizer-state sites that moved from it to ":232" apart from their partners.
+  std::array<absl::flat_hash_set<std::string_view>, 2> lined;
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *rows[side]) {
+      for (const std::string& f : r.info.key_frames) {
+        if (!moved[side].contains(f)) lined[side].insert(f);
+      }
     }
-    return out;
-  };
-  std::vector<MovedPair> pairs;
+  }
   for (const auto& [unlined, sides] : candidates) {
     if (sides[0].empty() || sides[1].empty()) continue;
-    if (sides[0].size() == 1 && sides[1].size() == 1) {
-      pairs.push_back({sides[0][0], sides[1][0]});
-      continue;
+    if (sides[0].size() == 1 && sides[1].size() == 1) continue;  // paired above
+    std::array<absl::flat_hash_set<std::string_view>, 2> partners;
+    for (int side = 0; side < 2; ++side) {
+      for (size_t i : sides[side]) {
+        for (const std::string& f : (*rows[side])[i].info.key_frames) partners[side].insert(f);
+      }
     }
     std::map<std::string, std::array<std::vector<size_t>, 2>> finer;
     for (int side = 0; side < 2; ++side) {
-      for (size_t i : sides[side]) finer[anchored(i, side)][side].push_back(i);
+      for (size_t i : sides[side]) {
+        std::string anchored;
+        for (const std::string& f : (*rows[side])[i].info.key_frames) {
+          bool kept = partners[1 - side].contains(f) || lined[1 - side].contains(f);
+          absl::StrAppend(&anchored, kept ? f : std::string(), "\n");
+        }
+        finer[anchored][side].push_back(i);
+      }
     }
     for (const auto& [text, part] : finer) {
       if (part[0].size() == 1 && part[1].size() == 1) pairs.push_back({part[0][0], part[1][0]});

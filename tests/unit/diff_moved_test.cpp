@@ -172,6 +172,66 @@ TEST_SUITE("diff") {
     }
   }
 
+  TEST_CASE("sites whose caller moved pair even where another statement took the old line") {
+    // Two Adam-state zeros_like of step(), called from train.py:30; two lines added above the loss
+    // (train.py:28) move the loss to :30 and the step to :32. The later file's :30 is the loss, not
+    // the step: the loss's own pair shows it moved there from :28, so :30 pins nothing.
+    auto state = [](int64_t optim_line, int64_t train_line) {
+      return std::vector<F>{Op("zeros_like"), Py("optim.py", optim_line, "step"),
+                            Py("train.py", train_line, "main")};
+    };
+    auto loss = [](int64_t train_line) {
+      return std::vector<F>{Op("mean"), Py("loss.py", 33, "cross_entropy"),
+                            Py("train.py", train_line, "main")};
+    };
+    Snapshot before = Live({state(82, 30), state(84, 30), loss(28)});
+    Snapshot after = Live({state(82, 32), state(84, 32), loss(30)});
+    DiffReport rep = Diff(before, after);
+    CHECK(rep.sites_moved == 3);
+    CHECK(rep.sites_only_before == 0);
+    CHECK(rep.sites_only_after == 0);
+    const SiteDelta* s = Find(rep, "zeros_like \u2190 optim.py:84 step");
+    REQUIRE(s != nullptr);
+    CHECK(s->before_bytes == 2 << 20);
+    CHECK(s->after_bytes == 2 << 20);
+    CHECK(s->moved == std::vector<std::string>{"train.py:30\u219232"});
+  }
+
+  TEST_CASE(
+      "a line the other file still has, that no pair shows moved, keeps its candidates apart") {
+    // One script, two code paths: the forward-only run calls the model at train.py:21, the full
+    // step at :27. Line :21 is still in the later file (an embedding einsum still called from it),
+    // so the logits einsum of :21 did not move to :27: diff reports one gone and one new.
+    auto einsum = [](int64_t inner, int64_t outer, int64_t train_line) {
+      return std::vector<F>{Op("einsum"), Py("model.py", inner, "forward"),
+                            Py("model.py", outer, "forward"), Py("train.py", train_line, "main")};
+    };
+    Snapshot before = Live({einsum(22, 298, 21), einsum(57, 295, 21), einsum(22, 188, 21)});
+    Snapshot after = Live({einsum(22, 298, 27), einsum(22, 188, 21)});
+    DiffReport rep = Diff(before, after);
+    CHECK(rep.sites_moved == 0);
+    CHECK(rep.sites_only_before == 2);
+    CHECK(rep.sites_only_after == 1);
+  }
+
+  TEST_CASE("lines that both sides' candidates have keep them apart, whatever other pairs say") {
+    // Two concats of forward() lines 509 and 510, called from train.py:117 and then :142. An add of
+    // forward(), the only one of each side, pairs 509 with 510: by itself that would say the later
+    // 510 is the earlier 509, and swap the concats. Both sides' concats have both lines: they stay.
+    auto site = [](const std::string& op, int64_t forward_line, int64_t train_line) {
+      return std::vector<F>{Op(op), Py("model.py", forward_line, "forward"),
+                            Py("train.py", train_line, "main")};
+    };
+    Snapshot before = Live({site("cat", 509, 117), site("cat", 510, 117), site("add", 509, 117)});
+    Snapshot after = Live({site("cat", 509, 142), site("cat", 510, 142), site("add", 510, 142)});
+    DiffReport rep = Diff(before, after);
+    CHECK(rep.sites_moved == 3);
+    const SiteDelta* s = Find(rep, "cat \u2190 model.py:510 forward");
+    REQUIRE(s != nullptr);
+    CHECK(s->before_bytes == 2 << 20);
+    CHECK(s->after_bytes == 2 << 20);
+  }
+
   TEST_CASE("--ignore-lines matches moved sites by key, with nothing to pair") {
     DiffOptions o;
     o.group.ignore_lines = true;

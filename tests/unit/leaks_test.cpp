@@ -348,6 +348,10 @@ TEST_SUITE("leaks") {
                                      "memory_ctx128_fullstep__b1a7c70c"});
     CHECK(step.num_leaks == 0);
     CHECK(step.total_verdict == Verdict::kSteady);
+    // Every site of the full step is steady across both edits, Adam's two states included: they
+    // move from benchmark.py:232 to :234, and the later file's :232 is the loss (from :230).
+    CHECK(step.sites_total == 9);
+    CHECK(step.verdict_counts[static_cast<int>(Verdict::kSteady)] == 9);
   }
 
   TEST_CASE("real series: context lengths and forward vs full step run, and grow as expected" *

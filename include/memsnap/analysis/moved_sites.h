@@ -26,10 +26,11 @@ struct MovedPair {
 /// a row whose key only `before` has and a row whose key only `after` has, with the same
 /// SiteInfo::unlined_key (same files, functions, autograd node and operator from the owner outward,
 /// lines aside), neither synthetic, each the only such candidate of its side. Where a side has
-/// several candidates of one unlined key, the frames whose exact text the other side also has (in
-/// any row) keep their line, and the candidates told apart by those lines pair when each is again
-/// the only one of its side. Rows without an unlined key (GroupOptions::unlined_keys off, or not
-/// grouped by site) never pair. Ordered by `before`.
+/// several candidates of one unlined key, a frame keeps its line when the other side's candidates
+/// have its exact text, or when the other side has it in any row and no pair of only candidates
+/// shows that frame moved there from another line; the candidates told apart by those lines pair
+/// when each is again the only one of its side. Rows without an unlined key
+/// (GroupOptions::unlined_keys off, or not grouped by site) never pair. Ordered by `before`.
 std::vector<MovedPair> PairMovedSites(const std::vector<GroupRow>& before,
                                       const std::vector<GroupRow>& after);
 
