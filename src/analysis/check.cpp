@@ -121,13 +121,21 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     c.passed = cur.fits->ooms.empty();
     if (!c.passed) {
       const OomExplanation& first = cur.fits->ooms.front();
-      c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", first.device,
-                               " runs out of memory at ",
-                               first.event == kPreexistingEvent
-                                   ? std::string("the blocks alive before the trace")
-                                   : absl::StrCat("event:", first.event),
-                               " asking for ", FormatBytes(first.requested), " (",
-                               Sv(OomVerdictName(first.verdict)), ")");
+      for (const OomDevice& d : cur.fits->devices) {
+        if (d.trace_peak_live <= d.capacity || !c.failure.empty()) continue;
+        // The run's own peak is over the card: that, not the first failure's layout, is why.
+        c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", d.device,
+                                 "'s live memory peaks at ", FormatBytes(d.trace_peak_live), ", ",
+                                 FormatBytes(d.trace_peak_live - d.capacity), " over (demand)");
+      }
+      if (c.failure.empty())
+        c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", first.device,
+                                 " runs out of memory at ",
+                                 first.event == kPreexistingEvent
+                                     ? std::string("the blocks alive before the trace")
+                                     : absl::StrCat("event:", first.event),
+                                 " asking for ", FormatBytes(first.requested), " (",
+                                 Sv(OomVerdictName(first.verdict)), ")");
     }
     r.checks.push_back(std::move(c));
     r.fits = cur.fits;

@@ -262,8 +262,9 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
       case analysis::OomVerdict::kFragmentation:
         line("answer",
              absl::StrCat("fragmentation: at ", where, " ", FormatBytes(first.free_bytes),
-                          " was free, but in no piece of the ", FormatBytes(first.rounded),
-                          " asked for, and the device had no room for a new segment"));
+                          " was free, but no free block holds the ", FormatBytes(first.rounded),
+                          " asked for, and a new segment needs ", FormatBytes(first.segment_bytes),
+                          " of the ", FormatBytes(first.device_free), " the device had left"));
         break;
       case analysis::OomVerdict::kCacheNotReleased:
         line("answer",
@@ -282,7 +283,10 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
     std::string text =
         absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best->settings, ": the whole trace replays on ",
                      cap, " with ", FormatBytes(best->headroom), " to spare");
-    if (fitting > 1) absl::StrAppend(&text, " (", fitting, " settings fit; table below)");
+    if (fitting > 1) {
+      absl::StrAppend(&text, " (", fitting, " of the ", d.remedies.size() - 1,
+                      " candidate settings fit)");
+    }
     line("fix", text);
     return lines;
   }
@@ -589,26 +593,18 @@ std::vector<OomAnswerLine> OomAnswer(const OomReport& r, const OomDevice& d) {
 
 std::string OomBrief(const OomReport& r) {
   std::ostringstream out;
-  for (const OomExplanation& o : r.ooms) {
-    out << "device " << o.device << " fails at " << OomWhere(o) << ": " << FormatBytes(o.requested)
-        << " from " << o.site << "\n";
-    out << "  " << Sentence(o.verdict_text) << "\n";
-    for (size_t i = 0; i < o.holders.size() && i < 3; ++i) {
-      out << "  holder " << FormatBytes(o.holders[i].bytes) << "  " << o.holders[i].site << "\n";
+  for (const OomDevice& d : r.devices) {
+    const std::vector<OomAnswerLine> answer = OomAnswer(r, d);
+    if (answer.empty()) continue;
+    const OomExplanation* first = nullptr;
+    for (const OomExplanation& o : r.ooms) {
+      if (o.device == d.device && first == nullptr) first = &o;
     }
-    if (o.shortfall > 0) {
-      out << "  live memory must shrink by at least " << FormatBytes(o.shortfall) << " ("
-          << FormatExactBytes(o.shortfall) << ")\n";
-    }
-    if (const OomDevice* d = DeviceOf(r, o.device)) {
-      std::string fits;
-      for (size_t i = 1; i < d->remedies.size(); ++i) {
-        if (d->remedies[i].fits)
-          absl::StrAppend(&fits, fits.empty() ? "" : ", ", d->remedies[i].conf);
-      }
-      out << "  "
-          << (fits.empty() ? std::string("no candidate setting fits")
-                           : absl::StrCat("fits with: ", fits))
+    out << "device " << d.device << " fails at " << OomWhere(*first) << ": "
+        << FormatBytes(first->requested) << " from " << first->site << "\n";
+    for (const OomAnswerLine& l : answer) out << "  " << l.label << ": " << l.text << "\n";
+    for (size_t i = 0; i < first->holders.size() && i < 3; ++i) {
+      out << "  holder " << FormatBytes(first->holders[i].bytes) << "  " << first->holders[i].site
           << "\n";
     }
   }
