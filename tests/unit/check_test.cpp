@@ -74,7 +74,7 @@ TEST_SUITE("check") {
     CHECK(fail.checks[0].failure.find("event:4") != std::string::npos);
     REQUIRE(fail.fits.has_value());
     CHECK(fail.fits->ooms[0].verdict == OomVerdict::kFragmentation);
-    CHECK(report::CheckToJunit(fail).find("Fragmentation: this 2.0 MiB request") !=
+    CHECK(report::CheckToJunit(fail).find("answer: fragmentation: at event:4") !=
           std::string::npos);
     // Without a trace there is nothing to replay: an error, not a pass.
     CheckMetrics none = MeasureForCheck(LoadFixture("frag_basic.json"), &o);
