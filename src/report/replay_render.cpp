@@ -139,6 +139,39 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   return j;
 }
 
+// Each setting against the recorded settings replayed, in one line: what it changes at the peak
+// and, on a given capacity, whether it fits.
+void RenderVerdicts(const analysis::ReplayReport& rep, std::ostream& out) {
+  if (rep.results.size() < 2 || rep.results[0].config.label != "recorded") return;
+  const ConfigResult& base = rep.results[0];
+  out << "\n";
+  for (size_t i = 1; i < rep.results.size(); ++i) {
+    const ConfigResult& r = rep.results[i];
+    const int64_t d = r.peak_reserved - base.peak_reserved;
+    std::string text =
+        d == 0 ? absl::StrCat("the same peak reserved as the recorded settings (",
+                              FormatBytes(r.peak_reserved), ")")
+               : absl::StrCat(
+                     FormatBytes(d < 0 ? -d : d), d < 0 ? " less" : " more",
+                     " reserved at the peak than the recorded settings (",
+                     FormatBytes(r.peak_reserved), " vs ", FormatBytes(base.peak_reserved), ", ",
+                     FormatPercent(static_cast<double>(d < 0 ? -d : d) /
+                                   static_cast<double>(std::max<int64_t>(1, base.peak_reserved))),
+                     ")");
+    if (rep.device_memory) {
+      const std::string cap = FormatBytes(*rep.device_memory);
+      if (r.ooms.empty()) {
+        absl::StrAppend(&text, base.ooms.empty() ? "; fits " : "; fits ", cap,
+                        base.ooms.empty() ? "" : " where the recorded settings fail");
+      } else {
+        absl::StrAppend(&text, "; fails on ", cap, " (", r.ooms.size(),
+                        r.ooms.size() == 1 ? " OOM)" : " OOMs)");
+      }
+    }
+    out << r.config.label << ": " << text << "\n";
+  }
+}
+
 void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*/,
                       std::ostream& out) {
   out << "replay " << rep.file << "  device " << rep.device << "  " << FormatCount(rep.events)
@@ -211,6 +244,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   };
   print(header);
   for (const auto& r : rows) print(r);
+  RenderVerdicts(rep, out);
   for (const ConfigResult& r : rep.results) {
     if (r.ooms.empty()) continue;
     out << "\nOOMs under "
