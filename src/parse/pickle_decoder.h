@@ -253,6 +253,7 @@ struct SpecHead {
   std::vector<Key> key_codes;        // StrId -> Key: the head's strings, as the head numbered them
   StrId na;                          // the head's "N/A"
   StackTable stacks;
+  StreamTable streams;
 };
 
 class Decoder {
