@@ -320,11 +320,19 @@ inline bool Decoder::TryEventDict() {
     if (!ok) return rollback();
   }
   if (first || negative < 0) return rollback();
-  // A speculative decoder interns into its copy of the head's table; the adoption maps what it
+  // Consecutive entries are mostly on one stream: the last entry's id costs a compare, where the
+  // table's scan cost 9 instructions an entry and a hash map 42 (docs/BENCHMARKS.md). A
+  // speculative decoder interns into its copy of the head's table; the adoption maps what it
   // added (pickle_parallel.cpp). A full table is the generic path's error to report.
-  e.stream = snap_.streams.Intern(stream);
-  if (!e.stream.valid()) [[unlikely]]
-    return rollback();
+  if (stream == last_stream_) [[likely]] {
+    e.stream = last_stream_id_;
+  } else {
+    e.stream = snap_.streams.Intern(stream);
+    if (!e.stream.valid()) [[unlikely]]
+      return rollback();
+    last_stream_ = stream;
+    last_stream_id_ = e.stream;
+  }
   snap_.events.push_back(e);
   events_prefault_.Touch(snap_.events);
   EventAppended();
