@@ -147,15 +147,16 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
         return;
       }
       reserved_ += e.size;
+      const int64_t stream = snap_.StreamOf(e);
       if (e.action == Action::kSegmentFree) {
-        segments_[begin] = Seg{e.size, e.stream, e.size == kSmallBuffer, false, PoolId{}};
+        segments_[begin] = Seg{e.size, stream, e.size == kSmallBuffer, false, PoolId{}};
         return;
       }
       // An unmapped range comes back as mapped expandable memory, merged with the runs it touches.
-      Seg seg{e.size, e.stream, e.size % kLargeBuffer != 0, true, PoolId{}};
+      Seg seg{e.size, stream, e.size % kLargeBuffer != 0, true, PoolId{}};
       auto left = SegmentAt(begin - 1);
       if (begin > 0 && left != segments_.end() && left->second.is_expandable &&
-          left->second.stream == e.stream) {
+          left->second.stream == stream) {
         seg.is_small = left->second.is_small;
         seg.pool = left->second.pool;
         seg.size += left->second.size;
@@ -164,7 +165,7 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
       }
       auto right = segments_.find(end);
       if (right != segments_.end() && right->second.is_expandable &&
-          right->second.stream == e.stream) {
+          right->second.stream == stream) {
         seg.is_small = right->second.is_small;
         seg.pool = right->second.pool;
         seg.size += right->second.size;

@@ -237,7 +237,7 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
     o.start_time_us = start_time;
     o.rounded = ev[i].size;
     o.requested = ev[i].size;
-    o.stream = ev[i].stream;
+    o.stream = snap.StreamOf(ev[i]);
     o.capacity = job.dev.capacity;
     o.recorded_device_free = static_cast<int64_t>(ev[i].addr);
     o.device_free = *o.recorded_device_free;

@@ -80,7 +80,7 @@ void BuildWarmStart(const Snapshot& snap, const DeviceTrace& trace, const std::v
     if (e.action == Action::kSegmentMap || e.action == Action::kSegmentUnmap) return;
     if (e.action == Action::kSegmentAlloc) segs.erase(e.addr);
     if (e.action == Action::kSegmentFree) {
-      segs[e.addr] = {e.addr, e.size, e.stream, e.size == sim::kSmallBuffer, {}};
+      segs[e.addr] = {e.addr, e.size, snap.StreamOf(e), e.size == sim::kSmallBuffer, {}};
     }
   }
   p.warm_ok = true;
@@ -149,23 +149,24 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
   for (size_t i = 0; i < ev.size(); ++i) {
     const TraceEvent& e = ev[i];
     const uint32_t idx = static_cast<uint32_t>(i);
+    const int64_t stream = snap.StreamOf(e);
     switch (e.action) {
       case Action::kAlloc:
-        p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kAlloc});
+        p.ops.push_back({e.addr, e.size, stream, idx, OpKind::kAlloc});
         p.max_request = std::max(p.max_request, e.size);
         state[e.addr] = St::kLive;
         break;
       case Action::kFreeRequested: {
         auto it = state.find(e.addr);
-        if (it == state.end()) add_pre(e.addr, e.size, e.stream, idx);
+        if (it == state.end()) add_pre(e.addr, e.size, stream, idx);
         bool adjacent = i + 1 < ev.size() && ev[i + 1].action == Action::kFreeCompleted &&
                         ev[i + 1].addr == e.addr;
         if (adjacent) {
-          p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kFree});
+          p.ops.push_back({e.addr, e.size, stream, idx, OpKind::kFree});
           state.erase(e.addr);
           ++i;  // the free_completed is part of this free
         } else {
-          p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kFreeRequested});
+          p.ops.push_back({e.addr, e.size, stream, idx, OpKind::kFreeRequested});
           state[e.addr] = St::kPending;
         }
         break;
@@ -173,10 +174,10 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
       case Action::kFreeCompleted: {
         auto it = state.find(e.addr);
         if (it == state.end()) {
-          add_pre(e.addr, e.size, e.stream, idx);
-          p.ops.push_back({e.addr, e.size, e.stream, idx, OpKind::kFree});
+          add_pre(e.addr, e.size, stream, idx);
+          p.ops.push_back({e.addr, e.size, stream, idx, OpKind::kFree});
         } else {
-          p.ops.push_back({e.addr, e.size, e.stream, idx,
+          p.ops.push_back({e.addr, e.size, stream, idx,
                            it->second == St::kPending ? OpKind::kFreeCompleted : OpKind::kFree});
           state.erase(it);
         }
@@ -191,7 +192,7 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
         }
         break;
       case Action::kOom:
-        p.ops.push_back({0, e.size, e.stream, idx, OpKind::kOomMalloc});
+        p.ops.push_back({0, e.size, stream, idx, OpKind::kOomMalloc});
         p.max_request = std::max(p.max_request, e.size);
         break;
       default:
@@ -273,7 +274,7 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
       base = r->first;
       if (a == SegmentAction::kMap) r->second = std::max(r->second, e.addr + e.size);
     }
-    out.push_back({{a, e.addr, e.size, e.stream, base}, static_cast<uint32_t>(i)});
+    out.push_back({{a, e.addr, e.size, snap.StreamOf(e), base}, static_cast<uint32_t>(i)});
   }
   return out;
 }

@@ -142,7 +142,7 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
       o.time_us = e.time_us;
       o.requested = e.size;
       o.device_free = static_cast<int64_t>(e.addr);
-      o.stream = e.stream;
+      o.stream = snap.StreamOf(e);
       if (!namer) namer.emplace(snap);
       o.site = namer->Label(e.stack);
       dev.ooms.push_back(std::move(o));

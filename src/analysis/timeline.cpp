@@ -220,8 +220,10 @@ class DeviceBuilder {
   void SetTarget(TimelinePoint p) { target_ = p; }
 
   /// The device's events [first, first + events.size()); `first` is the number fed so far.
-  void Feed(std::span<const TraceEvent> events, uint32_t first) {
+  /// `streams`: the values of the streams they name (StreamTable::values), during the call.
+  void Feed(std::span<const TraceEvent> events, uint32_t first, std::span<const int64_t> streams) {
     assert(first == fed_);
+    streams_ = streams;
     const bool curve = options_.curve;
     switch (options_.keep) {
       case KeepLifetimes::kAll:
@@ -238,6 +240,7 @@ class DeviceBuilder {
         break;
     }
     fed_ += static_cast<uint32_t>(events.size());
+    streams_ = {};
   }
   uint32_t fed() const { return fed_; }
 
@@ -286,6 +289,7 @@ class DeviceBuilder {
       if (curve.capacity() < end) curve.reserve(std::max<size_t>(end, 2 * curve.capacity()));
     }
     Prefaulter& pool_prefault = pool_prefault_;
+    const int64_t* const streams = streams_.data();
 
     auto open = [&](const TraceEvent& e, AddrState& st) __attribute__((always_inline))
                     ->BlockLifetime& {
@@ -303,7 +307,7 @@ class DeviceBuilder {
       lt.version = st.next_version++;
       lt.requested_size = e.size;
       lt.rounded_size = sim::RoundSize(e.size, kTimelineRounding);
-      lt.stream = e.stream;
+      lt.stream = streams[e.stream.v];
       lt.stack = e.stack;
       return lt;
     };
@@ -416,7 +420,7 @@ class DeviceBuilder {
       s.version = st.next_version++;
       s.mapping = e.action == Action::kSegmentMap;
       s.size = e.size;
-      s.stream = e.stream;
+      s.stream = streams_[e.stream.v];
       s.begin_event = LocalEvent(i);
       cur_res_ += e.size;
       dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
@@ -430,7 +434,7 @@ class DeviceBuilder {
       s.cls = LifetimeClass::kPreWindow;
       s.mapping = e.action == Action::kSegmentUnmap;
       s.size = e.size;
-      s.stream = e.stream;
+      s.stream = streams_[e.stream.v];
       pre_res_ += e.size;
     }
     SegmentLifetime& s = dt_.segments[st.open];
@@ -599,6 +603,7 @@ class DeviceBuilder {
   bool time_sorted_ = true;
   int64_t last_time_ = std::numeric_limits<int64_t>::min();
   Prefaulter pool_prefault_;
+  std::span<const int64_t> streams_;  // during Feed: the values of the events' streams
 };
 
 // One device's timeline from its whole trace.
@@ -615,7 +620,7 @@ void BuildDevice(const Snapshot& snap, int32_t device, const TimelineOptions& op
   if (options.keep == KeepLifetimes::kLiveAt && options.moment.kind != Moment::Kind::kPeak) {
     builder.SetTarget(ResolveFixedMoment(ev, AllTimed(ev), options.moment));
   }
-  builder.Feed(ev, 0);
+  builder.Feed(ev, 0, snap.streams.values());
   builder.Finish(snap, device, begin, std::move(fin));
 }
 
@@ -747,13 +752,14 @@ bool TimelineStream::Streams(const TimelineOptions& options) {
           m.kind != Moment::Kind::kBeforeEnd && !(m.kind == Moment::Kind::kEvent && m.value < 0));
 }
 
-void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first) {
+void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first,
+                          std::span<const int64_t> streams) {
   if (state_ == nullptr || state_->broken) return;
   if (first != state_->builder.fed() || first + events.size() > LocalEvent::kMaxEvents) {
     state_->broken = true;
     return;
   }
-  state_->builder.Feed(events, static_cast<uint32_t>(first));
+  state_->builder.Feed(events, static_cast<uint32_t>(first), streams);
 }
 
 absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t fed) {

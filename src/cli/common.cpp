@@ -58,7 +58,8 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
   if (analysis::TimelineStream::Streams(options)) {
     // With one thread the pass still streams, inline as the reader publishes.
     feed.emplace(
-        [&stream](std::span<const TraceEvent> events, size_t first) { stream.Feed(events, first); },
+        [&stream](std::span<const TraceEvent> events, size_t first,
+                  std::span<const int64_t> streams) { stream.Feed(events, first, streams); },
         ThreadsFor(ctx.threads) > 1);
   }
   absl::StatusOr<Snapshot> snap = LoadSnapshot(path, ctx, feed ? &*feed : nullptr);

@@ -72,6 +72,17 @@ StackId StackTable::Intern(std::span<const FrameId> frames) {
   return StackId(id);
 }
 
+StreamId StreamTable::InternSlow(int64_t value) {
+  if (values_.size() > kScanned) {
+    if (auto it = index_.find(value); it != index_.end()) return StreamId(it->second);
+  }
+  if (values_.size() >= kMaxStreams) return StreamId::Invalid();
+  const auto id = static_cast<uint16_t>(values_.size());
+  values_.push_back(value);
+  if (id >= kScanned) index_.emplace(value, id);
+  return StreamId(id);
+}
+
 std::vector<int32_t> Snapshot::Devices() const {
   std::set<int32_t> devices;
   for (const Segment& s : segments) devices.insert(s.device);

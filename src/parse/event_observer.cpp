@@ -16,11 +16,14 @@ BackgroundEventFeed::~BackgroundEventFeed() {
   worker_.join();
 }
 
-void BackgroundEventFeed::Publish(const TraceEvent* events, size_t count) {
+void BackgroundEventFeed::Publish(const TraceEvent* events, size_t count,
+                                  std::span<const int64_t> streams) {
   std::unique_lock<std::mutex> lock(mu_);
   if (invalid_ || count <= published_) return;
   base_ = events;
   published_ = count;
+  // The table only grows: what was copied before is a prefix of it.
+  if (streams.size() > streams_.size()) streams_.assign(streams.begin(), streams.end());
   if (!worker_.joinable()) {
     FeedPending(lock);
     return;
@@ -51,9 +54,11 @@ size_t BackgroundEventFeed::fed() const {
 void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
   const TraceEvent* base = base_;
   const size_t from = fed_, to = published_;
+  // Copied under the lock: Publish may extend streams_ while this thread feeds.
+  if (feed_streams_.size() != streams_.size()) feed_streams_ = streams_;
   busy_ = true;
   lock.unlock();
-  feed_(std::span<const TraceEvent>(base + from, to - from), from);
+  feed_(std::span<const TraceEvent>(base + from, to - from), from, feed_streams_);
   lock.lock();
   busy_ = false;
   if (!invalid_) fed_ = to;

@@ -197,6 +197,12 @@ class JsonField {
     return std::nullopt;
   }
   absl::StatusOr<StackId> Stack(element v) { return d_.Stack(v, path_); }
+  absl::StatusOr<StreamId> Stream(element v) {
+    ASSIGN_OR_RETURN(uint64_t value, Address(v));
+    const StreamId id = d_.snap_.streams.Intern(static_cast<int64_t>(value));
+    if (!id.valid()) return Error(TooManyStreams());
+    return id;
+  }
   absl::StatusOr<PoolId> Pool(element v) { return d_.Pool(v, path_); }
   std::optional<StrId> DictText(element v) {
     if (v.type() != element_type::OBJECT) return std::nullopt;

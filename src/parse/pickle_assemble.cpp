@@ -94,7 +94,7 @@ void Decoder::PublishEvents() {
   }
   // The newest entry may still get its items (CreateRecord comes before SetItems).
   published_ = n - 1;
-  observer_->Publish(snap_.events.data(), published_);
+  observer_->Publish(snap_.events.data(), published_, snap_.streams.values());
   next_publish_ = std::min(n + kPublishEvery, snap_.events.capacity());
 }
 
@@ -143,7 +143,7 @@ absl::Status Decoder::Finish(size_t at, const Value& root) {
   // Every entry is complete now; what follows may reorder or drop them.
   if (observer_ != nullptr) {
     published_ = snap_.events.size();
-    observer_->Publish(snap_.events.data(), published_);
+    observer_->Publish(snap_.events.data(), published_, snap_.streams.values());
     observer_->Release();
   }
   if (root.tag == Tag::kList) {

@@ -253,6 +253,7 @@ struct SpecHead {
   std::vector<Key> key_codes;        // StrId -> Key: the head's strings, as the head numbered them
   StrId na;                          // the head's "N/A"
   StackTable stacks;
+  StreamTable streams;
 };
 
 class Decoder {
@@ -550,6 +551,10 @@ class Decoder {
   std::vector<TopRec<Value>> tops_;
   std::vector<EventExtra> extras_;  // of the events that have any, by event record
   std::vector<FrameId> frame_scratch_;
+  // The stream of the last entry TryEventDict decoded, and its id in snap_.streams (ids never
+  // change once given).
+  int64_t last_stream_ = 0;
+  StreamId last_stream_id_ = StreamTable::kDefault;
   uint64_t clamped_ints_ = 0;
   uint64_t copies_ = 0;
   LimitReport limits_;  // values out of range (model/limits.h), paths resolved by Finish

@@ -60,8 +60,10 @@ struct SpecChunk {
   std::vector<SpecOp> ops;
   std::vector<SpecSegment> segments;
   StackTable stacks;               // the head's stacks, then the chunk's new ones
+  StreamTable streams;             // the head's streams, then the chunk's new ones
   std::vector<uint32_t> reads;     // head memo entries read
   std::vector<StackId> stack_map;  // the chunk's new stacks -> the model's (sequential decoder)
+  std::vector<StreamId> stream_map;  // the chunk's new streams -> the model's
 };
 
 struct SpecState {
@@ -231,6 +233,7 @@ void Decoder::Speculate(SpecChunk& c) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   const size_t size = data_.size();
   snap_.stacks = head_->stacks;
+  snap_.streams = head_->streams;
   pos_ = c.begin;
   size_t seg_begin = pos_;
   auto close = [&](size_t at) {
@@ -291,6 +294,7 @@ void Decoder::Speculate(SpecChunk& c) {
   c.memo = std::move(memo_);
   c.lists = std::move(lists_);
   c.stacks = std::move(snap_.stacks);
+  c.streams = std::move(snap_.streams);
   c.reads = std::move(head_reads_);
 }
 
@@ -345,6 +349,7 @@ void Decoder::MakePlan() {
   s.head.key_codes = key_codes_;
   s.head.na = na_;
   s.head.stacks = snap_.stacks;
+  s.head.streams = snap_.streams;
   for (size_t k = 0; k < starts.size(); ++k) {
     auto c = std::make_unique<SpecChunk>();
     c->begin = starts[k];
@@ -443,8 +448,11 @@ absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
   const size_t n_ops = g.ops_end - prev.ops_end;
   const size_t n_lists = g.lists_end - prev.lists_end;
   // Adopt only what cannot differ from decoding it here: no stack or MARK depth the loop would
-  // refuse, no vector growth the event observer would have to be told of, refs that pack.
+  // refuse, no vector growth the event observer would have to be told of, refs that pack, streams
+  // that fit the model's table (the sequential decoder reports the one that does not).
+  const size_t head_streams = spec_->head.streams.size();
   if (snap_.events.size() + n_events > snap_.events.capacity() ||
+      snap_.streams.size() + (c.streams.size() - head_streams) > StreamTable::kMaxStreams ||
       stack_.size() + n_events + 1 > kMaxStackDepth || marks_.size() + n_ops > kMaxStackDepth ||
       snap_.events.size() + n_events >= kMemoRefLimit || lists_.size() + n_lists >= kMemoRefLimit) {
     return absl::OkStatus();
@@ -472,6 +480,13 @@ absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
     if (!m.valid()) m = snap_.stacks.Intern(c.stacks.Get(id));
     return m;
   };
+  // The same for streams: interned in the order of first use, which the check above keeps valid.
+  auto map_stream = [&](StreamId id) {
+    if (c.stream_map.empty()) c.stream_map.resize(c.streams.size() - head_streams);
+    StreamId& m = c.stream_map[id.v - head_streams];
+    if (!m.valid()) m = snap_.streams.Intern(c.streams.Get(id));
+    return m;
+  };
   snap_.events.insert(snap_.events.end(), c.events.begin() + prev.events_end,
                       c.events.begin() + g.events_end);
   for (uint32_t i = prev.memo_end; i < g.memo_end; ++i) {
@@ -494,6 +509,8 @@ absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
       TraceEvent& e = snap_.events[record];
       if (e.stack.valid() && e.stack.v >= head_stacks) [[unlikely]]
         e.stack = map_stack(e.stack);
+      if (e.stream.v >= head_streams) [[unlikely]]
+        e.stream = map_stream(e.stream);
       for (; list < g.lists_end && c.lists[list].begin == j; ++list) {
         lists_.push_back(ListObj{static_cast<uint32_t>(scratch_.size()), 0,
                                  map_stack(c.lists[list].stack), false});

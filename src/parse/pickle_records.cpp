@@ -67,6 +67,13 @@ class PickleField {
     }
     return d_.AsStack(at_, rec_, v);
   }
+  absl::StatusOr<StreamId> Stream(const Value& v) {
+    ASSIGN_OR_RETURN(uint64_t value, Address(v));
+    const StreamId id = d_.snap_.streams.Intern(static_cast<int64_t>(value));
+    if (!id.valid()) [[unlikely]]
+      return Error(TooManyStreams());
+    return id;
+  }
   absl::StatusOr<PoolId> Pool(const Value& v) { return d_.AsPool(at_, rec_, key_, v); }
   std::optional<StrId> DictText(const Value& v) {
     if (v.tag != Tag::kDict && v.tag != Tag::kEventRef && v.tag != Tag::kFrameRef) {

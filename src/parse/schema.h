@@ -319,6 +319,8 @@ inline Block FinishBlock(const BlockRec& rec, SourceInfo& source) {
 //   absl::StatusOr<bool>     Bool(v)
 //   std::optional<double>    Number(v)     a float or int
 //   absl::StatusOr<StackId>  Stack(v)      a list of frames; None: no stack
+//   absl::StatusOr<StreamId> Stream(v)     an int as Address(v), interned in the snapshot's
+//                                          StreamTable; an error (TooManyStreams) when it is full
 //   absl::StatusOr<PoolId>   Pool(v)       a pair of ints; None: the default pool
 //   std::optional<StrId>     DictText(v)   a dict rendered as text; nullopt when not a dict
 //   absl::Status ForEachItem(v, fn(std::string_view key, const V&))   when v is a plain dict
@@ -330,6 +332,13 @@ inline Block FinishBlock(const BlockRec& rec, SourceInfo& source) {
 //   EventExtra& Extra()                   the extras of the entry being set (events only)
 //   absl::Status Blocks(v, SegmentRec&)   a segment's `blocks` (the reader's own records)
 //   absl::Status History(v, BlockRec&)    a block's `history`
+
+/// What a reader says when a trace names more distinct streams than a StreamTable holds (the
+/// readers prefix the file and the byte offset or key path).
+inline std::string TooManyStreams() {
+  return absl::StrCat("more than ", StreamTable::kMaxStreams,
+                      " distinct streams in one snapshot: memsnap keeps at most that many");
+}
 
 template <typename F>
 absl::Status SetEvent(F& f, Field field, const typename F::Value& v, TraceEvent& e) {
@@ -359,8 +368,7 @@ absl::Status SetEvent(F& f, Field field, const typename F::Value& v, TraceEvent&
       return absl::OkStatus();
     }
     case Field::kEventStream: {
-      ASSIGN_OR_RETURN(uint64_t s, f.Address(v));
-      e.stream = static_cast<int64_t>(s);
+      ASSIGN_OR_RETURN(e.stream, f.Stream(v));
       return absl::OkStatus();
     }
     case Field::kEventTime: {

@@ -372,7 +372,7 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                               ",\"tid\":0,\"ts\":", ts,
                               ",\"s\":\"p\",\"args\":{\"requested_bytes\":", events[e].size,
                               ",\"device_free_bytes\":", events[e].addr,
-                              ",\"stream\":", Quote(StreamName(events[e].stream)), "}}"));
+                              ",\"stream\":", Quote(StreamName(snap.StreamOf(events[e]))), "}}"));
         ++stats.instant_events;
       }
     }

@@ -358,7 +358,7 @@ void EmitEvent(const Snapshot& snap, const TraceEvent& ev, const EventExtra* x, 
   e.Key(K::kAction), e.Str(ActionName(ev.action));
   e.Key(ev.action == Action::kOom ? K::kDeviceFree : K::kAddr), e.UInt(ev.addr);
   e.Key(K::kSize), e.Int(ev.size);
-  e.Key(K::kStream), e.Int(ev.stream);
+  e.Key(K::kStream), e.Int(snap.StreamOf(ev));
   if (ev.has_time()) e.Key(K::kTimeUs), e.Int(ev.time_us);
   if (x != nullptr && x->compile_context.valid()) {
     e.Key(K::kCompileContext), e.Str(snap.strings.Get(x->compile_context));

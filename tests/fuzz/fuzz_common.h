@@ -21,11 +21,12 @@ inline void CheckError(const absl::Status& status) {
 inline void Check(absl::StatusOr<Snapshot> snap) {
   if (!snap.ok()) return CheckError(snap.status());
   Normalize(*snap);
-  // Touch what analyses read: every block's segment link and every stack's frames.
+  // Touch what analyses read: every block's segment link, every event's stream and stack frames.
   for (const Segment& s : snap->segments) {
     for (const Block& b : snap->BlocksOf(s)) (void)b.size;
   }
   for (const TraceEvent& e : snap->events) {
+    (void)snap->StreamOf(e);  // its id names a value of the stream table
     if (e.stack.valid()) {
       for (FrameId f : snap->stacks.Get(e.stack)) (void)snap->FrameText(f);
     }

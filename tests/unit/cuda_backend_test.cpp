@@ -31,17 +31,21 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 // Two 4 MB tensors on stream 0, one 1000-byte tensor on stream 7, all freed.
 Snapshot SmallTrace() {
-  return TraceSnapshot({
-      Ev(Action::kAlloc, 0x1000, 4000000),
-      Ev(Action::kAlloc, 0x2000, 4000000),
-      Ev(Action::kAlloc, 0x3000, 1000, 7),
-      Ev(Action::kFreeRequested, 0x1000, 4000000),
-      Ev(Action::kFreeCompleted, 0x1000, 4000000),
-      Ev(Action::kFreeRequested, 0x2000, 4000000),
-      Ev(Action::kFreeCompleted, 0x2000, 4000000),
-      Ev(Action::kFreeRequested, 0x3000, 1000, 7),
-      Ev(Action::kFreeCompleted, 0x3000, 1000, 7),
-  });
+  StreamTable streams;
+  const StreamId s7 = streams.Intern(7);
+  return TraceSnapshot(
+      {
+          Ev(Action::kAlloc, 0x1000, 4000000),
+          Ev(Action::kAlloc, 0x2000, 4000000),
+          Ev(Action::kAlloc, 0x3000, 1000, s7),
+          Ev(Action::kFreeRequested, 0x1000, 4000000),
+          Ev(Action::kFreeCompleted, 0x1000, 4000000),
+          Ev(Action::kFreeRequested, 0x2000, 4000000),
+          Ev(Action::kFreeCompleted, 0x2000, 4000000),
+          Ev(Action::kFreeRequested, 0x3000, 1000, s7),
+          Ev(Action::kFreeCompleted, 0x3000, 1000, s7),
+      },
+      streams);
 }
 
 ReplayConfig Config(const std::string& conf) {

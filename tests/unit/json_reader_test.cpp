@@ -116,7 +116,7 @@ TEST_SUITE("json_reader") {
     CHECK(s.diagnostics.warnings[0] ==
           "/device_traces/0/0/size: 9223372036854775807 is not a trace entry size PyTorch can "
           "write (0 to 1 TiB); clamped into that range");
-    CHECK(static_cast<uint64_t>(s.events[0].stream) == 18446744073709551615u);
+    CHECK(static_cast<uint64_t>(s.StreamOf(s.events[0])) == 18446744073709551615u);
     CHECK(s.events[0].time_us == 9007199254740995);
   }
 

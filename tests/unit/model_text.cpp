@@ -43,7 +43,7 @@ std::string ModelText(const Snapshot& s) {
     for (uint32_t i = t.begin; i < t.end; ++i) {
       const TraceEvent& e = s.events[i];
       absl::StrAppend(&out, "  ", Sv(ActionName(e.action)), " addr=", e.addr, " size=", e.size,
-                      " t=", e.time_us, " stream=", e.stream, " stack=", StackText(s, e.stack),
+                      " t=", e.time_us, " stream=", s.StreamOf(e), " stack=", StackText(s, e.stack),
                       "\n");
     }
   }

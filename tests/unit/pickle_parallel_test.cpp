@@ -49,7 +49,7 @@ const char* const kSmallFrames =
     "def emit(b):\n"
     "    sys.stdout.buffer.write(len(b).to_bytes(8, 'little') + b)\n";
 
-// A training-loop-like trace on two devices in which new frames, stacks and actions keep
+// A training-loop-like trace on two devices in which new frames, stacks, actions and streams keep
 // appearing (memo GETs of entries made after the head, which the workers cannot see), frame
 // lists are both shared and new (and shared with an entry a worker decoded), an entry is now and
 // then appended twice (a memo GET of a worker's entry), and some entries need the generic path
@@ -71,8 +71,12 @@ const char* const kTrace =
     "        fr = st if rng.random() < 0.5 else list(st)\n"
     "        if len(devices[0]) > 7 and rng.random() < 0.05: fr = devices[0][-7]['frames']\n"
     "        a = actions[rng.randrange(len(actions) if i > n // 2 else 3)]\n"
+    // A new stream in each quarter after the head: the workers number it in their own tables,
+    // and the adoption must give it the model's id, the same as the sequential decoder's.
+    "        late_stream = 0 if i < n // 4 else 2**47 + 256 * (i * 4 // n)\n"
     "        e = dict(action=a, addr=2**40 + 512 * rng.randrange(1000),\n"
-    "                 size=512 * rng.randrange(1, 100), stream=rng.choice((0, 0, 7)),\n"
+    "                 size=512 * rng.randrange(1, 100), stream=rng.choice((0, 0, 7, "
+    "late_stream)),\n"
     "                 time_us=1000 + i, compile_context='N/A', user_metadata='', frames=fr)\n"
     "        r = rng.random()\n"
     "        if r < 0.01: e['user_metadata'] = {'step': i}\n"

@@ -21,7 +21,8 @@ inline std::string DecodedPickleText(std::string_view bytes, const parse::Pickle
   Normalize(*snap);
   return ModelText(*snap) + "warnings: " + absl::StrJoin(snap->diagnostics.warnings, "\n") +
          "\nstrings: " + std::to_string(snap->strings.size()) +
-         " frames: " + std::to_string(snap->frames.size());
+         " frames: " + std::to_string(snap->frames.size()) +
+         " streams: " + absl::StrJoin(snap->streams.values(), ",");
 }
 
 inline std::string DecodedPickleText(std::string_view bytes, bool fast_paths) {

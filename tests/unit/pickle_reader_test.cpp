@@ -122,10 +122,10 @@ TEST_SUITE("pickle_reader") {
     Snapshot s = ParseOrFail(b.bytes());
     REQUIRE(s.events.size() == 3);
     CHECK(s.events[1].size == 20);
-    CHECK(s.events[1].stream == 0);
+    CHECK(s.StreamOf(s.events[1]) == 0);
     CHECK(s.events[2].addr == 3);
     CHECK(s.events[2].size == 0);
-    CHECK(s.events[2].stream == 30);
+    CHECK(s.StreamOf(s.events[2]) == 30);
   }
 
   TEST_CASE("DUP while the stack grows copies the value before the stack moves") {
@@ -279,7 +279,7 @@ TEST_SUITE("pickle_reader") {
     CHECK(s.frames.Get(s.stacks.Get(s.events[0].stack)[1]).line == kUnknownLine);
     CHECK(s.events[1].action == Action::kSnapshot);
     CHECK(s.events[1].size == 1536);
-    CHECK(s.events[1].stream == -5);  // BININT is signed
+    CHECK(s.StreamOf(s.events[1]) == -5);  // BININT is signed
     CHECK_FALSE(s.events[1].has_time());
     CHECK_FALSE(s.events[1].stack.valid());
     CHECK(s.settings.garbage_collection_threshold == 0.25);

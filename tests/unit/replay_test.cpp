@@ -33,6 +33,7 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
   std::vector<sim::SegmentEvent> log;
   alloc.SetEventLog(&log);
   std::vector<TraceEvent> events;
+  StreamTable streams;
   size_t logged = 0;
   auto flush = [&] {
     for (; logged < log.size(); ++logged) {
@@ -41,7 +42,7 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
                  : e.action == sim::SegmentAction::kFree ? Action::kSegmentFree
                  : e.action == sim::SegmentAction::kMap  ? Action::kSegmentMap
                                                          : Action::kSegmentUnmap;
-      events.push_back(Ev(a, e.addr, e.size, e.stream));
+      events.push_back(Ev(a, e.addr, e.size, streams.Intern(e.stream)));
     }
   };
   std::vector<std::pair<sim::BlockRef, int64_t>> live;
@@ -59,7 +60,7 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
       std::optional<sim::BlockRef> b = alloc.Malloc(n, stream);
       REQUIRE(b.has_value());
       flush();
-      events.push_back(Ev(Action::kAlloc, alloc.BlockPtr(*b), n, stream));
+      events.push_back(Ev(Action::kAlloc, alloc.BlockPtr(*b), n, streams.Intern(stream)));
       live.push_back({*b, n});
     } else {
       size_t k = next() % live.size();
@@ -75,7 +76,7 @@ Snapshot RecordWithSimulator(const std::string& conf, bool end_with_empty_cache)
     alloc.EmptyCache();
     flush();
   }
-  Snapshot s = TraceSnapshot(std::move(events));
+  Snapshot s = TraceSnapshot(std::move(events), std::move(streams));
   s.settings.expandable_segments = cfg->expandable_segments;
   s.settings.roundup_power2_divisions = cfg->roundup_power2_divisions;
   s.settings.max_split_size = cfg->max_split_size == sim::kUnlimitedSize ? -1 : cfg->max_split_size;

@@ -136,7 +136,10 @@ class SnapshotMutator {
             e.time_us = Time();
             break;
           case 4:
-            e.stream = Below(2) ? 0 : static_cast<int64_t>(rng_());
+            if (StreamId id = s.streams.Intern(Below(2) ? 0 : static_cast<int64_t>(rng_()));
+                id.valid()) {
+              e.stream = id;
+            }
             break;
           case 5:
             e.stack = Stack(s);

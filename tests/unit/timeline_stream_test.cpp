@@ -25,6 +25,8 @@ constexpr uint64_t kBase = 0x7f0000000000;
 // events, times that step back) and a final state that partly matches it.
 Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
   std::vector<TraceEvent> events;
+  StreamTable streams;  // three streams, so that a lifetime's stream is compared too
+  const StreamId on[] = {streams.Intern(0), streams.Intern(0x5a5a00), streams.Intern(7)};
   int64_t t = 100;
   for (int i = 0; i < n; ++i) {
     const int roll = std::uniform_int_distribution<int>(0, 99)(rng);
@@ -37,12 +39,13 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
                : roll < 97 ? Action::kSegmentFree
                : roll < 99 ? Action::kSegmentMap
                            : Action::kSegmentUnmap;
-    TraceEvent e = Ev(a, a >= Action::kSegmentAlloc ? kBase : addr, size);
+    TraceEvent e = Ev(a, a >= Action::kSegmentAlloc ? kBase : addr, size,
+                      on[std::uniform_int_distribution<int>(0, 2)(rng)]);
     t += std::uniform_int_distribution<int>(-1, 3)(rng);
     e.time_us = t;
     events.push_back(e);
   }
-  Snapshot snap = testing::TraceSnapshot(std::move(events));
+  Snapshot snap = testing::TraceSnapshot(std::move(events), std::move(streams));
   Segment seg;
   seg.address = kBase;
   seg.total_size = 64 * 512;
@@ -93,7 +96,8 @@ void CheckStreamed(const Snapshot& snap, const TimelineOptions& options, std::mt
   while (first < snap.events.size()) {
     size_t n = std::uniform_int_distribution<size_t>(1, 9)(rng);
     n = std::min(n, snap.events.size() - first);
-    stream.Feed(std::span<const TraceEvent>(snap.events.data() + first, n), first);
+    stream.Feed(std::span<const TraceEvent>(snap.events.data() + first, n), first,
+                snap.streams.values());
     first += n;
   }
   auto got = stream.Finish(snap, first);
@@ -121,7 +125,10 @@ struct StreamedRead {
 StreamedRead ReadStreamed(io::InputSource& input, const TimelineOptions& options, bool threaded) {
   TimelineStream stream(options);
   parse::BackgroundEventFeed feed(
-      [&](std::span<const TraceEvent> ev, size_t first) { stream.Feed(ev, first); }, threaded);
+      [&](std::span<const TraceEvent> ev, size_t first, std::span<const int64_t> streams) {
+        stream.Feed(ev, first, streams);
+      },
+      threaded);
   parse::ReadOptions ro;
   ro.events = &feed;
   auto snaps = parse::ParseSnapshots(input, ro);
@@ -259,15 +266,16 @@ TEST_SUITE("timeline stream") {
     std::mt19937_64 rng(9);
     Snapshot snap = RandomSnapshot(rng, 40);
     TimelineStream gap{TimelineOptions{}};
-    gap.Feed(std::span<const TraceEvent>(snap.events.data(), 10), 0);
-    gap.Feed(std::span<const TraceEvent>(snap.events.data() + 20, 20), 20);
+    gap.Feed(std::span<const TraceEvent>(snap.events.data(), 10), 0, snap.streams.values());
+    gap.Feed(std::span<const TraceEvent>(snap.events.data() + 20, 20), 20, snap.streams.values());
     auto got = gap.Finish(snap, 40);
     REQUIRE(got.ok());
     CHECK_FALSE(gap.used_stream());
     CHECK(got->devices[0] == ReconstructTimeline(snap)->devices[0]);
 
     TimelineStream short_stream{TimelineOptions{}};
-    short_stream.Feed(std::span<const TraceEvent>(snap.events.data(), 30), 0);
+    short_stream.Feed(std::span<const TraceEvent>(snap.events.data(), 30), 0,
+                      snap.streams.values());
     REQUIRE(short_stream.Finish(snap, 30).ok());
     CHECK_FALSE(short_stream.used_stream());
   }
@@ -281,6 +289,28 @@ TEST_SUITE("timeline stream") {
       for (const TimelineOptions& o : OptionSets()) {
         CheckReadStreamed(bytes, o, threaded, TimelineStream::Streams(o));
       }
+    }
+  }
+
+  TEST_CASE("a stream first seen after the first published events reaches the fed timeline") {
+    std::mt19937_64 rng(12);
+    Snapshot snap = RandomSnapshot(rng, 40000);
+    // From event 30,000 on (after the first of the reader's 16384-event publications), allocs
+    // are on a stream the reader interns only then: the feed must pass its value on.
+    const StreamId late = snap.streams.Intern(0xabc000);
+    for (size_t i = 30000; i < snap.events.size(); ++i) snap.events[i].stream = late;
+    const std::string bytes = ToPickle(snap);
+    TimelineOptions all;
+    all.keep = KeepLifetimes::kAll;
+    for (bool threaded : {true, false}) {
+      CAPTURE(threaded);
+      StreamedRead r = ReadStreamed(bytes, all, threaded);
+      REQUIRE(r.timeline.ok());
+      CHECK(r.used_stream);
+      size_t on_late = 0;
+      for (const BlockLifetime& b : r.timeline->devices[0].blocks) on_late += b.stream == 0xabc000;
+      CHECK(on_late > 1000);
+      CheckSameAsRebuilt(r, all);
     }
   }
 

@@ -11,8 +11,10 @@
 namespace memsnap::testing {
 
 /// A trace event (time 0, no stack): `addr` is the block or segment address (for kOom,
-/// device_free), `size` the requested or segment bytes.
-inline TraceEvent Ev(Action action, uint64_t addr, int64_t size, int64_t stream = 0) {
+/// device_free), `size` the requested or segment bytes, `stream` an id of the StreamTable given
+/// to TraceSnapshot (the default: stream 0).
+inline TraceEvent Ev(Action action, uint64_t addr, int64_t size,
+                     StreamId stream = StreamTable::kDefault) {
   TraceEvent e;
   e.action = action;
   e.addr = addr;
@@ -22,9 +24,11 @@ inline TraceEvent Ev(Action action, uint64_t addr, int64_t size, int64_t stream 
 }
 
 /// A snapshot named "fake.pickle" whose only trace is `events` on device 0, with
-/// allocator_settings recorded at PyTorch's defaults and no segments.
-inline Snapshot TraceSnapshot(std::vector<TraceEvent> events) {
+/// allocator_settings recorded at PyTorch's defaults and no segments; `streams` holds the values of
+/// the events' stream ids.
+inline Snapshot TraceSnapshot(std::vector<TraceEvent> events, StreamTable streams = {}) {
   Snapshot s;
+  s.streams = std::move(streams);
   s.events = std::move(events);
   s.traces.push_back({0, 0, static_cast<uint32_t>(s.events.size())});
   s.settings.present = true;

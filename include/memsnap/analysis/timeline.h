@@ -262,7 +262,8 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
 /// trace) Finish rebuilds the timeline from the snapshot, with the same result.
 ///
 ///   TimelineStream stream(options);
-///   parse::BackgroundEventFeed feed([&](auto events, size_t first) { stream.Feed(events, first);
+///   parse::BackgroundEventFeed feed([&](auto events, size_t first, auto streams) {
+///     stream.Feed(events, first, streams);
 ///   });
 ///   ... read with ReadOptions::events = &feed ...;  feed.Release();
 ///   absl::StatusOr<Timeline> tl = stream.Finish(snapshot, feed.fed());
@@ -279,8 +280,9 @@ class TimelineStream {
   /// Otherwise Feed ignores what it is given and Finish rebuilds.
   static bool Streams(const TimelineOptions& options);
 
-  /// Events [first, first + events.size()) of Snapshot::events, in order from 0.
-  void Feed(std::span<const TraceEvent> events, size_t first);
+  /// Events [first, first + events.size()) of Snapshot::events, in order from 0, and the values
+  /// of the streams they name (the reader's StreamTable::values so far; read during the call).
+  void Feed(std::span<const TraceEvent> events, size_t first, std::span<const int64_t> streams);
 
   /// The timeline of `snapshot`, equal to ReconstructTimeline(snapshot, options). `fed`: how many
   /// events were fed and still stand (BackgroundEventFeed::fed()). Call once, after the feeding.

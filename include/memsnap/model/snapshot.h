@@ -12,6 +12,7 @@
 //   ├── stacks   StackTable          StackId -> [FrameId...] innermost first (deduplicated)
 //   ├── segments [Segment]           sorted as in the file; each owns blocks[first_block, +num_blocks)
 //   ├── blocks   [Block]             in address order inside their segment
+//   ├── streams  StreamTable         StreamId -> cudaStream_t as an integer (a handful per trace)
 //   ├── events   [TraceEvent]        all devices, one contiguous range per device (traces[])
 //   ├── traces   [DeviceTrace]       index = device ordinal as in `device_traces`
 //   ├── annotations, settings, info
@@ -19,6 +20,7 @@
 // clang-format on
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -88,6 +90,40 @@ class StackTable {
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> index_;
 };
 
+/// The CUDA streams of the trace entries (cudaStream_t as an integer), interned: a trace has a
+/// handful of distinct streams, so a TraceEvent holds a 16-bit StreamId and the values are stored
+/// here once (docs/design.md, "The model"). StreamId 0 is always stream 0, the default stream, so
+/// a default-constructed TraceEvent is on it.
+class StreamTable {
+ public:
+  /// The most distinct streams one table holds (ids 0 to 65,534; the last value of 16 bits is the
+  /// invalid id). Readers make one more an error naming the file.
+  static constexpr size_t kMaxStreams = StreamId::kInvalidValue;
+  static constexpr StreamId kDefault = StreamId(0);
+
+  StreamTable() : values_{0} {}
+  /// The id of `value`, added when new; an invalid id when the table already holds kMaxStreams.
+  /// Inline for the readers' hot path: a linear scan of the first few values, where a real
+  /// trace's streams all are, costs less than a hash lookup (docs/BENCHMARKS.md).
+  [[gnu::always_inline]] StreamId Intern(int64_t value) {
+    const size_t scanned = std::min(values_.size(), kScanned);
+    for (size_t i = 0; i < scanned; ++i) {
+      if (values_[i] == value) return StreamId(static_cast<uint16_t>(i));
+    }
+    return InternSlow(value);
+  }
+  int64_t Get(StreamId id) const { return values_[id.v]; }
+  size_t size() const { return values_.size(); }
+  /// Every value, indexed by StreamId::v.
+  std::span<const int64_t> values() const { return values_; }
+
+ private:
+  static constexpr size_t kScanned = 8;
+  StreamId InternSlow(int64_t value);
+  std::vector<int64_t> values_;
+  absl::flat_hash_map<int64_t, uint16_t> index_;  // the values past the first kScanned
+};
+
 enum class BlockState : uint8_t { kActiveAllocated, kActivePendingFree, kInactive };
 
 enum class Action : uint8_t {
@@ -146,6 +182,7 @@ struct Block {
   bool is_active() const { return state != BlockState::kInactive; }
 };
 
+/// One trace entry. 32 bytes: the model's largest array (one per entry, 19.5 M in a 1.5 GB file).
 struct TraceEvent {
   /// Address of the block or segment; for kOom this holds `device_free` (the OOM has no address).
   uint64_t addr = 0;
@@ -153,13 +190,15 @@ struct TraceEvent {
   /// snapshot the total active bytes; for oom the size the allocator tried to get.
   int64_t size = 0;
   int64_t time_us = kNoTime;
-  int64_t stream = 0;
   StackId stack;  // invalid when the entry has no `frames` key
+  /// Its value is in the snapshot's StreamTable: Snapshot::StreamOf(event).
+  StreamId stream = StreamTable::kDefault;
   Action action = Action::kUnknown;
   bool has_time() const { return time_us != kNoTime; }
 };
+static_assert(sizeof(TraceEvent) == 32, "the hot array: keep it at 32 bytes (docs/design.md)");
 
-/// Rarely-present per-event fields, kept out of TraceEvent so the hot vector stays 40 bytes.
+/// Rarely-present per-event fields, kept out of TraceEvent so the hot vector stays 32 bytes.
 struct EventExtra {
   uint32_t event = 0;     // index into Snapshot::events
   StrId compile_context;  // invalid when absent or "N/A"
@@ -219,6 +258,7 @@ struct Snapshot {
   StackTable stacks;
   std::vector<Segment> segments;
   std::vector<Block> blocks;
+  StreamTable streams;  // of the trace entries (TraceEvent::stream)
   std::vector<TraceEvent> events;
   std::vector<EventExtra> event_extras;  // sorted by event index
   std::vector<DeviceTrace> traces;       // index = device ordinal
@@ -233,6 +273,8 @@ struct Snapshot {
   std::span<const TraceEvent> EventsOf(const DeviceTrace& t) const {
     return {events.data() + t.begin, t.size()};
   }
+  /// The CUDA stream of a trace entry (cudaStream_t as an integer).
+  int64_t StreamOf(const TraceEvent& e) const { return streams.Get(e.stream); }
   /// Devices that have segments or trace events, ascending.
   std::vector<int32_t> Devices() const;
   /// The trace of `device`, or nullptr when the file has none for it.

@@ -2,16 +2,18 @@
 // over them (the timeline's) runs on a second core instead of after the read.
 //
 // clang-format off
-//   decoder ──Publish(events, count)──> EventObserver ──(worker thread)──> feed(events[a, b), a)
+//   decoder ──Publish(events, count, streams)──> EventObserver ──(worker)──> feed(events[a, b), a, streams)
 //           ──Release()───────────────>   waits until nothing reads the events
 // clang-format on
 //
 // The decoder publishes prefixes of its event vector: events[0, count) are decoded and will not
-// change again. Before it moves, frees or rewrites any of them it calls Release(), which returns
-// once no one reads them; Invalidate() says that what was published is void (a rewritten event, a
-// reordered vector). The consumer still has to check, once the read is done, that what it was fed
-// is the snapshot's final trace: the reader publishes the events it decodes, in decoding order,
-// before it knows which device's list holds them.
+// change again. With them go the values of the streams they name (Snapshot::streams, which the
+// decoder keeps appending to, so an observer copies them: a trace has a handful). Before it moves,
+// frees or rewrites any of them it calls Release(), which returns once no one reads them;
+// Invalidate() says that what was published is void (a rewritten event, a reordered vector). The
+// consumer still has to check, once the read is done, that what it was fed is the snapshot's final
+// trace: the reader publishes the events it decodes, in decoding order, before it knows which
+// device's list holds them.
 #pragma once
 
 #include <condition_variable>
@@ -20,6 +22,7 @@
 #include <mutex>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "memsnap/model/snapshot.h"
 
@@ -33,20 +36,23 @@ class EventObserver {
  public:
   virtual ~EventObserver() = default;
   /// events[0, count) are decoded and final. `events` stays valid until the next Release().
-  /// Counts never decrease between calls.
-  virtual void Publish(const TraceEvent* events, size_t count) = 0;
+  /// Counts never decrease between calls. `streams` (StreamTable::values) holds the stream of
+  /// every published event; it is valid during the call only, and only ever grows.
+  virtual void Publish(const TraceEvent* events, size_t count,
+                       std::span<const int64_t> streams) = 0;
   /// The storage last published is about to move or be freed: returns once nothing reads it.
   virtual void Release() = 0;
   /// What was published is void and nothing more will be: returns once nothing reads it.
   virtual void Invalidate() = 0;
 };
 
-/// Feeds published events, in order and in chunks, to `feed(chunk, index of its first event)` on a
-/// worker thread (inline, in Publish, on a single-core machine). Everything `feed` writes may be
-/// read by the caller after Release(), Invalidate() or destruction.
+/// Feeds published events, in order and in chunks, to `feed(chunk, index of its first event,
+/// stream values)` on a worker thread (inline, in Publish, on a single-core machine). Everything
+/// `feed` writes may be read by the caller after Release(), Invalidate() or destruction.
 class BackgroundEventFeed final : public EventObserver {
  public:
-  using FeedFn = std::function<void(std::span<const TraceEvent> events, size_t first)>;
+  using FeedFn = std::function<void(std::span<const TraceEvent> events, size_t first,
+                                    std::span<const int64_t> streams)>;
   /// `threaded = false` feeds inline (tests; single-core machines).
   explicit BackgroundEventFeed(FeedFn feed,
                                bool threaded = std::thread::hardware_concurrency() > 1);
@@ -54,7 +60,7 @@ class BackgroundEventFeed final : public EventObserver {
   BackgroundEventFeed(const BackgroundEventFeed&) = delete;
   BackgroundEventFeed& operator=(const BackgroundEventFeed&) = delete;
 
-  void Publish(const TraceEvent* events, size_t count) override;
+  void Publish(const TraceEvent* events, size_t count, std::span<const int64_t> streams) override;
   void Release() override;
   void Invalidate() override;
 
@@ -72,6 +78,8 @@ class BackgroundEventFeed final : public EventObserver {
   std::condition_variable idle_;  // to Release: the worker caught up
   const TraceEvent* base_ = nullptr;
   size_t published_ = 0;
+  std::vector<int64_t> streams_;       // the published stream values (under mu_)
+  std::vector<int64_t> feed_streams_;  // the feeding thread's copy of them
   size_t fed_ = 0;
   bool busy_ = false;  // the worker is inside feed_ (outside the lock)
   bool invalid_ = false;
