@@ -59,10 +59,10 @@ struct SpecChunk {
   std::vector<ListObj> lists;      // begin: the chunk's event that made the list
   std::vector<SpecOp> ops;
   std::vector<SpecSegment> segments;
-  StackTable stacks;               // the head's stacks, then the chunk's new ones
-  StreamTable streams;             // the head's streams, then the chunk's new ones
-  std::vector<uint32_t> reads;     // head memo entries read
-  std::vector<StackId> stack_map;  // the chunk's new stacks -> the model's (sequential decoder)
+  StackTable stacks;                 // the head's stacks, then the chunk's new ones
+  StreamTable streams;               // the head's streams, then the chunk's new ones
+  std::vector<uint32_t> reads;       // head memo entries read
+  std::vector<StackId> stack_map;    // the chunk's new stacks -> the model's (sequential decoder)
   std::vector<StreamId> stream_map;  // the chunk's new streams -> the model's
 };
 

@@ -86,7 +86,7 @@ struct DiffReport {
   std::vector<SiteDelta> other_sites;
   int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
   int64_t sites_moved = 0;  // sites paired across moved lines (counted once, as present in both)
-  Delta live_bytes, live_count;    // totals over all sites (before min-delta filtering)
+  Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
   /// Live bytes by kind of memory (parameter, gradient, ...; attribution.h), over all sites.
   CategoryBytes before_by_category{}, after_by_category{};
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending

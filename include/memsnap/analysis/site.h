@@ -46,8 +46,8 @@ class SiteNamer {
  private:
   Attribution attribution_;
   std::unique_ptr<Categorizers> categorizers_;  // made on the first Category(device, lifetime)
-  std::vector<int32_t> slot_;       // StackId -> index into labels_, -1 unknown
-  std::deque<std::string> labels_;  // a deque: references stay valid as it grows
+  std::vector<int32_t> slot_;                   // StackId -> index into labels_, -1 unknown
+  std::deque<std::string> labels_;              // a deque: references stay valid as it grows
 };
 
 /// A frame label with an installed package's path cut to its import path
