@@ -256,6 +256,15 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       p.reserved_event = dt.peak_reserved_event;
       p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
       it->second.peaks = p;
+      for (SummaryOom& o : it->second.ooms) {
+        std::optional<int64_t> live;
+        for (const DeviceTimeline::OomMoment& m : dt.oom_moments) {
+          if (m.event == o.event) live = m.live_rounded;
+        }
+        if (!live) continue;
+        o.live_bytes = live;
+        o.capacity = dt.ReservedAt(TimelinePoint::After(o.event)) + o.device_free;
+      }
     }
   }
   for (auto& [device, dev] : devices) {

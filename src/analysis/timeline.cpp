@@ -391,7 +391,10 @@ class DeviceBuilder {
         case Action::kSegmentUnmap:
           SegmentEvent(e, i);
           break;
-        default:  // snapshot / oom / unknown: not terminators, no effect on the curves
+        case Action::kOom:  // no effect on the curves; what was live then is worth keeping
+          dt_.oom_moments.push_back(DeviceTimeline::OomMoment{i, cur_req_, cur_round_});
+          break;
+        default:  // snapshot / unknown: not terminators, no effect on the curves
           break;
       }
       if constexpr (kCurve) curve.push_back(cur_req_);
@@ -569,6 +572,10 @@ class DeviceBuilder {
       dt.kept_live_bytes = dt.unreconciled_requested_bytes;
       for (const BlockLifetime& lt : dt.blocks) dt.kept_live_bytes += lt.requested_size;
     }
+    for (DeviceTimeline::OomMoment& m : dt.oom_moments) {
+      m.live_requested += dt.start_requested;
+      m.live_rounded += dt.start_rounded;
+    }
     dt.peak_requested = dt.start_requested + peak_raw_;
     dt.peak_reserved = dt.start_reserved;
     dt.peak_reserved_event = TimelinePoint::Start();
@@ -648,6 +655,9 @@ std::optional<int64_t> DeviceTimeline::FindLive(TimelinePoint p) const {
   if (kept == KeepLifetimes::kLiveAt && p == kept_event) return kept_live_bytes;
   if (p == peak_event) return peak_requested;
   if (p == TimelinePoint::End(num_events)) return end_requested;
+  for (const OomMoment& m : oom_moments) {
+    if (TimelinePoint::After(m.event) == p) return m.live_requested;
+  }
   return std::nullopt;
 }
 

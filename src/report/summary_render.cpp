@@ -191,7 +191,10 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
                       {"requested_bytes", o.requested},
                       {"device_free_bytes", o.device_free},
                       {"stream", o.stream},
-                      {"site", o.site}});
+                      {"site", o.site},
+                      {"live_bytes", o.live_bytes ? Json(*o.live_bytes) : Json(nullptr)},
+                      {"capacity_bytes", o.live_bytes ? Json(o.capacity) : Json(nullptr)},
+                      {"demand", o.live_bytes ? Json(o.demand()) : Json(nullptr)}});
     }
     dj["ooms"] = ooms;
     devices.push_back(dj);
@@ -249,8 +252,32 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
         absl::StrAppend(&when, " (", FormatRelativeTime(o.time_us - d.first_time_us), ")");
       }
       out << "  oom            " << when << ": " << FormatBytes(o.requested) << " on stream "
-          << o.stream << " with " << FormatBytes(o.device_free) << " free, from " << o.site
-          << "; `memsnap oom` explains it\n";
+          << o.stream << " with " << FormatBytes(o.device_free) << " free, from " << o.site;
+      if (!o.live_bytes) {
+        out << "; `memsnap oom` explains it\n";
+        continue;
+      }
+      // Whether live memory alone left no room: the one question a reader of `summary` needs
+      // answered before running `oom` (docs/oom.md, "The verdicts").
+      const int64_t need = *o.live_bytes + o.requested;
+      out << "\n                 "
+          << (o.requested > o.capacity
+                  ? absl::StrCat("demand: this ", FormatBytes(o.requested),
+                                 " request alone is more than the ", FormatBytes(o.capacity),
+                                 " the process could use: that operation has to ask for less (a "
+                                 "smaller batch or chunk), whatever else is freed")
+              : o.demand()
+                  ? absl::StrCat("demand: ", FormatBytes(*o.live_bytes), " live + this ",
+                                 FormatBytes(o.requested), " = ", FormatBytes(need),
+                                 ", more than the ", FormatBytes(o.capacity),
+                                 " the process could use; no allocator setting fits it, live "
+                                 "memory has to shrink (`memsnap oom` says what to cut)")
+                  : absl::StrCat("placement: ", FormatBytes(*o.live_bytes), " live + this ",
+                                 FormatBytes(o.requested), " fit in the ", FormatBytes(o.capacity),
+                                 " the process could use, but no free block or new segment "
+                                 "held it (fragmentation, or cache); `memsnap oom` finds the "
+                                 "PYTORCH_CUDA_ALLOC_CONF that fits"))
+          << "\n";
     }
   }
   if (r.settings.present) {

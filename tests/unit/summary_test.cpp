@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <sstream>
 
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/summary_render.h"
@@ -14,6 +15,8 @@ namespace {
 
 using testing::ParseOrFail;
 using testing::PythonPickle;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
 
 TEST_SUITE("summary") {
   TEST_CASE("summary totals follow the _memory_viz stats definitions") {
@@ -45,6 +48,39 @@ TEST_SUITE("summary") {
     CHECK(oom.action == Action::kOom);
     CHECK(oom.addr == 1048576);
     CHECK(oom.size == 1073741824);
+  }
+
+  TEST_CASE("summary tells an oom of demand from one the allocator failed to place") {
+    // oom_demand: 60 MiB live and a 10 MiB request on a 64 MiB device. oom_fragmentation: 4 MiB
+    // live and a 30 MiB request on 64 MiB, refused only because no free piece is large enough.
+    analysis::SummaryReport demand = analysis::Summarize(testing::LoadFixture("oom_demand.json"));
+    REQUIRE(demand.devices.size() == 1);
+    REQUIRE(demand.devices[0].ooms.size() == 1);
+    const analysis::SummaryOom& d = demand.devices[0].ooms[0];
+    REQUIRE(d.live_bytes.has_value());
+    CHECK(*d.live_bytes == 60 * kMiB);
+    CHECK(d.capacity == 64 * kMiB);
+    CHECK(d.demand());
+
+    analysis::SummaryReport frag =
+        analysis::Summarize(testing::LoadFixture("oom_fragmentation.json"));
+    REQUIRE(frag.devices[0].ooms.size() == 1);
+    const analysis::SummaryOom& f = frag.devices[0].ooms[0];
+    REQUIRE(f.live_bytes.has_value());
+    CHECK(*f.live_bytes == 4 * kMiB);
+    CHECK(f.capacity == 64 * kMiB);
+    CHECK_FALSE(f.demand());
+    std::ostringstream text;
+    report::RenderSummaryText(frag, text);
+    CHECK(text.str().find("placement: 4.0 MiB live + this 30.0 MiB fit in the 64.0 MiB") !=
+          std::string::npos);
+
+    // Without a timeline the figures are unknown, and summary says nothing it cannot back.
+    analysis::SummaryReport bare =
+        analysis::Summarize(testing::LoadFixture("oom_demand.json"), nullptr);
+    REQUIRE(bare.devices[0].ooms.size() == 1);
+    CHECK_FALSE(bare.devices[0].ooms[0].live_bytes.has_value());
+    CHECK_FALSE(bare.devices[0].ooms[0].demand());
   }
 
   TEST_CASE("summary gives the same figures for every pickle protocol") {

@@ -80,8 +80,11 @@ inline void CheckKeepModesAgree(const Snapshot& snap, const analysis::Moment& at
       const int64_t want = a.start_requested + (m < 0 ? 0 : a.live_net[m]);
       CHECK(a.live_curve()->At(p) == want);
       CHECK(a.FindLive(p) == want);
-      const bool landmark = p.is_start() || p == e || p == a.peak_event ||
-                            p == analysis::TimelinePoint::End(a.num_events);
+      bool landmark = p.is_start() || p == e || p == a.peak_event ||
+                      p == analysis::TimelinePoint::End(a.num_events);
+      for (const analysis::DeviceTimeline::OomMoment& o : a.oom_moments) {
+        landmark |= p == analysis::TimelinePoint::After(o.event);  // the oom entries are held
+      }
       CHECK(b.FindLive(p) == (landmark ? std::optional<int64_t>(want) : std::nullopt));
     }
     CHECK_FALSE(a.FindLive(analysis::TimelinePoint::After(a.num_events)).has_value());

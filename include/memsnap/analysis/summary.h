@@ -77,6 +77,13 @@ struct SummaryOom {
   int64_t device_free = 0;
   int64_t stream = 0;
   std::string site;
+  /// From the timeline, when Summarize had one: the live bytes when the entry was recorded
+  /// (rounded as the allocator's blocks are), and what the process could use then (reserved +
+  /// device_free, as `oom` and `replay` imply the capacity). Live + requested above the capacity
+  /// is demand: no allocator setting places the request.
+  std::optional<int64_t> live_bytes;
+  int64_t capacity = 0;
+  bool demand() const { return live_bytes && *live_bytes + requested > capacity; }
 };
 
 struct DeviceSummary {

@@ -179,6 +179,17 @@ struct DeviceTimeline {
   int64_t allocs_without_free = 0;  // alloc over an address that was still live (missing free)
   int64_t open_without_block = 0;   // open lifetimes whose address is not active at the end
 
+  /// The device's oom entries, each with the live bytes when it was recorded (requested, and
+  /// rounded as the allocator's blocks are): whether live memory alone left no room for the
+  /// request, read without a replay (`summary`). Ascending event.
+  struct OomMoment {
+    uint32_t event = 0;  // device-local
+    int64_t live_requested = 0;
+    int64_t live_rounded = 0;
+    friend bool operator==(const OomMoment&, const OomMoment&) = default;
+  };
+  std::vector<OomMoment> oom_moments;
+
   /// Peaks of live requested and of reserved bytes: the value and the (first) point of it.
   int64_t peak_requested = 0;
   TimelinePoint peak_event;
@@ -201,8 +212,8 @@ struct DeviceTimeline {
     return LiveCurveRef(live_net, start_requested);
   }
   /// Live requested bytes at `p` when this timeline holds that point: any point with the curve;
-  /// without it the start, the peak, the end and (kLiveAt) the kept moment. nullopt for any
-  /// other point: never a neighbouring value.
+  /// without it the start, the peak, the end, the oom entries and (kLiveAt) the kept moment.
+  /// nullopt for any other point: never a neighbouring value.
   std::optional<int64_t> FindLive(TimelinePoint p) const;
   /// The live requested-bytes curve, one value per event (a copy; needs the stored curve).
   std::vector<int64_t> LiveCurve() const;
