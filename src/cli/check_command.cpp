@@ -77,7 +77,8 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
   report.sites_at_peak = peak_failed;
   auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed, exact_lines);
   if (sites.ok()) {
-    report.growing_sites = std::move(*sites);
+    report.growing_sites = std::move(sites->sites);
+    report.growing_kinds = sites->kinds;
   } else {
     report.notes.push_back(absl::StrCat("growing sites unavailable: ", sites.status().message()));
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/diff_render.h"
 #include "memsnap/report/oom_render.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
@@ -28,6 +29,11 @@ std::string Verdict(const CheckReport& r) {
 
 std::string SiteName(const analysis::SiteDelta& s) {
   return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
+}
+
+// The kinds of memory that changed between the baseline and this file ("" without growing sites).
+std::string KindsText(const CheckReport& r) {
+  return r.growing_kinds ? KindChangesText(r.growing_kinds->before, r.growing_kinds->after) : "";
 }
 
 // How far a failed check is over its limit: "+12.0 MiB, 0.3% over" (bytes) or "+2.1 points"
@@ -126,6 +132,9 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
     if (c.metric == "fits" && r.fits) {
       absl::StrAppend(&detail, "\n", OomBrief(*r.fits));
     } else {
+      if (const std::string kinds = KindsText(r); !kinds.empty()) {
+        absl::StrAppend(&detail, "\ngrew by kind: ", kinds);
+      }
       for (const auto& s : r.growing_sites) {
         absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ", SiteName(s));
       }
@@ -155,6 +164,10 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
   for (const auto& c : r.checks) {
     if (c.passed || c.metric != "fits" || !r.fits) continue;
     m << "\n**" << MarkdownCell(FailureMessage(c)) << "**\n\n```\n" << OomBrief(*r.fits) << "```\n";
+  }
+  if (const std::string kinds = KindsText(r); !kinds.empty()) {
+    m << "\n**Grew by kind** (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
+      << ", baseline -> new): " << MarkdownCell(kinds) << "\n";
   }
   if (!r.growing_sites.empty()) {
     m << "\n**Top growing sites** (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
@@ -221,6 +234,9 @@ Json CheckToJson(const CheckReport& r) {
   }
   j["growing_sites"] = sites;
   j["growing_sites_at"] = r.sites_at_peak ? "peak" : "end";
+  j["growing_live_bytes_by_category"] =
+      r.growing_kinds ? KindChangesJson(r.growing_kinds->before, r.growing_kinds->after)
+                      : Json(nullptr);
   j["notes"] = r.notes;
   if (r.fits) j["fits"] = OomToJson(*r.fits);
   return j;
@@ -245,6 +261,10 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
     }
   }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
+  if (const std::string kinds = KindsText(r); !kinds.empty()) {
+    out << "grew by kind (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
+        << ", baseline -> new): " << kinds << "\n";
+  }
   if (!r.growing_sites.empty()) {
     out << "top growing sites (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
         << ", baseline -> new)\n";

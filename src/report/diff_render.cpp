@@ -33,34 +33,47 @@ std::string MomentHeader(const analysis::DiffReport& rep) {
   }
   return s;
 }
-// The kinds of memory that changed, largest change first, then those that did not: "by kind:
-// activation 18.0 GiB -> 24.4 GiB (+6.4 GiB), parameter 12.7 GiB (unchanged)": what grew in the
-// user's terms before the sites say where. Nothing when no kind changed.
+// What grew in the user's terms, before the sites say where. Nothing when no kind changed.
 void RenderKinds(const analysis::DiffReport& rep, std::ostream& out) {
+  const std::string text = KindChangesText(rep.before_by_category, rep.after_by_category);
+  if (!text.empty()) out << "by kind: " << text << "\n";
+}
+}  // namespace
+
+std::string KindChangesText(const analysis::CategoryBytes& before,
+                            const analysis::CategoryBytes& after) {
   std::vector<int> kinds;
   std::string same;  // the kinds that did not change, after those that did
   for (int c = 0; c < analysis::kNumCategories; ++c) {
-    if (rep.before_by_category[c] != rep.after_by_category[c]) {
+    if (before[c] != after[c]) {
       kinds.push_back(c);
-    } else if (rep.after_by_category[c] != 0) {
+    } else if (after[c] != 0) {
       absl::StrAppend(&same, ", ", Sv(analysis::CategoryName(static_cast<analysis::Category>(c))),
-                      " ", FormatBytes(rep.after_by_category[c]), " (unchanged)");
+                      " ", FormatBytes(after[c]), " (unchanged)");
     }
   }
-  if (kinds.empty()) return;
-  auto delta = [&](int c) { return rep.after_by_category[c] - rep.before_by_category[c]; };
+  if (kinds.empty()) return "";
+  auto delta = [&](int c) { return after[c] - before[c]; };
   std::stable_sort(kinds.begin(), kinds.end(),
                    [&](int a, int b) { return std::llabs(delta(a)) > std::llabs(delta(b)); });
   std::string text;
   for (int c : kinds) {
     absl::StrAppend(&text, text.empty() ? "" : ", ",
                     Sv(analysis::CategoryName(static_cast<analysis::Category>(c))), " ",
-                    FormatBytes(rep.before_by_category[c]), " -> ",
-                    FormatBytes(rep.after_by_category[c]), " (", FormatDelta(delta(c)), ")");
+                    FormatBytes(before[c]), " -> ", FormatBytes(after[c]), " (",
+                    FormatDelta(delta(c)), ")");
   }
-  out << "by kind: " << text << same << "\n";
+  return text + same;
 }
-}  // namespace
+
+Json KindChangesJson(const analysis::CategoryBytes& before, const analysis::CategoryBytes& after) {
+  Json kinds = Json::object();
+  for (int c = 0; c < analysis::kNumCategories; ++c) {
+    kinds[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] =
+        DeltaJson({before[c], after[c]});
+  }
+  return kinds;
+}
 
 void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& out) {
   out << "before: " << rep.before_path << "\nafter:  " << rep.after_path << "\n";
@@ -145,12 +158,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["min_delta"] = rep.options.min_delta;
   j["live_bytes"] = DeltaJson(rep.live_bytes);
   j["live_count"] = DeltaJson(rep.live_count);
-  Json kinds = Json::object();  // every kind, in the order of analysis::Category
-  for (int c = 0; c < analysis::kNumCategories; ++c) {
-    kinds[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] =
-        DeltaJson({rep.before_by_category[c], rep.after_by_category[c]});
-  }
-  j["live_bytes_by_category"] = kinds;
+  j["live_bytes_by_category"] = KindChangesJson(rep.before_by_category, rep.after_by_category);
   j["sites_only_before"] = rep.sites_only_before;
   j["sites_only_after"] = rep.sites_only_after;
   j["sites_unchanged"] = rep.sites_unchanged;

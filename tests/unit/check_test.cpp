@@ -145,19 +145,29 @@ TEST_SUITE("check") {
           "new.pickle: --max-peak needs a trace (device_traces) and this file has none");
   }
 
-  TEST_CASE("check names the leaking site as the top growing site") {
+  TEST_CASE("check names the leaking site as the top growing site, and its kind of memory") {
     Snapshot base = LoadFixture("check_base.json");
     Snapshot cur = LoadFixture("check_new.json");
     for (bool at_peak : {false, true}) {
-      auto sites = TopGrowingSites(base, cur, 5, at_peak);
-      REQUIRE_MESSAGE(sites.ok(), sites.status().message());
-      REQUIRE(sites->size() == 1);
-      CHECK(sites->front().frames.front() == "train.py:42:cache_activations");
-      CHECK(sites->front().delta_bytes() == 10 * kMiB);
+      CAPTURE(at_peak);
+      auto grown = TopGrowingSites(base, cur, 5, at_peak);
+      REQUIRE_MESSAGE(grown.ok(), grown.status().message());
+      REQUIRE(grown->sites.size() == 1);
+      const SiteDelta& site = grown->sites.front();
+      CHECK(site.frames.front() == "train.py:42:cache_activations");
+      CHECK(site.delta_bytes() == 10 * kMiB);
+      // At the end that site is the only change, so its own kind grew by as much and no other
+      // kind changed; at the peaks other sites shrink too.
+      if (at_peak) continue;
+      const auto kind = static_cast<size_t>(site.category());
+      for (size_t c = 0; c < grown->kinds.before.size(); ++c) {
+        CAPTURE(c);
+        CHECK(grown->kinds.after[c] - grown->kinds.before[c] == (c == kind ? 10 * kMiB : 0));
+      }
     }
     auto none = TopGrowingSites(cur, base, 5, false);
     REQUIRE(none.ok());
-    CHECK(none->empty());
+    CHECK(none->sites.empty());
   }
 
   TEST_CASE("check writes JUnit XML that an XML parser reads, with escaped names") {

@@ -71,6 +71,12 @@ struct CheckResult {
   std::string failure;
 };
 
+/// Live bytes by kind of memory (analysis::Category) before and after.
+struct KindBytes {
+  CategoryBytes before{};
+  CategoryBytes after{};
+};
+
 struct CheckReport {
   std::string path;
   std::string baseline_path;  // empty without a baseline
@@ -78,6 +84,9 @@ struct CheckReport {
   /// Sites that grew most from the baseline (filled by the caller from the diff engine when a
   /// baseline check failed), largest growth first.
   std::vector<SiteDelta> growing_sites;
+  /// With growing_sites: the live bytes by kind of memory in the baseline and this file, at the
+  /// same moment (what grew in the user's terms).
+  std::optional<KindBytes> growing_kinds;
   bool sites_at_peak = false;      // growing_sites compare the peaks rather than the ends
   std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
   std::optional<OomReport> fits;   // --fits: the replay on that capacity and its explanation
@@ -91,12 +100,17 @@ struct CheckReport {
 absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& current, const CheckMetrics* baseline,
                                       const CheckOptions& options);
 
+/// The growing sites of a failed baseline check, and the live bytes by kind at the same moment.
+struct GrowingSites {
+  std::vector<SiteDelta> sites;
+  KindBytes kinds;
+};
+
 /// The `n` sites whose live bytes at the end (at each file's peak with `at_peak`; both files then
 /// need a trace) grew most from `baseline` to `current`, sites matched by frame text (and paired
 /// across moved lines unless `exact_lines`: DiffOptions::pair_moved), largest growth first; only
-/// sites that grew.
-absl::StatusOr<std::vector<SiteDelta>> TopGrowingSites(const Snapshot& baseline,
-                                                       const Snapshot& current, int n, bool at_peak,
-                                                       bool exact_lines = false);
+/// sites that grew; with the live bytes of every kind of memory in both files at that moment.
+absl::StatusOr<GrowingSites> TopGrowingSites(const Snapshot& baseline, const Snapshot& current,
+                                             int n, bool at_peak, bool exact_lines = false);
 
 }  // namespace memsnap::analysis
