@@ -63,6 +63,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
     OomOptions oo;
     oo.device_memory = options->fits;
     oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
+    oo.batch_search = false;
     absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
     if (fits.ok()) {
       m.fits = *std::move(fits);

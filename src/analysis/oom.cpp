@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -283,6 +284,37 @@ int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t st
     (fits(mid) ? hi : lo) = mid;
   }
   return hi;
+}
+
+// The categories whose memory grows with the batch: what a smaller batch shrinks.
+bool GrowsWithBatch(std::string_view category) {
+  return category == "activation" || category == "temporary" || category == "input";
+}
+
+// The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
+// which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
+// even none of them does not fit. The frees need no change: the simulator frees by address.
+double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled) {
+  auto fits = [&](double share) {
+    PreparedTrace p = job.prepared;
+    for (Op& op : p.ops) {
+      if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kOomMalloc) &&
+          op.event < scaled.size() && scaled[op.event]) {
+        op.size = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(op.size) * share));
+      }
+    }
+    RunOptions ro = job.run;
+    ro.stop_at_first_oom = true;
+    ro.on_oom = nullptr;
+    return RunConfig(p, job.configs[0], ro).result.ooms.empty();
+  };
+  if (!fits(0.0)) return 0.0;
+  double lo = 0.0, hi = 1.0;  // fits at lo; at hi (the recorded run) it does not
+  for (int i = 0; i < 7; ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 // No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
@@ -591,6 +623,36 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
           fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
+  }
+
+  // Where no setting fits and the lifetimes say which allocations grow with the batch: how much
+  // smaller they would have to be, by replay.
+  for (DeviceJob& job : jobs) {
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (!options.batch_search || dt == nullptr || dt->kept != KeepLifetimes::kAll) continue;
+    bool any_fits = false;
+    for (size_t k = 0; k < job.configs.size(); ++k) {
+      any_fits |= job.results[job.same_as[k]].ooms.empty();
+    }
+    if (any_fits) continue;
+    phase.emplace(absl::StrCat("oom: batch share that fits, device ", job.dev.device));
+    SiteNamer namer(snap);
+    std::vector<uint8_t> scaled(job.trace->size(), 0);
+    bool any = false;
+    for (const BlockLifetime& lt : dt->blocks) {
+      std::optional<uint32_t> e = lt.alloc_event.index();
+      if (!e || *e >= scaled.size() || !GrowsWithBatch(namer.Category(*dt, lt))) continue;
+      scaled[*e] = 1;
+      any = true;
+    }
+    std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
+    for (size_t i = 0; i < ev.size(); ++i) {  // a failed request has no lifetime: its stack says
+      if (ev[i].action == Action::kOom &&
+          GrowsWithBatch(namer.Category(ev[i].stack, static_cast<uint32_t>(i)))) {
+        scaled[i] = 1;
+      }
+    }
+    if (any) job.dev.batch_share_fits = LargestBatchShare(job, scaled);
   }
 
   phase.emplace("oom: explain");

@@ -328,6 +328,18 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
     absl::StrAppend(&what, ": ", k.category, " holds ", FormatBytes(k.bytes), ", try ", Sv(lever));
     break;
   }
+  // How much smaller the batch would have to be, as a replay found it (OomDevice).
+  if (d.batch_share_fits) {
+    const int percent = static_cast<int>(*d.batch_share_fits * 100.0);  // floor: it fits there
+    absl::StrAppend(
+        &what, percent > 0
+                   ? absl::StrCat("; a batch about ", percent,
+                                  "% as large fits (replayed with the activations, temporaries "
+                                  "and inputs at ",
+                                  percent, "% of their sizes)")
+                   : std::string("; a replay without any activations, temporaries or inputs "
+                                 "does not fit either"));
+  }
   if (!peak_too_big && !first.holders.empty()) {
     absl::StrAppend(&what, "; the largest site is ", first.holders[0].site, " (",
                     FormatBytes(first.holders[0].bytes), ")");
@@ -532,6 +544,7 @@ Json OomToJson(const OomReport& r) {
     Json remedies = Json::array();
     for (const OomRemedy& m : d.remedies) remedies.push_back(RemedyJson(m));
     dj["remedies"] = remedies;
+    dj["batch_share_fits"] = d.batch_share_fits ? Json(*d.batch_share_fits) : Json(nullptr);
     dj["notes"] = d.notes;
     devices.push_back(std::move(dj));
   }

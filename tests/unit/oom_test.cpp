@@ -212,6 +212,59 @@ TEST_SUITE("oom") {
     CHECK(ShortenLibraryPath("/usr/lib/python3/dist-packages/numpy/x.py:1:g") == "numpy/x.py:1:g");
   }
 
+  TEST_CASE(
+      "where no setting fits, the batch share found is one the replay fits at and fails just "
+      "above") {
+    // A training step (parameters, optimizer state, activations, temporaries, an input batch)
+    // whose live peak is 21.5 MiB, on 22 MiB: no allocator setting fits.
+    Snapshot s = testing::LoadFixture("attribution_training.json");
+    OomOptions o;
+    o.device_memory = 22 * kMiB;
+    o.capacity_step = 0;
+    const OomReport r = ExplainOrFail(s, o);
+    REQUIRE(r.devices.size() == 1);
+    for (const OomRemedy& m : r.devices[0].remedies) CHECK_FALSE(m.fits);
+    REQUIRE(r.devices[0].batch_share_fits.has_value());
+    const double share = *r.devices[0].batch_share_fits;
+    CHECK(share > 0.3);
+    CHECK(share < 0.9);
+    CHECK(share * 128 == static_cast<int>(share * 128));  // bisected to 1/128
+
+    // Independently: the same snapshot with those allocations scaled in its own trace, replayed
+    // with nothing searched, fits at the share and not 1/128 above it.
+    TimelineOptions to;
+    to.keep = KeepLifetimes::kAll;
+    absl::StatusOr<Timeline> tl = ReconstructTimeline(s, to);
+    REQUIRE(tl.ok());
+    SiteNamer namer(s);
+    auto scaled = [&](double f) {
+      Snapshot t = testing::LoadFixture("attribution_training.json");
+      for (const BlockLifetime& lt : tl->devices[0].blocks) {
+        const std::string_view c = namer.Category(tl->devices[0], lt);
+        if (c != "activation" && c != "temporary" && c != "input") continue;
+        for (LocalEvent e : {lt.alloc_event, lt.free_requested_event, lt.free_completed_event}) {
+          if (!e.index()) continue;
+          int64_t& size = t.events[*e.index()].size;
+          size = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(size) * f));
+        }
+      }
+      OomOptions plain = o;
+      plain.batch_search = false;
+      return ExplainOrFail(t, plain).devices[0].fits();
+    };
+    CHECK(scaled(share));
+    CHECK_FALSE(scaled(share + 1.0 / 128));
+
+    // Not searched where a setting fits, nor where nothing grows with the batch (parameters and
+    // optimizer state only); zero where even none of it fits (a 20 MiB segment fills 20 MiB).
+    CHECK_FALSE(ExplainOrFail(testing::LoadFixture("oom_fragmentation.json"))
+                    .devices[0]
+                    .batch_share_fits.has_value());
+    CHECK_FALSE(ExplainOrFail(testing::LoadFixture("oom_demand.json")).devices[0].batch_share_fits);
+    o.device_memory = 20 * kMiB;
+    CHECK(ExplainOrFail(s, o).devices[0].batch_share_fits == 0.0);
+  }
+
   TEST_CASE("a setting that cannot parse names itself") {
     OomOptions o;
     o.candidates = {"max_split_size_mb:5"};

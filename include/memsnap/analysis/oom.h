@@ -47,6 +47,9 @@ struct OomOptions {
   /// (OomRemedy::fits_on), to within this many bytes or 0.25% of the answer, whichever is larger
   /// (about 5 replays per setting). 0: no search.
   int64_t capacity_step = int64_t{2} << 20;
+  /// When no setting fits: search the share of the batch-sized memory the run fits with
+  /// (OomDevice::batch_share_fits; about 8 replays). Off: no search.
+  bool batch_search = true;
 };
 
 /// The candidate settings tried when none are given: expandable segments (or, when the run used
@@ -139,6 +142,13 @@ struct OomDevice {
   /// What is live at that peak by category (site empty), largest first: what has to shrink when
   /// the peak itself does not fit. Empty without the device's lifetimes.
   std::vector<OomHolder> peak_categories;
+  /// When no setting fits: the largest share s (to within 1/128) such that the trace replays on
+  /// the capacity under the recorded settings with every allocation that grows with the batch
+  /// (activation, temporary, input: the attribution model's categories) at s times its size, and
+  /// the rest (parameters, gradients, optimizer state, and whatever was allocated before the
+  /// trace) as recorded. 0: not even with none of them. nullopt: not searched (a setting fits,
+  /// no lifetimes, OomOptions::batch_search off, or no such allocation).
+  std::optional<double> batch_share_fits;
   /// The recorded settings first, then every candidate, in order.
   std::vector<OomRemedy> remedies;
   std::vector<std::string> notes;
