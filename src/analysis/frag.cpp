@@ -522,6 +522,7 @@ std::string_view FragVerdictName(FragVerdict v) {
 
 FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved) {
   if (stranded <= 0 || reserved <= 0) return FragVerdict::kNone;
+  if (stranded < kFragMinBytes) return FragVerdict::kSmall;
   const double share = static_cast<double>(stranded) / static_cast<double>(reserved);
   if (share < 0.05) return FragVerdict::kSmall;
   if (share < 0.15) return FragVerdict::kModerate;

@@ -96,7 +96,8 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
     FragFix fix;
     fix.device = job.trace->device;
     fix.trace_events = static_cast<int64_t>(job.trace->size());
-    for (const TraceEvent& e : snap.EventsOf(*job.trace)) fix.recorded_ooms += e.action == Action::kOom;
+    for (const TraceEvent& e : snap.EventsOf(*job.trace))
+      fix.recorded_ooms += e.action == Action::kOom;
     for (size_t k = 0; k < configs.size(); ++k) {
       FragSetting s;
       s.conf = configs[k].label;

@@ -102,8 +102,9 @@ RunFn SetupFrag(CLI::App& sub) {
       ->default_val(0);
   sub.footer(
       "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
-      "(stranded bytes, and the verdict: small below 5% of reserved, moderate below 15%, large\n"
-      "above), and the allocator setting that lowers the peak, proven by replaying the trace.\n"
+      "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
+      "15%, large above), and the allocator setting that lowers the peak, proven by replaying\n"
+      "the trace (--no-replay skips the replays).\n"
       "Definitions (docs/fragmentation.md):\n"
       "  internal waste   block size - requested bytes, over active blocks\n"
       "  free             inactive (cached) blocks; pending-free blocks are counted apart\n"

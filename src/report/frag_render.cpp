@@ -390,23 +390,35 @@ std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost
                                    static_cast<double>(std::max<int64_t>(1, f.reserved_bytes))),
                      " of the ", FormatBytes(f.reserved_bytes), " reserved) ", moment, ": ",
                      Sv(analysis::FragVerdictName(c.verdict)));
+    // A large share of a small run: say why the verdict ignores it.
+    if (c.verdict == analysis::FragVerdict::kSmall &&
+        f.stranded_bytes * 20 >= std::max<int64_t>(1, f.reserved_bytes)) {
+      absl::StrAppend(&answer, " (less than ", FormatBytes(analysis::kFragMinBytes), ")");
+    }
   }
   lines.push_back({"answer", answer});
   if (unused > 0) {
+    const bool expandable =
+        std::any_of(r.segments.begin(), r.segments.end(),
+                    [](const analysis::SegmentFrag& s) { return s.is_expandable; });
     std::string free = absl::StrCat(
         Amount(unused, f.reserved_bytes),
         " held no live tensor: ", Amount(f.stranded_bytes, f.reserved_bytes),
         " stranded in segments still in use (the fragmentation: neither empty_cache() nor the "
         "allocator's OOM retry frees it) and ",
         Amount(f.releasable_bytes, f.reserved_bytes),
-        " releasable in whole free segments (cache: freed by empty_cache(), or when memory runs "
-        "short)");
+        expandable ? " releasable in whole free segments and pages"
+                   : " releasable in whole free segments",
+        " (cache: freed by empty_cache(), or when memory runs short)");
     lines.push_back({"free", free});
   }
   lines.push_back({"fix", FixText(r, c)});
   // The sites that pin the stranded space, when it matters.
   if (c.verdict == analysis::FragVerdict::kModerate || c.verdict == analysis::FragVerdict::kLarge) {
     for (const analysis::StrandedPin& p : c.pins) {
+      // A block without a recorded stack names no line of the user's code ("[...]" rows): the
+      // JSON keeps it, the text leaves it out.
+      if (p.site.empty() || p.site[0] == '[') continue;
       lines.push_back(
           {"pinned by",
            absl::StrCat(p.site, " [", p.category, "]: ", FormatCount(p.blocks),
@@ -502,6 +514,10 @@ Json FragToJson(const FragReport& r) {
   Json j;
   j["file"] = r.source.path;
   j["at"] = MomentName(r);
+  // The answer first, as the text opens with it (its own moment: each device's reserved peak).
+  Json answers = Json::array();
+  for (const auto& c : r.costs) answers.push_back(FragAnswerToJson(r, c));
+  j["answers"] = answers;
   j.update(FragFiguresToJson(r.totals));
   j["external_fragmentation"] = JsonRatio(r.external_fragmentation);
   j["max_split_size"] = r.max_split_size;
@@ -551,9 +567,6 @@ Json FragToJson(const FragReport& r) {
   }
   j["segments_detail"] = segs;
   j["warnings"] = r.warnings;
-  Json answers = Json::array();
-  for (const auto& c : r.costs) answers.push_back(FragAnswerToJson(r, c));
-  j["answers"] = answers;
   return j;
 }
 

@@ -197,38 +197,44 @@ TEST_SUITE("frag") {
           "basic.pickle: --at peak needs a trace (device_traces); this file has none");
   }
 
-  TEST_CASE("the fragmentation verdict is none, small, moderate or large at 5% and 15%") {
-    CHECK(JudgeFragmentation(0, 100) == FragVerdict::kNone);
-    CHECK(JudgeFragmentation(5, 0) == FragVerdict::kNone);
-    CHECK(JudgeFragmentation(1, 100) == FragVerdict::kSmall);
-    CHECK(JudgeFragmentation(49, 1000) == FragVerdict::kSmall);
-    CHECK(JudgeFragmentation(5, 100) == FragVerdict::kModerate);
-    CHECK(JudgeFragmentation(149, 1000) == FragVerdict::kModerate);
-    CHECK(JudgeFragmentation(15, 100) == FragVerdict::kLarge);
+  TEST_CASE(
+      "the fragmentation verdict is none, small, moderate or large at 5% and 15%, from 128 MiB") {
+    const int64_t g = int64_t{1} << 30;  // shares of 10 GiB
+    CHECK(JudgeFragmentation(0, 10 * g) == FragVerdict::kNone);
+    CHECK(JudgeFragmentation(g, 0) == FragVerdict::kNone);
+    CHECK(JudgeFragmentation(g / 100, 10 * g) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(10 * g * 49 / 1000, 10 * g) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(10 * g * 5 / 100, 10 * g) == FragVerdict::kModerate);
+    CHECK(JudgeFragmentation(10 * g * 149 / 1000, 10 * g) == FragVerdict::kModerate);
+    CHECK(JudgeFragmentation(10 * g * 15 / 100, 10 * g) == FragVerdict::kLarge);
+    // Below 128 MiB stranded is small whatever its share: 9 MiB of a 22 MiB toy run.
+    CHECK(JudgeFragmentation(9 * kMiB, 22 * kMiB) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(128 * kMiB, 256 * kMiB) == FragVerdict::kLarge);
     CHECK(FragVerdictName(FragVerdict::kLarge) == "large");
   }
 
   TEST_CASE("the answer is at the reserved peak and names the sites that pin stranded memory") {
-    // Two 20 MiB segments, each with a 2 MiB block of model.py:31 around an 18 MiB hole, then a
-    // 30 MiB segment for a 30 MiB block: the peak is the end, 70 MiB reserved, 36 MiB stranded.
+    // Two 320 MiB segments, each with a 32 MiB block of model.py:31 around a 288 MiB hole, then
+    // a 480 MiB segment for a 480 MiB block: the peak is the end, 1120 MiB reserved, 576 MiB
+    // stranded (51.4%).
     Snapshot snap = LoadFixture("frag_fix.json");
     FragReport r = Analyze(snap);
     REQUIRE(r.costs.size() == 1);
     const FragCost& c = r.costs[0];
     CHECK(c.at_peak);
-    CHECK(c.event_index == 8);
-    CHECK(c.figures.reserved_bytes == 70 * kMiB);
-    CHECK(c.figures.stranded_bytes == 36 * kMiB);
+    CHECK(c.event_index == 14);
+    CHECK(c.figures.reserved_bytes == 1120 * kMiB);
+    CHECK(c.figures.stranded_bytes == 576 * kMiB);
     CHECK(c.figures.releasable_bytes == 0);
     CHECK(c.verdict == FragVerdict::kLarge);
-    // The 30 MiB block fills its segment: it pins nothing.
+    // The 480 MiB block fills its segment: it pins nothing.
     REQUIRE(c.pins.size() == 1);
     CHECK(c.pins[0].site == "model.py:31 forward");
     CHECK(c.pins[0].category == "activation");
     CHECK(c.pins[0].blocks == 2);
-    CHECK(c.pins[0].allocated_bytes == 4 * kMiB);
+    CHECK(c.pins[0].allocated_bytes == 64 * kMiB);
     CHECK(c.pins[0].segments == 2);
-    CHECK(c.pins[0].stranded_bytes == 36 * kMiB);
+    CHECK(c.pins[0].stranded_bytes == 576 * kMiB);
     // pins = 0: the sites are not named.
     FragOptions none;
     none.pins = 0;
@@ -289,15 +295,17 @@ TEST_SUITE("frag") {
     REQUIRE(lines.size() == 4);
     CHECK(lines[0].label == "answer");
     CHECK(lines[0].text ==
-          "fragmentation costs 36.0 MiB (51.4% of the 70.0 MiB reserved) at the reserved peak "
-          "(after event 8, +0.008 s): large");
+          "fragmentation costs 576.0 MiB (51.4% of the 1.1 GiB reserved) at the reserved peak "
+          "(after event 14, +0.014 s): large");
     CHECK(lines[1].label == "free");
+    // One expandable segment: the second 320 MiB is mapped for the second warm-up block, and the
+    // 480 MiB block grows it from the last block's end (352 MiB) to 832, mapped in 20 MiB pages.
     CHECK(lines[2].text ==
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: peak reserved 70.0 MiB -> 60.0 MiB "
-          "(-10.0 MiB, -14.3%), replayed (the best of 5 settings)");
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: peak reserved 1.1 GiB -> 840.0 MiB "
+          "(-280.0 MiB, -25.0%), replayed (the best of 5 settings)");
     CHECK(lines[3].label == "pinned by");
     CHECK(lines[3].text ==
-          "model.py:31 forward [activation]: 2 blocks (4.0 MiB) keep 2 segments with 36.0 MiB "
+          "model.py:31 forward [activation]: 2 blocks (64.0 MiB) keep 2 segments with 576.0 MiB "
           "stranded from being released");
     // Without the replays the fix line says so.
     r.fixes.clear();
@@ -311,7 +319,7 @@ TEST_SUITE("frag") {
     CHECK_FALSE(c.at_peak);
     CHECK(c.figures.stranded_bytes == r.totals.stranded_bytes);
     CHECK(c.figures.releasable_bytes == 20 * kMiB);
-    CHECK(c.verdict == FragVerdict::kLarge);  // 26 MiB of 82 MiB
+    CHECK(c.verdict == FragVerdict::kSmall);  // 26 MiB of 82 MiB: a large share, but 26 MiB
     std::vector<report::AnswerLine> lines = report::FragAnswer(r, c);
     REQUIRE(lines.size() >= 3);
     CHECK(lines[0].text.find("at the end of the snapshot (no trace") != std::string::npos);

@@ -147,9 +147,11 @@ struct DevicePeaks {
 };
 
 /// How much fragmentation costs a device, judged on stranded / reserved at the moment of the
-/// answer (docs/fragmentation.md, "The answer"): kNone 0, kSmall below 5%, kModerate 5% to 15%,
-/// kLarge 15% and more.
+/// answer (docs/fragmentation.md, "The answer"): kNone 0, kSmall below 5% (or below
+/// kFragMinBytes, whatever the share), kModerate 5% to 15%, kLarge 15% and more.
 enum class FragVerdict : uint8_t { kNone, kSmall, kModerate, kLarge };
+/// Stranded bytes below this are small whatever their share: too little to matter on any GPU.
+inline constexpr int64_t kFragMinBytes = int64_t{128} << 20;
 /// "none", "small", "moderate", "large".
 std::string_view FragVerdictName(FragVerdict v);
 /// The verdict of `stranded` bytes out of `reserved` (the thresholds above).
