@@ -576,8 +576,8 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   for (const auto& c : r.costs) {
     out << "device " << c.device << "\n";
     RenderAnswerLines(FragAnswer(r, c), out);
+    out << "\n";
   }
-  if (!r.costs.empty()) out << "\n";
   if (r.at == analysis::FragMoment::kEnd) {
     out << "  state          end of the snapshot (its segments)\n";
   } else {
