@@ -9,8 +9,11 @@
 #include <set>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/frag_layout.h"
+#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/site.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/sim/sizes.h"
 #include "memsnap/util/format.h"
@@ -191,9 +194,13 @@ void FillFromLayout(const std::vector<LSegment>& layout, const AllocatorSettings
   for (const auto& [device, f] : a.devices) {
     r.devices.push_back(DeviceFrag{device, f, GroupFragmentation(a, device), false, -1, kNoTime});
   }
+  // The segments that cost memory first (most stranded bytes), then the largest: a segment full
+  // of live blocks, or entirely free, says nothing about fragmentation.
   std::sort(r.segments.begin(), r.segments.end(), [](const SegmentFrag& x, const SegmentFrag& y) {
-    return std::tuple(-x.figures.reserved_bytes, -x.figures.allocated_bytes, x.device, x.address) <
-           std::tuple(-y.figures.reserved_bytes, -y.figures.allocated_bytes, y.device, y.address);
+    return std::tuple(-x.figures.stranded_bytes, -x.figures.reserved_bytes,
+                      -x.figures.allocated_bytes, x.device,
+                      x.address) < std::tuple(-y.figures.stranded_bytes, -y.figures.reserved_bytes,
+                                              -y.figures.allocated_bytes, y.device, y.address);
   });
   std::map<std::tuple<int32_t, PoolId, int64_t>, WhatFits> fits;
   std::map<int, FreeSizeBucket> buckets;
@@ -301,12 +308,123 @@ namespace {
 
 using frag_internal::SampleOf;
 
+// Where the allocated block at an address came from: its stack, and whether it was allocated
+// before the trace began (a stack without frames then reads "[allocated before recording
+// started]"); `known` false: freed in the trace but allocated before it (no stack at all).
+struct PinSource {
+  StackId stack;
+  bool before_trace = false;
+  bool known = true;
+};
+
+// The segments of `layout` with stranded bytes (only they are pinned).
+std::vector<LSegment> StrandedSegments(const std::vector<LSegment>& layout, int32_t device) {
+  std::vector<LSegment> out;
+  for (const LSegment& s : layout) {
+    if (s.device == device && frag_internal::SegmentFigures(s).stranded_bytes > 0) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// The sites whose allocated blocks sit in segments with stranded bytes: each such segment counts
+// for every site with a block in it (docs/fragmentation.md, "The answer"). `top` most first.
+std::vector<StrandedPin> NamePins(const std::vector<LSegment>& stranded,
+                                  const absl::flat_hash_map<uint64_t, PinSource>& sources, int top,
+                                  SiteNamer& namer) {
+  std::map<std::string, StrandedPin> by_site;
+  for (const LSegment& s : stranded) {
+    const int64_t bytes = frag_internal::SegmentFigures(s).stranded_bytes;
+    std::set<std::string> here;
+    for (const auto& b : s.blocks) {
+      if (b.state != BlockState::kActiveAllocated) continue;
+      auto it = sources.find(b.address);
+      std::string site, category(kUnknownCategory);
+      if (it == sources.end() || !it->second.known) {
+        site = std::string(kPreWindowRow);
+      } else {
+        site = namer.Label(it->second.stack, it->second.before_trace);
+        category = std::string(namer.Category(it->second.stack, 0));
+      }
+      StrandedPin& p = by_site[site];
+      if (p.site.empty()) {
+        p.site = site;
+        p.category = std::move(category);
+      }
+      ++p.blocks;
+      p.allocated_bytes += b.size;
+      if (here.insert(site).second) {
+        ++p.segments;
+        p.stranded_bytes += bytes;
+      }
+    }
+  }
+  std::vector<StrandedPin> out;
+  for (auto& [site, p] : by_site) out.push_back(std::move(p));
+  std::stable_sort(out.begin(), out.end(), [](const StrandedPin& a, const StrandedPin& b) {
+    return std::tuple(-a.stranded_bytes, -a.allocated_bytes) <
+           std::tuple(-b.stranded_bytes, -b.allocated_bytes);
+  });
+  if (out.size() > static_cast<size_t>(std::max(0, top))) out.resize(std::max(0, top));
+  return out;
+}
+
+// The stacks of the blocks of `stranded` live after device-local event `at`: the latest alloc at
+// or before `at` at their address; a block the trace never allocates is older than the trace and
+// has the final snapshot's stack; one freed in the trace without an alloc has none.
+absl::flat_hash_map<uint64_t, PinSource> SourcesAtEvent(const Snapshot& snap,
+                                                        const DeviceTrace& trace, int64_t at,
+                                                        const std::vector<LSegment>& stranded) {
+  absl::flat_hash_map<uint64_t, PinSource> out;
+  absl::flat_hash_map<uint64_t, bool> wanted;  // address -> allocated anywhere in the trace
+  for (const LSegment& s : stranded) {
+    for (const auto& b : s.blocks) {
+      if (b.state == BlockState::kActiveAllocated) wanted.emplace(b.address, false);
+    }
+  }
+  if (wanted.empty()) return out;
+  auto events = snap.EventsOf(trace);
+  for (int64_t i = static_cast<int64_t>(events.size()) - 1; i >= 0; --i) {
+    const TraceEvent& e = events[i];
+    if (e.action != Action::kAlloc) continue;
+    auto it = wanted.find(e.addr);
+    if (it == wanted.end()) continue;
+    it->second = true;
+    if (i <= at) out.try_emplace(e.addr, PinSource{e.stack, false, true});
+  }
+  for (const Segment& seg : snap.segments) {
+    if (seg.device != trace.device) continue;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      auto it = wanted.find(b.address);
+      if (b.is_active() && it != wanted.end() && !it->second) {
+        out.try_emplace(b.address, PinSource{b.stack, true, true});
+      }
+    }
+  }
+  for (const auto& [address, in_trace] : wanted)
+    out.try_emplace(address, PinSource{{}, true, false});
+  return out;
+}
+
+// The stacks of the blocks of the snapshot's own segments (a device without a trace).
+absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap, int32_t device) {
+  absl::flat_hash_map<uint64_t, PinSource> out;
+  for (const Segment& seg : snap.segments) {
+    if (seg.device != device) continue;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (b.is_active()) out.try_emplace(b.address, PinSource{b.stack, true, true});
+    }
+  }
+  return out;
+}
+
 // Rewinds one device's trace: finds the peaks (pass 1), then computes the figures at the peaks and
 // at the timeline samples and, when asked, the layout at the chosen moment (pass 2). `at_event`:
 // the chosen moment's device-local event when the options name one (kMoment).
 void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
                   int64_t at_event, FragReport& r, std::vector<LSegment>* layout_at,
-                  DeviceFrag* where) {
+                  DeviceFrag* where, SiteNamer* namer) {
   auto events = snap.EventsOf(trace);
   const int64_t n = static_cast<int64_t>(events.size());
   auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
@@ -325,11 +443,14 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   peaks.device = trace.device;
   peaks.trace_start_us = n > 0 ? events[0].time_us : kNoTime;
   std::vector<FragSample> series;
+  std::vector<LSegment> stranded_at_peak;  // the segments the answer's pins come from
   frag_internal::DeviceRewind rw(snap, trace.device);
   for (int64_t i = n - 1; i >= -1; --i) {  // the state is the one after event i
     if (wanted.count(i)) {
       std::vector<LSegment> layout = rw.Layout();
       FragSample s = SampleOf(layout, trace.device, i, time_after(i));
+      if (i == peak_r && namer != nullptr)
+        stranded_at_peak = StrandedSegments(layout, trace.device);
       if (i == peak_r) peaks.peak_reserved = s;
       if (i == peak_a) peaks.peak_allocated = s;
       if (samples.count(i)) series.push_back(s);
@@ -347,6 +468,19 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   }
   std::reverse(series.begin(), series.end());
   r.timeline.insert(r.timeline.end(), series.begin(), series.end());
+  FragCost cost;
+  cost.device = trace.device;
+  cost.at_peak = true;
+  cost.event_index = peaks.peak_reserved.event_index;
+  cost.time_us = peaks.peak_reserved.time_us;
+  cost.trace_start_us = peaks.trace_start_us;
+  cost.figures = peaks.peak_reserved.figures;
+  cost.verdict = JudgeFragmentation(cost.figures.stranded_bytes, cost.figures.reserved_bytes);
+  if (namer != nullptr) {
+    cost.pins = NamePins(stranded_at_peak, SourcesAtEvent(snap, trace, peak_r, stranded_at_peak),
+                         options.pins, *namer);
+  }
+  r.costs.push_back(std::move(cost));
   r.peaks.push_back(peaks);
   for (std::string& w : frag_internal::RewindWarnings(rw, trace.device)) {
     r.warnings.push_back(std::move(w));
@@ -370,6 +504,29 @@ FragFigures& FragFigures::operator+=(const FragFigures& o) {
   releasable_bytes += o.releasable_bytes;
   free_segments += o.free_segments;
   return *this;
+}
+
+std::string_view FragVerdictName(FragVerdict v) {
+  switch (v) {
+    case FragVerdict::kNone:
+      return "none";
+    case FragVerdict::kSmall:
+      return "small";
+    case FragVerdict::kModerate:
+      return "moderate";
+    case FragVerdict::kLarge:
+      return "large";
+  }
+  return "none";
+}
+
+FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved) {
+  if (stranded <= 0 || reserved <= 0) return FragVerdict::kNone;
+  if (stranded < kFragMinBytes) return FragVerdict::kSmall;
+  const double share = static_cast<double>(stranded) / static_cast<double>(reserved);
+  if (share < 0.05) return FragVerdict::kSmall;
+  if (share < 0.15) return FragVerdict::kModerate;
+  return FragVerdict::kLarge;
 }
 
 double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes) {
@@ -401,6 +558,8 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     if (!tl.ok()) return tl.status();
     resolver = std::move(*tl);
   }
+  std::optional<SiteNamer> namer;
+  if (options.pins > 0) namer.emplace(snap);
   std::vector<LSegment> layout;
   std::map<int32_t, DeviceFrag> where;
   for (const DeviceTrace& t : snap.traces) {
@@ -412,7 +571,8 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
         at_event = ResolveMoment(snap, *dt, options.moment).index();  // the rewind's numbering
       }
     }
-    RewindDevice(snap, t, options, at_event, r, use ? &layout : nullptr, &where[t.device]);
+    RewindDevice(snap, t, options, at_event, r, use ? &layout : nullptr, &where[t.device],
+                 namer ? &*namer : nullptr);
   }
   if (options.at == FragMoment::kEnd) {
     layout = frag_internal::LayoutFromSnapshot(snap);
@@ -424,6 +584,30 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
       }
     }
   }
+  // Devices without a trace: the answer describes the end of the snapshot, all that is known.
+  std::vector<LSegment> end_layout;
+  for (const Segment& seg : snap.segments) {
+    const DeviceTrace* t = snap.TraceOf(seg.device);
+    if (t != nullptr && t->size() > 0) continue;
+    if (end_layout.empty()) end_layout = frag_internal::LayoutFromSnapshot(snap);
+    if (std::any_of(r.costs.begin(), r.costs.end(),
+                    [&](const FragCost& c) { return c.device == seg.device; })) {
+      continue;
+    }
+    FragCost cost;
+    cost.device = seg.device;
+    for (const LSegment& s : end_layout) {
+      if (s.device == seg.device) cost.figures += frag_internal::SegmentFigures(s);
+    }
+    cost.verdict = JudgeFragmentation(cost.figures.stranded_bytes, cost.figures.reserved_bytes);
+    if (namer) {
+      cost.pins = NamePins(StrandedSegments(end_layout, seg.device), SourcesAtEnd(snap, seg.device),
+                           options.pins, *namer);
+    }
+    r.costs.push_back(std::move(cost));
+  }
+  std::sort(r.costs.begin(), r.costs.end(),
+            [](const FragCost& a, const FragCost& b) { return a.device < b.device; });
   FillFromLayout(layout, snap.settings, r);
   for (DeviceFrag& d : r.devices) {
     auto it = where.find(d.device);

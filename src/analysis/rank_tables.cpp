@@ -3,12 +3,31 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
 
 FragRank FragRankOf(const FragReport& report) {
-  return FragRank{report.source.path, report.totals, report.external_fragmentation,
-                  static_cast<int64_t>(report.warnings.size())};
+  FragRank rank{report.source.path, report.totals, report.external_fragmentation,
+                static_cast<int64_t>(report.warnings.size()), ""};
+  // The device fragmentation costs the most, relative to what it reserves.
+  const FragCost* worst = nullptr;
+  auto share = [](const FragCost& c) {
+    return c.figures.reserved_bytes <= 0 ? 0.0
+                                         : static_cast<double>(c.figures.stranded_bytes) /
+                                               static_cast<double>(c.figures.reserved_bytes);
+  };
+  for (const FragCost& c : report.costs) {
+    if (worst == nullptr || share(c) > share(*worst)) worst = &c;
+  }
+  if (worst != nullptr) {
+    rank.verdict = absl::StrCat(
+        Sv(FragVerdictName(worst->verdict)), ": ", FormatBytes(worst->figures.stranded_bytes), " (",
+        FormatPercent(share(*worst)), ") ", worst->at_peak ? "at the peak" : "at the end");
+    if (report.costs.size() > 1) absl::StrAppend(&rank.verdict, ", device ", worst->device);
+  }
+  return rank;
 }
 
 RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options) {
@@ -41,6 +60,9 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
     t.metrics.push_back(std::move(m));
   }
   for (const FragRank& r : ranks) t.files.push_back(r.file);
+  // The answer of each rank, as `frag FILE` opens with it.
+  RankNote& verdicts = t.notes.emplace_back(RankNote{"verdict", "fragmentation", {}, true});
+  for (const FragRank& r : ranks) verdicts.values.push_back(r.verdict);
   // Warnings say a figure at a peak is approximate: count them where they apply.
   if (std::any_of(ranks.begin(), ranks.end(), [](const FragRank& r) { return r.warnings > 0; })) {
     RankNote& notes = t.notes.emplace_back(RankNote{"notes", "notes", {}, true});

@@ -23,6 +23,9 @@ struct FragCommandOptions {
   int samples = 20;
   bool csv = false;
   bool json = false;
+  bool no_replay = false;
+  std::vector<std::string> candidates;
+  int threads = 0;
 };
 
 // Many files (one per rank): each file's headline figures at the moment, then the outliers.
@@ -89,7 +92,19 @@ RunFn SetupFrag(CLI::App& sub) {
                "With --timeline, or with several files (one row per rank): CSV instead of a "
                "table");
   sub.add_flag("--json", opts->json, "Machine-readable output (includes every segment)");
+  sub.add_flag("--no-replay", opts->no_replay,
+               "Skip the replays behind the answer's `fix` line (one per candidate setting)");
+  sub.add_option("--conf", opts->candidates,
+                 "A PYTORCH_CUDA_ALLOC_CONF to try for the `fix` line (repeatable), on top of the "
+                 "recorded settings; replaces the default candidates");
+  sub.add_option("--threads", opts->threads, "Replays run at once (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
   sub.footer(
+      "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
+      "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
+      "15%, large above), and the allocator setting that lowers the peak, proven by replaying\n"
+      "the trace (--no-replay skips the replays).\n"
       "Definitions (docs/fragmentation.md):\n"
       "  internal waste   block size - requested bytes, over active blocks\n"
       "  free             inactive (cached) blocks; pending-free blocks are counted apart\n"
@@ -104,6 +119,7 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag snap.pickle\n"
       "  memsnap frag snap.pickle --top 0 --width 80\n"
       "  memsnap frag snap.pickle --at peak\n"
+      "  memsnap frag snap.pickle --conf max_split_size_mb:64   # try your own setting\n"
       "  memsnap frag snap.pickle --at event:1200    # the state after trace event 1200\n"
       "  memsnap frag snap.pickle --timeline --samples 50 --csv > frag.csv\n"
       "  memsnap frag --json snap.pickle | jq .external_fragmentation\n"
@@ -127,6 +143,13 @@ RunFn SetupFrag(CLI::App& sub) {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0].path, ctx));
     if (opts->render.timeline) options.timeline_samples = opts->samples;
     ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
+    // The answer's `fix` line: each candidate setting replayed on every device's trace.
+    if (!opts->no_replay && !opts->render.timeline && !report.peaks.empty()) {
+      analysis::FragFixOptions fo;
+      fo.candidates = opts->candidates;
+      fo.max_threads = opts->threads;
+      ASSIGN_OR_RETURN(report.fixes, analysis::FindFragFixes(snap, fo));
+    }
     if (opts->json) {
       PrintJson(report::FragToJson(report), ctx);
     } else if (opts->render.timeline && opts->csv) {

@@ -4,9 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/answer.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 #include "memsnap/util/table.h"
 
 namespace memsnap::report {
@@ -293,7 +295,202 @@ Table SegmentMapTable(const FragReport& r, size_t shown, int bar_width) {
   return t;
 }
 
+// "146.6 MiB (0.3%)": an amount and its share of the reserved bytes.
+std::string Amount(int64_t bytes, int64_t reserved) {
+  return absl::StrCat(FormatBytes(bytes), " ", Share(bytes, reserved));
+}
+
+// Where the answer is: "at the reserved peak (after event 19,045, +0.294 s)".
+std::string CostMoment(const analysis::FragCost& c) {
+  if (!c.at_peak) return "at the end of the snapshot (no trace, so its peak is unknown)";
+  std::string when = EventName(c.event_index);
+  std::string secs = Seconds(c.time_us, c.trace_start_us);
+  if (!secs.empty()) absl::StrAppend(&when, ", ", secs);
+  return absl::StrCat("at the reserved peak (", when, ")");
+}
+
+const analysis::FragFix* FixOf(const FragReport& r, int32_t device) {
+  for (const auto& f : r.fixes) {
+    if (f.device == device) return &f;
+  }
+  return nullptr;
+}
+
+// The `fix` line: the setting that lowers the peak, proven by the replays; or why none is given.
+std::string FixText(const FragReport& r, const analysis::FragCost& c) {
+  if (!c.at_peak) {
+    return "cannot be proven without a trace: record one with "
+           "torch.cuda.memory._record_memory_history(max_entries=1000000) before the run, and "
+           "frag replays each allocator setting on it";
+  }
+  const analysis::FragFix* fix = FixOf(r, c.device);
+  if (fix == nullptr || fix->settings.empty()) {
+    return "not replayed (--no-replay); without the flag frag replays each allocator setting on "
+           "the trace";
+  }
+  const analysis::FragSetting& base = fix->settings[0];
+  const size_t tried = fix->settings.size() - 1;
+  std::string text;
+  if (fix->best >= 0) {
+    const analysis::FragSetting& best = fix->settings[static_cast<size_t>(fix->best)];
+    const int64_t saved = base.peak_reserved - best.peak_reserved;
+    text =
+        absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": peak reserved ",
+                     FormatBytes(base.peak_reserved), " -> ", FormatBytes(best.peak_reserved),
+                     " (-", FormatBytes(saved), ", -",
+                     FormatPercent(static_cast<double>(saved) /
+                                   static_cast<double>(std::max<int64_t>(1, base.peak_reserved))),
+                     "), replayed (the best of ", tried, " settings)");
+  } else {
+    text = absl::StrCat("none: no allocator setting tried lowers the peak reserved (",
+                        FormatBytes(base.peak_reserved), " replayed) by ",
+                        FormatPercent(analysis::kFragFixMinGain), " or more (", tried,
+                        " settings replayed)");
+    const analysis::FragSetting* lowest = nullptr;
+    for (size_t k = 1; k < fix->settings.size(); ++k) {
+      const auto& m = fix->settings[k];
+      if (m.peak_reserved < base.peak_reserved &&
+          (lowest == nullptr || m.peak_reserved < lowest->peak_reserved)) {
+        lowest = &m;
+      }
+    }
+    if (lowest != nullptr) {
+      absl::StrAppend(&text, "; the closest, ", lowest->conf, ", saves ",
+                      FormatBytes(base.peak_reserved - lowest->peak_reserved));
+    }
+  }
+  // The replay starts from what the trace shows; say when it does not land on the recorded peak.
+  const int64_t traced = c.figures.reserved_bytes;
+  if (traced > 0 && std::abs(base.peak_reserved - traced) * 100 > traced) {
+    absl::StrAppend(&text, "; the recorded settings replay to ", FormatBytes(base.peak_reserved),
+                    ", the trace recorded ", FormatBytes(traced));
+  }
+  if (fix->recorded_ooms > 0) {
+    absl::StrAppend(&text, "; the run hit an OOM: `memsnap oom` replays these on its card");
+  }
+  return text;
+}
+
 }  // namespace
+
+std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost& c) {
+  std::vector<AnswerLine> lines;
+  const FragFigures& f = c.figures;
+  const std::string moment = CostMoment(c);
+  const int64_t unused = f.stranded_bytes + f.releasable_bytes;
+  std::string answer;
+  if (f.stranded_bytes <= 0) {
+    answer = absl::StrCat(
+        "fragmentation costs nothing ", moment, ": ",
+        unused > 0 ? "every free byte is in a whole free segment" : "nothing reserved is free");
+  } else {
+    answer =
+        absl::StrCat("fragmentation costs ", FormatBytes(f.stranded_bytes), " (",
+                     FormatPercent(static_cast<double>(f.stranded_bytes) /
+                                   static_cast<double>(std::max<int64_t>(1, f.reserved_bytes))),
+                     " of the ", FormatBytes(f.reserved_bytes), " reserved) ", moment, ": ",
+                     Sv(analysis::FragVerdictName(c.verdict)));
+    // A large share of a small run: say why the verdict ignores it.
+    if (c.verdict == analysis::FragVerdict::kSmall &&
+        f.stranded_bytes * 20 >= std::max<int64_t>(1, f.reserved_bytes)) {
+      absl::StrAppend(&answer, " (less than ", FormatBytes(analysis::kFragMinBytes), ")");
+    }
+  }
+  lines.push_back({"answer", answer});
+  if (unused > 0) {
+    const bool expandable =
+        std::any_of(r.segments.begin(), r.segments.end(),
+                    [](const analysis::SegmentFrag& s) { return s.is_expandable; });
+    std::string free = absl::StrCat(
+        Amount(unused, f.reserved_bytes),
+        " held no live tensor: ", Amount(f.stranded_bytes, f.reserved_bytes),
+        " stranded in segments still in use (the fragmentation: neither empty_cache() nor the "
+        "allocator's OOM retry frees it) and ",
+        Amount(f.releasable_bytes, f.reserved_bytes),
+        expandable ? " releasable in whole free segments and pages"
+                   : " releasable in whole free segments",
+        " (cache: freed by empty_cache(), or when memory runs short)");
+    lines.push_back({"free", free});
+  }
+  lines.push_back({"fix", FixText(r, c)});
+  // The sites that pin the stranded space, when it matters.
+  if (c.verdict == analysis::FragVerdict::kModerate || c.verdict == analysis::FragVerdict::kLarge) {
+    for (const analysis::StrandedPin& p : c.pins) {
+      // A block without a recorded stack names no line of the user's code ("[...]" rows): the
+      // JSON keeps it, the text leaves it out.
+      if (p.site.empty() || p.site[0] == '[') continue;
+      lines.push_back(
+          {"pinned by",
+           absl::StrCat(p.site, " [", p.category, "]: ", FormatCount(p.blocks),
+                        p.blocks == 1 ? " block (" : " blocks (", FormatBytes(p.allocated_bytes),
+                        p.blocks == 1 ? ") keeps " : ") keep ", FormatCount(p.segments),
+                        p.segments == 1 ? " segment" : " segments", " with ",
+                        FormatBytes(p.stranded_bytes), " stranded from being released")});
+    }
+  }
+  return lines;
+}
+
+Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
+  const FragFigures& f = c.figures;
+  auto share = [&](int64_t part) {
+    return f.reserved_bytes > 0
+               ? JsonRatio(static_cast<double>(part) / static_cast<double>(f.reserved_bytes))
+               : Json(0.0);
+  };
+  Json j;
+  j["device"] = c.device;
+  j["at"] = c.at_peak ? "peak-reserved" : "end";
+  j["event_index"] = c.at_peak ? Json(c.event_index) : Json(nullptr);
+  j["time_us"] = c.at_peak && c.time_us != kNoTime ? Json(c.time_us) : Json(nullptr);
+  j["reserved_bytes"] = f.reserved_bytes;
+  j["allocated_bytes"] = f.allocated_bytes;
+  j["stranded_bytes"] = f.stranded_bytes;
+  j["stranded_share"] = share(f.stranded_bytes);
+  j["releasable_bytes"] = f.releasable_bytes;
+  j["releasable_share"] = share(f.releasable_bytes);
+  j["verdict"] = std::string(analysis::FragVerdictName(c.verdict));
+  Json pins = Json::array();
+  for (const auto& p : c.pins) {
+    pins.push_back({{"site", p.site},
+                    {"category", p.category},
+                    {"blocks", p.blocks},
+                    {"allocated_bytes", p.allocated_bytes},
+                    {"segments", p.segments},
+                    {"stranded_bytes", p.stranded_bytes}});
+  }
+  j["pins"] = pins;
+  Json fix;
+  const analysis::FragFix* ff = c.at_peak ? FixOf(r, c.device) : nullptr;
+  fix["replayed"] = ff != nullptr && !ff->settings.empty();
+  if (ff != nullptr && !ff->settings.empty()) {
+    const auto& base = ff->settings[0];
+    fix["recorded_peak_reserved_bytes"] = base.peak_reserved;
+    if (ff->best >= 0) {
+      const auto& b = ff->settings[static_cast<size_t>(ff->best)];
+      fix["best"] = {{"conf", b.conf},
+                     {"settings", b.settings},
+                     {"peak_reserved_bytes", b.peak_reserved},
+                     {"saved_bytes", base.peak_reserved - b.peak_reserved}};
+    } else {
+      fix["best"] = nullptr;
+    }
+    Json tried = Json::array();
+    for (const auto& m : ff->settings) {
+      tried.push_back({{"conf", m.conf},
+                       {"settings", m.settings},
+                       {"peak_reserved_bytes", m.peak_reserved},
+                       {"same_as", m.same_as.empty() ? Json(nullptr) : Json(m.same_as)}});
+    }
+    fix["settings"] = tried;
+    fix["recorded_ooms"] = ff->recorded_ooms;
+  } else {
+    fix["reason"] = c.at_peak ? "not replayed (--no-replay)" : "no trace";
+  }
+  j["fix"] = fix;
+  j["lines"] = AnswerLinesToJson(FragAnswer(r, c));
+  return j;
+}
 
 Json FragFiguresToJson(const FragFigures& f) {
   Json j;
@@ -317,6 +514,10 @@ Json FragToJson(const FragReport& r) {
   Json j;
   j["file"] = r.source.path;
   j["at"] = MomentName(r);
+  // The answer first, as the text opens with it (its own moment: each device's reserved peak).
+  Json answers = Json::array();
+  for (const auto& c : r.costs) answers.push_back(FragAnswerToJson(r, c));
+  j["answers"] = answers;
   j.update(FragFiguresToJson(r.totals));
   j["external_fragmentation"] = JsonRatio(r.external_fragmentation);
   j["max_split_size"] = r.max_split_size;
@@ -371,6 +572,12 @@ Json FragToJson(const FragReport& r) {
 
 void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostream& out) {
   out << r.source.path << "\n";
+  // The answer first, per device; the figures below are its evidence.
+  for (const auto& c : r.costs) {
+    out << "device " << c.device << "\n";
+    RenderAnswerLines(FragAnswer(r, c), out);
+    out << "\n";
+  }
   if (r.at == analysis::FragMoment::kEnd) {
     out << "  state          end of the snapshot (its segments)\n";
   } else {
@@ -417,7 +624,7 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   size_t shown =
       o.top <= 0 ? r.segments.size() : std::min(r.segments.size(), static_cast<size_t>(o.top));
   out << "\nsegment map (" << shown << " of " << r.segments.size()
-      << " segments, largest first; # allocated, % pending free, . free; * expandable)\n";
+      << " segments, most stranded first; # allocated, % pending free, . free; * expandable)\n";
   RenderTableText(SegmentMapTable(r, shown, o.bar_width), out, indented);
   if (!r.warnings.empty()) {
     out << "\nwarnings\n";

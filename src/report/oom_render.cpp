@@ -577,9 +577,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     // A run whose own live peak exceeds the capacity fails on it whatever the allocator does:
     // that is the answer, ahead of how the first failure happened.
     const bool peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
-    for (const OomAnswerLine& l : OomAnswer(r, d)) {
-      out << absl::StrFormat("  %-11s %s\n", l.label, l.text);
-    }
+    RenderAnswerLines(OomAnswer(r, d), out);
     if (peak_too_big) RenderPeakKinds(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
       RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);

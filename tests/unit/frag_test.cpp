@@ -6,7 +6,9 @@
 
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/frag_render.h"
 #include "test_util.h"
+#include "trace_builders.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -95,11 +97,12 @@ TEST_SUITE("frag") {
     CHECK(r.histogram[2].log2 == 23);
     CHECK(r.histogram[2].blocks == 2);
     CHECK(r.histogram[2].bytes == 18 * kMiB);
-    // Largest first, ties by allocated bytes (descending), then address.
+    // Most stranded first (14, 10, ~2 MiB, then the entirely free segment), then largest.
     REQUIRE(r.segments.size() == 4);
-    CHECK(r.segments[0].figures.reserved_bytes == 40 * kMiB);
-    CHECK(r.segments[1].address == 0x7f0000000000);
-    CHECK(r.segments[2].address == 0x7f0010000000);
+    CHECK(r.segments[0].address == 0x7f0000000000);
+    CHECK(r.segments[1].figures.reserved_bytes == 40 * kMiB);
+    CHECK(r.segments[2].is_small);
+    CHECK(r.segments[3].address == 0x7f0010000000);
     CHECK(r.peaks.empty());
     CheckInvariants(r, "frag_basic.json");
   }
@@ -194,6 +197,136 @@ TEST_SUITE("frag") {
           "basic.pickle: --at peak needs a trace (device_traces); this file has none");
   }
 
+  TEST_CASE(
+      "the fragmentation verdict is none, small, moderate or large at 5% and 15%, from 128 MiB") {
+    const int64_t g = int64_t{1} << 30;  // shares of 10 GiB
+    CHECK(JudgeFragmentation(0, 10 * g) == FragVerdict::kNone);
+    CHECK(JudgeFragmentation(g, 0) == FragVerdict::kNone);
+    CHECK(JudgeFragmentation(g / 100, 10 * g) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(10 * g * 49 / 1000, 10 * g) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(10 * g * 5 / 100, 10 * g) == FragVerdict::kModerate);
+    CHECK(JudgeFragmentation(10 * g * 149 / 1000, 10 * g) == FragVerdict::kModerate);
+    CHECK(JudgeFragmentation(10 * g * 15 / 100, 10 * g) == FragVerdict::kLarge);
+    // Below 128 MiB stranded is small whatever its share: 9 MiB of a 22 MiB toy run.
+    CHECK(JudgeFragmentation(9 * kMiB, 22 * kMiB) == FragVerdict::kSmall);
+    CHECK(JudgeFragmentation(128 * kMiB, 256 * kMiB) == FragVerdict::kLarge);
+    CHECK(FragVerdictName(FragVerdict::kLarge) == "large");
+  }
+
+  TEST_CASE("the answer is at the reserved peak and names the sites that pin stranded memory") {
+    // Two 320 MiB segments, each with a 32 MiB block of model.py:31 around a 288 MiB hole, then
+    // a 480 MiB segment for a 480 MiB block: the peak is the end, 1120 MiB reserved, 576 MiB
+    // stranded (51.4%).
+    Snapshot snap = LoadFixture("frag_fix.json");
+    FragReport r = Analyze(snap);
+    REQUIRE(r.costs.size() == 1);
+    const FragCost& c = r.costs[0];
+    CHECK(c.at_peak);
+    CHECK(c.event_index == 14);
+    CHECK(c.figures.reserved_bytes == 1120 * kMiB);
+    CHECK(c.figures.stranded_bytes == 576 * kMiB);
+    CHECK(c.figures.releasable_bytes == 0);
+    CHECK(c.verdict == FragVerdict::kLarge);
+    // The 480 MiB block fills its segment: it pins nothing.
+    REQUIRE(c.pins.size() == 1);
+    CHECK(c.pins[0].site == "model.py:31 forward");
+    CHECK(c.pins[0].category == "activation");
+    CHECK(c.pins[0].blocks == 2);
+    CHECK(c.pins[0].allocated_bytes == 64 * kMiB);
+    CHECK(c.pins[0].segments == 2);
+    CHECK(c.pins[0].stranded_bytes == 576 * kMiB);
+    // pins = 0: the sites are not named.
+    FragOptions none;
+    none.pins = 0;
+    CHECK(Analyze(snap, none).costs[0].pins.empty());
+  }
+
+  TEST_CASE(
+      "a replay proves that expandable segments lower the reserved peak of a fragmenting "
+      "trace") {
+    using testing::Ev;
+    // Two 20 MiB segments, each left with a 2 MiB block and an 18 MiB hole, then a 30 MiB
+    // request: no hole holds it, so the recorded settings cudaMalloc a 30 MiB segment (70 MiB).
+    // One expandable segment maps 20 MiB pages: 40 MiB for the four blocks, then the 30 MiB
+    // block grows it from the last block's end (22 MiB) to 52 MiB, three pages: 60 MiB.
+    const uint64_t a = 0x7f0000000000, b = 0x7f0004000000, c = 0x7f0008000000;
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kAlloc, a, 2 * kMiB),
+        Ev(Action::kAlloc, a + 2 * kMiB, 18 * kMiB),
+        Ev(Action::kAlloc, b, 2 * kMiB),
+        Ev(Action::kFreeRequested, a + 2 * kMiB, 18 * kMiB),
+        Ev(Action::kFreeCompleted, a + 2 * kMiB, 18 * kMiB),
+        Ev(Action::kAlloc, c, 30 * kMiB),
+    });
+    auto fixes = FindFragFixes(snap);
+    REQUIRE_MESSAGE(fixes.ok(), fixes.status().message());
+    REQUIRE(fixes->size() == 1);
+    const FragFix& f = (*fixes)[0];
+    REQUIRE(f.settings.size() >= 3);
+    CHECK(f.settings[0].conf == "recorded");
+    CHECK(f.settings[0].peak_reserved == 70 * kMiB);
+    CHECK(f.settings[1].conf == "expandable_segments:True");
+    CHECK(f.settings[1].peak_reserved == 60 * kMiB);
+    CHECK(f.best == 1);
+    // No block reaches 128 MiB: that setting is the recorded run, not replayed again.
+    for (const FragSetting& s : f.settings) {
+      CAPTURE(s.conf);
+      CHECK(s.conf.find("garbage_collection") == std::string::npos);
+      if (s.conf == "max_split_size_mb:128") CHECK(s.same_as == "recorded");
+    }
+    // Given only a setting that changes nothing, none is offered.
+    FragFixOptions own;
+    own.candidates = {"max_split_size_mb:512"};
+    auto same = FindFragFixes(snap, own);
+    REQUIRE(same.ok());
+    CHECK((*same)[0].best == -1);
+    CHECK((*same)[0].settings[1].peak_reserved == 70 * kMiB);
+    own.candidates = {"expandable_segments:maybe"};
+    CHECK(FindFragFixes(snap, own).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+
+  TEST_CASE("the answer's lines say what fragmentation costs, the fix and who pins it") {
+    Snapshot snap = LoadFixture("frag_fix.json");
+    FragReport r = Analyze(snap);
+    auto fixes = FindFragFixes(snap);
+    REQUIRE(fixes.ok());
+    r.fixes = *fixes;
+    std::vector<report::AnswerLine> lines = report::FragAnswer(r, r.costs[0]);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0].label == "answer");
+    CHECK(lines[0].text ==
+          "fragmentation costs 576.0 MiB (51.4% of the 1.1 GiB reserved) at the reserved peak "
+          "(after event 14, +0.014 s): large");
+    CHECK(lines[1].label == "free");
+    // One expandable segment: the second 320 MiB is mapped for the second warm-up block, and the
+    // 480 MiB block grows it from the last block's end (352 MiB) to 832, mapped in 20 MiB pages.
+    CHECK(lines[2].text ==
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: peak reserved 1.1 GiB -> 840.0 MiB "
+          "(-280.0 MiB, -25.0%), replayed (the best of 5 settings)");
+    CHECK(lines[3].label == "pinned by");
+    CHECK(lines[3].text ==
+          "model.py:31 forward [activation]: 2 blocks (64.0 MiB) keep 2 segments with 576.0 MiB "
+          "stranded from being released");
+    // Without the replays the fix line says so.
+    r.fixes.clear();
+    CHECK(report::FragAnswer(r, r.costs[0])[2].text.starts_with("not replayed (--no-replay)"));
+  }
+
+  TEST_CASE("without a trace the answer describes the end and says how to record a trace") {
+    FragReport r = Analyze(LoadFixture("frag_basic.json"));
+    REQUIRE(r.costs.size() == 1);
+    const FragCost& c = r.costs[0];
+    CHECK_FALSE(c.at_peak);
+    CHECK(c.figures.stranded_bytes == r.totals.stranded_bytes);
+    CHECK(c.figures.releasable_bytes == 20 * kMiB);
+    CHECK(c.verdict == FragVerdict::kSmall);  // 26 MiB of 82 MiB: a large share, but 26 MiB
+    std::vector<report::AnswerLine> lines = report::FragAnswer(r, c);
+    REQUIRE(lines.size() >= 3);
+    CHECK(lines[0].text.find("at the end of the snapshot (no trace") != std::string::npos);
+    CHECK(lines[2].text.starts_with("cannot be proven without a trace"));
+    CHECK(lines[2].text.find("_record_memory_history(max_entries=") != std::string::npos);
+  }
+
   TEST_CASE("frag invariants hold on every corpus file, at the end and at the peak" *
             doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
@@ -201,6 +334,16 @@ TEST_SUITE("frag") {
       REQUIRE_MESSAGE(snap.ok(), snap.status().message());
       FragReport end = Analyze(*snap);
       CheckInvariants(end, path);
+      // Every device has an answer; a site pins at most what its device strands, most first.
+      for (const FragCost& c : end.costs) {
+        INFO(path << " device " << c.device);
+        CHECK(c.verdict == JudgeFragmentation(c.figures.stranded_bytes, c.figures.reserved_bytes));
+        for (size_t i = 0; i < c.pins.size(); ++i) {
+          CHECK(c.pins[i].stranded_bytes <= c.figures.stranded_bytes);
+          CHECK(c.pins[i].blocks > 0);
+          if (i > 0) CHECK(c.pins[i].stranded_bytes <= c.pins[i - 1].stranded_bytes);
+        }
+      }
       CHECK(end.totals.segments == static_cast<int64_t>(snap->segments.size()));
       bool traced = false;
       for (const auto& t : snap->traces) traced |= t.size() > 0;
@@ -210,6 +353,15 @@ TEST_SUITE("frag") {
       options.timeline_samples = 5;
       FragReport peak = Analyze(*snap, options);
       CheckInvariants(peak, path + " at peak");
+      // The answer of a traced device is its reserved peak.
+      for (const auto& p : peak.peaks) {
+        for (const FragCost& c : peak.costs) {
+          if (c.device != p.device) continue;
+          CHECK(c.at_peak);
+          CHECK(c.figures.reserved_bytes == p.peak_reserved.figures.reserved_bytes);
+          CHECK(c.figures.stranded_bytes == p.peak_reserved.figures.stranded_bytes);
+        }
+      }
       for (const auto& p : peak.peaks) {
         CHECK(p.peak_reserved.figures.reserved_bytes >= p.peak_allocated.figures.reserved_bytes);
         CHECK(p.peak_allocated.figures.allocated_bytes >= p.peak_reserved.figures.allocated_bytes);

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/group.h"
 #include "memsnap/analysis/rank_tables.h"
 #include "memsnap/analysis/summary.h"
@@ -114,6 +115,7 @@ TEST_SUITE("ranks") {
       r.totals.stranded_bytes = stranded;
       r.totals.largest_free_bytes = free / 2;
       r.external_fragmentation = frag;
+      r.verdict = absl::StrCat("small: ", stranded, " B");
       return r;
     };
     RankTable t = analysis::CompareFragRanks(
@@ -127,7 +129,11 @@ TEST_SUITE("ranks") {
     CHECK(t.outliers[1].metric == "free_bytes");
     CHECK(t.outliers[2].metric == "stranded_bytes");
     for (const auto& o : t.outliers) CHECK(o.file == "r2");
-    CHECK(t.notes.empty());  // no warnings, no notes column
+    // No warnings, no notes column: only each rank's verdict, as frag FILE gives it.
+    REQUIRE(t.notes.size() == 1);
+    CHECK(t.notes[0].name == "verdict");
+    REQUIRE(t.notes[0].values.size() == 3);
+    CHECK(t.notes[0].values[2] == "small: 300 B");
   }
 
   TEST_CASE("frag ranks with reconstruction warnings count them in a notes column") {
@@ -136,11 +142,11 @@ TEST_SUITE("ranks") {
     noisy.file = "noisy";
     noisy.warnings = 2;
     RankTable t = analysis::CompareFragRanks({quiet, noisy});
-    REQUIRE(t.notes.size() == 1);
-    CHECK(t.notes[0].name == "notes");
-    REQUIRE(t.notes[0].values.size() == 2);
-    CHECK(t.notes[0].values[0].empty());
-    CHECK(t.notes[0].values[1] ==
+    REQUIRE(t.notes.size() == 2);  // the verdicts, then the notes
+    CHECK(t.notes[1].name == "notes");
+    REQUIRE(t.notes[1].values.size() == 2);
+    CHECK(t.notes[1].values[0].empty());
+    CHECK(t.notes[1].values[1] ==
           "2 reconstruction warning(s): run frag on the file alone to see them");
   }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,15 @@ struct FragOptions {
   Moment moment;
   /// Number of evenly spaced samples for the fragmentation timeline; 0 = no timeline.
   int timeline_samples = 0;
+  /// Sites named per device in FragCost::pins; 0 = none (the sites are not named at all).
+  int pins = 3;
+};
+
+struct FragFixOptions {
+  /// Settings to try, each applied on top of the recorded ones; empty: DefaultOomCandidates
+  /// (oom.h) less the garbage-collection threshold, which acts only under a memory cap.
+  std::vector<std::string> candidates;
+  int max_threads = 0;  // replays in parallel (0: all cores)
 };
 
 /// Figures over a set of segments. Value type: `+=` sums, except largest_free_bytes (max).
@@ -136,6 +146,69 @@ struct DevicePeaks {
   double peak_overhead = 0;
 };
 
+/// How much fragmentation costs a device, judged on stranded / reserved at the moment of the
+/// answer (docs/fragmentation.md, "The answer"): kNone 0, kSmall below 5% (or below
+/// kFragMinBytes, whatever the share), kModerate 5% to 15%, kLarge 15% and more.
+enum class FragVerdict : uint8_t { kNone, kSmall, kModerate, kLarge };
+/// Stranded bytes below this are small whatever their share: too little to matter on any GPU.
+inline constexpr int64_t kFragMinBytes = int64_t{128} << 20;
+/// "none", "small", "moderate", "large".
+std::string_view FragVerdictName(FragVerdict v);
+/// The verdict of `stranded` bytes out of `reserved` (the thresholds above).
+FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved);
+
+/// A site whose live blocks keep segments with stranded free space from being released: each
+/// segment with stranded bytes counts for every site with an allocated block in it.
+struct StrandedPin {
+  std::string site;      // the attribution model's label (SiteNamer), as `top` and `oom` name it
+  std::string category;  // what the stack shows alone (SiteNamer::Category)
+  int64_t blocks = 0;    // its allocated blocks in those segments
+  int64_t allocated_bytes = 0;  // their bytes
+  int64_t segments = 0;         // segments with stranded bytes it holds a block in
+  int64_t stranded_bytes = 0;   // Σ stranded bytes of those segments
+};
+
+/// What fragmentation costs one device at the moment that decides whether the run fits: its
+/// reserved peak (reconstructed from the trace), or without a trace the end of the snapshot.
+struct FragCost {
+  int32_t device = 0;
+  bool at_peak = false;      // false: the snapshot's segments (the device has no trace)
+  int64_t event_index = -1;  // at_peak: the state after this device-local event (-1: before)
+  int64_t time_us = kNoTime;
+  int64_t trace_start_us = kNoTime;
+  FragFigures figures;  // at that moment
+  FragVerdict verdict = FragVerdict::kNone;
+  /// The sites pinning the most stranded bytes, most first (ties: label); at most
+  /// FragOptions::pins.
+  std::vector<StrandedPin> pins;
+};
+
+/// One allocator setting replayed on a device's trace (FindFragFixes).
+struct FragSetting {
+  std::string conf;           // as tried ("recorded" for the recorded settings)
+  std::string settings;       // the resulting settings, canonical (sim::FormatAllocatorConf)
+  int64_t peak_reserved = 0;  // the replay's peak reserved bytes
+  /// Set when this setting provably takes the same decisions as an earlier one on this trace:
+  /// that one's label; its replay stands for both.
+  std::string same_as;
+};
+
+/// The allocator setting that lowers a device's reserved peak the most, proven by replaying its
+/// trace through the simulator under each candidate (no capacity limit).
+struct FragFix {
+  int32_t device = 0;
+  int64_t trace_events = 0;
+  int64_t recorded_ooms = 0;  // oom entries in the trace: `memsnap oom` replays on the card
+  /// The recorded settings first, then every candidate, in order.
+  std::vector<FragSetting> settings;
+  /// Index into `settings` of the candidate with the lowest peak reserved when it is at least
+  /// kFragFixMinGain of the recorded replay's peak lower; -1 when none is.
+  int best = -1;
+};
+
+/// A candidate counts as a fix when it lowers the replayed peak reserved by at least this share.
+inline constexpr double kFragFixMinGain = 0.01;
+
 struct FragReport {
   SourceInfo source;
   FragMoment at = FragMoment::kEnd;
@@ -143,7 +216,8 @@ struct FragReport {
   FragFigures totals;
   double external_fragmentation = 0;  // over all groups, as in DeviceFrag
   std::vector<DeviceFrag> devices;    // ascending device
-  /// Sorted by reserved desc, allocated desc, device, address.
+  /// Sorted by stranded desc (the segments fragmentation costs memory in first), reserved desc,
+  /// allocated desc, device, address.
   std::vector<SegmentFrag> segments;
   std::vector<PoolStreamFrag> groups;     // sorted by device, pool, stream, large first
   std::vector<WhatFits> fits;             // sorted by device, pool, stream
@@ -153,11 +227,22 @@ struct FragReport {
   int64_t max_split_size = -1;            // from allocator_settings; -1 = unlimited
   /// Events the reconstruction could not undo consistently (ring-buffer gaps, estimates...).
   std::vector<std::string> warnings;
+  /// The answer: per device (ascending), what fragmentation costs at its reserved peak.
+  std::vector<FragCost> costs;
+  /// Per device with a trace, the setting that lowers its peak (FindFragFixes; the command fills
+  /// it, empty when the replays were not asked for).
+  std::vector<FragFix> fixes;
 };
 
 /// Computes the fragmentation report. Fails only when options ask for a moment that needs a
 /// trace and the snapshot has none (InvalidArgument naming the file).
 absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snapshot,
                                                 const FragOptions& options = {});
+
+/// Replays every device's trace (devices without one are left out) under the recorded settings
+/// and each candidate, all in parallel and without a capacity limit, and picks the candidate
+/// with the lowest peak reserved. InvalidArgument: a candidate that does not parse.
+absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snapshot,
+                                                   const FragFixOptions& options = {});
 
 }  // namespace memsnap::analysis

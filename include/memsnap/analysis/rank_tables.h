@@ -17,6 +17,9 @@ struct FragRank {
   FragFigures totals;
   double external_fragmentation = 0;
   int64_t warnings = 0;  // the report's reconstruction warnings (shown in full by frag FILE)
+  /// The answer's verdict of its device with the largest stranded share, as in `frag FILE`:
+  /// "small: 146.6 MiB (0.3%) at the peak"; empty when the file has no segment.
+  std::string verdict;
 };
 
 /// The headline of one file's fragmentation report (what a worker keeps of it).
@@ -24,7 +27,8 @@ FragRank FragRankOf(const FragReport& report);
 
 /// Columns reserved, allocated, free, stranded, largest free (bytes) and external fragmentation
 /// (a ratio). Outliers are looked for in external_fragmentation, free_bytes and stranded_bytes.
-/// When a rank has reconstruction warnings, the notes column counts them.
+/// A verdict column gives each rank's answer; when a rank has reconstruction warnings, the notes
+/// column counts them.
 RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options = {});
 
 /// One rank of `check` over many files: its figures and its verdict.

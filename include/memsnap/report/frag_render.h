@@ -1,8 +1,10 @@
 #pragma once
 
 #include <ostream>
+#include <vector>
 
 #include "memsnap/analysis/frag.h"
+#include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
@@ -28,6 +30,18 @@ void RenderFragTimelineText(const analysis::FragReport& report, std::ostream& ou
 
 /// The fragmentation timeline as CSV with a header row.
 void RenderFragTimelineCsv(const analysis::FragReport& report, std::ostream& out);
+
+/// The answer that opens a device's report, in the user's terms (docs/fragmentation.md, "The
+/// answer"): `answer` (what fragmentation costs at the reserved peak, and the verdict), `free`
+/// (what held no live tensor: stranded vs releasable), `fix` (the allocator setting that lowers
+/// the peak, proven by a replay, or why none is given) and, when the verdict is moderate or
+/// large, `pinned by` (the sites whose live blocks keep the stranded space).
+std::vector<AnswerLine> FragAnswer(const analysis::FragReport& report,
+                                   const analysis::FragCost& cost);
+
+/// One device's answer as JSON: the figures, verdict, pins, fix and the text lines.
+nlohmann::ordered_json FragAnswerToJson(const analysis::FragReport& report,
+                                        const analysis::FragCost& cost);
 
 /// The figures object shared by JSON renderers (also used by `check`).
 nlohmann::ordered_json FragFiguresToJson(const analysis::FragFigures& figures);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "memsnap/analysis/oom.h"
+#include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
@@ -23,10 +24,7 @@ void RenderOomText(const analysis::OomReport& report, std::ostream& out);
 
 /// One line of a device's answer: "answer" (why it fails), "fix" (the setting that fits, or the
 /// memory the run needs) and "cut" (what has to shrink when no setting fits).
-struct OomAnswerLine {
-  std::string label;
-  std::string text;
-};
+using OomAnswerLine = AnswerLine;
 
 /// The answer for `device` of `report` in those lines, ahead of the evidence (RenderOomText opens
 /// each device with them; the HTML report shows them above the timeline). Empty when nothing

@@ -1,0 +1,126 @@
+// The `fix` line of `memsnap frag`: which allocator setting lowers a device's reserved peak the
+// most, proven by replaying its trace through the simulator under each candidate (the candidates
+// and the machinery of `memsnap oom`, docs/oom.md "The remedies"), on no capacity limit: the
+// question is how much memory the run reserves, not whether it fits a card.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/replay_internal.h"
+#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/oom.h"
+#include "memsnap/util/parallel.h"
+#include "memsnap/util/timer.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+// What one device's replays share.
+struct FixJob {
+  const DeviceTrace* trace = nullptr;
+  PreparedTrace prepared;
+  std::vector<ConfigResult> results;
+  std::vector<size_t> same_as;  // same_as[k] = j < k: setting k takes setting j's decisions
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
+                                                   const FragFixOptions& options) {
+  const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
+  std::vector<ReplayConfig> configs = {{"recorded", recorded}};
+  std::vector<std::string> confs = options.candidates;
+  if (confs.empty()) {
+    // A garbage-collection threshold acts only under a memory fraction of a known capacity; on
+    // no limit it would replay the recorded settings again.
+    for (std::string& c : DefaultOomCandidates(recorded)) {
+      if (c.find("garbage_collection_threshold") == std::string::npos) confs.push_back(c);
+    }
+  }
+  for (const std::string& conf : confs) {
+    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
+    }
+    configs.push_back({conf, *c});
+  }
+
+  std::vector<FixJob> jobs;
+  {
+    ScopedTimer t("frag: prepare replays");
+    for (const DeviceTrace& t : snap.traces) {
+      if (t.size() == 0) continue;
+      FixJob& job = jobs.emplace_back();
+      job.trace = &t;
+      job.prepared = PrepareTrace(snap, t, EmptyCacheMode::kHeuristic, recorded,
+                                  /*capacity_known=*/false);
+      // A malloc that failed got no memory in the run: on no limit the replay would serve it
+      // and peak above anything the run reserved. What fits the card is `oom`'s question.
+      std::erase_if(job.prepared.ops, [](const Op& op) { return op.kind == OpKind::kOomMalloc; });
+      job.results.resize(configs.size());
+      job.same_as.resize(configs.size());
+      for (size_t k = 0; k < configs.size(); ++k) {
+        job.same_as[k] = k;
+        for (size_t j = 0; j < k && job.same_as[k] == k; ++j) {
+          if (configs[j].config == configs[k].config ||
+              (j == 0 && SameDecisions(job.prepared, configs[0].config, configs[k].config))) {
+            job.same_as[k] = job.same_as[j];
+          }
+        }
+      }
+    }
+  }
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    for (size_t k = 0; k < configs.size(); ++k) {
+      if (jobs[d].same_as[k] == k) runs.emplace_back(d, k);
+    }
+  }
+  {
+    ScopedTimer t(absl::StrCat("frag: ", runs.size(), " replays"));
+    ParallelFor(
+        runs.size(),
+        [&](size_t i) {
+          auto [d, k] = runs[i];
+          FixJob& job = jobs[d];
+          RunOptions ro;
+          ro.events = snap.EventsOf(*job.trace);
+          job.results[k] = RunConfig(job.prepared, configs[k], ro).result;
+        },
+        static_cast<size_t>(std::max(0, options.max_threads)));
+  }
+
+  std::vector<FragFix> out;
+  for (FixJob& job : jobs) {
+    FragFix fix;
+    fix.device = job.trace->device;
+    fix.trace_events = static_cast<int64_t>(job.trace->size());
+    for (const TraceEvent& e : snap.EventsOf(*job.trace))
+      fix.recorded_ooms += e.action == Action::kOom;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      FragSetting s;
+      s.conf = configs[k].label;
+      s.settings = sim::FormatAllocatorConf(configs[k].config);
+      s.peak_reserved = job.results[job.same_as[k]].peak_reserved;
+      if (job.same_as[k] != k) s.same_as = configs[job.same_as[k]].label;
+      fix.settings.push_back(std::move(s));
+    }
+    // The lowest peak among the candidates (the first on ties), if it beats the recorded
+    // settings' replay by kFragFixMinGain.
+    const int64_t base = fix.settings[0].peak_reserved;
+    for (size_t k = 1; k < fix.settings.size(); ++k) {
+      const int64_t peak = fix.settings[k].peak_reserved;
+      if (static_cast<double>(base - peak) < kFragFixMinGain * static_cast<double>(base)) continue;
+      if (fix.best < 0 || peak < fix.settings[static_cast<size_t>(fix.best)].peak_reserved) {
+        fix.best = static_cast<int>(k);
+      }
+    }
+    out.push_back(std::move(fix));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FragFix& a, const FragFix& b) { return a.device < b.device; });
+  return out;
+}
+
+}  // namespace memsnap::analysis
