@@ -307,13 +307,18 @@ void Decoder::MakePlan() {
   const size_t chunk_bytes = parallel_chunk_bytes_ > 0
                                  ? parallel_chunk_bytes_
                                  : std::max<size_t>(size_t{1} << 20, rest / (threads_ * 8));
-  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first.
+  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first. The
+  // headers are read with Peek (pread), not through the mapping: a fault there maps 16 pages
+  // around the header, so the walk mapped the whole file and then had to give it back (2.5% of
+  // `summary`'s cycles on the 2.2 M-event benchmark, its pages zapped twice; docs/BENCHMARKS.md).
   std::vector<size_t> starts;
   size_t next_cut = pos_;
-  size_t released = pos_;
-  for (size_t p = 2; p + 9 <= size && d[p] == FRAME;) {
+  uint8_t header[9];
+  for (size_t p = 2; p + 9 <= size;) {
+    input_.Peek(p, header, sizeof(header));
+    if (header[0] != FRAME) break;
     uint64_t len;
-    std::memcpy(&len, d + p + 1, 8);
+    std::memcpy(&len, header + 1, 8);
     if (p >= next_cut) {
       const size_t r = Resync(d, size, p);
       if (r != SIZE_MAX && (starts.empty() || r > starts.back())) {
@@ -323,15 +328,7 @@ void Decoder::MakePlan() {
     }
     if (len > size - p - 9) break;
     p += 9 + static_cast<size_t>(len);
-    // Reading a frame's header every 64 KiB maps the whole file (the kernel maps 16 pages around
-    // a faulting one): give those pages back as the walk goes, each thread faults in what it
-    // decodes.
-    if (p >= released + (size_t{8} << 20)) {
-      input_.ReleaseRange(std::max(released, pos_), p);
-      released = p;
-    }
   }
-  input_.ReleaseRange(std::max(released, pos_), size);
   if (starts.size() < 2) {
     spec_next_ = SIZE_MAX;
     return;
