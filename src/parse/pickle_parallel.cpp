@@ -384,7 +384,11 @@ void Decoder::MakePlan() {
       s.events_base + s.events_cap * sizeof(TraceEvent));
   s.memo_populate.Reset(s.memo_base + s.plan_memo * sizeof(MemoWord),
                         s.memo_base + s.memo_cap * sizeof(MemoWord));
-  events_prefault_.Share(&s.events_populate);
+  // The workers populate at most 16 MiB of events past the sequential decoder's end: no more of
+  // the model is resident before it is written than that (peak memory; docs/BENCHMARKS.md).
+  events_prefault_.Share(&s.events_populate, uintptr_t{16} << 20);
+  s.events_populate.SetHorizon(s.events_base + s.plan_events * sizeof(TraceEvent) +
+                               (uintptr_t{16} << 20));
   const size_t workers = std::min(threads_ - 1, s.chunks.size() - 1);
   for (size_t t = 0; t < workers; ++t) {
     s.workers.emplace_back([this, &s, size] {
@@ -396,7 +400,7 @@ void Decoder::MakePlan() {
       uintptr_t events_end = 0;
       uintptr_t memo_end = 0;
       auto populate = [&](uintptr_t events_step, uintptr_t memo_step) {
-        s.events_populate.Claim(0, events_step, events_end);
+        s.events_populate.Claim(0, events_step, std::min(events_end, s.events_populate.horizon()));
         s.memo_populate.Claim(0, memo_step, memo_end);
       };
       const size_t chunks = s.chunks.size();
@@ -409,10 +413,17 @@ void Decoder::MakePlan() {
         int expected = SpecChunk::kPending;
         // The sequential decoder has reached this chunk: it has passed every earlier one too.
         if (c == nullptr || !c->state.compare_exchange_strong(expected, SpecChunk::kRunning)) {
-          // No chunk left: populate the rest while the sequential decoder catches up.
-          while (s.events_populate.Claim(0, uintptr_t{1} << 20, events_end) > 0) {
-          }
+          // No chunk left: populate the rest while the sequential decoder catches up (and adopts
+          // the chunks), keeping within its horizon; it stops us when it is done (~Decoder).
           while (s.memo_populate.Claim(0, uintptr_t{1} << 20, memo_end) > 0) {
+          }
+          while (s.events_populate.claimed() < events_end) {
+            const uintptr_t horizon = s.events_populate.horizon();
+            while (s.events_populate.Claim(0, uintptr_t{1} << 20, std::min(events_end, horizon)) >
+                   0) {
+            }
+            if (s.events_populate.claimed() >= events_end) break;
+            if (!s.events_populate.WaitPast(horizon)) break;
           }
           return;
         }

@@ -46,6 +46,25 @@ void SharedPopulate::Reset(uintptr_t begin, uintptr_t end) {
   end_.store(end & ~(kPage - 1), std::memory_order_relaxed);
 }
 
+void SharedPopulate::Stop() {
+  end_.store(0, std::memory_order_relaxed);
+  horizon_.store(UINTPTR_MAX, std::memory_order_release);
+  horizon_.notify_all();
+}
+
+void SharedPopulate::SetHorizon(uintptr_t h) {
+  if (h <= horizon_.load(std::memory_order_relaxed)) return;
+  horizon_.store(h, std::memory_order_release);
+  horizon_.notify_all();
+}
+
+bool SharedPopulate::WaitPast(uintptr_t seen) {
+  // Stop sets the horizon to UINTPTR_MAX, past which it never moves.
+  if (seen == UINTPTR_MAX || end_.load(std::memory_order_relaxed) == 0) return false;
+  horizon_.wait(seen, std::memory_order_acquire);
+  return end_.load(std::memory_order_relaxed) != 0;
+}
+
 uintptr_t SharedPopulate::Claim(uintptr_t from, uintptr_t bytes, uintptr_t limit) {
   limit = std::min(limit, end_.load(std::memory_order_relaxed)) & ~(kPage - 1);
   from &= ~(kPage - 1);
@@ -72,10 +91,12 @@ void Prefaulter::Advance(uintptr_t data, uintptr_t end, uintptr_t cap_end) {
     populated_ = data;
   }
   if (shared_ != nullptr) {
+    shared_->SetHorizon(end + window_);
     if (shared_->claimed() < end + step_ / 2) shared_->Claim(end, step_, cap_end);
     const uintptr_t to = shared_->claimed();
-    // Next time once the end is within a page of what is claimed (by any thread).
-    mark_ = to > end + kPage ? to - kPage : UINTPTR_MAX;
+    // Next time once the end is within a page of what is claimed (by any thread), or a step on,
+    // to move the horizon.
+    mark_ = to > end + kPage ? std::min(to - kPage, end + step_) : UINTPTR_MAX;
     return;
   }
   const uintptr_t from = std::max((populated_ + kPage - 1) & ~(kPage - 1), end & ~(kPage - 1));

@@ -55,6 +55,35 @@ TEST_SUITE("memory") {
     munmap(map, pages * page);
   }
 
+  TEST_CASE("a thread waiting for the horizon wakes when it moves and when populating stops") {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    std::vector<char> buffer(64 * page);
+    const auto b = (reinterpret_cast<uintptr_t>(buffer.data()) + page - 1) & ~(page - 1);
+    SharedPopulate shared;
+    shared.Reset(b, b + 32 * page);
+    shared.SetHorizon(b + 4 * page);
+    shared.SetHorizon(b + 2 * page);  // never back
+    CHECK(shared.horizon() == b + 4 * page);
+    std::atomic<uintptr_t> bytes{0};
+    std::atomic<int> wakes{0};
+    std::thread waiter([&] {
+      while (true) {
+        const uintptr_t horizon = shared.horizon();
+        while (const uintptr_t n = shared.Claim(0, page, horizon)) bytes += n;
+        if (!shared.WaitPast(horizon)) return;
+        ++wakes;
+      }
+    });
+    while (shared.claimed() < b + 4 * page) std::this_thread::yield();
+    shared.SetHorizon(b + 8 * page);
+    while (shared.claimed() < b + 8 * page) std::this_thread::yield();
+    shared.Stop();
+    waiter.join();
+    CHECK(bytes.load() == 8 * page);  // up to each horizon, never past it
+    CHECK(wakes.load() >= 1);
+    CHECK_FALSE(shared.WaitPast(shared.horizon()));  // after Stop: returns at once
+  }
+
   TEST_CASE("threads populating one buffer together claim every page exactly once") {
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     std::vector<char> buffer(300 * page);

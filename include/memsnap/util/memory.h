@@ -1,8 +1,10 @@
 // Large per-event vectors fault in 4 KiB pages one by one, which costs a third of the time of a
 // pass over a multi-million-event trace. Faulting them in with a few large MADV_POPULATE_WRITE
 // calls instead saves most of the per-fault overhead. Transparent huge pages would save more on
-// a quiet machine but are not used: in a VM that reports free memory to its host they come from
-// exactly the blocks handed back, and their first touch costs far more (docs/BENCHMARKS.md).
+// a quiet machine but are not used: in a VM they come from large blocks of guest memory the host
+// may not back yet (or got back), and their first touch then costs far more; measured again on
+// 2026-11-25 on a fresh VM: 72 MiB in 3-40 ms with huge pages against 86-143 ms without, but
+// 275-800 ms in 5 of 16 runs (docs/BENCHMARKS.md, "issue 19, 2026-11-25").
 #pragma once
 
 #include <algorithm>
@@ -45,18 +47,26 @@ class SharedPopulate {
  public:
   /// Only [begin, end) (page-rounded inwards) is ever populated; nothing before Reset.
   void Reset(uintptr_t begin, uintptr_t end);
-  /// Stops every later Claim (the buffer is about to move).
-  void Stop() { end_.store(0, std::memory_order_relaxed); }
+  /// Stops every later Claim (the buffer is about to move, or is done) and wakes WaitPast.
+  void Stop();
   /// Claims the range from the first unclaimed byte at or after `from` (page-rounded down), of at
   /// most `bytes`, below `limit` and the end given to Reset, and populates it. Returns the bytes
   /// claimed (0: none left below the limit).
   uintptr_t Claim(uintptr_t from, uintptr_t bytes, uintptr_t limit);
   /// The end of what is claimed so far, by every thread.
   uintptr_t claimed() const { return next_.load(std::memory_order_relaxed); }
+  /// How far the buffer's owner wants it populated for now: the others populate only below it,
+  /// so that pages are not resident long before they are written (peak memory).
+  uintptr_t horizon() const { return horizon_.load(std::memory_order_relaxed); }
+  /// Moves the horizon forward (never back) and wakes WaitPast.
+  void SetHorizon(uintptr_t h);
+  /// Blocks until the horizon is past `seen` or Stop; false after Stop.
+  bool WaitPast(uintptr_t seen);
 
  private:
   std::atomic<uintptr_t> next_{0};
   std::atomic<uintptr_t> end_{0};
+  std::atomic<uintptr_t> horizon_{0};
 };
 
 /// Pre-faults a growing vector's capacity ahead of its end, a few MiB at a time, with
@@ -67,9 +77,12 @@ class Prefaulter {
  public:
   /// Faults in `step` bytes at a time (4 MiB: one system call per 100,000 trace entries).
   explicit Prefaulter(uintptr_t step = uintptr_t{4} << 20) : step_(step) {}
-  /// From now on, takes its ranges through `shared` (other threads populate ahead through it too),
-  /// until the vector moves. Null: alone again.
-  void Share(SharedPopulate* shared) { shared_ = shared; }
+  /// From now on, takes its ranges through `shared` (other threads populate ahead through it too,
+  /// up to `window` bytes past the vector's end), until the vector moves. Null: alone again.
+  void Share(SharedPopulate* shared, uintptr_t window) {
+    shared_ = shared;
+    window_ = window;
+  }
   /// The end of what this prefaulter populated itself.
   uintptr_t populated() const { return populated_; }
   template <class T>
@@ -88,6 +101,7 @@ class Prefaulter {
   uintptr_t mark_ = 0;
   uintptr_t step_;
   SharedPopulate* shared_ = nullptr;
+  uintptr_t window_ = 0;
 };
 
 }  // namespace memsnap
