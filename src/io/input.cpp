@@ -19,10 +19,11 @@ namespace {
 
 class MappedFile final : public InputSource {
  public:
-  MappedFile(std::string name, const char* data, size_t size)
-      : name_(std::move(name)), data_(data), size_(size) {}
+  MappedFile(std::string name, const char* data, size_t size, int fd)
+      : name_(std::move(name)), data_(data), size_(size), fd_(fd) {}
   ~MappedFile() override {
     if (size_ > 0) munmap(const_cast<char*>(data_), size_);
+    if (fd_ >= 0) close(fd_);
   }
   std::string_view bytes() const override { return {data_, size_}; }
   const std::string& name() const override { return name_; }
@@ -47,11 +48,28 @@ class MappedFile final : public InputSource {
     end = std::min<uint64_t>(end, size_) / page * page;
     if (end > begin) madvise(const_cast<char*>(data_) + begin, end - begin, MADV_DONTNEED);
   }
+  void Peek(uint64_t offset, void* out, size_t n) const override {
+    auto* to = static_cast<char*>(out);
+    while (n > 0) {
+      const ssize_t got = pread(fd_, to, n, static_cast<off_t>(offset));
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        // The file changed under the mapping, or the descriptor cannot be read: the mapping
+        // still can (the same bytes the decoder reads).
+        std::memcpy(to, data_ + offset, n);
+        return;
+      }
+      to += got;
+      offset += static_cast<uint64_t>(got);
+      n -= static_cast<size_t>(got);
+    }
+  }
 
  private:
   std::string name_;
   const char* data_;
   size_t size_;
+  int fd_;
   uint64_t released_ = 0;
 };
 
@@ -81,6 +99,10 @@ class OwnedSource final : public InputSource {
 
 }  // namespace
 
+void InputSource::Peek(uint64_t offset, void* out, size_t n) const {
+  std::memcpy(out, bytes().data() + offset, n);
+}
+
 absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
@@ -97,15 +119,18 @@ absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     close(fd);
-    return std::unique_ptr<InputSource>(new MappedFile(path, "", 0));
+    return std::unique_ptr<InputSource>(new MappedFile(path, "", 0, -1));
   }
   void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  close(fd);
-  if (data == MAP_FAILED)
+  if (data == MAP_FAILED) {
+    int e = errno;
+    close(fd);
     return absl::InternalError(absl::StrCat(path, ": mmap: ", std::strerror(e)));
+  }
   madvise(data, size, MADV_SEQUENTIAL);
-  return std::unique_ptr<InputSource>(new MappedFile(path, static_cast<const char*>(data), size));
+  // The descriptor stays open for Peek.
+  return std::unique_ptr<InputSource>(
+      new MappedFile(path, static_cast<const char*>(data), size, fd));
 }
 
 std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name) {

@@ -74,6 +74,18 @@ struct SpecState {
   size_t cur = 0;  // the chunk the sequential decoder is at
   size_t seg = 0;  // its next segment
   bool planned = false;
+  // The model's events and memo, populated by the workers ahead of the sequential decoder
+  // (MADV_POPULATE_WRITE): what the plan saw of them, to estimate their final size from the
+  // density of a decoded chunk.
+  SharedPopulate events_populate;
+  SharedPopulate memo_populate;
+  uintptr_t events_base = 0;
+  uintptr_t memo_base = 0;
+  size_t events_cap = 0;
+  size_t memo_cap = 0;
+  size_t plan_pos = 0;
+  size_t plan_events = 0;
+  size_t plan_memo = 0;
 };
 
 namespace {
@@ -211,6 +223,8 @@ void Decoder::SpecStateDeleter::operator()(SpecState* s) const { delete s; }
 
 Decoder::~Decoder() {
   if (spec_ != nullptr) {
+    spec_->events_populate.Stop();
+    spec_->memo_populate.Stop();
     // Workers take no new chunk once every chunk is claimed; wait for those in flight.
     for (auto& c : spec_->chunks) {
       int expected = SpecChunk::kPending;
@@ -307,13 +321,18 @@ void Decoder::MakePlan() {
   const size_t chunk_bytes = parallel_chunk_bytes_ > 0
                                  ? parallel_chunk_bytes_
                                  : std::max<size_t>(size_t{1} << 20, rest / (threads_ * 8));
-  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first.
+  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first. The
+  // headers are read with Peek (pread), not through the mapping: a fault there maps 16 pages
+  // around the header, so the walk mapped the whole file and then had to give it back (2.5% of
+  // `summary`'s cycles on the 2.2 M-event benchmark, its pages zapped twice; docs/BENCHMARKS.md).
   std::vector<size_t> starts;
   size_t next_cut = pos_;
-  size_t released = pos_;
-  for (size_t p = 2; p + 9 <= size && d[p] == FRAME;) {
+  uint8_t header[9];
+  for (size_t p = 2; p + 9 <= size;) {
+    input_.Peek(p, header, sizeof(header));
+    if (header[0] != FRAME) break;
     uint64_t len;
-    std::memcpy(&len, d + p + 1, 8);
+    std::memcpy(&len, header + 1, 8);
     if (p >= next_cut) {
       const size_t r = Resync(d, size, p);
       if (r != SIZE_MAX && (starts.empty() || r > starts.back())) {
@@ -323,15 +342,7 @@ void Decoder::MakePlan() {
     }
     if (len > size - p - 9) break;
     p += 9 + static_cast<size_t>(len);
-    // Reading a frame's header every 64 KiB maps the whole file (the kernel maps 16 pages around
-    // a faulting one): give those pages back as the walk goes, each thread faults in what it
-    // decodes.
-    if (p >= released + (size_t{8} << 20)) {
-      input_.ReleaseRange(std::max(released, pos_), p);
-      released = p;
-    }
   }
-  input_.ReleaseRange(std::max(released, pos_), size);
   if (starts.size() < 2) {
     spec_next_ = SIZE_MAX;
     return;
@@ -358,24 +369,93 @@ void Decoder::MakePlan() {
   }
   s.back = s.chunks.size();
   stats_->chunks = s.chunks.size();
+  // The model's arrays are reserved from the file size and never move on a real file: the
+  // workers populate their pages ahead of this thread, which then finds them present (and takes
+  // its own populating through the same cursor, so no page is populated twice).
+  s.events_base = reinterpret_cast<uintptr_t>(snap_.events.data());
+  s.events_cap = snap_.events.capacity();
+  s.memo_base = reinterpret_cast<uintptr_t>(memo_.data());
+  s.memo_cap = memo_.capacity();
+  s.plan_pos = pos_;
+  s.plan_events = snap_.events.size();
+  s.plan_memo = memo_.size();
+  s.events_populate.Reset(
+      std::max(events_prefault_.populated(), s.events_base + s.plan_events * sizeof(TraceEvent)),
+      s.events_base + s.events_cap * sizeof(TraceEvent));
+  s.memo_populate.Reset(s.memo_base + s.plan_memo * sizeof(MemoWord),
+                        s.memo_base + s.memo_cap * sizeof(MemoWord));
+  // The workers populate at most 16 MiB of events past the sequential decoder's end: no more of
+  // the model is resident before it is written than that (peak memory; docs/BENCHMARKS.md).
+  events_prefault_.Share(&s.events_populate, uintptr_t{16} << 20);
+  s.events_populate.SetHorizon(s.events_base + s.plan_events * sizeof(TraceEvent) +
+                               (uintptr_t{16} << 20));
   const size_t workers = std::min(threads_ - 1, s.chunks.size() - 1);
   for (size_t t = 0; t < workers; ++t) {
-    s.workers.emplace_back([this, &s] {
+    s.workers.emplace_back([this, &s, size] {
+      // How far the model's arrays will reach, from the density of the chunks decoded so far
+      // (the head may hold no trace entry at all: PyTorch writes the segments first).
+      size_t bytes = 0;
+      size_t events = 0;
+      size_t memo = 0;
+      uintptr_t events_end = 0;
+      uintptr_t memo_end = 0;
+      auto populate = [&](uintptr_t events_step, uintptr_t memo_step) {
+        s.events_populate.Claim(0, events_step, std::min(events_end, s.events_populate.horizon()));
+        s.memo_populate.Claim(0, memo_step, memo_end);
+      };
+      const size_t chunks = s.chunks.size();
       while (true) {
         size_t k = s.back.load();
-        do {
-          if (k == 0) return;
-        } while (!s.back.compare_exchange_weak(k, k - 1));
-        SpecChunk& c = *s.chunks[k - 1];
+        bool claimed = false;
+        while (k > 0 && !(claimed = s.back.compare_exchange_weak(k, k - 1))) {
+        }
+        SpecChunk* c = claimed ? s.chunks[k - 1].get() : nullptr;
         int expected = SpecChunk::kPending;
         // The sequential decoder has reached this chunk: it has passed every earlier one too.
-        if (!c.state.compare_exchange_strong(expected, SpecChunk::kRunning)) return;
-        {
-          Decoder worker(input_, &s.head, c.end - c.begin);
-          worker.Speculate(c);
+        if (c == nullptr || !c->state.compare_exchange_strong(expected, SpecChunk::kRunning)) {
+          // No chunk left: populate the rest while the sequential decoder catches up (and adopts
+          // the chunks), keeping within its horizon; it stops us when it is done (~Decoder).
+          while (s.memo_populate.Claim(0, uintptr_t{1} << 20, memo_end) > 0) {
+          }
+          while (s.events_populate.claimed() < events_end) {
+            const uintptr_t horizon = s.events_populate.horizon();
+            while (s.events_populate.Claim(0, uintptr_t{1} << 20, std::min(events_end, horizon)) >
+                   0) {
+            }
+            if (s.events_populate.claimed() >= events_end) break;
+            if (!s.events_populate.WaitPast(horizon)) break;
+          }
+          return;
         }
-        c.state.store(SpecChunk::kDone, std::memory_order_release);
-        c.state.notify_all();
+        {
+          Decoder worker(input_, &s.head, c->end - c->begin);
+          worker.Speculate(*c);
+        }
+        if (!c->segments.empty()) {
+          bytes += c->segments.back().end - c->begin;
+          events += c->events.size();
+          memo += c->memo.size();
+        }
+        const size_t rest = size - s.plan_pos;
+        uintptr_t events_step = 0;
+        uintptr_t memo_step = 0;
+        if (bytes > 0) {
+          const double scale = static_cast<double>(rest) / static_cast<double>(bytes);
+          const size_t e = std::min<size_t>(
+              s.events_cap,
+              s.plan_events + static_cast<size_t>(static_cast<double>(events) * scale));
+          const size_t m = std::min<size_t>(
+              s.memo_cap, s.plan_memo + static_cast<size_t>(static_cast<double>(memo) * scale));
+          events_end = s.events_base + e * sizeof(TraceEvent);
+          memo_end = s.memo_base + m * sizeof(MemoWord);
+          // Two chunks' worth each time: the sequential decoder fills about one chunk's worth
+          // while this worker decodes one, and adopts the workers' chunks at the end.
+          events_step = 2 * (e - s.plan_events) * sizeof(TraceEvent) / chunks;
+          memo_step = 2 * (m - s.plan_memo) * sizeof(MemoWord) / chunks;
+        }
+        c->state.store(SpecChunk::kDone, std::memory_order_release);
+        c->state.notify_all();
+        populate(events_step, memo_step);
       }
     });
   }

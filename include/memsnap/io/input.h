@@ -24,6 +24,11 @@ class InputSource {
   /// The same for bytes [begin, end), which may be read again (the pages then fault back in).
   /// Safe to call from several threads.
   virtual void ReleaseRange(uint64_t begin, uint64_t end) {}
+  /// Copies bytes [offset, offset + n) into `out` (the range must lie inside bytes()) without
+  /// bringing them into the resident set where it can: a mapped file reads them with pread, so
+  /// that a walk over small pieces of a large file (the FRAME headers every 64 KiB) maps no pages
+  /// (the kernel maps 16 pages around each one that faults). Safe to call from several threads.
+  virtual void Peek(uint64_t offset, void* out, size_t n) const;
   /// Bytes that may be read (never used) after the end of bytes(): the zero-filled tail of the
   /// last page of an mmap, or the spare capacity of an owned buffer. Parsers that over-read
   /// (simdjson needs SIMDJSON_PADDING bytes) copy the input only when this is too small.
