@@ -9,6 +9,7 @@
 #include "memsnap/analysis/frag.h"
 #include "memsnap/analysis/oom.h"
 #include "memsnap/util/parallel.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
 
 namespace memsnap::analysis {
@@ -37,14 +38,7 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
       if (c.find("garbage_collection_threshold") == std::string::npos) confs.push_back(c);
     }
   }
-  for (const std::string& conf : confs) {
-    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
-    }
-    configs.push_back({conf, *c});
-  }
+  RETURN_IF_ERROR(AppendConfs(recorded, confs, configs));
 
   std::vector<FixJob> jobs;
   {

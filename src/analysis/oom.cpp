@@ -15,6 +15,7 @@
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 #include "memsnap/util/timer.h"
 
@@ -467,14 +468,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   std::vector<ReplayConfig> configs = {{"recorded", recorded}};
   const std::vector<std::string> confs =
       options.candidates.empty() ? DefaultOomCandidates(recorded) : options.candidates;
-  for (const std::string& conf : confs) {
-    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
-    }
-    configs.push_back({conf, *c});
-  }
+  RETURN_IF_ERROR(AppendConfs(recorded, confs, configs));
 
   std::vector<DeviceJob> jobs;
   bool any_trace = false;

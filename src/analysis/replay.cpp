@@ -307,6 +307,19 @@ std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& 
   return capacity;  // the first oom's
 }
 
+absl::Status AppendConfs(const sim::AllocatorConfig& recorded,
+                         const std::vector<std::string>& confs, std::vector<ReplayConfig>& out) {
+  for (const std::string& conf : confs) {
+    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
+    }
+    out.push_back({conf, *c});
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> ExpandSweep(std::string_view spec) {
   std::vector<std::string> parts = absl::StrSplit(Sv(spec), absl::MaxSplits('=', 1));
   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {

@@ -48,14 +48,7 @@ absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCom
     ASSIGN_OR_RETURN(std::vector<std::string> expanded, analysis::ExpandSweep(sweep));
     confs.insert(confs.end(), expanded.begin(), expanded.end());
   }
-  for (const std::string& conf : confs) {
-    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--conf \"", conf, "\": ", c.status().message()));
-    }
-    out.push_back({conf, *c});
-  }
+  RETURN_IF_ERROR(analysis::AppendConfs(recorded, confs, out));
   return out;
 }
 

@@ -22,6 +22,11 @@ struct ReplayConfig {
   sim::AllocatorConfig config;
 };
 
+/// Appends each of `confs` applied on top of `recorded` (PYTORCH_CUDA_ALLOC_CONF syntax), labelled
+/// with its text. InvalidArgument names the first that does not parse (`--conf "...": why`).
+absl::Status AppendConfs(const sim::AllocatorConfig& recorded,
+                         const std::vector<std::string>& confs, std::vector<ReplayConfig>& out);
+
 enum class EmptyCacheMode : uint8_t {
   kHeuristic,  // a burst of segment_free/unmap not followed by segment_alloc/map/oom = empty_cache
   kIgnore,
