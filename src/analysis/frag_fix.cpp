@@ -1,7 +1,8 @@
-// The `fix` line of `memsnap frag`: which allocator setting lowers a device's reserved peak the
-// most, proven by replaying its trace through the simulator under each candidate (the candidates
-// and the machinery of `memsnap oom`, docs/oom.md "The remedies"), on no capacity limit: the
-// question is how much memory the run reserves, not whether it fits a card.
+// The `fix` line of `memsnap frag`: which allocator setting lowers the device memory a trace needs
+// the most, proven by replaying it through the simulator under each candidate (the candidates and
+// the search of `memsnap oom`, docs/oom.md "The remedies"): the smallest capacity each setting
+// fits on. Not the peak reserved on no limit: under pressure the allocator releases its cache, so
+// a setting that only caches less would look like a saving it is not.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +22,12 @@ struct FixJob {
   const DeviceTrace* trace = nullptr;
   PreparedTrace prepared;
   std::vector<ConfigResult> results;
+  std::vector<int64_t> fits_on;
   std::vector<size_t> same_as;  // same_as[k] = j < k: setting k takes setting j's decisions
 };
+
+// The search's resolution: 2 MiB or 0.25% of the answer, as `oom`'s.
+constexpr int64_t kFragFitStep = int64_t{2} << 20;
 
 }  // namespace
 
@@ -53,6 +58,7 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
       // and peak above anything the run reserved. What fits the card is `oom`'s question.
       std::erase_if(job.prepared.ops, [](const Op& op) { return op.kind == OpKind::kOomMalloc; });
       job.results.resize(configs.size());
+      job.fits_on.resize(configs.size());
       job.same_as.resize(configs.size());
       for (size_t k = 0; k < configs.size(); ++k) {
         job.same_as[k] = k;
@@ -72,7 +78,9 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
     }
   }
   {
-    ScopedTimer t(absl::StrCat("frag: ", runs.size(), " replays"));
+    ScopedTimer t(
+        absl::StrCat("frag: ", runs.size(),
+                     " settings replayed, each searched for the smallest memory it fits on"));
     ParallelFor(
         runs.size(),
         [&](size_t i) {
@@ -81,6 +89,8 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
           RunOptions ro;
           ro.events = snap.EventsOf(*job.trace);
           job.results[k] = RunConfig(job.prepared, configs[k], ro).result;
+          job.fits_on[k] = SmallestFittingCapacity(job.prepared, configs[k], ro,
+                                                   /*live_floor=*/-1, kFragFitStep);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
   }
@@ -97,16 +107,22 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
       s.conf = configs[k].label;
       s.settings = sim::FormatAllocatorConf(configs[k].config);
       s.peak_reserved = job.results[job.same_as[k]].peak_reserved;
+      s.fits_on = job.fits_on[job.same_as[k]];
       if (job.same_as[k] != k) s.same_as = configs[job.same_as[k]].label;
       fix.settings.push_back(std::move(s));
     }
-    // The lowest peak among the candidates (the first on ties), if it beats the recorded
-    // settings' replay by kFragFixMinGain.
-    const int64_t base = fix.settings[0].peak_reserved;
+    fix.live_peak = job.results[0].peak_requested;
+    // The candidate that fits on the least memory (the first on ties), if it needs
+    // kFragFixMinGain less than the recorded settings (or they fit on none).
+    const int64_t base = fix.settings[0].fits_on;
     for (size_t k = 1; k < fix.settings.size(); ++k) {
-      const int64_t peak = fix.settings[k].peak_reserved;
-      if (static_cast<double>(base - peak) < kFragFixMinGain * static_cast<double>(base)) continue;
-      if (fix.best < 0 || peak < fix.settings[static_cast<size_t>(fix.best)].peak_reserved) {
+      const int64_t need = fix.settings[k].fits_on;
+      if (need <= 0) continue;
+      if (base > 0 &&
+          static_cast<double>(base - need) < kFragFixMinGain * static_cast<double>(base)) {
+        continue;
+      }
+      if (fix.best < 0 || need < fix.settings[static_cast<size_t>(fix.best)].fits_on) {
         fix.best = static_cast<int>(k);
       }
     }

@@ -250,41 +250,10 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
   }
 }
 
-// The smallest capacity on which `config` replays the whole trace, searched by halving between
-// the trace's live peak (below it nothing fits) and one that fits; 0 when no replay fits. Every
-// capacity returned is one a replay completed on.
+// The smallest capacity on which `config` replays the whole trace (0: none); below the trace's
+// live peak nothing fits.
 int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step) {
-  auto fits = [&](int64_t capacity) {
-    RunOptions ro = job.run;
-    ro.capacity = capacity;
-    ro.warm = job.prepared.warm_ok && job.prepared.preexisting_blocks > 0 &&
-              WarmBytes(job.prepared) <= capacity;
-    ro.stop_at_first_oom = true;
-    ro.on_oom = nullptr;
-    return RunConfig(job.prepared, config, ro).result.ooms.empty();
-  };
-  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
-  // run fits on (verified below, as the retry and the warm start can differ on it).
-  RunOptions ro = job.run;
-  ro.capacity = sim::kUnlimitedCapacity;
-  ro.stop_at_first_oom = true;
-  ro.on_oom = nullptr;
-  const ConfigResult free_run = RunConfig(job.prepared, config, ro).result;
-  if (!free_run.ooms.empty()) return 0;
-  int64_t lo = std::max<int64_t>(0, job.dev.trace_peak_live - 1);  // fails: live > capacity
-  int64_t hi = std::max(free_run.peak_reserved, lo + 1);
-  // A memory fraction below 1 needs more than the unbounded peak: grow by 1/16 until it fits.
-  for (int tries = 0; !fits(hi); ++tries) {
-    if (tries == 8) return 0;
-    lo = hi;
-    hi += std::max(step, hi / 16);
-  }
-  const int64_t tolerance = std::max(step, hi / 400);
-  while (hi - lo > tolerance) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? hi : lo) = mid;
-  }
-  return hi;
+  return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step);
 }
 
 // The categories whose memory grows with the batch: what a smaller batch shrinks.

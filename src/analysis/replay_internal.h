@@ -181,6 +181,17 @@ template <typename OnAlloc, typename OnOom>
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
                     const RunOptions& options);
 
+/// The smallest device memory on which `config` replays the whole of `prepared` without a failed
+/// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no
+/// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
+/// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
+/// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
+/// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
+/// unbounded run's start (warm or cold); the bounded runs start warm when the warm segments fit
+/// their capacity.
+int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
+                                const RunOptions& base, int64_t live_floor, int64_t step);
+
 /// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
 /// segment_events, simulated_events, matched and the first divergence.
 void CompareSegmentEvents(VerifyResult& v);

@@ -180,4 +180,41 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   return out;
 }
 
+int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
+                                const RunOptions& base, int64_t live_floor, int64_t step) {
+  int64_t warm_bytes = 0;
+  for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
+  auto run = [&](int64_t capacity) {
+    RunOptions ro = base;
+    ro.capacity = capacity;
+    // The unbounded run starts as `base` does; a bounded one warm where the segments fit it.
+    if (capacity != sim::kUnlimitedCapacity) {
+      ro.warm = prepared.warm_ok && prepared.preexisting_blocks > 0 && warm_bytes <= capacity;
+    }
+    ro.stop_at_first_oom = true;
+    ro.on_oom = nullptr;
+    ro.curve = false;
+    return RunConfig(prepared, config, ro).result;
+  };
+  auto fits = [&](int64_t capacity) { return run(capacity).ooms.empty(); };
+  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
+  // run fits on (verified below).
+  const ConfigResult free_run = run(sim::kUnlimitedCapacity);
+  if (!free_run.ooms.empty()) return 0;
+  int64_t lo = std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
+  int64_t hi = std::max(free_run.peak_reserved, lo + 1);
+  // A memory fraction below 1 needs more than the unbounded peak: grow by 1/16 until it fits.
+  for (int tries = 0; !fits(hi); ++tries) {
+    if (tries == 8) return 0;
+    lo = hi;
+    hi += std::max(step, hi / 16);
+  }
+  const int64_t tolerance = std::max(step, hi / 400);
+  while (hi - lo > tolerance) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 }  // namespace memsnap::analysis

@@ -93,7 +93,8 @@ RunFn SetupFrag(CLI::App& sub) {
                "table");
   sub.add_flag("--json", opts->json, "Machine-readable output (includes every segment)");
   sub.add_flag("--no-replay", opts->no_replay,
-               "Skip the replays behind the answer's `fix` line (one per candidate setting)");
+               "Skip the replays behind the answer's `fix` line (each candidate setting searched "
+               "for the least memory it fits on)");
   sub.add_option("--conf", opts->candidates,
                  "A PYTORCH_CUDA_ALLOC_CONF to try for the `fix` line (repeatable), on top of the "
                  "recorded settings; replaces the default candidates");
@@ -103,8 +104,8 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.footer(
       "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
       "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
-      "15%, large above), and the allocator setting that lowers the peak, proven by replaying\n"
-      "the trace (--no-replay skips the replays).\n"
+      "15%, large above), and the allocator setting with which the run fits on the least\n"
+      "memory, found by replaying the trace (--no-replay skips the replays).\n"
       "Definitions (docs/fragmentation.md):\n"
       "  internal waste   block size - requested bytes, over active blocks\n"
       "  free             inactive (cached) blocks; pending-free blocks are counted apart\n"

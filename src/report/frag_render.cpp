@@ -330,34 +330,35 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
   }
   const analysis::FragSetting& base = fix->settings[0];
   const size_t tried = fix->settings.size() - 1;
+  // The least memory each setting replays the whole trace on: what a setting saves on a card.
+  const std::string live = absl::StrCat("its live peak is ", FormatBytes(fix->live_peak));
   std::string text;
   if (fix->best >= 0) {
     const analysis::FragSetting& best = fix->settings[static_cast<size_t>(fix->best)];
-    const int64_t saved = base.peak_reserved - best.peak_reserved;
-    text =
-        absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": peak reserved ",
-                     FormatBytes(base.peak_reserved), " -> ", FormatBytes(best.peak_reserved),
-                     " (-", FormatBytes(saved), ", -",
-                     FormatPercent(static_cast<double>(saved) /
-                                   static_cast<double>(std::max<int64_t>(1, base.peak_reserved))),
-                     "), replayed (the best of ", tried, " settings)");
+    if (base.fits_on > 0) {
+      const int64_t saved = base.fits_on - best.fits_on;
+      text = absl::StrCat(
+          "PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": the run fits on ",
+          FormatBytes(best.fits_on), " instead of ", FormatBytes(base.fits_on), " (-",
+          FormatBytes(saved), ", -",
+          FormatPercent(static_cast<double>(saved) / static_cast<double>(base.fits_on)),
+          "), replayed (the best of ", tried, " settings; ", live, ")");
+    } else {
+      text = absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": the run fits on ",
+                          FormatBytes(best.fits_on),
+                          ", where no memory size tried fits it with the recorded settings, "
+                          "replayed (the best of ",
+                          tried, " settings; ", live, ")");
+    }
+  } else if (base.fits_on > 0) {
+    text = absl::StrCat("none: with the recorded settings the run fits on ",
+                        FormatBytes(base.fits_on), " (", live, ", so the allocator's layout costs ",
+                        FormatBytes(std::max<int64_t>(0, base.fits_on - fix->live_peak)),
+                        "), and no setting tried needs ", FormatPercent(analysis::kFragFixMinGain),
+                        " less (", tried, " settings replayed)");
   } else {
-    text = absl::StrCat("none: no allocator setting tried lowers the peak reserved (",
-                        FormatBytes(base.peak_reserved), " replayed) by ",
-                        FormatPercent(analysis::kFragFixMinGain), " or more (", tried,
-                        " settings replayed)");
-    const analysis::FragSetting* lowest = nullptr;
-    for (size_t k = 1; k < fix->settings.size(); ++k) {
-      const auto& m = fix->settings[k];
-      if (m.peak_reserved < base.peak_reserved &&
-          (lowest == nullptr || m.peak_reserved < lowest->peak_reserved)) {
-        lowest = &m;
-      }
-    }
-    if (lowest != nullptr) {
-      absl::StrAppend(&text, "; the closest, ", lowest->conf, ", saves ",
-                      FormatBytes(base.peak_reserved - lowest->peak_reserved));
-    }
+    text = absl::StrCat("none: no replay of the ", tried + 1,
+                        " settings tried completes the trace on any memory size");
   }
   // The replay starts from what the trace shows; say when it does not land on the recorded peak.
   const int64_t traced = c.figures.reserved_bytes;
@@ -466,12 +467,16 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
   if (ff != nullptr && !ff->settings.empty()) {
     const auto& base = ff->settings[0];
     fix["recorded_peak_reserved_bytes"] = base.peak_reserved;
+    fix["recorded_fits_on_bytes"] = base.fits_on > 0 ? Json(base.fits_on) : Json(nullptr);
+    fix["live_peak_bytes"] = ff->live_peak;
     if (ff->best >= 0) {
       const auto& b = ff->settings[static_cast<size_t>(ff->best)];
-      fix["best"] = {{"conf", b.conf},
-                     {"settings", b.settings},
-                     {"peak_reserved_bytes", b.peak_reserved},
-                     {"saved_bytes", base.peak_reserved - b.peak_reserved}};
+      fix["best"] = {
+          {"conf", b.conf},
+          {"settings", b.settings},
+          {"peak_reserved_bytes", b.peak_reserved},
+          {"fits_on_bytes", b.fits_on},
+          {"saved_bytes", base.fits_on > 0 ? Json(base.fits_on - b.fits_on) : Json(nullptr)}};
     } else {
       fix["best"] = nullptr;
     }
@@ -480,6 +485,7 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
       tried.push_back({{"conf", m.conf},
                        {"settings", m.settings},
                        {"peak_reserved_bytes", m.peak_reserved},
+                       {"fits_on_bytes", m.fits_on > 0 ? Json(m.fits_on) : Json(nullptr)},
                        {"same_as", m.same_as.empty() ? Json(nullptr) : Json(m.same_as)}});
     }
     fix["settings"] = tried;

@@ -187,26 +187,31 @@ struct FragCost {
 struct FragSetting {
   std::string conf;           // as tried ("recorded" for the recorded settings)
   std::string settings;       // the resulting settings, canonical (sim::FormatAllocatorConf)
-  int64_t peak_reserved = 0;  // the replay's peak reserved bytes
+  int64_t peak_reserved = 0;  // the replay's peak reserved bytes, on no capacity limit
+  /// The smallest device memory the trace replays on without a failed malloc (0: none found):
+  /// under memory pressure the allocator releases its cache, so this, not the unlimited peak
+  /// reserved, is what a setting saves.
+  int64_t fits_on = 0;
   /// Set when this setting provably takes the same decisions as an earlier one on this trace:
   /// that one's label; its replay stands for both.
   std::string same_as;
 };
 
-/// The allocator setting that lowers a device's reserved peak the most, proven by replaying its
-/// trace through the simulator under each candidate (no capacity limit).
+/// The allocator setting that lowers the device memory a trace needs the most, proven by replaying
+/// it through the simulator under each candidate (the smallest capacity each fits on).
 struct FragFix {
   int32_t device = 0;
   int64_t trace_events = 0;
+  int64_t live_peak = 0;  // the replay's peak of live requested bytes: no capacity below it fits
   int64_t recorded_ooms = 0;  // oom entries in the trace: `memsnap oom` replays on the card
   /// The recorded settings first, then every candidate, in order.
   std::vector<FragSetting> settings;
-  /// Index into `settings` of the candidate with the lowest peak reserved when it is at least
-  /// kFragFixMinGain of the recorded replay's peak lower; -1 when none is.
+  /// Index into `settings` of the candidate that fits on the least memory when that is at least
+  /// kFragFixMinGain less than the recorded settings need; -1 when none is.
   int best = -1;
 };
 
-/// A candidate counts as a fix when it lowers the replayed peak reserved by at least this share.
+/// A candidate counts as a fix when it fits on at least this share less memory.
 inline constexpr double kFragFixMinGain = 0.01;
 
 struct FragReport {
