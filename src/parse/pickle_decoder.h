@@ -420,7 +420,7 @@ class Decoder {
   template <bool kSpec = false>
   bool FastFrameBatch(size_t& p);
   template <bool kSpec = false>
-  bool FastEmptyText(size_t& p);
+  bool FastEmptyText(size_t& p, bool na_is_empty);
   // The previous trace entry's keys by position: the bytes of their memo GETs and what they set.
   // Valid while the memo entries they name keep their values: cleared when the memo is
   // overwritten (BINPUT to an existing index) or truncated (a rollback).

@@ -183,10 +183,11 @@ inline void Decoder::TryFrameList() {
   pos_ = p;
 }
 
-// compile_context / user_metadata as PyTorch writes them when the feature is off: "N/A" or "",
-// by memo GET or as a new (possibly memoized) string. Anything else needs the generic path.
+// compile_context / user_metadata as PyTorch writes them when the feature is off: "" for either,
+// "N/A" for compile_context only (SetEvent, schema.h, keeps a user_metadata of "N/A" as text), by
+// memo GET or as a new (possibly memoized) string. Anything else needs the generic path.
 template <bool kSpec>
-inline bool Decoder::FastEmptyText(size_t& p) {
+inline bool Decoder::FastEmptyText(size_t& p, bool na_is_empty) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
   if (p + 1 < size && d[p] == SHORT_BINUNICODE) {
@@ -194,7 +195,7 @@ inline bool Decoder::FastEmptyText(size_t& p) {
     StrId id;
     if (n == 0) {
       id = StringPool::kEmpty;
-    } else if (n == 3 && p + 5 <= size && std::memcmp(d + p + 2, "N/A", 3) == 0) {
+    } else if (na_is_empty && n == 3 && p + 5 <= size && std::memcmp(d + p + 2, "N/A", 3) == 0) {
       id = na_;
     } else {
       return false;
@@ -205,7 +206,7 @@ inline bool Decoder::FastEmptyText(size_t& p) {
   MemoWord packed;
   if (!FastGet<kSpec>(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) return false;
   auto ref = static_cast<uint32_t>(packed >> 4);
-  return ref == na_.v || ref == StringPool::kEmpty.v;
+  return (na_is_empty && ref == na_.v) || ref == StringPool::kEmpty.v;
 }
 
 template <bool kSpec>
@@ -311,8 +312,10 @@ inline bool Decoder::TryEventDict() {
         ok = FastFrames<kSpec>(p, e.stack);
         break;
       case Field::kEventCompileContext:
+        ok = FastEmptyText<kSpec>(p, /*na_is_empty=*/true);
+        break;
       case Field::kEventUserMetadata:
-        ok = FastEmptyText<kSpec>(p);
+        ok = FastEmptyText<kSpec>(p, /*na_is_empty=*/false);
         break;
       default:
         break;

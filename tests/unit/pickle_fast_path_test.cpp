@@ -119,6 +119,29 @@ TEST_SUITE("pickle_fast_path") {
     }
   }
 
+  TEST_CASE(
+      "a user_metadata of \"N/A\" is kept as text both ways; a compile_context of it is none") {
+    // Found by the fuzz_pickle_paths campaign (tests/fuzz/regressions/pickle_paths-user-metadata-
+    // na.pickle): the fast path took "N/A" as "feature off" for both keys, the generic path
+    // (SetEvent, schema.h) only for compile_context, so a user_metadata of "N/A" was dropped by
+    // one path and kept by the other.
+    for (int protocol : {2, 4}) {
+      CAPTURE(protocol);
+      const std::string bytes = testing::PythonPickle(
+          "{'segments': [], 'device_traces': [[dict(action='alloc', addr=2**40, size=512, "
+          "stream=0, time_us=1, compile_context='N/A', user_metadata='N/A', frames=[]), "
+          "dict(action='alloc', addr=2**41, size=512, stream=0, time_us=2, "
+          "compile_context='N/A', user_metadata='', frames=[])]]}",
+          protocol);
+      CHECK(testing::ComparePicklePaths(bytes) == "");
+      Snapshot s = testing::ParseOrFail(bytes);
+      REQUIRE(s.events.size() == 2);
+      REQUIRE(s.event_extras.size() == 1);  // the first entry's user_metadata only
+      CHECK(s.strings.Get(s.event_extras[0].user_metadata) == "N/A");
+      CHECK_FALSE(s.event_extras[0].compile_context.valid());
+    }
+  }
+
   TEST_CASE("a frames list behind a second MARK is refused both ways, as Python refuses it") {
     // Found by the fuzz_pickle_paths campaign (the reproducer is in tests/fuzz/regressions/):
     // after `EMPTY_LIST MARK MARK`, the fast path took the frames batch of the inner MARK as
