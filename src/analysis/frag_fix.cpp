@@ -59,16 +59,7 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
       std::erase_if(job.prepared.ops, [](const Op& op) { return op.kind == OpKind::kOomMalloc; });
       job.results.resize(configs.size());
       job.fits_on.resize(configs.size());
-      job.same_as.resize(configs.size());
-      for (size_t k = 0; k < configs.size(); ++k) {
-        job.same_as[k] = k;
-        for (size_t j = 0; j < k && job.same_as[k] == k; ++j) {
-          if (configs[j].config == configs[k].config ||
-              (j == 0 && SameDecisions(job.prepared, configs[0].config, configs[k].config))) {
-            job.same_as[k] = job.same_as[j];
-          }
-        }
-      }
+      job.same_as = ReplayStandIns(job.prepared, configs);
     }
   }
   std::vector<std::pair<size_t, size_t>> runs;
@@ -89,8 +80,9 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
           RunOptions ro;
           ro.events = snap.EventsOf(*job.trace);
           job.results[k] = RunConfig(job.prepared, configs[k], ro).result;
-          job.fits_on[k] = SmallestFittingCapacity(job.prepared, configs[k], ro,
-                                                   /*live_floor=*/-1, kFragFitStep);
+          job.fits_on[k] =
+              SmallestFittingCapacity(job.prepared, configs[k], ro,
+                                      /*live_floor=*/-1, kFragFitStep, &job.results[k]);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
   }

@@ -265,13 +265,17 @@ bool GrowsWithBatch(std::string_view category) {
 // which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
 // even none of them does not fit. The frees need no change: the simulator frees by address.
 double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled) {
+  // One copy of the trace, its scaled mallocs rewritten from the recorded sizes at each share.
+  PreparedTrace p = job.prepared;
+  std::vector<size_t> ops;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) ops.push_back(i);
+  }
   auto fits = [&](double share) {
-    PreparedTrace p = job.prepared;
-    for (Op& op : p.ops) {
-      if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kOomMalloc) &&
-          op.event < scaled.size() && scaled[op.event]) {
-        op.size = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(op.size) * share));
-      }
+    for (size_t i : ops) {
+      const auto recorded = static_cast<double>(job.prepared.ops[i].size);
+      p.ops[i].size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
     }
     RunOptions ro = job.run;
     ro.stop_at_first_oom = true;
@@ -505,15 +509,8 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   std::vector<std::pair<size_t, size_t>> runs;
   for (size_t d = 0; d < jobs.size(); ++d) {
     DeviceJob& job = jobs[d];
-    job.same_as.resize(configs.size());
+    job.same_as = ReplayStandIns(job.prepared, configs);
     for (size_t k = 0; k < configs.size(); ++k) {
-      job.same_as[k] = k;
-      for (size_t j = 0; j < k && job.same_as[k] == k; ++j) {
-        if (configs[j].config == configs[k].config ||
-            (j == 0 && SameDecisions(job.prepared, configs[0].config, configs[k].config))) {
-          job.same_as[k] = job.same_as[j];
-        }
-      }
       if (job.same_as[k] == k) runs.emplace_back(d, k);
     }
   }

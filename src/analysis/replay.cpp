@@ -224,6 +224,21 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
   return p;
 }
 
+std::vector<size_t> ReplayStandIns(const PreparedTrace& p,
+                                   const std::vector<ReplayConfig>& configs) {
+  std::vector<size_t> same_as(configs.size());
+  for (size_t k = 0; k < configs.size(); ++k) {
+    same_as[k] = k;
+    for (size_t j = 0; j < k && same_as[k] == k; ++j) {
+      if (configs[j].config == configs[k].config ||
+          (j == 0 && SameDecisions(p, configs[0].config, configs[k].config))) {
+        same_as[k] = same_as[j];
+      }
+    }
+  }
+  return same_as;
+}
+
 bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
                    const sim::AllocatorConfig& candidate) {
   sim::AllocatorConfig a = base;

@@ -74,6 +74,12 @@ struct PreparedTrace {
 bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
                    const sim::AllocatorConfig& candidate);
 
+/// For each of `configs` (the recorded settings first), the index of the first earlier setting
+/// whose replay of `p` stands for it: an identical configuration, or the recorded one when
+/// SameDecisions holds; its own index otherwise (only those need a replay).
+std::vector<size_t> ReplayStandIns(const PreparedTrace& p,
+                                   const std::vector<ReplayConfig>& configs);
+
 /// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
 /// blocks freed without an alloc (or alive in the final segments without one) are allocated
 /// first in address order, and inferred empty_cache calls are inserted
@@ -189,8 +195,10 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
 /// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
 /// unbounded run's start (warm or cold); the bounded runs start warm when the warm segments fit
 /// their capacity.
+/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
-                                const RunOptions& base, int64_t live_floor, int64_t step);
+                                const RunOptions& base, int64_t live_floor, int64_t step,
+                                const ConfigResult* unbounded = nullptr);
 
 /// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
 /// segment_events, simulated_events, matched and the first divergence.

@@ -181,7 +181,8 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
 }
 
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
-                                const RunOptions& base, int64_t live_floor, int64_t step) {
+                                const RunOptions& base, int64_t live_floor, int64_t step,
+                                const ConfigResult* unbounded) {
   int64_t warm_bytes = 0;
   for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
   auto run = [&](int64_t capacity) {
@@ -199,7 +200,12 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
   auto fits = [&](int64_t capacity) { return run(capacity).ooms.empty(); };
   // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
   // run fits on (verified below).
-  const ConfigResult free_run = run(sim::kUnlimitedCapacity);
+  ConfigResult own;
+  if (unbounded == nullptr) {
+    own = run(sim::kUnlimitedCapacity);
+    unbounded = &own;
+  }
+  const ConfigResult& free_run = *unbounded;
   if (!free_run.ooms.empty()) return 0;
   int64_t lo = std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
   int64_t hi = std::max(free_run.peak_reserved, lo + 1);
