@@ -412,6 +412,8 @@ class Decoder {
   template <bool kSpec = false>
   bool FastGet(size_t& p, MemoWord& packed);
   template <bool kSpec = false>
+  bool MemoLookup(uint64_t index, MemoWord& packed);
+  template <bool kSpec = false>
   bool FastMemoPut(size_t& p, MemoWord packed);
   bool FastInt(size_t& p, int64_t& v) const;
   template <bool kSpec = false>
@@ -433,6 +435,36 @@ class Decoder {
   static constexpr uint32_t kKeyCacheSize = 16;
   KeyCacheEntry key_cache_[kKeyCacheSize];
   uint32_t key_cache_size_ = 0;
+
+  // Whole-entry layouts (docs/reader.md, "The trace-entry fast path"): when the previous entry's
+  // keys, as the key cache holds them, are one of the orders PyTorch writes, the next entry is
+  // decoded by code unrolled for that order: each key a masked compare with the cached bytes, each
+  // value by the decoder of its field, one bounds check for the whole entry. An entry that does
+  // not fit (another order, a new stack, a value in another form) takes the loop over the keys,
+  // which then sets the layout from its own keys.
+  enum class Layout : uint8_t { kNone, kFull, kCompileContext, kTime, kNoTime };
+  // What one entry can occupy in a layout: 8 keys and values of at most 5 + 9 bytes, SETITEMS,
+  // and the 8-byte loads that read past the last opcode.
+  static constexpr size_t kLayoutMaxBytes = 8 * (5 + 9) + 1 + 8;
+  Layout layout_ = Layout::kNone;
+  // When the memo entries the cached keys name may have changed.
+  void ForgetKeys() {
+    key_cache_size_ = 0;
+    layout_ = Layout::kNone;
+  }
+  void SetLayout(uint32_t items);
+  template <bool kSpec>
+  bool DecodeEventItems(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
+  template <bool kSpec>
+  bool DecodeByLayout(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
+  template <bool kSpec, Field... kFields>
+  bool DecodeLayout(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
+  template <bool kSpec, Field kField>
+  bool DecodeLayoutItem(const uint8_t* d, size_t& p, const KeyCacheEntry& key, TraceEvent& e,
+                        int64_t& stream, int64_t& negative);
+  template <bool kSpec>
+  bool LayoutGet(const uint8_t* d, size_t& p, MemoWord& packed);
+  static bool LayoutInt(const uint8_t* d, size_t& p, int64_t& v);
 
   // ---- typing and the generic path (pickle_records.cpp) ----
   // Interns `text` into the snapshot's pool, keeping key_codes_ over every StrId: a string is

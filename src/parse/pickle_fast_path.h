@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstring>
+#include <span>
 
 #include "parse/pickle_decoder.h"
 
@@ -32,6 +33,11 @@ template <bool kSpec>
   } else {
     return false;
   }
+  return MemoLookup<kSpec>(index, packed);
+}
+
+template <bool kSpec>
+[[gnu::always_inline]] inline bool Decoder::MemoLookup(uint64_t index, MemoWord& packed) {
   if constexpr (kSpec) {
     // Only the head's entries: the chunk's own are numbered from a base it does not know, and
     // those made between the head and the chunk are not decoded yet. Each entry read is recorded
@@ -209,31 +215,202 @@ inline bool Decoder::FastEmptyText(size_t& p, bool na_is_empty) {
   return (na_is_empty && ref == na_.v) || ref == StringPool::kEmpty.v;
 }
 
+// ---- Whole-entry layouts (pickle_decoder.h, Layout) ----
+// The readers below read at most 9 bytes past p unchecked: the caller checked kLayoutMaxBytes.
+
 template <bool kSpec>
-inline bool Decoder::TryEventDict() {
+[[gnu::always_inline]] inline bool Decoder::LayoutGet(const uint8_t* d, size_t& p,
+                                                      MemoWord& packed) {
+  uint64_t index;
+  if (d[p] == BINGET) {
+    index = d[p + 1];
+    p += 2;
+  } else if (d[p] == LONG_BINGET) {
+    uint32_t v;
+    std::memcpy(&v, d + p + 1, 4);
+    index = v;
+    p += 5;
+  } else {
+    return false;
+  }
+  return MemoLookup<kSpec>(index, packed);
+}
+
+// FastInt without its bounds checks: the same shapes and values.
+[[gnu::always_inline]] inline bool Decoder::LayoutInt(const uint8_t* d, size_t& p, int64_t& v) {
+  switch (d[p]) {
+    case LONG1: {
+      const size_t n = d[p + 1];
+      if (n == 0 || n >= 8) return false;
+      uint64_t u;
+      std::memcpy(&u, d + p + 2, 8);
+      const int shift = static_cast<int>(64 - 8 * n);
+      v = static_cast<int64_t>(u << shift) >> shift;
+      p += 2 + n;
+      return true;
+    }
+    case BININT1:
+      v = d[p + 1];
+      p += 2;
+      return true;
+    case BININT2: {
+      uint16_t u;
+      std::memcpy(&u, d + p + 1, 2);
+      v = u;
+      p += 3;
+      return true;
+    }
+    case BININT: {
+      int32_t i;
+      std::memcpy(&i, d + p + 1, 4);
+      v = i;
+      p += 5;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// One key and its value. Each field is decoded as the loop in TryEventDict decodes it, in the
+// forms the entries of a run of one stack-sharing trace take (memo GETs for strings and stacks):
+// anything else returns false and the loop decodes the entry.
+template <bool kSpec, Field kField>
+[[gnu::always_inline]] inline bool Decoder::DecodeLayoutItem(const uint8_t* d, size_t& p,
+                                                             const KeyCacheEntry& key,
+                                                             TraceEvent& e, int64_t& stream,
+                                                             int64_t& negative) {
+  uint64_t word;
+  std::memcpy(&word, d + p, 8);
+  if ((word & key.mask) != key.bytes) return false;
+  p += key.length;
+  int64_t v;
+  if constexpr (kField == Field::kEventAction) {
+    MemoWord a;
+    if (!LayoutGet<kSpec>(d, p, a) || (a & 15) != static_cast<MemoWord>(Tag::kStr)) return false;
+    if constexpr (kSpec) {
+      if ((a >> 4) >= head_->actions.size()) return false;
+      e.action = static_cast<Action>(head_->actions[a >> 4]);
+    } else {
+      e.action = ActionOf(StrId(static_cast<uint32_t>(a >> 4)));
+    }
+    return e.action != Action::kUnknown;
+  } else if constexpr (kField == Field::kEventAddr) {
+    if (!LayoutInt(d, p, v)) return false;
+    e.addr = static_cast<uint64_t>(v);
+    negative |= v;
+    return true;
+  } else if constexpr (kField == Field::kEventSize) {
+    if (!LayoutInt(d, p, v) || !SizeInRange(v)) return false;
+    e.size = v;
+    return true;
+  } else if constexpr (kField == Field::kEventStream) {
+    return LayoutInt(d, p, stream);
+  } else if constexpr (kField == Field::kEventTime) {
+    if (!LayoutInt(d, p, v)) return false;
+    e.time_us = v;
+    negative |= v;
+    return true;
+  } else if constexpr (kField == Field::kEventCompileContext ||
+                       kField == Field::kEventUserMetadata) {
+    MemoWord packed;
+    if (!LayoutGet<kSpec>(d, p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) {
+      return false;
+    }
+    const auto ref = static_cast<uint32_t>(packed >> 4);
+    // "N/A" means "off" for compile_context only (FastEmptyText).
+    return ref == StringPool::kEmpty.v || (kField == Field::kEventCompileContext && ref == na_.v);
+  } else {
+    static_assert(kField == Field::kEventFrames);
+    MemoWord packed;
+    if (!LayoutGet<kSpec>(d, p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kList)) {
+      return false;
+    }
+    if constexpr (kSpec) {
+      e.stack = head_->list_stacks[static_cast<uint32_t>(packed >> 4)];
+    } else {
+      e.stack = lists_[static_cast<uint32_t>(packed >> 4)].stack;
+    }
+    return e.stack.valid();
+  }
+}
+
+template <bool kSpec, Field... kFields>
+[[gnu::always_inline]] inline bool Decoder::DecodeLayout(size_t& p, TraceEvent& e, int64_t& stream,
+                                                         int64_t& negative) {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t q = p;
+  uint32_t item = 0;
+  // Left to right, stopping at the first item that does not fit.
+  const bool ok =
+      (DecodeLayoutItem<kSpec, kFields>(d, q, key_cache_[item++], e, stream, negative) && ...);
+  if (!ok || d[q] != SETITEMS) return false;
+  p = q;
+  return true;
+}
+
+template <bool kSpec>
+[[gnu::always_inline]] inline bool Decoder::DecodeByLayout(size_t& p, TraceEvent& e,
+                                                           int64_t& stream, int64_t& negative) {
+  using F = Field;
+  switch (layout_) {
+    case Layout::kFull:  // 2.6+
+      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
+                          F::kEventTime, F::kEventCompileContext, F::kEventUserMetadata,
+                          F::kEventFrames>(p, e, stream, negative);
+    case Layout::kCompileContext:  // 2.6 without user_metadata
+      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
+                          F::kEventTime, F::kEventCompileContext, F::kEventFrames>(p, e, stream,
+                                                                                   negative);
+    case Layout::kTime:  // 2.1 to 2.5
+      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
+                          F::kEventTime, F::kEventFrames>(p, e, stream, negative);
+    case Layout::kNoTime:  // before time_us
+      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
+                          F::kEventFrames>(p, e, stream, negative);
+    case Layout::kNone:
+      break;
+  }
+  return false;
+}
+
+// After the loop decoded an entry of `items` keys: the layout those keys (in the key cache) form.
+inline void Decoder::SetLayout(uint32_t items) {
+  using F = Field;
+  static constexpr F kFull[] = {F::kEventAction,       F::kEventAddr,  F::kEventSize,
+                                F::kEventStream,       F::kEventTime,  F::kEventCompileContext,
+                                F::kEventUserMetadata, F::kEventFrames};
+  static constexpr F kCompileContext[] = {F::kEventAction, F::kEventAddr, F::kEventSize,
+                                          F::kEventStream, F::kEventTime, F::kEventCompileContext,
+                                          F::kEventFrames};
+  static constexpr F kTime[] = {F::kEventAction, F::kEventAddr, F::kEventSize,
+                                F::kEventStream, F::kEventTime, F::kEventFrames};
+  static constexpr F kNoTime[] = {F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
+                                  F::kEventFrames};
+  auto is = [&](std::span<const F> fields) {
+    if (items != fields.size() || key_cache_size_ < items) return false;
+    for (uint32_t i = 0; i < items; ++i) {
+      if (key_cache_[i].field != fields[i]) return false;
+    }
+    return true;
+  };
+  layout_ = is(kFull)             ? Layout::kFull
+            : is(kCompileContext) ? Layout::kCompileContext
+            : is(kTime)           ? Layout::kTime
+            : is(kNoTime)         ? Layout::kNoTime
+                                  : Layout::kNone;
+}
+
+// The entry's items one key at a time, from p (after its MARK) to its SETITEMS: for entries no
+// layout decodes. False when an item is not a shape the fast path takes (the caller rolls back).
+template <bool kSpec>
+inline bool Decoder::DecodeEventItems(size_t& p, TraceEvent& e, int64_t& stream,
+                                      int64_t& negative) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t size = data_.size();
-  size_t memo_before = memo_.size();
-  size_t lists_before = lists_.size();
-  auto rollback = [&] {
-    memo_.resize(memo_before);
-    lists_.resize(lists_before);
-    key_cache_size_ = 0;  // its memo indices may be reused differently by the generic path
-    return false;
-  };
-  size_t p = pos_;
-  auto record = static_cast<uint32_t>(snap_.events.size());
-  if (!FastMemoPut<kSpec>(p, PackMemo(Tag::kEventRef, record))) {
-    return rollback();
-  }
-  if (p >= size || d[p] != MARK) return rollback();
-  ++p;
-  TraceEvent e;
-  bool first = true;
-  int64_t negative = 0;  // the sign bits of the address and the time
-  int64_t stream = 0;    // interned once the entry is complete: a rollback leaves no trace of it
-  for (uint32_t item = 0;; ++item) {
-    if (p >= size) return rollback();
+  uint32_t item = 0;
+  for (;; ++item) {
+    if (p >= size) return false;
     if (d[p] == SETITEMS) break;
     // The keys are the same memo GETs, in the same order, entry after entry: compare the GET's
     // bytes with the previous entry's key at this position before resolving them through the memo.
@@ -249,7 +426,7 @@ inline bool Decoder::TryEventDict() {
       size_t at = p;
       MemoWord packed;
       if (!FastGet<kSpec>(p, packed) || (packed & 15) != static_cast<MemoWord>(Tag::kStr)) {
-        return rollback();
+        return false;
       }
       // What the key sets comes from the schema: the fast path maps no key of its own.
       auto ref = static_cast<uint32_t>(packed >> 4);
@@ -261,8 +438,7 @@ inline bool Decoder::TryEventDict() {
         key_cache_size_ = item + 1;
       }
     }
-    if (first && field != Field::kEventAction) return rollback();
-    first = false;
+    if (item == 0 && field != Field::kEventAction) return false;
     bool ok = false;
     int64_t v = 0;
     // Each case decodes the value the way SetEvent (schema.h) would set it, for the shapes and
@@ -320,9 +496,43 @@ inline bool Decoder::TryEventDict() {
       default:
         break;
     }
-    if (!ok) return rollback();
+    if (!ok) return false;
   }
-  if (first || negative < 0) return rollback();
+  if (item == 0) return false;
+  SetLayout(item);
+  return true;
+}
+
+template <bool kSpec>
+inline bool Decoder::TryEventDict() {
+  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
+  size_t size = data_.size();
+  size_t memo_before = memo_.size();
+  size_t lists_before = lists_.size();
+  auto rollback = [&] {
+    memo_.resize(memo_before);
+    lists_.resize(lists_before);
+    ForgetKeys();  // its memo indices may be reused differently by the generic path
+    return false;
+  };
+  size_t p = pos_;
+  auto record = static_cast<uint32_t>(snap_.events.size());
+  if (!FastMemoPut<kSpec>(p, PackMemo(Tag::kEventRef, record))) {
+    return rollback();
+  }
+  if (p >= size || d[p] != MARK) return rollback();
+  ++p;
+  TraceEvent e;
+  int64_t negative = 0;  // the sign bits of the address and the time
+  int64_t stream = 0;    // interned once the entry is complete: a rollback leaves no trace of it
+  if (layout_ == Layout::kNone || size - p < kLayoutMaxBytes ||
+      !DecodeByLayout<kSpec>(p, e, stream, negative)) {
+    e = TraceEvent{};
+    negative = 0;
+    stream = 0;
+    if (!DecodeEventItems<kSpec>(p, e, stream, negative)) return rollback();
+  }
+  if (negative < 0) return rollback();
   // Consecutive entries are mostly on one stream: the last entry's id costs a compare, where the
   // table's scan cost 9 instructions an entry and a hash map 42 (docs/BENCHMARKS.md). A
   // speculative decoder interns into its copy of the head's table; the adoption maps what it

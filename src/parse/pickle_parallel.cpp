@@ -610,7 +610,7 @@ absl::Status Decoder::Adopt(SpecChunk& c, size_t seg_index, bool& adopted) {
   push_events(g.events_end);
   events_prefault_.Touch(snap_.events);
   if (snap_.events.size() >= next_publish_) PublishEvents();
-  key_cache_size_ = 0;
+  ForgetKeys();
   ++stats_->segments_adopted;
   stats_->events_adopted += n_events;
   pos_ = g.end;

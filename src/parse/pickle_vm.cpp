@@ -143,7 +143,7 @@ absl::Status Decoder::MemoPut(size_t at, uint64_t index) {
   if (index == memo_.size()) {
     memo_.push_back(packed);
   } else if (index < memo_.size()) {
-    key_cache_size_ = 0;  // a memo entry changes value: cached key GETs may be stale
+    ForgetKeys();  // a memo entry changes value: cached key GETs may be stale
     memo_[index] = packed;
   } else {
     // BINPUT may skip indices; writers number them densely, so a far jump is hostile input.
