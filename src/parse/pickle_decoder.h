@@ -485,7 +485,13 @@ class Decoder {
   uint32_t CreateRecord(Rec kind);
   absl::Status ApplyItems(size_t at, Rec kind, uint32_t record, const Value* items, size_t n);
   absl::Status SetFrameDict(size_t at, DictObj& d, const Value* items, size_t n);
-  Action ActionOf(StrId id) {
+  // Inline for the strings already resolved (every trace entry asks), the rest out of line.
+  [[gnu::always_inline]] Action ActionOf(StrId id) {
+    if (id.v < action_cache_.size() && action_cache_[id.v] != kActionUnresolved) [[likely]]
+      return static_cast<Action>(action_cache_[id.v]);
+    return ResolveAction(id);
+  }
+  Action ResolveAction(StrId id) {
     if (id.v >= action_cache_.size()) action_cache_.resize(id.v + 1, kActionUnresolved);
     uint8_t& a = action_cache_[id.v];
     if (a == kActionUnresolved) a = static_cast<uint8_t>(ParseAction(snap_.strings.Get(id)));

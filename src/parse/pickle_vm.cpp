@@ -250,7 +250,15 @@ absl::Status Decoder::Append(size_t at, const Value& list, const Value* items, s
       Value& last = scratch_.back();
       if (last.tag == Tag::kRun && last.kind == kind &&
           last.ref + static_cast<uint64_t>(last.i) == record) {
-        ++last.i;
+        // The trace entries of a batch are consecutive records: take them in one scan (the
+        // fast path's records, whose ref is the record; a dict's ref is its handle).
+        uint64_t end = record + 1;
+        const bool fast_record = v.tag == Tag::kEventRef || v.tag == Tag::kFrameRef;
+        while (fast_record && k + 1 < n && items[k + 1].tag == v.tag && items[k + 1].ref == end) {
+          ++k;
+          ++end;
+        }
+        last.i = static_cast<int64_t>(end - last.ref);
         continue;
       }
     }
