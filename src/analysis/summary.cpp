@@ -66,9 +66,11 @@ struct EventPart {
   absl::flat_hash_map<uint64_t, AddrRun> addrs;
 };
 
-void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPart& part) {
+// Adds events [begin, end) of `ev` to `part`; `index_base` + i is event i's device-local index.
+void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPart& part,
+              size_t index_base = 0) {
   std::array<int64_t, kNumActions> actions{};
-  int64_t first = kNoTime, last = kNoTime;
+  int64_t first = part.first_time_us, last = part.last_time_us;
   for (size_t i = begin; i < end; ++i) {
     const TraceEvent& e = ev[i];
     ++actions[static_cast<int>(e.action)];
@@ -90,35 +92,22 @@ void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPar
         break;
       }
       case Action::kOom:
-        part.ooms.push_back(static_cast<uint32_t>(i));
+        part.ooms.push_back(static_cast<uint32_t>(index_base + i));
         break;
       default:
         break;
     }
   }
-  part.actions = actions;
+  for (int a = 0; a < kNumActions; ++a) part.actions[a] += actions[a];
   part.first_time_us = first;
   part.last_time_us = last;
 }
 
-// A device's counts, time span, oom entries and frees without an alloc, its events scanned in up
-// to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
-// the end (for CountGhosts). The same figures whatever the number of parts.
-void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
-                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
-                std::optional<SiteNamer>& namer) {
-  std::span<const TraceEvent> ev = snap.EventsOf(trace);
-  const size_t parts = std::max<size_t>(
-      1, std::min<size_t>(ThreadsFor(options.threads),
-                          ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
-  std::vector<EventPart> scanned(parts);
-  ParallelFor(
-      parts,
-      [&](size_t p) {
-        ScanPart(ev, ev.size() * p / parts, ev.size() * (p + 1) / parts, scanned[p]);
-      },
-      parts);
-  for (EventPart& part : scanned) {
+// Joins the parts of a device's events, in order, into `dev` and `live`.
+void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
+               std::span<const EventPart> parts, const SummaryOptions& options, DeviceSummary& dev,
+               absl::flat_hash_map<uint64_t, int64_t>& live, std::optional<SiteNamer>& namer) {
+  for (const EventPart& part : parts) {
     for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += part.actions[a];
     if (part.first_time_us != kNoTime &&
         (dev.first_time_us == kNoTime || part.first_time_us < dev.first_time_us)) {
@@ -151,6 +140,26 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
   dev.totals.trace_entries += static_cast<int64_t>(ev.size());
 }
 
+// A device's counts, time span, oom entries and frees without an alloc, its events scanned in up
+// to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
+// the end (for CountGhosts). The same figures whatever the number of parts.
+void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
+                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
+                std::optional<SiteNamer>& namer) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  const size_t parts = std::max<size_t>(
+      1, std::min<size_t>(ThreadsFor(options.threads),
+                          ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
+  std::vector<EventPart> scanned(parts);
+  ParallelFor(
+      parts,
+      [&](size_t p) {
+        ScanPart(ev, ev.size() * p / parts, ev.size() * (p + 1) / parts, scanned[p]);
+      },
+      parts);
+  JoinParts(snap, ev, scanned, options, dev, live, namer);
+}
+
 // Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
 void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64_t>& live,
                  DeviceSummary& dev) {
@@ -168,6 +177,33 @@ void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64
 }
 
 }  // namespace
+
+struct SummaryEventScan::State {
+  EventPart part;
+  size_t fed = 0;       // events fed so far, in order from 0
+  bool broken = false;  // fed out of order: unusable
+  bool finished = false;
+};
+
+SummaryEventScan::SummaryEventScan() : state_(std::make_unique<State>()) {}
+SummaryEventScan::~SummaryEventScan() = default;
+
+void SummaryEventScan::Feed(std::span<const TraceEvent> events, size_t first) {
+  State& s = *state_;
+  if (s.broken) return;
+  if (first != s.fed) {
+    s.broken = true;
+    return;
+  }
+  ScanPart(events, 0, events.size(), s.part, first);
+  s.fed += events.size();
+}
+
+void SummaryEventScan::Finish(size_t fed) {
+  State& s = *state_;
+  if (fed != s.fed) s.broken = true;
+  s.finished = true;
+}
 
 std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
   std::vector<SettingText> out;
@@ -215,7 +251,7 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
 }
 
 SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
-                        const SummaryOptions& options) {
+                        const SummaryOptions& options, const SummaryEventScan* scanned) {
   SummaryReport report;
   report.source = snap.source;
   report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
@@ -236,12 +272,25 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     pools[seg.device][{seg.pool, seg.is_small}] += t;
     streams[seg.device][seg.stream] += t;
   }
+  // What was fed stands for the pass only when it is the one device trace, whole.
+  const EventPart* fed_part = nullptr;
+  if (scanned != nullptr && scanned->state_->finished && !scanned->state_->broken &&
+      scanned->state_->fed > 0 && scanned->state_->fed == snap.events.size()) {
+    size_t traces = 0;
+    for (const DeviceTrace& t : snap.traces) traces += t.size() > 0 ? 1 : 0;
+    if (traces == 1) fed_part = &scanned->state_->part;
+  }
   for (const DeviceTrace& trace : snap.traces) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
     absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
-    ScanEvents(snap, trace, options, dev, live, namer);
+    if (fed_part != nullptr && trace.begin == 0 && trace.end == snap.events.size()) {
+      JoinParts(snap, snap.EventsOf(trace), std::span<const EventPart>(fed_part, 1), options, dev,
+                live, namer);
+    } else {
+      ScanEvents(snap, trace, options, dev, live, namer);
+    }
     CountGhosts(snap, live, dev);
   }
   if (options.peaks && timeline != nullptr) {

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
+#include <span>
 #include <sstream>
 
 #include "memsnap/parse/reader.h"
@@ -17,6 +19,42 @@ using testing::ParseOrFail;
 using testing::PythonPickle;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// A trace that begins mid-run: frees of blocks allocated before it, allocs over addresses still
+// live (a missed free), ooms, times out of order, live blocks at the end of both kinds.
+Snapshot MidRunSnapshot(int events) {
+  std::mt19937_64 rng(19);
+  Snapshot snap;
+  for (int i = 0; i < events; ++i) {
+    TraceEvent e;
+    const uint64_t r = rng() % 100;
+    e.action = r < 45   ? Action::kAlloc
+               : r < 90 ? Action::kFreeCompleted
+               : r < 95 ? Action::kFreeRequested
+               : r < 98 ? Action::kSegmentAlloc
+                        : Action::kOom;
+    e.addr = 0x10000 * (1 + rng() % 40);
+    e.size = 512 * static_cast<int64_t>(1 + rng() % 8);
+    e.time_us = rng() % 10 == 0 ? kNoTime : 1000 + static_cast<int64_t>(rng() % 100000);
+    snap.events.push_back(e);
+  }
+  snap.traces.push_back({0, 0, static_cast<uint32_t>(events)});
+  Segment seg;
+  seg.address = 0x10000;
+  seg.total_size = 0x10000 * 48;
+  seg.first_block = 0;
+  for (uint64_t a = 1; a <= 48; ++a) {
+    Block b;
+    b.address = 0x10000 * a;
+    b.size = 0x10000;
+    b.requested_size = 1000;
+    b.state = a % 3 == 0 ? BlockState::kInactive : BlockState::kActiveAllocated;
+    snap.blocks.push_back(b);
+  }
+  seg.num_blocks = static_cast<uint32_t>(snap.blocks.size());
+  snap.segments.push_back(seg);
+  return snap;
+}
 
 TEST_SUITE("summary") {
   TEST_CASE("summary totals follow the _memory_viz stats definitions") {
@@ -193,39 +231,8 @@ TEST_SUITE("summary") {
   }
 
   TEST_CASE("summary's pass over the events gives the same report on any number of threads") {
-    // A trace that begins mid-run: frees of blocks allocated before it, allocs over addresses
-    // still live (a missed free), ooms, times out of order, live blocks at the end of both kinds.
-    std::mt19937_64 rng(19);
-    Snapshot snap;
     constexpr int kEvents = 20000;
-    for (int i = 0; i < kEvents; ++i) {
-      TraceEvent e;
-      const uint64_t r = rng() % 100;
-      e.action = r < 45   ? Action::kAlloc
-                 : r < 90 ? Action::kFreeCompleted
-                 : r < 95 ? Action::kFreeRequested
-                 : r < 98 ? Action::kSegmentAlloc
-                          : Action::kOom;
-      e.addr = 0x10000 * (1 + rng() % 40);
-      e.size = 512 * static_cast<int64_t>(1 + rng() % 8);
-      e.time_us = rng() % 10 == 0 ? kNoTime : 1000 + static_cast<int64_t>(rng() % 100000);
-      snap.events.push_back(e);
-    }
-    snap.traces.push_back({0, 0, kEvents});
-    Segment seg;
-    seg.address = 0x10000;
-    seg.total_size = 0x10000 * 48;
-    seg.first_block = 0;
-    for (uint64_t a = 1; a <= 48; ++a) {
-      Block b;
-      b.address = 0x10000 * a;
-      b.size = 0x10000;
-      b.requested_size = 1000;
-      b.state = a % 3 == 0 ? BlockState::kInactive : BlockState::kActiveAllocated;
-      snap.blocks.push_back(b);
-    }
-    seg.num_blocks = static_cast<uint32_t>(snap.blocks.size());
-    snap.segments.push_back(seg);
+    Snapshot snap = MidRunSnapshot(kEvents);
     analysis::SummaryOptions one;
     one.min_events_per_thread = 1;
     const analysis::SummaryReport base = analysis::Summarize(snap, nullptr, one);
@@ -241,6 +248,49 @@ TEST_SUITE("summary") {
       many.threads = threads;
       CHECK(report::SummaryToJson(analysis::Summarize(snap, nullptr, many)) == expected);
     }
+  }
+
+  TEST_CASE(
+      "summary's pass fed during the read gives the same report, and only stands for a "
+      "whole one-device trace") {
+    constexpr int kEvents = 20000;
+    Snapshot snap = MidRunSnapshot(kEvents);
+    analysis::SummaryOptions options;
+    const nlohmann::ordered_json expected =
+        report::SummaryToJson(analysis::Summarize(snap, nullptr, options));
+    // Fed in chunks of every size, as the reader publishes them.
+    auto fed = [&](const std::vector<TraceEvent>& events, size_t finish_with) {
+      auto scan = std::make_unique<analysis::SummaryEventScan>();
+      std::mt19937_64 rng(7);
+      for (size_t first = 0; first < events.size();) {
+        const size_t n = std::min<size_t>(events.size() - first, 1 + rng() % 3000);
+        scan->Feed(std::span<const TraceEvent>(events).subspan(first, n), first);
+        first += n;
+      }
+      scan->Finish(finish_with);
+      return scan;
+    };
+    auto with = [&](const Snapshot& s, const analysis::SummaryEventScan& scan) {
+      return report::SummaryToJson(analysis::Summarize(s, nullptr, options, &scan));
+    };
+    CHECK(with(snap, *fed(snap.events, kEvents)) == expected);
+    // It is what the report is made of: events fed that differ from the snapshot's show.
+    std::vector<TraceEvent> other = snap.events;
+    for (TraceEvent& e : other) e.action = Action::kAlloc;
+    CHECK(with(snap, *fed(other, kEvents)) != expected);
+    // Not when the reader voided some of what it published, nor when fed out of order.
+    CHECK(with(snap, *fed(other, kEvents - 1)) == expected);
+    CHECK(with(snap, *fed(other, 0)) == expected);
+    analysis::SummaryEventScan skipped;
+    skipped.Feed(std::span<const TraceEvent>(other).subspan(0, 100), 0);
+    skipped.Feed(std::span<const TraceEvent>(other).subspan(200, kEvents - 200), 200);
+    skipped.Finish(kEvents);
+    CHECK(with(snap, skipped) == expected);
+    // Nor when the events are two devices' traces.
+    snap.traces = {{0, 0, kEvents / 2}, {1, kEvents / 2, kEvents}};
+    const nlohmann::ordered_json two_expected =
+        report::SummaryToJson(analysis::Summarize(snap, nullptr, options));
+    CHECK(with(snap, *fed(other, kEvents)) == two_expected);
   }
 
   TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {

@@ -3,7 +3,9 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -120,10 +122,35 @@ SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options 
 /// (cli::LoadWithTimeline). Every timeline of all devices has the same peaks, whatever it keeps.
 TimelineOptions SummaryTimelineOptions();
 
+/// Summarize's pass over the trace events (counts, time span, frees without an alloc, oom
+/// entries), fed in order while the file is read, beside the timeline's pass (cli's
+/// LoadWithTimeline). Summarize uses it instead of its own pass after the read when what was fed
+/// is the whole of the snapshot's one device trace; otherwise it passes over the events itself.
+class SummaryEventScan {
+ public:
+  SummaryEventScan();
+  ~SummaryEventScan();
+  SummaryEventScan(const SummaryEventScan&) = delete;
+  SummaryEventScan& operator=(const SummaryEventScan&) = delete;
+  /// Events [first, first + events.size()) of Snapshot::events, in order from 0.
+  void Feed(std::span<const TraceEvent> events, size_t first);
+  /// Once the feeding is over: `fed` events were fed and still stand
+  /// (parse::BackgroundEventFeed::fed(); 0 when the reader voided them).
+  void Finish(size_t fed);
+
+ private:
+  friend SummaryReport Summarize(const Snapshot&, const Timeline*, const SummaryOptions&,
+                                 const SummaryEventScan*);
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 /// Summarize with the snapshot's timeline already rebuilt for every device (any KeepLifetimes,
 /// with or without the curve): the peaks come from it. nullptr (a timeline that failed) leaves
-/// the peaks unknown, as in Summarize.
+/// the peaks unknown, as in Summarize. `scanned`, when given, may stand for the pass over the
+/// events (SummaryEventScan); the report is the same either way.
 SummaryReport Summarize(const Snapshot& snapshot, const Timeline* timeline,
-                        const SummaryOptions& options = {});
+                        const SummaryOptions& options = {},
+                        const SummaryEventScan* scanned = nullptr);
 
 }  // namespace memsnap::analysis
