@@ -8,8 +8,11 @@
 #include <span>
 #include <sstream>
 
+#include "memsnap/io/input.h"
+#include "memsnap/parse/event_observer.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/summary_render.h"
+#include "memsnap/writer/snapshot_writer.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -247,6 +250,34 @@ TEST_SUITE("summary") {
       analysis::SummaryOptions many = one;
       many.threads = threads;
       CHECK(report::SummaryToJson(analysis::Summarize(snap, nullptr, many)) == expected);
+    }
+  }
+
+  TEST_CASE("summary's pass fed on the reader's feed thread gives the report of its own pass") {
+    // As the summary command reads one file: the reader publishes, BackgroundEventFeed hands the
+    // events to another thread, which feeds the scan (scripts/tsan.sh runs this file under
+    // ThreadSanitizer).
+    Snapshot written = MidRunSnapshot(60000);
+    std::ostringstream out;
+    REQUIRE(writer::WriteSnapshotPickle(written, writer::SnapshotWriteOptions{}, out).ok());
+    for (bool threaded : {false, true}) {
+      CAPTURE(threaded);
+      analysis::SummaryEventScan scan;
+      parse::BackgroundEventFeed feed([&](std::span<const TraceEvent> ev, size_t first,
+                                          std::span<const int64_t>) { scan.Feed(ev, first); },
+                                      threaded);
+      parse::ReadOptions ro;
+      ro.events = &feed;
+      auto input = io::FromString(out.str(), "fed.pickle");
+      auto snaps = parse::ParseSnapshots(*input, ro);
+      REQUIRE(snaps.ok());
+      REQUIRE(snaps->size() == 1);
+      feed.Release();
+      CHECK(feed.fed() == 60000);
+      scan.Finish(feed.fed());
+      const Snapshot& snap = (*snaps)[0];
+      CHECK(report::SummaryToJson(analysis::Summarize(snap, nullptr, {}, &scan)) ==
+            report::SummaryToJson(analysis::Summarize(snap, nullptr, {})));
     }
   }
 
