@@ -86,8 +86,9 @@ TEST_SUITE("attribution") {
                    "DivBackward0 (div) for one of 2 forward lines: model.py:32 attn, "
                    "nn_utils.py:6 softmax"));
     // The data phase's copy of the batch (train.py:12) made no node.
-    CHECK(!HasLabel(labels, "ToCopyBackward0 (to) for one of 2 forward lines: model.py:22 "
-                            "forward, train.py:12 train"));
+    CHECK(!HasLabel(labels,
+                    "ToCopyBackward0 (to) for one of 2 forward lines: model.py:22 "
+                    "forward, train.py:12 train"));
   }
 
   TEST_CASE("a node without forward evidence in the file keeps its label") {
