@@ -273,7 +273,9 @@ std::string AutogradWrapperOp(std::string_view function) {
 std::string NodeBaseOfOp(std::string_view wrapper_op) {
   // PyTorch names a node after the operator's base name in CamelCase, as Python's str.title()
   // capitalises each '_'-separated part ("_to_copy" -> ToCopy, "upsample_nearest2d" ->
-  // UpsampleNearest2D), with "ForwardBackward" shortened to "Backward".
+  // UpsampleNearest2D), with "ForwardBackward" shortened to "Backward" (pytorch/pytorch
+  // tools/autograd/load_derivatives.py, _create_op_prefix, commit 05756d51f13c; docs/attribution.md
+  // rule L2).
   std::string_view base = WithoutOverload(wrapper_op);
   std::string out;
   bool after_letter = false;
