@@ -159,7 +159,8 @@ struct SiteInfo {
   std::vector<std::string> inner;
   std::string op;    // the operator called (outermost at::_ops frame inside the owner), or ""
   std::string node;  // the autograd node, or ""
-  /// Backward sites: the user's lines ("model.py:12 forward", sorted) whose forward stacks show
+  /// Backward sites: the user's lines ("model.py:12 forward", in file and line order) whose
+  /// forward stacks (of the forward or other phase, with no node or engine frame) show
   /// the autograd kernel of an operator this node is named after (docs/attribution.md, rule L2).
   /// One of them created the node; empty when the file shows none. Not part of the key.
   std::vector<std::string> forward_lines;
@@ -276,7 +277,8 @@ class Attribution {
   SiteInfo no_stack_;
   std::string user_prefix_;
   bool user_prefix_done_ = false;
-  // NodeBaseOfOp -> the owners of forward stacks that called such an operator, sorted, distinct.
+  // NodeBaseOfOp -> the owners of forward stacks that called such an operator, distinct, in file
+  // and line order.
   absl::flat_hash_map<std::string, std::vector<std::string>> forward_lines_;
   bool forward_lines_done_ = false;
 };
