@@ -7,8 +7,10 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/analysis/group.h"
@@ -189,9 +191,29 @@ Category DominantCategory(const CategoryBytes& bytes) {
 
 std::string_view PhaseName(Phase p) { return kPhaseNames[static_cast<size_t>(p)]; }
 
+namespace {
+
+constexpr size_t kForwardLinesShown = 3;
+
+}  // namespace
+
+std::string SiteInfo::ForwardClause(bool bracket) const {
+  if (forward_lines.empty()) return "";
+  std::string out = bracket ? " [for " : " for ";
+  if (forward_lines.size() > 1) {
+    absl::StrAppend(&out, "one of ", forward_lines.size(), " forward lines: ");
+  }
+  for (size_t i = 0; i < forward_lines.size() && i < kForwardLinesShown; ++i) {
+    absl::StrAppend(&out, i ? ", " : "", forward_lines[i]);
+  }
+  if (forward_lines.size() > kForwardLinesShown) absl::StrAppend(&out, ", \u2026");
+  if (bracket) absl::StrAppend(&out, "]");
+  return out;
+}
+
 std::string SiteInfo::BaseLabel() const {
-  if (what.empty()) return owner;
-  return absl::StrCat(what, Sv(kLabelArrow), owner);
+  return absl::StrCat(what.empty() ? owner : absl::StrCat(what, Sv(kLabelArrow), owner),
+                      ForwardClause(false));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,11 +312,17 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
 std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites) {
   std::vector<Entry> entries;
   entries.reserve(sites.size());
+  // Labels are told apart without a backward site's forward lines (they follow from its node, so
+  // they never tell two sites of one file apart); the clause goes in after the owner at the end.
   for (const SiteInfo* s : sites) {
     Entry& e = entries.emplace_back();
     e.site = s;
-    e.label = e.head = s->BaseLabel();
+    e.label = e.head =
+        s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
   }
+  const size_t n_entries = entries.size();
+  std::vector<size_t> clause_at(n_entries);
+  for (size_t i = 0; i < n_entries; ++i) clause_at[i] = entries[i].label.size();
   std::map<std::string, std::vector<size_t>> by_label;
   for (size_t i = 0; i < entries.size(); ++i) by_label[entries[i].label].push_back(i);
   for (auto& [label, members] : by_label) Refine(entries, members, 0);
@@ -312,6 +340,14 @@ std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& si
       if (n == 1) continue;
       for (size_t m : same) entries[m].Append(absl::StrCat(" #", n));
     }
+  }
+  for (size_t i = 0; i < n_entries; ++i) {
+    Entry& e = entries[i];
+    if (e.site->forward_lines.empty()) continue;
+    // In brackets when the label goes on (" ← train.py:30 step"), which would otherwise read as
+    // the last forward line's caller.
+    e.label.insert(clause_at[i], e.site->ForwardClause(e.label.size() > clause_at[i]));
+    e.head.insert(clause_at[i], e.site->ForwardClause(e.head.size() > clause_at[i]));
   }
   std::vector<SiteLabel> out;
   out.reserve(entries.size());
@@ -504,6 +540,62 @@ const SiteInfo& Attribution::Site(StackId stack) {
   return sites_[slot];
 }
 
+const std::vector<std::string>& Attribution::ForwardLines(const std::string& base) {
+  static const std::vector<std::string> kNone;
+  if (!forward_lines_done_) {
+    forward_lines_done_ = true;
+    // Every forward stack that shows an operator's autograd kernel (VariableType_*.cpp) inside
+    // its innermost Python frame: that line called the operator with autograd on, which records
+    // the operator's node (when an input requires grad). Stacks that run in backward (a node or
+    // the engine anywhere in them: a backward formula calls operators through the same kernels)
+    // and stacks of phases that run without grad (the optimizer step, module init, data
+    // loading) are not evidence.
+    absl::flat_hash_map<std::string, std::set<std::string>> lines;
+    for (uint32_t i = 0; i < snap_.stacks.size(); ++i) {
+      const StackId id(i);
+      std::span<const FrameId> frames = snap_.stacks.Get(id);
+      std::string op;
+      bool python = false, backward = false;
+      for (FrameId f : frames) {
+        const FrameClass c = ClassOf(f);
+        if (c == FrameClass::kNode || c == FrameClass::kEngine) {
+          backward = true;
+          break;
+        }
+        if (c == FrameClass::kPython) python = true;
+        if (!python && op.empty() && c == FrameClass::kDispatcher) {
+          op = AutogradWrapperOp(snap_.strings.Get(snap_.frames.Get(f).name));
+        }
+      }
+      if (backward || !python || op.empty()) continue;
+      const Phase phase = PhaseOf(id);
+      if (phase != Phase::kForward && phase != Phase::kOther) continue;
+      const SiteInfo& site = Site(id);
+      if (site.kind != SiteKind::kPython) continue;
+      lines[NodeBaseOfOp(op)].insert(site.owner);
+    }
+    // In file and line order ("model.py:22" before "model.py:147"), as a person reads them.
+    auto parts = [](std::string_view text) {
+      size_t space = text.rfind(' ');
+      std::string_view place = text.substr(0, space);
+      size_t colon = place.rfind(':');
+      int64_t line = -1;
+      if (colon != std::string_view::npos && absl::SimpleAtoi(Sv(place.substr(colon + 1)), &line)) {
+        place = place.substr(0, colon);
+      }
+      return std::make_tuple(place, line, text);
+    };
+    for (auto& [node_base, owners] : lines) {
+      std::vector<std::string>& out = forward_lines_[node_base];
+      out.assign(owners.begin(), owners.end());
+      std::sort(out.begin(), out.end(),
+                [&](const std::string& a, const std::string& b) { return parts(a) < parts(b); });
+    }
+  }
+  auto it = forward_lines_.find(base);
+  return it == forward_lines_.end() ? kNone : it->second;
+}
+
 SiteInfo Attribution::Build(StackId stack) {
   std::span<const FrameId> frames = snap_.stacks.Get(stack);
   StackFacts facts = Facts(frames);
@@ -581,6 +673,8 @@ SiteInfo Attribution::Build(StackId stack) {
     s.op = facts.op_inner_to_node;
     s.owner = s.node;
     if (!s.op.empty() && s.node != "AccumulateGrad") absl::StrAppend(&s.owner, " (", s.op, ")");
+    // The forward lines that made such nodes: the node is named after its operator (rule L2).
+    if (std::string base = NodeBase(s.node); !base.empty()) s.forward_lines = ForwardLines(base);
     for (size_t i : facts.python) {
       if (!plumbing(i)) s.callers.push_back(PythonFrameText(frames[i]));
     }

@@ -226,6 +226,21 @@ std::string NodeName(std::string_view function) {
   return std::string(cls);
 }
 
+namespace {
+
+// "div" from "div_Tensor": an operator's name without a well-known overload suffix.
+std::string_view WithoutOverload(std::string_view op) {
+  for (std::string_view suffix : kOverloads) {
+    if (op.size() > suffix.size() + 1 && op.ends_with(suffix)) {
+      op.remove_suffix(suffix.size());
+      break;
+    }
+  }
+  return op;
+}
+
+}  // namespace
+
 std::string OpName(std::string_view function) {
   size_t at = function.find("at::_ops::");
   if (at == std::string_view::npos) return "";
@@ -234,13 +249,63 @@ std::string OpName(std::string_view function) {
   if (end == std::string_view::npos) return "";
   std::string_view op = function.substr(begin, end - begin);
   if (op.empty() || Contains(op, ":") || Contains(op, " ")) return "";
-  for (std::string_view suffix : kOverloads) {
-    if (op.size() > suffix.size() + 1 && op.ends_with(suffix)) {
-      op.remove_suffix(suffix.size());
-      break;
-    }
+  return std::string(WithoutOverload(op));
+}
+
+std::string AutogradWrapperOp(std::string_view function) {
+  // torch::autograd::VariableType::(anonymous namespace)::div_Tensor(c10::DispatchKeySet, ...):
+  // the generated autograd kernel of div.Tensor (VariableType_*.cpp), which records the node.
+  static constexpr std::string_view kPrefix = "torch::autograd::VariableType::";
+  size_t at = function.find(kPrefix);
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = function.substr(at + kPrefix.size());
+  static constexpr std::string_view kAnon = "(anonymous namespace)::";
+  if (rest.starts_with(kAnon)) rest.remove_prefix(kAnon.size());
+  size_t paren = rest.find('(');
+  if (paren == std::string_view::npos || paren == 0) return "";
+  std::string_view op = rest.substr(0, paren);
+  for (char c : op) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return "";
   }
   return std::string(op);
+}
+
+std::string NodeBaseOfOp(std::string_view wrapper_op) {
+  // PyTorch names a node after the operator's base name in CamelCase, as Python's str.title()
+  // capitalises each '_'-separated part ("_to_copy" -> ToCopy, "upsample_nearest2d" ->
+  // UpsampleNearest2D), with "ForwardBackward" shortened to "Backward" (pytorch/pytorch
+  // tools/autograd/load_derivatives.py, _create_op_prefix, commit 05756d51f13c; docs/attribution.md
+  // rule L2).
+  std::string_view base = WithoutOverload(wrapper_op);
+  std::string out;
+  bool after_letter = false;
+  for (char c : base) {
+    const bool letter = std::isalpha(static_cast<unsigned char>(c)) != 0;
+    if (c == '_') {
+      after_letter = false;
+      continue;
+    }
+    if (letter) {
+      out += static_cast<char>(after_letter ? std::tolower(static_cast<unsigned char>(c))
+                                            : std::toupper(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+    after_letter = letter;
+  }
+  if (out.ends_with("Forward")) out.resize(out.size() - 7);
+  return out;
+}
+
+std::string NodeBase(std::string_view node) {
+  // "DivBackward0" -> "Div": the node's name without "Backward" and its overload number.
+  size_t end = node.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(node[end - 1]))) --end;
+  if (end == node.size()) return "";
+  std::string_view head = node.substr(0, end);
+  if (!head.ends_with("Backward") || head.size() == 8) return "";
+  head.remove_suffix(8);
+  return std::string(head);
 }
 
 std::string ShortNativeName(std::string_view function) {

@@ -78,9 +78,10 @@ RunFn SetupTop(CLI::App& sub) {
                  "flamegraph.pl, inferno or speedscope");
   sub.footer(
       "Bytes are requested bytes of live blocks. A site is named after the user's frame that\n"
-      "allocated (and what it called), backward memory after its autograd node; the category says\n"
-      "which kind of memory it is (docs/attribution.md). Blocks without a stack are in '[no "
-      "stack]'.\n\n"
+      "allocated (and what it called), backward memory after its autograd node and the forward\n"
+      "lines that made such nodes ('DivBackward0 (div) for model.py:12 forward', when C++ frames\n"
+      "were recorded); the category says which kind of memory it is (docs/attribution.md). Blocks\n"
+      "without a stack are in '[no stack]'.\n\n"
       "Examples:\n"
       "  memsnap top snap.pickle\n"
       "  memsnap top --by category snap.pickle       # parameters, gradients, optimizer state...\n"

@@ -170,6 +170,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
     o["site"] = s.site;
     o["category"] = std::string(analysis::CategoryName(s.category()));
     o["frames"] = s.frames;
+    if (!s.info.forward_lines.empty()) o["forward_lines"] = s.info.forward_lines;
     o["presence"] = std::string(analysis::PresenceName(s.presence));
     o["before_key"] = s.before_key.empty() ? Json(nullptr) : Json(s.before_key);
     o["moved"] = s.moved;

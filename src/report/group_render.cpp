@@ -133,6 +133,9 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
     row["share"] = report.total_bytes > 0 ? static_cast<double>(r.bytes) / report.total_bytes : 0.0;
     row["synthetic"] = r.synthetic;
     row["frames"] = r.frames;
+    // A backward row's forward lines, all of them (the label shows three): only where the file
+    // shows them (docs/attribution.md, rule L2).
+    if (!r.info.forward_lines.empty()) row["forward_lines"] = r.info.forward_lines;
     arr.push_back(std::move(row));
   }
   j["rows"] = arr;

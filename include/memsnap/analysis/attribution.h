@@ -94,6 +94,16 @@ std::string NodeName(std::string_view function);
 /// "bmm" from "at::_ops::bmm::call(...)", "div" from "at::_ops::div_Tensor::call(...)": the
 /// operator without its overload name (well-known overload suffixes only); "" when not an op.
 std::string OpName(std::string_view function);
+/// "div_Tensor" from "torch::autograd::VariableType::(anonymous namespace)::div_Tensor(...)": the
+/// operator (with its overload) whose generated autograd kernel the frame is, the kernel that
+/// records the operator's backward node; "" when the frame is not one.
+std::string AutogradWrapperOp(std::string_view function);
+/// The base of the autograd node PyTorch names after an operator: "Div" for "div_Tensor" (nodes
+/// DivBackward0, DivBackward1...), "ToCopy" for "_to_copy", "UpsampleNearest2D" for
+/// "upsample_nearest2d" (docs/attribution.md, rule L2).
+std::string NodeBaseOfOp(std::string_view wrapper_op);
+/// "Div" from "DivBackward0"; "" for a node not named "<Base>Backward<N>" (AccumulateGrad...).
+std::string NodeBase(std::string_view node);
 /// "zeros_like" from "at::native::zeros_like(at::Tensor const&, ...)": the last one or two
 /// components of a C++ function name, without return type, templates and parameters.
 std::string ShortNativeName(std::string_view function);
@@ -149,12 +159,21 @@ struct SiteInfo {
   std::vector<std::string> inner;
   std::string op;    // the operator called (outermost at::_ops frame inside the owner), or ""
   std::string node;  // the autograd node, or ""
+  /// Backward sites: the user's lines ("model.py:12 forward", in file and line order) whose
+  /// forward stacks (of the forward or other phase, with no node or engine frame) show
+  /// the autograd kernel of an operator this node is named after (docs/attribution.md, rule L2).
+  /// One of them created the node; empty when the file shows none. Not part of the key.
+  std::vector<std::string> forward_lines;
   Phase phase = Phase::kNone;
   bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
   bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
   bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
-  /// The label without disambiguation: "what ← owner", or "owner".
+  /// The label without disambiguation: "what ← owner", or "owner", and a backward site's
+  /// forward lines: "DivBackward0 (div) for nn_utils.py:6 softmax".
   std::string BaseLabel() const;
+  /// " for nn_utils.py:6 softmax", " for one of 4 forward lines: a, b, c, …" (in brackets when
+  /// asked: the label goes on after it); "" without forward lines.
+  std::string ForwardClause(bool bracket) const;
 };
 
 inline constexpr std::string_view kLabelArrow = " \u2190 ";  // " ← "
@@ -175,10 +194,12 @@ struct SiteLabel {
 };
 
 /// Labels for a table's sites, one per entry, distinct whenever the keys differ (entries with equal
-/// keys get equal labels). Starts from BaseLabel(); entries whose labels collide get, in turn: the
-/// nearest caller that tells them apart (repeated until they differ or callers run out), the
-/// nearest frame inside the owner that does (" [via FRAME]"), the operator, and finally " #2",
-/// " #3"... in key order. Deterministic; depends only on the entries.
+/// keys get equal labels). Starts from BaseLabel() without a backward site's forward lines;
+/// entries whose labels collide get, in turn: the nearest caller that tells them apart (repeated
+/// until they differ or callers run out), the nearest frame inside the owner that does
+/// (" [via FRAME]"), the operator, and finally " #2", " #3"... in key order. The forward lines
+/// then go in after the owner (ForwardClause, in brackets when more follows). Deterministic;
+/// depends only on the entries.
 std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites);
 /// The `text` of each DistinctSiteLabels entry.
 std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites);
@@ -239,6 +260,9 @@ class Attribution {
   const PythonFacts& Python(FrameId frame);
   StackFacts Facts(std::span<const FrameId> frames);
   SiteInfo Build(StackId stack);
+  /// The user's lines that called operators whose nodes are named `<base>Backward<N>`, from every
+  /// forward stack of the snapshot (indexed on first use).
+  const std::vector<std::string>& ForwardLines(const std::string& base);
 
   const Snapshot& snap_;
   FrameFilter* filter_;
@@ -253,6 +277,10 @@ class Attribution {
   SiteInfo no_stack_;
   std::string user_prefix_;
   bool user_prefix_done_ = false;
+  // NodeBaseOfOp -> the owners of forward stacks that called such an operator, distinct, in file
+  // and line order.
+  absl::flat_hash_map<std::string, std::vector<std::string>> forward_lines_;
+  bool forward_lines_done_ = false;
 };
 
 /// Why a lifetime has its category: the rule that decided (docs/attribution.md, "Categories").
