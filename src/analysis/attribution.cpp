@@ -203,8 +203,19 @@ std::string SiteInfo::ForwardClause(bool bracket) const {
   if (forward_lines.size() > 1) {
     absl::StrAppend(&out, "one of ", forward_lines.size(), " forward lines: ");
   }
+  // "path:line function": a line in the file of the one before it shows as ":line function"
+  // (the lines are in file and line order), as compilers list several lines of one file.
+  auto file_of = [](std::string_view text) {
+    const size_t colon = text.substr(0, text.find(' ')).rfind(':');
+    return colon == std::string_view::npos ? std::string_view() : text.substr(0, colon);
+  };
   for (size_t i = 0; i < forward_lines.size() && i < kForwardLinesShown; ++i) {
-    absl::StrAppend(&out, i ? ", " : "", forward_lines[i]);
+    std::string_view text = forward_lines[i];
+    const std::string_view file = file_of(text);
+    if (i > 0 && !file.empty() && file == file_of(forward_lines[i - 1])) {
+      text.remove_prefix(file.size());
+    }
+    absl::StrAppend(&out, i ? ", " : "", Sv(text));
   }
   if (forward_lines.size() > kForwardLinesShown) absl::StrAppend(&out, ", \u2026");
   if (bracket) absl::StrAppend(&out, "]");
