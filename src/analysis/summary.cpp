@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/addr_table.h"
 #include "memsnap/analysis/site.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/util/format.h"
@@ -63,7 +64,7 @@ struct EventPart {
   std::array<int64_t, kNumActions> actions{};
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
   std::vector<uint32_t> ooms;  // device-local indices of the oom entries
-  absl::flat_hash_map<uint64_t, AddrRun> addrs;
+  AddrTable<AddrRun> addrs{4096};
 };
 
 // Adds events [begin, end) of `ev` to `part`; `index_base` + i is event i's device-local index.
@@ -118,11 +119,11 @@ void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
       dev.last_time_us = part.last_time_us;
     }
     // Sums over addresses: the order of the table does not matter.
-    for (const auto& [addr, run] : part.addrs) {
+    part.addrs.ForEach([&](uint64_t addr, const AddrRun& run) {
       int64_t& c = live[addr];
       dev.frees_without_alloc += std::max<int64_t>(0, run.unmatched - c);
       c = run.count + std::max<int64_t>(0, c - run.unmatched);
-    }
+    });
     if (!options.peaks) continue;
     for (uint32_t i : part.ooms) {
       const TraceEvent& e = ev[i];

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/addr_table.h"
 #include "memsnap/sim/sizes.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/memory.h"
@@ -20,97 +21,12 @@ namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();  // no open lifetime
 
-// Addresses are multiples of 512 sharing their high bits; a full 64-bit mixer (murmur3's
-// finalizer) spreads them over a table whatever absl build we link against.
-constexpr uint64_t MixAddress(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-struct AddrHash {
-  size_t operator()(uint64_t x) const { return static_cast<size_t>(MixAddress(x)); }
-};
-template <class V>
-using AddrMap = absl::flat_hash_map<uint64_t, V, AddrHash>;
-
 struct AddrState {
   uint32_t open = kNone;  // index of the open lifetime at this address
   uint32_t next_version = 0;
 };
 
-// Address -> AddrState for the pass: the one lookup done for most events. Linear probing over
-// 16-byte slots at most half full, so a lookup is one hash and usually one compare (absl's
-// flat_hash_map took twice as long here). Nothing is ever erased: an address keeps its version
-// counter for the whole trace. The hash is seeded per process so that a crafted file cannot
-// line its addresses up into one long probe run.
-class AddrTable {
- public:
-  explicit AddrTable(size_t expected) {
-    size_t cap = 64;
-    while (cap < 2 * expected) cap *= 2;
-    slots_.assign(cap, Slot{});
-    mask_ = cap - 1;
-  }
-  /// The state of `addr`, inserted when new. Invalidates earlier references when it grows.
-  [[gnu::always_inline]] AddrState& operator[](uint64_t addr) {
-    if (addr == kEmpty) [[unlikely]]
-      return empty_key_state_;
-    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.key == addr) return s.state;
-      if (s.key == kEmpty) {
-        if (2 * (size_ + 1) > slots_.size()) [[unlikely]]
-          return GrowAndInsert(addr);
-        ++size_;
-        s.key = addr;
-        return s.state;
-      }
-    }
-  }
-  const AddrState* Find(uint64_t addr) const {
-    if (addr == kEmpty) return &empty_key_state_;
-    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.key == addr) return &s.state;
-      if (s.key == kEmpty) return nullptr;
-    }
-  }
-
- private:
-  static constexpr uint64_t kEmpty = ~uint64_t{0};
-  struct Slot {
-    uint64_t key = kEmpty;
-    AddrState state;
-  };
-  static size_t Hash(uint64_t x) {
-    static const char seed_anchor = 0;  // its address differs between runs (ASLR)
-    return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
-  }
-  // Out of line: operator[] is always_inline, and calling itself would be recursive inlining
-  // (an error at -O2 under some sanitizers).
-  [[gnu::noinline]] AddrState& GrowAndInsert(uint64_t addr) {
-    Grow();
-    return (*this)[addr];
-  }
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.key == kEmpty) continue;
-      size_t i = Hash(s.key) & mask_;
-      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
-      slots_[i] = s;
-    }
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-  AddrState empty_key_state_;  // for the one address equal to kEmpty
-};
+using BlockAddrTable = AddrTable<AddrState>;
 
 // The final state of one device: active blocks by address, segments sorted by address.
 struct FinalState {
@@ -590,9 +506,9 @@ class DeviceBuilder {
 
   const TimelineOptions& options_;
   DeviceTimeline& dt_;
-  FinalState fin_;       // set by Finish
-  AddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
-  AddrTable seg_addrs_;  // segment address -> open segment lifetime
+  FinalState fin_;            // set by Finish
+  BlockAddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
+  BlockAddrTable seg_addrs_;  // segment address -> open segment lifetime
   std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
   std::vector<uint32_t> free_slots_;
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
