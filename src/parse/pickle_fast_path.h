@@ -17,23 +17,32 @@
 
 namespace memsnap::parse::pickle {
 
-template <bool kSpec>
-[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, MemoWord& packed) {
-  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
-  size_t size = data_.size();
-  uint64_t index;
-  if (p + 1 < size && d[p] == BINGET) {
+// A memo GET (BINGET or LONG_BINGET) at p: its index. kChecked = false: the caller checked
+// that 5 bytes are readable from p.
+template <bool kChecked>
+[[gnu::always_inline]] inline bool GetIndexAt(const uint8_t* d, size_t size, size_t& p,
+                                              uint64_t& index) {
+  if (d[p] == BINGET && (!kChecked || p + 1 < size)) {
     index = d[p + 1];
     p += 2;
-  } else if (p + 4 < size && d[p] == LONG_BINGET) {
+    return true;
+  }
+  if (d[p] == LONG_BINGET && (!kChecked || p + 4 < size)) {
     uint32_t v;
     std::memcpy(&v, d + p + 1, 4);
     index = v;
     p += 5;
-  } else {
-    return false;
+    return true;
   }
-  return MemoLookup<kSpec>(index, packed);
+  return false;
+}
+
+template <bool kSpec>
+[[gnu::always_inline]] inline bool Decoder::FastGet(size_t& p, MemoWord& packed) {
+  uint64_t index;
+  return p < data_.size() &&
+         GetIndexAt<true>(reinterpret_cast<const uint8_t*>(data_.data()), data_.size(), p, index) &&
+         MemoLookup<kSpec>(index, packed);
 }
 
 template <bool kSpec>
@@ -89,17 +98,19 @@ template <bool kSpec>
 inline constexpr int64_t kFastIntMax = int64_t{1} << 55;
 static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <= kMaxTimeUs);
 
-[[gnu::always_inline]] inline bool Decoder::FastInt(size_t& p, int64_t& v) const {
-  const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
-  size_t size = data_.size();
-  if (p + 1 >= size) return false;
+// The integer opcodes the fast paths take (BININT1, BININT2, BININT, LONG1 of 1 to 7 bytes) at
+// p, in `size` bytes. kChecked = false: the caller checked that 10 bytes are readable from p
+// (a whole-entry layout checks its entry once).
+template <bool kChecked>
+[[gnu::always_inline]] inline bool IntAt(const uint8_t* d, size_t size, size_t& p, int64_t& v) {
+  if (kChecked && p + 1 >= size) return false;
   switch (d[p]) {
     case BININT1:
       v = d[p + 1];
       p += 2;
       return true;
     case BININT2: {
-      if (p + 2 >= size) return false;
+      if (kChecked && p + 2 >= size) return false;
       uint16_t u;
       std::memcpy(&u, d + p + 1, 2);
       v = u;
@@ -107,7 +118,7 @@ static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <=
       return true;
     }
     case BININT: {
-      if (p + 4 >= size) return false;
+      if (kChecked && p + 4 >= size) return false;
       int32_t i;
       std::memcpy(&i, d + p + 1, 4);
       v = i;
@@ -115,15 +126,19 @@ static_assert(kFastIntMax <= static_cast<int64_t>(kMaxAddress) && kFastIntMax <=
       return true;
     }
     case LONG1: {
-      size_t n = d[p + 1];
-      if (n == 0 || n >= 8 || p + 2 + n > size) return false;
-      v = SmallLong(d + p + 2, n, size - (p + 2));
+      const size_t n = d[p + 1];
+      if (n == 0 || n >= 8 || (kChecked && p + 2 + n > size)) return false;
+      v = SmallLong(d + p + 2, n, kChecked ? size - (p + 2) : 8);
       p += 2 + n;
       return true;
     }
     default:
       return false;
   }
+}
+
+[[gnu::always_inline]] inline bool Decoder::FastInt(size_t& p, int64_t& v) const {
+  return IntAt<true>(reinterpret_cast<const uint8_t*>(data_.data()), data_.size(), p, v);
 }
 
 // `frames`: a memo GET of a list already interned as a stack, or a new list of memoized frames
@@ -222,54 +237,12 @@ template <bool kSpec>
 [[gnu::always_inline]] inline bool Decoder::LayoutGet(const uint8_t* d, size_t& p,
                                                       MemoWord& packed) {
   uint64_t index;
-  if (d[p] == BINGET) {
-    index = d[p + 1];
-    p += 2;
-  } else if (d[p] == LONG_BINGET) {
-    uint32_t v;
-    std::memcpy(&v, d + p + 1, 4);
-    index = v;
-    p += 5;
-  } else {
-    return false;
-  }
-  return MemoLookup<kSpec>(index, packed);
+  return GetIndexAt<false>(d, 0, p, index) && MemoLookup<kSpec>(index, packed);
 }
 
 // FastInt without its bounds checks: the same shapes and values.
 [[gnu::always_inline]] inline bool Decoder::LayoutInt(const uint8_t* d, size_t& p, int64_t& v) {
-  switch (d[p]) {
-    case LONG1: {
-      const size_t n = d[p + 1];
-      if (n == 0 || n >= 8) return false;
-      uint64_t u;
-      std::memcpy(&u, d + p + 2, 8);
-      const int shift = static_cast<int>(64 - 8 * n);
-      v = static_cast<int64_t>(u << shift) >> shift;
-      p += 2 + n;
-      return true;
-    }
-    case BININT1:
-      v = d[p + 1];
-      p += 2;
-      return true;
-    case BININT2: {
-      uint16_t u;
-      std::memcpy(&u, d + p + 1, 2);
-      v = u;
-      p += 3;
-      return true;
-    }
-    case BININT: {
-      int32_t i;
-      std::memcpy(&i, d + p + 1, 4);
-      v = i;
-      p += 5;
-      return true;
-    }
-    default:
-      return false;
-  }
+  return IntAt<false>(d, 0, p, v);
 }
 
 // One key and its value. Each field is decoded as the loop in TryEventDict decodes it, in the
