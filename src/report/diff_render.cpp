@@ -120,7 +120,14 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
       << " only after, " << rep.sites_unchanged << " unchanged";
   if (rep.sites_moved > 0) out << ", " << rep.sites_moved << " paired across moved lines";
   if (rep.sites_compiled > 0) {
+    // Pairs whose figures did not change are not rows: say so, or the count would not add up.
+    const int64_t same =
+        std::count_if(rep.other_sites.begin(), rep.other_sites.end(), [](const SiteDelta& s) {
+          return s.compile != analysis::CompileChange::kNone && s.delta_bytes() == 0 &&
+                 s.delta_count() == 0;
+        });
     out << ", " << rep.sites_compiled << " run eagerly in one file and compiled in the other";
+    if (same > 0) out << " (" << same << " unchanged)";
   }
   out << "\n\n";
 
