@@ -3,12 +3,14 @@
 // (include/memsnap/analysis/moved_sites.h, PairCompiledSites; docs/attribution.md, "Sites
 // torch.compile replaced").
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "doctest/doctest.h"
 #include "memsnap/analysis/diff.h"
+#include "memsnap/parse/reader.h"
 #include "memsnap/report/diff_render.h"
 #include "test_util.h"
 
@@ -48,7 +50,8 @@ bool Has(const std::vector<std::string>& labels, std::string_view label) {
 }
 
 TEST_SUITE("diff") {
-  TEST_CASE("fused eager operators of a line and the compiled code that replaced them are one row") {
+  TEST_CASE(
+      "fused eager operators of a line and the compiled code that replaced them are one row") {
     DiffReport rep = Diff("compile_eager.json", "compile_compiled.json");
     const SiteDelta* s = Find(rep, "mul, sigmoid \u2192 torch.compile \u2190 model.py:12 forward");
     REQUIRE(s != nullptr);
@@ -144,6 +147,46 @@ TEST_SUITE("diff") {
     std::ostringstream out2;
     report::RenderDiffText(back, 0, out2);
     CHECK(out2.str().find("model.py:12 forward [eager]") != std::string::npos);
+  }
+}
+
+TEST_CASE("kkaitlyn's eager and compiled forward passes pair the einsum of one line, unchanged" *
+          doctest::test_suite("corpus")) {
+  std::optional<std::string> dir = testing::CorpusDir();
+  if (!dir) return;
+  // The same model run eagerly (memory_files_..._ctx128_forward) and compiled (cs336_systems_...),
+  // from two scripts: the compiled stacks record transformer.py:22 <- :77 <- :249 <- :292.
+  auto eager = parse::ReadSnapshot(
+      *dir + "/kkaitlyn111_a2__memory_files_memory_ctx128_forward__91995574.pickle");
+  auto compiled = parse::ReadSnapshot(
+      *dir + "/kkaitlyn111_a2__cs336_systems_memory_ctx128_forward__d7d40ad4.pickle");
+  REQUIRE_MESSAGE(eager.ok(), std::string(eager.status().message()));
+  REQUIRE_MESSAGE(compiled.ok(), std::string(compiled.status().message()));
+  DiffOptions o;
+  o.auto_moment = true;
+  for (bool forward : {true, false}) {
+    CAPTURE(forward);
+    auto rep = forward ? DiffSnapshots(*eager, *compiled, o) : DiffSnapshots(*compiled, *eager, o);
+    REQUIRE(rep.ok());
+    const std::string label =
+        forward ? "einsum \u2192 torch.compile \u2190 assignment1/cs336_basics/transformer.py:22 "
+                  "forward \u2190 assignment1/cs336_basics/transformer.py:77 forward"
+                : "torch.compile \u2192 einsum \u2190 assignment1/cs336_basics/transformer.py:22 "
+                  "forward \u2190 assignment1/cs336_basics/transformer.py:77 forward";
+    const SiteDelta* s = Find(*rep, label);
+    REQUIRE(s != nullptr);
+    CHECK(s->before_bytes == 640 * kMiB);
+    CHECK(s->delta_bytes() == 0);
+    CHECK(s->delta_count() == 0);
+    CHECK(rep->sites_compiled == 12);
+    // The softmax's exp (:138) has no compiled allocation at its line: it stays gone (or new).
+    bool exp_alone = false;
+    for (const SiteDelta& d : rep->sites) {
+      if (d.site.starts_with("exp \u2190 assignment1/cs336_basics/transformer.py:138 softmax")) {
+        exp_alone = d.presence != Presence::kBoth;
+      }
+    }
+    CHECK(exp_alone);
   }
 }
 
