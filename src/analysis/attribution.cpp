@@ -727,7 +727,7 @@ SiteInfo Attribution::Build(StackId stack) {
       } else if (!api.empty()) {
         s.what = std::string(api);
       } else if (compiled) {
-        s.what = "torch.compile";
+        s.what = std::string(kCompiledWhat);
       } else {
         s.what = PythonFrameText(frames[facts.python[0]]);
       }
@@ -739,13 +739,17 @@ SiteInfo Attribution::Build(StackId stack) {
       }
     }
     bool past_owner = false;
+    // Compiled code's own frames end the frames torch.compile recorded for it (L1).
+    bool traced = s.what == kCompiledWhat;
     for (size_t i : facts.python) {
       if (i == owner) {
         past_owner = true;
         continue;
       }
+      if (past_owner && file_of(i).compiled) traced = false;
       if (past_owner && !plumbing(i) && !file_of(i).compiled) {
         s.callers.push_back(PythonFrameText(frames[i]));
+        if (traced) ++s.traced_callers;
       }
     }
     // The identity starts at the owner: library frames inside it (how deep Module._apply

@@ -58,7 +58,7 @@ Category SiteDelta::category() const {
 }
 
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
-                                  const std::vector<GroupRow>& after) {
+                                  const std::vector<GroupRow>& after, bool pair_compiled) {
   std::map<std::string, SiteDelta> merged;
   const std::vector<GroupRow>* sides[2] = {&before, &after};
   for (int side = 0; side < 2; ++side) {
@@ -83,7 +83,8 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
     }
   }
   // Sites whose lines moved become one row (moved_sites.h): after's, with before's figures.
-  for (const MovedPair& pair : PairMovedSites(before, after)) {
+  const std::vector<MovedPair> moved_pairs = PairMovedSites(before, after);
+  for (const MovedPair& pair : moved_pairs) {
     auto b = merged.find(before[pair.before].key);
     auto a = merged.find(after[pair.after].key);
     SiteDelta s = std::move(a->second);
@@ -97,6 +98,41 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
     merged.erase(b);
     a->second = std::move(s);
   }
+  // A line run eagerly on one side and compiled on the other becomes one row (moved_sites.h),
+  // filed under after's first key, its figures each side's sums: fusion and the intermediates
+  // compiled code frees are the change the row shows.
+  if (pair_compiled) {
+    for (const CompiledPair& pair : PairCompiledSites(before, after, moved_pairs)) {
+      SiteDelta s;
+      s.presence = Presence::kBoth;
+      s.compile = pair.compiled_after ? CompileChange::kCompiled : CompileChange::kEager;
+      std::vector<const GroupRow*> eager;
+      const GroupRow* compiled = nullptr;
+      for (int side = 0; side < 2; ++side) {
+        const std::vector<size_t>& indices = side == 0 ? pair.before : pair.after;
+        const bool compiled_side = (side == 1) == pair.compiled_after;
+        for (size_t i : indices) {
+          const GroupRow& r = (*sides[side])[i];
+          (compiled_side ? compiled : eager.emplace_back()) = &r;
+          (side == 0 ? s.before_keys : s.after_keys).push_back(r.key);
+          merged.erase(r.key);
+          (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
+          (side == 0 ? s.before_count : s.after_count) += r.count;
+          CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
+          for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+        }
+      }
+      std::sort(s.before_keys.begin(), s.before_keys.end());
+      std::sort(s.after_keys.begin(), s.after_keys.end());
+      s.key = s.after_keys.front();
+      const GroupRow& named = *std::find_if(after.begin(), after.end(),
+                                            [&](const GroupRow& r) { return r.key == s.key; });
+      s.frames = named.frames;
+      s.info = CompiledInfo(eager, compiled->info, pair.compiled_after, s.eager_ops);
+      s.info.key = s.key;  // distinct labels go by key
+      merged[s.key] = std::move(s);
+    }
+  }
   std::vector<SiteDelta> out;
   out.reserve(merged.size());
   for (auto& [key, s] : merged) out.push_back(std::move(s));
@@ -108,6 +144,18 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
     out[i].label = std::move(labels[i]);
   }
   return out;
+}
+
+std::string_view CompileChangeName(CompileChange c) {
+  switch (c) {
+    case CompileChange::kNone:
+      return "none";
+    case CompileChange::kCompiled:
+      return "compiled";
+    case CompileChange::kEager:
+      return "eager";
+  }
+  return "?";
 }
 
 std::string_view PresenceName(Presence p) {
@@ -228,7 +276,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
                   stackless(groups[1]);
   rep.live_count = {groups[0].total_count, groups[1].total_count};
 
-  std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows);
+  std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows,
+                                             options.pair_compiled && group.by == GroupBy::kSite);
   for (SiteDelta& s : merged) {
     for (int c = 0; c < kNumCategories; ++c) {
       rep.before_by_category[c] += s.before_categories[c];
@@ -237,6 +286,7 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
     if (s.presence == Presence::kOnlyBefore) ++rep.sites_only_before;
     if (s.presence == Presence::kOnlyAfter) ++rep.sites_only_after;
     if (!s.before_key.empty()) ++rep.sites_moved;
+    if (s.compile != CompileChange::kNone) ++rep.sites_compiled;
     int64_t d = s.delta_bytes();
     if (d == 0 && s.delta_count() == 0) ++rep.sites_unchanged;
     bool shown = d != 0 && (d >= options.min_delta || -d >= options.min_delta);

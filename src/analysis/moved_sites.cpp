@@ -1,5 +1,5 @@
 // Pairing of sites whose lines moved (docs/attribution.md, "Sites whose lines moved"), shared by
-// diff and leaks.
+// diff and leaks, and of sites torch.compile replaced ("Sites torch.compile replaced"), diff's.
 #include "memsnap/analysis/moved_sites.h"
 
 #include <algorithm>
@@ -143,6 +143,135 @@ std::vector<MovedPair> PairMovedSites(const std::vector<GroupRow>& before,
   std::sort(pairs.begin(), pairs.end(),
             [](const MovedPair& a, const MovedPair& b) { return a.before < b.before; });
   return pairs;
+}
+
+namespace {
+
+// The owner and callers of a row: the user's frames the pairing compares.
+std::vector<std::string_view> Place(const SiteInfo& s) {
+  std::vector<std::string_view> out = {s.owner};
+  for (const std::string& c : s.callers) out.push_back(c);
+  return out;
+}
+
+}  // namespace
+
+std::vector<CompiledPair> PairCompiledSites(const std::vector<GroupRow>& before,
+                                            const std::vector<GroupRow>& after,
+                                            const std::vector<MovedPair>& moved) {
+  const std::vector<GroupRow>* rows[2] = {&before, &after};
+  std::array<absl::flat_hash_set<std::string_view>, 2> keys;
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *rows[side]) keys[side].insert(r.key);
+  }
+  std::array<absl::flat_hash_set<size_t>, 2> taken;
+  for (const MovedPair& p : moved) {
+    taken[0].insert(p.before);
+    taken[1].insert(p.after);
+  }
+  // Candidates of each side, compiled or eager, with their user frames.
+  struct Candidate {
+    size_t row;
+    std::vector<std::string_view> place;
+  };
+  std::array<std::array<std::vector<Candidate>, 2>, 2> cands;  // [side][compiled]
+  for (int side = 0; side < 2; ++side) {
+    for (size_t i = 0; i < rows[side]->size(); ++i) {
+      const GroupRow& r = (*rows[side])[i];
+      if (r.synthetic || r.info.kind != SiteKind::kPython || keys[1 - side].contains(r.key) ||
+          taken[side].contains(i)) {
+        continue;
+      }
+      const bool compiled = r.info.what == kCompiledWhat;
+      std::vector<std::string_view> place = Place(r.info);
+      // A compiled site is known by the frames torch.compile recorded for its code; the frames that
+      // called the compiled function (its entry, the script) are not the user's line.
+      if (compiled) place.resize(1 + r.info.traced_callers);
+      cands[side][compiled ? 1 : 0].push_back({i, std::move(place)});
+    }
+  }
+  auto starts_with = [](const std::vector<std::string_view>& a,
+                        const std::vector<std::string_view>& prefix) {
+    return a.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), a.begin());
+  };
+  std::vector<CompiledPair> pairs;
+  for (int c = 0; c < 2; ++c) {  // the side that ran the code compiled
+    const int e = 1 - c;
+    // Compiled places, each with its rows (an ordered map: the same pairs on every run).
+    std::map<std::vector<std::string_view>, std::vector<size_t>> places;
+    for (const Candidate& k : cands[c][1]) places[k.place].push_back(k.row);
+    std::map<std::vector<std::string_view>, std::vector<const Candidate*>> matched;
+    absl::flat_hash_set<const std::vector<std::string_view>*> bad;
+    for (const auto& [place, compiled_rows] : places) {
+      if (compiled_rows.size() != 1) bad.insert(&place);  // two compiled rows at one place
+      // The compiled side runs some of this code eagerly too, or the other side compiles it too.
+      for (const Candidate& k : cands[c][0]) {
+        if (starts_with(k.place, place)) bad.insert(&place);
+      }
+      for (const Candidate& k : cands[e][1]) {
+        if (starts_with(k.place, place) || starts_with(place, k.place)) bad.insert(&place);
+      }
+    }
+    for (const Candidate& k : cands[e][0]) {
+      std::vector<const std::vector<std::string_view>*> hits;
+      for (const auto& [place, compiled_rows] : places) {
+        if (starts_with(k.place, place)) hits.push_back(&place);
+      }
+      if (hits.size() > 1) {  // the eager row could be either compiled site's
+        for (const auto* h : hits) bad.insert(h);
+      } else if (hits.size() == 1) {
+        matched[*hits[0]].push_back(&k);
+      }
+    }
+    for (const auto& [place, compiled_rows] : places) {
+      auto m = matched.find(place);
+      if (bad.contains(&place) || m == matched.end()) continue;
+      // The eager rows must have been called from one place: the compiled side has one row.
+      const std::vector<const Candidate*>& eager = m->second;
+      bool one_caller = std::all_of(eager.begin(), eager.end(), [&](const Candidate* k) {
+        return std::equal(k->place.begin() + place.size(), k->place.end(),
+                          eager[0]->place.begin() + place.size(), eager[0]->place.end());
+      });
+      if (!one_caller) continue;
+      CompiledPair p;
+      p.compiled_after = c == 1;
+      (p.compiled_after ? p.after : p.before) = compiled_rows;
+      for (const Candidate* k : eager) (p.compiled_after ? p.before : p.after).push_back(k->row);
+      std::sort(p.before.begin(), p.before.end());
+      std::sort(p.after.begin(), p.after.end());
+      pairs.push_back(std::move(p));
+    }
+  }
+  std::sort(pairs.begin(), pairs.end(), [](const CompiledPair& a, const CompiledPair& b) {
+    return a.before.front() < b.before.front();
+  });
+  return pairs;
+}
+
+SiteInfo CompiledInfo(const std::vector<const GroupRow*>& eager, const SiteInfo& compiled,
+                      bool compiled_after, std::vector<std::string>& eager_ops) {
+  // What each eager row called, its bytes summed over rows that called the same thing ("eager
+  // code" when the stack names nothing: no operator, the owner the innermost frame).
+  std::map<std::string, int64_t> bytes;
+  for (const GroupRow* r : eager) {
+    bytes[r->info.what.empty() ? std::string("eager code") : r->info.what] += r->bytes;
+  }
+  std::vector<std::pair<std::string, int64_t>> ops(bytes.begin(), bytes.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  eager_ops.clear();
+  for (auto& [op, b] : ops) eager_ops.push_back(op);
+  constexpr size_t kShown = 4;
+  std::string names;
+  for (size_t i = 0; i < eager_ops.size() && i < kShown; ++i) {
+    absl::StrAppend(&names, i == 0 ? "" : ", ", eager_ops[i]);
+  }
+  if (eager_ops.size() > kShown) absl::StrAppend(&names, ", +", eager_ops.size() - kShown, " more");
+  SiteInfo s = compiled;
+  const std::string arrow = absl::StrCat(" ", Sv(kMovedArrow), " ");
+  s.what = compiled_after ? absl::StrCat(names, arrow, Sv(kCompiledWhat))
+                          : absl::StrCat(Sv(kCompiledWhat), arrow, names);
+  return s;
 }
 
 }  // namespace memsnap::analysis

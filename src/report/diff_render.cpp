@@ -99,9 +99,11 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   bool any_differs = false;
   for (size_t i = 0; i < n; ++i) {
     const SiteDelta& s = rep.sites[i];
-    std::string tag = s.presence == analysis::Presence::kOnlyBefore  ? " [gone]"
-                      : s.presence == analysis::Presence::kOnlyAfter ? " [new]"
-                      : s.before_key.empty()                         ? ""
+    std::string tag = s.presence == analysis::Presence::kOnlyBefore     ? " [gone]"
+                      : s.presence == analysis::Presence::kOnlyAfter    ? " [new]"
+                      : s.compile == analysis::CompileChange::kCompiled ? " [compiled]"
+                      : s.compile == analysis::CompileChange::kEager    ? " [eager]"
+                      : s.before_key.empty()                            ? ""
                                              : MovedTag(s.site, s.info, s.label, s.moved, kCallers);
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
@@ -117,6 +119,16 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   out << "sites: " << rep.sites_only_before << " only before, " << rep.sites_only_after
       << " only after, " << rep.sites_unchanged << " unchanged";
   if (rep.sites_moved > 0) out << ", " << rep.sites_moved << " paired across moved lines";
+  if (rep.sites_compiled > 0) {
+    // Pairs whose figures did not change are not rows: say so, or the count would not add up.
+    const int64_t same =
+        std::count_if(rep.other_sites.begin(), rep.other_sites.end(), [](const SiteDelta& s) {
+          return s.compile != analysis::CompileChange::kNone && s.delta_bytes() == 0 &&
+                 s.delta_count() == 0;
+        });
+    out << ", " << rep.sites_compiled << " run eagerly in one file and compiled in the other";
+    if (same > 0) out << " (" << same << " unchanged)";
+  }
   out << "\n\n";
 
   out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", "totals", "before", "after", "delta",
@@ -163,6 +175,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["sites_only_after"] = rep.sites_only_after;
   j["sites_unchanged"] = rep.sites_unchanged;
   j["sites_moved"] = rep.sites_moved;
+  j["sites_compiled"] = rep.sites_compiled;
   Json sites = Json::array();
   for (const SiteDelta& s : rep.sites) {
     Json o;
@@ -174,6 +187,12 @@ Json DiffToJson(const analysis::DiffReport& rep) {
     o["presence"] = std::string(analysis::PresenceName(s.presence));
     o["before_key"] = s.before_key.empty() ? Json(nullptr) : Json(s.before_key);
     o["moved"] = s.moved;
+    if (s.compile != analysis::CompileChange::kNone) {
+      o["compile"] = {{"change", std::string(analysis::CompileChangeName(s.compile))},
+                      {"eager_ops", s.eager_ops},
+                      {"before_keys", s.before_keys},
+                      {"after_keys", s.after_keys}};
+    }
     o["before_bytes"] = s.before_bytes;
     o["after_bytes"] = s.after_bytes;
     o["delta_bytes"] = s.delta_bytes();

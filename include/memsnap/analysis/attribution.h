@@ -154,6 +154,11 @@ struct SiteInfo {
   /// Frames outward from the owner (display text), nearest first: what tells two sites with the
   /// same owner apart. Python frames for Python sites; native frames for native sites.
   std::vector<std::string> callers;
+  /// Sites whose owner called torch.compile's code (`what` is kCompiledWhat): how many of
+  /// `callers` come from the stack torch.compile recorded for the compiled code (the user's frames
+  /// between the generated code and torch.compile's runtime, which name the code it compiled); the
+  /// rest are the frames that called the compiled function. 0 for other sites. Not part of the key.
+  size_t traced_callers = 0;
   /// Python frames inside the owner (library code it called), nearest the owner first: what
   /// tells apart stacks of one site (--by stack rows), shown as " [via FRAME]".
   std::vector<std::string> inner;
@@ -178,6 +183,9 @@ struct SiteInfo {
 
 inline constexpr std::string_view kLabelArrow = " \u2190 ";  // " ← "
 inline constexpr std::string_view kMachineryOnlyRow = "[allocator frames only]";
+/// SiteInfo::what of a Python site whose owner called code torch.compile runs (rule L1):
+/// "torch.compile ← model.py:22 forward".
+inline constexpr std::string_view kCompiledWhat = "torch.compile";
 
 /// A site's label in one table (docs/attribution.md, "Distinct labels").
 struct SiteLabel {

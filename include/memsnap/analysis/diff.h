@@ -25,10 +25,18 @@ struct DiffOptions {
   /// Pair a site only before with a site only after that differ in line numbers alone, when each
   /// is the only such candidate on its side (MatchSites; by site only, not with ignore_lines).
   bool pair_moved = true;
+  /// Pair a compiled site only on one side with the eager sites only on the other that have the
+  /// same user frames (MatchSites, PairCompiledSites; by site only).
+  bool pair_compiled = true;
 };
 
 enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };
 std::string_view PresenceName(Presence p);  // "both", "only_before", "only_after"
+
+/// A row that pairs one line of the user's code run eagerly in one file and under torch.compile in
+/// the other (MatchSites): kCompiled when the later file compiled it, kEager when the earlier did.
+enum class CompileChange : uint8_t { kNone, kCompiled, kEager };
+std::string_view CompileChangeName(CompileChange c);  // "none", "compiled", "eager"
 
 struct SiteDelta {
   std::string key;                  // after's key when both sides have the site
@@ -48,6 +56,13 @@ struct SiteDelta {
   /// The frames whose line moved, "model/net.py:15→17" (the owner first, then its callers; frames
   /// the label does not show, such as module plumbing, are not listed). Empty when not paired.
   std::vector<std::string> moved;
+  /// Set when the row pairs eager sites with a compiled one (presence kBoth; its figures are the
+  /// sums of each side's rows): which way, the eager side's operators as the label names them
+  /// ("mul", "sigmoid"; CompiledInfo), and every key of each side (`key` is the first of
+  /// `after_keys`). Empty otherwise.
+  CompileChange compile = CompileChange::kNone;
+  std::vector<std::string> eager_ops;
+  std::vector<std::string> before_keys, after_keys;
   bool synthetic = false;
   int64_t delta_bytes() const { return after_bytes - before_bytes; }
   int64_t delta_count() const { return after_count - before_count; }
@@ -86,6 +101,8 @@ struct DiffReport {
   std::vector<SiteDelta> other_sites;
   int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
   int64_t sites_moved = 0;  // sites paired across moved lines (counted once, as present in both)
+  /// Rows pairing eager sites with a compiled one (each counted once, as present in both).
+  int64_t sites_compiled = 0;
   Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
   /// Live bytes by kind of memory (parameter, gradient, ...; attribution.h), over all sites.
   CategoryBytes before_by_category{}, after_by_category{};
@@ -108,8 +125,14 @@ struct DiffReport {
 /// pair becomes one row (presence kBoth, `before_key` and `moved` set) whose label shows the move:
 /// "linear ← model/net.py:15→17 forward". Rows without unlined keys (GroupOptions::unlined_keys
 /// off) are never paired.
+///
+/// Then, with `pair_compiled`, pairs the lines one file ran eagerly and the other under
+/// torch.compile among the rows still unmatched (PairCompiledSites): each pair becomes one row
+/// (presence kBoth, `compile`, `eager_ops`, `before_keys` and `after_keys` set) whose figures are
+/// the sums of each side's rows and whose label says what changed: "mul, sigmoid → torch.compile
+/// ← model.py:22 forward".
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
-                                  const std::vector<GroupRow>& after);
+                                  const std::vector<GroupRow>& after, bool pair_compiled = false);
 
 /// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,

@@ -34,6 +34,40 @@ struct MovedPair {
 std::vector<MovedPair> PairMovedSites(const std::vector<GroupRow>& before,
                                       const std::vector<GroupRow>& after);
 
+/// One line of the user's code that one file ran under torch.compile and the other eagerly: the
+/// indices of its rows in `before` and in `after` (ascending). The compiled side holds exactly one
+/// row, the other side one or more (the eager operators that line ran; fusion makes one compiled
+/// allocation of several).
+struct CompiledPair {
+  std::vector<size_t> before, after;
+  bool compiled_after = true;  // the later file ran the line under torch.compile
+  bool operator==(const CompiledPair&) const = default;
+};
+
+/// The rows of two groupings that are one line of the user's code run eagerly in one file and
+/// under torch.compile in the other (docs/attribution.md, "Sites torch.compile replaced"). Only
+/// rows that no key and no pair in `moved` matches take part: Python sites (SiteKind::kPython),
+/// never synthetic, whose key the other side lacks. A compiled row (SiteInfo::what is
+/// kCompiledWhat) is placed by its owner and the callers torch.compile recorded for its code
+/// (SiteInfo::traced_callers); an eager row of the other file matches when its owner and callers
+/// start with exactly those frames (exact text, lines included). A compiled row pairs with the
+/// eager rows that match it when: it is the only compiled row at its place on its side; its side
+/// has no eager row and the other side no compiled row there; no matching eager row also matches
+/// another compiled row; and the matching eager rows were all called from the same frames beyond
+/// the place. Anything else stays unpaired: which eager operator the compiled code replaced would
+/// be a guess. Ordered by the first `before` index.
+std::vector<CompiledPair> PairCompiledSites(const std::vector<GroupRow>& before,
+                                            const std::vector<GroupRow>& after,
+                                            const std::vector<MovedPair>& moved);
+
+/// The label parts of a site paired across torch.compile: the compiled side's, with SiteInfo::what
+/// naming the change ("mul, sigmoid → torch.compile" when the later file compiled the line,
+/// "torch.compile → mul, sigmoid" when it ran it eagerly). `eager_ops` gets the eager side's
+/// operators as the label names them: each once, the largest first (bytes, then name); a label
+/// lists four and "+N more".
+SiteInfo CompiledInfo(const std::vector<const GroupRow*>& eager, const SiteInfo& compiled,
+                      bool compiled_after, std::vector<std::string>& eager_ops);
+
 /// The label parts of a site paired across moved lines: `after`'s, with each text whose line moved
 /// showing both lines ("linear ← model/net.py:15→17 forward"). The moves ("model/net.py:15→17")
 /// are appended to `moved` (the owner first, then callers outward; each once).
