@@ -194,28 +194,51 @@ std::vector<CompiledPair> PairCompiledSites(const std::vector<GroupRow>& before,
                         const std::vector<std::string_view>& prefix) {
     return a.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), a.begin());
   };
+  // Every comparison is between places with the same owner (a place starts with it): candidates
+  // are looked up by owner, so a pair of files with many sites costs what their owners share,
+  // not the product of their sizes.
+  using ByOwner = absl::flat_hash_map<std::string_view, std::vector<const Candidate*>>;
+  std::array<std::array<ByOwner, 2>, 2> by_owner;  // [side][compiled]
+  for (int side = 0; side < 2; ++side) {
+    for (int compiled = 0; compiled < 2; ++compiled) {
+      for (const Candidate& k : cands[side][compiled]) {
+        by_owner[side][compiled][k.place[0]].push_back(&k);
+      }
+    }
+  }
+  auto same_owner = [&](int side, int compiled,
+                        std::string_view owner) -> const std::vector<const Candidate*>& {
+    static const std::vector<const Candidate*> kNone;
+    auto it = by_owner[side][compiled].find(owner);
+    return it == by_owner[side][compiled].end() ? kNone : it->second;
+  };
   std::vector<CompiledPair> pairs;
   for (int c = 0; c < 2; ++c) {  // the side that ran the code compiled
     const int e = 1 - c;
     // Compiled places, each with its rows (an ordered map: the same pairs on every run).
     std::map<std::vector<std::string_view>, std::vector<size_t>> places;
     for (const Candidate& k : cands[c][1]) places[k.place].push_back(k.row);
+    absl::flat_hash_map<std::string_view, std::vector<const std::vector<std::string_view>*>>
+        places_by_owner;
+    for (const auto& [place, compiled_rows] : places) places_by_owner[place[0]].push_back(&place);
     std::map<std::vector<std::string_view>, std::vector<const Candidate*>> matched;
     absl::flat_hash_set<const std::vector<std::string_view>*> bad;
     for (const auto& [place, compiled_rows] : places) {
       if (compiled_rows.size() != 1) bad.insert(&place);  // two compiled rows at one place
       // The compiled side runs some of this code eagerly too, or the other side compiles it too.
-      for (const Candidate& k : cands[c][0]) {
-        if (starts_with(k.place, place)) bad.insert(&place);
+      for (const Candidate* k : same_owner(c, 0, place[0])) {
+        if (starts_with(k->place, place)) bad.insert(&place);
       }
-      for (const Candidate& k : cands[e][1]) {
-        if (starts_with(k.place, place) || starts_with(place, k.place)) bad.insert(&place);
+      for (const Candidate* k : same_owner(e, 1, place[0])) {
+        if (starts_with(k->place, place) || starts_with(place, k->place)) bad.insert(&place);
       }
     }
     for (const Candidate& k : cands[e][0]) {
       std::vector<const std::vector<std::string_view>*> hits;
-      for (const auto& [place, compiled_rows] : places) {
-        if (starts_with(k.place, place)) hits.push_back(&place);
+      auto owner_places = places_by_owner.find(k.place[0]);
+      if (owner_places == places_by_owner.end()) continue;
+      for (const std::vector<std::string_view>* place : owner_places->second) {
+        if (starts_with(k.place, *place)) hits.push_back(place);
       }
       if (hits.size() > 1) {  // the eager row could be either compiled site's
         for (const auto* h : hits) bad.insert(h);
