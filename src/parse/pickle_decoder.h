@@ -457,7 +457,7 @@ class Decoder {
   bool DecodeEventItems(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
   template <bool kSpec>
   bool DecodeByLayout(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
-  template <bool kSpec, Field... kFields>
+  template <bool kSpec, const auto& kFields>
   bool DecodeLayout(size_t& p, TraceEvent& e, int64_t& stream, int64_t& negative);
   template <bool kSpec, Field kField>
   bool DecodeLayoutItem(const uint8_t* d, size_t& p, const KeyCacheEntry& key, TraceEvent& e,

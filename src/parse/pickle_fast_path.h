@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstring>
+#include <iterator>
 #include <span>
+#include <utility>
 
 #include "parse/pickle_decoder.h"
 
@@ -308,15 +310,32 @@ template <bool kSpec, Field kField>
   }
 }
 
-template <bool kSpec, Field... kFields>
+// The key orders PyTorch has written for a trace entry, one per Decoder::Layout (counted on real
+// snapshots: docs/reader.md, "The trace-entry fast path").
+inline constexpr Field kFullLayout[] = {  // 2.6+
+    Field::kEventAction,       Field::kEventAddr,  Field::kEventSize,
+    Field::kEventStream,       Field::kEventTime,  Field::kEventCompileContext,
+    Field::kEventUserMetadata, Field::kEventFrames};
+inline constexpr Field kCompileContextLayout[] = {  // 2.6 without user_metadata
+    Field::kEventAction, Field::kEventAddr,           Field::kEventSize,  Field::kEventStream,
+    Field::kEventTime,   Field::kEventCompileContext, Field::kEventFrames};
+inline constexpr Field kTimeLayout[] = {  // 2.1 to 2.5
+    Field::kEventAction, Field::kEventAddr, Field::kEventSize,
+    Field::kEventStream, Field::kEventTime, Field::kEventFrames};
+inline constexpr Field kNoTimeLayout[] = {  // before time_us
+    Field::kEventAction, Field::kEventAddr, Field::kEventSize, Field::kEventStream,
+    Field::kEventFrames};
+
+template <bool kSpec, const auto& kFields>
 [[gnu::always_inline]] inline bool Decoder::DecodeLayout(size_t& p, TraceEvent& e, int64_t& stream,
                                                          int64_t& negative) {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   size_t q = p;
-  uint32_t item = 0;
-  // Left to right, stopping at the first item that does not fit.
-  const bool ok =
-      (DecodeLayoutItem<kSpec, kFields>(d, q, key_cache_[item++], e, stream, negative) && ...);
+  // Left to right, stopping at the first item that does not fit; item i's key is cached at i.
+  const bool ok = [&]<size_t... kI>(std::index_sequence<kI...>) __attribute__((always_inline)) {
+    return (DecodeLayoutItem<kSpec, kFields[kI]>(d, q, key_cache_[kI], e, stream, negative) && ...);
+  }
+  (std::make_index_sequence<std::size(kFields)>());
   if (!ok || d[q] != SETITEMS) return false;
   p = q;
   return true;
@@ -325,22 +344,15 @@ template <bool kSpec, Field... kFields>
 template <bool kSpec>
 [[gnu::always_inline]] inline bool Decoder::DecodeByLayout(size_t& p, TraceEvent& e,
                                                            int64_t& stream, int64_t& negative) {
-  using F = Field;
   switch (layout_) {
-    case Layout::kFull:  // 2.6+
-      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
-                          F::kEventTime, F::kEventCompileContext, F::kEventUserMetadata,
-                          F::kEventFrames>(p, e, stream, negative);
-    case Layout::kCompileContext:  // 2.6 without user_metadata
-      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
-                          F::kEventTime, F::kEventCompileContext, F::kEventFrames>(p, e, stream,
-                                                                                   negative);
-    case Layout::kTime:  // 2.1 to 2.5
-      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
-                          F::kEventTime, F::kEventFrames>(p, e, stream, negative);
-    case Layout::kNoTime:  // before time_us
-      return DecodeLayout<kSpec, F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
-                          F::kEventFrames>(p, e, stream, negative);
+    case Layout::kFull:
+      return DecodeLayout<kSpec, kFullLayout>(p, e, stream, negative);
+    case Layout::kCompileContext:
+      return DecodeLayout<kSpec, kCompileContextLayout>(p, e, stream, negative);
+    case Layout::kTime:
+      return DecodeLayout<kSpec, kTimeLayout>(p, e, stream, negative);
+    case Layout::kNoTime:
+      return DecodeLayout<kSpec, kNoTimeLayout>(p, e, stream, negative);
     case Layout::kNone:
       break;
   }
@@ -349,29 +361,25 @@ template <bool kSpec>
 
 // After the loop decoded an entry of `items` keys: the layout those keys (in the key cache) form.
 inline void Decoder::SetLayout(uint32_t items) {
-  using F = Field;
-  static constexpr F kFull[] = {F::kEventAction,       F::kEventAddr,  F::kEventSize,
-                                F::kEventStream,       F::kEventTime,  F::kEventCompileContext,
-                                F::kEventUserMetadata, F::kEventFrames};
-  static constexpr F kCompileContext[] = {F::kEventAction, F::kEventAddr, F::kEventSize,
-                                          F::kEventStream, F::kEventTime, F::kEventCompileContext,
-                                          F::kEventFrames};
-  static constexpr F kTime[] = {F::kEventAction, F::kEventAddr, F::kEventSize,
-                                F::kEventStream, F::kEventTime, F::kEventFrames};
-  static constexpr F kNoTime[] = {F::kEventAction, F::kEventAddr, F::kEventSize, F::kEventStream,
-                                  F::kEventFrames};
-  auto is = [&](std::span<const F> fields) {
-    if (items != fields.size() || key_cache_size_ < items) return false;
-    for (uint32_t i = 0; i < items; ++i) {
-      if (key_cache_[i].field != fields[i]) return false;
-    }
-    return true;
+  struct Known {
+    Layout layout;
+    std::span<const Field> fields;
   };
-  layout_ = is(kFull)             ? Layout::kFull
-            : is(kCompileContext) ? Layout::kCompileContext
-            : is(kTime)           ? Layout::kTime
-            : is(kNoTime)         ? Layout::kNoTime
-                                  : Layout::kNone;
+  static constexpr Known kKnown[] = {{Layout::kFull, kFullLayout},
+                                     {Layout::kCompileContext, kCompileContextLayout},
+                                     {Layout::kTime, kTimeLayout},
+                                     {Layout::kNoTime, kNoTimeLayout}};
+  layout_ = Layout::kNone;
+  if (key_cache_size_ < items) return;
+  for (const Known& k : kKnown) {
+    if (items != k.fields.size()) continue;
+    bool same = true;
+    for (uint32_t i = 0; i < items && same; ++i) same = key_cache_[i].field == k.fields[i];
+    if (same) {
+      layout_ = k.layout;
+      return;
+    }
+  }
 }
 
 // The entry's items one key at a time, from p (after its MARK) to its SETITEMS: for entries no

@@ -429,21 +429,21 @@ absl::StatusOr<Snapshot> Decoder::Run() {
         break;
       }
       case EMPTY_DICT: {
-        if (!fast_paths_ || !TryEventDict()) {
-          stack_.push_back(NewDict());
-          break;
-        }
-        // Trace entries come in batches of a thousand between MARK and APPENDS: decode the ones
-        // that follow here, without the loop top's checks, up to the next position where the
-        // loop top has work (a speculation point, a release of the input behind, a FRAME).
+        // Trace entries come in batches of a thousand between MARK and APPENDS: the ones that
+        // follow this one are decoded here, without the loop top's checks, up to the next
+        // position where the loop top has work (a speculation point, a release of the input
+        // behind, a FRAME).
         const size_t until = std::min({spec_next_, next_release, data_.size()});
-        while (pos_ < until && static_cast<uint8_t>(data_[pos_]) == EMPTY_DICT &&
-               stack_.size() <= kMaxStackDepth) {
-          ++pos_;
-          if (!TryEventDict()) {
+        while (true) {
+          if (!fast_paths_ || !TryEventDict()) {
             stack_.push_back(NewDict());
             break;
           }
+          if (pos_ >= until || static_cast<uint8_t>(data_[pos_]) != EMPTY_DICT ||
+              stack_.size() > kMaxStackDepth) {
+            break;
+          }
+          ++pos_;
         }
         break;
       }
