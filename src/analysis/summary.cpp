@@ -274,21 +274,18 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     streams[seg.device][seg.stream] += t;
   }
   // What was fed stands for the pass only when it is the one device trace, whole.
-  const EventPart* fed_part = nullptr;
-  if (scanned != nullptr && scanned->state_->finished && !scanned->state_->broken &&
-      scanned->state_->fed > 0 && scanned->state_->fed == snap.events.size()) {
-    size_t traces = 0;
-    for (const DeviceTrace& t : snap.traces) traces += t.size() > 0 ? 1 : 0;
-    if (traces == 1) fed_part = &scanned->state_->part;
-  }
+  const DeviceTrace* fed_trace =
+      scanned != nullptr && scanned->state_->finished && !scanned->state_->broken
+          ? FedTrace(snap, scanned->state_->fed)
+          : nullptr;
   for (const DeviceTrace& trace : snap.traces) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
     absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
-    if (fed_part != nullptr && trace.begin == 0 && trace.end == snap.events.size()) {
-      JoinParts(snap, snap.EventsOf(trace), std::span<const EventPart>(fed_part, 1), options, dev,
-                live, namer);
+    if (&trace == fed_trace) {
+      JoinParts(snap, snap.EventsOf(trace), std::span<const EventPart>(&scanned->state_->part, 1),
+                options, dev, live, namer);
     } else {
       ScanEvents(snap, trace, options, dev, live, namer);
     }

@@ -688,21 +688,22 @@ void TimelineStream::Feed(std::span<const TraceEvent> events, size_t first,
   state_->builder.Feed(events, static_cast<uint32_t>(first), streams);
 }
 
+const DeviceTrace* FedTrace(const Snapshot& snap, size_t fed) {
+  if (fed == 0 || fed != snap.events.size()) return nullptr;
+  const DeviceTrace* trace = nullptr;
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.begin == t.end) continue;
+    if (trace != nullptr) return nullptr;  // events on two devices
+    trace = &t;
+  }
+  return trace != nullptr && trace->begin == 0 && trace->end == fed ? trace : nullptr;
+}
+
 absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t fed) {
   used_stream_ = false;
   std::unique_ptr<State> state = std::move(state_);
-  if (state == nullptr || state->broken || fed == 0 || fed != state->builder.fed() ||
-      fed != snapshot.events.size()) {
-    return ReconstructTimeline(snapshot, options_);
-  }
-  // What was fed is the snapshot's trace only when one device's trace is all of it.
-  const DeviceTrace* streamed = nullptr;
-  for (const DeviceTrace& t : snapshot.traces) {
-    if (t.begin == t.end) continue;
-    if (streamed != nullptr) return ReconstructTimeline(snapshot, options_);
-    streamed = &t;
-  }
-  if (streamed == nullptr || streamed->begin != 0 || streamed->end != fed) {
+  const DeviceTrace* streamed = FedTrace(snapshot, fed);
+  if (state == nullptr || state->broken || fed != state->builder.fed() || streamed == nullptr) {
     return ReconstructTimeline(snapshot, options_);
   }
   ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options_));

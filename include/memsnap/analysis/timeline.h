@@ -266,6 +266,12 @@ struct Timeline {
 absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
                                              const TimelineOptions& options = {});
 
+/// The device trace that the events a read fed to a pass as it decoded them, [0, fed), stand
+/// for: the snapshot's one device trace with events, when it is exactly those events (the reader
+/// publishes in decoding order, before it knows which device's list holds an entry); nullptr
+/// otherwise. TimelineStream and SummaryEventScan use what they were fed only for that trace.
+const DeviceTrace* FedTrace(const Snapshot& snap, size_t fed);
+
 /// The same timeline, built while the file is read: the reader hands the events it decodes to Feed
 /// (on a second core; parse::BackgroundEventFeed), so after the read only the reconciliation with
 /// the final state is left. What was fed is used when it turns out to be the whole trace of the
