@@ -10,7 +10,6 @@
 #include <tuple>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/analysis/group.h"
@@ -206,8 +205,8 @@ std::string SiteInfo::ForwardClause(bool bracket) const {
   // "path:line function": a line in the file of the one before it shows as ":line function"
   // (the lines are in file and line order), as compilers list several lines of one file.
   auto file_of = [](std::string_view text) {
-    const size_t colon = text.substr(0, text.find(' ')).rfind(':');
-    return colon == std::string_view::npos ? std::string_view() : text.substr(0, colon);
+    const FrameTextParts p = SplitFrameText(text);
+    return p.line >= 0 ? p.file : std::string_view();
   };
   for (size_t i = 0; i < forward_lines.size() && i < kForwardLinesShown; ++i) {
     std::string_view text = forward_lines[i];
@@ -587,14 +586,8 @@ const std::vector<std::string>& Attribution::ForwardLines(const std::string& bas
     }
     // In file and line order ("model.py:22" before "model.py:147"), as a person reads them.
     auto parts = [](std::string_view text) {
-      size_t space = text.rfind(' ');
-      std::string_view place = text.substr(0, space);
-      size_t colon = place.rfind(':');
-      int64_t line = -1;
-      if (colon != std::string_view::npos && absl::SimpleAtoi(Sv(place.substr(colon + 1)), &line)) {
-        place = place.substr(0, colon);
-      }
-      return std::make_tuple(place, line, text);
+      const FrameTextParts p = SplitFrameText(text);
+      return std::make_tuple(p.file, p.line, text);
     };
     for (auto& [node_base, owners] : lines) {
       std::vector<std::string>& out = forward_lines_[node_base];

@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/attribution.h"
 #include "memsnap/util/strings.h"
@@ -306,6 +307,22 @@ std::string NodeBase(std::string_view node) {
   if (!head.ends_with("Backward") || head.size() == 8) return "";
   head.remove_suffix(8);
   return std::string(head);
+}
+
+FrameTextParts SplitFrameText(std::string_view text) {
+  FrameTextParts parts;
+  const size_t space = text.rfind(' ');
+  parts.place = text.substr(0, space);
+  parts.function = text.substr(space == std::string_view::npos ? 0 : space + 1);
+  parts.file = parts.place;
+  const size_t colon = parts.place.rfind(':');
+  if (colon != std::string_view::npos &&
+      absl::SimpleAtoi(Sv(parts.place.substr(colon + 1)), &parts.line)) {
+    parts.file = parts.place.substr(0, colon);
+  } else {
+    parts.line = -1;
+  }
+  return parts;
 }
 
 std::string ShortNativeName(std::string_view function) {

@@ -199,10 +199,9 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       std::string owner = site.owner;
       std::string key = owner;
       if (site.kind == SiteKind::kPython) {
-        size_t colon = owner.rfind(' ');
-        std::string_view place = std::string_view(owner).substr(0, colon);
-        if (options_.by == GroupBy::kFunction) key = owner.substr(colon + 1);
-        if (options_.by == GroupBy::kFile) key = std::string(place.substr(0, place.rfind(':')));
+        const FrameTextParts parts = SplitFrameText(owner);
+        if (options_.by == GroupBy::kFunction) key = std::string(parts.function);
+        if (options_.by == GroupBy::kFile) key = std::string(parts.file);
       }
       GroupRow p = PlainRow(Sanitize(std::move(key)), site.synthetic());
       p.frames = std::move(texts);

@@ -104,6 +104,15 @@ std::string AutogradWrapperOp(std::string_view function);
 std::string NodeBaseOfOp(std::string_view wrapper_op);
 /// "Div" from "DivBackward0"; "" for a node not named "<Base>Backward<N>" (AccumulateGrad...).
 std::string NodeBase(std::string_view node);
+/// A Python frame as sites show it, "path/model.py:LINE function" (PythonFrameText: a site's
+/// owner, callers and forward lines), in parts: `place` "path/model.py:LINE", `file`
+/// "path/model.py" (the whole place when it has no ":LINE"), `line` (-1 then) and `function`
+/// (the whole text when it has no space).
+struct FrameTextParts {
+  std::string_view place, file, function;
+  int64_t line = -1;
+};
+FrameTextParts SplitFrameText(std::string_view text);
 /// "zeros_like" from "at::native::zeros_like(at::Tensor const&, ...)": the last one or two
 /// components of a C++ function name, without return type, templates and parameters.
 std::string ShortNativeName(std::string_view function);
