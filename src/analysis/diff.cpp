@@ -108,12 +108,14 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
       s.compile = pair.compiled_after ? CompileChange::kCompiled : CompileChange::kEager;
       std::vector<const GroupRow*> eager;
       const GroupRow* compiled = nullptr;
+      const GroupRow* named = nullptr;  // after's row of the first key: the row's key and frames
       for (int side = 0; side < 2; ++side) {
         const std::vector<size_t>& indices = side == 0 ? pair.before : pair.after;
         const bool compiled_side = (side == 1) == pair.compiled_after;
         for (size_t i : indices) {
           const GroupRow& r = (*sides[side])[i];
           (compiled_side ? compiled : eager.emplace_back()) = &r;
+          if (side == 1 && (named == nullptr || r.key < named->key)) named = &r;
           (side == 0 ? s.before_keys : s.after_keys).push_back(r.key);
           merged.erase(r.key);
           (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
@@ -124,10 +126,8 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
       }
       std::sort(s.before_keys.begin(), s.before_keys.end());
       std::sort(s.after_keys.begin(), s.after_keys.end());
-      s.key = s.after_keys.front();
-      const GroupRow& named = *std::find_if(after.begin(), after.end(),
-                                            [&](const GroupRow& r) { return r.key == s.key; });
-      s.frames = named.frames;
+      s.key = named->key;
+      s.frames = named->frames;
       s.info = CompiledInfo(eager, compiled->info, pair.compiled_after, s.eager_ops);
       s.info.key = s.key;  // distinct labels go by key
       merged[s.key] = std::move(s);
