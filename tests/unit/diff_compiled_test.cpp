@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "diff_rows.h"
 #include "doctest/doctest.h"
 #include "memsnap/analysis/diff.h"
 #include "memsnap/parse/reader.h"
@@ -28,14 +29,7 @@ DiffReport Diff(const std::string& before, const std::string& after, DiffOptions
   return *rep;
 }
 
-const SiteDelta* Find(const DiffReport& rep, std::string_view label) {
-  for (const std::vector<SiteDelta>* list : {&rep.sites, &rep.other_sites}) {
-    for (const SiteDelta& s : *list) {
-      if (s.site == label) return &s;
-    }
-  }
-  return nullptr;
-}
+using testing::FindSiteDelta;
 
 std::vector<std::string> Labels(const DiffReport& rep) {
   std::vector<std::string> out;
@@ -53,7 +47,8 @@ TEST_SUITE("diff") {
   TEST_CASE(
       "fused eager operators of a line and the compiled code that replaced them are one row") {
     DiffReport rep = Diff("compile_eager.json", "compile_compiled.json");
-    const SiteDelta* s = Find(rep, "mul, sigmoid \u2192 torch.compile \u2190 model.py:12 forward");
+    const SiteDelta* s =
+        FindSiteDelta(rep, "mul, sigmoid \u2192 torch.compile \u2190 model.py:12 forward");
     REQUIRE(s != nullptr);
     CHECK(s->presence == Presence::kBoth);
     CHECK(s->compile == CompileChange::kCompiled);
@@ -70,7 +65,8 @@ TEST_SUITE("diff") {
 
   TEST_CASE("a compiled line whose memory did not change is an unchanged pair, not gone and new") {
     DiffReport rep = Diff("compile_eager.json", "compile_compiled.json");
-    const SiteDelta* s = Find(rep, "einsum \u2192 torch.compile \u2190 model.py:11 forward");
+    const SiteDelta* s =
+        FindSiteDelta(rep, "einsum \u2192 torch.compile \u2190 model.py:11 forward");
     REQUIRE(s != nullptr);
     CHECK(s->delta_bytes() == 0);
     CHECK(s->delta_count() == 0);
@@ -82,7 +78,8 @@ TEST_SUITE("diff") {
 
   TEST_CASE("compiled against eager pairs the same lines the other way round") {
     DiffReport rep = Diff("compile_compiled.json", "compile_eager.json");
-    const SiteDelta* s = Find(rep, "torch.compile \u2192 mul, sigmoid \u2190 model.py:12 forward");
+    const SiteDelta* s =
+        FindSiteDelta(rep, "torch.compile \u2192 mul, sigmoid \u2190 model.py:12 forward");
     REQUIRE(s != nullptr);
     CHECK(s->compile == CompileChange::kEager);
     CHECK(s->before_bytes == 2 * kMiB);
@@ -109,7 +106,8 @@ TEST_SUITE("diff") {
     std::vector<std::string> labels = Labels(rep);
     CHECK(Has(labels, "_softmax \u2190 model.py:15 forward"));
     CHECK(Has(labels, "torch.compile \u2190 model.py:16 forward"));
-    CHECK(Find(rep, "_softmax \u2190 model.py:15 forward")->presence == Presence::kOnlyBefore);
+    CHECK(FindSiteDelta(rep, "_softmax \u2190 model.py:15 forward")->presence ==
+          Presence::kOnlyBefore);
   }
 
   TEST_CASE("kinds and totals are the same with and without the pairing") {
@@ -173,7 +171,7 @@ TEST_CASE("kkaitlyn's eager and compiled forward passes pair the einsum of one l
                   "forward \u2190 assignment1/cs336_basics/transformer.py:77 forward"
                 : "torch.compile \u2192 einsum \u2190 assignment1/cs336_basics/transformer.py:22 "
                   "forward \u2190 assignment1/cs336_basics/transformer.py:77 forward";
-    const SiteDelta* s = Find(*rep, label);
+    const SiteDelta* s = FindSiteDelta(*rep, label);
     REQUIRE(s != nullptr);
     CHECK(s->before_bytes == 640 * kMiB);
     CHECK(s->delta_bytes() == 0);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "attribution_builders.h"
+#include "diff_rows.h"
 #include "doctest/doctest.h"
 #include "memsnap/analysis/diff.h"
 #include "memsnap/report/diff_render.h"
@@ -36,14 +37,7 @@ DiffReport Diff(const Snapshot& before, const Snapshot& after, DiffOptions o = {
   return *rep;
 }
 
-const SiteDelta* Find(const DiffReport& rep, std::string_view label) {
-  for (const std::vector<SiteDelta>* list : {&rep.sites, &rep.other_sites}) {
-    for (const SiteDelta& s : *list) {
-      if (s.site == label) return &s;
-    }
-  }
-  return nullptr;
-}
+using testing::FindSiteDelta;
 
 std::vector<std::string> Labels(const DiffReport& rep) {
   std::vector<std::string> out;
@@ -61,7 +55,7 @@ TEST_SUITE("diff") {
     Snapshot before = Live({Linear(118), Linear(40, 5, "embed")});
     Snapshot after = Live({Linear(40, 5, "embed"), Linear(120)});  // now 2 MiB, embed 1 MiB
     DiffReport rep = Diff(before, after);
-    const SiteDelta* s = Find(rep, "linear \u2190 model.py:118\u2192120 forward");
+    const SiteDelta* s = FindSiteDelta(rep, "linear \u2190 model.py:118\u2192120 forward");
     REQUIRE(s != nullptr);
     CHECK(s->presence == Presence::kBoth);
     CHECK(s->before_bytes == 1 << 20);
@@ -131,7 +125,7 @@ TEST_SUITE("diff") {
     Snapshot before = Live({Linear(118, 5)});
     Snapshot after = Live({Linear(40, 5, "embed"), Linear(118, 9)});  // linear: 2 MiB now
     DiffReport rep = Diff(before, after);
-    const SiteDelta* s = Find(rep, "linear \u2190 model.py:118 forward");
+    const SiteDelta* s = FindSiteDelta(rep, "linear \u2190 model.py:118 forward");
     REQUIRE(s != nullptr);
     CHECK(s->moved == std::vector<std::string>{"train.py:5\u21929"});
     CHECK(s->info.callers == std::vector<std::string>{"train.py:5\u21929 train"});
@@ -157,7 +151,8 @@ TEST_SUITE("diff") {
     CHECK(rep.sites_moved == 2);
     CHECK(rep.sites_only_before == 0);
     CHECK(rep.sites_only_after == 0);
-    const SiteDelta* s = Find(rep, "einsum \u2190 model.py:30 attn \u2190 model.py:18 forward");
+    const SiteDelta* s =
+        FindSiteDelta(rep, "einsum \u2190 model.py:30 attn \u2190 model.py:18 forward");
     REQUIRE(s != nullptr);
     CHECK(s->before_bytes == 2 << 20);
     CHECK(s->moved == std::vector<std::string>{"train.py:5\u21927"});
@@ -190,7 +185,7 @@ TEST_SUITE("diff") {
     CHECK(rep.sites_moved == 3);
     CHECK(rep.sites_only_before == 0);
     CHECK(rep.sites_only_after == 0);
-    const SiteDelta* s = Find(rep, "zeros_like \u2190 optim.py:84 step");
+    const SiteDelta* s = FindSiteDelta(rep, "zeros_like \u2190 optim.py:84 step");
     REQUIRE(s != nullptr);
     CHECK(s->before_bytes == 2 << 20);
     CHECK(s->after_bytes == 2 << 20);
@@ -226,7 +221,7 @@ TEST_SUITE("diff") {
     Snapshot after = Live({site("cat", 509, 142), site("cat", 510, 142), site("add", 510, 142)});
     DiffReport rep = Diff(before, after);
     CHECK(rep.sites_moved == 3);
-    const SiteDelta* s = Find(rep, "cat \u2190 model.py:510 forward");
+    const SiteDelta* s = FindSiteDelta(rep, "cat \u2190 model.py:510 forward");
     REQUIRE(s != nullptr);
     CHECK(s->before_bytes == 2 << 20);
     CHECK(s->after_bytes == 2 << 20);
