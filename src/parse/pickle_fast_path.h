@@ -509,7 +509,20 @@ inline bool Decoder::TryEventDict() {
   // prefetch never faults, past the end of the input or the mapped part of it included.
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(d) + p +
                                                    kPrefetchAhead));
-  TraceEvent e;
+  __builtin_prefetch(reinterpret_cast<const void*>(
+                         reinterpret_cast<uintptr_t>(snap_.events.data() + snap_.events.size()) +
+                         kPrefetchAhead),
+                     1);
+  // Decoded in place, in the vector's new last element: an event built on the stack and then
+  // pushed was reloaded 16 bytes at a time over the field-sized stores that had just built it,
+  // which the CPU cannot forward. The append comes before the entry is known to fit: a rollback
+  // takes it back. EventAppended released the observer when the vector filled, so an append
+  // that moves it is safe.
+  TraceEvent& e = snap_.events.emplace_back();
+  auto undo = [&] {
+    snap_.events.pop_back();
+    return rollback();
+  };
   int64_t negative = 0;  // the sign bits of the address and the time
   int64_t stream = 0;    // interned once the entry is complete: a rollback leaves no trace of it
   if (layout_ == Layout::kNone || size - p < kLayoutMaxBytes ||
@@ -517,9 +530,9 @@ inline bool Decoder::TryEventDict() {
     e = TraceEvent{};
     negative = 0;
     stream = 0;
-    if (!DecodeEventItems<kSpec>(p, e, stream, negative)) return rollback();
+    if (!DecodeEventItems<kSpec>(p, e, stream, negative)) return undo();
   }
-  if (negative < 0) return rollback();
+  if (negative < 0) return undo();
   // Consecutive entries are mostly on one stream: the last entry's id costs a compare, where the
   // table's scan cost 9 instructions an entry and a hash map 42 (docs/BENCHMARKS.md). A
   // speculative decoder interns into its copy of the head's table; the adoption maps what it
@@ -529,11 +542,10 @@ inline bool Decoder::TryEventDict() {
   } else {
     e.stream = snap_.streams.Intern(stream);
     if (!e.stream.valid()) [[unlikely]]
-      return rollback();
+      return undo();
     last_stream_ = stream;
     last_stream_id_ = e.stream;
   }
-  snap_.events.push_back(e);
   events_prefault_.Touch(snap_.events);
   EventAppended();
   stack_.push_back(Value{Tag::kEventRef, Rec::kEvent, record, 0});
