@@ -26,8 +26,26 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def warm(cmd):
+    """Reads the snapshot files named in `cmd` (files, or a directory's files) through the page
+    cache, untimed: these VMs run DAMON's proactive reclaim (a `pageout` scheme on physical
+    memory), which evicts page-cache pages it sees as cold, so a timed run would otherwise read part
+    of its input from disk (tens of milliseconds of noise; docs/BENCHMARKS.md)."""
+    for a in cmd[1:]:  # cmd[0] is the program
+        if not os.path.exists(a):
+            continue
+        paths = [os.path.join(a, f) for f in sorted(os.listdir(a))] if os.path.isdir(a) else [a]
+        for p in paths:
+            if os.path.isfile(p):
+                with open(p, "rb", buffering=0) as fh:
+                    while fh.read(8 << 20):
+                        pass
+
+
 def run(cmd, quiet=True):
-    """Runs cmd; returns (wall seconds, peak RSS bytes, exit code, CPU seconds user+sys)."""
+    """Runs cmd, its input files read into the page cache first (warm); returns (wall seconds,
+    peak RSS bytes, exit code, CPU seconds user+sys)."""
+    warm(cmd)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None,
                             stderr=subprocess.DEVNULL if quiet else None)
