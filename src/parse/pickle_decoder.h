@@ -360,6 +360,12 @@ class Decoder {
   // the workers (the first time), adopts a speculatively decoded segment that starts exactly at
   // pos_ (which moves pos_ past it), and sets spec_next_ to the next segment's start.
   absl::Status AtSpeculationPoint();
+  // Starts the workers at the beginning of the head; the first walks the FRAMEs (WalkFrames)
+  // while this thread decodes the head, then all wait for MakePlan at its end.
+  void StartWorkers();
+  // The chunks' starts: the first EMPTY_DICT of a FRAME at least `chunk_bytes` past the last.
+  std::vector<size_t> WalkFrames(size_t from, size_t chunk_bytes) const;
+  // At the end of the head: the chunks from the walk, and the head's copy for the workers.
   void MakePlan();
   absl::Status Adopt(SpecChunk& c, size_t seg_index, bool& adopted);
   // The worker's loop over one chunk [begin, end): events by TryEventDict<true>, MARK, APPENDS

@@ -74,6 +74,13 @@ struct SpecState {
   size_t cur = 0;  // the chunk the sequential decoder is at
   size_t seg = 0;  // its next segment
   bool planned = false;
+  // The plan: the first worker walks the FRAMEs while the sequential decoder decodes the head,
+  // then every worker waits for the head's copy (MakePlan).
+  enum Plan : int { kWalking, kWalked, kReady, kNone };
+  std::atomic<int> plan{kWalking};
+  size_t head_end = 0;
+  size_t chunk_bytes = 0;
+  std::vector<size_t> starts;  // the chunks' starts, from the walk
   // The model's events and memo, populated by the workers ahead of the sequential decoder
   // (MADV_POPULATE_WRITE): what the plan saw of them, to estimate their final size from the
   // density of a decoded chunk.
@@ -225,6 +232,11 @@ Decoder::~Decoder() {
   if (spec_ != nullptr) {
     spec_->events_populate.Stop();
     spec_->memo_populate.Stop();
+    if (spec_->plan.load() < SpecState::kReady) {
+      // Still walking, or waiting for the head: joined below, they take no chunk.
+      spec_->plan.store(SpecState::kNone);
+      spec_->plan.notify_all();
+    }
     // Workers take no new chunk once every chunk is claimed; wait for those in flight.
     for (auto& c : spec_->chunks) {
       int expected = SpecChunk::kPending;
@@ -312,21 +324,15 @@ void Decoder::Speculate(SpecChunk& c) {
   c.reads = std::move(head_reads_);
 }
 
-void Decoder::MakePlan() {
-  SpecState& s = *spec_;
-  s.planned = true;
+std::vector<size_t> Decoder::WalkFrames(size_t from, size_t chunk_bytes) const {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   const size_t size = data_.size();
-  const size_t rest = size - pos_;
-  const size_t chunk_bytes = parallel_chunk_bytes_ > 0
-                                 ? parallel_chunk_bytes_
-                                 : std::max<size_t>(size_t{1} << 20, rest / (threads_ * 8));
   // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first. The
   // headers are read with Peek (pread), not through the mapping: a fault there maps 16 pages
   // around the header, so the walk mapped the whole file and then had to give it back (2.5% of
   // `summary`'s cycles on the 2.2 M-event benchmark, its pages zapped twice; docs/BENCHMARKS.md).
   std::vector<size_t> starts;
-  size_t next_cut = pos_;
+  size_t next_cut = from;
   uint8_t header[9];
   for (size_t p = 2; p + 9 <= size;) {
     input_.Peek(p, header, sizeof(header));
@@ -343,7 +349,24 @@ void Decoder::MakePlan() {
     if (len > size - p - 9) break;
     p += 9 + static_cast<size_t>(len);
   }
+  return starts;
+}
+
+void Decoder::MakePlan() {
+  SpecState& s = *spec_;
+  s.planned = true;
+  const size_t size = data_.size();
+  // The walk started with the head (StartWorkers) and is done by now unless the head was quick.
+  for (int p; (p = s.plan.load(std::memory_order_acquire)) == SpecState::kWalking;) {
+    s.plan.wait(p, std::memory_order_acquire);
+  }
+  // The head ends at the first entry boundary past head_end: a chunk that starts before that is
+  // decoded here, before the first chunk.
+  std::vector<size_t> starts = std::move(s.starts);
+  starts.erase(starts.begin(), std::lower_bound(starts.begin(), starts.end(), pos_));
   if (starts.size() < 2) {
+    s.plan.store(SpecState::kNone, std::memory_order_release);
+    s.plan.notify_all();
     spec_next_ = SIZE_MAX;
     return;
   }
@@ -389,9 +412,29 @@ void Decoder::MakePlan() {
   events_prefault_.Share(&s.events_populate, uintptr_t{16} << 20);
   s.events_populate.SetHorizon(s.events_base + s.plan_events * sizeof(TraceEvent) +
                                (uintptr_t{16} << 20));
-  const size_t workers = std::min(threads_ - 1, s.chunks.size() - 1);
-  for (size_t t = 0; t < workers; ++t) {
-    s.workers.emplace_back([this, &s, size] {
+  s.plan.store(SpecState::kReady, std::memory_order_release);
+  s.plan.notify_all();
+}
+
+void Decoder::StartWorkers() {
+  SpecState& s = *spec_;
+  const size_t size = data_.size();
+  s.chunk_bytes = parallel_chunk_bytes_ > 0
+                      ? parallel_chunk_bytes_
+                      : std::max<size_t>(size_t{1} << 20,
+                                         (size - std::min(size, s.head_end)) / (threads_ * 8));
+  for (size_t t = 0; t + 1 < threads_; ++t) {
+    s.workers.emplace_back([this, &s, size, t] {
+      if (t == 0) {
+        s.starts = WalkFrames(s.head_end, s.chunk_bytes);
+        int walking = SpecState::kWalking;
+        s.plan.compare_exchange_strong(walking, SpecState::kWalked, std::memory_order_acq_rel);
+        s.plan.notify_all();
+      }
+      for (int p; (p = s.plan.load(std::memory_order_acquire)) < SpecState::kReady;) {
+        s.plan.wait(p, std::memory_order_acquire);
+      }
+      if (s.plan.load(std::memory_order_acquire) != SpecState::kReady) return;
       // How far the model's arrays will reach, from the density of the chunks decoded so far
       // (the head may hold no trace entry at all: PyTorch writes the segments first).
       size_t bytes = 0;
@@ -467,6 +510,10 @@ absl::Status Decoder::AtSpeculationPoint() {
     // The head: what the workers need to know (keys, actions, frames, stacks) is defined in the
     // first entries.
     spec_next_ = pos_ + std::max<size_t>(size_t{64} << 10, data_.size() / 32);
+    // The workers start now: the first walks the FRAMEs to cut the chunks while this thread
+    // decodes the head (2,500 preads on the 2.2 M-event benchmark, which held up the workers).
+    spec_->head_end = spec_next_;
+    StartWorkers();
     return absl::OkStatus();
   }
   SpecState& s = *spec_;
