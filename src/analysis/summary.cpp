@@ -104,6 +104,23 @@ void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPar
   part.last_time_us = last;
 }
 
+// The oom entries (device-local indices into `ev`) as the report shows them.
+void AddOom(const Snapshot& snap, std::span<const TraceEvent> ev, std::span<const uint32_t> ooms,
+            DeviceSummary& dev, std::optional<SiteNamer>& namer) {
+  for (uint32_t i : ooms) {
+    const TraceEvent& e = ev[i];
+    SummaryOom o;
+    o.event = i;
+    o.time_us = e.time_us;
+    o.requested = e.size;
+    o.device_free = static_cast<int64_t>(e.addr);
+    o.stream = snap.StreamOf(e);
+    if (!namer) namer.emplace(snap);
+    o.site = namer->Label(e.stack);
+    dev.ooms.push_back(std::move(o));
+  }
+}
+
 // Joins the parts of a device's events, in order, into `dev` and `live`.
 void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
                std::span<const EventPart> parts, const SummaryOptions& options, DeviceSummary& dev,
@@ -124,19 +141,28 @@ void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
       dev.frees_without_alloc += std::max<int64_t>(0, run.unmatched - c);
       c = run.count + std::max<int64_t>(0, c - run.unmatched);
     });
-    if (!options.peaks) continue;
-    for (uint32_t i : part.ooms) {
-      const TraceEvent& e = ev[i];
-      SummaryOom o;
-      o.event = i;
-      o.time_us = e.time_us;
-      o.requested = e.size;
-      o.device_free = static_cast<int64_t>(e.addr);
-      o.stream = snap.StreamOf(e);
-      if (!namer) namer.emplace(snap);
-      o.site = namer->Label(e.stack);
-      dev.ooms.push_back(std::move(o));
-    }
+    if (options.peaks) AddOom(snap, ev, part.ooms, dev, namer);
+  }
+  dev.totals.trace_entries += static_cast<int64_t>(ev.size());
+}
+
+// The same from the counts the timeline took in its pass over the device's whole trace.
+void JoinTimelineCounts(const Snapshot& snap, std::span<const TraceEvent> ev,
+                        const DeviceTimeline& dt, const SummaryOptions& options,
+                        DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
+                        std::optional<SiteNamer>& namer) {
+  const DeviceTimeline::TraceCounts& c = dt.counts;
+  for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += c.actions[a];
+  dev.first_time_us = c.min_time_us;
+  dev.last_time_us = c.max_time_us;
+  dev.frees_without_alloc += c.unmatched_frees;
+  live.reserve(c.live_allocs.size());
+  for (const auto& [addr, n] : c.live_allocs) live[addr] = n;
+  if (options.peaks) {
+    std::vector<uint32_t> ooms;
+    ooms.reserve(dt.oom_moments.size());
+    for (const DeviceTimeline::OomMoment& m : dt.oom_moments) ooms.push_back(m.event);
+    AddOom(snap, ev, ooms, dev, namer);
   }
   dev.totals.trace_entries += static_cast<int64_t>(ev.size());
 }
@@ -178,33 +204,6 @@ void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64
 }
 
 }  // namespace
-
-struct SummaryEventScan::State {
-  EventPart part;
-  size_t fed = 0;       // events fed so far, in order from 0
-  bool broken = false;  // fed out of order: unusable
-  bool finished = false;
-};
-
-SummaryEventScan::SummaryEventScan() : state_(std::make_unique<State>()) {}
-SummaryEventScan::~SummaryEventScan() = default;
-
-void SummaryEventScan::Feed(std::span<const TraceEvent> events, size_t first) {
-  State& s = *state_;
-  if (s.broken) return;
-  if (first != s.fed) {
-    s.broken = true;
-    return;
-  }
-  ScanPart(events, 0, events.size(), s.part, first);
-  s.fed += events.size();
-}
-
-void SummaryEventScan::Finish(size_t fed) {
-  State& s = *state_;
-  if (fed != s.fed) s.broken = true;
-  s.finished = true;
-}
 
 std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
   std::vector<SettingText> out;
@@ -252,7 +251,7 @@ SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
 }
 
 SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
-                        const SummaryOptions& options, const SummaryEventScan* scanned) {
+                        const SummaryOptions& options) {
   SummaryReport report;
   report.source = snap.source;
   report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
@@ -273,19 +272,23 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     pools[seg.device][{seg.pool, seg.is_small}] += t;
     streams[seg.device][seg.stream] += t;
   }
-  // What was fed stands for the pass only when it is the one device trace, whole.
-  const DeviceTrace* fed_trace =
-      scanned != nullptr && scanned->state_->finished && !scanned->state_->broken
-          ? FedTrace(snap, scanned->state_->fed)
-          : nullptr;
   for (const DeviceTrace& trace : snap.traces) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
     dev.device = trace.device;
     absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
-    if (&trace == fed_trace) {
-      JoinParts(snap, snap.EventsOf(trace), std::span<const EventPart>(&scanned->state_->part, 1),
-                options, dev, live, namer);
+    // The timeline counted what the pass would, in its own pass over this device's trace.
+    const DeviceTimeline* counted = nullptr;
+    if (timeline != nullptr && !options.own_pass) {
+      for (const DeviceTimeline& dt : timeline->devices) {
+        if (dt.device == trace.device && dt.event_begin == trace.begin &&
+            dt.num_events == trace.size()) {
+          counted = &dt;
+        }
+      }
+    }
+    if (counted != nullptr) {
+      JoinTimelineCounts(snap, snap.EventsOf(trace), *counted, options, dev, live, namer);
     } else {
       ScanEvents(snap, trace, options, dev, live, namer);
     }

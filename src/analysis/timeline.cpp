@@ -24,6 +24,11 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();  // no open lif
 struct AddrState {
   uint32_t open = kNone;  // index of the open lifetime at this address
   uint32_t next_version = 0;
+  // DeviceTimeline::TraceCounts, by address (block addresses only): allocs not yet matched by a
+  // free_completed, and free_completed entries that found none. A device has fewer than 2^32
+  // events, so neither overflows.
+  uint32_t allocs = 0;
+  uint32_t unmatched = 0;
 };
 
 using BlockAddrTable = AddrTable<AddrState>;
@@ -173,6 +178,7 @@ class DeviceBuilder {
     dt_.has_time = fed_ > 0 && all_time_;
     dt_.time_sorted = dt_.has_time && time_sorted_;
     target_ = std::min(target_, TimelinePoint::End(fed_));
+    CountsAtEnd();
     ReconcileOpen(snap);
     AddGhosts(snap);
     ReconcileSegments(snap);
@@ -264,16 +270,24 @@ class DeviceBuilder {
     bool all_time = all_time_;
     bool time_sorted = time_sorted_;
     int64_t last_time = last_time_;
+    int64_t min_time = min_time_, max_time = max_time_;
+    std::array<int64_t, kNumActions> actions{};
     const TraceEvent* const base = ev.data() - first;  // base[i]: device-local event i
     for (uint32_t i = first; i < end; ++i) {
       const TraceEvent& e = base[i];
       all_time &= e.has_time();
       time_sorted &= e.time_us >= last_time;
       last_time = e.time_us;
+      ++actions[static_cast<int>(e.action)];
+      if (e.has_time()) {
+        if (min_time == kNoTime || e.time_us < min_time) min_time = e.time_us;
+        if (max_time == kNoTime || e.time_us > max_time) max_time = e.time_us;
+      }
       switch (e.action) {
         case Action::kAlloc: {
           last_state = nullptr;  // the insert below may grow the table
           AddrState& st = addrs_[e.addr];
+          ++st.allocs;
           if (st.open != kNone) [[unlikely]] {  // a free we never saw: end the old lifetime here
             close(st, i);
             ++dt_.allocs_without_free;
@@ -296,6 +310,11 @@ class DeviceBuilder {
         }
         case Action::kFreeCompleted: {
           AddrState& st = state_of(e.addr);
+          if (st.allocs == 0) {
+            ++st.unmatched;
+          } else {
+            --st.allocs;
+          }
           if (st.open == kNone) [[unlikely]]
             open_pre_window(e, st);
           close(st, i);
@@ -327,6 +346,23 @@ class DeviceBuilder {
     all_time_ = all_time;
     time_sorted_ = time_sorted;
     last_time_ = last_time;
+    min_time_ = min_time;
+    max_time_ = max_time;
+    for (int a = 0; a < kNumActions; ++a) dt_.counts.actions[a] += actions[a];
+  }
+
+  // DeviceTimeline::counts from the pass's per-address counts (addresses in ascending order).
+  void CountsAtEnd() {
+    DeviceTimeline::TraceCounts& c = dt_.counts;
+    c.min_time_us = min_time_;
+    c.max_time_us = max_time_;
+    c.unmatched_frees = 0;
+    c.live_allocs.clear();
+    addrs_.ForEach([&](uint64_t addr, const AddrState& st) {
+      c.unmatched_frees += st.unmatched;
+      if (st.allocs > 0) c.live_allocs.emplace_back(addr, st.allocs);
+    });
+    std::sort(c.live_allocs.begin(), c.live_allocs.end());
   }
 
   void SegmentEvent(const TraceEvent& e, uint32_t i) {
@@ -518,6 +554,7 @@ class DeviceBuilder {
   int64_t pre_req_ = 0, pre_round_ = 0, pre_res_ = 0;  // pre-window lifetimes
   int64_t ghost_req_ = 0, ghost_round_ = 0, ghost_res_ = 0;
   int64_t allocs_ = 0, alloc_bytes_ = 0;
+  int64_t min_time_ = kNoTime, max_time_ = kNoTime;  // over the events with a time
   int64_t peak_raw_ = 0;
   // Between chunks: the rest of the pass's running state.
   uint32_t fed_ = 0;

@@ -48,7 +48,7 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
 
 absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
     const std::string& path, const analysis::TimelineOptions& options, Context& ctx,
-    ReadAnalysisClock* phases, const EventFeedFn& also_feed) {
+    ReadAnalysisClock* phases) {
   // The curve is sized as the reader sizes its events, instead of growing by doubling on the
   // worker (a gzipped file may still outgrow it).
   std::error_code ec;
@@ -58,11 +58,8 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
   if (analysis::TimelineStream::Streams(options)) {
     // With one thread the pass still streams, inline as the reader publishes.
     feed.emplace(
-        [&stream, &also_feed](std::span<const TraceEvent> events, size_t first,
-                              std::span<const int64_t> streams) {
-          stream.Feed(events, first, streams);
-          if (also_feed) also_feed(events, first);
-        },
+        [&stream](std::span<const TraceEvent> events, size_t first,
+                  std::span<const int64_t> streams) { stream.Feed(events, first, streams); },
         ThreadsFor(ctx.threads) > 1);
   }
   absl::StatusOr<Snapshot> snap = LoadSnapshot(path, ctx, feed ? &*feed : nullptr);
@@ -74,20 +71,18 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
     fed = feed->fed();
   }
   absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
-  return SnapshotMaybeTimeline{*std::move(snap), std::move(tl), stream.used_stream(), fed};
+  return SnapshotMaybeTimeline{*std::move(snap), std::move(tl), stream.used_stream()};
 }
 
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
-                                                  Context& ctx, ReadAnalysisClock* phases,
-                                                  const EventFeedFn& also_feed) {
-  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded,
-                   LoadWithTimelineStatus(path, options, ctx, phases, also_feed));
+                                                  Context& ctx, ReadAnalysisClock* phases) {
+  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded, LoadWithTimelineStatus(path, options, ctx, phases));
   if (!loaded.timeline.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", loaded.timeline.status().message()));
   }
-  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline), loaded.streamed,
-                          loaded.fed_events};
+  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline),
+                          loaded.streamed};
 }
 
 absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(

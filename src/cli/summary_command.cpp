@@ -44,19 +44,13 @@ RunFn SetupSummary(CLI::App& sub) {
       to.keep = analysis::KeepLifetimes::kLiveAt;
       to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
       to.curve = false;
-      // The summary's own pass over the events runs beside the timeline's, during the read.
+      // The timeline's pass also counts what the summary needs (DeviceTimeline::counts).
       ReadAnalysisClock phases;
-      analysis::SummaryEventScan scan;
       ASSIGN_OR_RETURN(SnapshotTimeline loaded,
-                       LoadWithTimeline(inputs[0].path, to, ctx, &phases,
-                                        [&scan](std::span<const TraceEvent> events, size_t first) {
-                                          scan.Feed(events, first);
-                                        }));
-      scan.Finish(loaded.fed_events);
+                       LoadWithTimeline(inputs[0].path, to, ctx, &phases));
       analysis::SummaryOptions so;
-      so.threads = ctx.threads;  // the events' pass, when it did not run during the read
-      analysis::SummaryReport summary =
-          analysis::Summarize(loaded.snapshot, &loaded.timeline, so, &scan);
+      so.threads = ctx.threads;
+      analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline, so);
       ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
                        analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));
       if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());

@@ -253,19 +253,70 @@ TEST_SUITE("summary") {
     }
   }
 
-  TEST_CASE("summary's pass fed on the reader's feed thread gives the report of its own pass") {
+  // The report from the counts a timeline took in its pass, and from a pass of Summarize's own.
+  void CheckCountsGiveOwnPass(const Snapshot& snap, const analysis::Timeline& tl) {
+    analysis::SummaryOptions own;
+    own.own_pass = true;
+    CHECK(report::SummaryToJson(analysis::Summarize(snap, &tl)) ==
+          report::SummaryToJson(analysis::Summarize(snap, &tl, own)));
+  }
+
+  TEST_CASE("the timeline's counts give the report of summary's own pass over the events") {
+    // Frees before the trace, allocs over live addresses, ooms, times out of order and missing,
+    // live blocks whose allocs the trace saw and ghosts: every figure the counts feed.
+    Snapshot snap = MidRunSnapshot(20000);
+    for (analysis::KeepLifetimes keep :
+         {analysis::KeepLifetimes::kAll, analysis::KeepLifetimes::kLiveAt,
+          analysis::KeepLifetimes::kNone}) {
+      CAPTURE(static_cast<int>(keep));
+      analysis::TimelineOptions to;
+      to.keep = keep;
+      absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snap, to);
+      REQUIRE(tl.ok());
+      const analysis::SummaryReport r = analysis::Summarize(snap, &*tl);
+      REQUIRE(r.devices.size() == 1);
+      CHECK(r.devices[0].frees_without_alloc > 0);
+      CHECK(r.devices[0].ghost_blocks > 0);
+      CHECK(r.devices[0].ooms.size() > 100);
+      CheckCountsGiveOwnPass(snap, *tl);
+    }
+    // Two devices: each takes its own timeline's counts.
+    snap.traces = {{0, 0, 10000}, {1, 10000, 20000}};
+    absl::StatusOr<analysis::Timeline> two =
+        analysis::ReconstructTimeline(snap, analysis::SummaryTimelineOptions());
+    REQUIRE(two.ok());
+    REQUIRE(two->devices.size() == 2);
+    CheckCountsGiveOwnPass(snap, *two);
+    // They are what the report is made of: counts that differ from the events show.
+    analysis::Timeline changed = *two;
+    ++changed.devices[1].counts.unmatched_frees;
+    CHECK(report::SummaryToJson(analysis::Summarize(snap, &changed)) !=
+          report::SummaryToJson(analysis::Summarize(snap, &*two)));
+    // A timeline of other events than the trace's (another device, a shorter trace) is not used.
+    analysis::Timeline other = *two;
+    other.devices[1].num_events -= 1;
+    other.devices[1].counts = {};
+    analysis::SummaryOptions own;
+    own.own_pass = true;
+    CHECK(report::SummaryToJson(analysis::Summarize(snap, &other)) ==
+          report::SummaryToJson(analysis::Summarize(snap, &other, own)));
+  }
+
+  TEST_CASE("the timeline's counts taken during the read give the report of summary's own pass") {
     // As the summary command reads one file: the reader publishes, BackgroundEventFeed hands the
-    // events to another thread, which feeds the scan (scripts/tsan.sh runs this file under
-    // ThreadSanitizer).
+    // events to another thread, which feeds the timeline's pass (scripts/tsan.sh runs this file
+    // under ThreadSanitizer).
     Snapshot written = MidRunSnapshot(60000);
     std::ostringstream out;
     REQUIRE(writer::WriteSnapshotPickle(written, writer::SnapshotWriteOptions{}, out).ok());
     for (bool threaded : {false, true}) {
       CAPTURE(threaded);
-      analysis::SummaryEventScan scan;
-      parse::BackgroundEventFeed feed([&](std::span<const TraceEvent> ev, size_t first,
-                                          std::span<const int64_t>) { scan.Feed(ev, first); },
-                                      threaded);
+      analysis::TimelineStream stream(analysis::SummaryTimelineOptions(), 60000);
+      parse::BackgroundEventFeed feed(
+          [&](std::span<const TraceEvent> ev, size_t first, std::span<const int64_t> streams) {
+            stream.Feed(ev, first, streams);
+          },
+          threaded);
       parse::ReadOptions ro;
       ro.events = &feed;
       auto input = io::FromString(out.str(), "fed.pickle");
@@ -274,54 +325,25 @@ TEST_SUITE("summary") {
       REQUIRE(snaps->size() == 1);
       feed.Release();
       CHECK(feed.fed() == 60000);
-      scan.Finish(feed.fed());
       const Snapshot& snap = (*snaps)[0];
-      CHECK(report::SummaryToJson(analysis::Summarize(snap, nullptr, {}, &scan)) ==
-            report::SummaryToJson(analysis::Summarize(snap, nullptr, {})));
+      absl::StatusOr<analysis::Timeline> tl = stream.Finish(snap, feed.fed());
+      REQUIRE(tl.ok());
+      CHECK(stream.used_stream());
+      CheckCountsGiveOwnPass(snap, *tl);
     }
   }
 
-  TEST_CASE(
-      "summary's pass fed during the read gives the same report, and only stands for a "
-      "whole one-device trace") {
-    constexpr int kEvents = 20000;
-    Snapshot snap = MidRunSnapshot(kEvents);
-    analysis::SummaryOptions options;
-    const nlohmann::ordered_json expected =
-        report::SummaryToJson(analysis::Summarize(snap, nullptr, options));
-    // Fed in chunks of every size, as the reader publishes them.
-    auto fed = [&](const std::vector<TraceEvent>& events, size_t finish_with) {
-      auto scan = std::make_unique<analysis::SummaryEventScan>();
-      std::mt19937_64 rng(7);
-      for (size_t first = 0; first < events.size();) {
-        const size_t n = std::min<size_t>(events.size() - first, 1 + rng() % 3000);
-        scan->Feed(std::span<const TraceEvent>(events).subspan(first, n), first);
-        first += n;
-      }
-      scan->Finish(finish_with);
-      return scan;
-    };
-    auto with = [&](const Snapshot& s, const analysis::SummaryEventScan& scan) {
-      return report::SummaryToJson(analysis::Summarize(s, nullptr, options, &scan));
-    };
-    CHECK(with(snap, *fed(snap.events, kEvents)) == expected);
-    // It is what the report is made of: events fed that differ from the snapshot's show.
-    std::vector<TraceEvent> other = snap.events;
-    for (TraceEvent& e : other) e.action = Action::kAlloc;
-    CHECK(with(snap, *fed(other, kEvents)) != expected);
-    // Not when the reader voided some of what it published, nor when fed out of order.
-    CHECK(with(snap, *fed(other, kEvents - 1)) == expected);
-    CHECK(with(snap, *fed(other, 0)) == expected);
-    analysis::SummaryEventScan skipped;
-    skipped.Feed(std::span<const TraceEvent>(other).subspan(0, 100), 0);
-    skipped.Feed(std::span<const TraceEvent>(other).subspan(200, kEvents - 200), 200);
-    skipped.Finish(kEvents);
-    CHECK(with(snap, skipped) == expected);
-    // Nor when the events are two devices' traces.
-    snap.traces = {{0, 0, kEvents / 2}, {1, kEvents / 2, kEvents}};
-    const nlohmann::ordered_json two_expected =
-        report::SummaryToJson(analysis::Summarize(snap, nullptr, options));
-    CHECK(with(snap, *fed(other, kEvents)) == two_expected);
+  TEST_CASE("the timeline's counts give the report of summary's own pass on every corpus file" *
+            doctest::test_suite("corpus")) {
+    for (const std::string& path : testing::CorpusFiles()) {
+      INFO(path);
+      absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path);
+      REQUIRE_MESSAGE(snap.ok(), snap.status().message());
+      absl::StatusOr<analysis::Timeline> tl =
+          analysis::ReconstructTimeline(*snap, analysis::SummaryTimelineOptions());
+      REQUIRE(tl.ok());
+      CheckCountsGiveOwnPass(*snap, *tl);
+    }
   }
 
   TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {

@@ -23,6 +23,9 @@ struct SummaryOptions {
   /// Events a thread takes at least (fewer threads for a shorter trace): below about a million
   /// (40 MB of them), starting a thread costs more than it saves. Tests set it low.
   size_t min_events_per_thread = size_t{1} << 20;
+  /// Count over each device's events in a pass of Summarize's own even where the timeline it is
+  /// given counted them (DeviceTimeline::counts). Tests hold the two reports equal.
+  bool own_pass = false;
 };
 
 /// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
@@ -122,35 +125,11 @@ SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options 
 /// (cli::LoadWithTimeline). Every timeline of all devices has the same peaks, whatever it keeps.
 TimelineOptions SummaryTimelineOptions();
 
-/// Summarize's pass over the trace events (counts, time span, frees without an alloc, oom
-/// entries), fed in order while the file is read, beside the timeline's pass (cli's
-/// LoadWithTimeline). Summarize uses it instead of its own pass after the read when what was fed
-/// is the whole of the snapshot's one device trace; otherwise it passes over the events itself.
-class SummaryEventScan {
- public:
-  SummaryEventScan();
-  ~SummaryEventScan();
-  SummaryEventScan(const SummaryEventScan&) = delete;
-  SummaryEventScan& operator=(const SummaryEventScan&) = delete;
-  /// Events [first, first + events.size()) of Snapshot::events, in order from 0.
-  void Feed(std::span<const TraceEvent> events, size_t first);
-  /// Once the feeding is over: `fed` events were fed and still stand
-  /// (parse::BackgroundEventFeed::fed(); 0 when the reader voided them).
-  void Finish(size_t fed);
-
- private:
-  friend SummaryReport Summarize(const Snapshot&, const Timeline*, const SummaryOptions&,
-                                 const SummaryEventScan*);
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
 /// Summarize with the snapshot's timeline already rebuilt for every device (any KeepLifetimes,
-/// with or without the curve): the peaks come from it. nullptr (a timeline that failed) leaves
-/// the peaks unknown, as in Summarize. `scanned`, when given, may stand for the pass over the
-/// events (SummaryEventScan); the report is the same either way.
+/// with or without the curve): the peaks come from it, and so do the counts over each device's
+/// trace (DeviceTimeline::counts) instead of a pass over the events of its own; the report is the
+/// same either way. nullptr (a timeline that failed) leaves the peaks unknown, as in Summarize.
 SummaryReport Summarize(const Snapshot& snapshot, const Timeline* timeline,
-                        const SummaryOptions& options = {},
-                        const SummaryEventScan* scanned = nullptr);
+                        const SummaryOptions& options = {});
 
 }  // namespace memsnap::analysis

@@ -19,12 +19,14 @@
 // value and reported as `unreconciled_*_bytes` rather than silently dropped.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -190,6 +192,21 @@ struct DeviceTimeline {
   };
   std::vector<OomMoment> oom_moments;
 
+  /// What `summary` counts over the trace, taken in the same pass over the events as the rest
+  /// (a second pass cost summary a tenth of its time on the 2.2 M-event benchmark:
+  /// docs/BENCHMARKS.md).
+  struct TraceCounts {
+    std::array<int64_t, kNumActions> actions{};      // entries by Action
+    int64_t min_time_us = kNoTime, max_time_us = kNoTime;  // over the entries with a time
+    /// free_completed entries at an address where no alloc of the trace was left to free.
+    int64_t unmatched_frees = 0;
+    /// Addresses whose allocs outnumber their free_completed entries at the end, by how many;
+    /// ascending address.
+    std::vector<std::pair<uint64_t, int64_t>> live_allocs;
+    friend bool operator==(const TraceCounts&, const TraceCounts&) = default;
+  };
+  TraceCounts counts;
+
   /// Peaks of live requested and of reserved bytes: the value and the (first) point of it.
   int64_t peak_requested = 0;
   TimelinePoint peak_event;
@@ -269,7 +286,7 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
 /// The device trace that the events a read fed to a pass as it decoded them, [0, fed), stand
 /// for: the snapshot's one device trace with events, when it is exactly those events (the reader
 /// publishes in decoding order, before it knows which device's list holds an entry); nullptr
-/// otherwise. TimelineStream and SummaryEventScan use what they were fed only for that trace.
+/// otherwise. TimelineStream uses what it was fed only for that trace.
 const DeviceTrace* FedTrace(const Snapshot& snap, size_t fed);
 
 /// The same timeline, built while the file is read: the reader hands the events it decodes to Feed

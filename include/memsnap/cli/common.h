@@ -29,7 +29,6 @@ struct SnapshotTimeline {
   Snapshot snapshot;
   analysis::Timeline timeline;
   bool streamed = false;  // the event pass ran during the read (analysis::TimelineStream)
-  size_t fed_events = 0;  // events fed during the read that still stand (EventFeedFn)
   /// For ReadAnalysisClock::Print: what the read's times include.
   std::string_view timings_note() const {
     return streamed ? "includes the timeline's event pass, run on a second thread" : "";
@@ -41,20 +40,13 @@ struct SnapshotMaybeTimeline {
   Snapshot snapshot;
   absl::StatusOr<analysis::Timeline> timeline;
   bool streamed = false;
-  size_t fed_events = 0;
 };
-
-/// Another pass told of the trace events during the read, beside the timeline's and on its
-/// thread: events [first, first + events.size()) of Snapshot::events, in order from 0. What it
-/// was fed stands for the snapshot's events only for the first `fed_events` of them, and only
-/// when that is all of them (analysis::SummaryEventScan checks).
-using EventFeedFn = std::function<void(std::span<const TraceEvent> events, size_t first)>;
 
 /// LoadWithTimeline for commands that go on without a timeline, or report its error themselves:
 /// only a failed read is an error; the timeline's status comes back unchanged.
 absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
     const std::string& path, const analysis::TimelineOptions& options, Context& ctx,
-    ReadAnalysisClock* phases = nullptr, const EventFeedFn& also_feed = nullptr);
+    ReadAnalysisClock* phases = nullptr);
 
 /// Reads several files with their timelines (options[i] for paths[i]) side by side on up to
 /// --threads threads, each timeline's event pass beside its reader when threads are left over.
@@ -69,8 +61,8 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
 /// the read ends. Errors name the file.
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
-                                                  Context& ctx, ReadAnalysisClock* phases = nullptr,
-                                                  const EventFeedFn& also_feed = nullptr);
+                                                  Context& ctx,
+                                                  ReadAnalysisClock* phases = nullptr);
 
 /// The share of --threads each of `files` files gets when they are read side by side (at least
 /// 1): files side by side first, the threads left over decode within each file.
