@@ -148,8 +148,8 @@ void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
 
 // The same from the counts the timeline took in its pass over the device's whole trace.
 void JoinTimelineCounts(const Snapshot& snap, std::span<const TraceEvent> ev,
-                        const DeviceTimeline& dt, const SummaryOptions& options,
-                        DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
+                        const DeviceTimeline& dt, const SummaryOptions& options, DeviceSummary& dev,
+                        absl::flat_hash_map<uint64_t, int64_t>& live,
                         std::optional<SiteNamer>& namer) {
   const DeviceTimeline::TraceCounts& c = dt.counts;
   for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += c.actions[a];

@@ -77,12 +77,12 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
 absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
                                                   Context& ctx, ReadAnalysisClock* phases) {
-  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded, LoadWithTimelineStatus(path, options, ctx, phases));
+  ASSIGN_OR_RETURN(SnapshotMaybeTimeline loaded,
+                   LoadWithTimelineStatus(path, options, ctx, phases));
   if (!loaded.timeline.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", loaded.timeline.status().message()));
   }
-  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline),
-                          loaded.streamed};
+  return SnapshotTimeline{std::move(loaded.snapshot), *std::move(loaded.timeline), loaded.streamed};
 }
 
 absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(

@@ -46,8 +46,7 @@ RunFn SetupSummary(CLI::App& sub) {
       to.curve = false;
       // The timeline's pass also counts what the summary needs (DeviceTimeline::counts).
       ReadAnalysisClock phases;
-      ASSIGN_OR_RETURN(SnapshotTimeline loaded,
-                       LoadWithTimeline(inputs[0].path, to, ctx, &phases));
+      ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx, &phases));
       analysis::SummaryOptions so;
       so.threads = ctx.threads;
       analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline, so);

@@ -507,12 +507,12 @@ inline bool Decoder::TryEventDict() {
   // physical memory, the hardware prefetcher stops at each 4 KiB page, and waiting for memory on
   // the entries' first bytes was a third of this function's time (docs/BENCHMARKS.md). A
   // prefetch never faults, past the end of the input or the mapped part of it included.
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(d) + p +
-                                                   kPrefetchAhead));
-  __builtin_prefetch(reinterpret_cast<const void*>(
-                         reinterpret_cast<uintptr_t>(snap_.events.data() + snap_.events.size()) +
-                         kPrefetchAhead),
-                     1);
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(d) + p + kPrefetchAhead));
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(
+          reinterpret_cast<uintptr_t>(snap_.events.data() + snap_.events.size()) + kPrefetchAhead),
+      1);
   // Decoded in place, in the vector's new last element: an event built on the stack and then
   // pushed was reloaded 16 bytes at a time over the field-sized stores that had just built it,
   // which the CPU cannot forward. The append comes before the entry is known to fit: a rollback

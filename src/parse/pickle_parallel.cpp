@@ -419,10 +419,10 @@ void Decoder::MakePlan() {
 void Decoder::StartWorkers() {
   SpecState& s = *spec_;
   const size_t size = data_.size();
-  s.chunk_bytes = parallel_chunk_bytes_ > 0
-                      ? parallel_chunk_bytes_
-                      : std::max<size_t>(size_t{1} << 20,
-                                         (size - std::min(size, s.head_end)) / (threads_ * 8));
+  s.chunk_bytes =
+      parallel_chunk_bytes_ > 0
+          ? parallel_chunk_bytes_
+          : std::max<size_t>(size_t{1} << 20, (size - std::min(size, s.head_end)) / (threads_ * 8));
   for (size_t t = 0; t + 1 < threads_; ++t) {
     s.workers.emplace_back([this, &s, size, t] {
       if (t == 0) {

@@ -196,7 +196,7 @@ struct DeviceTimeline {
   /// (a second pass cost summary a tenth of its time on the 2.2 M-event benchmark:
   /// docs/BENCHMARKS.md).
   struct TraceCounts {
-    std::array<int64_t, kNumActions> actions{};      // entries by Action
+    std::array<int64_t, kNumActions> actions{};            // entries by Action
     int64_t min_time_us = kNoTime, max_time_us = kNoTime;  // over the entries with a time
     /// free_completed entries at an address where no alloc of the trace was left to free.
     int64_t unmatched_frees = 0;
