@@ -28,14 +28,50 @@ void BackgroundEventFeed::Publish(const TraceEvent* events, size_t count,
     FeedPending(lock);
     return;
   }
+  const bool helped = helped_;
   lock.unlock();
-  wake_.notify_one();
+  if (helped) {
+    help_.notify_one();
+  } else {
+    wake_.notify_one();
+  }
 }
 
 void BackgroundEventFeed::Release() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return !busy_ && (invalid_ || fed_ == published_); });
+  // What is left is fed on this thread (which waits anyway) unless another is feeding.
+  while (busy_ || (!invalid_ && fed_ < published_)) {
+    if (busy_) {
+      idle_.wait(lock);
+    } else {
+      FeedPending(lock);
+    }
+  }
   base_ = nullptr;
+}
+
+void BackgroundEventFeed::SetHelped(bool helped) {
+  if (!worker_.joinable()) return;  // inline: Publish feeds
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    helped_ = helped;
+  }
+  help_.notify_all();
+  wake_.notify_one();
+}
+
+bool BackgroundEventFeed::Help(bool wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (helped_ && !stop_) {
+    if (!busy_ && !invalid_ && fed_ < published_) {
+      ++helped_runs_;
+      FeedPending(lock);
+      return true;
+    }
+    if (!wait) return false;
+    help_.wait(lock);
+  }
+  return false;
 }
 
 void BackgroundEventFeed::Invalidate() {
@@ -51,6 +87,11 @@ size_t BackgroundEventFeed::fed() const {
   return fed_;
 }
 
+size_t BackgroundEventFeed::helped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return helped_runs_;
+}
+
 void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
   const TraceEvent* base = base_;
   const size_t from = fed_, to = published_;
@@ -62,15 +103,19 @@ void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   busy_ = false;
   if (!invalid_) fed_ = to;
+  idle_.notify_all();
+  // More may have been published meanwhile, for the worker while it is not helped (it waits for
+  // no one to be feeding).
+  if (!helped_) wake_.notify_one();
 }
 
 void BackgroundEventFeed::Work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    wake_.wait(lock, [&] { return stop_ || (!invalid_ && fed_ < published_); });
+    wake_.wait(lock,
+               [&] { return stop_ || (!helped_ && !busy_ && !invalid_ && fed_ < published_); });
     if (stop_) return;
     FeedPending(lock);
-    idle_.notify_all();
   }
 }
 

@@ -81,6 +81,9 @@ struct SpecState {
   size_t head_end = 0;
   size_t chunk_bytes = 0;
   std::vector<size_t> starts;  // the chunks' starts, from the walk
+  // The observer the workers feed (EventObserver::Help) between their chunks and once none is
+  // left, in place of a thread of its own that would share the sequential decoder's core.
+  EventObserver* helped = nullptr;
   // The model's events and memo, populated by the workers ahead of the sequential decoder
   // (MADV_POPULATE_WRITE): what the plan saw of them, to estimate their final size from the
   // density of a decoded chunk.
@@ -232,6 +235,7 @@ Decoder::~Decoder() {
   if (spec_ != nullptr) {
     spec_->events_populate.Stop();
     spec_->memo_populate.Stop();
+    if (spec_->helped != nullptr) spec_->helped->SetHelped(false);  // the workers stop feeding
     if (spec_->plan.load() < SpecState::kReady) {
       // Still walking, or waiting for the head: joined below, they take no chunk.
       spec_->plan.store(SpecState::kNone);
@@ -412,6 +416,10 @@ void Decoder::MakePlan() {
   events_prefault_.Share(&s.events_populate, uintptr_t{16} << 20);
   s.events_populate.SetHorizon(s.events_base + s.plan_events * sizeof(TraceEvent) +
                                (uintptr_t{16} << 20));
+  if (observer_ != nullptr) {
+    s.helped = observer_;
+    observer_->SetHelped(true);
+  }
   s.plan.store(SpecState::kReady, std::memory_order_release);
   s.plan.notify_all();
 }
@@ -448,6 +456,9 @@ void Decoder::StartWorkers() {
       };
       const size_t chunks = s.chunks.size();
       while (true) {
+        // The observer's work first: it falls behind the sequential decoder otherwise.
+        while (s.helped != nullptr && s.helped->Help(/*wait=*/false)) {
+        }
         size_t k = s.back.load();
         bool claimed = false;
         while (k > 0 && !(claimed = s.back.compare_exchange_weak(k, k - 1))) {
@@ -459,6 +470,17 @@ void Decoder::StartWorkers() {
           // No chunk left: populate the rest while the sequential decoder catches up (and adopts
           // the chunks), keeping within its horizon; it stops us when it is done (~Decoder).
           while (s.memo_populate.Claim(0, uintptr_t{1} << 20, memo_end) > 0) {
+          }
+          if (s.helped != nullptr) {
+            // Feed what the sequential decoder publishes as it adopts, populating ahead of it
+            // between the feeds, until it is done (~Decoder: SetHelped(false)).
+            do {
+              while (s.events_populate.Claim(0, uintptr_t{1} << 20,
+                                             std::min(events_end, s.events_populate.horizon())) >
+                     0) {
+              }
+            } while (s.helped->Help(/*wait=*/true));
+            return;
           }
           while (s.events_populate.claimed() < events_end) {
             const uintptr_t horizon = s.events_populate.horizon();

@@ -3,6 +3,7 @@
 // and must fall back to it whenever what was fed is not the snapshot's one trace.
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "doctest/doctest.h"
 #include "memsnap/analysis/timeline.h"
@@ -289,6 +290,51 @@ TEST_SUITE("timeline stream") {
       for (const TimelineOptions& o : OptionSets()) {
         CheckReadStreamed(bytes, o, threaded, TimelineStream::Streams(o));
       }
+    }
+  }
+
+  TEST_CASE("a feed helped by the reader's threads feeds every event once, in order") {
+    std::vector<TraceEvent> events(50000);
+    for (size_t i = 0; i < events.size(); ++i) events[i].addr = i;
+    const std::vector<int64_t> streams = {0};
+    for (int round = 0; round < 20; ++round) {
+      CAPTURE(round);
+      size_t next = 0;  // the feed's own check of order and completeness
+      bool in_order = true;
+      parse::BackgroundEventFeed feed(
+          [&](std::span<const TraceEvent> ev, size_t first, std::span<const int64_t>) {
+            in_order = in_order && first == next && ev.front().addr == first;
+            next = first + ev.size();
+          },
+          true);
+      feed.SetHelped(true);
+      // Two helpers, as the parallel decoder's workers: between chunks and, once they have none,
+      // waiting for more until told to stop.
+      std::vector<std::thread> helpers;
+      for (int h = 0; h < 2; ++h) {
+        helpers.emplace_back([&] {
+          while (feed.Help(/*wait=*/true)) {
+          }
+        });
+      }
+      for (size_t n = 1000; n <= events.size(); n += 1000 + 7 * static_cast<size_t>(round)) {
+        feed.Publish(events.data(), n, streams);
+      }
+      feed.Publish(events.data(), events.size(), streams);
+      if (round % 2 == 0) {
+        // The decoder is done: the helpers stop, the feed's own thread takes what is left.
+        feed.SetHelped(false);
+        for (std::thread& t : helpers) t.join();
+        feed.Release();
+      } else {
+        // Released while still helped: what is left is fed on the releasing thread.
+        feed.Release();
+        feed.SetHelped(false);
+        for (std::thread& t : helpers) t.join();
+      }
+      CHECK(in_order);
+      CHECK(next == events.size());
+      CHECK(feed.fed() == events.size());
     }
   }
 

@@ -44,6 +44,14 @@ class EventObserver {
   virtual void Release() = 0;
   /// What was published is void and nothing more will be: returns once nothing reads it.
   virtual void Invalidate() = 0;
+  /// From SetHelped(true) on, the reader's own spare threads (the parallel pickle decoder's
+  /// workers) run the observer's work through Help, until SetHelped(false): a thread of the
+  /// observer's own would take turns with the reader's thread on its core.
+  virtual void SetHelped(bool helped) {}
+  /// Runs the work published so far on the calling thread unless another thread is running it:
+  /// true when it ran some. `wait`: when there is none, waits for more, or for
+  /// SetHelped(false) (then false). False at once when not helped.
+  virtual bool Help(bool wait) { return false; }
 };
 
 /// Feeds published events, in order and in chunks, to `feed(chunk, index of its first event,
@@ -63,9 +71,13 @@ class BackgroundEventFeed final : public EventObserver {
   void Publish(const TraceEvent* events, size_t count, std::span<const int64_t> streams) override;
   void Release() override;
   void Invalidate() override;
+  void SetHelped(bool helped) override;
+  bool Help(bool wait) override;
 
   /// Events fed so far (call after Release). 0 after Invalidate.
   size_t fed() const;
+  /// How many runs of events were fed by the reader's threads (Help).
+  size_t helped() const;
 
  private:
   void Work();
@@ -74,14 +86,17 @@ class BackgroundEventFeed final : public EventObserver {
 
   FeedFn feed_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;  // to the worker: more published, or stop
+  std::condition_variable wake_;  // to the worker: more published, stop, or not helped any more
   std::condition_variable idle_;  // to Release: the worker caught up
+  std::condition_variable help_;  // to the helpers (Help): more published, or not helped any more
   const TraceEvent* base_ = nullptr;
   size_t published_ = 0;
   std::vector<int64_t> streams_;       // the published stream values (under mu_)
   std::vector<int64_t> feed_streams_;  // the feeding thread's copy of them
   size_t fed_ = 0;
-  bool busy_ = false;  // the worker is inside feed_ (outside the lock)
+  bool busy_ = false;    // a thread is inside feed_ (outside the lock)
+  bool helped_ = false;  // the reader's threads feed (Help); the worker sleeps
+  size_t helped_runs_ = 0;
   bool invalid_ = false;
   bool stop_ = false;
   std::thread worker_;  // last: started after the state above is initialized
