@@ -302,7 +302,9 @@ TEST_SUITE("summary") {
           report::SummaryToJson(analysis::Summarize(snap, &other, own)));
   }
 
-  TEST_CASE("the timeline's counts taken on the reader's feed thread give the report of summary's own pass") {
+  TEST_CASE(
+      "the timeline's counts taken on the reader's feed thread give the report of summary's own "
+      "pass") {
     // As the summary command reads one file: the reader publishes, BackgroundEventFeed hands the
     // events to another thread, which feeds the timeline's pass (scripts/tsan.sh runs this file
     // under ThreadSanitizer).
