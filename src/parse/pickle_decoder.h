@@ -360,11 +360,15 @@ class Decoder {
   // the workers (the first time), adopts a speculatively decoded segment that starts exactly at
   // pos_ (which moves pos_ past it), and sets spec_next_ to the next segment's start.
   absl::Status AtSpeculationPoint();
-  // Starts the workers at the beginning of the head; the first walks the FRAMEs (WalkFrames)
-  // while this thread decodes the head, then all wait for MakePlan at its end.
+  // Starts the workers at the beginning of the head; the first finds the chunks' starts
+  // (FindChunkStarts) while this thread decodes the head, then all wait for MakePlan at its end.
   void StartWorkers();
-  // The chunks' starts: the first EMPTY_DICT of a FRAME at least `chunk_bytes` past the last.
-  std::vector<size_t> WalkFrames(size_t from, size_t chunk_bytes) const;
+  // The chunks' starts from `from` on, about `chunk_bytes` apart: each the first EMPTY_DICT at an
+  // opcode boundary of the first FRAME at or after its cut (FindFrame).
+  std::vector<size_t> FindChunkStarts(size_t from, size_t chunk_bytes) const;
+  // The first FRAME header at or after `from` within 256 KiB whose frame and the next two chain,
+  // or SIZE_MAX.
+  size_t FindFrame(size_t from) const;
   // At the end of the head: the chunks from the walk, and the head's copy for the workers.
   void MakePlan();
   absl::Status Adopt(SpecChunk& c, size_t seg_index, bool& adopted);

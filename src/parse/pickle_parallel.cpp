@@ -74,13 +74,16 @@ struct SpecState {
   size_t cur = 0;  // the chunk the sequential decoder is at
   size_t seg = 0;  // its next segment
   bool planned = false;
-  // The plan: the first worker walks the FRAMEs while the sequential decoder decodes the head,
-  // then every worker waits for the head's copy (MakePlan).
-  enum Plan : int { kWalking, kWalked, kReady, kNone };
-  std::atomic<int> plan{kWalking};
-  size_t head_end = 0;
+  // The plan: the first worker finds the chunks' starts while the sequential decoder decodes the
+  // head, then every worker waits for the head's copy (MakePlan).
+  enum Plan : int { kSearching, kFound, kReady, kNone };
+  std::atomic<int> plan{kSearching};
+  size_t head_start = 0;
+  size_t head_end = 0;                   // the earliest end of the head: chunks start after it
+  size_t head_max = 0;                   // the latest
+  int64_t defined_at_check = INT64_MIN;  // memo entries other than trace entries at the last check
   size_t chunk_bytes = 0;
-  std::vector<size_t> starts;  // the chunks' starts, from the walk
+  std::vector<size_t> starts;  // the chunks' starts (FindChunkStarts)
   // The observer the workers feed (EventObserver::Help) between their chunks and once none is
   // left, in place of a thread of its own that would share the sequential decoder's core.
   EventObserver* helped = nullptr;
@@ -237,7 +240,7 @@ Decoder::~Decoder() {
     spec_->memo_populate.Stop();
     if (spec_->helped != nullptr) spec_->helped->SetHelped(false);  // the workers stop feeding
     if (spec_->plan.load() < SpecState::kReady) {
-      // Still walking, or waiting for the head: joined below, they take no chunk.
+      // Still searching, or waiting for the head: joined below, they take no chunk.
       spec_->plan.store(SpecState::kNone);
       spec_->plan.notify_all();
     }
@@ -328,30 +331,61 @@ void Decoder::Speculate(SpecChunk& c) {
   c.reads = std::move(head_reads_);
 }
 
-std::vector<size_t> Decoder::WalkFrames(size_t from, size_t chunk_bytes) const {
+namespace {
+
+// Whether a FRAME header (opcode and length) starts at `at`, its frame inside the input.
+bool FrameHeaderAt(const io::InputSource& input, size_t size, size_t at, uint64_t& len) {
+  if (at + 9 > size) return false;
+  uint8_t header[9];
+  input.Peek(at, header, sizeof(header));
+  std::memcpy(&len, header + 1, 8);
+  return header[0] == FRAME && len > 0 && len <= size - at - 9;
+}
+
+}  // namespace
+
+size_t Decoder::FindFrame(size_t from) const {
+  const size_t size = data_.size();
+  // A window read with Peek (pread), not through the mapping: a fault there maps 16 pages around
+  // it, which stay resident until the decoders pass them (docs/BENCHMARKS.md).
+  constexpr size_t kWindow = size_t{256} << 10;
+  const size_t n = std::min(kWindow, size - std::min(size, from));
+  std::vector<uint8_t> window(n);
+  if (n > 0) input_.Peek(from, window.data(), n);
+  for (size_t i = 0; i + 9 <= n; ++i) {
+    if (window[i] != FRAME) continue;
+    uint64_t len = 0;
+    // The frame and the next two must chain (or reach the end of the input): a FRAME byte with
+    // a plausible length inside the data does not, but for one chance in billions.
+    size_t at = from + i;
+    bool chained = true;
+    for (int hop = 0; hop < 3 && at < size && chained; ++hop) {
+      chained = FrameHeaderAt(input_, size, at, len);
+      at += 9 + static_cast<size_t>(len);
+    }
+    if (chained) return from + i;
+  }
+  return SIZE_MAX;
+}
+
+std::vector<size_t> Decoder::FindChunkStarts(size_t from, size_t chunk_bytes) const {
   const auto* d = reinterpret_cast<const uint8_t*>(data_.data());
   const size_t size = data_.size();
-  // Chunk boundaries: FRAME opcodes, found by following the frames' lengths from the first. The
-  // headers are read with Peek (pread), not through the mapping: a fault there maps 16 pages
-  // around the header, so the walk mapped the whole file and then had to give it back (2.5% of
-  // `summary`'s cycles on the 2.2 M-event benchmark, its pages zapped twice; docs/BENCHMARKS.md).
+  // Each chunk starts at the first trace entry of the first frame at or after its cut. Frames are
+  // found near each cut, not by following the frames' lengths from the first: that walk read a
+  // header every 64 KiB of the file (2,500 preads for the 2.2 M-event benchmark, 3 ms). A start
+  // that is not a real opcode boundary cannot change the model: a worker's decoding is adopted
+  // only where the sequential decoder stands at the top of its opcode loop, so at a boundary.
   std::vector<size_t> starts;
-  size_t next_cut = from;
-  uint8_t header[9];
-  for (size_t p = 2; p + 9 <= size;) {
-    input_.Peek(p, header, sizeof(header));
-    if (header[0] != FRAME) break;
-    uint64_t len;
-    std::memcpy(&len, header + 1, 8);
-    if (p >= next_cut) {
-      const size_t r = Resync(d, size, p);
-      if (r != SIZE_MAX && (starts.empty() || r > starts.back())) {
-        starts.push_back(r);
-        next_cut = r + chunk_bytes;
-      }
+  for (size_t cut = from; cut < size;) {
+    const size_t frame = FindFrame(cut);
+    if (frame == SIZE_MAX) {  // none near this cut (a frame of a huge string): the next cut
+      cut += chunk_bytes;
+      continue;
     }
-    if (len > size - p - 9) break;
-    p += 9 + static_cast<size_t>(len);
+    const size_t r = Resync(d, size, frame);
+    if (r != SIZE_MAX && (starts.empty() || r > starts.back())) starts.push_back(r);
+    cut = std::max(cut, r == SIZE_MAX ? frame + 1 : r) + chunk_bytes;
   }
   return starts;
 }
@@ -360,8 +394,9 @@ void Decoder::MakePlan() {
   SpecState& s = *spec_;
   s.planned = true;
   const size_t size = data_.size();
-  // The walk started with the head (StartWorkers) and is done by now unless the head was quick.
-  for (int p; (p = s.plan.load(std::memory_order_acquire)) == SpecState::kWalking;) {
+  // The starts were searched for from the start of the head (StartWorkers): found by now unless
+  // the head was quick.
+  for (int p; (p = s.plan.load(std::memory_order_acquire)) == SpecState::kSearching;) {
     s.plan.wait(p, std::memory_order_acquire);
   }
   // The head ends at the first entry boundary past head_end: a chunk that starts before that is
@@ -434,9 +469,9 @@ void Decoder::StartWorkers() {
   for (size_t t = 0; t + 1 < threads_; ++t) {
     s.workers.emplace_back([this, &s, size, t] {
       if (t == 0) {
-        s.starts = WalkFrames(s.head_end, s.chunk_bytes);
-        int walking = SpecState::kWalking;
-        s.plan.compare_exchange_strong(walking, SpecState::kWalked, std::memory_order_acq_rel);
+        s.starts = FindChunkStarts(s.head_end, s.chunk_bytes);
+        int searching = SpecState::kSearching;
+        s.plan.compare_exchange_strong(searching, SpecState::kFound, std::memory_order_acq_rel);
         s.plan.notify_all();
       }
       for (int p; (p = s.plan.load(std::memory_order_acquire)) < SpecState::kReady;) {
@@ -529,17 +564,31 @@ void Decoder::StartWorkers() {
 absl::Status Decoder::AtSpeculationPoint() {
   if (spec_ == nullptr) {
     spec_.reset(new SpecState);
+    SpecState& s = *spec_;
     // The head: what the workers need to know (keys, actions, frames, stacks) is defined in the
-    // first entries.
-    spec_next_ = pos_ + std::max<size_t>(size_t{64} << 10, data_.size() / 32);
-    // The workers start now: the first walks the FRAMEs to cut the chunks while this thread
-    // decodes the head (2,500 preads on the 2.2 M-event benchmark, which held up the workers).
-    spec_->head_end = spec_next_;
+    // first entries of a training loop. It ends at the first check that finds nothing memoized
+    // since the check before but trace entries (checks 1/256 of the file from its start, then
+    // each twice as far from it), and at 1/32 of the file at the latest. The workers cannot
+    // decode an entry that names what was defined after the head: it is left to this thread.
+    const size_t size = data_.size();
+    s.head_start = pos_;
+    s.head_end = pos_ + std::max<size_t>(size_t{64} << 10, size / 256);
+    s.head_max = pos_ + std::max<size_t>(size_t{64} << 10, size / 32);
+    spec_next_ = s.head_end;
+    // The workers start now: the first finds the chunks' starts while this thread decodes the
+    // head.
     StartWorkers();
     return absl::OkStatus();
   }
   SpecState& s = *spec_;
   if (!s.planned) {
+    const int64_t defined =
+        static_cast<int64_t>(memo_.size()) - static_cast<int64_t>(snap_.events.size());
+    if (pos_ < s.head_max && defined != s.defined_at_check) {
+      s.defined_at_check = defined;
+      spec_next_ = std::min(s.head_max, pos_ + (pos_ - s.head_start));
+      return absl::OkStatus();
+    }
     MakePlan();
     if (spec_next_ == SIZE_MAX) return absl::OkStatus();
   }
