@@ -64,7 +64,6 @@ bool BackgroundEventFeed::Help(bool wait) {
   std::unique_lock<std::mutex> lock(mu_);
   while (helped_ && !stop_) {
     if (!busy_ && !invalid_ && fed_ < published_) {
-      ++helped_runs_;
       FeedPending(lock);
       return true;
     }
@@ -85,11 +84,6 @@ void BackgroundEventFeed::Invalidate() {
 size_t BackgroundEventFeed::fed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return fed_;
-}
-
-size_t BackgroundEventFeed::helped() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return helped_runs_;
 }
 
 void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {

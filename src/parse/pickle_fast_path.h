@@ -503,16 +503,12 @@ inline bool Decoder::TryEventDict() {
   }
   if (p >= size || d[p] != MARK) return rollback();
   ++p;
-  // The input a dozen entries ahead, asked for now: the mapped file's pages are scattered in
-  // physical memory, the hardware prefetcher stops at each 4 KiB page, and waiting for memory on
-  // the entries' first bytes was a third of this function's time (docs/BENCHMARKS.md). A
-  // prefetch never faults, past the end of the input or the mapped part of it included.
-  __builtin_prefetch(
-      reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(d) + p + kPrefetchAhead));
-  __builtin_prefetch(
-      reinterpret_cast<const void*>(
-          reinterpret_cast<uintptr_t>(snap_.events.data() + snap_.events.size()) + kPrefetchAhead),
-      1);
+  // The input a dozen entries ahead, and the events' room for them, asked for now: the mapped
+  // file's pages are scattered in physical memory, the hardware prefetcher stops at each 4 KiB
+  // page, and waiting for memory on the entries' first bytes was a third of this function's time
+  // (docs/BENCHMARKS.md).
+  PrefetchAhead(d + p, kPrefetchAhead);
+  PrefetchAhead<true>(snap_.events.data() + snap_.events.size(), kPrefetchAhead);
   // Decoded in place, in the vector's new last element: an event built on the stack and then
   // pushed was reloaded 16 bytes at a time over the field-sized stores that had just built it,
   // which the CPU cannot forward. The append comes before the entry is known to fit: a rollback

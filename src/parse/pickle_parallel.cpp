@@ -331,19 +331,6 @@ void Decoder::Speculate(SpecChunk& c) {
   c.reads = std::move(head_reads_);
 }
 
-namespace {
-
-// Whether a FRAME header (opcode and length) starts at `at`, its frame inside the input.
-bool FrameHeaderAt(const io::InputSource& input, size_t size, size_t at, uint64_t& len) {
-  if (at + 9 > size) return false;
-  uint8_t header[9];
-  input.Peek(at, header, sizeof(header));
-  std::memcpy(&len, header + 1, 8);
-  return header[0] == FRAME && len > 0 && len <= size - at - 9;
-}
-
-}  // namespace
-
 size_t Decoder::FindFrame(size_t from) const {
   const size_t size = data_.size();
   // A window read with Peek (pread), not through the mapping: a fault there maps 16 pages around
@@ -352,6 +339,20 @@ size_t Decoder::FindFrame(size_t from) const {
   const size_t n = std::min(kWindow, size - std::min(size, from));
   std::vector<uint8_t> window(n);
   if (n > 0) input_.Peek(from, window.data(), n);
+  // Whether a FRAME header (opcode and length) starts at `at`, its frame inside the input: from
+  // the window when the header is in it (every FRAME byte of the data is tried), else read.
+  auto header_at = [&](size_t at, uint64_t& len) {
+    if (at + 9 > size) return false;
+    uint8_t read[9];
+    const uint8_t* header = read;
+    if (at + 9 <= from + n) {
+      header = window.data() + (at - from);
+    } else {
+      input_.Peek(at, read, sizeof(read));
+    }
+    std::memcpy(&len, header + 1, 8);
+    return header[0] == FRAME && len > 0 && len <= size - at - 9;
+  };
   for (size_t i = 0; i + 9 <= n; ++i) {
     if (window[i] != FRAME) continue;
     uint64_t len = 0;
@@ -360,7 +361,7 @@ size_t Decoder::FindFrame(size_t from) const {
     size_t at = from + i;
     bool chained = true;
     for (int hop = 0; hop < 3 && at < size && chained; ++hop) {
-      chained = FrameHeaderAt(input_, size, at, len);
+      chained = header_at(at, len);
       at += 9 + static_cast<size_t>(len);
     }
     if (chained) return from + i;

@@ -76,8 +76,6 @@ class BackgroundEventFeed final : public EventObserver {
 
   /// Events fed so far (call after Release). 0 after Invalidate.
   size_t fed() const;
-  /// How many runs of events were fed by the reader's threads (Help).
-  size_t helped() const;
 
  private:
   void Work();
@@ -96,7 +94,6 @@ class BackgroundEventFeed final : public EventObserver {
   size_t fed_ = 0;
   bool busy_ = false;    // a thread is inside feed_ (outside the lock)
   bool helped_ = false;  // the reader's threads feed (Help); the worker sleeps
-  size_t helped_runs_ = 0;
   bool invalid_ = false;
   bool stop_ = false;
   std::thread worker_;  // last: started after the state above is initialized
