@@ -3,7 +3,7 @@
 # what is missing. Run as root (or with sudo available).
 set -euo pipefail
 
-packages=(build-essential cmake python3 zlib1g-dev
+packages=(build-essential cmake ccache python3 zlib1g-dev
           libsimdjson-dev nlohmann-json3-dev libcli11-dev libabsl-dev doctest-dev nodejs)
 # npm comes with NodeSource's nodejs; Debian's nodejs needs its own npm package.
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
