@@ -112,10 +112,10 @@ struct SegmentHash {
 
 }  // namespace
 
-std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, int32_t device) {
-  const DeviceTrace* trace = snap.TraceOf(device);
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTimeline& dt) {
+  const DeviceTrace* trace = snap.TraceOf(dt.device);
   if (trace == nullptr || trace->size() == 0) return {-1, -1};
-  return frag_internal::FindPeaks(snap, *trace);
+  return {dt.peak_reserved_event.index(), frag_internal::FindAllocatedPeak(snap, *trace)};
 }
 
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
@@ -130,7 +130,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   // The moments: labelled ones, then evenly spaced ones.
   std::map<int64_t, std::vector<std::string>> labelled;
   if (n > 0) {
-    auto [peak_r, peak_a] = options.peaks ? *options.peaks : frag_internal::FindPeaks(snap, *trace);
+    auto [peak_r, peak_a] = options.peaks ? *options.peaks : FindStatePeaks(snap, dt);
     out.peak_reserved_event = peak_r;
     out.peak_allocated_event = peak_a;
     labelled[peak_r].push_back("peak reserved");

@@ -241,26 +241,20 @@ FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t
   return FragSample{device, index, time_us, a.totals, GroupFragmentation(a, std::nullopt)};
 }
 
-std::pair<int64_t, int64_t> FindPeaks(const Snapshot& snap, const DeviceTrace& trace) {
+int64_t FindAllocatedPeak(const Snapshot& snap, const DeviceTrace& trace) {
   auto events = snap.EventsOf(trace);
   const int64_t n = static_cast<int64_t>(events.size());
-  int64_t peak_r = n - 1, peak_a = n - 1;
+  int64_t peak_a = n - 1;
   DeviceRewind rw(snap, trace.device);
-  int64_t best_r = rw.reserved(), best_ra = rw.allocated(), best_a = rw.allocated();
+  int64_t best_a = rw.allocated();
   for (int64_t i = n - 1; i >= 0; --i) {
     rw.Undo(events[i]);  // now the state after event i - 1
-    int64_t res = rw.reserved(), alloc = rw.allocated();
-    if (std::tuple(res, alloc) >= std::tuple(best_r, best_ra)) {
-      best_r = res;
-      best_ra = alloc;
-      peak_r = i - 1;
-    }
-    if (alloc >= best_a) {
-      best_a = alloc;
+    if (rw.allocated() >= best_a) {
+      best_a = rw.allocated();
       peak_a = i - 1;
     }
   }
-  return {peak_r, peak_a};
+  return peak_a;
 }
 
 namespace {
@@ -419,16 +413,19 @@ absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap, int3
   return out;
 }
 
-// Rewinds one device's trace: finds the peaks (pass 1), then computes the figures at the peaks and
-// at the timeline samples and, when asked, the layout at the chosen moment (pass 2). `at_event`:
-// the chosen moment's device-local event when the options name one (kMoment).
+// Rewinds one device's trace: finds the allocated peak (pass 1), then computes the figures at the
+// peaks and at the timeline samples and, when asked, the layout at the chosen moment (pass 2).
+// `at_event`: the chosen moment's device-local event when the options name one (kMoment);
+// `peak_r`: the timeline's reserved peak (-1: before the first event).
 void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
-                  int64_t at_event, FragReport& r, std::vector<LSegment>* layout_at,
+                  int64_t at_event, int64_t peak_r, FragReport& r, std::vector<LSegment>* layout_at,
                   DeviceFrag* where, SiteNamer* namer) {
   auto events = snap.EventsOf(trace);
   const int64_t n = static_cast<int64_t>(events.size());
   auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
-  auto [peak_r, peak_a] = frag_internal::FindPeaks(snap, trace);
+  // The reserved peak is the timeline's (one definition: docs/figures.md); the allocated peak,
+  // a figure of frag's own, comes from the rewind.
+  const int64_t peak_a = frag_internal::FindAllocatedPeak(snap, trace);
   int64_t chosen = options.at == FragMoment::kPeakAllocated ? peak_a
                    : options.at == FragMoment::kMoment      ? at_event
                                                             : peak_r;
@@ -534,7 +531,8 @@ double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes) {
   return 1.0 - static_cast<double>(largest_free_bytes) / static_cast<double>(free_bytes);
 }
 
-absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const FragOptions& options) {
+absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const FragOptions& options,
+                                                const Timeline* timeline) {
   FragReport r;
   r.source = snap.source;
   r.at = options.at;
@@ -548,15 +546,17 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
                      options.at == FragMoment::kMoment ? "a time or event:N" : "peak",
                      " needs a trace (device_traces); this file has none"));
   }
-  // A moment given as a time or an event index is resolved per device, as `top --at` does.
-  std::optional<Timeline> resolver;
-  if (options.at == FragMoment::kMoment) {
+  // The timeline gives the reserved peak of each device, and resolves a moment given as a time
+  // or an event index as `top --at` does.
+  std::optional<Timeline> built;
+  if (has_trace && timeline == nullptr) {
     TimelineOptions to;
     to.keep = KeepLifetimes::kNone;
     to.curve = false;
     absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
     if (!tl.ok()) return tl.status();
-    resolver = std::move(*tl);
+    built = std::move(*tl);
+    timeline = &*built;
   }
   std::optional<SiteNamer> namer;
   if (options.pins > 0) namer.emplace(snap);
@@ -566,12 +566,14 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     if (t.size() == 0) continue;
     bool use = options.at != FragMoment::kEnd;
     int64_t at_event = static_cast<int64_t>(t.size()) - 1;
-    if (resolver) {
-      if (const DeviceTimeline* dt = resolver->Find(t.device)) {
-        at_event = ResolveMoment(snap, *dt, options.moment).index();  // the rewind's numbering
+    int64_t peak_r = at_event;
+    if (const DeviceTimeline* dt = timeline->Find(t.device)) {
+      peak_r = dt->peak_reserved_event.index();  // the rewind's numbering
+      if (options.at == FragMoment::kMoment) {
+        at_event = ResolveMoment(snap, *dt, options.moment).index();
       }
     }
-    RewindDevice(snap, t, options, at_event, r, use ? &layout : nullptr, &where[t.device],
+    RewindDevice(snap, t, options, at_event, peak_r, r, use ? &layout : nullptr, &where[t.device],
                  namer ? &*namer : nullptr);
   }
   if (options.at == FragMoment::kEnd) {

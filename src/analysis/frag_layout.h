@@ -108,10 +108,9 @@ FragFigures SegmentFigures(const LSegment& segment);
 FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
                     int64_t time_us);
 
-/// The device-local events after which the device's state has its peak reserved bytes (most
-/// allocated among ties, then the earliest) and its first peak of allocated bytes (-1: before
-/// the first event).
-std::pair<int64_t, int64_t> FindPeaks(const Snapshot& snapshot, const DeviceTrace& trace);
+/// The device-local event after which the device's state first has its peak of allocated (block)
+/// bytes (-1: before the first event). The reserved peak is the timeline's (docs/figures.md).
+int64_t FindAllocatedPeak(const Snapshot& snapshot, const DeviceTrace& trace);
 
 /// The warnings `frag` prints for a device once its trace is undone to the start.
 std::vector<std::string> RewindWarnings(const DeviceRewind& rewind, int32_t device);

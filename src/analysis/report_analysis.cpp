@@ -124,8 +124,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     d.oom_events = OomEvents(snap, dt);
     std::future<std::pair<int64_t, int64_t>> peaks;
     if (options.with_states && dt.num_events > 0) {
-      peaks =
-          std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt.device); });
+      peaks = std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt); });
     }
     LodOptions lod = options.lod;
     lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);

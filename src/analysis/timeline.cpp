@@ -267,6 +267,9 @@ class DeviceBuilder {
 
     // The pass's running state, in locals for the loop (members between chunks).
     int64_t peak = peak_raw_;  // of the curve before anchoring (a constant shift: the same event)
+    // The reserved peak (docs/figures.md, "Peak reserved"): the most reserved bytes, and among
+    // the points at that value the one with the most live bytes, the first of those.
+    int64_t rpeak_res = rpeak_res_, rpeak_req = rpeak_req_;
     bool all_time = all_time_;
     bool time_sorted = time_sorted_;
     int64_t last_time = last_time_;
@@ -336,6 +339,11 @@ class DeviceBuilder {
           break;
       }
       if constexpr (kCurve) curve.push_back(cur_req_);
+      if (cur_res_ > rpeak_res || (cur_res_ == rpeak_res && cur_req_ > rpeak_req)) [[unlikely]] {
+        rpeak_res = cur_res_;
+        rpeak_req = cur_req_;
+        rpeak_point_ = TimelinePoint::After(i);
+      }
       if (cur_req_ > peak) [[unlikely]] {
         peak = cur_req_;
         dt_.peak_event = TimelinePoint::After(i);
@@ -346,6 +354,8 @@ class DeviceBuilder {
       }
     }
     peak_raw_ = peak;
+    rpeak_res_ = rpeak_res;
+    rpeak_req_ = rpeak_req;
     all_time_ = all_time;
     time_sorted_ = time_sorted;
     last_time_ = last_time;
@@ -532,15 +542,9 @@ class DeviceBuilder {
       m.live_rounded += dt.start_rounded;
     }
     dt.peak_requested = dt.start_requested + peak_raw_;
-    dt.peak_reserved = dt.start_reserved;
-    dt.peak_reserved_event = TimelinePoint::Start();
-    for (ReservedStep& step : dt.reserved_steps) {
-      step.bytes += dt.start_reserved;
-      if (step.bytes > dt.peak_reserved) {
-        dt.peak_reserved = step.bytes;
-        dt.peak_reserved_event = TimelinePoint::After(step.event);
-      }
-    }
+    for (ReservedStep& step : dt.reserved_steps) step.bytes += dt.start_reserved;
+    dt.peak_reserved = dt.start_reserved + rpeak_res_;
+    dt.peak_reserved_event = rpeak_point_;
   }
 
   const TimelineOptions& options_;
@@ -559,6 +563,8 @@ class DeviceBuilder {
   int64_t allocs_ = 0, alloc_bytes_ = 0;
   int64_t min_time_ = kNoTime, max_time_ = kNoTime;  // over the events with a time
   int64_t peak_raw_ = 0;
+  int64_t rpeak_res_ = 0, rpeak_req_ = 0;  // the reserved peak's reserved and live bytes (raw)
+  TimelinePoint rpeak_point_ = TimelinePoint::Start();
   // Between chunks: the rest of the pass's running state.
   uint32_t fed_ = 0;
   bool follow_peak_ = false;
@@ -588,6 +594,24 @@ void BuildDevice(const Snapshot& snap, int32_t device, const TimelineOptions& op
 }
 
 }  // namespace
+
+std::pair<int64_t, TimelinePoint> DeviceTimeline::ReservedPeakIn(TimelinePoint from,
+                                                                 TimelinePoint to) const {
+  const std::optional<LiveCurveRef> curve = live_curve();
+  ReservedCursor reserved(*this);
+  int64_t best_res = reserved.At(from), best_live = curve ? curve->At(from) : 0;
+  TimelinePoint best = from;
+  for (int64_t e = from.index() + 1; e <= to.index(); ++e) {
+    const TimelinePoint p = TimelinePoint::After(static_cast<uint32_t>(e));
+    const int64_t res = reserved.At(p), live = curve ? curve->At(p) : 0;
+    if (res > best_res || (res == best_res && live > best_live)) {
+      best_res = res;
+      best_live = live;
+      best = p;
+    }
+  }
+  return {best_res, best};
+}
 
 std::string_view LifetimeClassName(LifetimeClass c) {
   switch (c) {

@@ -60,10 +60,6 @@ int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t
   return over;
 }
 
-bool IsOpenWithoutSegment(const SegmentLifetime& s) {
-  return !s.end_event.seen() && s.begin_event.seen() && !s.segment.valid();
-}
-
 // Integer x of the events (microseconds since the first time, or the event index), made
 // non-decreasing: a bucket is then a contiguous run of events, so tiles and bands cover runs.
 struct XAxis {
@@ -424,15 +420,6 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
       c.open_left_out_bytes += b.requested_size;
     }
   }
-  c.segment_counted.assign(dt.segments.size(), true);
-  // Only when the reserved curve does not end at the final state: an expandable segment's mapping
-  // that the final state holds merged into a larger segment has no segment of its own.
-  for (size_t i = 0; i < dt.segments.size() && dt.unreconciled_reserved_bytes != 0; ++i) {
-    if (!IsOpenWithoutSegment(dt.segments[i]) || dt.segments[i].mapping) continue;
-    c.segment_counted[i] = false;
-    ++c.segments_left_out;
-    c.segments_left_out_bytes += dt.segments[i].size;
-  }
   // The timeline's own curve, for the words: how far from possible it is.
   if (std::optional<LiveCurveRef> curve = dt.live_curve()) {
     c.timeline_min_live = curve->At(TimelinePoint::Start());
@@ -448,7 +435,7 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
     c.timeline_min_reserved = std::min(c.timeline_min_reserved, dt.start_reserved);
     c.timeline_max_over_reserved = over;
   }
-  ReservedCurve reserved = CountedReserved(dt, c);
+  ReservedCurve reserved = TimelineReserved(dt);
   int64_t start = 0;
   std::vector<int64_t> curve = CurveOf(
       dt, [&](size_t i) { return c.counted[i]; }, start);
@@ -469,34 +456,10 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
   return c;
 }
 
-ReservedCurve CountedReserved(const DeviceTimeline& dt, const CountedLifetimes& counted) {
+ReservedCurve TimelineReserved(const DeviceTimeline& dt) {
   ReservedCurve r;
-  if (counted.segments_left_out == 0 && dt.unreconciled_reserved_bytes == 0) {
-    r.start = dt.start_reserved;  // the timeline's own curve: the same sums
-    r.steps = dt.reserved_steps;
-    return r;
-  }
-  std::vector<std::pair<uint32_t, int64_t>> deltas;
-  for (size_t i = 0; i < dt.segments.size(); ++i) {
-    if (!counted.segment_counted[i]) continue;
-    const SegmentLifetime& s = dt.segments[i];
-    if (std::optional<uint32_t> begin = s.begin_event.index()) {
-      deltas.emplace_back(*begin, s.size);
-    } else {
-      r.start += s.size;
-    }
-    if (std::optional<uint32_t> end = s.end_event.index()) deltas.emplace_back(*end, -s.size);
-  }
-  std::sort(deltas.begin(), deltas.end());
-  int64_t v = r.start;
-  for (const auto& [e, d] : deltas) {
-    v += d;
-    if (!r.steps.empty() && r.steps.back().event == e) {
-      r.steps.back().bytes = v;
-    } else {
-      r.steps.push_back({e, v});
-    }
-  }
+  r.start = dt.start_reserved;
+  r.steps = dt.reserved_steps;
   return r;
 }
 
@@ -515,18 +478,6 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   lod.counted = CountLifetimes(dt);
   lod.peak_reserved = dt.peak_reserved;
   lod.peak_reserved_event = dt.peak_reserved_event;
-  ReservedCurve reserved = CountedReserved(dt, lod.counted);
-  if (lod.counted.segments_left_out > 0 || dt.unreconciled_reserved_bytes != 0) {
-    // The timeline's reserved peak is of a curve the page does not draw.
-    lod.peak_reserved = reserved.start;
-    lod.peak_reserved_event = TimelinePoint::Start();
-    for (const ReservedStep& st : reserved.steps) {
-      if (st.bytes > lod.peak_reserved) {
-        lod.peak_reserved = st.bytes;
-        lod.peak_reserved_event = TimelinePoint::After(st.event);
-      }
-    }
-  }
   if (dt.num_events == 0) {
     lod.end_live = dt.end_requested;
     lod.peak_bytes = dt.end_requested;
@@ -534,7 +485,7 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   }
   LodOptions opts = options;
   opts.columns = lod.columns;
-  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), {}, 0, std::move(reserved)};
+  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), {}, 0, TimelineReserved(dt)};
   bld.curve = CountedCurve(dt, lod.counted, bld.start);
   lod.has_time = bld.axis.has_time;
   lod.t0_us = bld.axis.t0;

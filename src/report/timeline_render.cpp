@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -65,13 +66,7 @@ WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
   f.end_bytes = curve.At(w.to);
   f.peak_bytes = f.start_bytes;
   f.peak_event = w.from;
-  f.peak_reserved = dt.ReservedAt(w.from);
-  for (const ReservedStep& step : dt.reserved_steps) {
-    const TimelinePoint p = TimelinePoint::After(step.event);
-    if (p > w.from && p <= w.to) {
-      f.peak_reserved = std::max(f.peak_reserved, step.bytes);
-    }
-  }
+  std::tie(f.peak_reserved, f.peak_reserved_event) = dt.ReservedPeakIn(w.from, w.to);
   return f;
 }
 
@@ -358,6 +353,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["peak_time_us"] = pt == kNoTime ? Json(nullptr) : Json(pt);
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
+  j["peak_reserved_event_index"] = fig.peak_reserved_event.index();
   j["end_reserved_bytes"] = dt.ReservedAt(w.to);
   j["end_rounded_bytes"] = w.to.is_start() ? dt.start_rounded
                            : w.to == TimelinePoint::End(dt.num_events)

@@ -388,6 +388,10 @@ TEST_SUITE("frag") {
         REQUIRE(dt != nullptr);
         INFO(path << " device " << p.device);
         CHECK(p.peak_reserved.figures.reserved_bytes == dt->peak_reserved);
+        // frag's reserved peak is the timeline's point, the one definition (docs/figures.md).
+        CHECK(p.peak_reserved.event_index == dt->peak_reserved_event.index());
+        CHECK(dt->ReservedPeakIn(TimelinePoint::Start(), TimelinePoint::End(dt->num_events)) ==
+              std::pair{dt->peak_reserved, dt->peak_reserved_event});
       }
       // The last sample is the final state.
       if (snap->traces.size() == 1) {

@@ -59,6 +59,14 @@ TEST_SUITE("timeline") {
     CHECK(dt.start_reserved == 2 * kMiB);
     CHECK(dt.reserved_steps.empty());
     CHECK(dt.ReservedAt(TimelinePoint::After(6)) == 2 * kMiB);
+    // The reserved peak of a curve flat from the start is where it holds the most live memory
+    // (docs/figures.md), not "before the first event"; a window's peak follows the same rule.
+    CHECK(dt.peak_reserved == 2 * kMiB);
+    CHECK(dt.peak_reserved_event == TimelinePoint::After(1));
+    CHECK(dt.ReservedPeakIn(TimelinePoint::Start(), TimelinePoint::End(dt.num_events)) ==
+          std::pair{dt.peak_reserved, dt.peak_reserved_event});
+    CHECK(dt.ReservedPeakIn(TimelinePoint::After(3), TimelinePoint::After(6)) ==
+          std::pair{2 * kMiB, TimelinePoint::After(4)});
   }
 
   TEST_CASE("a ring-buffer-truncated trace counts pre-window frees and ghosts from t0") {

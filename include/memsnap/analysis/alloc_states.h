@@ -79,9 +79,10 @@ struct AllocatorStates {
   std::vector<std::string> warnings;  // the reconstruction's, as `frag` prints them
 };
 
-/// The events after which `device` has its peak reserved bytes and its peak allocated bytes, as
-/// `frag --at peak` and `--at peak-allocated` pick them (one backward pass over the trace).
-std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, int32_t device);
+/// The events after which `dt`'s device has its peak reserved bytes (the timeline's reserved
+/// peak, docs/figures.md) and its peak allocated bytes (one backward pass over the trace), as
+/// `frag --at peak` and `--at peak-allocated` pick them.
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTimeline& dt);
 
 /// The states of `dt`'s device. `dt` must have kept every lifetime (for the stacks); a device
 /// without a trace gets its final state only.

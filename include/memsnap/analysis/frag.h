@@ -18,7 +18,7 @@ namespace memsnap::analysis {
 /// Which allocator state the detailed report describes.
 enum class FragMoment : uint8_t {
   kEnd,            // the `segments` of the snapshot (the default)
-  kPeakReserved,   // per device, the moment of peak reserved (most allocated among ties)
+  kPeakReserved,   // per device, the timeline's reserved peak (docs/figures.md)
   kPeakAllocated,  // per device, the first moment of peak allocated
   kMoment,         // per device, the state after FragOptions::moment (an event or a time)
 };
@@ -240,9 +240,12 @@ struct FragReport {
 };
 
 /// Computes the fragmentation report. Fails only when options ask for a moment that needs a
-/// trace and the snapshot has none (InvalidArgument naming the file).
+/// trace and the snapshot has none (InvalidArgument naming the file). `timeline`: the snapshot's
+/// timeline when the caller has it (any TimelineOptions: only its peaks and moments are read);
+/// nullptr: rebuilt here. The reserved peak is the timeline's (docs/figures.md).
 absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snapshot,
-                                                const FragOptions& options = {});
+                                                const FragOptions& options = {},
+                                                const Timeline* timeline = nullptr);
 
 /// Replays every device's trace (devices without one are left out) under the recorded settings
 /// and each candidate, all in parallel and without a capacity limit, and picks the candidate

@@ -207,7 +207,11 @@ struct DeviceTimeline {
   };
   TraceCounts counts;
 
-  /// Peaks of live requested and of reserved bytes: the value and the (first) point of it.
+  /// Peaks of live requested and of reserved bytes, each the one definition every command and
+  /// the page use (docs/figures.md): the live peak is the first point of the most live bytes;
+  /// the reserved peak is, among the points of the most reserved bytes, the one with the most
+  /// live bytes, the first of those (so a reserved curve flat from the start peaks where the
+  /// memory it holds is most used, not "before the first event").
   int64_t peak_requested = 0;
   TimelinePoint peak_event;
   int64_t peak_reserved = 0;
@@ -236,6 +240,10 @@ struct DeviceTimeline {
   std::vector<int64_t> LiveCurve() const;
   /// Reserved bytes at `p`. O(log segment events).
   int64_t ReservedAt(TimelinePoint p) const;
+  /// The reserved peak of the points [from, to] by the one definition of peak_reserved_event
+  /// (the most reserved bytes, then the most live bytes, then the first): over the whole trace it
+  /// is (peak_reserved, peak_reserved_event). Needs the stored curve; O(points).
+  std::pair<int64_t, TimelinePoint> ReservedPeakIn(TimelinePoint from, TimelinePoint to) const;
 };
 
 /// Reads the reserved curve at increasing event indices in amortized constant time.

@@ -68,11 +68,7 @@ struct LodBand {
 
 /// What the curves leave out, and what the timeline's own curves would have shown.
 struct CountedLifetimes {
-  std::vector<bool> counted;  // per DeviceTimeline::blocks entry
-  /// Per DeviceTimeline::segments entry: segments created in the trace, never released in it,
-  /// that the final state does not hold are left out of the reserved curve.
-  std::vector<bool> segment_counted;
-  int64_t segments_left_out = 0, segments_left_out_bytes = 0;
+  std::vector<bool> counted;                           // per DeviceTimeline::blocks entry
   int64_t open_left_out = 0, open_left_out_bytes = 0;  // alloc seen, free missing, not live at end
   int64_t pre_window_left_out = 0, pre_window_left_out_bytes = 0;
   /// The timeline's curve (LiveAt) at its lowest, and the most it exceeds reserved bytes by.
@@ -82,7 +78,7 @@ struct CountedLifetimes {
   /// The most the counted curve still exceeds reserved bytes by (a trace that contradicts itself:
   /// more live than reserved even without the lifetimes left out).
   int64_t counted_max_over_reserved = 0;
-  bool any_left_out() const { return open_left_out + pre_window_left_out + segments_left_out > 0; }
+  bool any_left_out() const { return open_left_out + pre_window_left_out > 0; }
 };
 
 /// A reserved-bytes curve: its value before event 0 and one step per change.
@@ -103,7 +99,8 @@ struct TimelineLod {
   std::vector<LodTile> tiles;  // by level, then tile
   std::vector<LodBand> bands;  // ascending alloc event, then lifetime index
   CountedLifetimes counted;
-  /// The counted curve's highest point (first event reaching it) and reserved's.
+  /// The counted curve's highest point (first event reaching it), and the timeline's reserved
+  /// peak (DeviceTimeline::peak_reserved, its one definition).
   int64_t peak_bytes = 0;
   TimelinePoint peak_event;
   int64_t peak_reserved = 0;
@@ -126,9 +123,9 @@ struct TimelineLod {
 /// Decides which lifetimes the drawn curve counts (see the file comment).
 CountedLifetimes CountLifetimes(const DeviceTimeline& dt);
 
-/// The reserved curve of the counted segments (the timeline's own when none is left out and the
-/// trace explains the final state).
-ReservedCurve CountedReserved(const DeviceTimeline& dt, const CountedLifetimes& counted);
+/// The timeline's reserved curve, the one `timeline` prints: the page draws no other
+/// (docs/figures.md).
+ReservedCurve TimelineReserved(const DeviceTimeline& dt);
 
 /// The counted live curve, one value per event (after event i), and the value before event 0.
 std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetimes& counted,

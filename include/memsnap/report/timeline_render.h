@@ -26,6 +26,7 @@ struct WindowFigures {
   int64_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;
   analysis::TimelinePoint peak_event;
   int64_t peak_reserved = 0;
+  analysis::TimelinePoint peak_reserved_event;  // DeviceTimeline::ReservedPeakIn the window
 };
 /// Needs the stored curve (analysis::TimelineOptions::curve), as do the chart and the CSV.
 WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
