@@ -64,6 +64,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
     oo.device_memory = options->fits;
     oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
     oo.batch_search = false;
+    oo.max_threads = options->threads;
     absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
     if (fits.ok()) {
       m.fits = *std::move(fits);
@@ -77,13 +78,20 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
       m.peak_bytes = std::max(m.peak_bytes.value_or(0), dt.peak_requested);
     }
   }
-  auto frag = AnalyzeFragmentation(snap);
+  FragOptions fo;
+  fo.pins = 0;  // the gate names no sites
+  auto frag = AnalyzeFragmentation(snap, fo, timeline.ok() ? &*timeline : nullptr);
   if (frag.ok()) {
     for (const DeviceFrag& d : frag->devices) {
       m.reserved_bytes = std::max(m.reserved_bytes, d.figures.reserved_bytes);
       m.allocated_bytes = std::max(m.allocated_bytes, d.figures.allocated_bytes);
     }
-    m.fragmentation = frag->external_fragmentation;
+    for (const FragCost& cost : frag->costs) {
+      if (cost.figures.reserved_bytes <= 0) continue;
+      m.stranded_share =
+          std::max(m.stranded_share, static_cast<double>(cost.figures.stranded_bytes) /
+                                         static_cast<double>(cost.figures.reserved_bytes));
+    }
   }
   return m;
 }
@@ -113,6 +121,8 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     CheckResult c;
     c.name = absl::StrCat("fits ", FormatBytes(*o.fits));
     c.metric = "fits";
+    // Passing: the peak reserved of the replay (the most it used of the card); failing: what the
+    // first failure needed, so that value, limit and over describe the failure the words state.
     c.value = 0;
     for (const OomDevice& d : cur.fits->devices) {
       if (d.remedies.empty()) continue;
@@ -122,21 +132,17 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     c.passed = cur.fits->ooms.empty();
     if (!c.passed) {
       const OomExplanation& first = cur.fits->ooms.front();
-      for (const OomDevice& d : cur.fits->devices) {
-        if (d.trace_peak_live <= d.capacity || !c.failure.empty()) continue;
-        // The run's own peak is over the card: that, not the first failure's layout, is why.
-        c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", d.device,
-                                 "'s live memory peaks at ", FormatBytes(d.trace_peak_live), ", ",
-                                 FormatBytes(d.trace_peak_live - d.capacity), " over (demand)");
-      }
-      if (c.failure.empty())
-        c.failure = absl::StrCat("does not fit ", FormatBytes(*o.fits), ": device ", first.device,
-                                 " runs out of memory at ",
-                                 first.event == kPreexistingEvent
-                                     ? std::string("the blocks alive before the trace")
-                                     : absl::StrCat("event:", first.event),
-                                 " asking for ", FormatBytes(first.requested), " (",
-                                 Sv(OomVerdictName(first.verdict)), ")");
+      FitsFailure f;
+      f.device = first.device;
+      f.event = first.event;
+      f.requested = first.rounded;
+      f.verdict = first.verdict;
+      f.capacity = *o.fits;
+      f.needed = first.verdict == OomVerdict::kDemand || first.verdict == OomVerdict::kNotReproduced
+                     ? first.allocated + first.rounded
+                     : first.reserved + first.segment_bytes;
+      c.value = static_cast<double>(f.needed);
+      c.fits_failure = f;
     }
     r.checks.push_back(std::move(c));
     r.fits = cur.fits;
@@ -157,7 +163,9 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     r.checks.push_back(Threshold("allocated", static_cast<double>(cur.allocated_bytes),
                                  static_cast<double>(*o.max_allocated), false));
   }
-  if (o.max_frag) r.checks.push_back(Threshold("frag", cur.fragmentation, *o.max_frag, true));
+  if (o.max_frag) {
+    r.checks.push_back(Threshold("stranded", cur.stranded_share, *o.max_frag, true));
+  }
   if (base != nullptr) {
     r.baseline_path = base->path;
     if (cur.peak_bytes && base->peak_bytes) {

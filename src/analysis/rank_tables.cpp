@@ -108,7 +108,7 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
   t.metrics = {{"peak_bytes", "peak", Unit::kBytes, true, {}, -1},
                {"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1},
                {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1},
-               {"fragmentation", "frag", Unit::kRatio, true, {}, -1}};
+               {"stranded_share", "stranded", Unit::kRatio, true, {}, -1}};
   RankNote& verdicts = t.notes.emplace_back(RankNote{"verdict", "verdict", {}, true});
   for (const CheckRank& r : out.ranks) {
     t.files.push_back(r.report.path);
@@ -116,7 +116,7 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
     t.metrics[0].values.push_back(m.peak_bytes ? static_cast<double>(*m.peak_bytes) : -1.0);
     t.metrics[1].values.push_back(static_cast<double>(m.reserved_bytes));
     t.metrics[2].values.push_back(static_cast<double>(m.allocated_bytes));
-    t.metrics[3].values.push_back(m.fragmentation);
+    t.metrics[3].values.push_back(m.stranded_share);
     std::string verdict = r.report.passed() ? "PASS" : "FAIL";
     const char* sep = " ";
     for (const CheckResult& c : r.report.checks) {

@@ -184,8 +184,10 @@ RunFn SetupCheck(CLI::App& sub) {
                  "Fail when reserved bytes at the end (largest device) exceed SIZE");
   sub.add_option("--max-allocated", opts->max_allocated,
                  "Fail when allocated bytes at the end (largest device) exceed SIZE");
-  sub.add_option("--max-frag", opts->max_frag,
-                 "Fail when external fragmentation at the end exceeds RATIO (e.g. 30% or 0.3)");
+  sub.add_option(
+      "--max-frag", opts->max_frag,
+      "Fail when the stranded share (free memory empty_cache cannot release, over reserved, at the "
+      "reserved peak: the figure of frag's verdict) exceeds RATIO (e.g. 5% or 0.05)");
   sub.add_option("--fits", opts->fits,
                  "Fail when replaying the trace under the recorded settings on a device of SIZE "
                  "runs out of memory; the failure says why and which settings fit (memsnap oom)");
@@ -237,6 +239,7 @@ RunFn SetupCheck(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::optional<double> tolerance,
                      ParseFlag<double>("--tolerance", opts->tolerance, ParseRatio));
     options.tolerance = tolerance.value_or(0.0);
+    options.threads = ctx.threads;  // the global -j
 
     // "Nothing to check" is known before reading anything: ask RunChecks on a stand-in.
     analysis::CheckMetrics probe;

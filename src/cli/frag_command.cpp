@@ -98,7 +98,8 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("--conf", opts->candidates,
                  "A PYTORCH_CUDA_ALLOC_CONF to try for the `fix` line (repeatable), on top of the "
                  "recorded settings; replaces the default candidates");
-  sub.add_option("--threads", opts->threads, "Replays run at once (0: all cores)")
+  sub.add_option("--threads", opts->threads,
+                 "Replays run at once (0: the global -j/--threads, all cores by default)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(0);
   sub.footer(
@@ -148,7 +149,7 @@ RunFn SetupFrag(CLI::App& sub) {
     if (!opts->no_replay && !opts->render.timeline && !report.peaks.empty()) {
       analysis::FragFixOptions fo;
       fo.candidates = opts->candidates;
-      fo.max_threads = opts->threads;
+      fo.max_threads = opts->threads > 0 ? opts->threads : ctx.threads;  // else the global -j
       ASSIGN_OR_RETURN(report.fixes, analysis::FindFragFixes(snap, fo));
     }
     if (opts->json) {

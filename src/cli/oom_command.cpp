@@ -38,7 +38,8 @@ RunFn SetupOom(CLI::App& sub) {
   sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub.add_option("--threads", opts->threads, "Replays run at once (0: all cores)")
+  sub.add_option("--threads", opts->threads,
+                 "Replays run at once (0: the global -j/--threads, all cores by default)")
       ->check(CLI::NonNegativeNumber);
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.footer(
@@ -58,7 +59,7 @@ RunFn SetupOom(CLI::App& sub) {
     o.device = opts->device;
     o.candidates = opts->allocator.confs;
     o.top_holders = opts->top;
-    o.max_threads = opts->threads;
+    o.max_threads = opts->threads > 0 ? opts->threads : ctx.threads;  // else the global -j
     ASSIGN_OR_RETURN(o.device_memory, opts->allocator.DeviceMemory());
     // The timeline (its peaks, and the lifetimes that say what each holder's memory is) is
     // built on a second core while the file is read.

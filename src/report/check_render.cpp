@@ -46,10 +46,10 @@ std::string Overshoot(const CheckResult& c) {
   return s;
 }
 
-// The value column: a --fits run that fails never reaches its own peak.
+// The value column: a --fits run that fails shows what its first failure needed.
 std::string ValueCell(const CheckResult& c) {
   if (c.metric != "fits") return Show(c.value, c.is_ratio);
-  return c.passed ? absl::StrCat("peak ", Show(c.value, false)) : std::string("does not fit");
+  return absl::StrCat(c.passed ? "peak " : "needs ", Show(c.value, false));
 }
 
 // Exact figures: rounded to one decimal, a failing value and its limit often print the same.
@@ -60,7 +60,20 @@ std::string Exact(double v, bool is_ratio) {
 // What a failure says, e.g. "reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB,
 // 0.3% over (baseline 3.5 GiB, +117.0 MiB)".
 std::string FailureMessage(const CheckResult& c) {
-  if (!c.failure.empty()) return c.failure;
+  if (const std::optional<analysis::FitsFailure>& f = c.fits_failure) {
+    const bool demand = f->verdict == analysis::OomVerdict::kDemand ||
+                        f->verdict == analysis::OomVerdict::kNotReproduced;
+    return absl::StrCat(
+        "does not fit ", FormatBytes(f->capacity), ": device ", f->device,
+        " runs out of memory at ",
+        f->event == analysis::kPreexistingEvent ? std::string("the blocks alive before the trace")
+                                                : absl::StrCat("event:", f->event),
+        " asking for ", FormatBytes(f->requested), " (", Sv(analysis::OomVerdictName(f->verdict)),
+        "): ",
+        demand ? "the live blocks plus the request come to "
+               : "the memory the allocator holds plus the new segment the request needs come to ",
+        FormatBytes(f->needed), ", ", FormatBytes(f->needed - f->capacity), " over");
+  }
   std::string m = absl::StrCat(c.metric, " ", Exact(c.value, c.is_ratio), " exceeds ",
                                Exact(c.limit, c.is_ratio), " by ", Overshoot(c));
   if (c.baseline) {
@@ -214,6 +227,12 @@ Json CheckToJson(const CheckReport& r) {
         cj["over"] = c.value - c.limit;
       } else {
         cj["over"] = static_cast<int64_t>(c.value - c.limit);
+      }
+      if (const std::optional<analysis::FitsFailure>& f = c.fits_failure) {
+        cj["reason"] = analysis::OomVerdictName(f->verdict);
+        cj["device"] = f->device;
+        cj["event"] = f->event == analysis::kPreexistingEvent ? Json(nullptr) : Json(f->event);
+        cj["requested"] = f->requested;
       }
       cj["message"] = FailureMessage(c);
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "memsnap/analysis/frag.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/check_render.h"
 #include "test_util.h"
@@ -25,13 +26,21 @@ CheckReport Run(const CheckMetrics& cur, const CheckMetrics* base, const CheckOp
 }
 
 TEST_SUITE("check") {
-  TEST_CASE("check measures peak, reserved, allocated and fragmentation of a fixture") {
-    CheckMetrics m = MeasureForCheck(LoadFixture("check_new.json"));
+  TEST_CASE("check measures peak, reserved, allocated and frag's stranded share of a fixture") {
+    Snapshot snap = LoadFixture("check_new.json");
+    CheckMetrics m = MeasureForCheck(snap);
     REQUIRE(m.peak_bytes.has_value());
     CHECK(*m.peak_bytes == 18 * kMiB);
     CHECK(m.reserved_bytes == 40 * kMiB);
     CHECK(m.allocated_bytes == 18 * kMiB);
-    CHECK(m.fragmentation == doctest::Approx(1.0 - 12.0 / 22.0));
+    // --max-frag gates on the figure of frag's verdict, not on a figure of its own.
+    absl::StatusOr<FragReport> frag = AnalyzeFragmentation(snap);
+    REQUIRE(frag.ok());
+    REQUIRE(frag->costs.size() == 1);
+    const FragFigures& at = frag->costs[0].figures;
+    REQUIRE(at.reserved_bytes > 0);
+    CHECK(m.stranded_share == doctest::Approx(static_cast<double>(at.stranded_bytes) /
+                                              static_cast<double>(at.reserved_bytes)));
     CheckMetrics no_trace = MeasureForCheck(LoadFixture("frag_basic.json"));
     CHECK(!no_trace.peak_bytes.has_value());
   }
@@ -42,7 +51,7 @@ TEST_SUITE("check") {
     m.peak_bytes = 100;
     m.reserved_bytes = 200;
     m.allocated_bytes = 150;
-    m.fragmentation = 0.25;
+    m.stranded_share = 0.25;
     CheckOptions o;
     o.max_peak = 100;
     o.max_reserved = 199;
@@ -54,7 +63,7 @@ TEST_SUITE("check") {
     CHECK(r.checks[0].passed);
     CHECK(!r.checks[1].passed);
     CHECK(r.checks[2].passed);
-    CHECK(r.checks[3].name == "frag <= 20.0%");
+    CHECK(r.checks[3].name == "stranded <= 20.0%");
     CHECK(!r.checks[3].passed);
     CHECK(r.failures() == 2);
     CHECK(!r.passed());
@@ -71,9 +80,18 @@ TEST_SUITE("check") {
     o.fits = 30 * kMiB;
     CheckReport fail = Run(MeasureForCheck(snap, &o), nullptr, o);
     CHECK_FALSE(fail.passed());
-    CHECK(fail.checks[0].failure.find("event:4") != std::string::npos);
+    REQUIRE(fail.checks[0].fits_failure.has_value());
+    const FitsFailure& why = *fail.checks[0].fits_failure;
+    CHECK(why.event == 4);
     REQUIRE(fail.fits.has_value());
     CHECK(fail.fits->ooms[0].verdict == OomVerdict::kFragmentation);
+    // The figures describe the failure the words state: its reason, and a need over the card.
+    CHECK(why.verdict == OomVerdict::kFragmentation);
+    CHECK(fail.checks[0].value == static_cast<double>(why.needed));
+    CHECK(fail.checks[0].limit == 30.0 * kMiB);
+    CHECK(why.needed > 30 * kMiB);
+    CHECK(report::CheckToJson(fail).dump().find("\"reason\":\"fragmentation\"") !=
+          std::string::npos);
     CHECK(report::CheckToJunit(fail).find("answer: fragmentation: at event:4") !=
           std::string::npos);
     // Without a trace there is nothing to replay: an error, not a pass.
@@ -214,8 +232,8 @@ TEST_SUITE("check") {
       INFO(path);
       CHECK(r.passed());
       CHECK(m.reserved_bytes >= m.allocated_bytes);
-      CHECK(m.fragmentation >= 0.0);
-      CHECK(m.fragmentation <= 1.0);
+      CHECK(m.stranded_share >= 0.0);
+      CHECK(m.stranded_share <= 1.0);
     }
   }
 }

@@ -24,7 +24,9 @@ struct CheckMetrics {
   std::optional<int64_t> peak_bytes;
   int64_t reserved_bytes = 0;   // Σ segment sizes at the end
   int64_t allocated_bytes = 0;  // Σ active_allocated block sizes at the end
-  double fragmentation = 0;     // external fragmentation at the end (frag's definition)
+  /// The figure of `frag`'s verdict (docs/figures.md, "Stranded share"): stranded / reserved bytes
+  /// at each device's reserved peak (the end for a device without a trace), the largest.
+  double stranded_share = 0;
   /// --fits: the trace replayed under the recorded settings on that capacity (oom's analysis);
   /// unset when not asked, or when it could not run (`fits_error` says why: no trace).
   std::optional<OomReport> fits;
@@ -41,6 +43,7 @@ struct CheckOptions {
   std::optional<int64_t> fits;
   /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
   double tolerance = 0.0;
+  int threads = 0;  // --fits: replays run at once (0: all cores)
 };
 
 enum class CheckKind : uint8_t { kThreshold, kBaseline };
@@ -57,6 +60,20 @@ TimelineOptions CheckTimelineOptions();
 CheckMetrics MeasureForCheck(const Snapshot& snapshot, const absl::StatusOr<Timeline>& timeline,
                              const CheckOptions* options = nullptr);
 
+/// Why a --fits check failed: the replay's first failure on that capacity, as figures (the
+/// renderer writes the words). value = needed, limit = capacity, so over = needed - capacity > 0.
+struct FitsFailure {
+  int32_t device = 0;
+  uint32_t event = 0;     // trace index; kPreexistingEvent: re-creating the blocks older than it
+  int64_t requested = 0;  // the request, rounded as the allocator rounds it
+  OomVerdict verdict = OomVerdict::kDemand;
+  /// kDemand: the live blocks plus the request (what no allocator could place on the card);
+  /// otherwise the reserved memory the allocator needed: what it held after releasing its cache
+  /// plus the segment it had to create for the request (docs/figures.md, "check --fits").
+  int64_t needed = 0;
+  int64_t capacity = 0;
+};
+
 /// One line of the verdict.
 struct CheckResult {
   std::string name;    // "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)"
@@ -67,8 +84,8 @@ struct CheckResult {
   double limit = 0;
   std::optional<double> baseline;
   bool passed = true;
-  /// A failure's own message when the generic "value exceeds limit" says too little (--fits).
-  std::string failure;
+  /// --fits that failed: the first failure (value and limit are its needed and capacity).
+  std::optional<FitsFailure> fits_failure;
 };
 
 /// Live bytes by kind of memory (analysis::Category) before and after.
