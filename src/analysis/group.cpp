@@ -157,6 +157,11 @@ std::string GroupContext::AnnotationAt(const DeviceTimeline& dt, const BlockLife
 }
 
 GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  // A block's kind is decided once (Categorize), for every command: one allocated before the
+  // trace is counted in its kind here too, not in a row of its own.
+  if (options_.by == GroupBy::kCategory) {
+    return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
+  }
   if (lt.cls == LifetimeClass::kPreWindow) return PlainRow(std::string(kPreWindowRow), true);
   switch (options_.by) {
     case GroupBy::kAnnotation: {
@@ -164,8 +169,6 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       return name.empty() ? PlainRow(std::string(kNoAnnotationRow), true)
                           : PlainRow(std::move(name), false);
     }
-    case GroupBy::kCategory:
-      return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
     default:
       break;
   }

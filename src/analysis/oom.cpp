@@ -69,8 +69,18 @@ class HolderNamer {
         by_alloc_[*e] = i;
       } else if (b.cls == LifetimeClass::kGhost) {
         ghost_[b.address] = i;
+      } else if (b.cls == LifetimeClass::kPreWindow) {
+        pre_window_.try_emplace(b.address, i);  // the first lifetime at its address
       }
     }
+  }
+  // A block the trace frees without allocating it: its kind as every other command gives it
+  // (docs/figures.md, "Kinds of memory"); unknown without the lifetimes.
+  std::string_view PreWindowCategory(uint64_t addr) {
+    if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
+      return namer.Category(*dt_, dt_->blocks[it->second]);
+    }
+    return kUnknownCategory;
   }
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
@@ -87,8 +97,9 @@ class HolderNamer {
 
  private:
   const DeviceTimeline* dt_;
-  absl::flat_hash_map<uint64_t, uint32_t> by_alloc_;  // alloc event -> index into dt_->blocks
-  absl::flat_hash_map<uint64_t, uint32_t> ghost_;     // address -> index, older than the trace
+  absl::flat_hash_map<uint64_t, uint32_t> by_alloc_;    // alloc event -> index into dt_->blocks
+  absl::flat_hash_map<uint64_t, uint32_t> ghost_;       // address -> index, older than the trace
+  absl::flat_hash_map<uint64_t, uint32_t> pre_window_;  // address -> index, freed, never allocated
 };
 
 // The holders of a map, largest first (ties in key order).
@@ -119,6 +130,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
       category = names.Category(g->second, kPreexistingEvent, addr);
     } else {
       site = std::string(kPreWindowRow);  // only its free is in the trace
+      category = names.PreWindowCategory(addr);
     }
     OomHolder& h = by_site[site];
     h.site = site;
