@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""One truth per figure: the same figure asked through every command, and read from the report
+page's embedded data, must be the same number (docs/figures.md).
+
+  check_consistency.py MEMSNAP FILE_OR_DIR... [--expect-fail]
+
+For each snapshot it compares, per device with a trace:
+  - the live peak and its event: summary, top --json, timeline --json, the page;
+  - the reserved peak and its event: summary, frag --json, timeline --json, the page;
+  - the kinds of memory live at the peak: summary's categories_at_peak, top --by category, the
+    category breakdown of top's rows, timeline --json's categories at the peak;
+and, for the file, that a failing `check --fits` reports a value over its limit with a positive
+`over`, and gives the reason of oom's first failure on the same card. A directory is read file by
+file (files that are not snapshots are left out, as the commands do). Prints one line per
+disagreement and exits 1 when there is any; --expect-fail inverts the exit code, so that the test
+of the test (a deliberately broken path) can be run the same way.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(memsnap, *args):
+    p = subprocess.run([memsnap, *args], capture_output=True, text=True, timeout=600)
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"memsnap {' '.join(args[:2])}: exit {p.returncode}: "
+                           f"{p.stderr.strip()[:300]}")
+    return p.stdout
+
+
+def page_data(memsnap, path, tmp):
+    out = os.path.join(tmp, "page.html")
+    run(memsnap, "report", path, "-o", out)
+    text = open(out, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="memsnap-data">(.*?)</script>', text, re.S)
+    if not m:
+        raise RuntimeError("the page embeds no data")
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def nonzero(d):
+    return {k: v for k, v in d.items() if v}
+
+
+def check_file(memsnap, path, tmp):
+    bad = []
+    name = os.path.basename(path)
+    summary = json.loads(run(memsnap, "summary", "--json", path))
+    devices = {d["device"]: d["peaks"] for d in summary.get("devices", []) if d.get("peaks")}
+    if not devices:
+        return bad  # no trace: nothing happens over time
+
+    def differ(what, dev, got, want):
+        if got != want:
+            bad.append(f"{name} device {dev}: {what}: {got} != summary's {want}")
+
+    # Live peak.
+    top = json.loads(run(memsnap, "top", "--json", path))
+    for d in top.get("devices", []):
+        if d["device"] in devices:
+            p = devices[d["device"]]
+            differ("top's peak (bytes, event)", d["device"], (d["live_bytes"], d["event_index"]),
+                   (p["live_bytes"], p["live_event"]))
+    # Reserved peak: frag, timeline.
+    frag = json.loads(run(memsnap, "frag", "--json", "--no-replay", path))
+    for pk in frag.get("peaks", []):
+        if pk["device"] in devices:
+            p, r = devices[pk["device"]], pk["peak_reserved"]
+            differ("frag's reserved peak (bytes, event)", pk["device"],
+                   (r["reserved_bytes"], r["event_index"]), (p["reserved_bytes"], p["reserved_event"]))
+    timeline = json.loads(run(memsnap, "timeline", "--json", path))
+    timeline_kinds = {}
+    for d in timeline.get("devices", []):
+        if d["device"] not in devices:
+            continue
+        p = devices[d["device"]]
+        differ("timeline's live peak (bytes, event)", d["device"],
+               (d["peak_bytes"], d["peak_event_index"]), (p["live_bytes"], p["live_event"]))
+        differ("timeline's reserved peak (bytes, event)", d["device"],
+               (d["peak_reserved_bytes"], d.get("peak_reserved_event_index")),
+               (p["reserved_bytes"], p["reserved_event"]))
+        for k, v in ((d.get("categories") or {}).get("peak") or {}).items():
+            timeline_kinds[k] = timeline_kinds.get(k, 0) + v
+    # The page.
+    page = page_data(memsnap, path, tmp)
+    for d in page.get("devices", []):
+        if d["device"] not in devices:
+            continue
+        p, q = devices[d["device"]], d.get("peak") or {}
+        differ("the page's live peak (bytes, event)", d["device"], (q.get("bytes"), q.get("event")),
+               (p["live_bytes"], p["live_event"]))
+        differ("the page's reserved peak (bytes, event)", d["device"],
+               (q.get("reserved_bytes"), q.get("reserved_event")),
+               (p["reserved_bytes"], p["reserved_event"]))
+    # Kinds of memory at the peak: summary, top --by category, and top's rows.
+    want = {}
+    for c in summary.get("categories_at_peak", []):
+        for k, v in c["categories"].items():
+            want[k] = want.get(k, 0) + v
+    by_cat = json.loads(run(memsnap, "top", "--by", "category", "--json", path))
+    got = {}
+    for r in by_cat.get("rows", []):
+        got[r["key"]] = got.get(r["key"], 0) + r["bytes"]
+    if nonzero(got) != nonzero(want):
+        bad.append(f"{name}: top --by category {nonzero(got)} != summary's categories at the "
+                   f"peak {nonzero(want)}")
+    if nonzero(timeline_kinds) != nonzero(want):
+        bad.append(f"{name}: timeline's categories at the peak {nonzero(timeline_kinds)} != "
+                   f"summary's {nonzero(want)}")
+    rows = {}
+    for r in top.get("rows", []):
+        for k, v in (r.get("categories") or {}).items():
+            rows[k] = rows.get(k, 0) + v
+    if rows and nonzero(rows) != nonzero(want):
+        bad.append(f"{name}: the categories of top's rows {nonzero(rows)} != summary's "
+                   f"{nonzero(want)}")
+    # check --fits on a card below the live peak: a failure whose figures say so.
+    dev, p = sorted(devices.items())[0]
+    card = int(p["live_bytes"] * 0.8)
+    if card >= 1 << 20:
+        ck = json.loads(run(memsnap, "check", "--fits", str(card), "--json", path))
+        oom = json.loads(run(memsnap, "oom", "--device-memory", str(card), "--json", path))
+        first = (oom.get("ooms") or [{}])[0]
+        for c in ck.get("checks", []):
+            if c.get("metric") != "fits" or c.get("passed"):
+                continue
+            if not (c["value"] > c["limit"] and c.get("over", 0) > 0 and
+                    c["over"] == c["value"] - c["limit"]):
+                bad.append(f"{name}: check --fits {card} failed with value {c['value']}, limit "
+                           f"{c['limit']}, over {c.get('over')}")
+            if first and c.get("reason") != first.get("verdict"):
+                bad.append(f"{name}: check --fits {card} says {c.get('reason')}, oom's first "
+                           f"failure {first.get('verdict')}")
+    return bad
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--expect-fail"]
+    expect_fail = "--expect-fail" in sys.argv
+    memsnap, inputs = args[0], args[1:]
+    missing = [i for i in inputs if not os.path.exists(i)]
+    if missing:  # the corpus: skipped without it (exit 77, ctest's SKIP_RETURN_CODE), never passed
+        if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
+            print(f"FAIL: {missing[0]} is absent and MEMSNAP_REQUIRE_CORPUS=1")
+            return 1
+        print(f"skipped: {missing[0]} is absent")
+        return 77
+    files = []
+    for i in inputs:
+        if os.path.isdir(i):
+            files += sorted(os.path.join(i, f) for f in os.listdir(i)
+                            if re.search(r"\.(pickle|pkl|json|html|gz)$", f) and f != "manifest.json")
+        else:
+            files.append(i)
+    bad = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in files:
+            try:
+                bad += check_file(memsnap, f, tmp)
+            except Exception as e:  # an unreadable output is a disagreement too
+                bad.append(f"{os.path.basename(f)}: {e}")
+    for b in bad:
+        print(b)
+    print(f"{len(bad)} disagreements over {len(files)} files")
+    failed = bool(bad)
+    return 0 if failed == expect_fail else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
