@@ -267,9 +267,10 @@ class DeviceBuilder {
 
     // The pass's running state, in locals for the loop (members between chunks).
     int64_t peak = peak_raw_;  // of the curve before anchoring (a constant shift: the same event)
-    // The reserved peak (docs/figures.md, "Peak reserved"): the most reserved bytes, and among
-    // the points at that value the one with the most live bytes, the first of those.
-    int64_t rpeak_res = rpeak_res_, rpeak_req = rpeak_req_;
+    // The most live bytes (and its first point) since the last change of reserved bytes: the
+    // reserved peak's tie-break (docs/figures.md), kept per ReservedStep.
+    int64_t imax = imax_;
+    TimelinePoint ipoint = ipoint_;
     bool all_time = all_time_;
     bool time_sorted = time_sorted_;
     int64_t last_time = last_time_;
@@ -330,7 +331,10 @@ class DeviceBuilder {
         case Action::kSegmentMap:
         case Action::kSegmentFree:
         case Action::kSegmentUnmap:
+          CloseInterval(imax, ipoint);
           SegmentEvent(e, i);
+          imax = cur_req_;
+          ipoint = TimelinePoint::After(i);
           break;
         case Action::kOom:  // no effect on the curves; what was live then is worth keeping
           dt_.oom_moments.push_back(DeviceTimeline::OomMoment{i, cur_req_, cur_round_});
@@ -339,10 +343,9 @@ class DeviceBuilder {
           break;
       }
       if constexpr (kCurve) curve.push_back(cur_req_);
-      if (cur_res_ > rpeak_res || (cur_res_ == rpeak_res && cur_req_ > rpeak_req)) [[unlikely]] {
-        rpeak_res = cur_res_;
-        rpeak_req = cur_req_;
-        rpeak_point_ = TimelinePoint::After(i);
+      if (cur_req_ > imax) [[unlikely]] {
+        imax = cur_req_;
+        ipoint = TimelinePoint::After(i);
       }
       if (cur_req_ > peak) [[unlikely]] {
         peak = cur_req_;
@@ -354,8 +357,8 @@ class DeviceBuilder {
       }
     }
     peak_raw_ = peak;
-    rpeak_res_ = rpeak_res;
-    rpeak_req_ = rpeak_req;
+    imax_ = imax;
+    ipoint_ = ipoint;
     all_time_ = all_time;
     time_sorted_ = time_sorted;
     last_time_ = last_time;
@@ -376,6 +379,17 @@ class DeviceBuilder {
       if (st.allocs > 0) c.live_allocs.emplace_back(addr, st.allocs);
     });
     std::sort(c.live_allocs.begin(), c.live_allocs.end());
+  }
+
+  // Ends the interval of the reserved curve that a segment event closes.
+  void CloseInterval(int64_t imax, TimelinePoint ipoint) {
+    if (dt_.reserved_steps.empty()) {
+      start_max_live_ = imax;
+      start_max_point_ = ipoint;
+    } else {
+      dt_.reserved_steps.back().max_live = imax;
+      dt_.reserved_steps.back().max_live_point = ipoint;
+    }
   }
 
   void SegmentEvent(const TraceEvent& e, uint32_t i) {
@@ -517,6 +531,32 @@ class DeviceBuilder {
     }
   }
 
+  // Segments created in the trace and never released that the final state does not hold: their
+  // release was not recorded (a trace pieced together, a ring buffer that dropped it), and nothing
+  // says when it happened. Counted to the end they would push the start of the reserved curve
+  // below zero; they are left out of it instead (an expandable segment's mapping is not: the final
+  // state holds it merged into a larger segment).
+  void LeaveOutUnreleasedSegments() {
+    std::vector<std::pair<uint32_t, int64_t>> removed;  // (begin event, size)
+    for (SegmentLifetime& s : dt_.segments) {
+      if (s.end_event.seen() || !s.begin_event.seen() || s.segment.valid() || s.mapping) continue;
+      s.left_out = true;
+      ++dt_.segments_left_out;
+      dt_.segments_left_out_bytes += s.size;
+      removed.emplace_back(*s.begin_event.index(), s.size);
+    }
+    if (removed.empty()) return;
+    std::sort(removed.begin(), removed.end());
+    size_t next = 0;
+    int64_t gone = 0;
+    for (ReservedStep& step : dt_.reserved_steps) {
+      while (next < removed.size() && removed[next].first <= step.event)
+        gone += removed[next++].second;
+      step.bytes -= gone;
+    }
+    cur_res_ -= dt_.segments_left_out_bytes;
+  }
+
   // The curves end at the final state; what the trace cannot explain goes into the start value.
   void Anchor() {
     auto anchor = [](int64_t explicit_start, int64_t net, int64_t end, int64_t& start,
@@ -529,6 +569,8 @@ class DeviceBuilder {
            dt.unreconciled_requested_bytes);
     anchor(pre_round_ + ghost_round_, cur_round_, dt.end_rounded, dt.start_rounded,
            dt.unreconciled_rounded_bytes);
+    CloseInterval(imax_, ipoint_);
+    if (dt.end_reserved != pre_res_ + ghost_res_ + cur_res_) LeaveOutUnreleasedSegments();
     anchor(pre_res_ + ghost_res_, cur_res_, dt.end_reserved, dt.start_reserved,
            dt.unreconciled_reserved_bytes);
     if (dt.kept == KeepLifetimes::kLiveAt) {
@@ -542,9 +584,21 @@ class DeviceBuilder {
       m.live_rounded += dt.start_rounded;
     }
     dt.peak_requested = dt.start_requested + peak_raw_;
-    for (ReservedStep& step : dt.reserved_steps) step.bytes += dt.start_reserved;
-    dt.peak_reserved = dt.start_reserved + rpeak_res_;
-    dt.peak_reserved_event = rpeak_point_;
+    // The reserved peak (docs/figures.md): the most reserved bytes, then the most live bytes,
+    // then the first point; each interval of the reserved curve knows its most live bytes.
+    dt.peak_reserved = dt.start_reserved;
+    dt.peak_reserved_event = start_max_point_;
+    int64_t peak_live = start_max_live_;
+    for (ReservedStep& step : dt.reserved_steps) {
+      step.bytes += dt.start_reserved;
+      if (step.bytes > dt.peak_reserved ||
+          (step.bytes == dt.peak_reserved && step.max_live > peak_live)) {
+        dt.peak_reserved = step.bytes;
+        dt.peak_reserved_event = step.max_live_point;
+        peak_live = step.max_live;
+      }
+      step.max_live += dt.start_requested;
+    }
   }
 
   const TimelineOptions& options_;
@@ -563,8 +617,12 @@ class DeviceBuilder {
   int64_t allocs_ = 0, alloc_bytes_ = 0;
   int64_t min_time_ = kNoTime, max_time_ = kNoTime;  // over the events with a time
   int64_t peak_raw_ = 0;
-  int64_t rpeak_res_ = 0, rpeak_req_ = 0;  // the reserved peak's reserved and live bytes (raw)
-  TimelinePoint rpeak_point_ = TimelinePoint::Start();
+  // The interval of the reserved curve being passed: its most live bytes (raw) and their point;
+  // the interval before the first step keeps them in start_max_*.
+  int64_t imax_ = 0;
+  TimelinePoint ipoint_ = TimelinePoint::Start();
+  int64_t start_max_live_ = 0;
+  TimelinePoint start_max_point_ = TimelinePoint::Start();
   // Between chunks: the rest of the pass's running state.
   uint32_t fed_ = 0;
   bool follow_peak_ = false;

@@ -192,6 +192,8 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   counted["pre_window_left_out_bytes"] = lod.counted.pre_window_left_out_bytes;
   counted["timeline_min_live"] = lod.counted.timeline_min_live;
   counted["timeline_min_reserved"] = lod.counted.timeline_min_reserved;
+  counted["segments_left_out"] = dt.segments_left_out;
+  counted["segments_left_out_bytes"] = dt.segments_left_out_bytes;
   counted["timeline_max_over_reserved"] = lod.counted.timeline_max_over_reserved;
   counted["counted_max_over_reserved"] = lod.counted.counted_max_over_reserved;
   counted["unreconciled_bytes"] = dt.unreconciled_requested_bytes;

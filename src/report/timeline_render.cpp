@@ -361,6 +361,8 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
                                : LiveRoundedCurve(dt)[w.to.index()];
   j["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   j["frees_without_alloc"] = dt.frees_without_alloc;
+  j["segments_left_out"] = dt.segments_left_out;
+  j["segments_left_out_bytes"] = dt.segments_left_out_bytes;
   Json classes;
   for (int c = 0; c < 4; ++c) {
     classes[std::string(analysis::LifetimeClassName(static_cast<analysis::LifetimeClass>(c)))] = {

@@ -10,7 +10,7 @@ window.addEventListener("error", (e) => {
 // Words for what the trace cannot explain, and for the lifetimes counted from the start.
 function traceNotes(dev) {
   const c = dev.counted, out = [];
-  if (c.open_left_out > 0 || c.pre_window_left_out > 0) {
+  if (c.open_left_out > 0 || c.pre_window_left_out > 0 || c.segments_left_out > 0) {
     const wrong = [];
     if (c.timeline_min_live < 0) wrong.push("live memory would fall to " + fmtBytes(c.timeline_min_live));
     if (c.timeline_min_reserved < 0) wrong.push("reserved memory to " + fmtBytes(c.timeline_min_reserved));
@@ -23,6 +23,10 @@ function traceNotes(dev) {
     if (c.pre_window_left_out > 0) {
       items.push(fmtCount(c.pre_window_left_out) + " blocks (" + fmtBytes(c.pre_window_left_out_bytes) +
         ") that the trace frees but never allocates (the recording began mid-run or its ring buffer dropped events): they cannot all have been live from the start, as that would be more than was reserved;");
+    }
+    if (c.segments_left_out > 0) {
+      items.push(fmtCount(c.segments_left_out) + " segments (" + fmtBytes(c.segments_left_out_bytes) +
+        ") that the trace creates and never releases although the final state does not hold them (so does `memsnap timeline`).");
     }
     const box = h("div", { class: "note warn" },
       h("p", { text: "This trace cannot be reconciled with the snapshot's final state" +

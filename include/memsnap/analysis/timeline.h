@@ -109,13 +109,18 @@ struct SegmentLifetime {
   LocalEvent begin_event;  // segment_alloc / segment_map; none: before the trace
   LocalEvent end_event;    // segment_free / segment_unmap; none: still there
   SegmentId segment;       // the final-state segment at this address when still there, else invalid
+  bool left_out = false;   // not in the reserved curve (DeviceTimeline::segments_left_out)
   friend bool operator==(const SegmentLifetime&, const SegmentLifetime&) = default;
 };
 
-/// One change of the reserved curve: the reserved bytes just after device-local event `event`.
+/// One change of the reserved curve: the reserved bytes just after device-local event `event`,
+/// and the most live bytes while reserved stays at that value (until the next step), at the first
+/// point that has them: what the reserved peak's tie-break reads (docs/figures.md).
 struct ReservedStep {
   uint32_t event = 0;
   int64_t bytes = 0;
+  int64_t max_live = 0;
+  TimelinePoint max_live_point;
   friend bool operator==(const ReservedStep&, const ReservedStep&) = default;
 };
 
@@ -178,6 +183,10 @@ struct DeviceTimeline {
   int64_t unreconciled_rounded_bytes = 0;
   int64_t unreconciled_reserved_bytes = 0;
   int64_t frees_without_alloc = 0;
+  /// Segments the trace creates and never releases that the final state does not hold, when the
+  /// reserved curve does not end at the final state: their release was not recorded and nothing
+  /// says when it happened, so the reserved curve leaves them out (SegmentLifetime::left_out).
+  int64_t segments_left_out = 0, segments_left_out_bytes = 0;
   int64_t allocs_without_free = 0;  // alloc over an address that was still live (missing free)
   int64_t open_without_block = 0;   // open lifetimes whose address is not active at the end
 
