@@ -64,7 +64,7 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // An output flag that took an input's place (`top --folded snap.pickle` leaves FILE missing)
     // is the problem to report, not the missing input.
     for (const auto& [sub, run] : runners) {
-      if (!sub->parsed()) continue;
+      if (e.get_exit_code() == 0 || !sub->parsed()) continue;  // --help is no error
       if (absl::Status st = CheckOutputs(*sub, ctx); !st.ok()) return fail(*sub, st);
     }
     int code = app.exit(e, out, err);

@@ -35,6 +35,7 @@ struct GuardSlot {
 };
 GuardSlot g_guards[kGuardSlots];
 struct sigaction g_previous_sigbus;
+uintptr_t g_page_size = 4096;  // read once at installation: sysconf is not async-signal-safe
 
 extern "C" void OnSigbus(int sig, siginfo_t* info, void* context) {
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -43,8 +44,7 @@ extern "C" void OnSigbus(int sig, siginfo_t* info, void* context) {
     const uintptr_t begin = g.begin.load(std::memory_order_relaxed);
     const uintptr_t end = g.end.load(std::memory_order_relaxed);
     if (addr < begin || addr >= end) continue;
-    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t from = addr / page * page;
+    const uintptr_t from = addr / g_page_size * g_page_size;
     g.faulted.store(1, std::memory_order_release);
     if (mmap(reinterpret_cast<void*>(from), end - from, PROT_READ,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
@@ -65,15 +65,20 @@ extern "C" void OnSigbus(int sig, siginfo_t* info, void* context) {
   signal(SIGBUS, SIG_DFL);  // the read restarts and dies of the signal
 }
 
+// Installed for every mapping unless it is already in place: whoever installed a handler since
+// (a test framework's crash reporter) becomes the one a foreign SIGBUS goes to.
 void InstallSigbusGuard() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = OnSigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &g_previous_sigbus);
-  });
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  struct sigaction current {};
+  sigaction(SIGBUS, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == OnSigbus) return;
+  g_page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  struct sigaction sa {};
+  sa.sa_sigaction = OnSigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &g_previous_sigbus);
 }
 
 int GuardMapping(const void* data, size_t size) {
