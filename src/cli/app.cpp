@@ -1,10 +1,13 @@
 #include "memsnap/cli/app.h"
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <new>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "memsnap/cli/command.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/io/output.h"
@@ -88,6 +91,18 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     if (ctx.timings) Timings::Global().Print(err);
     if (!result.ok()) return fail(*sub, result.status());
+    // Standard output is a writer too: a report cut short (a full disk under `> out.txt`) is an
+    // error that names it, not an exit 0.
+    // (The system's reason is known only when this flush is what fails.)
+    const bool failed_before = !out;
+    errno = 0;
+    out.flush();
+    if (!out) {
+      const int e = failed_before ? 0 : errno;
+      return fail(
+          *sub, absl::ResourceExhaustedError(absl::StrCat(
+                    "writing standard output: ", e != 0 ? std::strerror(e) : "the write failed")));
+    }
     return static_cast<int>(*result);
   }
   return static_cast<int>(ExitCode::kBadInput);

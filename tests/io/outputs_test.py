@@ -142,6 +142,12 @@ def main():
             expect(p.returncode == 2 and p.stderr ==
                    "memsnap convert: full: No space left on device\n", "convert to /dev/full", p)
             expect(stat.S_ISCHR(os.stat(full).st_mode), "the device node is still a device")
+            with open(full, "wb") as sink:
+                p = subprocess.run([MEMSNAP, "summary", "snap.pickle"], cwd=tmp, stdout=sink,
+                                   stderr=subprocess.PIPE, text=True)
+            expect(p.returncode == 2 and p.stderr ==
+                   "memsnap summary: writing standard output: No space left on device\n",
+                   "summary > /dev/full", p)
         p = run(["top", "--folded", "no/such/dir/out.txt", "snap.pickle"], tmp)
         expect(p.returncode == 2 and p.stderr ==
                "memsnap top: no/such/dir/out.txt: No such file or directory\n",

@@ -101,8 +101,9 @@ TEST_SUITE("nothing lost") {
     const std::string other = dir + "/other.pickle";
     WriteFile(other, kPickleHead);
     CHECK(std::string(cli::CheckOutputPath("-o", other, {in}, false).message()) ==
-          "-o " + other + ": " + other + " is a memory snapshot; refusing to overwrite it (use "
-          "--force)");
+          "-o " + other + ": " + other +
+              " is a memory snapshot; refusing to overwrite it (use "
+              "--force)");
     CHECK(cli::CheckOutputPath("-o", other, {in}, true).ok());
     // Anything else, standard output and a new file pass.
     WriteFile(dir + "/trace.json", "{\"traceEvents\": []}");
