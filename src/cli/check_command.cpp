@@ -177,6 +177,7 @@ RunFn SetupCheck(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Snapshot to check (pickle, JSON, HTML, gzip); several files (or a directory of "
                  "ranks) are each checked, with a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--max-peak", opts->max_peak,
                  "Fail when the peak of live requested bytes over the trace exceeds SIZE");
@@ -193,14 +194,17 @@ RunFn SetupCheck(CLI::App& sub) {
                  "runs out of memory; the failure says why and which settings fit (memsnap oom)");
   sub.add_option("--baseline", opts->baseline,
                  "Compare peak, reserved and allocated with this snapshot (every file against it), "
-                 "or with the file of the same name in this directory");
+                 "or with the file of the same name in this directory")
+      ->check(InputPaths());
   sub.add_option("--tolerance", opts->tolerance,
                  "Growth allowed over the baseline (e.g. 5% or 0.05)")
       ->default_str("0%");
   sub.add_option("--junit", opts->junit,
-                 "Also write JUnit XML (one testcase per check, one testsuite per file) here");
+                 "Also write JUnit XML (one testcase per check, one testsuite per file) here")
+      ->check(OutputPath());
   sub.add_option("--markdown", opts->markdown,
-                 "Also write a Markdown summary here (for a CI job summary)");
+                 "Also write a Markdown summary here (for a CI job summary)")
+      ->check(OutputPath());
   sub.add_option("--top-sites", opts->top_sites, "Growing sites listed when a baseline check fails")
       ->check(CLI::NonNegativeNumber)
       ->default_val(5);

@@ -1,5 +1,6 @@
 #include "memsnap/cli/common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,11 +10,12 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
-#include "memsnap/report/export_tables.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::cli {
 
@@ -68,6 +70,11 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
   size_t fed = 0;
   if (feed) {
     feed->Release();  // the reader already waited; this orders the worker's writes before ours
+    if (feed->out_of_memory()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": out of memory building the timeline of ", snap->events.size(),
+                       " trace entries (is the address space limited? ulimit -v)"));
+    }
     fed = feed->fed();
   }
   absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
@@ -231,8 +238,107 @@ void PrintJson(const nlohmann::ordered_json& j, Context& ctx) {
   *ctx.out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
+namespace {
+constexpr const char* kInputMark = "memsnap-input";
+constexpr const char* kOutputMark = "memsnap-output";
+
+CLI::Validator Mark(const char* name) {
+  return CLI::Validator([](std::string&) { return std::string(); }, "", name);
+}
+
+bool HasMark(CLI::Option& opt, const char* name) {
+  try {
+    return opt.get_validator(name) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
+// "--folded" for a flag, "output" for a positional.
+std::string FlagLabel(const CLI::Option& opt) {
+  return opt.nonpositional() ? opt.get_name() : opt.get_name(true);
+}
+
+// The first 64 KiB of `path`, enough to tell a snapshot (parse::LooksLikeSnapshot).
+std::string Head(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string head(64 << 10, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  return head;
+}
+}  // namespace
+
+CLI::Validator InputPaths() { return Mark(kInputMark); }
+CLI::Validator OutputPath() { return Mark(kOutputMark); }
+
+absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
+                             const std::vector<std::string>& inputs, bool force) {
+  if (path.empty() || path == "-") return absl::OkStatus();
+  struct stat out;
+  if (::stat(path.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return absl::OkStatus();
+  const std::string label = flag.empty() ? path : absl::StrCat(Sv(flag), " ", path);
+  auto same = [&](const std::string& in) {
+    struct stat st;
+    return ::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino;
+  };
+  for (const std::string& in : inputs) {
+    if (in == "-") continue;
+    std::vector<std::string> files{in};
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      files.clear();
+      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
+        files.push_back(entry.path().string());
+      }
+    }
+    for (const std::string& f : files) {
+      if (same(f)) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": ", path,
+                                                       " is the same file as the input ", f,
+                                                       "; refusing to write over it"));
+      }
+    }
+  }
+  if (!force && parse::LooksLikeSnapshot(Head(path))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": ", path, " is a memory snapshot; refusing to overwrite it (use --force)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOutputs(CLI::App& sub, Context& ctx) {
+  ctx.inputs.clear();
+  std::vector<CLI::Option*> outputs;
+  for (CLI::Option* opt : sub.get_options()) {
+    if (HasMark(*opt, kInputMark)) {
+      for (const std::string& v : opt->results()) ctx.inputs.push_back(v);
+    } else if (HasMark(*opt, kOutputMark)) {
+      outputs.push_back(opt);
+    }
+  }
+  for (CLI::Option* opt : outputs) {
+    for (const std::string& v : opt->results()) {
+      RETURN_IF_ERROR(CheckOutputPath(FlagLabel(*opt), v, ctx.inputs, ctx.force));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteOutput(const std::string& path, Context& ctx,
+                         const std::function<absl::Status(std::ostream&)>& write,
+                         std::string_view flag, uint64_t* bytes) {
+  if (path == "-") {
+    absl::Status st = write(*ctx.out);
+    ctx.out->flush();
+    return st;
+  }
+  RETURN_IF_ERROR(CheckOutputPath(flag, path, ctx.inputs, ctx.force));
+  return io::WriteFileAtomically(path, write, bytes);
+}
+
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx) {
-  return report::WriteStreamedOutput(path, *ctx.out, [&](std::ostream& out) {
+  return WriteOutput(path, ctx, [&](std::ostream& out) {
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     return absl::OkStatus();
   });

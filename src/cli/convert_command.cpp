@@ -1,10 +1,6 @@
 // memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol,
 // optionally cut to a range of the trace (--from/--to) so the official viewer can open a piece of a
 // huge file.
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -32,40 +28,16 @@ struct ConvertCommandOptions {
   bool json = false;
 };
 
-/// Streams the output through `write` into a temporary file renamed over `path` on success, so a
-/// failure never leaves a half-written file ("-" writes to ctx.out).
-absl::Status WriteStreamAtomically(const std::string& path, Context& ctx,
-                                   const std::function<absl::Status(std::ostream&)>& write,
-                                   uint64_t* bytes) {
-  if (path == "-") return write(*ctx.out);
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  absl::Status status;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
-    status = write(f);
-    f.close();
-    if (status.ok() && !f) status = absl::DataLossError("write failed (disk full?)");
-  }
-  std::error_code ec;
-  if (status.ok()) {
-    *bytes = std::filesystem::file_size(tmp, ec);
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) status = absl::InvalidArgumentError(ec.message());
-  }
-  if (!status.ok()) {
-    std::filesystem::remove(tmp, ec);
-    return absl::Status(status.code(), absl::StrCat(path, ": ", Sv(ToStd(status.message()))));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 RunFn SetupConvert(CLI::App& sub) {
   auto opts = std::make_shared<ConvertCommandOptions>();
-  sub.add_option("input", opts->input, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
-  sub.add_option("output", opts->output, "Output file ('-' for stdout)")->required();
+  sub.add_option("input", opts->input, "Snapshot file (pickle, JSON, HTML, gzip)")
+      ->check(InputPaths())
+      ->required();
+  sub.add_option("output", opts->output, "Output file ('-' for stdout)")
+      ->check(OutputPath())
+      ->required();
   sub.add_option("--format", opts->format,
                  "Output format; default: json when OUT ends in .json, else pickle")
       ->check(CLI::IsMember({"json", "pickle"}));
@@ -121,7 +93,7 @@ RunFn SetupConvert(CLI::App& sub) {
       events = slice->events;
     }
     uint64_t bytes = 0;
-    RETURN_IF_ERROR(WriteStreamAtomically(
+    RETURN_IF_ERROR(WriteOutput(
         opts->output, ctx,
         [&](std::ostream& sink) {
           auto write_to = [&](std::ostream& out) {
@@ -133,7 +105,7 @@ RunFn SetupConvert(CLI::App& sub) {
           RETURN_IF_ERROR(write_to(z));
           return z.Finish();
         },
-        &bytes));
+        "output", &bytes));
     if (opts->output == "-") return ExitCode::kOk;
     std::string what = format == "json" ? "JSON" : absl::StrCat("pickle protocol ", opts->protocol);
     if (gzip) what += ", gzip";

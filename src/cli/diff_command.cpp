@@ -28,8 +28,8 @@ struct DiffCommandOptions {
 
 RunFn SetupDiff(CLI::App& sub) {
   auto opts = std::make_shared<DiffCommandOptions>();
-  sub.add_option("before", opts->before, "Baseline snapshot")->required();
-  sub.add_option("after", opts->after, "New snapshot")->required();
+  sub.add_option("before", opts->before, "Baseline snapshot")->check(InputPaths())->required();
+  sub.add_option("after", opts->after, "New snapshot")->check(InputPaths())->required();
   sub.add_option("--at", opts->at,
                  "auto (the peak when both files have a trace, else the end) | peak | end")
       ->capture_default_str()
@@ -46,7 +46,8 @@ RunFn SetupDiff(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
                  "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
-                 "difffolded.pl / flamegraph.pl");
+                 "difffolded.pl / flamegraph.pl")
+      ->check(OutputPath());
   sub.footer(
       "Sites are matched by their identity (the user's frames, the autograd node and the "
       "operator;\n"

@@ -72,6 +72,7 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Snapshot file (pickle, JSON, HTML, gzip); several files (or a directory of "
                  "ranks) give a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--at", opts->at,
                  "Which state to report: end (the snapshot), peak (= peak-reserved), "

@@ -76,6 +76,7 @@ RunFn SetupLeaks(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Two or more snapshots of one run (series mode), or one file with a trace "
                  "(single-trace mode)")
+      ->check(InputPaths())
       ->required();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--sort", opts->sort, "Series order: given | time (the trace's last time)")

@@ -27,6 +27,7 @@ struct OomCommandOptions {
 RunFn SetupOom(CLI::App& sub) {
   auto opts = std::make_shared<OomCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip) with a trace")
+      ->check(InputPaths())
       ->required();
   AddDeviceMemoryFlag(sub, opts->allocator,
                       "Replay on a device of this size (e.g. 24GiB) and say where the run would "

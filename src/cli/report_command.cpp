@@ -31,11 +31,13 @@ struct ReportCommandOptions {
 RunFn SetupReport(CLI::App& sub) {
   auto opts = std::make_shared<ReportCommandOptions>();
   sub.add_option("files", opts->files, "One snapshot, or two (before and after) for the diff page")
+      ->check(InputPaths())
       ->required()
       ->expected(1, 2);
   sub.add_option("-o,--output", opts->output,
                  "The HTML file to write ('-' = stdout; default report.html, diff.html for two "
-                 "files)");
+                 "files)")
+      ->check(OutputPath());
   sub.add_option("--columns", opts->report.lod.columns,
                  "Columns of the whole-trace curve (each keeps its minimum and maximum); every "
                  "zoom level has as many")
@@ -113,12 +115,15 @@ RunFn SetupReport(CLI::App& sub) {
     int64_t written = 0;
     {
       ScopedTimer timer("write");
-      RETURN_IF_ERROR(report::WriteStreamedOutput(output, *ctx.out, [&](std::ostream& out) {
-        std::streampos begin = out.tellp();
-        report::WriteHtmlPage(data, out);
-        if (begin >= 0) written = static_cast<int64_t>(out.tellp() - begin);
-        return absl::OkStatus();
-      }));
+      RETURN_IF_ERROR(WriteOutput(
+          output, ctx,
+          [&](std::ostream& out) {
+            std::streampos begin = out.tellp();
+            report::WriteHtmlPage(data, out);
+            if (begin >= 0) written = static_cast<int64_t>(out.tellp() - begin);
+            return absl::OkStatus();
+          },
+          "--output"));
     }
     if (!ctx.quiet && output != "-") {
       if (!ctx.quiet) *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";

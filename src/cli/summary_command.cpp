@@ -25,6 +25,7 @@ RunFn SetupSummary(CLI::App& sub) {
   auto opts = std::make_shared<SummaryCommandOptions>();
   sub.add_option("files", opts->files,
                  "Snapshot files (pickle, JSON, HTML, gzip) or directories of them")
+      ->check(InputPaths())
       ->required();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");

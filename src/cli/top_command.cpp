@@ -62,6 +62,7 @@ RunFn SetupTop(CLI::App& sub) {
   auto opts = std::make_shared<TopCommandOptions>();
   sub.add_option("files", opts->files,
                  "Snapshot file; several files (or a directory of ranks) give a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--at", opts->at,
                  "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
@@ -75,7 +76,8 @@ RunFn SetupTop(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
                  "Write folded stacks (root first, 'a;b;c bytes') to FILE ('-' = stdout) for "
-                 "flamegraph.pl, inferno or speedscope");
+                 "flamegraph.pl, inferno or speedscope")
+      ->check(OutputPath());
   sub.footer(
       "Bytes are requested bytes of live blocks. A site is named after the user's frame that\n"
       "allocated (and what it called), backward memory after its autograd node and the forward\n"

@@ -2,10 +2,12 @@
 // (pickle_decoder.h). Only data opcodes run; anything that would import or call code is refused.
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "parse/pickle_decoder.h"
 #include "parse/pickle_fast_path.h"
@@ -107,9 +109,19 @@ Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOp
   size_t n = data_.size();
   // Not ReserveHuge: transparent huge pages saved a little on a quiet machine but cost 0.3 s of
   // direct compaction when another process had just freed a lot of memory (docs/BENCHMARKS.md).
-  snap_.events.reserve(EventsReservedFor(n));
-  memo_.reserve(n / 16 + 16);
-  dicts_.reserve(n / 24 + 16);
+  try {
+    snap_.events.reserve(EventsReservedFor(n));
+    memo_.reserve(n / 16 + 16);
+    dicts_.reserve(n / 24 + 16);
+  } catch (const std::bad_alloc&) {
+    // Under an address-space limit (ulimit -v) this reservation, about 3x the file, is what
+    // fails: decode on this thread alone instead (the parallel plan needs arrays that never
+    // move), the arrays growing as they fill.
+    snap_.events = {};
+    memo_ = {};
+    dicts_ = {};
+    threads_ = 1;
+  }
   if (observer_ != nullptr) next_publish_ = std::min(kPublishEvery, snap_.events.capacity());
 }
 
@@ -535,8 +547,21 @@ absl::StatusOr<Snapshot> Decoder::Run() {
 
 absl::StatusOr<Snapshot> ParsePickleWith(io::InputSource& input, EventObserver* observer,
                                          const PickleOptions& options) {
-  pickle::Decoder decoder(input, observer, options);
-  return decoder.Run();
+  try {
+    pickle::Decoder decoder(input, observer, options);
+    return decoder.Run();
+  } catch (const std::bad_alloc&) {
+    // What decoding holds at most: the trace's entries, the memo and the dicts, reserved from the
+    // file's size (the constructor's figures).
+    const size_t n = input.bytes().size();
+    const size_t needed = EventsReservedFor(n) * sizeof(TraceEvent) +
+                          (n / 16 + 16) * sizeof(pickle::MemoWord) +
+                          (n / 24 + 16) * sizeof(pickle::DictObj);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(input.name(), ": out of memory decoding ", n, " bytes: needs about ", needed,
+                     " bytes of memory (", FormatBytes(static_cast<int64_t>(needed)),
+                     "); is the address space limited? (ulimit -v)"));
+  }
 }
 
 absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input, EventObserver* observer) {

@@ -87,7 +87,28 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
   return out;
 }
 
+bool LooksLikeSnapshotAt(std::string_view head, int depth) {
+  auto has = [&](std::string_view key) { return head.find(key) != std::string_view::npos; };
+  switch (Detect(head)) {
+    case Container::kPickle:
+      return head.size() >= 2 && head[1] >= 2 && head[1] <= 5;
+    case Container::kGzip:
+      return depth == 0 && LooksLikeSnapshotAt(io::GunzipPrefix(head, 64 << 10), 1);
+    case Container::kJson:
+      return has("\"segments\"") || has("\"device_traces\"") ||
+             (has("\"blocks\"") && has("\"total_size\""));
+    case Container::kHtml:
+      return has("\"base64\"");
+    case Container::kEmpty:
+    case Container::kUnknown:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool LooksLikeSnapshot(std::string_view head) { return LooksLikeSnapshotAt(head, 0); }
 
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options) {
@@ -104,7 +125,11 @@ absl::StatusOr<std::vector<Snapshot>> ReadSnapshots(const std::string& path,
                                                     const ReadOptions& options) {
   ScopedTimer timer("read " + path);
   ASSIGN_OR_RETURN(std::unique_ptr<io::InputSource> input, io::OpenFile(path));
-  return ParseSnapshots(*input, options);
+  absl::StatusOr<std::vector<Snapshot>> snaps = ParseSnapshots(*input, options);
+  // A file truncated or rewritten under the reader: whatever the parse said, it was not about
+  // this file.
+  RETURN_IF_ERROR(input->CheckUnchanged());
+  return snaps;
 }
 
 absl::StatusOr<Snapshot> ReadSnapshot(const std::string& path, const ReadOptions& options) {

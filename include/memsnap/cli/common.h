@@ -121,8 +121,37 @@ absl::Status CheckMomentFlag(std::string_view flag, std::string_view text,
 /// Writes `j` to ctx.out, pretty-printed with two spaces, and a newline.
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
 
-/// Writes `content` to `path` atomically (a temporary file renamed into place), so a failure never
-/// leaves a half-written output. "-" means ctx.out.
+/// Marks a flag or positional whose values name files the command reads: `->check(InputPaths())`.
+/// It accepts every value; the app collects the marked values into Context::inputs.
+CLI::Validator InputPaths();
+
+/// Marks a flag or positional whose value names a file the command writes:
+/// `->check(OutputPath())`. Every such value goes through CheckOutputPath once, right after the
+/// command line is parsed (CheckOutputs), before anything is read.
+CLI::Validator OutputPath();
+
+/// Refuses `path` as the output of `flag` when it is the same file as one of `inputs` (device and
+/// inode, after links; a directory input stands for its files), and, unless `force`, when it is an
+/// existing file that is itself a memory snapshot (parse::LooksLikeSnapshot). "-" and "" pass.
+absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
+                             const std::vector<std::string>& inputs, bool force);
+
+/// Once per invocation of `sub`: collects the values of its InputPaths options into ctx.inputs and
+/// checks the value of each OutputPath option with CheckOutputPath. Reads the parsed results, so
+/// it also runs when the parse failed afterwards (a required input missing because a flag took it:
+/// `top --folded snap.pickle`).
+absl::Status CheckOutputs(CLI::App& sub, Context& ctx);
+
+/// Writes through `write` to `path` ("-": ctx.out) with io::WriteFileAtomically: a temporary file
+/// renamed into place, removed on failure and on SIGINT/SIGTERM/SIGHUP. Checks the path again
+/// with CheckOutputPath (an output whose path the command chose itself, like report's default,
+/// was not seen by CheckOutputs); `flag` names the flag in that message. `bytes`, when given,
+/// receives the size written to a file.
+absl::Status WriteOutput(const std::string& path, Context& ctx,
+                         const std::function<absl::Status(std::ostream&)>& write,
+                         std::string_view flag = "", uint64_t* bytes = nullptr);
+
+/// WriteOutput of `content`.
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx);
 
 namespace internal {

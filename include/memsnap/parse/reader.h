@@ -38,6 +38,13 @@ absl::StatusOr<std::vector<Snapshot>> ReadSnapshots(const std::string& path,
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options = {});
 
+/// True when `head`, the first bytes of a file (64 KiB are plenty), are those of a memory snapshot
+/// as the reader detects them: a pickle of protocol 2 to 5, JSON with the snapshot's keys
+/// (segments, device_traces, or a 1.13 segment list), a _memory_viz HTML page (a "base64"
+/// payload), or gzip of one of these. memsnap's own outputs (a Perfetto trace, the HTML report,
+/// CSV, folded stacks) are not. Used to refuse overwriting a snapshot with an output.
+bool LooksLikeSnapshot(std::string_view head);
+
 /// Decodes one pickle (protocols 2-5) into a snapshot. `bytes` must start with the PROTO opcode.
 /// Trailing bytes after STOP are ignored (HTML payloads are NUL padded). `observer`, when given, is
 /// told of the trace events as they are decoded.
