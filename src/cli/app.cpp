@@ -12,6 +12,8 @@
 #include "memsnap/cli/common.h"
 #include "memsnap/io/output.h"
 #include "memsnap/util/build_info.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/memory.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/timer.h"
 
@@ -49,6 +51,11 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
                  "configurations (default 0: all cores; 1: everything on one thread), e.g. "
                  "memsnap summary -j 4 ranks/")
       ->check(CLI::Range(0, 4096));
+  std::string max_memory;
+  app.add_option("--max-memory", max_memory,
+                 "Refuse input whose model would need more memory than this, e.g. 8GiB (exit 2); "
+                 "checked as the reader's arrays grow. Default: 75% of physical memory; files "
+                 "read side by side share it");
 
   std::map<CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {
@@ -75,6 +82,15 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }
 
+  ctx.max_memory = DefaultMemoryBudget();
+  if (!max_memory.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseSize(max_memory);
+    if (!bytes.ok() || *bytes <= 0) {
+      err << "memsnap: --max-memory: not a size: '" << max_memory << "' (e.g. 8GiB, 512MiB)\n";
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+    ctx.max_memory = static_cast<uint64_t>(*bytes);
+  }
   SetProgressEnabled(!ctx.quiet);
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;

@@ -121,6 +121,7 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   }
   parse::ReadOptions read;
   read.strict = ctx.strict;
+  read.max_memory = ctx.max_memory;
   read.threads = ThreadsPerFile(ctx, inputs.size());  // a rank's baseline, read on its worker
   ASSIGN_OR_RETURN(
       auto results,

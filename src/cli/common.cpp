@@ -1,6 +1,7 @@
 #include "memsnap/cli/common.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/export_tables.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
@@ -31,6 +34,7 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
   options.strict = ctx.strict;
   options.events = events;
   options.threads = ctx.threads;
+  options.max_memory = ctx.max_memory;
   absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
   if (!snap.ok()) return snap.status();
   if (ctx.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
@@ -111,6 +115,7 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
         }
         // The threads left over run the timelines' event passes beside the readers.
         local.threads = ThreadsPerFile(ctx, n);
+        local.max_memory = ctx.max_memory / side_by_side;  // the files read at once share it
         if (side_by_side == 1 && i > 0 && !loaded[i - 1]->ok()) {  // one at a time: stop there
           loaded[i] = loaded[i - 1]->status();
           return;
@@ -126,6 +131,58 @@ absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
     out.push_back(*std::move(*loaded[i]));
   }
   return out;
+}
+
+void AddOutputLimitFlags(CLI::App& sub, OutputLimitFlags& flags) {
+  sub.add_option("--max-output", flags.max_output,
+                 "Refuse to write JSON larger than this, estimated before writing (default: 16GiB "
+                 "or 64x the input, whichever is larger; JSON repeats every stack in full; the "
+                 "global --force writes it anyway)");
+}
+
+absl::Status CheckOutputSize(const std::string& output, uint64_t estimate, const std::string& input,
+                             uint64_t input_bytes, bool compressed, const OutputLimitFlags& flags,
+                             bool force) {
+  if (force) return absl::OkStatus();
+  uint64_t limit = std::max<uint64_t>(uint64_t{16} << 30, 64 * input_bytes);
+  std::string limit_from = "the default limit, 16 GiB or 64x the input";
+  if (!flags.max_output.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseSize(flags.max_output);
+    if (!bytes.ok() || *bytes < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-output: not a size: '", flags.max_output, "'"));
+    }
+    limit = static_cast<uint64_t>(*bytes);
+    limit_from = "--max-output";
+  }
+  auto refuse = [&](std::string_view over) {
+    std::string ratio;
+    if (input_bytes > 0)
+      ratio = absl::StrCat(", ", estimate / input_bytes, "x the ",
+                           FormatBytes(static_cast<int64_t>(input_bytes)), " input ", input);
+    return absl::InvalidArgumentError(absl::StrCat(
+        output == "-" ? std::string("stdout") : output,
+        compressed ? ": the JSON (before gzip) would be about " : ": the JSON would be about ",
+        FormatBytes(static_cast<int64_t>(estimate)), " (", estimate, " bytes", ratio,
+        ": JSON repeats every stack in full where a pickle shares it), over ", Sv(over),
+        "; nothing was written. --force writes it anyway; ",
+        compressed ? "a pickle is far smaller" : "a pickle, or --gzip, is far smaller"));
+  };
+  if (estimate > limit) {
+    return refuse(absl::StrCat(FormatBytes(static_cast<int64_t>(limit)), " (", limit_from, ")"));
+  }
+  if (output != "-" && !compressed) {
+    std::filesystem::path dir = std::filesystem::absolute(output).parent_path();
+    struct statvfs fs;
+    if (::statvfs(dir.c_str(), &fs) == 0) {
+      const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+      if (estimate > free) {
+        return refuse(absl::StrCat("the ", FormatBytes(static_cast<int64_t>(free)),
+                                   " free on the file system of ", dir.string()));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 int ThreadsPerFile(const Context& ctx, size_t files) {
@@ -196,6 +253,7 @@ std::vector<absl::Status> LoadEach(
         local.err = &err;
         local.progress = false;  // one line per file would interleave
         local.threads = ThreadsPerFile(ctx, inputs.size());
+        local.max_memory = ctx.max_memory / side_by_side;  // the files read at once share it
         absl::StatusOr<SnapshotMaybeTimeline> snap =
             LoadMaybeWithTimeline(inputs[i].path, timeline, local);
         if (!snap.ok()) {

@@ -26,6 +26,7 @@ struct ConvertCommandOptions {
   std::string from;
   std::string to;
   bool json = false;
+  OutputLimitFlags limit;
 };
 
 }  // namespace
@@ -52,6 +53,7 @@ RunFn SetupConvert(CLI::App& sub) {
                "Compress the output with gzip (the default when OUT ends in .gz); memsnap and "
                "the official viewer read it back");
   sub.add_flag("--json", opts->json, "Print what was written as JSON");
+  AddOutputLimitFlags(sub, opts->limit);
   sub.footer(
       "Slicing cuts only device_traces (and external_annotations to the same time window): the\n"
       "segments and blocks, which are the allocator state at the end of the recording, are kept\n"
@@ -64,7 +66,9 @@ RunFn SetupConvert(CLI::App& sub) {
       "  memsnap convert snap.pickle snap.json.gz     # compressed: JSON repeats every stack\n"
       "  memsnap convert --protocol 4 snap_p5.pickle snap_p4.pickle\n"
       "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
-      "  memsnap convert --from -5s huge.pickle last5s.pickle");
+      "  memsnap convert --from -5s huge.pickle last5s.pickle\n"
+      "JSON's size is counted before writing: over --max-output (default 16 GiB or 64x the\n"
+      "input) or the free space of OUT's file system it is refused unless --force.");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from, "--from"));
     ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to, "--to"));
@@ -91,6 +95,12 @@ RunFn SetupConvert(CLI::App& sub) {
       write.min_time_us = slice->min_time_us;
       write.max_time_us = slice->max_time_us;
       events = slice->events;
+    }
+    if (format == "json") {
+      // Counted before anything is written: a file whose entries share one deep stack would
+      // otherwise write until the disk is full.
+      RETURN_IF_ERROR(CheckOutputSize(opts->output, writer::JsonBytes(snap, write), opts->input,
+                                      snap.source.file_bytes, gzip, opts->limit, ctx.force));
     }
     uint64_t bytes = 0;
     RETURN_IF_ERROR(WriteOutput(

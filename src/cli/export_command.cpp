@@ -28,6 +28,7 @@ struct ExportCommandOptions {
   GroupFlags group;
   bool no_streams = false;
   bool json = false;
+  OutputLimitFlags limit;
 };
 }  // namespace
 
@@ -57,6 +58,7 @@ RunFn SetupExport(CLI::App& sub) {
                "perfetto: no per-stream counters, only per device");
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print what was written (format, counts) as JSON on stdout");
+  AddOutputLimitFlags(sub, opts->limit);
   sub.footer(
       "-f json writes the whole snapshot as `memsnap convert FILE OUT.json` does; for a pickle "
       "the\n"
@@ -82,6 +84,8 @@ RunFn SetupExport(CLI::App& sub) {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, quiet_ctx));
     if (opts->format == "json") {
       // The whole snapshot, normalized, in PyTorch's schema: what `convert OUT.json` writes.
+      RETURN_IF_ERROR(CheckOutputSize(opts->output, writer::JsonBytes(snap, {}), opts->file,
+                                      snap.source.file_bytes, false, opts->limit, ctx.force));
       bar.SetLabel(absl::StrCat("export: writing ", opts->output));
       RETURN_IF_ERROR(WriteOutput(opts->output, ctx, [&](std::ostream& out) {
         return writer::WriteSnapshotJson(snap, {}, out);

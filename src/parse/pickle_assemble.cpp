@@ -1,6 +1,7 @@
 // The final assembly of the pickle decoder's records into a Snapshot (pickle_decoder.h), and the
 // streaming of decoded trace entries to an EventObserver.
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "parse/pickle_decoder.h"
 
@@ -139,13 +140,39 @@ std::string Decoder::RecordPath(Limited kind, uint32_t record) const {
   return absl::StrCat("a trace entry outside ", Sv(traces), " (", Sv(key), ")");
 }
 
+uint64_t Decoder::ModelBytes() const {
+  uint64_t bytes = snap_.events.size() * sizeof(TraceEvent) + memo_.size() * sizeof(MemoWord) +
+                   memo_rare_.size() * sizeof(Value) + dicts_.size() * sizeof(DictObj) +
+                   lists_.size() * sizeof(ListObj) + tuples_.size() * sizeof(TupleObj) +
+                   (scratch_.size() + tuple_items_.size() + stack_.size()) * sizeof(Value) +
+                   generic_.size() * sizeof(GenericDict) + blocks_.size() * sizeof(BlockRec) +
+                   segments_.size() * sizeof(SegmentRec) + history_.size() * sizeof(HistoryRec) +
+                   annotations_.size() * sizeof(Annotation) + extras_.size() * sizeof(EventExtra) +
+                   snap_.blocks.size() * sizeof(Block) + snap_.segments.size() * sizeof(Segment);
+  // Strings, frames and stacks: at most what their text and lists took in the input.
+  bytes +=
+      snap_.strings.MemoryUsage() + snap_.frames.size() * sizeof(Frame) + snap_.stacks.size() * 16;
+  return bytes;
+}
+
+absl::Status Decoder::CheckBudgetSlow(size_t at, uint64_t more) const {
+  const uint64_t need = ModelBytes() + more;
+  if (need <= max_memory_) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(input_.name(), ": offset ", at, ": the model needs about ",
+                   FormatBytes(static_cast<int64_t>(need)), " by here, over the memory budget of ",
+                   FormatBytes(static_cast<int64_t>(max_memory_)), " (--max-memory)"));
+}
+
 absl::Status Decoder::Finish(size_t at, const Value& root) {
+  RETURN_IF_ERROR(CheckBudget(at));
   // Every entry is complete now; what follows may reorder or drop them.
   if (observer_ != nullptr) {
     published_ = snap_.events.size();
     observer_->Publish(snap_.events.data(), published_, snap_.streams.values());
     observer_->Release();
   }
+  WarnReuses();
   if (root.tag == Tag::kList) {
     // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;

@@ -312,6 +312,11 @@ void Decoder::Speculate(SpecChunk& c) {
       continue;
     }
     if (op == FRAME && size - pos_ >= 9) {
+      // A frame that runs past the end of the input ends the segment: the sequential decoder
+      // reaches the FRAME itself and refuses it, as it would without the workers.
+      uint64_t length;
+      std::memcpy(&length, d + pos_ + 1, 8);
+      if (length > size - pos_ - 9) break;
       pos_ += 9;
       continue;
     }

@@ -403,6 +403,7 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> Decoder::AsRecordRange(size_t at,
   if (l.count == 1) return std::pair<uint32_t, uint32_t>{first.ref, static_cast<uint32_t>(first.i)};
   // Several runs (records shared or out of order): copy them into one new contiguous range.
   RETURN_IF_ERROR(Charge(at, index));
+  RETURN_IF_ERROR(CheckBudget(at, uint64_t{index} * sizeof(TraceEvent)));
   auto copy_range = [&](auto& vec) -> std::pair<uint32_t, uint32_t> {
     uint32_t begin = static_cast<uint32_t>(vec.size());
     for (uint32_t k = 0; k < l.count; ++k) {

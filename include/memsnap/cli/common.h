@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/cli/command.h"
@@ -63,6 +64,21 @@ absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
                                                   const analysis::TimelineOptions& options,
                                                   Context& ctx,
                                                   ReadAnalysisClock* phases = nullptr);
+
+/// `--max-output SIZE` and `--force` of the commands whose output can be far larger than their
+/// input (convert and export to JSON: JSON repeats every stack a pickle shares through its memo).
+struct OutputLimitFlags {
+  std::string max_output;  // empty: max(16 GiB, 64x the input)
+};
+/// Adds --max-output to `sub` (the global --force, Context::force, lifts the limit).
+void AddOutputLimitFlags(CLI::App& sub, OutputLimitFlags& flags);
+/// Before writing `output` ("-": stdout), about `estimate` bytes (uncompressed) made from
+/// `input` of `input_bytes`: an error giving the estimate when it is over the limit
+/// (--max-output, default max(16 GiB, 64x the input)) or, for a file written uncompressed, over
+/// the free space of its file system (statvfs). The global --force (`force`) skips both.
+absl::Status CheckOutputSize(const std::string& output, uint64_t estimate, const std::string& input,
+                             uint64_t input_bytes, bool compressed, const OutputLimitFlags& flags,
+                             bool force);
 
 /// The share of --threads each of `files` files gets when they are read side by side (at least
 /// 1): files side by side first, the threads left over decode within each file.

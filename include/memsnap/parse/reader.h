@@ -23,6 +23,10 @@ struct ReadOptions {
   /// Threads that may decode one pickle (0: every core). A protocol 4 or 5 pickle of 16 MiB or
   /// more is decoded on all of them; the model is the same for every value.
   int threads = 1;
+  /// The memory budget (bytes; 0: none): a file whose model, inflated gzip or JSON document
+  /// would need more is refused with an error naming the budget (`--max-memory`,
+  /// docs/reader.md "Memory budget"). Checked where the big arrays grow, not per value.
+  uint64_t max_memory = 0;
 };
 
 /// Reads the file at `path`. Errors carry the path and, where it helps, a byte offset or key path:
