@@ -535,9 +535,12 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
     return std::move(snap_);
   }
   if (root.type() != element_type::OBJECT) {
-    return Error(top, absl::StrCat("the JSON holds a ", TypeName(root.type()),
-                                   ", not a snapshot (expected an object with 'segments' or an "
-                                   "array of segments)"));
+    // Valid JSON that is no snapshot (a manifest, a config): not a snapshot that failed to read.
+    return NotASnapshotError(std::string(
+        Error(top, absl::StrCat("the JSON holds a ", TypeName(root.type()),
+                                ", not a snapshot (expected an object with 'segments' or an "
+                                "array of segments)"))
+            .message()));
   }
   TopRec<element> rec;
   for (auto [name, v] : ObjOf(root)) {
@@ -545,7 +548,9 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
     SetTop<JsonField>(FieldOf(Rec::kTop, key), key, v, rec);
   }
   if (!rec.segments && !rec.device_traces) {
-    return Error(top, "the JSON object is not a snapshot (no 'segments' or 'device_traces' key)");
+    return NotASnapshotError(std::string(
+        Error(top, "the JSON object is not a snapshot (no 'segments' or 'device_traces' key)")
+            .message()));
   }
   if (rec.segments) RETURN_IF_ERROR(ReadSegments(*rec.segments, top.Key(KeyName(Key::kSegments))));
   if (rec.device_traces) {

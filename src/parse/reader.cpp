@@ -1,15 +1,20 @@
 // Container detection by content (docs/reader.md) and dispatch to the decoders.
 #include "memsnap/parse/reader.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
 #include "memsnap/util/timer.h"
 #include "parse/pickle_decoder.h"
 
 namespace memsnap::parse {
 
 namespace {
+
+// The payload that marks a NotASnapshotError; its value is unused.
+constexpr std::string_view kNotASnapshot = "memsnap/not-a-snapshot";
 
 enum class Container { kPickle, kJson, kHtml, kGzip, kEmpty, kUnknown };
 
@@ -39,7 +44,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
     case Container::kEmpty:
       return absl::InvalidArgumentError(absl::StrCat(input.name(), ": file is empty"));
     case Container::kUnknown:
-      return absl::InvalidArgumentError(absl::StrCat(
+      return NotASnapshotError(absl::StrCat(
           input.name(),
           ": not a memory snapshot (expected a pickle, JSON, an HTML page from _memory_viz, or "
           "gzip of one of these)"));
@@ -88,6 +93,16 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
 }
 
 }  // namespace
+
+absl::Status NotASnapshotError(std::string message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(Sv(kNotASnapshot), absl::Cord("1"));
+  return status;
+}
+
+bool IsNotASnapshot(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(Sv(kNotASnapshot)).has_value();
+}
 
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options) {
