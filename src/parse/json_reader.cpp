@@ -415,11 +415,11 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p) {
 absl::Status JsonDecoder::ReadBlocks(element e, const Path& p, SegmentRec& segment) {
   // A duplicated `blocks` key: the last one wins, so the earlier one's blocks go.
   if (segment.blocks_count > 0) snap_.blocks.resize(segment.blocks_begin);
-  ASSIGN_OR_RETURN(segment.blocks_begin, Narrow(p, snap_.blocks.size(), "blocks"));
+  ASSIGN_OR_RETURN(segment.blocks_begin, Narrow(p, snap_.blocks.size(), "block records"));
   ASSIGN_OR_RETURN(simdjson::dom::array list, Array(e, p));
   size_t i = 0;
   for (element b : list) RETURN_IF_ERROR(ReadBlock(b, p.Index(i++)));
-  ASSIGN_OR_RETURN(const uint32_t end, Narrow(p, snap_.blocks.size(), "blocks"));
+  ASSIGN_OR_RETURN(const uint32_t end, Narrow(p, snap_.blocks.size(), "block records"));
   segment.blocks_count = end - segment.blocks_begin;
   return absl::OkStatus();
 }
@@ -427,7 +427,7 @@ absl::Status JsonDecoder::ReadBlocks(element e, const Path& p, SegmentRec& segme
 absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
   SegmentRec rec;
-  ASSIGN_OR_RETURN(rec.blocks_begin, Narrow(p, snap_.blocks.size(), "blocks"));
+  ASSIGN_OR_RETURN(rec.blocks_begin, Narrow(p, snap_.blocks.size(), "block records"));
   RETURN_IF_ERROR(ForEachField(
       obj, p, Rec::kSegment, 0,
       [&](JsonField& f, Key, Field field, element v) { return SetSegment(f, field, v, rec); }));
@@ -482,7 +482,7 @@ absl::Status JsonDecoder::ReadTraces(element e, const Path& p) {
   size_t d = 0;
   for (element list : devices) {
     Path dp = p.Index(d);
-    ASSIGN_OR_RETURN(const int32_t device, Narrow<int32_t>(dp, d, "devices"));
+    ASSIGN_OR_RETURN(const int32_t device, Narrow<int32_t>(dp, d, "device traces"));
     ASSIGN_OR_RETURN(simdjson::dom::array entries, Array(list, dp));
     ASSIGN_OR_RETURN(const uint32_t begin, Narrow(dp, snap_.events.size(), "trace entries"));
     size_t i = 0;
@@ -531,7 +531,18 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
   if (root.type() == element_type::ARRAY) {
     // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;
-    RETURN_IF_ERROR(ReadSegments(root, top));
+    absl::Status read = ReadSegments(root, top);
+    if (!read.ok()) {
+      // An array whose first item is no segment (an object with 'total_size') is other JSON (a
+      // manifest, a list of files): not a snapshot that failed to read. Same message either way.
+      simdjson::dom::array items = root.get_array().value_unsafe();
+      simdjson::dom::object first;
+      const bool segments =
+          items.size() > 0 && items.at(0).get(first) == simdjson::SUCCESS &&
+          first.at_key(KeyName(Key::kTotalSize)).error() == simdjson::SUCCESS;
+      if (!segments) return NotASnapshotError(std::string(read.message()));
+      return read;
+    }
     return std::move(snap_);
   }
   if (root.type() != element_type::OBJECT) {

@@ -12,7 +12,7 @@ absl::Status Decoder::FinishSegments(size_t at, const Value& list) {
   for (uint32_t k = 0; k < range.second; ++k) {
     SegmentRec& r = segments_[range.first + k];
     Segment s = r.segment;
-    ASSIGN_OR_RETURN(s.first_block, Narrow(at, snap_.blocks.size(), "blocks"));
+    ASSIGN_OR_RETURN(s.first_block, Narrow(at, snap_.blocks.size(), "block records"));
     s.num_blocks = r.blocks_count;
     RETURN_IF_ERROR(Charge(at, r.blocks_count));
     for (uint32_t b = 0; b < r.blocks_count; ++b) {
@@ -43,7 +43,7 @@ absl::Status Decoder::FinishTraces(size_t at, const Value& list) {
   trace_ranges_ = ranges;
   // Fast path: the device lists tile the event vector in order (what every writer produces).
   // Device ordinals are 32-bit in the model; a list of more devices is refused, never wrapped.
-  RETURN_IF_ERROR(Narrow<int32_t>(at, ranges.size(), "devices in 'device_traces'").status());
+  RETURN_IF_ERROR(Narrow<int32_t>(at, ranges.size(), "device traces").status());
   // Sums in 64 bits: two ranges of 32-bit counts may add up past 32 bits.
   bool tiled = true;
   uint64_t cursor = 0;

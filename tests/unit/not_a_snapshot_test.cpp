@@ -32,6 +32,9 @@ TEST_SUITE("not_a_snapshot") {
     CHECK(parse::IsNotASnapshot(ReadError("ranks of run 42\n")));
     CHECK(parse::IsNotASnapshot(ReadError("{\"world_size\": 8, \"ranks\": [0, 1]}")));
     CHECK(parse::IsNotASnapshot(ReadError("42")));
+    // The corpus's manifest.json: a list of files, not the 1.13 list of segments.
+    CHECK(parse::IsNotASnapshot(ReadError("[{\"file\": \"a.pickle\", \"blocks\": 3}]")));
+    CHECK(parse::IsNotASnapshot(ReadError("[1, 2]")));
     CHECK(parse::IsNotASnapshot(ReadError("<html><body>a report</body></html>")));
   }
 
@@ -41,6 +44,8 @@ TEST_SUITE("not_a_snapshot") {
     CHECK_FALSE(parse::IsNotASnapshot(ReadError(whole.substr(0, 3))));
     CHECK_FALSE(parse::IsNotASnapshot(ReadError("{\"segments\": [{\"total_size\": ")));
     CHECK_FALSE(parse::IsNotASnapshot(ReadError("{not json")));
+    // A 1.13 list of segments with a broken segment is a snapshot that failed to read.
+    CHECK_FALSE(parse::IsNotASnapshot(ReadError("[{\"total_size\": 1024, \"blocks\": 7}]")));
     CHECK_FALSE(parse::IsNotASnapshot(ReadError("")));
     CHECK_FALSE(parse::IsNotASnapshot(ReadError("\x1f\x8b\x08\x00")));  // gzip cut short
   }
