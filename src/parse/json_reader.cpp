@@ -537,9 +537,8 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
       // manifest, a list of files): not a snapshot that failed to read. Same message either way.
       simdjson::dom::array items = root.get_array().value_unsafe();
       simdjson::dom::object first;
-      const bool segments =
-          items.size() > 0 && items.at(0).get(first) == simdjson::SUCCESS &&
-          first.at_key(KeyName(Key::kTotalSize)).error() == simdjson::SUCCESS;
+      const bool segments = items.size() > 0 && items.at(0).get(first) == simdjson::SUCCESS &&
+                            first.at_key(KeyName(Key::kTotalSize)).error() == simdjson::SUCCESS;
       if (!segments) return NotASnapshotError(std::string(read.message()));
       return read;
     }

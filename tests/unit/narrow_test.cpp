@@ -1,4 +1,5 @@
-// CheckedCast: the narrowing the readers apply to counts and indices from the input (util/narrow.h).
+// CheckedCast: the narrowing the readers apply to counts and indices from the input
+// (util/narrow.h).
 #include "memsnap/util/narrow.h"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,7 @@
 // What a directory of ranks may skip and what it must report (issue 33): an input whose content is
-// not a snapshot at all is parse::IsNotASnapshot; a snapshot that fails to read (truncated, corrupt,
-// empty) is not, so a CI gate over the directory reports it instead of passing on the others.
+// not a snapshot at all is parse::IsNotASnapshot; a snapshot that fails to read (truncated,
+// corrupt, empty) is not, so a CI gate over the directory reports it instead of passing on the
+// others.
 #include <doctest/doctest.h>
 
 #include <string>
