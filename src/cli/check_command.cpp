@@ -123,6 +123,10 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   read.strict = ctx.strict;
   read.max_memory = ctx.max_memory;
   read.threads = ThreadsPerFile(ctx, inputs.size());  // a rank's baseline, read on its worker
+  // A rank that cannot be read is reported beside the others, in every format, and fails the gate
+  // (exit 2): never a pass on the ranks that could be read.
+  LeftOutInputs left_out;
+  left_out.keep_going = true;
   ASSIGN_OR_RETURN(
       auto results,
       AnalyzeEachWithTimeline<analysis::CheckRank>(
@@ -154,10 +158,13 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
               ExplainBaselineFailures(*own, snap, opts.top_sites, opts.exact_lines, r.report);
             }
             return r;
-          }));
+          },
+          &left_out));
   std::vector<analysis::CheckRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
   analysis::CheckRanksReport report = analysis::CompareCheckRanks(std::move(ranks), opts.baseline);
+  report.unreadable = std::move(left_out.unreadable);
+  report.skipped = std::move(left_out.skipped);
   if (!opts.junit.empty()) {
     RETURN_IF_ERROR(WriteOutputFile(opts.junit, report::CheckRanksToJunit(report), ctx));
   }
@@ -168,6 +175,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
     PrintJson(report::CheckRanksToJson(report), ctx);
   } else {
     report::RenderCheckRanksText(report, *ctx.out);
+  }
+  if (!report.unreadable.empty()) {
+    for (const analysis::LeftOutFile& f : report.unreadable) {
+      *ctx.err << "memsnap check: cannot read " << f.path << ": " << f.reason << "\n";
+    }
+    return ExitCode::kBadInput;
   }
   return report.passed() ? ExitCode::kOk : ExitCode::kCheckFailed;
 }
@@ -236,6 +249,12 @@ RunFn SetupCheck(CLI::App& sub) {
     ASSIGN_OR_RETURN(options.max_allocated,
                      ParseFlag<int64_t>("--max-allocated", opts->max_allocated, ParseSize));
     ASSIGN_OR_RETURN(options.max_frag, ParseFlag<double>("--max-frag", opts->max_frag, ParseRatio));
+    if (options.max_frag && (*options.max_frag < 0 || *options.max_frag > 1)) {
+      // Fragmentation is a share of the free memory: a limit past 100% could never fail.
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-frag ", opts->max_frag,
+                       ": fragmentation is a share, from 0% to 100% (or 0 to 1)"));
+    }
     ASSIGN_OR_RETURN(options.fits, ParseFlag<int64_t>("--fits", opts->fits, ParseSize));
     if (options.fits && *options.fits <= 0) {
       return absl::InvalidArgumentError(

@@ -210,6 +210,11 @@ absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::s
           files.push_back(entry.path().string());
         }
       }
+      if (ec) return absl::InvalidArgumentError(absl::StrCat(in, ": ", ec.message()));
+      if (files.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            in, ": the directory holds no file to read (hidden files and .md files are not read)"));
+      }
       std::sort(files.begin(), files.end());
       for (auto& f : files) out.push_back(InputFile{std::move(f), true});
     } else {
@@ -236,11 +241,10 @@ absl::StatusOr<SnapshotMaybeTimeline> LoadMaybeWithTimeline(
 std::vector<absl::Status> LoadEach(
     const std::vector<InputFile>& inputs, Context& ctx, const analysis::TimelineOptions* timeline,
     const std::function<absl::Status(size_t, const Snapshot&, MaybeTimeline)>& fn,
-    std::vector<bool>& skipped) {
+    std::vector<Loaded>& loaded) {
   std::vector<absl::Status> status(inputs.size());
   std::vector<std::string> warnings(inputs.size());
-  skipped.assign(inputs.size(), false);
-  std::vector<char> skip(inputs.size(), 0);  // vector<bool> is not safe to write concurrently
+  loaded.assign(inputs.size(), Loaded::kRead);  // each worker writes its own element
   // Files side by side, and the threads left over decode within each file (never more threads
   // than --threads asks for in all).
   const size_t threads = ThreadsFor(ctx.threads);
@@ -257,15 +261,18 @@ std::vector<absl::Status> LoadEach(
         absl::StatusOr<SnapshotMaybeTimeline> snap =
             LoadMaybeWithTimeline(inputs[i].path, timeline, local);
         if (!snap.ok()) {
-          // A directory may hold other files (a README, a manifest): skip what is not a snapshot.
-          if (inputs[i].from_directory && absl::IsInvalidArgument(snap.status())) {
-            skip[i] = 1;
+          status[i] = snap.status();
+          // A directory may hold other files (a README, a manifest): skip what is not a snapshot
+          // at all. A snapshot that fails to read (a truncated rank) is never skipped: a gate
+          // that passed on the ranks it could read would pass on what it never saw.
+          if (inputs[i].from_directory && parse::IsNotASnapshot(snap.status())) {
+            loaded[i] = Loaded::kSkipped;
             if (!ctx.quiet) {
               err << "warning: skipping " << inputs[i].path << ": " << snap.status().message()
                   << "\n";
             }
           } else {
-            status[i] = snap.status();
+            loaded[i] = Loaded::kUnreadable;
           }
         } else {
           status[i] = fn(i, snap->snapshot, timeline != nullptr ? &snap->timeline : nullptr);
@@ -273,11 +280,15 @@ std::vector<absl::Status> LoadEach(
         warnings[i] = err.str();
       },
       side_by_side);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    *ctx.err << warnings[i];
-    skipped[i] = skip[i] != 0;
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) *ctx.err << warnings[i];
   return status;
+}
+
+std::string ReasonOf(const std::string& path, const absl::Status& status) {
+  std::string_view m = ToStd(status.message());
+  const std::string prefix = path + ": ";
+  if (m.substr(0, prefix.size()) == prefix) m.remove_prefix(prefix.size());
+  return std::string(m);
 }
 
 }  // namespace internal

@@ -51,7 +51,7 @@ RunFn SetupExport(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--device", opts->device, "Only this device (default: all)");
   sub.add_option("--top", opts->perfetto.top_slices,
-                 "perfetto: the largest lifetimes drawn as slices")
+                 "perfetto: the largest lifetimes drawn as slices (0 = all)")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
   sub.add_flag("--no-streams", opts->no_streams,

@@ -130,6 +130,7 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag ranks/ --csv > ranks.csv   # one row per rank, for a spreadsheet");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::FragOptions options;
+    options.at_text = opts->at;
     if (opts->at == "end") {
       options.at = analysis::FragMoment::kEnd;
     } else if (opts->at == "peak" || opts->at == "peak-reserved") {

@@ -53,9 +53,9 @@ RunFn SetupReport(CLI::App& sub) {
                  "peaks and OOMs")
       ->capture_default_str()
       ->check(CLI::Range(2, 5000));
-  sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
+  sub.add_option("--top", opts->report.top_sites, "Rows of the site tables (0 = all)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(0, 100000));
   // One value per --replay, so `--replay A --replay B FILE` leaves FILE to the positionals.
   sub.add_option("--replay", opts->report.replay_confs,
                  "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "memsnap/model/snapshot.h"
 #include "memsnap/parse/event_observer.h"
 #include "memsnap/util/memory.h"
+#include "memsnap/util/narrow.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 #include "parse/schema.h"
@@ -282,6 +284,16 @@ class Decoder {
   // ---- errors ----
   absl::Status Error(size_t at, std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(input_.name(), ": offset ", at, ": ", Sv(what)));
+  }
+  // `n`, a count or index of `what` the model holds in 32 bits (or a device ordinal in 31), or an
+  // error naming the file and offset: never wrapped around.
+  template <class To = uint32_t>
+  absl::StatusOr<To> Narrow(size_t at, uint64_t n, std::string_view what) const {
+    if (std::optional<To> v = CheckedCast<To>(n)) [[likely]] {
+      return *v;
+    }
+    return Error(at, absl::StrCat(n, " ", Sv(what), ": more than the model holds (",
+                                  std::numeric_limits<To>::max(), ")"));
   }
 
   // ---- the machine (pickle_vm.cpp) ----

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
@@ -15,6 +16,9 @@
 namespace memsnap::parse {
 
 namespace {
+
+// The payload that marks a NotASnapshotError; its value is unused.
+constexpr std::string_view kNotASnapshot = "memsnap/not-a-snapshot";
 
 enum class Container { kPickle, kJson, kHtml, kGzip, kEmpty, kUnknown };
 
@@ -53,7 +57,7 @@ absl::StatusOr<std::vector<Snapshot>> ParseDetected(io::InputSource& input, bool
     case Container::kEmpty:
       return absl::InvalidArgumentError(absl::StrCat(input.name(), ": file is empty"));
     case Container::kUnknown:
-      return absl::InvalidArgumentError(absl::StrCat(
+      return NotASnapshotError(absl::StrCat(
           input.name(),
           ": not a memory snapshot (expected a pickle, JSON, an HTML page from _memory_viz, or "
           "gzip of one of these)"));
@@ -143,6 +147,15 @@ bool LooksLikeSnapshotAt(std::string_view head, int depth) {
 }  // namespace
 
 bool LooksLikeSnapshot(std::string_view head) { return LooksLikeSnapshotAt(head, 0); }
+absl::Status NotASnapshotError(std::string message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(Sv(kNotASnapshot), absl::Cord("1"));
+  return status;
+}
+
+bool IsNotASnapshot(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(Sv(kNotASnapshot)).has_value();
+}
 
 absl::StatusOr<std::vector<Snapshot>> ParseSnapshots(io::InputSource& input,
                                                      const ReadOptions& options) {

@@ -132,6 +132,24 @@ TEST_SUITE("export") {
     CHECK(ooms[0]["args"]["requested_bytes"] == 1073741824);
   }
 
+  TEST_CASE("perfetto export with --top 0 draws every lifetime, as 0 means all for every --top") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    auto count = [&](int top) {
+      report::PerfettoOptions options;
+      options.top_slices = top;
+      size_t n = 0;
+      const Json trace = Perfetto(snap, options);
+      for (const Json& e : trace["traceEvents"]) {
+        n += e["ph"] == "X" && e["cat"] == "allocation";
+      }
+      return n;
+    };
+    const size_t all = count(1000000);
+    CHECK(all > 3);
+    CHECK(count(0) == all);
+    CHECK(count(3) == 3);
+  }
+
   TEST_CASE("perfetto export of every corpus file is well formed and ends at its live bytes" *
             doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {

@@ -10,6 +10,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/ranks.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/cli/command.h"
 #include "memsnap/model/snapshot.h"
@@ -97,22 +99,37 @@ struct InputFile {
 /// Expands inputs like ExpandInputs but remembers which files came from a directory listing.
 absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::string>& inputs);
 
+/// What AnalyzeEach left out of its results. A file found in a directory whose content is not a
+/// snapshot at all (parse::IsNotASnapshot: a README, a manifest) is skipped, with a warning. A
+/// snapshot that fails to read (truncated, corrupt, empty), or a file given by name that is not a
+/// snapshot, is unreadable: an error, never a skip.
+struct LeftOutInputs {
+  /// In: true lists unreadable files in `unreadable` and goes on with the others (a CI gate that
+  /// reports every rank); false (the default) fails the whole call with the first one's error.
+  bool keep_going = false;
+  std::vector<analysis::LeftOutFile> skipped;     // in input order
+  std::vector<analysis::LeftOutFile> unreadable;  // in input order; only with keep_going
+};
+
 /// Reads every input in parallel on all cores and runs `analyze` on each snapshot on the worker
 /// thread, so only the results (not the snapshots) are kept. Results come back in input order.
-/// A file found in a directory that is not a snapshot is skipped with a warning; any other
-/// unusable input fails the whole call with an error naming it. Warnings are printed in input
-/// order.
+/// A file found in a directory that is not a snapshot is skipped with a warning (and listed in
+/// `left_out` when given); a snapshot that fails to read fails the whole call with an error naming
+/// it, or with left_out->keep_going is listed there; an error of `analyze` fails the call.
+/// Warnings are printed in input order.
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<std::string>& inputs, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze,
+    LeftOutInputs* left_out = nullptr);
 
 /// AnalyzeEach over inputs already expanded (e.g. paths derived from ExpandInputFiles that keep
 /// its from_directory marks).
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze);
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze,
+    LeftOutInputs* left_out = nullptr);
 
 /// What an analysis of AnalyzeEachWithTimeline gets: a snapshot and its timeline, or why the
 /// timeline could not be rebuilt (the snapshot is good).
@@ -126,7 +143,7 @@ using AnalyzeWithTimelineFn =
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
     const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
-    const AnalyzeWithTimelineFn<R>& analyze);
+    const AnalyzeWithTimelineFn<R>& analyze, LeftOutInputs* left_out = nullptr);
 
 /// Checks a parsed --at/--from/--to value against every device of `timeline`: an error naming the
 /// flag when it lies outside a device's trace (analysis::CheckMoment).
@@ -174,22 +191,33 @@ namespace internal {
 /// The timeline a file of LoadEach comes with: nullptr when none was asked for.
 using MaybeTimeline = const absl::StatusOr<analysis::Timeline>*;
 
+/// What became of one input of LoadEach.
+enum class Loaded : char {
+  kRead,        // read; its status is fn's
+  kSkipped,     // found in a directory and not a snapshot; its status is why
+  kUnreadable,  // a snapshot that failed to read, or a named file that is none; status is why
+};
+
 /// Loads inputs[i] in parallel (with its timeline when `timeline` is given), calling
-/// `fn(i, snapshot, timeline)` on the worker; returns per-file status, with NotFound-as-skip
-/// semantics for non-snapshots found in directories (see AnalyzeEach).
+/// `fn(i, snapshot, timeline)` on the worker; returns per-file status, and in `loaded` what became
+/// of each file (see AnalyzeEach).
 std::vector<absl::Status> LoadEach(
     const std::vector<InputFile>& inputs, Context& ctx, const analysis::TimelineOptions* timeline,
     const std::function<absl::Status(size_t, const Snapshot&, MaybeTimeline)>& fn,
-    std::vector<bool>& skipped);
+    std::vector<Loaded>& loaded);
+
+/// `status`'s message without `path: ` in front (the reason a file was left out).
+std::string ReasonOf(const std::string& path, const absl::Status& status);
 
 /// AnalyzeEach and AnalyzeEachWithTimeline (`timeline` nullptr: none, and `analyze` is given
 /// nullptr for it).
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx, const analysis::TimelineOptions* timeline,
-    const std::function<absl::StatusOr<R>(const Snapshot&, MaybeTimeline)>& analyze) {
+    const std::function<absl::StatusOr<R>(const Snapshot&, MaybeTimeline)>& analyze,
+    LeftOutInputs* left_out) {
   std::vector<std::optional<R>> results(files.size());
-  std::vector<bool> skipped;
+  std::vector<Loaded> loaded;
   std::vector<absl::Status> status = LoadEach(
       files, ctx, timeline,
       [&](size_t i, const Snapshot& snap, MaybeTimeline tl) -> absl::Status {
@@ -198,14 +226,34 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
         results[i] = std::move(*r);
         return absl::OkStatus();
       },
-      skipped);
+      loaded);
   std::vector<std::pair<std::string, R>> out;
+  std::vector<analysis::LeftOutFile> skipped, unreadable;
+  const bool keep_going = left_out != nullptr && left_out->keep_going;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (!status[i].ok()) return status[i];
-    if (skipped[i]) continue;
-    out.emplace_back(files[i].path, std::move(*results[i]));
+    const std::string& path = files[i].path;
+    if (loaded[i] == Loaded::kSkipped) {
+      skipped.push_back({path, ReasonOf(path, status[i])});
+    } else if (loaded[i] == Loaded::kUnreadable && keep_going) {
+      unreadable.push_back({path, ReasonOf(path, status[i])});
+    } else if (!status[i].ok()) {
+      return status[i];
+    } else {
+      out.emplace_back(path, std::move(*results[i]));
+    }
   }
-  if (out.empty()) return absl::InvalidArgumentError("no snapshot files among the inputs");
+  if (out.empty() && unreadable.empty()) {
+    std::string names;
+    for (const analysis::LeftOutFile& f : skipped) {
+      absl::StrAppend(&names, names.empty() ? " (skipped: " : ", ", f.path);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("no snapshot files among the inputs", names, names.empty() ? "" : ")"));
+  }
+  if (left_out != nullptr) {
+    left_out->skipped = std::move(skipped);
+    left_out->unreadable = std::move(unreadable);
+  }
   return out;
 }
 }  // namespace internal
@@ -213,28 +261,29 @@ absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<std::string>& inputs, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze, LeftOutInputs* left_out) {
   absl::StatusOr<std::vector<InputFile>> files = ExpandInputFiles(inputs);
   if (!files.ok()) return files.status();
-  return AnalyzeEach<R>(*files, ctx, analyze);
+  return AnalyzeEach<R>(*files, ctx, analyze, left_out);
 }
 
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
     const std::vector<InputFile>& files, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze) {
+    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze, LeftOutInputs* left_out) {
   return internal::AnalyzeEach<R>(
       files, ctx, nullptr,
-      [&](const Snapshot& snap, internal::MaybeTimeline) { return analyze(snap); });
+      [&](const Snapshot& snap, internal::MaybeTimeline) { return analyze(snap); }, left_out);
 }
 
 template <class R>
 absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
     const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
-    const AnalyzeWithTimelineFn<R>& analyze) {
+    const AnalyzeWithTimelineFn<R>& analyze, LeftOutInputs* left_out) {
   return internal::AnalyzeEach<R>(
       files, ctx, &options,
-      [&](const Snapshot& snap, internal::MaybeTimeline tl) { return analyze(snap, *tl); });
+      [&](const Snapshot& snap, internal::MaybeTimeline tl) { return analyze(snap, *tl); },
+      left_out);
 }
 
 }  // namespace memsnap::cli

@@ -57,6 +57,15 @@ absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input, EventObserver* obse
 /// Decodes one JSON document of the same schema.
 absl::StatusOr<Snapshot> ParseJson(io::InputSource& input);
 
+/// The error of an input that is not a memory snapshot at all: its content is none of the formats
+/// (a README, a log, a CSV) or an HTML page without a _memory_viz payload. IsNotASnapshot tells it
+/// from the error of a snapshot that failed to read (truncated, corrupt, empty), which a directory
+/// of ranks must report, never skip.
+absl::Status NotASnapshotError(std::string message);
+
+/// True when `status` (from ReadSnapshot, ReadSnapshots or ParseSnapshots) is a NotASnapshotError.
+bool IsNotASnapshot(const absl::Status& status);
+
 /// Extracts the base64 payloads of a _memory_viz HTML page, decoded. Each is one pickle.
 absl::StatusOr<std::vector<std::string>> ExtractHtmlPayloads(std::string_view html,
                                                              std::string_view name);
