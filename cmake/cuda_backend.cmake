@@ -38,6 +38,13 @@ if(MEMSNAP_ENABLE_CUDA)
                        $<TARGET_FILE:memsnap> ${PROJECT_BINARY_DIR}/fake_libcuda ${MEMSNAP_CORPUS_DIR})
       # Skipped (77), not passed, without the corpus (tests/CMakeLists.txt).
       set_tests_properties(cuda/fake_libcuda_corpus PROPERTIES SKIP_RETURN_CODE 77 LABELS corpus)
+      # Where a driver loads, the unit case of the no-driver path cannot run: it must say that it
+      # skipped, never pass silently (docs/coding-guidelines.md §10). The fake driver makes one.
+      add_test(NAME cuda/no_driver_case_skips_with_a_driver
+               COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${PROJECT_BINARY_DIR}/fake_libcuda
+                       $<TARGET_FILE:memsnap_tests> "-tc=without a usable driver*")
+      set_tests_properties(cuda/no_driver_case_skips_with_a_driver PROPERTIES
+                           PASS_REGULAR_EXPRESSION "test cases skipped: a CUDA driver is present")
     endif()
     message(STATUS "memsnap: CUDA replay backend ON (CUDA ${CUDAToolkit_VERSION}, ${MEMSNAP_CUDA_H}/cuda.h; driver loaded at run time)")
   else()

@@ -60,12 +60,22 @@ add_custom_command(
   VERBATIM)
 add_custom_target(memsnap_check_layers ALL DEPENDS ${PROJECT_BINARY_DIR}/check_layers.stamp)
 
+# Layers that also compile with -Wshadow -Wconversion (GCC's; clang's -Wconversion adds sign
+# conversions, which no layer is clean of): the readers and the model, where every narrowing of a
+# value from the input must be a checked one (util/narrow.h), and the layers below them. A layer
+# joins the list once it compiles clean with them.
+set(MEMSNAP_STRICT_LAYERS util io model parse writer)
+set(MEMSNAP_STRICT_WARNINGS $<$<CXX_COMPILER_ID:GNU>:-Wshadow> $<$<CXX_COMPILER_ID:GNU>:-Wconversion>)
+
 foreach(layer ${MEMSNAP_LAYERS})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cpp)
   # The CUDA backend's driver loader needs cuda.h: cmake/cuda_backend.cmake adds it when found.
   list(FILTER sources EXCLUDE REGEX "/src/sim/backend/cuda/")
   add_library(memsnap_${layer} STATIC ${sources})
   target_compile_options(memsnap_${layer} PRIVATE ${MEMSNAP_WARNINGS})
+  if(layer IN_LIST MEMSNAP_STRICT_LAYERS)
+    target_compile_options(memsnap_${layer} PRIVATE ${MEMSNAP_STRICT_WARNINGS})
+  endif()
   set(deps "")
   foreach(dep ${MEMSNAP_LAYER_DEPS_${layer}})
     list(APPEND deps memsnap_${dep})

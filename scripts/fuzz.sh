@@ -84,7 +84,10 @@ if [[ "$mode" == report ]]; then
 fi
 
 if [[ -z "${MEMSNAP_FUZZ_BIN:-}" ]]; then
+  # Asserts stay in (RelWithDebInfo without -DNDEBUG) and the standard library checks its bounds
+  # (-D_GLIBCXX_ASSERTIONS): a fuzzer must stop on a broken invariant, not read past it.
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -D_GLIBCXX_ASSERTIONS" \
     -DMEMSNAP_ENABLE_FUZZ=ON -DMEMSNAP_ENABLE_ASAN=ON -DMEMSNAP_ENABLE_UBSAN=ON \
     -DMEMSNAP_BUILD_TESTS=OFF -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_ENABLE_CUDA=OFF \
     -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" >/dev/null

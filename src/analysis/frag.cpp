@@ -541,10 +541,14 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   bool has_trace = false;
   for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
   if (options.at != FragMoment::kEnd && !has_trace) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(snap.source.path, ": --at ",
-                     options.at == FragMoment::kMoment ? "a time or event:N" : "peak",
-                     " needs a trace (device_traces); this file has none"));
+    const std::string_view named = !options.at_text.empty()                   ? options.at_text
+                                   : options.at == FragMoment::kMoment        ? "a time or event:N"
+                                   : options.at == FragMoment::kPeakAllocated ? "peak-allocated"
+                                                                              : "peak";
+    return absl::InvalidArgumentError(absl::StrCat(
+        snap.source.path, ": --at ", Sv(named),
+        " needs a trace (device_traces); this file has none, so only --at end can be reported "
+        "(the moments: end, peak, peak-reserved, peak-allocated, event:N, a time)"));
   }
   // The timeline gives the reserved peak of each device, and resolves a moment given as a time
   // or an event index as `top --at` does.

@@ -172,7 +172,8 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
   for (LeakSite& s : sites) {
     if (s.leak) {
       report.sites.push_back(std::move(s));
-    } else if (std::llabs(s.growth()) >= options.min_growth && others < options.top) {
+    } else if (std::llabs(s.growth()) >= options.min_growth &&
+               (options.top == 0 || others < options.top)) {
       report.sites.push_back(std::move(s));
       ++others;
     }

@@ -80,7 +80,7 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
   return t;
 }
 
-bool CheckRanksReport::passed() const { return failed_ranks() == 0; }
+bool CheckRanksReport::passed() const { return failed_ranks() == 0 && unreadable.empty(); }
 
 int CheckRanksReport::failures() const {
   int n = 0;

@@ -32,7 +32,7 @@ SiteTable Finish(std::vector<GroupRow> rows, int top) {
     t.total_bytes += r.bytes;
     t.total_count += r.count;
   }
-  CollapseTail(rows, static_cast<size_t>(std::max(top, 1)));
+  if (top > 0) CollapseTail(rows, static_cast<size_t>(top));  // 0: every row
   t.rows = std::move(rows);
   return t;
 }

@@ -1,11 +1,19 @@
 #include "memsnap/cli/app.h"
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <new>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "memsnap/cli/command.h"
+#include "memsnap/cli/common.h"
+#include "memsnap/io/output.h"
 #include "memsnap/util/build_info.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/memory.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/timer.h"
 
@@ -34,35 +42,82 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_flag("--strict", ctx.strict, "Treat warnings about inconsistent input as errors");
   app.add_flag("-q,--quiet", ctx.quiet, "Print no warnings or progress");
   app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
+  app.add_flag("--force", ctx.force,
+               "Let an output overwrite an existing file that is a memory snapshot (an output that "
+               "is the same file as an input is always refused)");
   app.add_option("-j,--threads", ctx.threads,
                  "Threads for reading and analysis: one large pickle decoded on all of them, files "
                  "of a directory read side by side, the timeline pass beside the reader, replay "
                  "configurations (default 0: all cores; 1: everything on one thread), e.g. "
                  "memsnap summary -j 4 ranks/")
       ->check(CLI::Range(0, 4096));
+  std::string max_memory;
+  app.add_option("--max-memory", max_memory,
+                 "Refuse input whose model would need more memory than this, e.g. 8GiB (exit 2); "
+                 "checked as the reader's arrays grow. Default: 75% of physical memory; files "
+                 "read side by side share it");
 
-  std::map<const CLI::App*, RunFn> runners;
+  std::map<CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.description);
     runners[sub] = spec.setup(*sub);
   }
 
+  io::InstallSignalCleanup();  // an interrupted write leaves no temporary file behind
+  auto fail = [&](const CLI::App& sub, const absl::Status& status) {
+    err << "memsnap " << sub.get_name() << ": " << status.message() << "\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An output flag that took an input's place (`top --folded snap.pickle` leaves FILE missing)
+    // is the problem to report, not the missing input.
+    for (const auto& [sub, run] : runners) {
+      if (e.get_exit_code() == 0 || !sub->parsed()) continue;  // --help is no error
+      if (absl::Status st = CheckOutputs(*sub, ctx); !st.ok()) return fail(*sub, st);
+    }
     int code = app.exit(e, out, err);
     // CLI11 returns 0 for --help/--version; every other parse problem is a usage error.
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }
 
+  ctx.max_memory = DefaultMemoryBudget();
+  if (!max_memory.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseSize(max_memory);
+    if (!bytes.ok() || *bytes <= 0) {
+      err << "memsnap: --max-memory: not a size: '" << max_memory << "' (e.g. 8GiB, 512MiB)\n";
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+    ctx.max_memory = static_cast<uint64_t>(*bytes);
+  }
   SetProgressEnabled(!ctx.quiet);
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
-    absl::StatusOr<ExitCode> result = run(ctx);
+    // Once per invocation, before anything is read: no output may replace an input.
+    if (absl::Status st = CheckOutputs(*sub, ctx); !st.ok()) return fail(*sub, st);
+    absl::StatusOr<ExitCode> result;
+    try {
+      result = run(ctx);
+    } catch (const std::bad_alloc&) {
+      // The allocation sites that know what they asked for return a Status saying so; this is
+      // the last line for the others (a vector grown under `ulimit -v`).
+      result = absl::ResourceExhaustedError(
+          "out of memory (an allocation failed; is the address space limited, ulimit -v?)");
+    }
     if (ctx.timings) Timings::Global().Print(err);
-    if (!result.ok()) {
-      err << "memsnap " << sub->get_name() << ": " << result.status().message() << "\n";
-      return static_cast<int>(ExitCode::kBadInput);
+    if (!result.ok()) return fail(*sub, result.status());
+    // Standard output is a writer too: a report cut short (a full disk under `> out.txt`) is an
+    // error that names it, not an exit 0.
+    // (The system's reason is known only when this flush is what fails.)
+    const bool failed_before = !out;
+    errno = 0;
+    out.flush();
+    if (!out) {
+      const int e = failed_before ? 0 : errno;
+      return fail(
+          *sub, absl::ResourceExhaustedError(absl::StrCat(
+                    "writing standard output: ", e != 0 ? std::strerror(e) : "the write failed")));
     }
     return static_cast<int>(*result);
   }

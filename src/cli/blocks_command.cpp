@@ -29,7 +29,7 @@ struct BlocksCommandOptions {
 
 RunFn SetupBlocks(CLI::App& sub) {
   auto opts = std::make_shared<BlocksCommandOptions>();
-  sub.add_option("file", opts->file, "Snapshot file")->required();
+  sub.add_option("file", opts->file, "Snapshot file")->check(InputPaths())->required();
   sub.add_option("--at", opts->at,
                  "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
                  "end) | a time_us as recorded")

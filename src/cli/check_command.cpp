@@ -121,7 +121,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   }
   parse::ReadOptions read;
   read.strict = ctx.strict;
+  read.max_memory = ctx.max_memory;
   read.threads = ThreadsPerFile(ctx, inputs.size());  // a rank's baseline, read on its worker
+  // A rank that cannot be read is reported beside the others, in every format, and fails the gate
+  // (exit 2): never a pass on the ranks that could be read.
+  LeftOutInputs left_out;
+  left_out.keep_going = true;
   ASSIGN_OR_RETURN(
       auto results,
       AnalyzeEachWithTimeline<analysis::CheckRank>(
@@ -153,10 +158,13 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
               ExplainBaselineFailures(*own, snap, opts.top_sites, opts.exact_lines, r.report);
             }
             return r;
-          }));
+          },
+          &left_out));
   std::vector<analysis::CheckRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
   analysis::CheckRanksReport report = analysis::CompareCheckRanks(std::move(ranks), opts.baseline);
+  report.unreadable = std::move(left_out.unreadable);
+  report.skipped = std::move(left_out.skipped);
   if (!opts.junit.empty()) {
     RETURN_IF_ERROR(WriteOutputFile(opts.junit, report::CheckRanksToJunit(report), ctx));
   }
@@ -168,6 +176,12 @@ absl::StatusOr<ExitCode> RunCheckRanks(const CheckCommandOptions& opts,
   } else {
     report::RenderCheckRanksText(report, *ctx.out);
   }
+  if (!report.unreadable.empty()) {
+    for (const analysis::LeftOutFile& f : report.unreadable) {
+      *ctx.err << "memsnap check: cannot read " << f.path << ": " << f.reason << "\n";
+    }
+    return ExitCode::kBadInput;
+  }
   return report.passed() ? ExitCode::kOk : ExitCode::kCheckFailed;
 }
 }  // namespace
@@ -177,6 +191,7 @@ RunFn SetupCheck(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Snapshot to check (pickle, JSON, HTML, gzip); several files (or a directory of "
                  "ranks) are each checked, with a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--max-peak", opts->max_peak,
                  "Fail when the peak of live requested bytes over the trace exceeds SIZE");
@@ -193,14 +208,17 @@ RunFn SetupCheck(CLI::App& sub) {
                  "runs out of memory; the failure says why and which settings fit (memsnap oom)");
   sub.add_option("--baseline", opts->baseline,
                  "Compare peak, reserved and allocated with this snapshot (every file against it), "
-                 "or with the file of the same name in this directory");
+                 "or with the file of the same name in this directory")
+      ->check(InputPaths());
   sub.add_option("--tolerance", opts->tolerance,
                  "Growth allowed over the baseline (e.g. 5% or 0.05)")
       ->default_str("0%");
   sub.add_option("--junit", opts->junit,
-                 "Also write JUnit XML (one testcase per check, one testsuite per file) here");
+                 "Also write JUnit XML (one testcase per check, one testsuite per file) here")
+      ->check(OutputPath());
   sub.add_option("--markdown", opts->markdown,
-                 "Also write a Markdown summary here (for a CI job summary)");
+                 "Also write a Markdown summary here (for a CI job summary)")
+      ->check(OutputPath());
   sub.add_option("--top-sites", opts->top_sites, "Growing sites listed when a baseline check fails")
       ->check(CLI::NonNegativeNumber)
       ->default_val(5);
@@ -231,6 +249,12 @@ RunFn SetupCheck(CLI::App& sub) {
     ASSIGN_OR_RETURN(options.max_allocated,
                      ParseFlag<int64_t>("--max-allocated", opts->max_allocated, ParseSize));
     ASSIGN_OR_RETURN(options.max_frag, ParseFlag<double>("--max-frag", opts->max_frag, ParseRatio));
+    if (options.max_frag && (*options.max_frag < 0 || *options.max_frag > 1)) {
+      // Fragmentation is a share of the free memory: a limit past 100% could never fail.
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-frag ", opts->max_frag,
+                       ": fragmentation is a share, from 0% to 100% (or 0 to 1)"));
+    }
     ASSIGN_OR_RETURN(options.fits, ParseFlag<int64_t>("--fits", opts->fits, ParseSize));
     if (options.fits && *options.fits <= 0) {
       return absl::InvalidArgumentError(

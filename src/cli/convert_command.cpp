@@ -1,10 +1,6 @@
 // memsnap convert IN OUT: rewrite a snapshot as JSON or as a pickle of a chosen protocol,
 // optionally cut to a range of the trace (--from/--to) so the official viewer can open a piece of a
 // huge file.
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -30,42 +26,19 @@ struct ConvertCommandOptions {
   std::string from;
   std::string to;
   bool json = false;
+  OutputLimitFlags limit;
 };
-
-/// Streams the output through `write` into a temporary file renamed over `path` on success, so a
-/// failure never leaves a half-written file ("-" writes to ctx.out).
-absl::Status WriteStreamAtomically(const std::string& path, Context& ctx,
-                                   const std::function<absl::Status(std::ostream&)>& write,
-                                   uint64_t* bytes) {
-  if (path == "-") return write(*ctx.out);
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  absl::Status status;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
-    status = write(f);
-    f.close();
-    if (status.ok() && !f) status = absl::DataLossError("write failed (disk full?)");
-  }
-  std::error_code ec;
-  if (status.ok()) {
-    *bytes = std::filesystem::file_size(tmp, ec);
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) status = absl::InvalidArgumentError(ec.message());
-  }
-  if (!status.ok()) {
-    std::filesystem::remove(tmp, ec);
-    return absl::Status(status.code(), absl::StrCat(path, ": ", Sv(ToStd(status.message()))));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
 RunFn SetupConvert(CLI::App& sub) {
   auto opts = std::make_shared<ConvertCommandOptions>();
-  sub.add_option("input", opts->input, "Snapshot file (pickle, JSON, HTML, gzip)")->required();
-  sub.add_option("output", opts->output, "Output file ('-' for stdout)")->required();
+  sub.add_option("input", opts->input, "Snapshot file (pickle, JSON, HTML, gzip)")
+      ->check(InputPaths())
+      ->required();
+  sub.add_option("output", opts->output, "Output file ('-' for stdout)")
+      ->check(OutputPath())
+      ->required();
   sub.add_option("--format", opts->format,
                  "Output format; default: json when OUT ends in .json, else pickle")
       ->check(CLI::IsMember({"json", "pickle"}));
@@ -80,6 +53,7 @@ RunFn SetupConvert(CLI::App& sub) {
                "Compress the output with gzip (the default when OUT ends in .gz); memsnap and "
                "the official viewer read it back");
   sub.add_flag("--json", opts->json, "Print what was written as JSON");
+  AddOutputLimitFlags(sub, opts->limit);
   sub.footer(
       "Slicing cuts only device_traces (and external_annotations to the same time window): the\n"
       "segments and blocks, which are the allocator state at the end of the recording, are kept\n"
@@ -92,7 +66,9 @@ RunFn SetupConvert(CLI::App& sub) {
       "  memsnap convert snap.pickle snap.json.gz     # compressed: JSON repeats every stack\n"
       "  memsnap convert --protocol 4 snap_p5.pickle snap_p4.pickle\n"
       "  memsnap convert --from event:0 --to event:500000 huge.pickle part1.pickle\n"
-      "  memsnap convert --from -5s huge.pickle last5s.pickle");
+      "  memsnap convert --from -5s huge.pickle last5s.pickle\n"
+      "JSON's size is counted before writing: over --max-output (default 16 GiB or 64x the\n"
+      "input) or the free space of OUT's file system it is refused unless --force.");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from, "--from"));
     ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to, "--to"));
@@ -120,8 +96,14 @@ RunFn SetupConvert(CLI::App& sub) {
       write.max_time_us = slice->max_time_us;
       events = slice->events;
     }
+    if (format == "json") {
+      // Counted before anything is written: a file whose entries share one deep stack would
+      // otherwise write until the disk is full.
+      RETURN_IF_ERROR(CheckOutputSize(opts->output, writer::JsonBytes(snap, write), opts->input,
+                                      snap.source.file_bytes, gzip, opts->limit, ctx.force));
+    }
     uint64_t bytes = 0;
-    RETURN_IF_ERROR(WriteStreamAtomically(
+    RETURN_IF_ERROR(WriteOutput(
         opts->output, ctx,
         [&](std::ostream& sink) {
           auto write_to = [&](std::ostream& out) {
@@ -133,7 +115,7 @@ RunFn SetupConvert(CLI::App& sub) {
           RETURN_IF_ERROR(write_to(z));
           return z.Finish();
         },
-        &bytes));
+        "output", &bytes));
     if (opts->output == "-") return ExitCode::kOk;
     std::string what = format == "json" ? "JSON" : absl::StrCat("pickle protocol ", opts->protocol);
     if (gzip) what += ", gzip";

@@ -28,8 +28,11 @@ struct DiffCommandOptions {
 
 RunFn SetupDiff(CLI::App& sub) {
   auto opts = std::make_shared<DiffCommandOptions>();
-  sub.add_option("before", opts->before, "Baseline snapshot")->required();
-  sub.add_option("after", opts->after, "New snapshot")->required();
+  // Not ->required(): CLI11 would say "before is required" to `memsnap diff A`, which names the
+  // wrong file; the run says that diff needs two snapshots instead.
+  sub.add_option("before", opts->before, "Baseline snapshot, BEFORE (required)")
+      ->check(InputPaths());
+  sub.add_option("after", opts->after, "New snapshot, AFTER (required)")->check(InputPaths());
   sub.add_option("--at", opts->at,
                  "auto (the peak when both files have a trace, else the end) | peak | end")
       ->capture_default_str()
@@ -46,7 +49,8 @@ RunFn SetupDiff(CLI::App& sub) {
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
                  "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
-                 "difffolded.pl / flamegraph.pl");
+                 "difffolded.pl / flamegraph.pl")
+      ->check(OutputPath());
   sub.footer(
       "Sites are matched by their identity (the user's frames, the autograd node and the "
       "operator;\n"
@@ -77,6 +81,12 @@ RunFn SetupDiff(CLI::App& sub) {
       }
     }
     ASSIGN_OR_RETURN(o.group, opts->group.Resolve());
+    if (opts->before.empty() || opts->after.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "diff needs two snapshots, BEFORE and AFTER (memsnap diff before.pickle after.pickle)",
+          opts->before.empty() ? "; none was given"
+                               : absl::StrCat("; only one was given: ", opts->before)));
+    }
     o.pair_moved = !opts->exact_lines;
     if (!opts->min_delta.empty()) {
       auto size = ParseSize(opts->min_delta);

@@ -28,6 +28,7 @@ struct ExportCommandOptions {
   GroupFlags group;
   bool no_streams = false;
   bool json = false;
+  OutputLimitFlags limit;
 };
 }  // namespace
 
@@ -40,21 +41,24 @@ RunFn SetupExport(CLI::App& sub) {
                  "PyTorch's own schema (as convert writes it)")
       ->required()
       ->check(CLI::IsMember({"perfetto", "folded", "csv", "json"}));
-  sub.add_option("file", opts->file, "Snapshot file")->required();
-  sub.add_option("-o,--output", opts->output, "Output file ('-' = stdout)")->capture_default_str();
+  sub.add_option("file", opts->file, "Snapshot file")->check(InputPaths())->required();
+  sub.add_option("-o,--output", opts->output, "Output file ('-' = stdout)")
+      ->check(OutputPath())
+      ->capture_default_str();
   sub.add_option("--at", opts->at,
                  "folded: peak | end | event:N | a time since the trace began (+25ms, 1.5s) | a "
                  "time_us as recorded")
       ->capture_default_str();
   sub.add_option("--device", opts->device, "Only this device (default: all)");
   sub.add_option("--top", opts->perfetto.top_slices,
-                 "perfetto: the largest lifetimes drawn as slices")
+                 "perfetto: the largest lifetimes drawn as slices (0 = all)")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
   sub.add_flag("--no-streams", opts->no_streams,
                "perfetto: no per-stream counters, only per device");
   AddGroupFlags(sub, opts->group, /*grouping=*/false);
   sub.add_flag("--json", opts->json, "Print what was written (format, counts) as JSON on stdout");
+  AddOutputLimitFlags(sub, opts->limit);
   sub.footer(
       "-f json writes the whole snapshot as `memsnap convert FILE OUT.json` does; for a pickle "
       "the\n"
@@ -80,8 +84,10 @@ RunFn SetupExport(CLI::App& sub) {
     ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, quiet_ctx));
     if (opts->format == "json") {
       // The whole snapshot, normalized, in PyTorch's schema: what `convert OUT.json` writes.
+      RETURN_IF_ERROR(CheckOutputSize(opts->output, writer::JsonBytes(snap, {}), opts->file,
+                                      snap.source.file_bytes, false, opts->limit, ctx.force));
       bar.SetLabel(absl::StrCat("export: writing ", opts->output));
-      RETURN_IF_ERROR(report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+      RETURN_IF_ERROR(WriteOutput(opts->output, ctx, [&](std::ostream& out) {
         return writer::WriteSnapshotJson(snap, {}, out);
       }));
       bar.Finish();
@@ -113,24 +119,23 @@ RunFn SetupExport(CLI::App& sub) {
     info["output"] = opts->output;
     absl::Status st;
     if (opts->format == "perfetto") {
-      st = report::WriteStreamedOutput(
-          opts->output, *ctx.out, [&](std::ostream& out) -> absl::Status {
-            ASSIGN_OR_RETURN(
-                report::PerfettoStats stats,
-                report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
-            info["counter_events"] = stats.counter_events;
-            info["slice_events"] = stats.slice_events;
-            info["annotation_events"] = stats.annotation_events;
-            info["instant_events"] = stats.instant_events;
-            info["lanes"] = stats.lanes;
-            return absl::OkStatus();
-          });
+      st = WriteOutput(opts->output, ctx, [&](std::ostream& out) -> absl::Status {
+        ASSIGN_OR_RETURN(
+            report::PerfettoStats stats,
+            report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
+        info["counter_events"] = stats.counter_events;
+        info["slice_events"] = stats.slice_events;
+        info["annotation_events"] = stats.annotation_events;
+        info["instant_events"] = stats.instant_events;
+        info["lanes"] = stats.lanes;
+        return absl::OkStatus();
+      });
     } else if (opts->format == "folded") {
       RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
       ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(*context, *timeline, moment));
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;
-      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+      st = WriteOutput(opts->output, ctx, [&](std::ostream& out) {
         report::RenderFolded(rep.rows, out);
         return absl::OkStatus();
       });
@@ -138,7 +143,7 @@ RunFn SetupExport(CLI::App& sub) {
       int64_t rows = 0;
       for (const auto& dt : timeline->devices) rows += static_cast<int64_t>(dt.blocks.size());
       info["rows"] = rows;
-      st = report::WriteStreamedOutput(opts->output, *ctx.out, [&](std::ostream& out) {
+      st = WriteOutput(opts->output, ctx, [&](std::ostream& out) {
         report::WriteLifetimesCsv(snap, *timeline, *context, out);
         return absl::OkStatus();
       });

@@ -72,6 +72,7 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Snapshot file (pickle, JSON, HTML, gzip); several files (or a directory of "
                  "ranks) give a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--at", opts->at,
                  "Which state to report: end (the snapshot), peak (= peak-reserved), "
@@ -129,6 +130,7 @@ RunFn SetupFrag(CLI::App& sub) {
       "  memsnap frag ranks/ --csv > ranks.csv   # one row per rank, for a spreadsheet");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::FragOptions options;
+    options.at_text = opts->at;
     if (opts->at == "end") {
       options.at = analysis::FragMoment::kEnd;
     } else if (opts->at == "peak" || opts->at == "peak-reserved") {

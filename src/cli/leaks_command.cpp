@@ -2,6 +2,7 @@
 // series of snapshots of one run or across the steps of one trace (docs/leaks.md).
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/leaks.h"
@@ -9,6 +10,7 @@
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/report/leaks_render.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
@@ -35,20 +37,23 @@ absl::Status Prefixed(const std::string& path, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(path, ": ", Sv(ToStd(s.message()))));
 }
 
+// Series mode; the files of a directory that are not snapshots are listed in `left_out`.
 absl::StatusOr<analysis::LeakReport> RunSeries(const LeaksCommandOptions& o,
-                                               const analysis::LeakOptions& options, Context& ctx) {
+                                               const analysis::LeakOptions& options, Context& ctx,
+                                               LeftOutInputs& left_out) {
   if (!o.step_annotation.empty() || o.steps > 0) {
     return absl::InvalidArgumentError(
         "--step-annotation and --steps need a single file with a trace (single-trace mode)");
   }
-  ASSIGN_OR_RETURN(
-      auto results,
-      AnalyzeEach<analysis::SeriesPoint>(
-          o.files, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
-            auto p = analysis::SeriesPointOf(snap, options);
-            if (!p.ok()) return Prefixed(snap.source.path, p.status());
-            return p;
-          }));
+  ASSIGN_OR_RETURN(auto results,
+                   AnalyzeEach<analysis::SeriesPoint>(
+                       o.files, ctx,
+                       [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
+                         auto p = analysis::SeriesPointOf(snap, options);
+                         if (!p.ok()) return Prefixed(snap.source.path, p.status());
+                         return p;
+                       },
+                       &left_out));
   std::vector<analysis::SeriesPoint> points;
   for (auto& [path, p] : results) {
     p.label = path;
@@ -76,6 +81,7 @@ RunFn SetupLeaks(CLI::App& sub) {
   sub.add_option("files", opts->files,
                  "Two or more snapshots of one run (series mode), or one file with a trace "
                  "(single-trace mode)")
+      ->check(InputPaths())
       ->required();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--sort", opts->sort, "Series order: given | time (the trace's last time)")
@@ -94,7 +100,7 @@ RunFn SetupLeaks(CLI::App& sub) {
   sub.add_flag("--exact-lines", opts->exact_lines,
                "Series: match sites only when every line is the same; a site whose lines moved "
                "between two snapshots is then two rows (the default pairs them into one)");
-  sub.add_option("--top", opts->top, "Non-leaking sites listed")->capture_default_str();
+  sub.add_option("--top", opts->top, "Non-leaking sites listed (0 = all)")->capture_default_str();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--fail-on-leak", opts->fail_on_leak, "Exit with code 1 when a leak is reported");
   sub.footer(
@@ -131,6 +137,7 @@ RunFn SetupLeaks(CLI::App& sub) {
     options.pair_moved = !opts->exact_lines;
     ASSIGN_OR_RETURN(std::vector<std::string> inputs, ExpandInputs(opts->files));
     analysis::LeakReport report;
+    std::optional<LeftOutInputs> left_out;  // series mode
     if (inputs.size() == 1) {
       ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0], ctx));
       analysis::StepOptions step_options;
@@ -141,10 +148,12 @@ RunFn SetupLeaks(CLI::App& sub) {
       if (!r.ok()) return Prefixed(inputs[0], r.status());
       report = std::move(*r);
     } else {
-      ASSIGN_OR_RETURN(report, RunSeries(*opts, options, ctx));
+      ASSIGN_OR_RETURN(report, RunSeries(*opts, options, ctx, left_out.emplace()));
     }
     if (opts->json) {
-      PrintJson(report::LeaksToJson(report), ctx);
+      nlohmann::ordered_json j = report::LeaksToJson(report);
+      if (left_out) j["skipped"] = report::LeftOutToJson(left_out->skipped);
+      PrintJson(j, ctx);
     } else {
       report::RenderLeaksText(report, *ctx.out);
     }

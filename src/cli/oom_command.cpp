@@ -27,6 +27,7 @@ struct OomCommandOptions {
 RunFn SetupOom(CLI::App& sub) {
   auto opts = std::make_shared<OomCommandOptions>();
   sub.add_option("file", opts->file, "Snapshot file (pickle, JSON, HTML, gzip) with a trace")
+      ->check(InputPaths())
       ->required();
   AddDeviceMemoryFlag(sub, opts->allocator,
                       "Replay on a device of this size (e.g. 24GiB) and say where the run would "
@@ -35,8 +36,8 @@ RunFn SetupOom(CLI::App& sub) {
   AddConfFlag(sub, opts->allocator,
               "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
               "default six; each applies on top of the recorded settings");
-  sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM")
-      ->check(CLI::PositiveNumber)
+  sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM (0 = all)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub.add_option("--threads", opts->threads,
                  "Replays run at once (0: the global -j/--threads, all cores by default)")

@@ -57,6 +57,7 @@ absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCom
 RunFn SetupReplay(CLI::App& sub) {
   auto opts = std::make_shared<ReplayCommandOptions>();
   sub.add_option("files", opts->files, "Snapshot files (pickle, JSON, HTML, gzip) or directories")
+      ->check(InputPaths())
       ->required();
   AddConfFlag(sub, opts->settings,
               "A PYTORCH_CUDA_ALLOC_CONF string to compare (repeatable), applied on top of the "
@@ -72,7 +73,8 @@ RunFn SetupReplay(CLI::App& sub) {
   sub.add_option("--device", opts->device, "Device ordinal (default: the first with a trace)");
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--csv", opts->csv,
-                 "Write the reserved-bytes curve as CSV to this path ('-': stdout)");
+                 "Write the reserved-bytes curve as CSV to this path ('-': stdout)")
+      ->check(OutputPath());
   sub.add_flag("--verify", opts->verify,
                "Compare the simulator's segment events under the recorded settings with the "
                "trace; exit 1 unless they match exactly");

@@ -31,11 +31,13 @@ struct ReportCommandOptions {
 RunFn SetupReport(CLI::App& sub) {
   auto opts = std::make_shared<ReportCommandOptions>();
   sub.add_option("files", opts->files, "One snapshot, or two (before and after) for the diff page")
+      ->check(InputPaths())
       ->required()
       ->expected(1, 2);
   sub.add_option("-o,--output", opts->output,
                  "The HTML file to write ('-' = stdout; default report.html, diff.html for two "
-                 "files)");
+                 "files)")
+      ->check(OutputPath());
   sub.add_option("--columns", opts->report.lod.columns,
                  "Columns of the whole-trace curve (each keeps its minimum and maximum); every "
                  "zoom level has as many")
@@ -51,9 +53,9 @@ RunFn SetupReport(CLI::App& sub) {
                  "peaks and OOMs")
       ->capture_default_str()
       ->check(CLI::Range(2, 5000));
-  sub.add_option("--top", opts->report.top_sites, "Rows of the site tables")
+  sub.add_option("--top", opts->report.top_sites, "Rows of the site tables (0 = all)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(0, 100000));
   // One value per --replay, so `--replay A --replay B FILE` leaves FILE to the positionals.
   sub.add_option("--replay", opts->report.replay_confs,
                  "Also replay the trace under this PYTORCH_CUDA_ALLOC_CONF string and draw its "
@@ -113,12 +115,15 @@ RunFn SetupReport(CLI::App& sub) {
     int64_t written = 0;
     {
       ScopedTimer timer("write");
-      RETURN_IF_ERROR(report::WriteStreamedOutput(output, *ctx.out, [&](std::ostream& out) {
-        std::streampos begin = out.tellp();
-        report::WriteHtmlPage(data, out);
-        if (begin >= 0) written = static_cast<int64_t>(out.tellp() - begin);
-        return absl::OkStatus();
-      }));
+      RETURN_IF_ERROR(WriteOutput(
+          output, ctx,
+          [&](std::ostream& out) {
+            std::streampos begin = out.tellp();
+            report::WriteHtmlPage(data, out);
+            if (begin >= 0) written = static_cast<int64_t>(out.tellp() - begin);
+            return absl::OkStatus();
+          },
+          "--output"));
     }
     if (!ctx.quiet && output != "-") {
       if (!ctx.quiet) *ctx.err << "wrote " << output << " (" << FormatBytes(written) << ")\n";

@@ -25,6 +25,7 @@ RunFn SetupSummary(CLI::App& sub) {
   auto opts = std::make_shared<SummaryCommandOptions>();
   sub.add_option("files", opts->files,
                  "Snapshot files (pickle, JSON, HTML, gzip) or directories of them")
+      ->check(InputPaths())
       ->required();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");
@@ -65,19 +66,23 @@ RunFn SetupSummary(CLI::App& sub) {
     }
     analysis::SummaryOptions so;
     so.threads = ThreadsPerFile(ctx, inputs.size());
+    LeftOutInputs left_out;
     ASSIGN_OR_RETURN(auto results,
                      AnalyzeEachWithTimeline<analysis::SummaryReport>(
                          inputs, analysis::SummaryTimelineOptions(), ctx,
                          [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
                              -> absl::StatusOr<analysis::SummaryReport> {
                            return analysis::Summarize(snap, tl.ok() ? &*tl : nullptr, so);
-                         }));
+                         },
+                         &left_out));
     std::vector<analysis::SummaryReport> reports;
     for (auto& [path, r] : results) reports.push_back(std::move(r));
     const auto& files = reports;
     if (files.size() == 1) {
       if (opts->json) {
-        PrintJson(report::SummaryToJson(reports[0]), ctx);
+        nlohmann::ordered_json j = report::SummaryToJson(reports[0]);
+        j["skipped"] = report::LeftOutToJson(left_out.skipped);
+        PrintJson(j, ctx);
       } else {
         report::RenderSummaryText(reports[0], *ctx.out, !ctx.quiet);
       }
@@ -94,6 +99,7 @@ RunFn SetupSummary(CLI::App& sub) {
       j["files"] = nlohmann::ordered_json::array();
       for (const auto& r : reports) j["files"].push_back(report::SummaryToJson(r));
       j["ranks"] = report::RankTableToJson(ranks);
+      j["skipped"] = report::LeftOutToJson(left_out.skipped);
       PrintJson(j, ctx);
       return ExitCode::kOk;
     }

@@ -65,7 +65,7 @@ absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis:
 
 RunFn SetupTimeline(CLI::App& sub) {
   auto opts = std::make_shared<TimelineCommandOptions>();
-  sub.add_option("file", opts->file, "Snapshot file")->required();
+  sub.add_option("file", opts->file, "Snapshot file")->check(InputPaths())->required();
   sub.add_flag("--json", opts->json,
                "Machine-readable output (start/peak/end per device, categories at each and over "
                "time)");

@@ -34,13 +34,15 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts,
                                      const analysis::GroupOptions& group, Context& ctx) {
   std::optional<int32_t> device;
   if (opts.device >= 0) device = opts.device;
+  LeftOutInputs left_out;
   ASSIGN_OR_RETURN(auto results,
                    AnalyzeEachWithTimeline<analysis::RankFigures>(
                        inputs, analysis::TopRankTimelineOptions(moment, device), ctx,
                        [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
                            -> absl::StatusOr<analysis::RankFigures> {
                          return analysis::TopRankFigures(snap, tl, moment, opts.at, group);
-                       }));
+                       },
+                       &left_out));
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
   analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
@@ -49,6 +51,7 @@ absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts,
     j["at"] = opts.at;
     j["by"] = std::string(analysis::GroupByName(group.by));
     j["ranks"] = report::RankTableToJson(ranks);
+    j["skipped"] = report::LeftOutToJson(left_out.skipped);
     PrintJson(j, ctx);
   } else {
     report::RenderRankTableText(ranks, *ctx.out);
@@ -62,20 +65,23 @@ RunFn SetupTop(CLI::App& sub) {
   auto opts = std::make_shared<TopCommandOptions>();
   sub.add_option("files", opts->files,
                  "Snapshot file; several files (or a directory of ranks) give a per-rank table")
+      ->check(InputPaths())
       ->required();
   sub.add_option("--at", opts->at,
                  "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
                  "end) | a time_us as recorded")
       ->capture_default_str();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
-  sub.add_option("--top", opts->top, "Rows to show; the rest fold into one '[N others]' row")
+  sub.add_option("--top", opts->top,
+                 "Rows to show (0 = all); the rest fold into one '[N others]' row")
       ->capture_default_str();
   sub.add_option("--device", opts->device,
                  "Only this device (default: all, each at its own moment)");
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_option("--folded", opts->folded,
                  "Write folded stacks (root first, 'a;b;c bytes') to FILE ('-' = stdout) for "
-                 "flamegraph.pl, inferno or speedscope");
+                 "flamegraph.pl, inferno or speedscope")
+      ->check(OutputPath());
   sub.footer(
       "Bytes are requested bytes of live blocks. A site is named after the user's frame that\n"
       "allocated (and what it called), backward memory after its autograd node and the forward\n"
@@ -93,7 +99,7 @@ RunFn SetupTop(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
-    if (opts->top < 1) return absl::InvalidArgumentError("--top: must be >= 1");
+    if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0 (0 = all)");
     ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
     if (inputs.size() > 1) return RunTopRanks(*opts, inputs, moment, group, ctx);
     const std::string& file = inputs[0].path;
@@ -123,7 +129,7 @@ RunFn SetupTop(CLI::App& sub) {
       if (opts->folded == "-") return ExitCode::kOk;
     }
     std::vector<analysis::GroupRow> rows = rep.rows;
-    analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
+    if (opts->top > 0) analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
     if (opts->json) {
       nlohmann::ordered_json j;
       j["file"] = file;

@@ -1,14 +1,18 @@
 #include "memsnap/io/input.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/strings.h"
@@ -17,13 +21,103 @@ namespace memsnap::io {
 
 namespace {
 
+// A mapped file truncated while it is read raises SIGBUS on the pages past its new end. The
+// mappings are registered here, as plain words a signal handler may read; the handler maps zero
+// pages over the rest of the faulting mapping (the decoders, on any thread, then read zeros and
+// fail or finish) and flags it, and MappedFile::CheckUnchanged turns the flag into an error. A
+// SIGBUS outside every registered mapping goes to the handler that was there before.
+constexpr int kGuardSlots = 1024;
+struct GuardSlot {
+  std::atomic<int> state{0};  // 0 free, 2 being filled, 1 published
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};
+  std::atomic<int> faulted{0};
+};
+GuardSlot g_guards[kGuardSlots];
+struct sigaction g_previous_sigbus;
+uintptr_t g_page_size = 4096;  // read once at installation: sysconf is not async-signal-safe
+
+extern "C" void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (GuardSlot& g : g_guards) {
+    if (g.state.load(std::memory_order_acquire) != 1) continue;
+    const uintptr_t begin = g.begin.load(std::memory_order_relaxed);
+    const uintptr_t end = g.end.load(std::memory_order_relaxed);
+    if (addr < begin || addr >= end) continue;
+    const uintptr_t from = addr / g_page_size * g_page_size;
+    g.faulted.store(1, std::memory_order_release);
+    if (mmap(reinterpret_cast<void*>(from), end - from, PROT_READ,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+      return;  // the faulting read restarts and reads zeros
+    }
+    break;
+  }
+  // Not ours (or no zero page to be had): what was there before decides.
+  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+    if (g_previous_sigbus.sa_sigaction != nullptr) {
+      g_previous_sigbus.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  signal(SIGBUS, SIG_DFL);  // the read restarts and dies of the signal
+}
+
+// Installed for every mapping unless it is already in place: whoever installed a handler since
+// (a test framework's crash reporter) becomes the one a foreign SIGBUS goes to.
+void InstallSigbusGuard() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  struct sigaction current {};
+  sigaction(SIGBUS, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == OnSigbus) return;
+  g_page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  struct sigaction sa {};
+  sa.sa_sigaction = OnSigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &g_previous_sigbus);
+}
+
+int GuardMapping(const void* data, size_t size) {
+  InstallSigbusGuard();
+  for (int i = 0; i < kGuardSlots; ++i) {
+    int expected = 0;
+    if (g_guards[i].state.compare_exchange_strong(expected, 2, std::memory_order_acquire)) {
+      g_guards[i].begin.store(reinterpret_cast<uintptr_t>(data), std::memory_order_relaxed);
+      g_guards[i].end.store(reinterpret_cast<uintptr_t>(data) + size, std::memory_order_relaxed);
+      g_guards[i].faulted.store(0, std::memory_order_relaxed);
+      g_guards[i].state.store(1, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;  // over 1024 files mapped at once: this one is unguarded
+}
+
 class MappedFile final : public InputSource {
  public:
-  MappedFile(std::string name, const char* data, size_t size, int fd)
-      : name_(std::move(name)), data_(data), size_(size), fd_(fd) {}
+  MappedFile(std::string name, const char* data, size_t size, int fd, const struct stat& st)
+      : name_(std::move(name)), data_(data), size_(size), fd_(fd), opened_(st) {
+    if (size_ > 0) guard_ = GuardMapping(data_, size_);
+  }
   ~MappedFile() override {
+    if (guard_ >= 0) g_guards[guard_].state.store(0, std::memory_order_release);
     if (size_ > 0) munmap(const_cast<char*>(data_), size_);
     if (fd_ >= 0) close(fd_);
+  }
+  absl::Status CheckUnchanged() const override {
+    struct stat now;
+    const bool faulted =
+        guard_ >= 0 && g_guards[guard_].faulted.load(std::memory_order_acquire) != 0;
+    if (faulted || fd_ < 0 || fstat(fd_, &now) != 0 || now.st_size != opened_.st_size ||
+        now.st_mtim.tv_sec != opened_.st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != opened_.st_mtim.tv_nsec) {
+      if (fd_ < 0 && !faulted) return absl::OkStatus();  // an empty file: nothing was mapped
+      return absl::AbortedError(absl::StrCat(name_, ": file changed while it was read"));
+    }
+    return absl::OkStatus();
   }
   std::string_view bytes() const override { return {data_, size_}; }
   const std::string& name() const override { return name_; }
@@ -70,6 +164,8 @@ class MappedFile final : public InputSource {
   const char* data_;
   size_t size_;
   int fd_;
+  struct stat opened_;
+  int guard_ = -1;
   uint64_t released_ = 0;
 };
 
@@ -103,23 +199,87 @@ void InputSource::Peek(uint64_t offset, void* out, size_t n) const {
   std::memcpy(out, bytes().data() + offset, n);
 }
 
-absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+namespace {
+
+std::string_view KindOfFile(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+absl::Status NotRegular(const std::string& path, mode_t mode) {
+  if (S_ISDIR(mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
+  return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file (",
+                                                 Sv(KindOfFile(mode)),
+                                                 "); give a file, or - to read standard input"));
+}
+
+// Standard input, read whole into an owned buffer (a pipe cannot be mapped), then parsed as a
+// file is.
+absl::StatusOr<std::unique_ptr<InputSource>> ReadStdin() {
+  const std::string name = "<stdin>";
+  if (isatty(STDIN_FILENO)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name,
+                     ": is a terminal; pipe a snapshot in (zcat snap.pickle.gz | memsnap "
+                     "summary -)"));
+  }
+  std::string bytes;
   struct stat st;
+  if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    bytes.reserve(static_cast<size_t>(st.st_size) + 64);  // `< snap.pickle`
+  }
+  size_t size = 0;
+  while (true) {
+    if (bytes.size() - size < (64 << 10)) {
+      try {
+        bytes.resize(std::max<size_t>(bytes.size() * 2, 1 << 20));
+      } catch (const std::bad_alloc&) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(name, ": out of memory holding ", size, " bytes read (needed ",
+                         std::max<size_t>(bytes.size() * 2, 1 << 20), ")"));
+      }
+    }
+    const ssize_t got = read(STDIN_FILENO, bytes.data() + size, bytes.size() - size);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", std::strerror(errno)));
+    }
+    size += static_cast<size_t>(got);
+  }
+  bytes.resize(size);
+  return std::unique_ptr<InputSource>(new OwnedSource(std::move(bytes), name));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
+  if (path == "-") return ReadStdin();
+  // stat before open: opening a FIFO without a writer would block forever.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  // O_NONBLOCK: should it have become a FIFO since, open returns at once (and fstat refuses it).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
     return absl::InternalError(absl::StrCat(path, ": ", std::strerror(e)));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory"));
+    return NotRegular(path, st.st_mode);
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     close(fd);
-    return std::unique_ptr<InputSource>(new MappedFile(path, "", 0, -1));
+    return std::unique_ptr<InputSource>(new MappedFile(path, "", 0, -1, st));
   }
   void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (data == MAP_FAILED) {
@@ -128,9 +288,9 @@ absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
     return absl::InternalError(absl::StrCat(path, ": mmap: ", std::strerror(e)));
   }
   madvise(data, size, MADV_SEQUENTIAL);
-  // The descriptor stays open for Peek.
+  // The descriptor stays open for Peek and CheckUnchanged.
   return std::unique_ptr<InputSource>(
-      new MappedFile(path, static_cast<const char*>(data), size, fd));
+      new MappedFile(path, static_cast<const char*>(data), size, fd, st));
 }
 
 std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name) {
@@ -144,6 +304,20 @@ std::unique_ptr<InputSource> FromString(std::string bytes, std::string name) {
 bool IsGzip(std::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
          static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+std::string GunzipPrefix(std::string_view bytes, size_t max_output) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return {};
+  std::string out(max_output, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), UINT32_MAX));
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(std::min<size_t>(max_output, UINT32_MAX));
+  inflate(&zs, Z_SYNC_FLUSH);
+  out.resize(max_output - zs.avail_out);
+  inflateEnd(&zs);
+  return out;
 }
 
 absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name,

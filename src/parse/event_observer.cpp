@@ -1,5 +1,7 @@
 #include "memsnap/parse/event_observer.h"
 
+#include <new>
+
 namespace memsnap::parse {
 
 BackgroundEventFeed::BackgroundEventFeed(FeedFn feed, bool threaded) : feed_(std::move(feed)) {
@@ -50,6 +52,11 @@ void BackgroundEventFeed::Release() {
   base_ = nullptr;
 }
 
+bool BackgroundEventFeed::out_of_memory() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return out_of_memory_;
+}
+
 void BackgroundEventFeed::SetHelped(bool helped) {
   if (!worker_.joinable()) return;  // inline: Publish feeds
   {
@@ -93,7 +100,18 @@ void BackgroundEventFeed::FeedPending(std::unique_lock<std::mutex>& lock) {
   if (feed_streams_.size() != streams_.size()) feed_streams_ = streams_;
   busy_ = true;
   lock.unlock();
-  feed_(std::span<const TraceEvent>(base + from, to - from), from, feed_streams_);
+  try {
+    feed_(std::span<const TraceEvent>(base + from, to - from), from, feed_streams_);
+  } catch (const std::bad_alloc&) {
+    // The pass fed ran out of memory (under `ulimit -v`), maybe on a thread of its own where the
+    // exception would call std::terminate: nothing more is fed, and out_of_memory() says so.
+    lock.lock();
+    busy_ = false;
+    invalid_ = true;
+    out_of_memory_ = true;
+    idle_.notify_all();
+    return;
+  }
   lock.lock();
   busy_ = false;
   if (!invalid_) fed_ = to;

@@ -110,7 +110,7 @@ absl::StatusOr<std::vector<std::string>> ExtractHtmlPayloads(std::string_view ht
     pos = end + 1;
   }
   if (payloads.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return NotASnapshotError(absl::StrCat(
         Sv(name), ": HTML page without a \"base64\" snapshot payload (not a _memory_viz page?)"));
   }
   return payloads;

@@ -10,11 +10,14 @@
 // Memory: the DOM costs about 2x the input on top of the input; JSON snapshots are rare (no real
 // producer writes them by default), so the simpler DOM is preferred over on-demand parsing.
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/util/narrow.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 #include "parse/schema.h"
@@ -113,6 +116,16 @@ class JsonDecoder {
   absl::Status Error(const Path& p, std::string_view what) const {
     return absl::InvalidArgumentError(
         absl::StrCat(input_.name(), ": ", Pointer(p), ": ", Sv(what)));
+  }
+  // `n`, a count or index of `what` the model holds in 32 bits (or a device ordinal in 31), or an
+  // error naming the file and key path: never wrapped around.
+  template <class To = uint32_t>
+  absl::StatusOr<To> Narrow(const Path& p, uint64_t n, std::string_view what) const {
+    if (std::optional<To> v = CheckedCast<To>(n)) [[likely]] {
+      return *v;
+    }
+    return Error(p, absl::StrCat(n, " ", Sv(what), ": more than the model holds (",
+                                 std::numeric_limits<To>::max(), ")"));
   }
   absl::Status TypeError(const Path& p, element e, std::string_view want) const {
     return Error(p, absl::StrCat("expected ", Sv(want), ", got ", TypeName(e.type())));
@@ -402,18 +415,19 @@ absl::Status JsonDecoder::ReadBlock(element e, const Path& p) {
 absl::Status JsonDecoder::ReadBlocks(element e, const Path& p, SegmentRec& segment) {
   // A duplicated `blocks` key: the last one wins, so the earlier one's blocks go.
   if (segment.blocks_count > 0) snap_.blocks.resize(segment.blocks_begin);
-  segment.blocks_begin = static_cast<uint32_t>(snap_.blocks.size());
+  ASSIGN_OR_RETURN(segment.blocks_begin, Narrow(p, snap_.blocks.size(), "block records"));
   ASSIGN_OR_RETURN(simdjson::dom::array list, Array(e, p));
   size_t i = 0;
   for (element b : list) RETURN_IF_ERROR(ReadBlock(b, p.Index(i++)));
-  segment.blocks_count = static_cast<uint32_t>(snap_.blocks.size() - segment.blocks_begin);
+  ASSIGN_OR_RETURN(const uint32_t end, Narrow(p, snap_.blocks.size(), "block records"));
+  segment.blocks_count = end - segment.blocks_begin;
   return absl::OkStatus();
 }
 
 absl::Status JsonDecoder::ReadSegment(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
   SegmentRec rec;
-  rec.blocks_begin = static_cast<uint32_t>(snap_.blocks.size());
+  ASSIGN_OR_RETURN(rec.blocks_begin, Narrow(p, snap_.blocks.size(), "block records"));
   RETURN_IF_ERROR(ForEachField(
       obj, p, Rec::kSegment, 0,
       [&](JsonField& f, Key, Field field, element v) { return SetSegment(f, field, v, rec); }));
@@ -446,7 +460,7 @@ absl::Status JsonDecoder::ReadEvent(element e, const Path& p) {
   ASSIGN_OR_RETURN(simdjson::dom::object obj, Object(e, p));
   TraceEvent ev;
   bool has_action = false;
-  const auto index = static_cast<uint32_t>(snap_.events.size());
+  ASSIGN_OR_RETURN(const uint32_t index, Narrow(p, snap_.events.size(), "trace entries"));
   RETURN_IF_ERROR(
       ForEachField(obj, p, Rec::kEvent, index, [&](JsonField& f, Key, Field field, element v) {
         has_action = has_action || field == Field::kEventAction;
@@ -468,12 +482,13 @@ absl::Status JsonDecoder::ReadTraces(element e, const Path& p) {
   size_t d = 0;
   for (element list : devices) {
     Path dp = p.Index(d);
+    ASSIGN_OR_RETURN(const int32_t device, Narrow<int32_t>(dp, d, "device traces"));
     ASSIGN_OR_RETURN(simdjson::dom::array entries, Array(list, dp));
-    uint32_t begin = static_cast<uint32_t>(snap_.events.size());
+    ASSIGN_OR_RETURN(const uint32_t begin, Narrow(dp, snap_.events.size(), "trace entries"));
     size_t i = 0;
     for (element entry : entries) RETURN_IF_ERROR(ReadEvent(entry, dp.Index(i++)));
-    snap_.traces.push_back(
-        DeviceTrace{static_cast<int32_t>(d), begin, static_cast<uint32_t>(snap_.events.size())});
+    ASSIGN_OR_RETURN(const uint32_t end, Narrow(dp, snap_.events.size(), "trace entries"));
+    snap_.traces.push_back(DeviceTrace{device, begin, end});
     ++d;
   }
   return absl::OkStatus();
@@ -516,13 +531,26 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
   if (root.type() == element_type::ARRAY) {
     // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;
-    RETURN_IF_ERROR(ReadSegments(root, top));
+    absl::Status read = ReadSegments(root, top);
+    if (!read.ok()) {
+      // An array whose first item is no segment (an object with 'total_size') is other JSON (a
+      // manifest, a list of files): not a snapshot that failed to read. Same message either way.
+      simdjson::dom::array items = root.get_array().value_unsafe();
+      simdjson::dom::object first;
+      const bool segments = items.size() > 0 && items.at(0).get(first) == simdjson::SUCCESS &&
+                            first.at_key(KeyName(Key::kTotalSize)).error() == simdjson::SUCCESS;
+      if (!segments) return NotASnapshotError(std::string(read.message()));
+      return read;
+    }
     return std::move(snap_);
   }
   if (root.type() != element_type::OBJECT) {
-    return Error(top, absl::StrCat("the JSON holds a ", TypeName(root.type()),
-                                   ", not a snapshot (expected an object with 'segments' or an "
-                                   "array of segments)"));
+    // Valid JSON that is no snapshot (a manifest, a config): not a snapshot that failed to read.
+    return NotASnapshotError(std::string(
+        Error(top, absl::StrCat("the JSON holds a ", TypeName(root.type()),
+                                ", not a snapshot (expected an object with 'segments' or an "
+                                "array of segments)"))
+            .message()));
   }
   TopRec<element> rec;
   for (auto [name, v] : ObjOf(root)) {
@@ -530,7 +558,9 @@ absl::StatusOr<Snapshot> JsonDecoder::Run() {
     SetTop<JsonField>(FieldOf(Rec::kTop, key), key, v, rec);
   }
   if (!rec.segments && !rec.device_traces) {
-    return Error(top, "the JSON object is not a snapshot (no 'segments' or 'device_traces' key)");
+    return NotASnapshotError(std::string(
+        Error(top, "the JSON object is not a snapshot (no 'segments' or 'device_traces' key)")
+            .message()));
   }
   if (rec.segments) RETURN_IF_ERROR(ReadSegments(*rec.segments, top.Key(KeyName(Key::kSegments))));
   if (rec.device_traces) {

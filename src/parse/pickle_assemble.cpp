@@ -1,6 +1,7 @@
 // The final assembly of the pickle decoder's records into a Snapshot (pickle_decoder.h), and the
 // streaming of decoded trace entries to an EventObserver.
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "parse/pickle_decoder.h"
 
@@ -12,7 +13,7 @@ absl::Status Decoder::FinishSegments(size_t at, const Value& list) {
   for (uint32_t k = 0; k < range.second; ++k) {
     SegmentRec& r = segments_[range.first + k];
     Segment s = r.segment;
-    s.first_block = static_cast<uint32_t>(snap_.blocks.size());
+    ASSIGN_OR_RETURN(s.first_block, Narrow(at, snap_.blocks.size(), "block records"));
     s.num_blocks = r.blocks_count;
     RETURN_IF_ERROR(Charge(at, r.blocks_count));
     for (uint32_t b = 0; b < r.blocks_count; ++b) {
@@ -42,21 +43,26 @@ absl::Status Decoder::FinishTraces(size_t at, const Value& list) {
   }
   trace_ranges_ = ranges;
   // Fast path: the device lists tile the event vector in order (what every writer produces).
+  // Device ordinals are 32-bit in the model; a list of more devices is refused, never wrapped.
+  RETURN_IF_ERROR(Narrow<int32_t>(at, ranges.size(), "device traces").status());
+  // Sums in 64 bits: two ranges of 32-bit counts may add up past 32 bits.
   bool tiled = true;
-  uint32_t cursor = 0;
+  uint64_t cursor = 0;
   for (const auto& [begin, count] : ranges) {
     if (count == 0) continue;
     if (begin != cursor) tiled = false;
-    cursor = begin + count;
+    cursor = uint64_t{begin} + count;
   }
   if (cursor != snap_.events.size()) tiled = false;
   if (tiled) {
-    cursor = 0;
+    // Every range ends at or before events.size(), which fits 32 bits (a record index).
+    RETURN_IF_ERROR(Narrow(at, snap_.events.size(), "trace entries").status());
+    uint32_t end = 0;
     for (size_t d = 0; d < ranges.size(); ++d) {
       uint32_t count = ranges[d].second;
-      uint32_t begin = count == 0 ? cursor : ranges[d].first;
-      snap_.traces.push_back(DeviceTrace{static_cast<int32_t>(d), begin, begin + count});
-      cursor = begin + count;
+      uint32_t begin = count == 0 ? end : ranges[d].first;
+      end = begin + count;
+      snap_.traces.push_back(DeviceTrace{static_cast<int32_t>(d), begin, end});
     }
     snap_.event_extras = std::move(extras_);
     return absl::OkStatus();
@@ -67,18 +73,20 @@ absl::Status Decoder::FinishTraces(size_t at, const Value& list) {
   std::vector<EventExtra> extras;
   for (size_t d = 0; d < ranges.size(); ++d) {
     RETURN_IF_ERROR(Charge(at, ranges[d].second));
-    uint32_t begin = static_cast<uint32_t>(events.size());
+    // The rebuilt vector may hold a range twice: its size is checked, not assumed.
+    ASSIGN_OR_RETURN(uint32_t begin, Narrow(at, events.size(), "trace entries"));
+    ASSIGN_OR_RETURN(const uint32_t end,
+                     Narrow(at, uint64_t{begin} + ranges[d].second, "trace entries"));
     for (uint32_t k = 0; k < ranges[d].second; ++k) {
       uint32_t src = ranges[d].first + k;
       events.push_back(snap_.events[src]);
       if (const EventExtra* x = FindExtra(src)) {
         EventExtra copy = *x;
-        copy.event = static_cast<uint32_t>(events.size() - 1);
+        copy.event = begin + k;
         extras.push_back(copy);
       }
     }
-    snap_.traces.push_back(
-        DeviceTrace{static_cast<int32_t>(d), begin, static_cast<uint32_t>(events.size())});
+    snap_.traces.push_back(DeviceTrace{static_cast<int32_t>(d), begin, end});
   }
   snap_.events = std::move(events);
   snap_.event_extras = std::move(extras);
@@ -139,13 +147,39 @@ std::string Decoder::RecordPath(Limited kind, uint32_t record) const {
   return absl::StrCat("a trace entry outside ", Sv(traces), " (", Sv(key), ")");
 }
 
+uint64_t Decoder::ModelBytes() const {
+  uint64_t bytes = snap_.events.size() * sizeof(TraceEvent) + memo_.size() * sizeof(MemoWord) +
+                   memo_rare_.size() * sizeof(Value) + dicts_.size() * sizeof(DictObj) +
+                   lists_.size() * sizeof(ListObj) + tuples_.size() * sizeof(TupleObj) +
+                   (scratch_.size() + tuple_items_.size() + stack_.size()) * sizeof(Value) +
+                   generic_.size() * sizeof(GenericDict) + blocks_.size() * sizeof(BlockRec) +
+                   segments_.size() * sizeof(SegmentRec) + history_.size() * sizeof(HistoryRec) +
+                   annotations_.size() * sizeof(Annotation) + extras_.size() * sizeof(EventExtra) +
+                   snap_.blocks.size() * sizeof(Block) + snap_.segments.size() * sizeof(Segment);
+  // Strings, frames and stacks: at most what their text and lists took in the input.
+  bytes +=
+      snap_.strings.MemoryUsage() + snap_.frames.size() * sizeof(Frame) + snap_.stacks.size() * 16;
+  return bytes;
+}
+
+absl::Status Decoder::CheckBudgetSlow(size_t at, uint64_t more) const {
+  const uint64_t need = ModelBytes() + more;
+  if (need <= max_memory_) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(input_.name(), ": offset ", at, ": the model needs about ",
+                   FormatBytes(static_cast<int64_t>(need)), " by here, over the memory budget of ",
+                   FormatBytes(static_cast<int64_t>(max_memory_)), " (--max-memory)"));
+}
+
 absl::Status Decoder::Finish(size_t at, const Value& root) {
+  RETURN_IF_ERROR(CheckBudget(at));
   // Every entry is complete now; what follows may reorder or drop them.
   if (observer_ != nullptr) {
     published_ = snap_.events.size();
     observer_->Publish(snap_.events.data(), published_, snap_.streams.values());
     observer_->Release();
   }
+  WarnReuses();
   if (root.tag == Tag::kList) {
     // 1.13 / torch.cuda.memory_snapshot(): the segments list alone.
     snap_.source.bare_segment_list = true;

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "memsnap/model/snapshot.h"
 #include "memsnap/parse/event_observer.h"
 #include "memsnap/util/memory.h"
+#include "memsnap/util/narrow.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 #include "parse/schema.h"
@@ -52,6 +54,9 @@ struct PickleOptions {
   /// Tests: the sequential decoder leaves every chunk to the workers and waits for each, so that
   /// what it adopts does not depend on how the threads are scheduled.
   bool parallel_wait_for_workers = false;
+  /// The memory budget (ReadOptions::max_memory; 0: none), checked every 8 MiB of input and at
+  /// the end against what the model holds so far (ModelBytes).
+  uint64_t max_memory = 0;
   /// When set, told what the parallel decoding did (tests, --timings).
   struct ParallelStats* stats = nullptr;
 };
@@ -280,6 +285,16 @@ class Decoder {
   absl::Status Error(size_t at, std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(input_.name(), ": offset ", at, ": ", Sv(what)));
   }
+  // `n`, a count or index of `what` the model holds in 32 bits (or a device ordinal in 31), or an
+  // error naming the file and offset: never wrapped around.
+  template <class To = uint32_t>
+  absl::StatusOr<To> Narrow(size_t at, uint64_t n, std::string_view what) const {
+    if (std::optional<To> v = CheckedCast<To>(n)) [[likely]] {
+      return *v;
+    }
+    return Error(at, absl::StrCat(n, " ", Sv(what), ": more than the model holds (",
+                                  std::numeric_limits<To>::max(), ")"));
+  }
 
   // ---- the machine (pickle_vm.cpp) ----
   bool Need(size_t n) const { return data_.size() - pos_ >= n; }
@@ -289,6 +304,13 @@ class Decoder {
     std::memcpy(&v, data_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return v;
+  }
+  // A FRAME at `at` whose `length` runs past the end of the input (the sequential decoder and
+  // the parallel decoding's workers refuse it alike).
+  absl::Status FrameError(size_t at, uint64_t length) const {
+    return Error(at, absl::StrCat("FRAME of ", length, " bytes runs past the end of the input (",
+                                  data_.size() - std::min(data_.size(), at + 9),
+                                  " bytes left): pickle data was truncated"));
   }
   absl::StatusOr<Value> DecodeLong(size_t at, std::string_view bytes);
   absl::Status PushString(size_t at, size_t n);
@@ -308,7 +330,10 @@ class Decoder {
   absl::Status MemoPut(size_t at, uint64_t index);
   // Pushes memo entry `index`; false when there is none. Inline: GETs are most of the opcodes of
   // a real file.
-  [[gnu::always_inline]] bool TryMemoGet(uint64_t index) {
+  // The value pushed carries the GET's offset `at` in `i` when it is a dict (i is unused for
+  // dicts, strings, lists, tuples and None): a record re-used by reference is reported there
+  // (NoteReuse).
+  [[gnu::always_inline]] bool TryMemoGet(uint64_t index, size_t at) {
     if (index >= memo_.size()) [[unlikely]]
       return false;
     MemoWord packed = memo_[index];
@@ -316,10 +341,12 @@ class Decoder {
       return false;
     MemoWord tag = packed & 15;
     if (tag == kRareTag) [[unlikely]] {
-      stack_.push_back(memo_rare_[static_cast<uint32_t>(packed >> 4)]);
+      Value v = memo_rare_[static_cast<uint32_t>(packed >> 4)];
+      if (v.tag == Tag::kDict || v.tag == Tag::kEventRef) v.i = static_cast<int64_t>(at);
+      stack_.push_back(v);
     } else {
-      stack_.push_back(
-          Value{static_cast<Tag>(tag), Rec::kUnset, static_cast<uint32_t>(packed >> 4), 0});
+      stack_.push_back(Value{static_cast<Tag>(tag), Rec::kUnset, static_cast<uint32_t>(packed >> 4),
+                             static_cast<int64_t>(at)});
     }
     return true;
   }
@@ -354,6 +381,36 @@ class Decoder {
     return Value{Tag::kTuple, Rec::kUnset, static_cast<uint32_t>(tuples_.size() - 1), 0};
   }
   absl::Status Append(size_t at, const Value& list, const Value* items, size_t n);
+  // Each record (trace entry, block, segment, history entry, annotation) goes into one list once:
+  // PyTorch's pickler writes every dict once. A record appended again (a memo GET of a dict
+  // already in a list, or a DUP) is dropped and counted (docs/reader.md, "Records re-used by
+  // reference"), so that a file repeating one memo reference costs what its distinct records
+  // cost. While every append is of the next record in creation order (every writer's), `next` is
+  // all there is to it; the first append out of that order switches its kind to a bitmap.
+  struct RecordUses {
+    uint32_t next = 0;           // records below it are in a list; none at or above it (no bits)
+    std::vector<uint64_t> bits;  // once records were appended out of order: which are in a list
+    uint64_t reused = 0;         // appends dropped
+    size_t first_at = 0;         // where the first dropped one was appended or read by GET
+    uint32_t first_record = 0;
+  };
+  static constexpr int kTrackedRecs = static_cast<int>(Rec::kHistory) + 1;
+  RecordUses uses_[kTrackedRecs];
+  // Whether `record` of `kind` (not a frame) is appended for the first time, marking it.
+  [[gnu::always_inline]] bool FirstUse(Rec kind, uint32_t record) {
+    const int k = static_cast<int>(kind);
+    if (k >= kTrackedRecs) return true;
+    RecordUses& u = uses_[k];
+    if (record == u.next && u.bits.empty()) [[likely]] {
+      u.next = record + 1;
+      return true;
+    }
+    return FirstUseSlow(u, record);
+  }
+  bool FirstUseSlow(RecordUses& u, uint32_t record);
+  void NoteReuse(size_t at, const Value& item, Rec kind, uint32_t record);
+  // The warnings of the records dropped by FirstUse, for Finish.
+  void WarnReuses();
 
   // ---- parallel decoding of one pickle (pickle_parallel.cpp) ----
   // Called at the top of the opcode loop once pos_ reaches spec_next_: makes the plan and starts
@@ -383,6 +440,18 @@ class Decoder {
     stack_.resize(m);
     return absl::OkStatus();
   }
+  // ---- the memory budget (pickle_assemble.cpp) ----
+  // About what the model and the decoder's arrays hold now (sizes, not reserved capacity).
+  uint64_t ModelBytes() const;
+  // An error when ModelBytes() plus `more` is over the budget.
+  absl::Status CheckBudget(size_t at, uint64_t more = 0) const {
+    if (max_memory_ == 0) [[likely]]
+      return absl::OkStatus();
+    return CheckBudgetSlow(at, more);
+  }
+  absl::Status CheckBudgetSlow(size_t at, uint64_t more) const;
+  uint64_t max_memory_ = 0;
+
   size_t threads_ = 1;
   size_t parallel_min_bytes_ = 0;
   size_t parallel_chunk_bytes_ = 0;

@@ -20,6 +20,7 @@
 //             sequential decoder decodes)
 // clang-format on
 #include <atomic>
+#include <new>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -311,6 +312,11 @@ void Decoder::Speculate(SpecChunk& c) {
       continue;
     }
     if (op == FRAME && size - pos_ >= 9) {
+      // A frame that runs past the end of the input ends the segment: the sequential decoder
+      // reaches the FRAME itself and refuses it, as it would without the workers.
+      uint64_t length;
+      std::memcpy(&length, d + pos_ + 1, 8);
+      if (length > size - pos_ - 9) break;
       pos_ += 9;
       continue;
     }
@@ -528,9 +534,16 @@ void Decoder::StartWorkers() {
           }
           return;
         }
-        {
+        try {
           Decoder worker(input_, &s.head, c->end - c->begin);
           worker.Speculate(*c);
+        } catch (const std::bad_alloc&) {
+          // Out of memory (an address-space limit): the sequential decoder decodes this chunk
+          // itself, and this worker stops (an exception would call std::terminate here).
+          c->segments.clear();
+          c->state.store(SpecChunk::kSequential, std::memory_order_release);
+          c->state.notify_all();
+          return;
         }
         if (!c->segments.empty()) {
           bytes += c->segments.back().end - c->begin;

@@ -338,7 +338,9 @@ absl::StatusOr<StackId> Decoder::AsStack(size_t at, Rec what, const Value& v) {
   for (uint32_t k = 0; k < l.count; ++k) {
     const Value& item = scratch_[l.begin + k];
     if (item.tag == Tag::kRun && item.kind == Rec::kFrame) {
-      for (int64_t r = 0; r < item.i; ++r) frame_scratch_.push_back(FrameId(item.ref + r));
+      for (int64_t r = 0; r < item.i; ++r) {
+        frame_scratch_.push_back(FrameId(item.ref + static_cast<uint32_t>(r)));
+      }
       index += static_cast<uint32_t>(item.i);
     } else if (item.tag == Tag::kStr) {
       // 2.0-era `cpp_frames`-like strings inside frames are not frames; skip them.
@@ -387,7 +389,7 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> Decoder::AsRecordRange(size_t at,
   ListObj& l = lists_[v.ref];
   l.consumed = true;
   if (l.count == 0) return std::pair<uint32_t, uint32_t>{0, 0};
-  uint32_t index = 0;
+  uint64_t index = 0;  // records of the list; runs shared through the memo may add up past 32 bits
   for (uint32_t k = 0; k < l.count; ++k) {
     const Value& item = scratch_[l.begin + k];
     if (item.tag != Tag::kRun || item.kind != kind) {
@@ -397,12 +399,33 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> Decoder::AsRecordRange(size_t at,
                                                              : TagName(item.tag),
                                     ", not a ", RecName(kind)));
     }
-    index += static_cast<uint32_t>(item.i);
+    index += static_cast<uint64_t>(item.i);
   }
+  RETURN_IF_ERROR(Narrow(at, index, absl::StrCat(Sv(what), ": records")).status());
   const Value& first = scratch_[l.begin];
   if (l.count == 1) return std::pair<uint32_t, uint32_t>{first.ref, static_cast<uint32_t>(first.i)};
   // Several runs (records shared or out of order): copy them into one new contiguous range.
   RETURN_IF_ERROR(Charge(at, index));
+  RETURN_IF_ERROR(CheckBudget(at, uint64_t{index} * sizeof(TraceEvent)));
+  // The copy is appended after what the vector holds: its end must fit 32 bits too.
+  size_t held = 0;
+  switch (kind) {
+    case Rec::kBlock:
+      held = blocks_.size();
+      break;
+    case Rec::kSegment:
+      held = segments_.size();
+      break;
+    case Rec::kHistory:
+      held = history_.size();
+      break;
+    case Rec::kAnnotation:
+      held = annotations_.size();
+      break;
+    default:
+      held = snap_.events.size();
+  }
+  RETURN_IF_ERROR(Narrow(at, held + index, absl::StrCat(Sv(what), ": records")).status());
   auto copy_range = [&](auto& vec) -> std::pair<uint32_t, uint32_t> {
     uint32_t begin = static_cast<uint32_t>(vec.size());
     for (uint32_t k = 0; k < l.count; ++k) {

@@ -2,10 +2,12 @@
 // (pickle_decoder.h). Only data opcodes run; anything that would import or call code is refused.
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "parse/pickle_decoder.h"
 #include "parse/pickle_fast_path.h"
@@ -92,7 +94,8 @@ void VmStack::Grow() {
 }
 
 Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOptions& options)
-    : threads_(options.threads),
+    : max_memory_(options.max_memory),
+      threads_(options.threads),
       parallel_min_bytes_(options.parallel_min_bytes),
       parallel_chunk_bytes_(options.parallel_chunk_bytes),
       parallel_wait_(options.parallel_wait_for_workers),
@@ -107,9 +110,19 @@ Decoder::Decoder(io::InputSource& input, EventObserver* observer, const PickleOp
   size_t n = data_.size();
   // Not ReserveHuge: transparent huge pages saved a little on a quiet machine but cost 0.3 s of
   // direct compaction when another process had just freed a lot of memory (docs/BENCHMARKS.md).
-  snap_.events.reserve(EventsReservedFor(n));
-  memo_.reserve(n / 16 + 16);
-  dicts_.reserve(n / 24 + 16);
+  try {
+    snap_.events.reserve(EventsReservedFor(n));
+    memo_.reserve(n / 16 + 16);
+    dicts_.reserve(n / 24 + 16);
+  } catch (const std::bad_alloc&) {
+    // Under an address-space limit (ulimit -v) this reservation, about 3x the file, is what
+    // fails: decode on this thread alone instead (the parallel plan needs arrays that never
+    // move), the arrays growing as they fill.
+    snap_.events = {};
+    memo_ = {};
+    dicts_ = {};
+    threads_ = 1;
+  }
   if (observer_ != nullptr) next_publish_ = std::min(kPublishEvery, snap_.events.capacity());
 }
 
@@ -246,18 +259,26 @@ absl::Status Decoder::Append(size_t at, const Value& list, const Value* items, s
       ++l.count;
       continue;
     }
+    if (kind != Rec::kFrame && !FirstUse(kind, record)) [[unlikely]] {
+      NoteReuse(at, v, kind, record);
+      continue;
+    }
     if (l.count > 0) {
       Value& last = scratch_.back();
       if (last.tag == Tag::kRun && last.kind == kind &&
           last.ref + static_cast<uint64_t>(last.i) == record) {
         // The trace entries of a batch are consecutive records: take them in one scan (the
-        // fast path's records, whose ref is the record; a dict's ref is its handle).
+        // fast path's records, whose ref is the record; a dict's ref is its handle). Records
+        // past `record` are new while its kind's uses are in order (FirstUse).
         uint64_t end = record + 1;
-        const bool fast_record = v.tag == Tag::kEventRef || v.tag == Tag::kFrameRef;
+        const bool fast_record =
+            v.tag == Tag::kFrameRef ||
+            (v.tag == Tag::kEventRef && uses_[static_cast<int>(Rec::kEvent)].bits.empty());
         while (fast_record && k + 1 < n && items[k + 1].tag == v.tag && items[k + 1].ref == end) {
           ++k;
           ++end;
         }
+        if (v.tag == Tag::kEventRef) uses_[static_cast<int>(Rec::kEvent)].next = end;
         last.i = static_cast<int64_t>(end - last.ref);
         continue;
       }
@@ -266,6 +287,48 @@ absl::Status Decoder::Append(size_t at, const Value& list, const Value* items, s
     ++l.count;
   }
   return absl::OkStatus();
+}
+
+bool Decoder::FirstUseSlow(RecordUses& u, uint32_t record) {
+  if (u.bits.empty()) {
+    if (record < u.next) return false;  // every record below `next` is in a list
+    // The first append out of creation order (never written by PyTorch): from now on a bitmap.
+    u.bits.assign(std::max<size_t>(u.next, record) / 64 + 1, 0);
+    for (uint32_t r = 0; r < u.next; ++r) u.bits[r / 64] |= uint64_t{1} << (r % 64);
+  }
+  if (record / 64 >= u.bits.size()) u.bits.resize(record / 64 + 1, 0);
+  uint64_t& word = u.bits[record / 64];
+  const uint64_t bit = uint64_t{1} << (record % 64);
+  if (word & bit) return false;
+  word |= bit;
+  return true;
+}
+
+void Decoder::NoteReuse(size_t at, const Value& item, Rec kind, uint32_t record) {
+  RecordUses& u = uses_[static_cast<int>(kind)];
+  if (u.reused++ == 0) {
+    // A memo GET left its offset in the dict's value (TryMemoGet); otherwise the APPEND(S).
+    u.first_at = item.i > 0 && static_cast<size_t>(item.i) < data_.size() ? item.i : at;
+    u.first_record = record;
+  }
+}
+
+void Decoder::WarnReuses() {
+  for (int k = 0; k < kTrackedRecs; ++k) {
+    const RecordUses& u = uses_[k];
+    if (u.reused == 0) continue;
+    const std::string_view name = RecName(static_cast<Rec>(k));
+    const uint8_t op = static_cast<uint8_t>(data_[u.first_at]);
+    const std::string how = op == BINGET        ? "a memo reference (BINGET)"
+                            : op == LONG_BINGET ? "a memo reference (LONG_BINGET)"
+                                                : "a list append";
+    snap_.diagnostics.Warn(
+        absl::StrCat("offset ", u.first_at, ": ", how, " re-uses ", Sv(name), " #", u.first_record,
+                     " (in the order decoded), which is already in a list: PyTorch writes each ",
+                     Sv(name), " once; ", u.reused, " ", Sv(name),
+                     "(s) re-used by reference were dropped (each counted "
+                     "once)"));
+  }
 }
 
 absl::StatusOr<Snapshot> Decoder::Run() {
@@ -294,6 +357,7 @@ absl::StatusOr<Snapshot> Decoder::Run() {
     if (pos_ >= next_release) {
       input_.ReleaseBefore(pos_);
       next_release = pos_ + (8 << 20);
+      RETURN_IF_ERROR(CheckBudget(pos_));
     }
     if (stack_.size() > kMaxStackDepth || marks_.size() > kMaxStackDepth) [[unlikely]] {
       // Writers batch list and dict items by 1000 (CPython's _BATCHSIZE), so a snapshot's stack
@@ -304,10 +368,15 @@ absl::StatusOr<Snapshot> Decoder::Run() {
     size_t at = pos_;
     uint8_t op = static_cast<uint8_t>(data_[pos_++]);
     switch (op) {
-      case FRAME:
+      case FRAME: {
         if (!Need(8)) return Error(at, "truncated FRAME");
-        pos_ += 8;
+        // The length is not needed to decode, but CPython refuses a frame that runs past the end
+        // of the data ("pickle data was truncated"), and so does memsnap: such a file was cut
+        // short or forged.
+        const uint64_t length = ReadLE<uint64_t>();
+        if (length > data_.size() - pos_) return FrameError(at, length);
         break;
+      }
       case PROTO:
         if (!Need(1)) return Error(at, "truncated PROTO");
         ++pos_;
@@ -325,11 +394,12 @@ absl::StatusOr<Snapshot> Decoder::Run() {
         break;
       case BINGET:
         if (!Need(1)) return Error(at, "truncated BINGET");
-        if (uint64_t index = ReadLE<uint8_t>(); !TryMemoGet(index)) return MemoError(at, index);
+        if (uint64_t index = ReadLE<uint8_t>(); !TryMemoGet(index, at)) return MemoError(at, index);
         break;
       case LONG_BINGET:
         if (!Need(4)) return Error(at, "truncated LONG_BINGET");
-        if (uint64_t index = ReadLE<uint32_t>(); !TryMemoGet(index)) return MemoError(at, index);
+        if (uint64_t index = ReadLE<uint32_t>(); !TryMemoGet(index, at))
+          return MemoError(at, index);
         break;
       case MARK:
         marks_.push_back(stack_.size());
@@ -535,8 +605,21 @@ absl::StatusOr<Snapshot> Decoder::Run() {
 
 absl::StatusOr<Snapshot> ParsePickleWith(io::InputSource& input, EventObserver* observer,
                                          const PickleOptions& options) {
-  pickle::Decoder decoder(input, observer, options);
-  return decoder.Run();
+  try {
+    pickle::Decoder decoder(input, observer, options);
+    return decoder.Run();
+  } catch (const std::bad_alloc&) {
+    // What decoding holds at most: the trace's entries, the memo and the dicts, reserved from the
+    // file's size (the constructor's figures).
+    const size_t n = input.bytes().size();
+    const size_t needed = EventsReservedFor(n) * sizeof(TraceEvent) +
+                          (n / 16 + 16) * sizeof(pickle::MemoWord) +
+                          (n / 24 + 16) * sizeof(pickle::DictObj);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(input.name(), ": out of memory decoding ", n, " bytes: needs about ", needed,
+                     " bytes of memory (", FormatBytes(static_cast<int64_t>(needed)),
+                     "); is the address space limited? (ulimit -v)"));
+  }
 }
 
 absl::StatusOr<Snapshot> ParsePickle(io::InputSource& input, EventObserver* observer) {

@@ -193,10 +193,40 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
   }
 }
 
+// Files of the verdict: those read and those that could not be.
+size_t FilesOf(const analysis::CheckRanksReport& r) { return r.ranks.size() + r.unreadable.size(); }
+
 std::string RanksVerdict(const analysis::CheckRanksReport& r) {
   if (r.passed()) return absl::StrCat("PASS (", r.ranks.size(), " files, ", r.checks(), " checks)");
-  return absl::StrCat("FAIL (", r.failed_ranks(), " of ", r.ranks.size(), " files failed; ",
-                      r.failures(), " of ", r.checks(), " checks failed)");
+  if (r.unreadable.empty()) {
+    return absl::StrCat("FAIL (", r.failed_ranks(), " of ", r.ranks.size(), " files failed; ",
+                        r.failures(), " of ", r.checks(), " checks failed)");
+  }
+  // A rank that could not be read is an error, whatever the others say: the gate did not see it.
+  std::string read =
+      r.failed_ranks() > 0
+          ? absl::StrCat(r.failed_ranks(), " of the ", r.ranks.size(), " read failed, ",
+                         r.failures(), " of ", r.checks(), " checks")
+          : absl::StrCat("the ", r.ranks.size(), " read passed ", r.checks(), " checks");
+  return absl::StrCat("ERROR (", r.unreadable.size(), " of ", FilesOf(r),
+                      " files could not be read; ", read, ")");
+}
+
+// One testsuite per left-out file: an <error> for an unreadable rank, <skipped> for a file that
+// is not a snapshot, so a CI view lists every file of the directory.
+void JunitLeftOut(const analysis::LeftOutFile& f, bool error, std::ostream& x) {
+  x << "  <testsuite name=\"" << XmlEscape(absl::StrCat("memsnap check ", f.path))
+    << "\" tests=\"1\" failures=\"0\" errors=\"" << (error ? 1 : 0) << "\" skipped=\""
+    << (error ? 0 : 1) << "\" time=\"0\">\n";
+  x << "    <testcase classname=\"memsnap.check\" name=\"" << XmlEscape(f.path)
+    << (error ? ": read" : ": not a snapshot") << "\" time=\"0\">\n";
+  if (error) {
+    x << "      <error type=\"unreadable snapshot\" message=\"" << XmlEscape(f.reason) << "\">"
+      << XmlEscape(absl::StrCat(f.path, ": ", f.reason)) << "</error>\n";
+  } else {
+    x << "      <skipped message=\"" << XmlEscape(f.reason) << "\"/>\n";
+  }
+  x << "    </testcase>\n  </testsuite>\n";
 }
 
 }  // namespace
@@ -324,14 +354,27 @@ Json CheckRanksToJson(const analysis::CheckRanksReport& r) {
   Json files = Json::array();
   for (const auto& rank : r.ranks) files.push_back(CheckToJson(rank.report));
   j["files"] = std::move(files);
+  j["unreadable"] = LeftOutToJson(r.unreadable);
+  j["skipped"] = LeftOutToJson(r.skipped);
   return j;
 }
 
 void RenderCheckRanksText(const analysis::CheckRanksReport& r, std::ostream& out) {
-  out << "memsnap check, " << r.ranks.size() << " files";
+  out << "memsnap check, " << FilesOf(r) << " files";
   if (!r.baseline.empty()) out << " (baseline " << r.baseline << ")";
-  out << ": " << RanksVerdict(r) << "\n\n";
-  RenderRankTableText(r.table, out);
+  out << ": " << RanksVerdict(r) << "\n";
+  if (!r.ranks.empty()) {
+    out << "\n";
+    RenderRankTableText(r.table, out);
+  }
+  if (!r.unreadable.empty()) {
+    out << "\ncould not be read (not checked: the gate fails)\n";
+    for (const auto& f : r.unreadable) out << "  " << f.path << ": " << f.reason << "\n";
+  }
+  if (!r.skipped.empty()) {
+    out << "\nskipped (not snapshots)\n";
+    for (const auto& f : r.skipped) out << "  " << f.path << ": " << f.reason << "\n";
+  }
   for (const auto& rank : r.ranks) {
     if (rank.report.passed()) continue;
     out << "\n";
@@ -342,10 +385,13 @@ void RenderCheckRanksText(const analysis::CheckRanksReport& r, std::ostream& out
 std::string CheckRanksToJunit(const analysis::CheckRanksReport& r) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"memsnap check\" tests=\"" << r.checks() << "\" failures=\""
-    << r.failures() << "\" errors=\"0\">\n";
+  x << "<testsuites name=\"memsnap check\" tests=\""
+    << static_cast<size_t>(r.checks()) + r.unreadable.size() + r.skipped.size() << "\" failures=\""
+    << r.failures() << "\" errors=\"" << r.unreadable.size() << "\">\n";
   // Testcase names carry the file too: some CI views flatten suites into one list.
   for (const auto& rank : r.ranks) JunitSuite(rank.report, rank.report.path + ": ", x);
+  for (const auto& f : r.unreadable) JunitLeftOut(f, /*error=*/true, x);
+  for (const auto& f : r.skipped) JunitLeftOut(f, /*error=*/false, x);
   x << "</testsuites>\n";
   return x.str();
 }
@@ -353,7 +399,7 @@ std::string CheckRanksToJunit(const analysis::CheckRanksReport& r) {
 std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
   std::ostringstream m;
   m << "### memsnap check: " << (r.passed() ? "✅ " : "❌ ") << RanksVerdict(r) << "\n\n";
-  m << r.ranks.size() << " files";
+  m << FilesOf(r) << " files";
   if (!r.baseline.empty()) m << ", baseline: `" << r.baseline << "`";
   m << "\n\n| File |";
   for (const auto& metric : r.table.metrics) m << " " << metric.label << " |";
@@ -368,6 +414,17 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
     }
     const std::string& note = r.table.notes.front().values[i];
     m << " " << (r.ranks[i].report.passed() ? note : "**" + MarkdownCell(note) + "**") << " |\n";
+  }
+  for (const auto& f : r.unreadable) {
+    m << "| `" << MarkdownCell(f.path) << "` |";
+    for (size_t i = 0; i < r.table.metrics.size(); ++i) m << " - |";
+    m << " **UNREADABLE**: " << MarkdownCell(f.reason) << " |\n";
+  }
+  if (!r.skipped.empty()) {
+    m << "\n**Skipped** (not snapshots)\n\n";
+    for (const auto& f : r.skipped) {
+      m << "- `" << MarkdownCell(f.path) << "`: " << MarkdownCell(f.reason) << "\n";
+    }
   }
   if (!r.table.outliers.empty()) {
     m << "\n**Outliers**\n\n";

@@ -1,10 +1,5 @@
 #include "memsnap/report/export_tables.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -73,35 +68,6 @@ void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
       out << line;
     }
   }
-}
-
-absl::Status WriteStreamedOutput(const std::string& path, std::ostream& stdout_stream,
-                                 const std::function<absl::Status(std::ostream&)>& write) {
-  if (path == "-") {
-    absl::Status st = write(stdout_stream);
-    stdout_stream.flush();
-    return st;
-  }
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  absl::Status st;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open for writing"));
-    st = write(f);
-    f.close();
-    if (st.ok() && !f) st = absl::InvalidArgumentError(absl::StrCat(path, ": write failed"));
-  }
-  if (!st.ok()) {
-    std::filesystem::remove(tmp);
-    return st;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace memsnap::report

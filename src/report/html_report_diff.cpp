@@ -53,7 +53,8 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   j["sites_only_after"] = diff.sites_only_after;
   j["sites_unchanged"] = diff.sites_unchanged;
   Json sites = Json::array();
-  size_t shown = std::min(diff.sites.size(), static_cast<size_t>(std::max(top_sites, 0)) * 2);
+  size_t shown = top_sites <= 0 ? diff.sites.size()  // 0: every site
+                                : std::min(diff.sites.size(), static_cast<size_t>(top_sites) * 2);
   for (size_t i = 0; i < shown; ++i) {
     const analysis::SiteDelta& s = diff.sites[i];
     Json r;

@@ -172,10 +172,12 @@ Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack
 void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock, int pid,
                  analysis::GroupContext& context, const PerfettoOptions& options, EventSink& sink,
                  PerfettoStats& stats) {
-  if (dt.num_events == 0 || options.top_slices <= 0) return;
+  if (dt.num_events == 0) return;
   std::vector<uint32_t> order(dt.blocks.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  size_t n = std::min(order.size(), static_cast<size_t>(options.top_slices));
+  size_t n = options.top_slices <= 0
+                 ? order.size()  // 0: every lifetime
+                 : std::min(order.size(), static_cast<size_t>(options.top_slices));
   std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](uint32_t a, uint32_t b) {
     int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
     return sa != sb ? sa > sb : a < b;

@@ -62,6 +62,13 @@ Table RankTableToTable(const analysis::RankTable& t) {
   return table;
 }
 
+Json LeftOutToJson(const std::vector<analysis::LeftOutFile>& files) {
+  Json j = Json::array();
+  for (const analysis::LeftOutFile& f : files)
+    j.push_back(Json{{"path", f.path}, {"reason", f.reason}});
+  return j;
+}
+
 Json RankTableToJson(const analysis::RankTable& t) {
   Json j;
   Json& medians = j["medians"] = Json::object();

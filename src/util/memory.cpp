@@ -1,6 +1,7 @@
 #include "memsnap/util/memory.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -24,6 +25,15 @@ bool Populate(uintptr_t begin, uintptr_t end) {
 }
 
 }  // namespace
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);  // /proc/meminfo MemTotal
+}
+
+uint64_t DefaultMemoryBudget() { return PhysicalMemoryBytes() / 4 * 3; }
 
 void KeepFreedMemory() {
 #ifdef __GLIBC__

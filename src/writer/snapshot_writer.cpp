@@ -168,9 +168,17 @@ class PickleEmitter {
 
 class JsonEmitter {
  public:
-  JsonEmitter(const Snapshot& snap, std::ostream& out) : snap_(snap), out_(out) {
+  JsonEmitter(const Snapshot& snap, std::ostream& out) : snap_(snap), out_(&out) {
     buf_.reserve(kFlush + 4096);
   }
+  // Counts the bytes instead of writing them (JsonBytes): each distinct stack is formatted once
+  // and then counted by its size, so counting costs what writing the entries without their stacks
+  // costs, however deep and shared the stacks are.
+  explicit JsonEmitter(const Snapshot& snap) : snap_(snap), out_(nullptr) {
+    buf_.reserve(kFlush + 4096);
+    stack_bytes_.assign(snap.stacks.size(), 0);
+  }
+  uint64_t counted() const { return counted_; }
   void BeginDict(size_t) { Open('{'); }
   void EndDict() { Close('}'); }
   void BeginList(size_t) { Open('['); }
@@ -210,6 +218,25 @@ class JsonEmitter {
     EndList();
   }
   void Stack(StackId id) {
+    if (out_ == nullptr && id.v < stack_bytes_.size()) {
+      if (stack_bytes_[id.v] == 0) {
+        Comma();
+        Flush();
+        const uint64_t before = counted_;
+        comma_ = false;
+        WriteStack(id);  // flushes as it goes when the stack is big: counted_ counts every piece
+        Flush();
+        stack_bytes_[id.v] = counted_ - before;
+      } else {
+        Comma();
+        counted_ += stack_bytes_[id.v];
+        Done();
+      }
+      return;
+    }
+    WriteStack(id);
+  }
+  void WriteStack(StackId id) {
     std::span<const FrameId> frames = snap_.stacks.Get(id);
     BeginList(frames.size());
     for (FrameId f : frames) {
@@ -228,8 +255,9 @@ class JsonEmitter {
   absl::Status Finish() {
     buf_.push_back('\n');
     Flush();
-    out_.flush();
-    if (!out_) return absl::DataLossError("write failed (disk full?)");
+    if (out_ == nullptr) return absl::OkStatus();
+    out_->flush();
+    if (!*out_) return absl::DataLossError("write failed (disk full?)");
     return absl::OkStatus();
   }
 
@@ -296,14 +324,17 @@ class JsonEmitter {
     return n;
   }
   void Flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    counted_ += buf_.size();
+    if (out_ != nullptr) out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
     buf_.clear();
   }
 
   const Snapshot& snap_;
-  std::ostream& out_;
+  std::ostream* out_;  // null: count only
   std::string buf_;
   bool comma_ = false;
+  uint64_t counted_ = 0;
+  std::vector<uint64_t> stack_bytes_;  // counting: each stack's JSON size once known (0: not yet)
 };
 
 std::string_view StateName(BlockState s) { return BlockStateName(s); }
@@ -475,6 +506,12 @@ absl::Status WriteSnapshotJson(const Snapshot& snap, const SnapshotWriteOptions&
                                std::ostream& out) {
   JsonEmitter e(snap, out);
   return EmitSnapshot(snap, options, e);
+}
+
+uint64_t JsonBytes(const Snapshot& snap, const SnapshotWriteOptions& options) {
+  JsonEmitter e(snap);
+  (void)EmitSnapshot(snap, options, e);  // counting cannot fail
+  return e.counted();
 }
 
 }  // namespace memsnap::writer

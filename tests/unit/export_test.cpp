@@ -1,11 +1,14 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "memsnap/analysis/filter.h"
 #include "memsnap/analysis/timeline.h"
+#include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
@@ -129,6 +132,24 @@ TEST_SUITE("export") {
     CHECK(ooms[0]["args"]["requested_bytes"] == 1073741824);
   }
 
+  TEST_CASE("perfetto export with --top 0 draws every lifetime, as 0 means all for every --top") {
+    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    auto count = [&](int top) {
+      report::PerfettoOptions options;
+      options.top_slices = top;
+      size_t n = 0;
+      const Json trace = Perfetto(snap, options);
+      for (const Json& e : trace["traceEvents"]) {
+        n += e["ph"] == "X" && e["cat"] == "allocation";
+      }
+      return n;
+    };
+    const size_t all = count(1000000);
+    CHECK(all > 3);
+    CHECK(count(0) == all);
+    CHECK(count(3) == 3);
+  }
+
   TEST_CASE("perfetto export of every corpus file is well formed and ends at its live bytes" *
             doctest::test_suite("corpus")) {
     for (const std::string& path : testing::CorpusFiles()) {
@@ -169,14 +190,13 @@ TEST_SUITE("export") {
   TEST_CASE("a streamed output is renamed into place only when the writer succeeds") {
     std::string dir = testing::TempDir();
     std::string path = dir + "/streamed.txt";
-    std::ostringstream unused;
-    auto ok = report::WriteStreamedOutput(path, unused, [](std::ostream& out) {
+    auto ok = io::WriteFileAtomically(path, [](std::ostream& out) {
       out << "hello\n";
       return absl::OkStatus();
     });
     CHECK(ok.ok());
     CHECK(std::filesystem::file_size(path) == 6);
-    auto failed = report::WriteStreamedOutput(path, unused, [](std::ostream& out) {
+    auto failed = io::WriteFileAtomically(path, [](std::ostream& out) {
       out << "half";
       return absl::DataLossError("boom");
     });
@@ -187,15 +207,46 @@ TEST_SUITE("export") {
       if (e.path().filename().string().rfind("streamed.txt", 0) == 0) ++files;
     }
     CHECK(files == 1);  // no temporary left behind
-    auto bad = report::WriteStreamedOutput(dir + "/no/such/dir/x", unused,
-                                           [](std::ostream&) { return absl::OkStatus(); });
-    CHECK(std::string(bad.message()) == dir + "/no/such/dir/x: cannot open for writing");
-    std::ostringstream to_stdout;
-    CHECK(report::WriteStreamedOutput("-", to_stdout, [](std::ostream& out) {
-            out << "x";
-            return absl::OkStatus();
-          }).ok());
-    CHECK(to_stdout.str() == "x");
+    auto bad = io::WriteFileAtomically(dir + "/no/such/dir/x",
+                                       [](std::ostream&) { return absl::OkStatus(); });
+    CHECK(std::string(bad.message()) == dir + "/no/such/dir/x: No such file or directory");
+  }
+
+  TEST_CASE("a failed write names the path and the system's reason") {
+    // /dev/full is not a regular file: it is written in place (never renamed over), and every
+    // write fails with ENOSPC.
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) return;
+    uint64_t bytes = 1;
+    auto full = io::WriteFileAtomically(
+        "/dev/full",
+        [](std::ostream& out) {
+          out << std::string(3 << 20, 'x');
+          return absl::OkStatus();
+        },
+        &bytes);
+    CHECK(std::string(full.message()) == "/dev/full: No space left on device");
+    CHECK(bytes == 0);
+    CHECK((stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)));
+  }
+
+  TEST_CASE("a write removes the temporary files a dead process left beside its output") {
+    std::string dir = testing::TempDir();
+    std::string path = dir + "/stale.txt";
+    // Nine digits: no process has that id (pid_max is at most 2^22).
+    std::string stale = path + ".tmp.999999999";
+    std::string alive = path + ".tmp.1";  // init: alive, so its file is left alone
+    std::string other = path + ".tmp.x";  // not a temporary file of ours
+    for (const std::string& f : {stale, alive, other}) std::ofstream(f) << "half";
+    auto ok = io::WriteFileAtomically(path, [](std::ostream& out) {
+      out << "whole";
+      return absl::OkStatus();
+    });
+    CHECK(ok.ok());
+    CHECK_FALSE(std::filesystem::exists(stale));
+    CHECK(std::filesystem::exists(alive));
+    CHECK(std::filesystem::exists(other));
+    CHECK(std::filesystem::file_size(path) == 5);
   }
 }
 

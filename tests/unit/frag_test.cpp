@@ -194,7 +194,22 @@ TEST_SUITE("frag") {
     auto r = AnalyzeFragmentation(snap, options);
     REQUIRE(!r.ok());
     CHECK(std::string(r.status().message()) ==
-          "basic.pickle: --at peak needs a trace (device_traces); this file has none");
+          "basic.pickle: --at peak needs a trace (device_traces); this file has none, so only "
+          "--at end can be reported (the moments: end, peak, peak-reserved, peak-allocated, "
+          "event:N, a time)");
+  }
+
+  TEST_CASE("frag --at without a trace echoes the moment as the user wrote it") {
+    Snapshot snap = LoadFixture("frag_basic.json");
+    snap.source.path = "basic.pickle";
+    FragOptions options;
+    options.at = FragMoment::kPeakAllocated;
+    options.at_text = "peak-allocated";
+    auto r = AnalyzeFragmentation(snap, options);
+    REQUIRE(!r.ok());
+    const std::string m(r.status().message());
+    CHECK(m.rfind("basic.pickle: --at peak-allocated needs a trace", 0) == 0);
+    CHECK(m.find("end, peak, peak-reserved, peak-allocated, event:N, a time") != std::string::npos);
   }
 
   TEST_CASE(

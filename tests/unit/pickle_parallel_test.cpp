@@ -7,11 +7,13 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/summary.h"
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/io/input.h"
@@ -254,6 +256,56 @@ TEST_SUITE("pickle_parallel") {
           REQUIRE(rebuilt.ok());
           REQUIRE(tl->devices.size() == 1);
           CHECK(tl->devices[0] == rebuilt->devices[0]);
+        }
+      }
+    }
+  }
+
+  TEST_CASE(
+      "a FRAME whose length runs past the end of the input is refused on several threads as on "
+      "one, naming its offset") {
+    // The workers step over FRAME headers; one that claims more than the file holds must end
+    // their segment, so that the sequential decoder reaches it and refuses it (issue 33). A trace
+    // whose stacks are all defined early, so that the workers decode nearly all of it.
+    const std::string bytes = OneDeviceTrace();
+    // The FRAME headers, each found from the one before, that a worker steps over: between two
+    // trace entries (an EMPTY_DICT follows), past the head. One inside an entry ends the worker's
+    // segment anyway (the fast path does not take it), and the sequential decoder decodes it.
+    std::vector<size_t> frames;
+    for (size_t at = 2; at + 9 <= bytes.size() && static_cast<uint8_t>(bytes[at]) == 0x95;) {
+      if (at > bytes.size() / 4 && at + 9 < bytes.size() && bytes[at + 9] == '}') {
+        frames.push_back(at);
+      }
+      uint64_t len;
+      std::memcpy(&len, bytes.data() + at + 1, 8);
+      at += 9 + len;
+    }
+    REQUIRE(frames.size() >= 4);
+    if (frames.size() > 12) frames.resize(12);
+    for (size_t at : frames) {
+      for (uint64_t len : {uint64_t{1000000000000}, ~uint64_t{0}}) {
+        std::string bad = bytes;
+        std::memcpy(bad.data() + at + 1, &len, 8);
+        const std::string expected = absl::StrCat(
+            "in.pickle: offset ", at, ": FRAME of ", len, " bytes runs past the end of the input (",
+            bytes.size() - at - 9, " bytes left): pickle data was truncated");
+        CHECK(testing::ParseError(bad, "in.pickle") == expected);
+        for (size_t chunk : {size_t{1}, size_t{20000}}) {
+          for (bool wait : {false, true}) {
+            CAPTURE(at);
+            CAPTURE(len);
+            CAPTURE(chunk);
+            CAPTURE(wait);
+            parse::PickleOptions options;
+            options.threads = 2;
+            options.parallel_min_bytes = 0;
+            options.parallel_chunk_bytes = chunk;
+            options.parallel_wait_for_workers = wait;
+            auto input = io::FromMemory(bad, "in.pickle");
+            absl::StatusOr<Snapshot> snap = parse::ParsePickleWith(*input, nullptr, options);
+            REQUIRE(!snap.ok());
+            CHECK(snap.status().message() == expected);
+          }
         }
       }
     }

@@ -8,6 +8,7 @@
 #include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
 #include "model_text.h"
+#include "parse/pickle_decoder.h"
 #include "pickle_builder.h"
 #include "test_util.h"
 
@@ -190,8 +191,29 @@ TEST_SUITE("reader_errors") {
           "<test>: offset 2: LONG4 of 2147483647 bytes runs past the end of the input");
     CHECK(ParseError(PickleBuilder(4).Op(0x8b).U32(0x80000000).Stop().bytes()) ==
           "<test>: offset 2: LONG4 with a negative length");
-    // FRAME lengths are advisory: a huge one is skipped, the stream still decodes.
-    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(~uint64_t{0}).Op(']').Stop().bytes()) == "");
+  }
+
+  TEST_CASE("a FRAME whose length runs past the end of the input is refused, as CPython does") {
+    // CPython: "pickle data was truncated". The error names the FRAME's offset.
+    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(~uint64_t{0}).Op(']').Stop().bytes()) ==
+          "<test>: offset 2: FRAME of 18446744073709551615 bytes runs past the end of the input "
+          "(2 bytes left): pickle data was truncated");
+    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(1000000000000).Op(']').Stop().bytes()) ==
+          "<test>: offset 2: FRAME of 1000000000000 bytes runs past the end of the input (2 bytes "
+          "left): pickle data was truncated");
+    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(3).Op(']').Stop().bytes()) ==
+          "<test>: offset 2: FRAME of 3 bytes runs past the end of the input (2 bytes left): "
+          "pickle data was truncated");
+    // A frame that ends exactly at the end of the input, or before it, is a frame.
+    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(2).Op(']').Stop().bytes()) == "");
+    CHECK(ParseError(PickleBuilder(4).Op(0x95).U64(1).Op(']').Stop().bytes()) == "");
+    // Python refuses the same three.
+    CHECK(testing::RunPython("import pickle\n"
+                             "for n in (2**64 - 1, 10**12, 3, 2):\n"
+                             "    b = b'\\x80\\x04\\x95' + n.to_bytes(8, 'little') + b'].'\n"
+                             "    try: pickle.loads(b); print('ok', end=' ')\n"
+                             "    except Exception as e: print(type(e).__name__, end=' ')\n") ==
+          "OverflowError UnpicklingError UnpicklingError ok ");
   }
 
   TEST_CASE("integers of thousands of bytes are clamped with a warning (tolerant reading)") {
@@ -371,6 +393,80 @@ TEST_SUITE("reader_errors") {
     std::string err = testing::ParseError(b.bytes(), "share.pickle");
     CHECK(err.find("share.pickle: offset ") == 0);
     CHECK(err.find("shared or re-read too many times") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "a trace entry repeated by 100000 memo references is counted once, with a warning naming "
+      "the first reference; --strict refuses it") {
+    // What Python's pickler writes for [e] * 100001: the entry once, then BINGETs of it. PyTorch
+    // never does (it writes every entry once); a 40 MB file of it used to cost 2.3 GiB.
+    const std::string bytes = testing::PythonPickle(
+        "{'segments': [], 'device_traces': [[dict(action='alloc', addr=2**30, size=512, stream=0, "
+        "time_us=1, frames=[{'name': 'f', 'filename': 'a.py', 'line': 1}])] * 100001]}",
+        4);
+    for (bool fast : {true, false}) {
+      CAPTURE(fast);
+      parse::PickleOptions options;
+      options.fast_paths = fast;
+      auto input = io::FromMemory(bytes, "repeat.pickle");
+      absl::StatusOr<Snapshot> snap = parse::ParsePickleWith(*input, nullptr, options);
+      REQUIRE(snap.ok());
+      CHECK(snap->events.size() == 1);
+      REQUIRE(snap->diagnostics.warnings.size() == 1);
+      const std::string& w = snap->diagnostics.warnings[0];
+      // The offset is the first GET's, which follows the entry's SETITEMS and its APPENDS batch.
+      REQUIRE(w.rfind("offset ", 0) == 0);
+      const size_t at = std::stoull(w.substr(7));
+      CHECK(static_cast<uint8_t>(bytes[at]) == 'h');
+      CHECK(bytes.rfind('u', at) != std::string::npos);
+      CHECK(w.find(": a memo reference (BINGET) re-uses trace entry #0 (in the order decoded), "
+                   "which is already in a list: PyTorch writes each trace entry once; 100000 "
+                   "trace entry(s) re-used by reference were dropped (each counted once)") !=
+            std::string::npos);
+    }
+    auto input = io::FromMemory(bytes, "repeat.pickle");
+    parse::ReadOptions strict;
+    strict.strict = true;
+    absl::StatusOr<std::vector<Snapshot>> refused = parse::ParseSnapshots(*input, strict);
+    REQUIRE(!refused.ok());
+    const std::string msg(refused.status().message());
+    CHECK(msg.rfind("repeat.pickle: --strict: 1 warning(s): offset ", 0) == 0);
+    CHECK(msg.find("re-uses trace entry #0") != std::string::npos);
+  }
+
+  TEST_CASE("a block or a segment repeated by memo references is kept once") {
+    const std::string bytes = testing::PythonPickle(
+        "(lambda b: {'segments': [dict(device=0, address=2**30, total_size=2**21, "
+        "allocated_size=512, active_size=512, requested_size=512, stream=0, "
+        "segment_type='small', blocks=[b] * 1000, frames=[])] * 3, 'device_traces': [[]]})("
+        "dict(address=2**30, size=512, requested_size=512, state='active_allocated', "
+        "frames=[]))",
+        4);
+    Snapshot snap = testing::ParseOrFail(bytes);
+    CHECK(snap.segments.size() == 1);
+    CHECK(snap.blocks.size() == 1);
+    std::string all;
+    for (const std::string& w : snap.diagnostics.warnings) all += w + "\n";
+    CHECK(all.find("2 segment(s) re-used by reference were dropped") != std::string::npos);
+    CHECK(all.find("999 block(s) re-used by reference were dropped") != std::string::npos);
+  }
+
+  TEST_CASE("entries appended out of their order, each once, are all kept without a warning") {
+    // Legal and never written by PyTorch: the dicts made first, appended later in another order.
+    PickleBuilder b(2);
+    b.Mark().Str("segments").Op(']').Str("device_traces").Op(']').Mark();
+    for (int i = 0; i < 3; ++i) {
+      b.Mark().Str("action").Str("alloc").Str("size").Int1(static_cast<uint8_t>(i)).Op('d');
+      b.Op('q').U8(static_cast<uint8_t>(i)).Op('0');
+    }
+    b.Op(']').Mark().Op('h').U8(2).Op('h').U8(0).Op('h').U8(1).Op('e');
+    b.Op('e').Op('d').Stop();
+    Snapshot snap = testing::ParseOrFail(b.bytes());
+    REQUIRE(snap.events.size() == 3);
+    CHECK(snap.events[0].size == 2);
+    CHECK(snap.events[1].size == 0);
+    CHECK(snap.events[2].size == 1);
+    CHECK(snap.diagnostics.warnings.empty());
   }
 
   TEST_CASE("one tuple of 1000 frames used by 50000 events is refused") {

@@ -329,6 +329,21 @@ TEST_SUITE("report") {
     }
   }
 
+  TEST_CASE("report --top 0 keeps every site row, as 0 means all for every --top") {
+    Snapshot snap = Basic();
+    analysis::ReportAnalysisOptions all, one;
+    all.top_sites = 0;
+    one.top_sites = 1;
+    auto a = analysis::AnalyzeForReport(snap, all);
+    auto b = analysis::AnalyzeForReport(snap, one);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(a->alloc_sites.rows.size() > 2);
+    for (const analysis::GroupRow& r : a->alloc_sites.rows)
+      CHECK(r.key.find(" others]") == std::string::npos);
+    CHECK(b->alloc_sites.rows.size() == 2);  // one row and the "[N others]" row
+  }
+
   TEST_CASE("the report data has the peak, the sites alive there and the allocator states") {
     Snapshot snap = Basic();
     auto a = analysis::AnalyzeForReport(snap, {});

@@ -27,6 +27,9 @@ struct FragOptions {
   FragMoment at = FragMoment::kEnd;
   /// kMoment: the moment (Moment::Kind::kEvent or kTime), resolved per device as `top --at`.
   Moment moment;
+  /// The moment as the user wrote it (`--at peak-allocated`), echoed by errors; empty: the
+  /// errors name `at` instead.
+  std::string at_text;
   /// Number of evenly spaced samples for the fragmentation timeline; 0 = no timeline.
   int timeline_samples = 0;
   /// Sites named per device in FragCost::pins; 0 = none (the sites are not named at all).

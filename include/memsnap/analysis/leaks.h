@@ -50,7 +50,8 @@ struct LeakOptions {
   int min_steps = 2;
   /// Device capacity for the "full at step" projection; nullopt = infer from an OOM entry.
   std::optional<int64_t> device_memory;
-  /// Non-leak sites listed (largest |growth| first, at least min_growth); the rest are counted.
+  /// Non-leak sites listed (largest |growth| first, at least min_growth; 0 = all); the rest are
+  /// counted.
   size_t top = 10;
   /// Series mode: pair a site with itself across an edit that moved its Python lines between two
   /// consecutive snapshots (PairMovedSites, moved_sites.h; by site only, not with ignore_lines),

@@ -35,7 +35,7 @@ struct OomOptions {
   std::optional<int64_t> device_memory;
   /// Settings to try, each applied on top of the recorded ones; empty: DefaultOomCandidates.
   std::vector<std::string> candidates;
-  int top_holders = 5;  // sites listed per OOM
+  int top_holders = 5;  // sites listed per OOM; 0 = all
   int max_threads = 0;  // replays in parallel (0: all cores)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
   /// The snapshot's timeline when the caller has it: `oom` builds it while the file is read. Its

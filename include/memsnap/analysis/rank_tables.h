@@ -44,7 +44,11 @@ struct CheckRanksReport {
   /// Columns peak, reserved, allocated (bytes) and frag (a ratio); the notes column holds each
   /// rank's verdict ("PASS", or "FAIL" and the failed checks). Outliers in every column.
   RankTable table;
-  bool passed() const;   // every rank passed
+  /// Snapshots that could not be read: the gate has not seen them, so it cannot pass (exit 2).
+  std::vector<LeftOutFile> unreadable;
+  /// Files of a directory that are not snapshots (a README), listed so nothing is left out unseen.
+  std::vector<LeftOutFile> skipped;
+  bool passed() const;   // every rank passed, and every rank was read
   int failures() const;  // failed checks over all ranks
   int checks() const;    // checks over all ranks
   int failed_ranks() const;

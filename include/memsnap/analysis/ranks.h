@@ -18,6 +18,13 @@ struct RankFigures {
   std::string top_site;     // the largest live allocation site, "" when unknown
 };
 
+/// A file among the inputs that was not analysed, and why: skipped (found in a directory, not a
+/// snapshot at all: a README) or unreadable (a snapshot that failed to read: truncated, corrupt).
+struct LeftOutFile {
+  std::string path;
+  std::string reason;  // the reader's error, without the path in front
+};
+
 struct Outlier {
   std::string file;
   std::string metric;  // "reserved_bytes", "allocated_bytes", "peak_bytes", "top_site"...

@@ -38,8 +38,8 @@ namespace memsnap::analysis {
 struct ReportAnalysisOptions {
   LodOptions lod;                 // curve columns and bands
   AllocatorStatesOptions states;  // how many allocator states the page keeps
-  int top_sites = 25;             // rows of the site tables (the tail folds into "[N others]")
-  GroupOptions group;             // how sites are keyed (frame filters, depth)
+  int top_sites = 25;  // rows of the site tables (the tail folds into "[N others]"); 0 = all
+  GroupOptions group;  // how sites are keyed (frame filters, depth)
   /// PYTORCH_CUDA_ALLOC_CONF strings to replay the trace under (besides the recorded settings).
   std::vector<std::string> replay_confs;
   bool with_states = true;  // the diff page leaves the allocator states and sites out

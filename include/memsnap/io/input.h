@@ -33,9 +33,16 @@ class InputSource {
   /// last page of an mmap, or the spare capacity of an owned buffer. Parsers that over-read
   /// (simdjson needs SIMDJSON_PADDING bytes) copy the input only when this is too small.
   virtual size_t padding() const { return 0; }
+  /// Fails ("FILE: file changed while it was read") when the file under a mapping was truncated
+  /// (its lost pages read as zeros instead of killing the process with SIGBUS) or its size or
+  /// modification time changed since it was opened. Readers call it after parsing, and its error
+  /// takes precedence over theirs: what they saw was not the file.
+  virtual absl::Status CheckUnchanged() const { return absl::OkStatus(); }
 };
 
-/// Maps `path` read-only. Errors name the path ("snap.pickle: No such file or directory").
+/// Maps `path` read-only. Errors name the path ("snap.pickle: No such file or directory"). What is
+/// not a regular file (a FIFO, a device, a socket) is refused without being opened; "-" reads
+/// standard input whole into memory, named "<stdin>".
 absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path);
 
 /// Wraps bytes the caller keeps alive.
@@ -46,6 +53,10 @@ std::unique_ptr<InputSource> FromString(std::string bytes, std::string name);
 
 /// True when `bytes` starts with the gzip magic 1f 8b.
 bool IsGzip(std::string_view bytes);
+
+/// Inflates the start of a gzip stream: at most `max_output` bytes, what came out before an error
+/// (for a look at a file's head: parse::LooksLikeSnapshot).
+std::string GunzipPrefix(std::string_view bytes, size_t max_output);
 
 /// Inflates a gzip stream. Refuses output larger than `max_output` bytes (a gzip bomb).
 absl::StatusOr<std::string> Gunzip(std::string_view bytes, std::string_view name,

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -57,7 +58,17 @@ struct Frame {
 class FrameTable {
  public:
   FrameId Intern(const Frame& frame);
-  const Frame& Get(FrameId id) const { return frames_[id.v]; }
+  /// The frame of `id`; for the invalid id, kUnknown (empty name and file, unknown line). Any
+  /// other id must come from this table: one past its end asserts in debug builds and reads
+  /// kUnknown in release builds (never out of bounds).
+  const Frame& Get(FrameId id) const {
+    if (id.v < frames_.size()) [[likely]] {
+      return frames_[id.v];
+    }
+    assert(!id.valid() && "FrameId out of range of its FrameTable");
+    return kUnknown;
+  }
+  static constexpr Frame kUnknown{StrId(0), StrId(0), kUnknownLine};
   size_t size() const { return frames_.size(); }
 
  private:
@@ -71,8 +82,15 @@ class StackTable {
  public:
   StackTable();
   StackId Intern(std::span<const FrameId> frames);
+  /// The frames of `id`, innermost first; none for the invalid id (an absent stack). Any other
+  /// id must come from this table: one past its end asserts in debug builds and reads no frames
+  /// in release builds (never out of bounds).
   std::span<const FrameId> Get(StackId id) const {
-    return {frames_.data() + offsets_[id.v], frames_.data() + offsets_[id.v + 1]};
+    if (id.v < offsets_.size() - 1) [[likely]] {
+      return {frames_.data() + offsets_[id.v], frames_.data() + offsets_[id.v + 1]};
+    }
+    assert(!id.valid() && "StackId out of range of its StackTable");
+    return {};
   }
   size_t size() const { return offsets_.size() - 1; }
   static constexpr StackId kEmpty = StackId(0);
@@ -112,7 +130,15 @@ class StreamTable {
     }
     return InternSlow(value);
   }
-  int64_t Get(StreamId id) const { return values_[id.v]; }
+  /// The stream of `id`; stream 0 for an id not in the table (asserted in debug builds but for
+  /// the invalid id).
+  int64_t Get(StreamId id) const {
+    if (id.v < values_.size()) [[likely]] {
+      return values_[id.v];
+    }
+    assert(!id.valid() && "StreamId out of range of its StreamTable");
+    return 0;
+  }
   size_t size() const { return values_.size(); }
   /// Every value, indexed by StreamId::v.
   std::span<const int64_t> values() const { return values_; }

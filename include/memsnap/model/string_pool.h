@@ -13,6 +13,7 @@
 // so the first chunk is small, and chunks are never zero-filled.
 #pragma once
 
+#include <cassert>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -32,8 +33,16 @@ class StringPool {
   StrId Intern(std::string_view text);
   /// Returns the id of `text` if it was interned, else an invalid id. Never copies.
   StrId Find(std::string_view text) const;
-  /// The text of `id`; `id` must come from this pool.
-  std::string_view Get(StrId id) const { return views_[id.v]; }
+  /// The text of `id`; "" for the invalid id (no string, a legal value in the model). Any other
+  /// id must come from this pool: one past its end asserts in debug builds and reads "" in
+  /// release builds (never out of bounds).
+  std::string_view Get(StrId id) const {
+    if (id.v < views_.size()) [[likely]] {
+      return views_[id.v];
+    }
+    assert(!id.valid() && "StrId out of range of its StringPool");
+    return {};
+  }
   size_t size() const { return views_.size(); }
   /// Bytes held by the pool (for --timings and the benchmarks).
   size_t MemoryUsage() const;

@@ -76,6 +76,9 @@ class BackgroundEventFeed final : public EventObserver {
 
   /// Events fed so far (call after Release). 0 after Invalidate.
   size_t fed() const;
+  /// The pass fed threw std::bad_alloc (under an address-space limit): it was fed no more, and
+  /// what it holds is incomplete (call after Release).
+  bool out_of_memory() const;
 
  private:
   void Work();
@@ -95,6 +98,7 @@ class BackgroundEventFeed final : public EventObserver {
   bool busy_ = false;    // a thread is inside feed_ (outside the lock)
   bool helped_ = false;  // the reader's threads feed (Help); the worker sleeps
   bool invalid_ = false;
+  bool out_of_memory_ = false;
   bool stop_ = false;
   std::thread worker_;  // last: started after the state above is initialized
 };

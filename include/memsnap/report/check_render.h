@@ -23,19 +23,24 @@ std::string CheckToJunit(const analysis::CheckReport& report);
 std::string CheckToMarkdown(const analysis::CheckReport& report);
 
 /// `check --json` over many files: passed, failures, failed_files, baseline, ranks (the per-rank
-/// table: RankTableToJson) and files (every file's CheckToJson object, in input order).
+/// table: RankTableToJson), files (every file's CheckToJson object, in input order), unreadable
+/// (the snapshots that could not be read: [{path, reason}]; any fails the gate) and skipped (the
+/// files of a directory that are not snapshots).
 nlohmann::ordered_json CheckRanksToJson(const analysis::CheckRanksReport& report);
 
-/// Over many files: one verdict line, the per-rank table with each file's verdict and the
-/// outliers, then RenderCheckText of every file that failed.
+/// Over many files: one verdict line (ERROR when a file could not be read), the per-rank table
+/// with each file's verdict and the outliers, the files that could not be read and those skipped,
+/// then RenderCheckText of every file that failed.
 void RenderCheckRanksText(const analysis::CheckRanksReport& report, std::ostream& out);
 
 /// JUnit XML over many files: one <testsuite> per file, one <testcase> per check of it, named
-/// "FILE: CHECK".
+/// "FILE: CHECK"; a file that could not be read is a testcase "FILE: read" with an <error>, a
+/// skipped file one "FILE: not a snapshot" with <skipped>.
 std::string CheckRanksToJunit(const analysis::CheckRanksReport& report);
 
 /// Markdown over many files: a verdict line, a table of files (figures, PASS/FAIL and the failed
-/// checks), the outliers, then the checks table of every file that failed.
+/// checks; UNREADABLE and why for a file that could not be read), the skipped files, the
+/// outliers, then the checks table of every file that failed.
 std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& report);
 
 }  // namespace memsnap::report

@@ -23,10 +23,4 @@ namespace memsnap::report {
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
                        analysis::GroupContext& context, std::ostream& out);
 
-/// Writes through `write` to a temporary file next to `path`, renamed into place only when
-/// `write` returns OK and the stream did not fail, so a failure never leaves a half-written file
-/// and huge outputs are never held in memory. "-" writes to `stdout_stream`. Errors name `path`.
-absl::Status WriteStreamedOutput(const std::string& path, std::ostream& stdout_stream,
-                                 const std::function<absl::Status(std::ostream&)>& write);
-
 }  // namespace memsnap::report

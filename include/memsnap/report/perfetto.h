@@ -33,7 +33,7 @@
 namespace memsnap::report {
 
 struct PerfettoOptions {
-  int top_slices = 500;       // lifetimes drawn as slices (largest requested size first)
+  int top_slices = 500;       // lifetimes drawn as slices (largest requested size first); 0 = all
   bool per_stream = true;     // per-stream counters when a device used several streams
   int max_stack_frames = 64;  // frames kept in a slice's "stack" arg
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <vector>
 
 #include "memsnap/analysis/ranks.h"
 #include "memsnap/util/table.h"
@@ -19,6 +20,9 @@ Table RankTableToTable(const analysis::RankTable& table);
 /// "outliers":[{file, metric, value, median, reason}]}; bytes as integers, ratios as fractions
 /// (4 decimals), unknown values as null.
 nlohmann::ordered_json RankTableToJson(const analysis::RankTable& table);
+
+/// Files left out of a per-rank analysis: [{"path": ..., "reason": ...}], in input order.
+nlohmann::ordered_json LeftOutToJson(const std::vector<analysis::LeftOutFile>& files);
 
 /// The table (one line per file, a median line) followed by the outliers.
 void RenderRankTableText(const analysis::RankTable& table, std::ostream& out);

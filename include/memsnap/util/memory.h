@@ -14,6 +14,12 @@
 
 namespace memsnap {
 
+/// The machine's physical memory in bytes (sysconf), 0 when unknown.
+uint64_t PhysicalMemoryBytes();
+/// The memory budget when --max-memory is not given: 75% of physical memory (0, no budget, when
+/// that is unknown).
+uint64_t DefaultMemoryBudget();
+
 /// Tells the C library to keep the memory the process frees instead of handing it back to the
 /// kernel: memsnap is a batch process, and what the reader frees (its memo table) is needed again
 /// moments later by the analysis (the timeline's curve), which would otherwise fault it back in

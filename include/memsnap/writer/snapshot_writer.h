@@ -43,4 +43,11 @@ absl::Status WriteSnapshotPickle(const Snapshot& snap, const SnapshotWriteOption
 absl::Status WriteSnapshotJson(const Snapshot& snap, const SnapshotWriteOptions& options,
                                std::ostream& out);
 
+/// The bytes WriteSnapshotJson writes for `snap` (before any gzip), counted without writing.
+/// JSON has no memo: every stack is written out in full wherever it is used, so a file whose
+/// entries share one deep stack becomes thousands of times its size (`convert` and `export`
+/// check this before writing). Costs about what writing the entries without their stacks costs:
+/// each distinct stack is formatted once.
+uint64_t JsonBytes(const Snapshot& snap, const SnapshotWriteOptions& options);
+
 }  // namespace memsnap::writer

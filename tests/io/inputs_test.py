@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Inputs that are not plain files, or that change under the reader, end in exit 2 and a message.
+
+  inputs_test.py MEMSNAP MEMSNAP_GEN SOURCE_DIR
+
+- A FIFO (with or without a writer), /dev/zero and /dev/null are refused as not regular files,
+  without blocking; `-` reads standard input (plain or gzip), named "<stdin>" in messages.
+- A file truncated while it is read (it is mapped: its lost pages would raise SIGBUS) ends in
+  exit 2 and "FILE: file changed while it was read", never a signal.
+- Under an address-space limit (`ulimit -v`) memsnap exits 2 with a message, never aborts."""
+import gzip
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+MEMSNAP, GEN, SOURCE = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = []
+
+
+def expect(cond, what, proc=None):
+    if not cond:
+        detail = ""
+        if proc is not None:
+            detail = f"\n  exit {proc.returncode}\n  stderr: {(proc.stderr or '').strip()[:600]}"
+        failures.append(what + detail)
+        print("FAIL:", what + detail)
+
+
+def run(args, timeout=60, **kw):
+    try:
+        return subprocess.run([MEMSNAP] + args, capture_output=True, text=True, timeout=timeout,
+                              **kw)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, None, "", f"(timed out after {timeout} s)")
+
+
+def special_files(tmp):
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    p = run(["summary", fifo], timeout=10)  # no writer: open() would block forever
+    expect(p.returncode == 2 and p.stderr ==
+           f"memsnap summary: {fifo}: not a regular file (a FIFO); give a file, or - to read "
+           "standard input\n", "a FIFO without a writer is refused at once", p)
+    # A FIFO with a writer holding data.
+    writer = subprocess.Popen(["sh", "-c", f"cat {SOURCE}/testdata/summary_basic.json > {fifo}"])
+    p = run(["summary", fifo], timeout=10)
+    expect(p.returncode == 2 and "not a regular file (a FIFO)" in p.stderr,
+           "a FIFO with data is refused as a FIFO", p)
+    writer.kill()
+    writer.wait()
+    for dev in ("/dev/zero", "/dev/null"):
+        p = run(["summary", dev], timeout=10)
+        expect(p.returncode == 2 and p.stderr == f"memsnap summary: {dev}: not a regular file (a "
+               "character device); give a file, or - to read standard input\n",
+               f"{dev} is refused as a character device", p)
+
+
+def standard_input(tmp):
+    data = json.load(open(os.path.join(SOURCE, "testdata", "summary_basic.json")))
+    pick = os.path.join(tmp, "s.pickle")
+    open(pick, "wb").write(pickle.dumps(data, protocol=4))
+    want = run(["summary", "--json", pick])
+    expect(want.returncode == 0, "summary of the file", want)
+    for name, payload in (("pickle", pickle.dumps(data, protocol=4)),
+                          ("gzip", gzip.compress(pickle.dumps(data, protocol=4))),
+                          ("JSON", json.dumps(data).encode())):
+        p = subprocess.run([MEMSNAP, "summary", "--json", "-"], input=payload,
+                           capture_output=True, timeout=60)
+        # The reports are alike but for the file name (and, for gzip/JSON, the container fields).
+        expect(p.returncode == 0, f"summary - reads a {name} from standard input")
+        if name == "pickle":
+            expect(p.stdout.decode().replace('"<stdin>"', json.dumps(pick)) == want.stdout,
+                   "summary - of a pickle: the same report as of the file")
+    p = subprocess.run([MEMSNAP, "summary", "-"], input=b"garbage", capture_output=True)
+    expect(p.returncode == 2 and p.stderr.decode().startswith("memsnap summary: <stdin>: not a "
+                                                              "memory snapshot"),
+           "a bad snapshot on standard input is named <stdin>")
+    p = subprocess.run([MEMSNAP, "summary", "-"], input=b"", capture_output=True)
+    expect(p.returncode == 2 and p.stderr.decode() == "memsnap summary: <stdin>: file is empty\n",
+           "empty standard input")
+
+
+def mapped(pid, path):
+    try:
+        return path in open(f"/proc/{pid}/maps").read()
+    except OSError:
+        return False
+
+
+def truncation(tmp):
+    big = os.path.join(tmp, "trunc_src.pickle")
+    subprocess.run([GEN, "--events", "2000000", "--seed", "5", "-o", big], check=True,
+                   capture_output=True)
+    src = open(big, "rb").read()
+    os.remove(big)
+    path = os.path.join(tmp, "trunc.pickle")
+    hits, outcomes = 0, []
+    deadline = time.monotonic() + 15
+    tries = 0
+    while tries < 12 and time.monotonic() < deadline:
+        tries += 1
+        open(path, "wb").write(src)
+        proc = subprocess.Popen([MEMSNAP, "-j2", "summary", path], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        while proc.poll() is None and not mapped(proc.pid, path):
+            pass
+        # Cut it while it is read: to half (some pages vanish under the decoders) or to nothing.
+        os.truncate(path, len(src) // 2 if tries % 2 else 0)
+        err = proc.communicate(timeout=60)[1]
+        outcomes.append(proc.returncode)
+        expect(proc.returncode in (0, 2), f"truncated while read: exit 0 or 2, never a signal "
+               f"(got {proc.returncode}: {err.strip()[:300]})")
+        if proc.returncode == 2:
+            expect(err == f"memsnap summary: {path}: file changed while it was read\n",
+                   f"truncated while read: the message says so (got {err.strip()[:300]})")
+            hits += 1
+    print(f"truncation: {tries} tries, exits {outcomes}")
+    expect(hits > 0, "at least one truncation landed while the file was read")
+
+
+def address_limit(tmp):
+    big = os.path.join(tmp, "limit.pickle")
+    subprocess.run([GEN, "--events", "1000000", "--seed", "7", "-o", big], check=True,
+                   capture_output=True)
+    size = os.path.getsize(big)
+    # 2x the file: too little for any read, which fails with the figure it needed. 160 MiB over
+    # the file: too little for the up-front reservation (about 3x the file), enough for a read
+    # whose arrays grow as they fill.
+    for limit, want in ((size * 2, 2), (size + (160 << 20), 0)):
+        def cap(limit=limit):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        for threads in ("1", "2"):
+            p = subprocess.run([MEMSNAP, "-j", threads, "timeline", big], capture_output=True,
+                               text=True, preexec_fn=cap, timeout=60)
+            what = f"ulimit -v {limit >> 10} (file {size >> 20} MiB), -j {threads}"
+            print(f"{what}: exit {p.returncode} {p.stderr.strip()[:200]}")
+            expect(p.returncode == want, f"{what}: exit {want}, never a signal", p)
+            if want == 2:
+                expect(p.stderr.startswith(f"memsnap timeline: {big}: out of memory decoding ")
+                       and "bytes: needs about " in p.stderr, f"{what}: says what it needed", p)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        special_files(tmp)
+        standard_input(tmp)
+        truncation(tmp)
+        address_limit(tmp)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
