@@ -278,7 +278,9 @@ absl::Status Decoder::Append(size_t at, const Value& list, const Value* items, s
           ++k;
           ++end;
         }
-        if (v.tag == Tag::kEventRef) uses_[static_cast<int>(Rec::kEvent)].next = end;
+        if (v.tag == Tag::kEventRef)
+          uses_[static_cast<int>(Rec::kEvent)].next =
+              static_cast<uint32_t>(end);  // a record ref: 32 bits
         last.i = static_cast<int64_t>(end - last.ref);
         continue;
       }

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "absl/strings/match.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"

@@ -29,7 +29,7 @@ struct Context {
   int threads = 0;              // --threads: how many threads may read and analyze; 0 = all cores
   bool force = false;           // --force: an output may overwrite a file that is a snapshot
   std::vector<std::string> inputs;  // the files the command line names as inputs (InputPaths)
-  uint64_t max_memory = 0;      // --max-memory in bytes; 0 = none (main sets the default)
+  uint64_t max_memory = 0;          // --max-memory in bytes; 0 = none (main sets the default)
 };
 
 using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;
