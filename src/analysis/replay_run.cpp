@@ -68,7 +68,6 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   sim::CachingAllocator alloc(config.config, &device);
   alloc.SetEventLog(&log);
   LiveBlocks live;
-  live.reserve(1024);
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
   int64_t allocs_matched = 0;
@@ -97,7 +96,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     for (const WarmSegment& w : prepared.warm) {
       std::vector<sim::BlockRef> refs =
           alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
-      for (size_t k = 0; k < refs.size(); ++k) live[w.blocks[k].ptr] = refs[k];
+      for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
     }
   }
   const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
