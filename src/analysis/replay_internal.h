@@ -299,8 +299,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
 /// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
 /// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
-/// unbounded run's start (warm or cold); the bounded runs start warm when the warm segments fit
-/// their capacity.
+/// start, warm or cold, of every replay of the search, the unbounded one included
+/// (docs/simulator.md, "One starting state"); a warm start does not fit on a capacity smaller
+/// than its segments.
 /// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,
