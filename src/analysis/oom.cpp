@@ -557,9 +557,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
             c.info = alloc.last_oom();
             c.free = alloc.DescribeFreeSpace(c.info.rounded, c.info.stream, c.info.is_small);
             c.live.reserve(live.size());
-            for (const auto& [addr, ref] : live) {
+            live.ForEach([&](uint64_t addr, sim::BlockRef ref) {
               if (!alloc.IsPendingFree(ref)) c.live.emplace_back(addr, alloc.BlockSize(ref));
-            }
+            });
             std::sort(c.live.begin(), c.live.end());
           };
         } else {

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "analysis/addr_table.h"
 #include "memsnap/analysis/replay.h"
 
 namespace memsnap::analysis {
@@ -97,8 +97,114 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
 /// device_free + reserved at the first oom entry, or nullopt when the trace has none.
 std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
 
-/// Recorded block address -> the simulated block now standing for it.
-using LiveBlocks = absl::flat_hash_map<uint64_t, sim::BlockRef>;
+/// Recorded block address -> the simulated block now standing for it: the replay's one lookup per
+/// event. Open addressing with linear probing over a power-of-two table at most half full, erase
+/// by backward shift (no tombstones, so a long replay's probes stay short), the hash seeded per
+/// process as AddrTable's is. No allocation once the table has grown to the trace's live blocks.
+class LiveBlocks {
+ public:
+  LiveBlocks() { slots_.assign(kInitial, Slot{kEmpty, 0}); }
+  size_t size() const { return size_ + (empty_key_used_ ? 1 : 0); }
+  /// The block standing for `addr`, or nullptr.
+  [[gnu::always_inline]] const sim::BlockRef* Find(uint64_t addr) const {
+    if (addr == kEmpty) [[unlikely]]
+      return empty_key_used_ ? &empty_key_ref_ : nullptr;
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == addr) return &s.ref;
+      if (s.key == kEmpty) return nullptr;
+    }
+  }
+  /// Maps `addr` to `ref`, replacing what it mapped to.
+  [[gnu::always_inline]] void Set(uint64_t addr, sim::BlockRef ref) {
+    if (addr == kEmpty) [[unlikely]] {
+      empty_key_used_ = true;
+      empty_key_ref_ = ref;
+      return;
+    }
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == addr) {
+        s.ref = ref;
+        return;
+      }
+      if (s.key == kEmpty) {
+        if (2 * (size_ + 1) > slots_.size()) [[unlikely]] {
+          GrowAndSet(addr, ref);
+          return;
+        }
+        s = {addr, ref};
+        ++size_;
+        return;
+      }
+    }
+  }
+  /// Removes `addr` (nothing when absent).
+  [[gnu::always_inline]] void Erase(uint64_t addr) {
+    if (addr == kEmpty) [[unlikely]] {
+      empty_key_used_ = false;
+      return;
+    }
+    size_t i = Hash(addr) & mask_;
+    while (slots_[i].key != addr) {
+      if (slots_[i].key == kEmpty) return;
+      i = (i + 1) & mask_;
+    }
+    // Backward shift: move later entries of the probe run into the hole when their home allows.
+    for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      if (slots_[j].key == kEmpty) break;
+      const size_t home = Hash(slots_[j].key) & mask_;
+      // Entry j may move to i when its home is not in the cyclic range (i, j].
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i].key = kEmpty;
+    --size_;
+  }
+  /// Calls fn(address, block) for every entry, in no particular order.
+  template <class Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Slot& s : slots_) {
+      if (s.key != kEmpty) fn(s.key, s.ref);
+    }
+    if (empty_key_used_) fn(kEmpty, empty_key_ref_);
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr size_t kInitial = 1024;
+  struct Slot {
+    uint64_t key;
+    sim::BlockRef ref;
+  };
+  static size_t Hash(uint64_t x) {
+    static const char seed_anchor = 0;  // its address differs between runs (ASLR)
+    return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
+  }
+  // Out of line: Set is always_inline, and calling itself would be recursive inlining.
+  [[gnu::noinline]] void GrowAndSet(uint64_t addr, sim::BlockRef ref) {
+    Grow();
+    Set(addr, ref);
+  }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{kEmpty, 0});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      size_t i = Hash(s.key) & mask_;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = kInitial - 1;
+  size_t size_ = 0;
+  sim::BlockRef empty_key_ref_ = 0;  // for the one address equal to kEmpty
+  bool empty_key_used_ = false;
+};
 
 struct RunOptions {
   int64_t capacity = sim::kUnlimitedCapacity;
@@ -142,30 +248,30 @@ template <typename OnAlloc, typename OnOom>
       std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
       if (!b) {
         on_oom();
-        live.erase(op.addr);
+        live.Erase(op.addr);
         break;
       }
-      live[op.addr] = *b;
+      live.Set(op.addr, *b);
       on_alloc(*b);
       break;
     }
     case OpKind::kFree: {
-      auto it = live.find(op.addr);
-      if (it == live.end()) break;  // its alloc failed (OOM)
-      alloc.Free(it->second);
-      live.erase(it);
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b == nullptr) break;  // its alloc failed (OOM)
+      alloc.Free(*b);
+      live.Erase(op.addr);
       break;
     }
     case OpKind::kFreeRequested: {
-      auto it = live.find(op.addr);
-      if (it != live.end()) alloc.FreeRequested(it->second);
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b != nullptr) alloc.FreeRequested(*b);
       break;
     }
     case OpKind::kFreeCompleted: {
-      auto it = live.find(op.addr);
-      if (it == live.end()) break;
-      alloc.FreeCompleted(it->second);
-      live.erase(it);
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b == nullptr) break;
+      alloc.FreeCompleted(*b);
+      live.Erase(op.addr);
       break;
     }
     case OpKind::kEmptyCache:
@@ -193,8 +299,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
 /// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
 /// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
-/// unbounded run's start (warm or cold); the bounded runs start warm when the warm segments fit
-/// their capacity.
+/// start, warm or cold, of every replay of the search, the unbounded one included
+/// (docs/simulator.md, "One starting state"); a warm start does not fit on a capacity smaller
+/// than its segments.
 /// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,

@@ -68,7 +68,6 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   sim::CachingAllocator alloc(config.config, &device);
   alloc.SetEventLog(&log);
   LiveBlocks live;
-  live.reserve(1024);
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
   int64_t allocs_matched = 0;
@@ -97,7 +96,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     for (const WarmSegment& w : prepared.warm) {
       std::vector<sim::BlockRef> refs =
           alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
-      for (size_t k = 0; k < refs.size(); ++k) live[w.blocks[k].ptr] = refs[k];
+      for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
     }
   }
   const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
@@ -185,19 +184,23 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
                                 const ConfigResult* unbounded) {
   int64_t warm_bytes = 0;
   for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
+  // Every replay of the search starts from `base`'s state, warm or cold, as the unbounded one does
+  // (docs/simulator.md, "One starting state"): a bounded replay that started otherwise could need
+  // more than the unbounded peak it is meant to verify.
   auto run = [&](int64_t capacity) {
     RunOptions ro = base;
     ro.capacity = capacity;
-    // The unbounded run starts as `base` does; a bounded one warm where the segments fit it.
-    if (capacity != sim::kUnlimitedCapacity) {
-      ro.warm = prepared.warm_ok && prepared.preexisting_blocks > 0 && warm_bytes <= capacity;
-    }
     ro.stop_at_first_oom = true;
     ro.on_oom = nullptr;
     ro.curve = false;
     return RunConfig(prepared, config, ro).result;
   };
-  auto fits = [&](int64_t capacity) { return run(capacity).ooms.empty(); };
+  auto fits = [&](int64_t capacity) {
+    // A warm start's segments are on the device before the first event: a smaller one cannot
+    // hold that state.
+    if (base.warm && warm_bytes > capacity) return false;
+    return run(capacity).ooms.empty();
+  };
   // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
   // run fits on (verified below).
   ConfigResult own;

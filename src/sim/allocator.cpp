@@ -73,7 +73,8 @@ inline void CachingAllocator::UncountAllocation(Block& x) {
 
 void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
   blocks_[b].gc_count_base = pool.get_free_blocks_call_count;
-  pool.blocks.insert(KeyOf(b));
+  const Block& x = blocks_[b];
+  pool.blocks.Insert(static_cast<uint64_t>(x.stream), x.size, x.ptr, b);
 }
 
 void CachingAllocator::Emit(SegmentAction a, uint64_t addr, int64_t size, int64_t stream,
@@ -126,9 +127,8 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
 
 uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
   if (GcEnabled()) ++pool.get_free_blocks_call_count;
-  const uint64_t st = static_cast<uint64_t>(stream);
-  auto it = pool.blocks.lower_bound(Key{st, s, 0, 0});
-  if (it == pool.blocks.end() || it->stream != st) return kNone;
+  FreeIndex::Cursor it = pool.blocks.LowerBound(static_cast<uint64_t>(stream), s);
+  if (!it.valid()) return kNone;
   if (blocks_[it->ref].expandable >= 0) {
     if (config_.expandable_segments) {
       // The growable tail counts as big as the unmapped space after it (§7), so an interior
@@ -137,23 +137,22 @@ uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
         const Block& x = blocks_[r];
         return x.size + (x.next != kNone && !blocks_[x.next].mapped ? blocks_[x.next].size : 0);
       };
-      auto next = std::next(it);
-      while (blocks_[it->ref].expandable >= 0 && next != pool.blocks.end() && next->stream == st &&
-             grow(next->ref) < grow(it->ref)) {
-        it = next++;
+      FreeIndex::Cursor next = it;
+      while (blocks_[it->ref].expandable >= 0 && next.Next() && grow(next->ref) < grow(it->ref)) {
+        it = next;
       }
     } else {
       do {
-        ++it;
-      } while (it != pool.blocks.end() && blocks_[it->ref].expandable >= 0 && it->stream == st);
-      if (it == pool.blocks.end() || it->stream != st) return kNone;
+        it.Next();
+      } while (it.valid() && blocks_[it->ref].expandable >= 0);
+      if (!it.valid()) return kNone;
     }
   }
   // Oversize rules: only the first candidate is examined.
   if (s < config_.max_split_size && it->size >= config_.max_split_size) return kNone;
   if (s >= config_.max_split_size && it->size >= s + config_.max_non_split_rounding) return kNone;
   uint32_t b = it->ref;
-  pool.blocks.erase(it);
+  pool.blocks.Erase(it);
   return b;
 }
 
@@ -292,7 +291,7 @@ int64_t CachingAllocator::TryMerge(uint32_t dst, uint32_t src, Pool& pool) {
   Block& d = blocks_[dst];
   if (s.allocated || s.event_count > 0 || s.mapped != d.mapped) return 0;
   if (s.mapped) {
-    pool.blocks.erase(KeyOf(src));
+    EraseFree(pool, src);
   } else {
     pool.unmapped.erase(AddrKeyOf(src));
   }
@@ -321,23 +320,23 @@ void CachingAllocator::GarbageCollect() {
   auto age = [&](uint32_t r) { return pool.get_free_blocks_call_count - blocks_[r].gc_count_base; };
   int64_t total_age = 0;
   int64_t count = 0;
-  for (const Key& k : pool.blocks) {
+  pool.blocks.ForEach([&](uint64_t, const FreeIndex::Entry& k) {
     if (freeable(k.ref)) {
       total_age += age(k.ref);
       ++count;
     }
-  }
+  });
   if (count == 0) return;
   bool freed = true;
   while (reclaimed < target && freed && count > 0) {
     const double threshold_age = static_cast<double>(total_age) / static_cast<double>(count);
     freed = false;
     std::vector<uint32_t> victims;
-    for (const Key& k : pool.blocks) {
+    pool.blocks.ForEach([&](uint64_t, const FreeIndex::Entry& k) {
       if (freeable(k.ref) && static_cast<double>(age(k.ref)) >= threshold_age) {
         victims.push_back(k.ref);
       }
-    }
+    });
     for (uint32_t r : victims) {
       freed = true;
       reclaimed += blocks_[r].size;
@@ -350,25 +349,23 @@ void CachingAllocator::GarbageCollect() {
 
 bool CachingAllocator::ReleaseAvailableCachedBlocks(Pool& pool, int64_t stream, int64_t s) {
   if (config_.max_split_size == kUnlimitedSize) return false;
-  const uint64_t st = static_cast<uint64_t>(stream);
   const int64_t key_size = std::max(s, config_.max_split_size);
-  auto it = pool.blocks.lower_bound(Key{st, key_size, 0, 0});
-  if (it != pool.blocks.end() && it->stream == st && blocks_[it->ref].expandable < 0) {
+  FreeIndex::Cursor it = pool.blocks.LowerBound(static_cast<uint64_t>(stream), key_size);
+  if (it.valid() && blocks_[it->ref].expandable < 0) {
     ReleaseBlock(it->ref);
     return true;
   }
-  // No single block is large enough: free oversize blocks from the largest down.
-  if (it == pool.blocks.begin()) return false;
-  --it;
+  // No single block is large enough: free oversize blocks from the largest down (the blocks of
+  // the stream below the search key, walking down).
+  if (!it.Prev()) return false;
   int64_t released = 0;
   std::vector<uint32_t> victims;
-  while (released < key_size && it->size >= config_.max_split_size && it->stream == st) {
+  while (released < key_size && it->size >= config_.max_split_size) {
     if (blocks_[it->ref].expandable < 0) {
       released += it->size;
       victims.push_back(it->ref);
     }
-    if (it == pool.blocks.begin()) break;
-    --it;
+    if (!it.Prev()) break;
   }
   for (uint32_t r : victims) ReleaseBlock(r);
   return released >= key_size;
@@ -444,13 +441,13 @@ std::vector<BlockRef> CachingAllocator::SeedSegment(uint64_t base, int64_t size,
 void CachingAllocator::ReleaseBlocks(Pool& pool) {
   std::vector<uint32_t> to_release;
   std::vector<uint32_t> to_unmap;
-  for (const Key& k : pool.blocks) {
+  pool.blocks.ForEach([&](uint64_t, const FreeIndex::Entry& k) {
     if (blocks_[k.ref].expandable >= 0) {
       to_unmap.push_back(k.ref);
     } else if (!IsSplit(k.ref)) {
       to_release.push_back(k.ref);
     }
-  }
+  });
   // Releasing does not reorder the remaining blocks, so collecting first frees them in the same
   // (stream, size, ptr) order as upstream's erase-while-iterating loop.
   for (uint32_t r : to_release) ReleaseBlock(r);
@@ -477,14 +474,14 @@ void CachingAllocator::ReleaseBlock(uint32_t b) {
   stats_.segment.Sub(x.is_small, 1);
   stats_.reserved_bytes.Sub(x.is_small, x.size);
   if (x.size >= config_.max_split_size) stats_.oversize_segments.Sub(1);
-  PoolOf(b).blocks.erase(KeyOf(b));
+  EraseFree(PoolOf(b), b);
   DeleteBlock(b);
 }
 
 int64_t CachingAllocator::CachedFreeBytes() const {
   int64_t total = 0;
   for (const Pool* p : {&large_, &small_}) {
-    for (const Key& k : p->blocks) total += k.size;
+    p->blocks.ForEach([&](uint64_t, const FreeIndex::Entry& k) { total += k.size; });
   }
   return total;
 }
@@ -494,12 +491,12 @@ FreeSpace CachingAllocator::DescribeFreeSpace(int64_t s, int64_t stream, bool is
   const uint64_t st = static_cast<uint64_t>(stream);
   for (const Pool* p : {&large_, &small_}) {
     const bool own_pool = p->is_small == is_small;
-    for (const Key& k : p->blocks) {
+    p->blocks.ForEach([&](uint64_t k_stream, const FreeIndex::Entry& k) {
       f.all_free += k.size;
       f.all_largest = std::max(f.all_largest, k.size);
       if (!own_pool) {
         f.other_pool_free += k.size;
-      } else if (k.stream == st) {
+      } else if (k_stream == st) {
         f.pool_free += k.size;
         f.pool_largest = std::max(f.pool_largest, k.size);
         const bool refused =
@@ -512,10 +509,10 @@ FreeSpace CachingAllocator::DescribeFreeSpace(int64_t s, int64_t stream, bool is
         f.other_streams_free += k.size;
         if (k.size > f.other_streams_largest) {
           f.other_streams_largest = k.size;
-          f.other_streams_stream = static_cast<int64_t>(k.stream);
+          f.other_streams_stream = static_cast<int64_t>(k_stream);
         }
       }
-    }
+    });
   }
   return f;
 }

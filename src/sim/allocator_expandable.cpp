@@ -78,7 +78,7 @@ uint32_t CachingAllocator::TryAllocateExpandableBlock(Pool& pool, int64_t stream
     if (!MapBlock(next, std::min(s - blocks_[c].size, blocks_[next].size))) return kNone;
     c = next;
   }
-  pool.blocks.erase(KeyOf(c));
+  EraseFree(pool, c);
   return c;
 }
 
@@ -120,7 +120,7 @@ void CachingAllocator::UnmapBlock(uint32_t b) {
   const int64_t end = (offset + blocks_[b].size) / page;
   if (begin >= end) return;
   Pool& pool = PoolOf(b);
-  pool.blocks.erase(KeyOf(b));
+  EraseFree(pool, b);
   const uint64_t uptr = seg.base + static_cast<uint64_t>(begin * page);
   const int64_t usize = (end - begin) * page;
   const int64_t before = static_cast<int64_t>(uptr - blocks_[b].ptr);

@@ -7,6 +7,7 @@
 #include "memsnap/analysis/timeline.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/frag_render.h"
+#include "memsnap/sim/config.h"
 #include "test_util.h"
 #include "trace_builders.h"
 
@@ -312,6 +313,39 @@ TEST_SUITE("frag") {
     CHECK(FindFragFixes(snap, own).status().code() == absl::StatusCode::kInvalidArgument);
   }
 
+  TEST_CASE("a setting fits on its own unlimited peak: every replay of the search starts alike") {
+    using testing::Ev;
+    // Two blocks alive before the trace (freed without an alloc) in a 20 MiB segment the trace
+    // frees at its end: a 2 MiB one at its base and one of 1 MiB + 1 byte at +18 MiB. Started
+    // cold (allocated in address order) the second is split off right after the first, leaving
+    // one 17 MiB - 512 hole, which the trace's 17 MiB - 512 request fills: 20 MiB reserved.
+    // Started warm (the segment as it was) the hole is 16 MiB and the request needs a segment of
+    // its own: 38 MiB. The search used to verify the cold run's peak with warm replays, which
+    // failed up to 36 MiB, so the recorded settings "fit" on nothing (0), though they run
+    // without a failure on their own 20 MiB peak.
+    const uint64_t seg = 0x7f0000000000, big = 0x7f0100000000;
+    const int64_t request = 17 * kMiB - 512;
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kAlloc, big, request),
+        Ev(Action::kFreeRequested, seg, 2 * kMiB),
+        Ev(Action::kFreeCompleted, seg, 2 * kMiB),
+        Ev(Action::kFreeRequested, seg + 18 * kMiB, kMiB + 1),
+        Ev(Action::kFreeCompleted, seg + 18 * kMiB, kMiB + 1),
+        Ev(Action::kFreeRequested, big, request),
+        Ev(Action::kFreeCompleted, big, request),
+        Ev(Action::kSegmentFree, seg, 20 * kMiB),
+    });
+    FragFixOptions only_recorded;
+    only_recorded.candidates = {"max_split_size_mb:512"};
+    auto fixes = FindFragFixes(snap, only_recorded);
+    REQUIRE_MESSAGE(fixes.ok(), fixes.status().message());
+    REQUIRE(fixes->size() == 1);
+    const FragSetting& recorded = (*fixes)[0].settings[0];
+    CHECK(recorded.peak_reserved == 20 * kMiB);
+    CHECK(recorded.fits_on > 0);
+    CHECK(recorded.fits_on <= recorded.peak_reserved);
+  }
+
   TEST_CASE("the answer's lines say what fragmentation costs, the fix and who pins it") {
     Snapshot snap = LoadFixture("frag_fix.json");
     FragReport r = Analyze(snap);
@@ -394,6 +428,23 @@ TEST_SUITE("frag") {
       for (const auto& p : peak.peaks) {
         CHECK(p.peak_reserved.figures.reserved_bytes >= p.peak_allocated.figures.reserved_bytes);
         CHECK(p.peak_allocated.figures.allocated_bytes >= p.peak_reserved.figures.allocated_bytes);
+      }
+      // A setting fits on its own unlimited peak (docs/simulator.md, "One starting state"),
+      // unless a memory fraction below 1 caps it under the device, or the trace reserves
+      // nothing (the search then answers its 1-byte floor).
+      {
+        auto fixes = FindFragFixes(*snap);
+        REQUIRE_MESSAGE(fixes.ok(), fixes.status().message());
+        // The default candidates set no fraction: the recorded one is every setting's.
+        const bool capped =
+            sim::ConfigFromSettings(snap->settings).memory_fraction.value_or(1.0) < 1.0;
+        for (const FragFix& fix : *fixes) {
+          for (const FragSetting& s : fix.settings) {
+            if (capped || s.peak_reserved == 0) continue;
+            INFO(path << " device " << fix.device << " " << s.conf);
+            CHECK(s.fits_on <= s.peak_reserved);
+          }
+        }
       }
       // The reserved peak agrees with the timeline pass, which walks the trace forwards.
       auto timeline = ReconstructTimeline(*snap);

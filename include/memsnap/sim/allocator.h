@@ -25,6 +25,7 @@
 #include "absl/container/btree_set.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/sim/device_memory.h"
+#include "memsnap/sim/free_index.h"
 #include "memsnap/sim/sizes.h"
 
 namespace memsnap::sim {
@@ -214,17 +215,6 @@ class CachingAllocator {
     bool is_small = false;
     bool dead = false;  // slot on the free list
   };
-  struct Key {
-    uint64_t stream;
-    int64_t size;
-    uint64_t ptr;
-    uint32_t ref;
-    bool operator<(const Key& o) const {
-      if (stream != o.stream) return stream < o.stream;
-      if (size != o.size) return size < o.size;
-      return ptr < o.ptr;
-    }
-  };
   struct AddrKey {
     uint64_t stream;
     uint64_t ptr;
@@ -234,7 +224,7 @@ class CachingAllocator {
     }
   };
   struct Pool {
-    absl::btree_set<Key> blocks;        // free, mapped
+    FreeIndex blocks;                   // free, mapped: (stream, size, ptr) order
     absl::btree_set<AddrKey> unmapped;  // expandable VA not backed
     bool is_small = false;
     int64_t get_free_blocks_call_count = 0;
@@ -252,9 +242,10 @@ class CachingAllocator {
   void DeleteBlock(uint32_t b);
   bool IsSplit(uint32_t b) const { return blocks_[b].prev != kNone || blocks_[b].next != kNone; }
   Pool& PoolOf(uint32_t b) { return blocks_[b].is_small ? small_ : large_; }
-  Key KeyOf(uint32_t b) const {
+  /// Removes a free block from its pool's index.
+  void EraseFree(Pool& pool, uint32_t b) {
     const Block& x = blocks_[b];
-    return {static_cast<uint64_t>(x.stream), x.size, x.ptr, b};
+    pool.blocks.Erase(static_cast<uint64_t>(x.stream), x.size, x.ptr);
   }
   AddrKey AddrKeyOf(uint32_t b) const {
     return {static_cast<uint64_t>(blocks_[b].stream), blocks_[b].ptr, b};

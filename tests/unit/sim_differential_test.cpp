@@ -1,0 +1,374 @@
+// Differential test of the simulator (issue 37): the flat free-block index and live-block table
+// must take exactly the decisions of the btree-based simulator they replaced. Each trace below is
+// replayed under several settings and capacities, and everything observable is folded into one
+// 64-bit digest: every malloc's address or failure, every segment event (action, address, size,
+// stream, base), each failure's OomInfo and DescribeFreeSpace, the allocator's stats and segment
+// map at the end, and RunConfig's own result (peaks, curve, OOM points) cold and warm. The
+// expected digests were recorded from the simulator as of main b4a1704 (absl::btree_set free
+// index, absl::flat_hash_map live blocks), before the change: a digest that moves is a decision
+// that changed.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/replay_internal.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/sim/allocator.h"
+#include "test_util.h"
+#include "trace_builders.h"
+
+namespace memsnap::analysis {
+namespace {
+
+using sim::kMiB;
+using testing::Ev;
+
+struct Fnv {
+  uint64_t h = 1469598103934665603ULL;
+  void Add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+  void Add(int64_t v) { Add(static_cast<uint64_t>(v)); }
+  void Add(bool v) { Add(uint64_t{v}); }
+};
+
+void AddStat(Fnv& f, const sim::Stat& s) {
+  f.Add(s.current);
+  f.Add(s.peak);
+  f.Add(s.allocated);
+  f.Add(s.freed);
+}
+void AddStats(Fnv& f, const sim::StatArray& a) {
+  AddStat(f, a.aggregate);
+  AddStat(f, a.small);
+  AddStat(f, a.large);
+}
+
+// Drives the allocator op by op (as RunConfig does, cold start) and digests every decision.
+uint64_t DigestOps(const PreparedTrace& p, const sim::AllocatorConfig& config, int64_t capacity) {
+  Fnv f;
+  sim::VirtualDeviceMemory device(capacity);
+  sim::CachingAllocator alloc(config, &device);
+  std::vector<sim::SegmentEvent> log;
+  alloc.SetEventLog(&log);
+  LiveBlocks live;
+  size_t logged = 0;
+  auto run = [&](const Op& op) {
+    ApplyOp(
+        op, alloc, live,
+        [&](sim::BlockRef b) {
+          f.Add(alloc.BlockPtr(b));
+          f.Add(alloc.BlockSize(b));
+        },
+        [&] {
+          const sim::OomInfo& o = alloc.last_oom();
+          f.Add(uint64_t{0xdead});
+          f.Add(uint64_t{op.event});
+          for (int64_t v :
+               {o.requested, o.rounded, o.segment_size, o.device_free, o.stream, o.reserved_before,
+                o.released_bytes, o.released_segments, o.reserved, o.allocated}) {
+            f.Add(v);
+          }
+          f.Add(o.is_small);
+          const sim::FreeSpace fs = alloc.DescribeFreeSpace(o.rounded, o.stream, o.is_small);
+          for (int64_t v : {fs.pool_free, fs.pool_largest, fs.other_streams_free,
+                            fs.other_streams_largest, fs.other_streams_stream, fs.other_pool_free,
+                            fs.oversize_refused, fs.all_free, fs.all_largest}) {
+            f.Add(v);
+          }
+        });
+    for (; logged < log.size(); ++logged) {
+      const sim::SegmentEvent& e = log[logged];
+      f.Add(uint64_t{static_cast<uint8_t>(e.action)});
+      f.Add(e.addr);
+      f.Add(e.size);
+      f.Add(e.stream);
+      f.Add(e.base);
+    }
+    f.Add(alloc.CachedFreeBytes());
+  };
+  for (const Op& op : p.cold) run(op);
+  for (const Op& op : p.ops) run(op);
+  const sim::AllocatorStats& st = alloc.stats();
+  for (const sim::StatArray* a :
+       {&st.allocation, &st.segment, &st.active, &st.inactive_split, &st.allocated_bytes,
+        &st.reserved_bytes, &st.active_bytes, &st.inactive_split_bytes, &st.requested_bytes}) {
+    AddStats(f, *a);
+  }
+  AddStat(f, st.oversize_allocations);
+  AddStat(f, st.oversize_segments);
+  for (int64_t v :
+       {st.num_alloc_retries, st.num_ooms, st.num_sync_all_streams, st.num_device_alloc,
+        st.num_device_free, st.num_segment_alloc, st.num_segment_free, st.num_map, st.num_unmap}) {
+    f.Add(v);
+  }
+  for (const sim::SegmentView& v : alloc.Segments()) {
+    f.Add(v.base);
+    f.Add(v.stream);
+    f.Add(v.is_small);
+    f.Add(v.is_expandable);
+    for (const sim::BlockView& b : v.blocks) {
+      f.Add(b.ptr);
+      f.Add(b.size);
+      f.Add(b.requested);
+      f.Add(b.allocated);
+      f.Add(b.pending_free);
+    }
+  }
+  return f.h;
+}
+
+void AddResult(Fnv& f, const ConfigResult& r) {
+  for (int64_t v : {r.peak_reserved, r.peak_allocated, r.peak_active, r.peak_requested,
+                    r.final_reserved, r.final_allocated, r.allocated_at_peak,
+                    r.inactive_split_at_peak, r.peak_inactive_split_bytes, r.cuda_mallocs,
+                    r.cuda_frees, r.maps, r.unmaps, r.alloc_retries}) {
+    f.Add(v);
+  }
+  f.Add(uint64_t{r.peak_event});
+  for (const ReplayOom& o : r.ooms) {
+    f.Add(uint64_t{o.event});
+    f.Add(o.requested);
+    f.Add(o.rounded);
+    f.Add(o.stream);
+    f.Add(o.device_free);
+  }
+  for (const CurvePoint& c : r.curve) {
+    f.Add(uint64_t{c.event});
+    f.Add(c.reserved);
+    f.Add(c.allocated);
+  }
+}
+
+// Every decision of `snap`'s first trace under each setting, unbounded and on a device of 3/4
+// and 1/2 of the unbounded peak reserved (where the retry, GC and release paths run).
+uint64_t DigestSnapshot(const Snapshot& snap) {
+  const DeviceTrace* trace = nullptr;
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.size() > 0) {
+      trace = &t;
+      break;
+    }
+  }
+  if (trace == nullptr) return 0;
+  const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
+  const char* confs[] = {
+      "",
+      "expandable_segments:True",
+      "max_split_size_mb:40",
+      "large_segment_size_mb:16,max_split_size_mb:20,max_non_split_rounding_mb:16",
+      "roundup_power2_divisions:4",
+      "garbage_collection_threshold:0.5,per_process_memory_fraction:0.9",
+      "expandable_segments:True,max_split_size_mb:64"};
+  Fnv f;
+  for (bool capacity_known : {false, true}) {
+    PreparedTrace p =
+        PrepareTrace(snap, *trace, EmptyCacheMode::kHeuristic, recorded, capacity_known);
+    for (const char* conf : confs) {
+      absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+      REQUIRE(c.ok());
+      ReplayConfig rc{conf, *c};
+      RunOptions ro;
+      ro.events = snap.EventsOf(*trace);
+      ro.curve = true;
+      const ConfigResult free_run = RunConfig(p, rc, ro).result;
+      AddResult(f, free_run);
+      f.Add(DigestOps(p, *c, sim::kUnlimitedCapacity));
+      for (int64_t capacity : {free_run.peak_reserved / 4 * 3, free_run.peak_reserved / 2}) {
+        ro.capacity = capacity;
+        AddResult(f, RunConfig(p, rc, ro).result);
+        if (p.warm_ok) {
+          RunOptions warm = ro;
+          warm.warm = true;
+          AddResult(f, RunConfig(p, rc, warm).result);
+        }
+        f.Add(DigestOps(p, *c, capacity));
+      }
+    }
+  }
+  return f.h;
+}
+
+// A training-like trace with what stresses the index: three streams, sizes across both pools and
+// the oversize limits, frees that complete late (pending blocks), frees of blocks allocated
+// before the trace, repeated sizes (ties broken by address), inferred empty_cache calls and
+// recorded OOMs.
+Snapshot RandomTrace(uint64_t seed, int events) {
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  StreamTable streams;
+  const StreamId stream_ids[] = {StreamTable::kDefault, streams.Intern(7), streams.Intern(93)};
+  const int64_t sizes[] = {1,         512,       700,          4096,       300000,
+                           kMiB,      kMiB + 1,  2 * kMiB - 1, 3 * kMiB,   9 * kMiB,
+                           12 * kMiB, 21 * kMiB, 40 * kMiB,    130 * kMiB, 260 * kMiB};
+  std::vector<TraceEvent> ev;
+  struct Live {
+    uint64_t addr;
+    int64_t size;
+    StreamId stream;
+  };
+  std::vector<Live> live;
+  std::vector<Live> pending;
+  uint64_t next_addr = 0x7f0000000000ULL;
+  for (int i = 0; i < 6; ++i) {  // blocks from before the trace: freed without an alloc
+    live.push_back({0x600000000000ULL + static_cast<uint64_t>(i) * 64 * kMiB, sizes[next() % 15],
+                    StreamTable::kDefault});
+  }
+  for (int i = 0; i < events; ++i) {
+    const uint64_t r = next() % 100;
+    if (r < 48 && live.size() < 300) {
+      int64_t n = sizes[next() % 15];
+      if (next() % 2) n += static_cast<int64_t>(next() % 5000) * 512;
+      const StreamId st = stream_ids[next() % 4 == 0 ? 1 + next() % 2 : 0];
+      ev.push_back(Ev(Action::kAlloc, next_addr, n, st));
+      live.push_back({next_addr, n, st});
+      next_addr += 0x100000000ULL;
+    } else if (r < 90 && !live.empty()) {
+      const size_t k = next() % live.size();
+      const Live b = live[k];
+      live[k] = live.back();
+      live.pop_back();
+      ev.push_back(Ev(Action::kFreeRequested, b.addr, b.size, b.stream));
+      if (next() % 4 == 0) {
+        pending.push_back(b);
+      } else {
+        ev.push_back(Ev(Action::kFreeCompleted, b.addr, b.size, b.stream));
+      }
+    } else if (r < 96 && !pending.empty()) {
+      const Live b = pending.front();
+      pending.erase(pending.begin());
+      ev.push_back(Ev(Action::kFreeCompleted, b.addr, b.size, b.stream));
+    } else if (r < 98) {
+      ev.push_back(Ev(Action::kSegmentFree, 0x500000000000ULL, 2 * kMiB));
+    } else {
+      ev.push_back(Ev(Action::kOom, 0, sizes[next() % 15] * 3, stream_ids[next() % 3]));
+    }
+  }
+  return testing::TraceSnapshot(std::move(ev), std::move(streams));
+}
+
+}  // namespace
+
+TEST_SUITE("sim differential") {
+  TEST_CASE("random traces take the decisions the btree simulator took") {
+    // seed -> digest, recorded from main b4a1704.
+    const std::vector<std::pair<uint64_t, uint64_t>> expected = {
+        {1, 0x2688e1241d74f3ffULL}, {2, 0xb234ab18a4b8bb67ULL}, {3, 0x3e331b92290b98a3ULL},
+        {4, 0xcfdaaddd3430c6d3ULL}, {5, 0xede138f88a67b26fULL}, {6, 0x6689344ad01c9cbbULL},
+    };
+    for (const auto& [seed, digest] : expected) {
+      CAPTURE(seed);
+      const uint64_t d = DigestSnapshot(RandomTrace(seed, 20000));
+      if (std::getenv("MEMSNAP_PRINT_SIM_DIGESTS"))
+        std::printf("{%llu, 0x%llxULL},\n", static_cast<unsigned long long>(seed),
+                    static_cast<unsigned long long>(d));
+      CHECK(d == digest);
+    }
+  }
+
+  TEST_CASE("corpus traces take the decisions the btree simulator took" *
+            doctest::test_suite("corpus")) {
+    // file name -> digest, recorded from main b4a1704 (files without a trace are left out).
+    const std::map<std::string, uint64_t> expected = {
+        {"ConstructorSun_code_location__memory_snapshot__b5ef67ce.pickle", 0x9a1e633e84d364bfULL},
+        {"HugePanda_octree-nca__mem_snapshots_cuda_single_step__55ff68f5.pickle",
+         0xbc5bc7fc7af0673bULL},
+        {"HugePanda_octree-nca__mem_snapshots_inference2_peso_oct__e024498d.pickle",
+         0x1aa4755dc94e2dULL},
+        {"HugePanda_octree-nca__mem_snapshots_traditional_single_step__eb35be74.pickle",
+         0x43e9c57b5012f503ULL},
+        {"HugePanda_octree-nca__my_snapshot__0072096f.pickle", 0x26a3bacfec95d567ULL},
+        {"HugePanda_octree-nca__my_snapshot__1e496ac8.pickle", 0x4c3ee28811263683ULL},
+        {"HugePanda_octree-nca__my_snapshot__255fc09a.pickle", 0xbcbb6ada8b0fecdbULL},
+        {"HugePanda_octree-nca__my_snapshot__300688cd.pickle", 0xfc88e406bf7d5f67ULL},
+        {"HugePanda_octree-nca__my_snapshot__796241fb.pickle", 0xa231a72a1da1dd37ULL},
+        {"HugePanda_octree-nca__my_snapshot__cdcdc05a.pickle", 0xea32351d6f1a0467ULL},
+        {"MAGMA27_assignment2-systems__memory_snapshot__a80ccc7b.pickle", 0x889c826a7d3754fbULL},
+        {"Maphsge4_select_n__snapshot__5a601013.pickle", 0xea29c687bd2abecbULL},
+        {"Maphsge4_select_n__snapshot__ec5be110.pickle", 0x2bfb1db770830155ULL},
+        {"Muduard_LayoutEditing__dump_snapshot__7bced596.pickle", 0xf37601f0ef2644bULL},
+        {"Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json", 0xfbcc8dc4a83ac1b3ULL},
+        {"Wedsonlin_a2__results_medium_1024_inference_memory_snapshot__1cfc21cd.pickle",
+         0x458ef26945d005bULL},
+        {"Wedsonlin_a2__results_medium_1024_training_memory_snapshot__83e7cb0c.pickle",
+         0xd56686cbf3d072e3ULL},
+        {"Wedsonlin_a2__results_medium_128_inference_memory_snapshot__77da8fef.pickle",
+         0xfa55b4c440a1173bULL},
+        {"Wedsonlin_a2__results_medium_128_training_memory_snapshot__0db7d8c0.pickle",
+         0xfa51b28e6a06369fULL},
+        {"Wedsonlin_a2__results_medium_256_inference_memory_snapshot__e0143d82.pickle",
+         0x53c6cd99a5307bf3ULL},
+        {"Wedsonlin_a2__results_medium_256_training_memory_snapshot__8a4284c4.pickle",
+         0x7a8003e7e44df0a3ULL},
+        {"Wedsonlin_a2__results_medium_512_inference_memory_snapshot__2afd8bc6.pickle",
+         0xcc0f3239cb9d0233ULL},
+        {"Wedsonlin_a2__results_medium_512_training_memory_snapshot__61dcd14d.pickle",
+         0x34cdfec14a66c893ULL},
+        {"Yiyi_LLM-inference__1.3b_snapshot__08fa910c.pickle", 0x195a7e05af3f9a2bULL},
+        {"Yiyi_LLM-inference__1.3b_snapshot__4bf3cd41.pickle", 0xb9c2e975cf99986bULL},
+        {"Yiyi_LLM-inference__1.3b_snapshot__66f06b43.pickle", 0x195a7e05af3f9a2bULL},
+        {"Yiyi_LLM-inference__1.3b_snapshot__a228b8e3.pickle", 0x815422d421dabadfULL},
+        {"Yiyi_LLM-inference__1.3b_snapshot__c0cf1a83.pickle", 0x3616456149e17033ULL},
+        {"Yiyi_LLM-inference__oom_snapshot__fc31f1ea.pickle", 0xd5c568591755cf7bULL},
+        {"kkaitlyn111_a2__cs336_systems_memory_ctx128_forward__d7d40ad4.pickle",
+         0x4084de746f3ceed3ULL},
+        {"kkaitlyn111_a2__memory_2.7b_forward__f5e12100.pickle", 0xd51dbdcfa6e0c827ULL},
+        {"kkaitlyn111_a2__memory_ctx128_forward__03016ee6.pickle", 0x183b4881e28e7d8bULL},
+        {"kkaitlyn111_a2__memory_ctx128_fullstep__b1a7c70c.pickle", 0x8915137cd933c82bULL},
+        {"kkaitlyn111_a2__memory_ctx256_forward__cbac0d91.pickle", 0x33958fdd3a0a803ULL},
+        {"kkaitlyn111_a2__memory_ctx512_forward__1fcf79fe.pickle", 0x7839998bd1ef60afULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx128_forward__91995574.pickle",
+         0x3d9abba83d75becbULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx128_forward___a97ea92b.pickle",
+         0x183b4881e28e7d8bULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx128_forward_mixed__bebd77a3.pickle",
+         0x4165b464841056c7ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx128_fullstep__86060152.pickle",
+         0x8da7f56f5922537bULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx128_fullstep___332e0bb4.pickle",
+         0xac68d367df8d1c26ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx256_forward___019e70b3.pickle",
+         0xf3cdae44f2650acULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx256_forward_mixed__73107f1a.pickle",
+         0xeccf5321b4c99ba1ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx256_fullstep___cd7ef486.pickle",
+         0x2005420731635223ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx512_forward___b9620ccc.pickle",
+         0xdb4d54c18b50b401ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx512_forward_mixed__f1bbbe19.pickle",
+         0x8073cc5b911192c9ULL},
+        {"kkaitlyn111_a2__memory_files_memory_ctx512_fullstep___d42ed7d6.pickle",
+         0x97cd0270cba7d343ULL},
+        {"kkaitlyn111_a2__memory_small_forward__740a7f24.pickle", 0xe73d5280ba4c1a4fULL},
+    };
+    size_t checked = 0;
+    for (const std::string& path : testing::CorpusFiles()) {
+      absl::StatusOr<Snapshot> s = parse::ReadSnapshot(path, {});
+      REQUIRE_MESSAGE(s.ok(), s.status().message());
+      const uint64_t d = DigestSnapshot(*s);
+      if (d == 0) continue;
+      const std::string name = path.substr(path.find_last_of('/') + 1);
+      if (std::getenv("MEMSNAP_PRINT_SIM_DIGESTS")) {
+        std::printf("{\"%s\", 0x%llxULL},\n", name.c_str(), static_cast<unsigned long long>(d));
+      }
+      auto it = expected.find(name);
+      if (it == expected.end()) continue;  // a file added to the corpus since
+      CAPTURE(name);
+      CHECK(d == it->second);
+      ++checked;
+    }
+    if (!testing::CorpusBounded()) CHECK(checked == expected.size());
+  }
+}
+
+}  // namespace memsnap::analysis
