@@ -541,7 +541,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   bool has_trace = false;
   for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
   if (options.at != FragMoment::kEnd && !has_trace) {
-    const std::string_view named = !options.at_text.empty()                   ? options.at_text
+    const std::string named = !options.at_text.empty()                   ? options.at_text
                                    : options.at == FragMoment::kMoment        ? "a time or event:N"
                                    : options.at == FragMoment::kPeakAllocated ? "peak-allocated"
                                                                               : "peak";

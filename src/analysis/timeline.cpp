@@ -405,7 +405,7 @@ class DeviceBuilder {
       s.stream = streams_[e.stream.v];
       s.begin_event = LocalEvent(i);
       cur_res_ += e.size;
-      dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
+      dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
       return;
     }
     if (st.open == kNone) {
@@ -422,7 +422,7 @@ class DeviceBuilder {
     SegmentLifetime& s = dt_.segments[st.open];
     s.end_event = LocalEvent(i);
     cur_res_ -= e.size;
-    dt_.reserved_steps.push_back(ReservedStep{i, cur_res_});
+    dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
     // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
     if (s.mapping && e.size < s.size) {
       s.size -= e.size;

@@ -44,7 +44,8 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
   app.add_flag("--force", ctx.force,
                "Let an output overwrite an existing file that is a memory snapshot (an output that "
-               "is the same file as an input is always refused)");
+               "is the same file as an input is always refused), and convert/export write JSON "
+               "estimated over --max-output or the free space");
   app.add_option("-j,--threads", ctx.threads,
                  "Threads for reading and analysis: one large pickle decoded on all of them, files "
                  "of a directory read side by side, the timeline pass beside the reader, replay "

@@ -117,6 +117,8 @@ struct SegmentLifetime {
 /// and the most live bytes while reserved stays at that value (until the next step), at the first
 /// point that has them: what the reserved peak's tie-break reads (docs/figures.md).
 struct ReservedStep {
+  ReservedStep() = default;
+  ReservedStep(uint32_t e, int64_t b) : event(e), bytes(b) {}
   uint32_t event = 0;
   int64_t bytes = 0;
   int64_t max_live = 0;
