@@ -542,9 +542,9 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
   if (options.at != FragMoment::kEnd && !has_trace) {
     const std::string named = !options.at_text.empty()                   ? options.at_text
-                                   : options.at == FragMoment::kMoment        ? "a time or event:N"
-                                   : options.at == FragMoment::kPeakAllocated ? "peak-allocated"
-                                                                              : "peak";
+                              : options.at == FragMoment::kMoment        ? "a time or event:N"
+                              : options.at == FragMoment::kPeakAllocated ? "peak-allocated"
+                                                                         : "peak";
     return absl::InvalidArgumentError(absl::StrCat(
         snap.source.path, ": --at ", Sv(named),
         " needs a trace (device_traces); this file has none, so only --at end can be reported "
