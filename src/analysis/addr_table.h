@@ -22,6 +22,13 @@ constexpr uint64_t MixAddress(uint64_t x) {
 struct AddrHash {
   size_t operator()(uint64_t x) const { return static_cast<size_t>(MixAddress(x)); }
 };
+/// MixAddress seeded per process (the address of a static differs between runs under ASLR), for
+/// the open-addressing tables a crafted file must not line up into one long probe run.
+inline size_t SeededAddressHash(uint64_t x) {
+  static const char seed_anchor = 0;
+  return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
+}
+
 template <class V>
 using AddrMap = absl::flat_hash_map<uint64_t, V, AddrHash>;
 
@@ -81,10 +88,7 @@ class AddrTable {
     uint64_t key = kEmpty;
     State state;
   };
-  static size_t Hash(uint64_t x) {
-    static const char seed_anchor = 0;  // its address differs between runs (ASLR)
-    return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
-  }
+  static size_t Hash(uint64_t x) { return SeededAddressHash(x); }
   // Out of line: operator[] is always_inline, and calling itself would be recursive inlining
   // (an error at -O2 under some sanitizers).
   [[gnu::noinline]] State& GrowAndInsert(uint64_t addr) {

@@ -179,10 +179,7 @@ class LiveBlocks {
     uint64_t key;
     sim::BlockRef ref;
   };
-  static size_t Hash(uint64_t x) {
-    static const char seed_anchor = 0;  // its address differs between runs (ASLR)
-    return static_cast<size_t>(MixAddress(x ^ reinterpret_cast<uintptr_t>(&seed_anchor)));
-  }
+  static size_t Hash(uint64_t x) { return SeededAddressHash(x); }
   // Out of line: Set is always_inline, and calling itself would be recursive inlining.
   [[gnu::noinline]] void GrowAndSet(uint64_t addr, sim::BlockRef ref) {
     Grow();
