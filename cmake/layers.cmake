@@ -10,14 +10,23 @@
 # again only when a source, a header, this file or docs/design.md changes.
 
 # In dependency order: a layer may only depend on layers listed before it.
-set(MEMSNAP_LAYERS util io model parse writer sim analysis report cli)
+# `analysis` is five sub-layers, each its own library (a folder of src/analysis/ and of
+# include/memsnap/analysis/), in the same order; a layer above may name `analysis` for all five.
+set(MEMSNAP_LAYERS util io model parse writer sim analysis/timeline analysis/attribution
+    analysis/sites analysis/allocator analysis/compose report cli)
 set(MEMSNAP_LAYER_DEPS_util "")
 set(MEMSNAP_LAYER_DEPS_io util)
 set(MEMSNAP_LAYER_DEPS_model util)
 set(MEMSNAP_LAYER_DEPS_parse io model util)
 set(MEMSNAP_LAYER_DEPS_writer io model util)
 set(MEMSNAP_LAYER_DEPS_sim model util)
-set(MEMSNAP_LAYER_DEPS_analysis sim model util)
+set(MEMSNAP_LAYER_DEPS_analysis/timeline sim model util)
+set(MEMSNAP_LAYER_DEPS_analysis/attribution analysis/timeline sim model util)
+set(MEMSNAP_LAYER_DEPS_analysis/sites analysis/attribution analysis/timeline sim model util)
+set(MEMSNAP_LAYER_DEPS_analysis/allocator
+    analysis/sites analysis/attribution analysis/timeline sim model util)
+set(MEMSNAP_LAYER_DEPS_analysis/compose
+    analysis/allocator analysis/sites analysis/attribution analysis/timeline sim model util)
 set(MEMSNAP_LAYER_DEPS_report analysis sim model util)
 set(MEMSNAP_LAYER_DEPS_cli report analysis sim writer parse model io util)
 # src/main.cpp, the executable's only file.
@@ -67,25 +76,37 @@ add_custom_target(memsnap_check_layers ALL DEPENDS ${PROJECT_BINARY_DIR}/check_l
 set(MEMSNAP_STRICT_LAYERS util io model parse writer)
 set(MEMSNAP_STRICT_WARNINGS $<$<CXX_COMPILER_ID:GNU>:-Wshadow> $<$<CXX_COMPILER_ID:GNU>:-Wconversion>)
 
+# The library of a layer: memsnap_<layer>, with "/" as "_" (memsnap_analysis_sites).
 foreach(layer ${MEMSNAP_LAYERS})
+  string(REPLACE "/" "_" target memsnap_${layer})
+  set(MEMSNAP_LAYER_TARGET_${layer} ${target})
+endforeach()
+set(MEMSNAP_LAYER_TARGET_analysis memsnap_analysis)
+
+foreach(layer ${MEMSNAP_LAYERS})
+  set(target ${MEMSNAP_LAYER_TARGET_${layer}})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cpp)
   # The CUDA backend's driver loader needs cuda.h: cmake/cuda_backend.cmake adds it when found.
   list(FILTER sources EXCLUDE REGEX "/src/sim/backend/cuda/")
-  add_library(memsnap_${layer} STATIC ${sources})
-  target_compile_options(memsnap_${layer} PRIVATE ${MEMSNAP_WARNINGS})
+  add_library(${target} STATIC ${sources})
+  target_compile_options(${target} PRIVATE ${MEMSNAP_WARNINGS})
   if(layer IN_LIST MEMSNAP_STRICT_LAYERS)
-    target_compile_options(memsnap_${layer} PRIVATE ${MEMSNAP_STRICT_WARNINGS})
+    target_compile_options(${target} PRIVATE ${MEMSNAP_STRICT_WARNINGS})
   endif()
   set(deps "")
   foreach(dep ${MEMSNAP_LAYER_DEPS_${layer}})
-    list(APPEND deps memsnap_${dep})
+    list(APPEND deps ${MEMSNAP_LAYER_TARGET_${dep}})
   endforeach()
-  target_link_libraries(memsnap_${layer} PUBLIC memsnap_base ${deps} ${MEMSNAP_LAYER_LIBS_${layer}})
-  add_dependencies(memsnap_${layer} memsnap_check_layers)
+  target_link_libraries(${target} PUBLIC memsnap_base ${deps} ${MEMSNAP_LAYER_LIBS_${layer}})
+  add_dependencies(${target} memsnap_check_layers)
 endforeach()
+
+# `analysis` as one name: every sub-layer, for the layers above it.
+add_library(memsnap_analysis INTERFACE)
+target_link_libraries(memsnap_analysis INTERFACE memsnap_analysis_compose)
 
 # Every layer, for the tests and the bench tools (which may use any of them).
 add_library(memsnap_core INTERFACE)
 foreach(layer ${MEMSNAP_LAYERS})
-  target_link_libraries(memsnap_core INTERFACE memsnap_${layer})
+  target_link_libraries(memsnap_core INTERFACE ${MEMSNAP_LAYER_TARGET_${layer}})
 endforeach()

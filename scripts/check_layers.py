@@ -7,7 +7,9 @@ The build runs it (cmake/layers.cmake passes the rules; every memsnap_<layer> li
 it), so a wrong-direction #include fails `cmake --build` before anything compiles. It checks:
 
   - every file under src/ and include/memsnap/ belongs to a known layer: src/<layer>/...,
-    include/memsnap/<layer>/..., or src/main.cpp (the layer `main`);
+    include/memsnap/<layer>/..., or src/main.cpp (the layer `main`). A layer may have
+    sub-layers (rules named `<layer>/<sub>`): then its files live in src/<layer>/<sub>/ and
+    include/memsnap/<layer>/<sub>/, and a rule that names `<layer>` alone allows all of them;
   - every #include (and __has_include) of a project header names its own layer or one of the
     layers it may depend on: "memsnap/<layer>/x.h" (public headers), "<layer>/x.h" (private
     headers under src/, which only their own layer may include) or "x.h" beside the file;
@@ -23,7 +25,7 @@ import sys
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*["<]([^">]+)[">]')
 HAS_INCLUDE_RE = re.compile(r'__has_include\s*\(\s*["<]([^">]+)[">]\s*\)')
-DESIGN_ROW_RE = re.compile(r'^\|\s*`src/([a-z_]+)(?:/|\.cpp)?`\s*\|[^|]*\|\s*([^|]*?)\s*\|\s*$')
+DESIGN_ROW_RE = re.compile(r'^\|\s*`src/([a-z_]+(?:/[a-z_]+)?)(?:/|\.cpp)?`\s*\|[^|]*\|\s*([^|]*?)\s*\|\s*$')
 
 
 def parse_rules(specs):
@@ -34,15 +36,39 @@ def parse_rules(specs):
     return rules
 
 
+def parents(rules):
+    """Layers that are split into sub-layers: `analysis` for `analysis/sites`."""
+    return {name.split("/")[0] for name in rules if "/" in name}
+
+
+def expand(deps, rules):
+    """Dependencies with a split layer's name replaced by all of its sub-layers."""
+    out = set()
+    for d in deps:
+        subs = {n for n in rules if n.startswith(d + "/")}
+        out |= subs if subs else {d}
+    return out
+
+
+def sub_layer(parts, split):
+    """parts[0] is a layer folder's name: that layer, or its sub-layer when it is split."""
+    if parts[0] in split:
+        return f"{parts[0]}/{parts[1]}" if len(parts) >= 3 else None
+    return parts[0]
+
+
+SPLIT = set()  # set by main(): the layers split into sub-layers
+
+
 def layer_of(rel):
     """The layer of a file path relative to the root, or None when it is in no layer folder."""
     parts = rel.split("/")
     if parts[0] == "src":
         if len(parts) == 2:
             return "main" if parts[1] == "main.cpp" else None
-        return parts[1]
+        return sub_layer(parts[1:], SPLIT)
     if parts[0] == "include" and len(parts) >= 4 and parts[1] == "memsnap":
-        return parts[2]
+        return sub_layer(parts[2:], SPLIT)
     return None
 
 
@@ -50,9 +76,10 @@ def project_header(root, rel, included, layers):
     """(layer, private) of an included project header, or None for a system/third-party one."""
     parts = included.split("/")
     if parts[0] == "memsnap" and len(parts) >= 3:
-        return parts[1], False
-    if len(parts) >= 2 and parts[0] in layers and os.path.exists(os.path.join(root, "src", included)):
-        return parts[0], True
+        return sub_layer(parts[1:], SPLIT), False
+    if len(parts) >= 2 and (parts[0] in layers or parts[0] in SPLIT) and os.path.exists(
+            os.path.join(root, "src", included)):
+        return sub_layer(parts, SPLIT), True
     if len(parts) == 1 and os.path.exists(os.path.join(root, os.path.dirname(rel), included)):
         return layer_of(rel), rel.startswith("src/")
     return None
@@ -76,7 +103,7 @@ def check_sources(root, rules):
                             f"({', '.join(sorted(layers))}); add a new layer there and to the "
                             f"table in docs/design.md")
             continue
-        allowed = rules[own] | {own}
+        allowed = expand(rules[own], rules) | {own}
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
             for lineno, line in enumerate(f, 1):
                 names = HAS_INCLUDE_RE.findall(line) + INCLUDE_RE.findall(line)
@@ -141,7 +168,8 @@ def main():
     parser.add_argument("--layer", action="append", default=[], help="NAME:DEP,DEP,...")
     args = parser.parse_args()
     rules = parse_rules(args.layer)
-    unknown = {d for deps in rules.values() for d in deps} - set(rules)
+    SPLIT.update(parents(rules))
+    unknown = {d for deps in rules.values() for d in deps} - set(rules) - SPLIT
     if unknown:
         print(f"check_layers: rules name unknown layers: {', '.join(sorted(unknown))}",
               file=sys.stderr)

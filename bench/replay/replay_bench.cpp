@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/replay_internal.h"
-#include "memsnap/analysis/replay.h"
+#include "analysis/allocator/replay_internal.h"
+#include "memsnap/analysis/allocator/replay.h"
 #include "memsnap/parse/reader.h"
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/blocks.h"
+#include "memsnap/analysis/sites/blocks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/check.h"
-#include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/compose/check.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/parse/reader.h"

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

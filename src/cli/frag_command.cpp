@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/frag.h"
-#include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/report/frag_render.h"

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

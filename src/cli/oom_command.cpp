@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/oom.h"
+#include "memsnap/analysis/allocator/oom.h"
 #include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/report_analysis.h"
+#include "memsnap/analysis/compose/report_analysis.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

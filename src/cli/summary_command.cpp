@@ -2,9 +2,9 @@
 // per rank, a directory or a glob) they are read in parallel and compared in a per-rank table.
 #include <memory>
 
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/ranks.h"
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/compose/ranks.h"
+#include "memsnap/analysis/sites/summary.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/report/ranks_render.h"

@@ -2,9 +2,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

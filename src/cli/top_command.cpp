@@ -5,8 +5,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/ranks.h"
+#include "memsnap/analysis/compose/rank_tables.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"

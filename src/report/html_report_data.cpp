@@ -1,5 +1,5 @@
 // The single-file page's data: every device's timeline and allocator states, the site tables and
-// the replay curves, written out from the finished analyses (analysis/report_analysis.h).
+// the replay curves, written out from the finished analyses (analysis/compose/report_analysis.h).
 #include "absl/strings/str_cat.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/report/oom_render.h"

@@ -5,7 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/categories.h"
+#include "memsnap/analysis/sites/categories.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/util/format.h"

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memsnap/analysis/site.h"
+#include "memsnap/analysis/sites/site.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/attribution.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "nlohmann/json.hpp"

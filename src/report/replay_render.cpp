@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memsnap/analysis/site.h"
+#include "memsnap/analysis/sites/site.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "fuzz_common.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
 #include "pickle_paths.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "fuzz_common.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
 

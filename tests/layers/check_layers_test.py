@@ -56,16 +56,28 @@ def main():
 
         root = fresh()
         edit(root, "include/memsnap/model/snapshot.h", "#pragma once\n",
-             "#pragma once\n#if __has_include(\"memsnap/analysis/timeline.h\")\n#endif\n")
+             "#pragma once\n#if __has_include(\"memsnap/analysis/timeline/timeline.h\")\n#endif\n")
         expect("a header reaches up through __has_include", root, [
-            "include/memsnap/model/snapshot.h:", "layer model may not depend on analysis"])
+            "include/memsnap/model/snapshot.h:", "layer model may not depend on analysis/timeline"])
 
         root = fresh()
         edit(root, "src/cli/app.cpp", '#include "memsnap/cli/app.h"\n',
-             '#include "memsnap/cli/app.h"\n#include "analysis/frag_layout.h"\n')
+             '#include "memsnap/cli/app.h"\n#include "analysis/allocator/frag_layout.h"\n')
         expect("a private header of another layer", root, [
-            'src/cli/app.cpp:2: includes "analysis/frag_layout.h": headers under src/analysis/ '
-            'are private to layer analysis'])
+            'src/cli/app.cpp:2: includes "analysis/allocator/frag_layout.h": headers under '
+            'src/analysis/allocator/ are private to layer analysis/allocator'])
+
+        root = fresh()
+        edit(root, "src/analysis/timeline/timeline.cpp", '#include "memsnap/analysis/timeline/timeline.h"\n',
+             '#include "memsnap/analysis/timeline/timeline.h"\n#include "memsnap/analysis/sites/group.h"\n')
+        expect("a lower analysis sub-layer reaches up", root, [
+            'src/analysis/timeline/timeline.cpp:2: includes "memsnap/analysis/sites/group.h": layer '
+            'analysis/timeline may not depend on analysis/sites'])
+
+        root = fresh()
+        os.makedirs(os.path.join(root, "src", "analysis", "extra"))
+        open(os.path.join(root, "src", "analysis", "extra", "x.cpp"), "w").write("int x;\n")
+        expect("an analysis folder that is no sub-layer", root, ["src/analysis/extra/x.cpp:1: not in any layer"])
 
         root = fresh()
         os.makedirs(os.path.join(root, "src", "extra"))

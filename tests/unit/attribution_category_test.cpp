@@ -4,10 +4,10 @@
 
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/attribution.h"
-#include "memsnap/analysis/blocks.h"
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/sites/blocks.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/group.h"
 #include "test_util.h"
 #include "timeline_points.h"
 

@@ -6,12 +6,12 @@
 #include <sstream>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/attribution.h"
-#include "memsnap/analysis/blocks.h"
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/diff.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/sites/blocks.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/diff.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
 #include "test_util.h"

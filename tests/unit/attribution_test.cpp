@@ -1,10 +1,10 @@
 // Site labels: frame classes, operator and node names, short paths, and the label rules
 // (docs/attribution.md, "Labels"), on frames as PyTorch writes them.
-#include "memsnap/analysis/attribution.h"
+#include "memsnap/analysis/attribution/attribution.h"
 
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/sites/group.h"
 #include "test_util.h"
 
 namespace memsnap::analysis {

@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/attribution.h"
-#include "memsnap/analysis/filter.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 

@@ -1,13 +1,13 @@
 // Known-answer tests of `check`: the figures it measures, thresholds and baseline tolerances, its
 // errors, the growing sites of a known leak, and the JUnit/Markdown outputs.
-#include "memsnap/analysis/check.h"
+#include "memsnap/analysis/compose/check.h"
 
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/check_render.h"
 #include "test_util.h"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/summary.h"
 #include "memsnap/parse/reader.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"

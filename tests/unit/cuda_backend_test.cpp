@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "cuda_fake_driver.h"
-#include "memsnap/analysis/replay_cuda.h"
+#include "memsnap/analysis/allocator/replay_cuda.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/util/build_info.h"
 #include "memsnap/util/strings.h"

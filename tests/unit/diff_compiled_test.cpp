@@ -1,6 +1,6 @@
 // diff pairs the eager sites of a line with the torch.compile site that replaced them, on
 // testdata/compile_eager.json and compile_compiled.json: one tiny program run eagerly and compiled
-// (include/memsnap/analysis/moved_sites.h, PairCompiledSites; docs/attribution.md, "Sites
+// (include/memsnap/analysis/sites/moved_sites.h, PairCompiledSites; docs/attribution.md, "Sites
 // torch.compile replaced").
 #include <algorithm>
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "diff_rows.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/diff_render.h"
 #include "test_util.h"

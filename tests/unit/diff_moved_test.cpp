@@ -1,12 +1,12 @@
 // diff pairs a site whose lines moved (an edit above it) with itself: one row showing both lines,
-// never a guess between two candidates (include/memsnap/analysis/diff.h, MatchSites).
+// never a guess between two candidates (include/memsnap/analysis/sites/diff.h, MatchSites).
 #include <string>
 #include <vector>
 
 #include "attribution_builders.h"
 #include "diff_rows.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/report/diff_render.h"
 
 namespace memsnap::analysis {

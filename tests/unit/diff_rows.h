@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 
 namespace memsnap::testing {
 

@@ -1,4 +1,4 @@
-#include "memsnap/analysis/event_index.h"
+#include "memsnap/analysis/timeline/event_index.h"
 
 #include <doctest/doctest.h>
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "memsnap/analysis/filter.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"

@@ -1,10 +1,10 @@
 // Known-answer tests of the frag pass on hand-made fixtures (testdata/frag_*.json) and invariants
 // on every corpus file.
-#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/allocator/frag.h"
 
 #include <doctest/doctest.h>
 
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/frag_render.h"
 #include "memsnap/sim/config.h"

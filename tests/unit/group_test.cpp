@@ -1,8 +1,8 @@
 // Grouping, frame filters and diff on fixtures with known answers.
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/sites/group.h"
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "test_util.h"
 
 namespace memsnap::analysis {

@@ -8,7 +8,7 @@
 
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 

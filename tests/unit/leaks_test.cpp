@@ -1,4 +1,4 @@
-#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/sites/leaks.h"
 
 #include <doctest/doctest.h>
 

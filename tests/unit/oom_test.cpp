@@ -1,12 +1,12 @@
 // `memsnap oom`: verdicts, holders and remedies on fixtures whose answer is known by hand
 // (testdata/oom_*.json), the shortcut for settings that provably change nothing, and the corpus.
-#include "memsnap/analysis/oom.h"
+#include "memsnap/analysis/allocator/oom.h"
 
 #include <doctest/doctest.h>
 
-#include "analysis/replay_internal.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/site.h"
+#include "analysis/allocator/replay_internal.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/site.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/oom_render.h"
 #include "test_util.h"

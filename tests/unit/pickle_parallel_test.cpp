@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/summary.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/sites/summary.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/input.h"
 #include "memsnap/parse/event_observer.h"
 #include "memsnap/parse/reader.h"

@@ -1,13 +1,13 @@
-#include "memsnap/analysis/ranks.h"
+#include "memsnap/analysis/compose/ranks.h"
 
 #include <doctest/doctest.h>
 
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/rank_tables.h"
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/compose/rank_tables.h"
+#include "memsnap/analysis/sites/summary.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/summary_render.h"
 #include "nlohmann/json.hpp"

@@ -1,10 +1,10 @@
 // The replay driver: cold/warm start, inferred empty_cache, implied capacity, --verify on traces
 // the simulator itself recorded, and invariants over the real corpus.
-#include "memsnap/analysis/replay.h"
+#include "memsnap/analysis/allocator/replay.h"
 
 #include <doctest/doctest.h>
 
-#include "analysis/replay_internal.h"
+#include "analysis/allocator/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 #include "trace_builders.h"

@@ -5,11 +5,11 @@
 #include <set>
 #include <sstream>
 
-#include "memsnap/analysis/alloc_states.h"
-#include "memsnap/analysis/frag.h"
-#include "memsnap/analysis/report_analysis.h"
-#include "memsnap/analysis/timeline.h"
-#include "memsnap/analysis/timeline_lod.h"
+#include "memsnap/analysis/allocator/alloc_states.h"
+#include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/report_analysis.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/timeline_lod.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/html_report.h"
 #include "test_util.h"

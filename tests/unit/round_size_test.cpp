@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/sim/allocator.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/sim/sizes.h"

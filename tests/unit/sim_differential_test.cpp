@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/replay_internal.h"
+#include "analysis/allocator/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/sim/allocator.h"
 #include "test_util.h"

@@ -8,8 +8,8 @@
 
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
-#include "memsnap/analysis/attribution.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/report/site_render.h"
 
 namespace memsnap::analysis {

@@ -1,4 +1,4 @@
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/summary.h"
 
 #include <doctest/doctest.h>
 

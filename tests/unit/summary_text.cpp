@@ -1,6 +1,6 @@
 // SummaryText (model_text.h), apart from ModelText so that the fuzz targets, which link no
 // analysis, can use ModelText.
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/summary.h"
 #include "memsnap/report/summary_render.h"
 #include "model_text.h"
 

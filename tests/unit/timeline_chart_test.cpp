@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/report/timeline_render.h"
 #include "timeline_points.h"
 #include "trace_builders.h"

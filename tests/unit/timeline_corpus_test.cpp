@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/diff.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/sites/diff.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 #include "timeline_keep_check.h"

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "timeline_points.h"
 
 namespace memsnap::testing {

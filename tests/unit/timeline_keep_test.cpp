@@ -4,7 +4,7 @@
 #include <random>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "timeline_keep_check.h"
 #include "trace_builders.h"
 

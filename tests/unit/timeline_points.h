@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 
 namespace memsnap::testing {
 

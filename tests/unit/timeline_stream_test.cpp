@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "doctest/doctest.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/input.h"
 #include "memsnap/parse/event_observer.h"
 #include "memsnap/parse/reader.h"

@@ -1,5 +1,5 @@
 // Timeline reconstruction on hand-written fixture traces with known answers.
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/timeline.h"
 
 #include <numeric>
 

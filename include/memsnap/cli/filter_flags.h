@@ -5,7 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/group.h"
+#include "memsnap/analysis/sites/group.h"
 
 namespace memsnap::cli {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/replay_cuda.h"
+#include "memsnap/analysis/allocator/replay_cuda.h"
 #include "memsnap/cli/command.h"
 
 namespace memsnap::cli {

@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "memsnap/analysis/blocks.h"
+#include "memsnap/analysis/sites/blocks.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

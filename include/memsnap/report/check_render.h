@@ -3,8 +3,8 @@
 #include <ostream>
 #include <string>
 
-#include "memsnap/analysis/check.h"
-#include "memsnap/analysis/rank_tables.h"
+#include "memsnap/analysis/compose/check.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "memsnap/analysis/diff.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::report {

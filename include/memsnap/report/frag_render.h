@@ -3,7 +3,7 @@
 #include <ostream>
 #include <vector>
 
-#include "memsnap/analysis/frag.h"
+#include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 

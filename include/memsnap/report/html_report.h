@@ -1,5 +1,5 @@
 // `memsnap report`: one self-contained HTML page (no network) of the finished analyses of
-// analysis/report_analysis.h: the zoomable memory timeline with the largest lifetimes as bands,
+// analysis/compose/report_analysis.h: the zoomable memory timeline with the largest lifetimes as bands,
 // the allocator's state at any stored moment, the site tables and the replay curves; or, for two
 // files, the diff page.
 //
@@ -15,7 +15,7 @@
 #include <ostream>
 #include <string>
 
-#include "memsnap/analysis/report_analysis.h"
+#include "memsnap/analysis/compose/report_analysis.h"
 #include "memsnap/model/snapshot.h"
 #include "nlohmann/json.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "memsnap/analysis/leaks.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/analysis/oom.h"
+#include "memsnap/analysis/allocator/oom.h"
 #include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 

@@ -25,9 +25,9 @@
 #include <ostream>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/filter.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::report {

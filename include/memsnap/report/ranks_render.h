@@ -5,7 +5,7 @@
 #include <ostream>
 #include <vector>
 
-#include "memsnap/analysis/ranks.h"
+#include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/util/table.h"
 #include "nlohmann/json.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "memsnap/analysis/replay_cuda.h"
+#include "memsnap/analysis/allocator/replay_cuda.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "memsnap/analysis/replay.h"
+#include "memsnap/analysis/allocator/replay.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

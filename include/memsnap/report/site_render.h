@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memsnap/analysis/attribution.h"
+#include "memsnap/analysis/attribution/attribution.h"
 
 namespace memsnap::report {
 

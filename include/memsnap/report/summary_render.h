@@ -2,8 +2,8 @@
 
 #include <ostream>
 
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/summary.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/summary.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

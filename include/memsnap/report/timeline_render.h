@@ -5,9 +5,9 @@
 #include <ostream>
 #include <vector>
 
-#include "memsnap/analysis/categories.h"
-#include "memsnap/analysis/group.h"
-#include "memsnap/analysis/timeline.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {

@@ -1,0 +1,92 @@
+// The caching allocator's state (segments and their blocks) at many moments of one device's trace,
+// reconstructed the way `memsnap frag --at` does it (docs/fragmentation.md), for the HTML report's
+// "state at a moment" view. Free memory is split the way empty_cache() sees it: releasable (whole
+// free segments, whole free pages of expandable ones) and stranded (free blocks inside segments in
+// use). Each allocated block carries the lifetime it belongs to, for its size and stack.
+//
+// Segments whose layout is the same in several states are stored once; a state lists the ones it
+// holds. The figures of a state are FragSample's, computed by the same code as `frag --at`, so the
+// page and `memsnap frag --at peak --json` agree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+enum class SpanKind : uint8_t {
+  kAllocated,
+  kPendingFree,
+  kFreeStranded,    // free, inside a segment that empty_cache() keeps
+  kFreeReleasable,  // free, and empty_cache() would release it
+};
+
+/// A run of one segment, in address order. Free blocks of an expandable segment are cut into the
+/// whole pages empty_cache() unmaps (releasable) and the partial pages around them (stranded).
+struct StateSpan {
+  int64_t size = 0;
+  int64_t requested = 0;  // active blocks: requested bytes
+  SpanKind kind = SpanKind::kFreeStranded;
+  int64_t lifetime = -1;  // active blocks: index into DeviceTimeline::blocks, -1 when unknown
+  friend bool operator==(const StateSpan&, const StateSpan&) = default;
+};
+
+struct StateSegment {
+  uint64_t address = 0;
+  int64_t size = 0;
+  int64_t stream = 0;
+  PoolId pool;
+  bool is_small = false;
+  bool is_expandable = false;
+  std::vector<StateSpan> spans;
+  friend bool operator==(const StateSegment&, const StateSegment&) = default;
+};
+
+struct AllocatorState {
+  int64_t event = -1;  // the state after this device-local event; -1 = before the first
+  int64_t time_us = kNoTime;
+  std::vector<std::string> labels;  // "peak reserved", "peak allocated", "end", and the caller's
+  FragSample sample;                // the figures, as `frag --at event:N` prints them
+  std::vector<uint32_t> segments;   // indices into AllocatorStates::segments, address order
+};
+
+struct AllocatorStatesOptions {
+  int samples = 200;  // evenly spaced states from before the first event to the end
+  /// Spans stored in all, over the distinct segments; past it, evenly spaced states are thinned
+  /// (labelled ones are always kept).
+  int64_t max_spans = 150000;
+  /// Further moments to include with a label ("peak live", "OOM").
+  std::vector<std::pair<TimelinePoint, std::string>> moments;
+  /// FindStatePeaks' answer when the caller already has it (it costs a pass over the trace).
+  std::optional<std::pair<int64_t, int64_t>> peaks;
+};
+
+struct AllocatorStates {
+  int32_t device = 0;
+  std::vector<StateSegment> segments;  // distinct layouts
+  std::vector<AllocatorState> states;  // ascending event
+  int64_t peak_reserved_event = -1;    // as `frag --at peak` picks it
+  int64_t peak_allocated_event = -1;
+  int samples = 0;                    // evenly spaced states kept
+  std::string reduced;                // what the budget left out, in words
+  std::vector<std::string> warnings;  // the reconstruction's, as `frag` prints them
+};
+
+/// The events after which `dt`'s device has its peak reserved bytes (the timeline's reserved
+/// peak, docs/figures.md) and its peak allocated bytes (one backward pass over the trace), as
+/// `frag --at peak` and `--at peak-allocated` pick them.
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTimeline& dt);
+
+/// The states of `dt`'s device. `dt` must have kept every lifetime (for the stacks); a device
+/// without a trace gets its final state only.
+AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
+                                           const AllocatorStatesOptions& options = {});
+
+}  // namespace memsnap::analysis

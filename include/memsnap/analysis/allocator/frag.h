@@ -1,0 +1,259 @@
+// `memsnap frag`: fragmentation figures of the caching allocator's segments, at the end of the
+// snapshot or at a peak reconstructed from the trace. Every figure is defined in
+// docs/fragmentation.md; the names below follow it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// Which allocator state the detailed report describes.
+enum class FragMoment : uint8_t {
+  kEnd,            // the `segments` of the snapshot (the default)
+  kPeakReserved,   // per device, the timeline's reserved peak (docs/figures.md)
+  kPeakAllocated,  // per device, the first moment of peak allocated
+  kMoment,         // per device, the state after FragOptions::moment (an event or a time)
+};
+
+struct FragOptions {
+  FragMoment at = FragMoment::kEnd;
+  /// kMoment: the moment (Moment::Kind::kEvent or kTime), resolved per device as `top --at`.
+  Moment moment;
+  /// The moment as the user wrote it (`--at peak-allocated`), echoed by errors; empty: the
+  /// errors name `at` instead.
+  std::string at_text;
+  /// Number of evenly spaced samples for the fragmentation timeline; 0 = no timeline.
+  int timeline_samples = 0;
+  /// Sites named per device in FragCost::pins; 0 = none (the sites are not named at all).
+  int pins = 3;
+};
+
+struct FragFixOptions {
+  /// Settings to try, each applied on top of the recorded ones; empty: DefaultOomCandidates
+  /// (oom.h) less the garbage-collection threshold, which acts only under a memory cap.
+  std::vector<std::string> candidates;
+  int max_threads = 0;  // replays in parallel (0: all cores)
+};
+
+/// Figures over a set of segments. Value type: `+=` sums, except largest_free_bytes (max).
+/// Invariant per segment (and so for every sum): reserved = allocated + pending_free + free.
+struct FragFigures {
+  int64_t segments = 0;
+  int64_t blocks = 0;
+  int64_t reserved_bytes = 0;
+  int64_t allocated_bytes = 0;       // active_allocated blocks
+  int64_t pending_free_bytes = 0;    // active_pending_free blocks (freed, waiting on stream events)
+  int64_t free_bytes = 0;            // inactive blocks ("external free")
+  int64_t requested_bytes = 0;       // requested bytes of active blocks
+  int64_t internal_waste_bytes = 0;  // Σ size - requested over active blocks
+  int64_t free_blocks = 0;
+  int64_t largest_free_bytes = 0;  // largest inactive block
+  int64_t stranded_bytes = 0;      // free bytes empty_cache cannot release
+  int64_t releasable_bytes = 0;    // bytes empty_cache would return to the driver
+  int64_t free_segments = 0;       // segments with no active block
+  FragFigures& operator+=(const FragFigures& o);
+};
+
+/// 1 - largest / free, 0 when nothing is free.
+double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes);
+
+/// One block of a segment in address order (for the segment map).
+struct BlockSpan {
+  int64_t size = 0;
+  BlockState state = BlockState::kInactive;
+};
+
+struct SegmentFrag {
+  int32_t device = 0;
+  uint64_t address = 0;
+  int64_t stream = 0;
+  PoolId pool;
+  bool is_small = false;
+  bool is_expandable = false;
+  FragFigures figures;
+  double external_fragmentation = 0;
+  std::vector<BlockSpan> spans;
+};
+
+/// Free space of one (device, pool, stream, small/large) group: blocks of one group can only serve
+/// requests of that group, so this is where fragmentation is measured.
+struct PoolStreamFrag {
+  int32_t device = 0;
+  PoolId pool;
+  int64_t stream = 0;
+  bool is_small = false;
+  int64_t segments = 0;
+  int64_t reserved_bytes = 0;
+  int64_t free_bytes = 0;
+  int64_t pending_free_bytes = 0;
+  int64_t free_blocks = 0;
+  int64_t largest_free_bytes = 0;
+  double external_fragmentation = 0;
+};
+
+/// The largest request (in bytes, as passed to the allocator) that would be served from cached
+/// free blocks of one (device, pool, stream), without reserving new memory. 0: none would.
+struct WhatFits {
+  int32_t device = 0;
+  PoolId pool;
+  int64_t stream = 0;
+  int64_t small_pool_bytes = 0;  // requests that round to <= 1 MiB
+  int64_t large_pool_bytes = 0;  // requests that round to > 1 MiB
+  int64_t largest_bytes = 0;     // max of the two
+};
+
+/// Free blocks whose size is in [2^log2, 2^(log2+1)).
+struct FreeSizeBucket {
+  int log2 = 0;
+  int64_t blocks = 0;
+  int64_t bytes = 0;
+};
+
+struct DeviceFrag {
+  int32_t device = 0;
+  FragFigures figures;
+  /// 1 - Σ_groups largest free / Σ free, over the device's (pool, stream, small/large) groups.
+  double external_fragmentation = 0;
+  /// False: the snapshot's segments. True: reconstructed from the trace as the state after event
+  /// `event_index` of the device's trace (-1 = before its first event).
+  bool reconstructed = false;
+  int64_t event_index = -1;
+  int64_t time_us = kNoTime;
+};
+
+/// One row of the fragmentation timeline.
+struct FragSample {
+  int32_t device = 0;
+  int64_t event_index = -1;  // the state after this event; -1 = before the first event
+  int64_t time_us = kNoTime;
+  FragFigures figures;
+  double external_fragmentation = 0;
+};
+
+/// Figures at a device's peaks, reconstructed from its trace.
+struct DevicePeaks {
+  int32_t device = 0;
+  int64_t trace_start_us = kNoTime;  // time of the device's first event
+  FragSample peak_reserved;
+  FragSample peak_allocated;
+  /// 1 - peak allocated / peak reserved (the utilization-style ratio of GMLake and STAlloc);
+  /// 0 when nothing was reserved.
+  double peak_overhead = 0;
+};
+
+/// How much fragmentation costs a device, judged on stranded / reserved at the moment of the
+/// answer (docs/fragmentation.md, "The answer"): kNone 0, kSmall below 5% (or below
+/// kFragMinBytes, whatever the share), kModerate 5% to 15%, kLarge 15% and more.
+enum class FragVerdict : uint8_t { kNone, kSmall, kModerate, kLarge };
+/// Stranded bytes below this are small whatever their share: too little to matter on any GPU.
+inline constexpr int64_t kFragMinBytes = int64_t{128} << 20;
+/// "none", "small", "moderate", "large".
+std::string_view FragVerdictName(FragVerdict v);
+/// The verdict of `stranded` bytes out of `reserved` (the thresholds above).
+FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved);
+
+/// A site whose live blocks keep segments with stranded free space from being released: each
+/// segment with stranded bytes counts for every site with an allocated block in it.
+struct StrandedPin {
+  std::string site;      // the attribution model's label (SiteNamer), as `top` and `oom` name it
+  std::string category;  // what the stack shows alone (SiteNamer::Category)
+  int64_t blocks = 0;    // its allocated blocks in those segments
+  int64_t allocated_bytes = 0;  // their bytes
+  int64_t segments = 0;         // segments with stranded bytes it holds a block in
+  int64_t stranded_bytes = 0;   // Σ stranded bytes of those segments
+};
+
+/// What fragmentation costs one device at the moment that decides whether the run fits: its
+/// reserved peak (reconstructed from the trace), or without a trace the end of the snapshot.
+struct FragCost {
+  int32_t device = 0;
+  bool at_peak = false;      // false: the snapshot's segments (the device has no trace)
+  int64_t event_index = -1;  // at_peak: the state after this device-local event (-1: before)
+  int64_t time_us = kNoTime;
+  int64_t trace_start_us = kNoTime;
+  FragFigures figures;  // at that moment
+  FragVerdict verdict = FragVerdict::kNone;
+  /// The sites pinning the most stranded bytes, most first (ties: label); at most
+  /// FragOptions::pins.
+  std::vector<StrandedPin> pins;
+};
+
+/// One allocator setting replayed on a device's trace (FindFragFixes).
+struct FragSetting {
+  std::string conf;           // as tried ("recorded" for the recorded settings)
+  std::string settings;       // the resulting settings, canonical (sim::FormatAllocatorConf)
+  int64_t peak_reserved = 0;  // the replay's peak reserved bytes, on no capacity limit
+  /// The smallest device memory the trace replays on without a failed malloc (0: none found):
+  /// under memory pressure the allocator releases its cache, so this, not the unlimited peak
+  /// reserved, is what a setting saves.
+  int64_t fits_on = 0;
+  /// Set when this setting provably takes the same decisions as an earlier one on this trace:
+  /// that one's label; its replay stands for both.
+  std::string same_as;
+};
+
+/// The allocator setting that lowers the device memory a trace needs the most, proven by replaying
+/// it through the simulator under each candidate (the smallest capacity each fits on).
+struct FragFix {
+  int32_t device = 0;
+  int64_t trace_events = 0;
+  int64_t live_peak = 0;  // the replay's peak of live requested bytes: no capacity below it fits
+  int64_t recorded_ooms = 0;  // oom entries in the trace: `memsnap oom` replays on the card
+  /// The recorded settings first, then every candidate, in order.
+  std::vector<FragSetting> settings;
+  /// Index into `settings` of the candidate that fits on the least memory when that is at least
+  /// kFragFixMinGain less than the recorded settings need; -1 when none is.
+  int best = -1;
+};
+
+/// A candidate counts as a fix when it fits on at least this share less memory.
+inline constexpr double kFragFixMinGain = 0.01;
+
+struct FragReport {
+  SourceInfo source;
+  FragMoment at = FragMoment::kEnd;
+  Moment moment;  // kMoment: the moment asked for
+  FragFigures totals;
+  double external_fragmentation = 0;  // over all groups, as in DeviceFrag
+  std::vector<DeviceFrag> devices;    // ascending device
+  /// Sorted by stranded desc (the segments fragmentation costs memory in first), reserved desc,
+  /// allocated desc, device, address.
+  std::vector<SegmentFrag> segments;
+  std::vector<PoolStreamFrag> groups;     // sorted by device, pool, stream, large first
+  std::vector<WhatFits> fits;             // sorted by device, pool, stream
+  std::vector<FreeSizeBucket> histogram;  // ascending log2, empty buckets left out
+  std::vector<DevicePeaks> peaks;         // devices that have a trace
+  std::vector<FragSample> timeline;       // by device, then event index
+  int64_t max_split_size = -1;            // from allocator_settings; -1 = unlimited
+  /// Events the reconstruction could not undo consistently (ring-buffer gaps, estimates...).
+  std::vector<std::string> warnings;
+  /// The answer: per device (ascending), what fragmentation costs at its reserved peak.
+  std::vector<FragCost> costs;
+  /// Per device with a trace, the setting that lowers its peak (FindFragFixes; the command fills
+  /// it, empty when the replays were not asked for).
+  std::vector<FragFix> fixes;
+};
+
+/// Computes the fragmentation report. Fails only when options ask for a moment that needs a
+/// trace and the snapshot has none (InvalidArgument naming the file). `timeline`: the snapshot's
+/// timeline when the caller has it (any TimelineOptions: only its peaks and moments are read);
+/// nullptr: rebuilt here. The reserved peak is the timeline's (docs/figures.md).
+absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snapshot,
+                                                const FragOptions& options = {},
+                                                const Timeline* timeline = nullptr);
+
+/// Replays every device's trace (devices without one are left out) under the recorded settings
+/// and each candidate, all in parallel and without a capacity limit, and picks the candidate
+/// with the lowest peak reserved. InvalidArgument: a candidate that does not parse.
+absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snapshot,
+                                                   const FragFixOptions& options = {});
+
+}  // namespace memsnap::analysis

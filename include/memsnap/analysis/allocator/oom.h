@@ -1,0 +1,175 @@
+// `memsnap oom`: why an allocation failed (every `oom` entry of the trace), or where a run would
+// fail on a device of a given size, who held the memory then, and which allocator settings would
+// have fit, each proven by replaying the trace through the simulator on the same capacity.
+// Definitions and a worked example: docs/oom.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/replay.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+#include "memsnap/sim/allocator.h"
+
+namespace memsnap::analysis {
+
+enum class OomVerdict : uint8_t {
+  kDemand,            // live memory + the request > capacity: no allocator could serve it
+  kFragmentation,     // enough free memory in total, but no block (or segment) large enough
+  kCacheNotReleased,  // a cached block would hold it, but on another stream or refused by the
+                      // oversize rules (max_split_size), and the allocator cannot release it
+  kNotReproduced,     // a recorded oom entry the replay served: only the recorded figures
+};
+/// "demand", "fragmentation", "cache_not_released", "not_reproduced".
+std::string_view OomVerdictName(OomVerdict v);
+
+struct OomOptions {
+  int32_t device = -1;  // -1: every device with a trace
+  /// The device's capacity; nullopt: implied by each device's first oom entry (device_free +
+  /// reserved), and devices without one are not analysed.
+  std::optional<int64_t> device_memory;
+  /// Settings to try, each applied on top of the recorded ones; empty: DefaultOomCandidates.
+  std::vector<std::string> candidates;
+  int top_holders = 5;  // sites listed per OOM; 0 = all
+  int max_threads = 0;  // replays in parallel (0: all cores)
+  EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
+  /// The snapshot's timeline when the caller has it: `oom` builds it while the file is read. Its
+  /// peaks are used whatever it keeps; with KeepLifetimes::kAll the holders' categories follow
+  /// the attribution model's full rules (else what each stack shows alone). nullptr: built here,
+  /// beside the replays, with every lifetime.
+  const Timeline* timeline = nullptr;
+  /// When the recorded settings fail: search, per setting, the smallest device memory it fits on
+  /// (OomRemedy::fits_on), to within this many bytes or 0.25% of the answer, whichever is larger
+  /// (about 5 replays per setting). 0: no search.
+  int64_t capacity_step = int64_t{2} << 20;
+  /// When no setting fits: search the share of the batch-sized memory the run fits with
+  /// (OomDevice::batch_share_fits; about 8 replays). Off: no search.
+  bool batch_search = true;
+};
+
+/// The candidate settings tried when none are given: expandable segments (or, when the run used
+/// them, not), max_split_size_mb 128/256/512, a GC threshold (under a 0.99 memory fraction, the
+/// only way it acts) and roundup_power2_divisions:4; those equal to the recorded settings are
+/// left out.
+std::vector<std::string> DefaultOomCandidates(const sim::AllocatorConfig& recorded);
+
+/// Live memory of one site (or one category) at the failure.
+struct OomHolder {
+  std::string site;
+  std::string category;
+  int64_t bytes = 0;  // allocated (block) bytes
+  int64_t blocks = 0;
+};
+
+/// One candidate replayed on the device's capacity.
+struct OomRemedy {
+  std::string conf;      // as tried ("recorded" for the recorded settings)
+  std::string settings;  // the resulting settings, canonical (sim::FormatAllocatorConf)
+  bool fits = false;
+  int64_t peak_reserved = 0;  // over the whole trace when it fits, else up to the failure
+  int64_t headroom = 0;       // capacity - peak_reserved (when it fits)
+  uint32_t fails_at = 0;      // trace index of the first failure (kPreexistingEvent: before it)
+  int64_t fail_requested = 0;
+  /// Set when this setting provably takes the same decisions as an earlier one on this trace
+  /// (e.g. a max_split_size no block can reach): that one's label; its replay stands for both.
+  std::string same_as;
+  /// When the recorded settings do not fit: the smallest device memory found on which this
+  /// setting replays the whole trace (a replay on it completed; a search by halving down to
+  /// OomOptions::capacity_step below it failed). 0: not searched, or none found.
+  int64_t fits_on = 0;
+};
+
+/// One failed (or predicted to fail) allocation, explained.
+struct OomExplanation {
+  int32_t device = 0;
+  bool recorded = false;    // an `oom` entry of the trace; else predicted on --device-memory
+  bool reproduced = false;  // the replay failed here too (its figures below are the replay's)
+  uint32_t event = 0;       // trace index; kPreexistingEvent: re-creating the blocks alive
+                            // before the trace began (the trace does not say when)
+  int64_t time_us = kNoTime;
+  int64_t start_time_us = kNoTime;  // the device trace's first time, for relative times
+  int64_t requested = 0;            // the program's request
+  int64_t rounded = 0;              // round_size
+  int64_t segment_bytes = 0;        // what a new segment for it needs (the OOM message's figure)
+  bool is_small = false;            // small pool (<= 1 MiB) or large
+  int64_t stream = 0;
+  std::string site;
+  std::string category;
+  int64_t capacity = 0;
+  int64_t device_free = 0;                      // at the failure, after the retry
+  std::optional<int64_t> recorded_device_free;  // what the oom entry recorded
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  /// The retry: reserved when no cached block served the request, and what the allocator gave
+  /// back to the device (whole cached segments, unmapped pages) before failing.
+  int64_t reserved_before = 0;
+  int64_t released_bytes = 0;
+  int64_t released_segments = 0;
+  sim::FreeSpace free;  // the cached free blocks at the failure
+  OomVerdict verdict = OomVerdict::kNotReproduced;
+  std::string verdict_text;        // one sentence with the figures that prove it
+  int64_t largest_free_block = 0;  // in the request's pool, on its stream
+  int64_t free_bytes = 0;          // capacity - allocated: device free + cached free
+  /// How much live memory must shrink for this request to fit, with no fragmentation at all
+  /// (allocated + rounded - capacity, at least 0).
+  int64_t shortfall = 0;
+  std::vector<OomHolder> holders;     // top sites, largest first
+  std::vector<OomHolder> categories;  // by category (site empty), largest first
+  int64_t holders_bytes = 0;          // Σ over every live block (== allocated when reproduced)
+  int64_t holders_blocks = 0;
+};
+
+/// One device replayed on a capacity.
+struct OomDevice {
+  int32_t device = 0;
+  int64_t capacity = 0;
+  std::string capacity_source;  // "--device-memory" or "oom entry (device_free + reserved)"
+  int64_t events = 0;
+  bool warm_start = false;  // started from the segments alive when the trace began
+  int64_t preexisting_blocks = 0;
+  int64_t preexisting_bytes = 0;
+  int64_t recorded_ooms = 0;  // oom entries in the trace
+  /// Peak of live requested bytes the trace recorded (its own run), and where.
+  int64_t trace_peak_live = 0;
+  TimelinePoint trace_peak_event;
+  int64_t trace_peak_time_us = kNoTime;  // of trace_peak_event; kNoTime at the start or untimed
+  int64_t start_time_us = kNoTime;       // the device's first event's time
+  /// What is live at that peak by category (site empty), largest first: what has to shrink when
+  /// the peak itself does not fit. Empty without the device's lifetimes.
+  std::vector<OomHolder> peak_categories;
+  /// When no setting fits: the largest share s (to within 1/128) such that the trace replays on
+  /// the capacity under the recorded settings with every allocation that grows with the batch
+  /// (activation, temporary, input: the attribution model's categories) at s times its size, and
+  /// the rest (parameters, gradients, optimizer state, and whatever was allocated before the
+  /// trace) as recorded. 0: not even with none of them. nullopt: not searched (a setting fits,
+  /// no lifetimes, OomOptions::batch_search off, or no such allocation).
+  std::optional<double> batch_share_fits;
+  /// The recorded settings first, then every candidate, in order.
+  std::vector<OomRemedy> remedies;
+  std::vector<std::string> notes;
+  bool fits() const { return !remedies.empty() && remedies[0].fits; }
+};
+
+struct OomReport {
+  std::string file;
+  std::optional<int64_t> device_memory;  // --device-memory
+  std::vector<OomDevice> devices;
+  std::vector<OomExplanation> ooms;  // by device, then trace order
+  std::vector<std::string> notes;    // devices left out and why
+};
+
+/// Replays every device (in parallel: one thread per device and setting) and explains its OOMs.
+/// Errors (FailedPrecondition): no trace; no capacity (no oom entry and no device_memory).
+/// InvalidArgument: a candidate that does not parse.
+absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snapshot, const OomOptions& options);
+
+/// The verdict and its sentence from an explanation's figures (capacity, allocated, rounded,
+/// segment_bytes, device_free, free, stream...): a pure function, for the tests.
+void JudgeOom(const sim::AllocatorConfig& config, OomExplanation& oom);
+
+}  // namespace memsnap::analysis

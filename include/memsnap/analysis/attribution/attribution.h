@@ -1,0 +1,390 @@
+// Who allocated it, in the owner's terms: a site label a person recognises for every stack, and a
+// category (parameter, gradient, optimizer state, activation...) for every block lifetime. One
+// model used by every command that names a site (docs/attribution.md states every rule with
+// examples).
+//
+// clang-format off
+//   FrameTable ──ClassifyFrame (once per frame)──> FrameClass
+//   StackTable ──Attribution::Site (once per stack)──> SiteInfo {key, what, owner, callers, phase}
+//   rows of a table ──DistinctLabels──> labels, no two alike
+//   BlockLifetime ──LifetimeCategorizer (stack phase + the device's phase runs)──> Category
+// clang-format on
+//
+// Costs: a frame is classified once, a stack attributed once; the categorizer reads the events it
+// needs (the phase runs around each lifetime it is asked about) and each event at most once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// The names of the synthetic rows (sites that are no user code), shared by every table.
+/// Lifetimes without frames (docs/attribution.md, L5), by what the file says about them: live
+/// blocks the trace never saw, in a file whose allocations record stacks (older than
+/// _record_memory_history); allocations the trace recorded with an empty stack; and the rest (no
+/// trace, or no stacks recorded at all).
+inline constexpr std::string_view kBeforeRecordingRow = "[allocated before recording started]";
+inline constexpr std::string_view kTracedNoStackRow = "[allocation recorded without a stack]";
+inline constexpr std::string_view kNoStackRow = "[no stack recorded]";
+inline constexpr std::string_view kAllFilteredRow = "[all frames filtered]";
+inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
+/// Pre-window lifetimes (only their free is in the trace): the allocation site is unknown. Upstream
+/// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
+inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
+
+/// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`.
+enum class Category : uint8_t {
+  kParameter,
+  kGradient,
+  kOptimizerState,
+  kActivation,
+  kTemporary,
+  kInput,
+  kUnknown,
+};
+inline constexpr int kNumCategories = 7;
+/// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown".
+std::string_view CategoryName(Category c);
+absl::StatusOr<Category> ParseCategory(std::string_view text);
+
+/// Bytes (or counts) per category, indexed by Category.
+using CategoryBytes = std::array<int64_t, kNumCategories>;
+/// The category holding the most bytes (ties: the first in enum order); kUnknown when all are 0.
+Category DominantCategory(const CategoryBytes& bytes);
+
+/// What part of a training program an allocation's stack shows it in (docs/attribution.md,
+/// "Phases"). kNone: the stack says nothing (empty, or no event at all).
+enum class Phase : uint8_t {
+  kNone,
+  kForward,    // under a module call (nn.Module.__call__, a `forward` frame, torch.compile'd code)
+  kBackward,   // an autograd node or the autograd engine, or the Python call into backward
+  kOptimizer,  // an optimizer's step / zero_grad / state init, torch.optim, gradient clipping
+  kInit,       // module construction, Module.to()/cuda(), load_state_dict, from_pretrained
+  kData,       // a data loader, or a host-to-device copy outside a forward pass
+  kOther,      // frames, but none of the above (the training loop's own code: loss, logging...)
+};
+inline constexpr int kNumPhases = 7;
+std::string_view PhaseName(Phase p);  // "none", "forward", "backward", ...
+
+/// What one frame is, for attribution. Machinery classes are never the owner of memory.
+enum class FrameClass : uint8_t {
+  kPython,      // a Python source frame (".py" file, "<frozen ...>", "<string>"...)
+  kNode,        // torch::autograd::...::XBackward0::apply, AccumulateGrad::apply, CopySlices...
+  kOp,          // at::_ops::NAME::call: the dispatcher entry of an ATen operator
+  kEngine,      // the autograd engine (Engine::evaluate_function, InputBuffer, thread_main...)
+  kAllocator,   // the caching allocator and storage (c10::cuda::CUDACachingAllocator...)
+  kFactory,     // tensor factories and output allocation (empty_cuda, create_out, resize_...)
+  kDispatcher,  // dispatcher, boxing, Register*/VariableType* wrappers, Python bindings
+  kUnwinder,    // stack capture (torch::unwind, CapturedTraceback, gather_with_cpp)
+  kCPython,     // the CPython interpreter (_PyEval_EvalFrameDefault, Py_RunMain...)
+  kLibc,        // libc, pthread, thread start routines (__libc_start_main, clone...)
+  kNative,      // any other native frame (kernels' host code, backward formulas...)
+};
+std::string_view FrameClassName(FrameClass c);
+/// Machinery: allocator, factory, dispatcher, unwinder, CPython, libc, engine.
+bool IsMachinery(FrameClass c);
+
+/// Classifies a frame by its function name and file name (plain substring and suffix tests).
+FrameClass ClassifyFrame(std::string_view name, std::string_view filename);
+
+/// "BmmBackward0" from "torch::autograd::generated::BmmBackward0::apply(...)"; "" when the name is
+/// not an autograd node's apply.
+std::string NodeName(std::string_view function);
+/// "bmm" from "at::_ops::bmm::call(...)", "div" from "at::_ops::div_Tensor::call(...)": the
+/// operator without its overload name (well-known overload suffixes only); "" when not an op.
+std::string OpName(std::string_view function);
+/// "div_Tensor" from "torch::autograd::VariableType::(anonymous namespace)::div_Tensor(...)": the
+/// operator (with its overload) whose generated autograd kernel the frame is, the kernel that
+/// records the operator's backward node; "" when the frame is not one.
+std::string AutogradWrapperOp(std::string_view function);
+/// The base of the autograd node PyTorch names after an operator: "Div" for "div_Tensor" (nodes
+/// DivBackward0, DivBackward1...), "ToCopy" for "_to_copy", "UpsampleNearest2D" for
+/// "upsample_nearest2d" (docs/attribution.md, rule L2).
+std::string NodeBaseOfOp(std::string_view wrapper_op);
+/// "Div" from "DivBackward0"; "" for a node not named "<Base>Backward<N>" (AccumulateGrad...).
+std::string NodeBase(std::string_view node);
+/// A Python frame as sites show it, "path/model.py:LINE function" (PythonFrameText: a site's
+/// owner, callers and forward lines), in parts: `place` "path/model.py:LINE", `file`
+/// "path/model.py" (the whole place when it has no ":LINE"), `line` (-1 then) and `function`
+/// (the whole text when it has no space).
+struct FrameTextParts {
+  std::string_view place, file, function;
+  int64_t line = -1;
+};
+FrameTextParts SplitFrameText(std::string_view text);
+/// "zeros_like" from "at::native::zeros_like(at::Tensor const&, ...)": the last one or two
+/// components of a C++ function name, without return type, templates and parameters.
+std::string ShortNativeName(std::string_view function);
+
+/// A Python file path as shown in labels: relative to the last `site-packages/` or
+/// `dist-packages/`, or to `lib/pythonX.Y/` for the standard library, or (user files) with
+/// `user_prefix` removed; backslashes become '/'.
+std::string ShortPath(std::string_view path, std::string_view user_prefix);
+/// `path` with '/' separators and "." and "dir/.." components removed (lexically).
+std::string NormalPath(std::string_view path);
+/// A frame as "file:line:function" with its path read through NormalPath: the whole frame as the
+/// report and the trace export show it ("/home/me/proj/model.py:12:forward", not
+/// "/home/me/proj/scripts/../model.py:12:forward"). Filters match Snapshot::FrameText instead, the
+/// path as recorded.
+std::string DisplayFrameText(const Snapshot& snap, FrameId frame);
+/// Whether a Python file is library code (site-packages, dist-packages, the standard library, a
+/// torch source tree, "<frozen ...>") rather than the user's own.
+bool IsLibraryPath(std::string_view path);
+
+/// How a site is named (docs/attribution.md, "Labels").
+enum class SiteKind : uint8_t {
+  kPython,         // has Python frames: named by the user's frame (and what it called)
+  kBackward,       // an autograd node and no Python frame: "BmmBackward0 (bmm)"
+  kEngine,         // the autograd engine itself, no node: "sum (autograd engine)"
+  kNative,         // native frames only: the operator or the first non-machinery frame
+  kMachineryOnly,  // only allocator/dispatcher/... frames: nothing to name
+  kNoStack,        // no frames recorded
+};
+
+/// Everything the label rules need about one stack, as text, so that sites of two snapshots can be
+/// matched and labelled together (diff, leaks over a series).
+struct SiteInfo {
+  SiteKind kind = SiteKind::kNoStack;
+  /// Identity: two allocations are the same site when their keys are equal. Built from the Python
+  /// frames (short paths; lines unless ignore_lines), the autograd node and the operator, never
+  /// from other native frames, so it matches across PyTorch builds and machines.
+  std::string key;
+  /// The key with every Python frame's line number left out, when AttributionOptions::unlined_keys
+  /// asks for it and the key has a line; else empty. Equal for the same allocation after an edit
+  /// moved its lines (diff pairs such sites: docs/attribution.md, "Sites whose lines moved").
+  std::string unlined_key;
+  /// The Python frames of the key ("short/path.py:LINE:function", owner outward), when
+  /// unlined_key is set: diff keeps the lines of those the other file also has.
+  std::vector<std::string> key_frames;
+  std::string what;   // the operator or library function the owner called; "" when the owner
+                      // is the innermost Python frame (then `op` may be shown to tell sites apart)
+  std::string owner;  // "optimizers.py:82 step", "BmmBackward0 (bmm)", "[no stack]"
+  /// Frames outward from the owner (display text), nearest first: what tells two sites with the
+  /// same owner apart. Python frames for Python sites; native frames for native sites.
+  std::vector<std::string> callers;
+  /// Sites whose owner called torch.compile's code (`what` is kCompiledWhat): how many of
+  /// `callers` come from the stack torch.compile recorded for the compiled code (the user's frames
+  /// between the generated code and torch.compile's runtime, which name the code it compiled); the
+  /// rest are the frames that called the compiled function. 0 for other sites. Not part of the key.
+  size_t traced_callers = 0;
+  /// Python frames inside the owner (library code it called), nearest the owner first: what
+  /// tells apart stacks of one site (--by stack rows), shown as " [via FRAME]".
+  std::vector<std::string> inner;
+  std::string op;    // the operator called (outermost at::_ops frame inside the owner), or ""
+  std::string node;  // the autograd node, or ""
+  /// Backward sites: the user's lines ("model.py:12 forward", in file and line order) whose
+  /// forward stacks (of the forward or other phase, with no node or engine frame) show
+  /// the autograd kernel of an operator this node is named after (docs/attribution.md, rule L2).
+  /// One of them created the node; empty when the file shows none. Not part of the key.
+  std::vector<std::string> forward_lines;
+  Phase phase = Phase::kNone;
+  bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
+  bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
+  bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
+  /// The label without disambiguation: "what ← owner", or "owner", and a backward site's
+  /// forward lines: "DivBackward0 (div) for nn_utils.py:6 softmax".
+  std::string BaseLabel() const;
+  /// " for nn_utils.py:6 softmax", " for one of 4 forward lines: a, b, c, …" (in brackets when
+  /// asked: the label goes on after it); "" without forward lines.
+  std::string ForwardClause(bool bracket) const;
+};
+
+inline constexpr std::string_view kLabelArrow = " \u2190 ";  // " ← "
+inline constexpr std::string_view kMachineryOnlyRow = "[allocator frames only]";
+/// SiteInfo::what of a Python site whose owner called code torch.compile runs (rule L1):
+/// "torch.compile ← model.py:22 forward".
+inline constexpr std::string_view kCompiledWhat = "torch.compile";
+
+/// A site's label in one table (docs/attribution.md, "Distinct labels").
+struct SiteLabel {
+  /// One line, distinct among the table's sites (JSON `site`, CSV, the report): the head, then
+  /// the deeper callers that tell the site apart, with " ← …" where frames are left out:
+  /// "einsum ← model.py:22 forward ← model.py:76 forward ← … ← bench.py:224 run".
+  std::string text;
+  /// A text table's row: BaseLabel() and what tells the site apart, except callers beyond the
+  /// nearest (`callers[0]`), which the lines under the row show (CallerLines).
+  std::string head;
+  /// Indices into SiteInfo::callers (> 0, ascending) of the callers that tell the site apart.
+  std::vector<size_t> deep;
+  bool nearest_in_head = false;  // the head shows callers[0] (it tells the site apart)
+};
+
+/// Labels for a table's sites, one per entry, distinct whenever the keys differ (entries with equal
+/// keys get equal labels). Starts from BaseLabel() without a backward site's forward lines;
+/// entries whose labels collide get, in turn: the nearest caller that tells them apart (repeated
+/// until they differ or callers run out), the nearest frame inside the owner that does
+/// (" [via FRAME]"), the operator, and finally " #2", " #3"... in key order. The forward lines
+/// then go in after the owner (ForwardClause, in brackets when more follows). Deterministic;
+/// depends only on the entries.
+std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites);
+/// The `text` of each DistinctSiteLabels entry.
+std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites);
+
+/// One frame shown under a table row.
+struct CallerLine {
+  std::string_view text;  // a SiteInfo::callers entry
+  bool tells = false;     // it tells the row apart from another with the same head
+};
+/// The callers under a table row whose head is `label.head`, in stack order, each once: those the
+/// head does not show, through the deepest that tells the row apart, and at least `context` when
+/// the stack has them. `more` gets how many callers are left out.
+std::vector<CallerLine> CallerLines(const SiteInfo& site, const SiteLabel& label, size_t context,
+                                    size_t* more);
+
+struct AttributionOptions {
+  bool ignore_lines = false;  // keys without line numbers (diff --ignore-lines)
+  bool unlined_keys = false;  // also build SiteInfo::unlined_key (diff, to pair moved sites)
+};
+
+/// Attribution of one snapshot's stacks, computed lazily and cached per frame and per stack. The
+/// frame filter (when given) decides which Python frames may name a site (--hide / --keep); native
+/// frames are always read. Not thread-safe.
+class Attribution {
+ public:
+  Attribution(const Snapshot& snapshot, FrameFilter* filter, AttributionOptions options = {});
+  Attribution(const Attribution&) = delete;
+  Attribution& operator=(const Attribution&) = delete;
+
+  const Snapshot& snapshot() const { return snap_; }
+  /// The site of `stack`; an invalid or empty stack is the "[no stack]" site.
+  const SiteInfo& Site(StackId stack);
+  /// The phase of `stack` (cheaper than Site: no text is built). kNone for empty stacks.
+  Phase PhaseOf(StackId stack);
+  FrameClass ClassOf(FrameId frame);
+  /// Display text of a Python frame: "short/path.py:LINE function".
+  std::string PythonFrameText(FrameId frame);
+  /// The directory prefix removed from user files (longest common directory of the snapshot's
+  /// non-library Python files), "" when there are none.
+  const std::string& user_prefix();
+
+ private:
+  struct StackFacts;
+  /// What a Python file's path says, computed once per distinct file name.
+  struct FileFacts {
+    std::string normal;  // NormalPath
+    bool library = false;
+    bool compiled = false;  // code torch.compile runs
+  };
+  const FileFacts& File(StrId filename);
+  /// Per Python frame, computed once: display text, key text, phase marker.
+  struct PythonFacts {
+    std::string text;  // "short/path.py:LINE function"
+    std::string key;   // "short/path.py:LINE:function" (no line with ignore_lines)
+    uint8_t marker = 0;
+    bool done = false;
+  };
+  const PythonFacts& Python(FrameId frame);
+  StackFacts Facts(std::span<const FrameId> frames);
+  SiteInfo Build(StackId stack);
+  /// The user's lines that called operators whose nodes are named `<base>Backward<N>`, from every
+  /// forward stack of the snapshot (indexed on first use).
+  const std::vector<std::string>& ForwardLines(const std::string& base);
+
+  const Snapshot& snap_;
+  FrameFilter* filter_;
+  AttributionOptions options_;
+  std::vector<uint8_t> frame_class_;  // FrameClass + 1; 0 = not classified yet
+  std::vector<PythonFacts> python_;   // by FrameId, filled on first use
+  // By filename StrId; node-based: File() hands out references that stay valid as it grows.
+  absl::node_hash_map<uint32_t, FileFacts> files_;
+  std::vector<int32_t> site_slot_;  // StackId -> index into sites_; -1 = not built
+  std::vector<uint8_t> phase_;      // StackId -> Phase + 1; 0 = not computed
+  std::deque<SiteInfo> sites_;      // a deque: Site() hands out references that must stay valid
+  SiteInfo no_stack_;
+  std::string user_prefix_;
+  bool user_prefix_done_ = false;
+  // NodeBaseOfOp -> the owners of forward stacks that called such an operator, distinct, in file
+  // and line order.
+  absl::flat_hash_map<std::string, std::vector<std::string>> forward_lines_;
+  bool forward_lines_done_ = false;
+};
+
+/// Why a lifetime has its category: the rule that decided (docs/attribution.md, "Categories").
+enum class CategoryRule : uint8_t {
+  kAccumulateGrad,    // gradient: allocated by AccumulateGrad
+  kBackwardKept,      // gradient: allocated in backward, alive after backward ends
+  kBackwardFreed,     // temporary: allocated and freed inside backward
+  kOptimizerKept,     // optimizer_state: allocated in the optimizer, alive after the step
+  kOptimizerFreed,    // temporary: allocated and freed inside the optimizer step
+  kInitKept,          // parameter: module init / to() / load, alive after it
+  kInitFreed,         // temporary: freed inside the init phase
+  kDataKept,          // input: data loader / host-to-device copy, alive after it
+  kDataFreed,         // temporary
+  kBeforeForward,     // input: allocated outside any phase, alive when the next forward starts
+  kSavedForBackward,  // activation: allocated before backward (forward, loss), alive when it starts
+  kForwardKept,       // activation: no backward follows; alive after its forward pass ends
+  kForwardFreed,      // temporary: freed before backward starts / inside its forward pass
+  kOtherFreed,        // temporary: outside any phase, freed before the next phase change
+  kPreTracePersistent,  // parameter: no stack, alive through a whole trace that ran a model
+  kFreedByBackward,     // activation: allocated before the trace, freed by the autograd engine
+  kFreedByZeroGrad,     // gradient: allocated before the trace, freed by zero_grad
+  kFreedByOptimizer,    // optimizer_state: allocated before the trace, freed by an optimizer step
+  kStackPhase,          // older than the trace: the category its stack's phase implies
+  kNoEvidence,          // unknown
+};
+inline constexpr int kNumCategoryRules = 20;
+std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
+
+struct CategoryVerdict {
+  Category category = Category::kUnknown;
+  CategoryRule rule = CategoryRule::kNoEvidence;
+};
+
+/// The category a stack implies on its own, without the device's phase runs: an AccumulateGrad or
+/// backward stack is a gradient, an optimizer step's optimizer state, module init's a parameter, a
+/// forward pass's an activation, the data loader's an input (CategoryRule::kStackPhase); else
+/// unknown. What LifetimeCategorizer says of memory older than the trace that has a stack, and
+/// what SiteNamer says where no timeline is at hand.
+CategoryVerdict StackPhaseCategory(const SiteInfo& site);
+
+/// Categories of one device's lifetimes. Keeps the device's phase runs discovered so far (runs of
+/// consecutive allocations whose stacks show the same phase; events with no phase do not break a
+/// run), so a question about one lifetime reads only the events around it. Not thread-safe.
+class LifetimeCategorizer {
+ public:
+  LifetimeCategorizer(Attribution& attribution, const DeviceTimeline& dt);
+  ~LifetimeCategorizer();
+  LifetimeCategorizer(const LifetimeCategorizer&) = delete;
+  LifetimeCategorizer& operator=(const LifetimeCategorizer&) = delete;
+
+  CategoryVerdict Categorize(const BlockLifetime& lifetime);
+  /// Whether the device's trace shows a model running (a forward, backward or optimizer
+  /// allocation); what makes memory older than the trace a parameter (kPreTracePersistent).
+  bool ModelRan();
+
+ private:
+  struct Runs;
+  Attribution& attr_;
+  const DeviceTimeline& dt_;
+  std::unique_ptr<Runs> runs_;
+};
+
+/// Categorizers for the devices of one timeline, made on first use.
+class Categorizers {
+ public:
+  explicit Categorizers(Attribution& attribution) : attr_(attribution) {}
+  LifetimeCategorizer& For(const DeviceTimeline& dt);
+
+ private:
+  Attribution& attr_;
+  std::map<const DeviceTimeline*, std::unique_ptr<LifetimeCategorizer>> by_device_;
+  const DeviceTimeline* last_device_ = nullptr;  // the device asked about last, and its categorizer
+  LifetimeCategorizer* last_ = nullptr;
+};
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,133 @@
+// `memsnap check`: a CI gate. Measures a few figures of a snapshot and compares them with
+// thresholds and/or a baseline snapshot. Definitions: docs/ci.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/sites/diff.h"
+#include "memsnap/analysis/allocator/oom.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// The figures `check` compares. Byte figures are the largest over the file's devices (a limit is
+/// per GPU).
+struct CheckMetrics {
+  std::string path;
+  /// Peak of live requested bytes over the trace (the `timeline`/`diff` peak); nullopt without a
+  /// trace.
+  std::optional<int64_t> peak_bytes;
+  int64_t reserved_bytes = 0;   // Σ segment sizes at the end
+  int64_t allocated_bytes = 0;  // Σ active_allocated block sizes at the end
+  /// The figure of `frag`'s verdict (docs/figures.md, "Stranded share"): stranded / reserved bytes
+  /// at each device's reserved peak (the end for a device without a trace), the largest.
+  double stranded_share = 0;
+  /// --fits: the trace replayed under the recorded settings on that capacity (oom's analysis);
+  /// unset when not asked, or when it could not run (`fits_error` says why: no trace).
+  std::optional<OomReport> fits;
+  std::string fits_error;
+};
+
+struct CheckOptions {
+  std::optional<int64_t> max_peak;
+  std::optional<int64_t> max_reserved;
+  std::optional<int64_t> max_allocated;
+  std::optional<double> max_frag;
+  /// Fail when replaying the trace under the recorded settings on a device of this many bytes
+  /// runs out of memory.
+  std::optional<int64_t> fits;
+  /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
+  double tolerance = 0.0;
+  int threads = 0;  // --fits: replays run at once (0: all cores)
+};
+
+enum class CheckKind : uint8_t { kThreshold, kBaseline };
+
+/// Measures `snapshot`; with options->fits also replays it on that capacity. Never fails.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot, const CheckOptions* options = nullptr);
+
+/// The timeline MeasureForCheck rebuilds (the peak only), for a caller that rebuilds it during the
+/// read (cli::LoadWithTimelineStatus).
+TimelineOptions CheckTimelineOptions();
+
+/// MeasureForCheck with the timeline already rebuilt with CheckTimelineOptions(); a timeline that
+/// failed leaves the peak unknown, as in MeasureForCheck.
+CheckMetrics MeasureForCheck(const Snapshot& snapshot, const absl::StatusOr<Timeline>& timeline,
+                             const CheckOptions* options = nullptr);
+
+/// Why a --fits check failed: the replay's first failure on that capacity, as figures (the
+/// renderer writes the words). value = needed, limit = capacity, so over = needed - capacity > 0.
+struct FitsFailure {
+  int32_t device = 0;
+  uint32_t event = 0;     // trace index; kPreexistingEvent: re-creating the blocks older than it
+  int64_t requested = 0;  // the request, rounded as the allocator rounds it
+  OomVerdict verdict = OomVerdict::kDemand;
+  /// kDemand: the live blocks plus the request (what no allocator could place on the card);
+  /// otherwise the reserved memory the allocator needed: what it held after releasing its cache
+  /// plus the segment it had to create for the request (docs/figures.md, "check --fits").
+  int64_t needed = 0;
+  int64_t capacity = 0;
+};
+
+/// One line of the verdict.
+struct CheckResult {
+  std::string name;    // "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)"
+  std::string metric;  // "peak", "reserved", "allocated", "frag"
+  CheckKind kind = CheckKind::kThreshold;
+  bool is_ratio = false;  // frag: value/limit/baseline are fractions, else bytes
+  double value = 0;
+  double limit = 0;
+  std::optional<double> baseline;
+  bool passed = true;
+  /// --fits that failed: the first failure (value and limit are its needed and capacity).
+  std::optional<FitsFailure> fits_failure;
+};
+
+/// Live bytes by kind of memory (analysis::Category) before and after.
+struct KindBytes {
+  CategoryBytes before{};
+  CategoryBytes after{};
+};
+
+struct CheckReport {
+  std::string path;
+  std::string baseline_path;  // empty without a baseline
+  std::vector<CheckResult> checks;
+  /// Sites that grew most from the baseline (filled by the caller from the diff engine when a
+  /// baseline check failed), largest growth first.
+  std::vector<SiteDelta> growing_sites;
+  /// With growing_sites: the live bytes by kind of memory in the baseline and this file, at the
+  /// same moment (what grew in the user's terms).
+  std::optional<KindBytes> growing_kinds;
+  bool sites_at_peak = false;      // growing_sites compare the peaks rather than the ends
+  std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
+  std::optional<OomReport> fits;   // --fits: the replay on that capacity and its explanation
+  bool passed() const;
+  int failures() const;
+};
+
+/// Evaluates the thresholds of `options` on `current`, and when `baseline` is given each figure
+/// against the baseline's. Errors (InvalidArgument naming the file): --max-peak on a file without
+/// a trace; no check requested at all.
+absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& current, const CheckMetrics* baseline,
+                                      const CheckOptions& options);
+
+/// The growing sites of a failed baseline check, and the live bytes by kind at the same moment.
+struct GrowingSites {
+  std::vector<SiteDelta> sites;
+  KindBytes kinds;
+};
+
+/// The `n` sites whose live bytes at the end (at each file's peak with `at_peak`; both files then
+/// need a trace) grew most from `baseline` to `current`, sites matched by frame text (and paired
+/// across moved lines unless `exact_lines`: DiffOptions::pair_moved), largest growth first; only
+/// sites that grew; with the live bytes of every kind of memory in both files at that moment.
+absl::StatusOr<GrowingSites> TopGrowingSites(const Snapshot& baseline, const Snapshot& current,
+                                             int n, bool at_peak, bool exact_lines = false);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,125 @@
+// Everything the HTML report shows, computed before any of it is rendered: `memsnap report` calls
+// AnalyzeForReport (or AnalyzeDiffForReport) and hands the result to report::BuildReportData,
+// which only writes it out (docs/report.md).
+//
+// clang-format off
+//   Snapshot ──AnalyzeForReport──> ReportAnalysis
+//                                  ├── timeline      lifetimes, curves (timeline.h)
+//                                  ├── devices[]     per device with a timeline:
+//                                  │     ├── lod     zoomable curves and bands (timeline_lod.h)
+//                                  │     └── states  allocator states (alloc_states.h)
+//                                  ├── peak_sites    alive at each device's peak, by site
+//                                  ├── alloc_sites   allocated over the trace, by site
+//                                  └── replay        curves under other settings (replay.h)
+// clang-format on
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/alloc_states.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/sites/diff.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/leaks.h"
+#include "memsnap/analysis/allocator/oom.h"
+#include "memsnap/analysis/allocator/replay.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/timeline_lod.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct ReportAnalysisOptions {
+  LodOptions lod;                 // curve columns and bands
+  AllocatorStatesOptions states;  // how many allocator states the page keeps
+  int top_sites = 25;  // rows of the site tables (the tail folds into "[N others]"); 0 = all
+  GroupOptions group;  // how sites are keyed (frame filters, depth)
+  /// PYTORCH_CUDA_ALLOC_CONF strings to replay the trace under (besides the recorded settings).
+  std::vector<std::string> replay_confs;
+  bool with_states = true;  // the diff page leaves the allocator states and sites out
+  bool with_sites = true;
+  bool with_steps = false;  // the diff page aligns the two timelines on their steps
+};
+
+/// Live memory by category (attribution.h) across one device's trace: one sample per stored column
+/// of the timeline's coarsest level, taken at the column's highest live point (its sample event),
+/// so the stacked categories reach the drawn live curve's highest line; and at the peak.
+struct ReportCategories {
+  std::vector<int64_t> column;         // the sampled columns (level-0 bucket indices), ascending
+  std::vector<CategoryBytes> columns;  // live bytes per category at each column's sample event
+  CategoryBytes peak{};                // at the drawn curve's peak (TimelineLod::peak_event)
+};
+
+struct DeviceReportAnalysis {
+  int32_t device = 0;
+  size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
+  TimelineLod lod;
+  AllocatorStates states;                            // empty without options.with_states
+  std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
+  std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
+  /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
+  StepInfo steps;
+  /// Categories over time and at the peak (with_sites, devices with events).
+  std::optional<ReportCategories> categories;
+  /// Per band (parallel to lod.bands): its site, an index into ReportAnalysis::band_sites, and its
+  /// lifetime's category: what a band's hover leads with.
+  std::vector<uint32_t> band_site;
+  std::vector<Category> band_category;
+};
+
+/// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.
+struct SiteTable {
+  std::string moment;  // "peak" or "end" (peak_sites); empty for alloc_sites
+  int64_t total_bytes = 0, total_count = 0;
+  std::vector<GroupRow> rows;
+};
+
+/// One replay run's reserved curve, at its change points, in the x units of the device's lod.
+struct ReplayCurve {
+  std::vector<double> x;
+  std::vector<int64_t> reserved;
+};
+
+struct ReportAnalysis {
+  Timeline timeline;
+  /// Sites and categories of this snapshot's stacks (attribution.h), as every table above used
+  /// them. Holds a reference to the snapshot.
+  std::unique_ptr<GroupContext> context;
+  /// The frame filter of options.group (--hide, --keep, --python-only), for the stacks the page
+  /// lists (copy it to use it: it caches).
+  std::optional<FrameFilter> frames;
+  std::vector<DeviceReportAnalysis> devices;  // ascending device, as timeline.devices
+  SiteTable peak_sites;   // each device at the peak of its drawn curve (counted lifetimes)
+  SiteTable alloc_sites;  // every lifetime counts once
+  /// The labels of the bands' sites (every device's), distinct among them (SiteLabels: the rules
+  /// of `top`'s labels; a block allocated before the trace is "[allocated before the trace]").
+  std::vector<std::string> band_sites;
+  std::optional<ReplayReport> replay;
+  std::vector<ReplayCurve> replay_curves;  // one per replay.results entry
+  /// The OOMs the trace recorded, explained as `memsnap oom FILE` does (on the capacity each
+  /// device's first oom entry implies); nullopt when the trace has none (or the diff page).
+  std::optional<OomReport> oom;
+};
+
+/// Runs every analysis behind the single-file page. Errors: a filter regex or a --replay
+/// configuration that does not parse, a replay that fails.
+absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
+                                                const ReportAnalysisOptions& options);
+
+struct DiffReportAnalysis {
+  ReportAnalysis before, after;  // curves, bands and steps of each file
+  DiffReport diff;               // sites at the peak (or the end), scopes, settings
+};
+
+/// Runs every analysis behind the diff page.
+absl::StatusOr<DiffReportAnalysis> AnalyzeDiffForReport(const Snapshot& before,
+                                                        const Snapshot& after,
+                                                        const ReportAnalysisOptions& options);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,61 @@
+// Categories of memory over time and at a moment: the live bytes of each category (parameter,
+// gradient, optimizer state...) after every event of a device, from its lifetimes and the
+// attribution model's category of each (attribution.h). What `timeline --csv/--json`, `summary`
+// and the report show.
+//
+// Invariant (tested): at every event, Σ categories == the live curve at that point.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/timeline.h"
+
+namespace memsnap::analysis {
+
+/// The live bytes of each category of one device as a start value and one change per event.
+struct CategoryCurve {
+  int32_t device = 0;
+  /// Live before event 0: lifetimes older than the trace, by category; the bytes the trace cannot
+  /// explain (DeviceTimeline::unreconciled_requested_bytes) are `unknown`.
+  CategoryBytes start{};
+  /// Per event: the category whose live bytes it changes (kNumCategories: none) and by how much.
+  std::vector<uint8_t> category;
+  std::vector<int64_t> delta;
+  /// Second changes of an event (an alloc over an address whose free was never seen ends the old
+  /// lifetime at the same event), ascending by event.
+  struct Change {
+    uint32_t event = 0;
+    uint8_t category = 0;
+    int64_t delta = 0;
+  };
+  std::vector<Change> extra;
+  /// Applies the changes of event e to `bytes`.
+  void Apply(uint32_t e, CategoryBytes& bytes, size_t& next_extra) const;
+};
+
+/// Builds the curve of `dt`, which must have kept every lifetime (KeepLifetimes::kAll).
+CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt);
+
+/// Bytes per category at each of `points` (ascending).
+std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
+                                               const std::vector<TimelinePoint>& points);
+
+/// One device's categories at a moment.
+struct DeviceCategories {
+  int32_t device = 0;
+  TimelinePoint event;
+  int64_t live_bytes = 0;
+  CategoryBytes bytes{};
+};
+
+/// The categories of the memory live at `moment` on every device of `timeline` (which must keep
+/// the lifetimes live then: kAll, or kLiveAt at that moment). Errors as GroupLive.
+absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
+                                                           const Timeline& timeline,
+                                                           const Moment& moment);
+
+}  // namespace memsnap::analysis

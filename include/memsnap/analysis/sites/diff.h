@@ -1,0 +1,152 @@
+// `memsnap diff A B`: live memory by site before/after, plus totals per device, pool and stream,
+// segment counts, peaks and allocator settings. Sites are matched by their key (MatchSites: the
+// site identity of attribution.h by default, built from Python frames, autograd node and operator,
+// never from ids, addresses or other native frames), so files of different flavours, devices and
+// PyTorch builds compare. Also used by `check` for its "top growing sites".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/moved_sites.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct DiffOptions {
+  Moment at{Moment::Kind::kEnd, 0};  // kEnd or kPeak (peak needs traces in both files)
+  /// Choose the moment: the peak when both files have a trace, else the end (`at` is ignored).
+  bool auto_moment = false;
+  GroupOptions group;
+  int64_t min_delta = 0;  // drop sites with |delta bytes| below this
+  /// Pair a site only before with a site only after that differ in line numbers alone, when each
+  /// is the only such candidate on its side (MatchSites; by site only, not with ignore_lines).
+  bool pair_moved = true;
+  /// Pair a compiled site only on one side with the eager sites only on the other that have the
+  /// same user frames (MatchSites, PairCompiledSites; by site only).
+  bool pair_compiled = true;
+};
+
+enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };
+std::string_view PresenceName(Presence p);  // "both", "only_before", "only_after"
+
+/// A row that pairs one line of the user's code run eagerly in one file and under torch.compile in
+/// the other (MatchSites): kCompiled when the later file compiled it, kEager when the earlier did.
+enum class CompileChange : uint8_t { kNone, kCompiled, kEager };
+std::string_view CompileChangeName(CompileChange c);  // "none", "compiled", "eager"
+
+struct SiteDelta {
+  std::string key;                  // after's key when both sides have the site
+  std::string site;                 // label, distinct among the rows of one MatchSites result
+  SiteLabel label;                  // `site` as a text table shows it (head, callers)
+  SiteInfo info;                    // label parts (after's when both sides have the site)
+  std::vector<std::string> frames;  // innermost first (after's when both sides have the site)
+  CategoryBytes before_categories{}, after_categories{};
+  /// The category with the most bytes on the later side that has the site.
+  Category category() const;
+  int64_t before_bytes = 0, after_bytes = 0;
+  int64_t before_count = 0, after_count = 0;
+  Presence presence = Presence::kBoth;
+  /// A site paired across moved lines (presence kBoth): the before side's key, which differs from
+  /// `key` in Python line numbers only. Empty when both sides have the same key.
+  std::string before_key;
+  /// The frames whose line moved, "model/net.py:15→17" (the owner first, then its callers; frames
+  /// the label does not show, such as module plumbing, are not listed). Empty when not paired.
+  std::vector<std::string> moved;
+  /// Set when the row pairs eager sites with a compiled one (presence kBoth; its figures are the
+  /// sums of each side's rows): which way, the eager side's operators as the label names them
+  /// ("mul", "sigmoid"; CompiledInfo), and every key of each side (`key` is the first of
+  /// `after_keys`). Empty otherwise.
+  CompileChange compile = CompileChange::kNone;
+  std::vector<std::string> eager_ops;
+  std::vector<std::string> before_keys, after_keys;
+  bool synthetic = false;
+  int64_t delta_bytes() const { return after_bytes - before_bytes; }
+  int64_t delta_count() const { return after_count - before_count; }
+};
+
+/// Before/after/delta of one figure (delta = after - before).
+struct Delta {
+  int64_t before = 0, after = 0;
+  int64_t delta() const { return after - before; }
+};
+
+/// Totals of one scope: a device, a (device, pool) or a (device, stream).
+struct ScopeDelta {
+  std::string scope;  // "device 0", "device 0 pool (0,0) large", "device 0 stream 0x0"
+  int32_t device = 0;
+  Delta reserved, allocated, requested, segments, blocks;
+};
+
+struct SettingDelta {
+  std::string name, before, after;
+};
+
+struct DeviceDelta {
+  int32_t device = 0;
+  bool has_peak = false;  // both sides have a trace for this device
+  Delta peak;             // live requested bytes at the peak
+  Delta live;             // live requested bytes at the chosen moment
+};
+
+struct DiffReport {
+  DiffOptions options;
+  std::string before_path, after_path;
+  std::vector<SiteDelta> sites;  // |delta| desc, then delta desc, then key; zero-delta rows dropped
+  /// Sites left out of `sites` (zero delta, or |delta| < min_delta), sorted by key; the folded
+  /// output needs them for complete flame graphs.
+  std::vector<SiteDelta> other_sites;
+  int64_t sites_only_before = 0, sites_only_after = 0, sites_unchanged = 0;
+  int64_t sites_moved = 0;  // sites paired across moved lines (counted once, as present in both)
+  /// Rows pairing eager sites with a compiled one (each counted once, as present in both).
+  int64_t sites_compiled = 0;
+  Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
+  /// Live bytes by kind of memory (parameter, gradient, ...; attribution.h), over all sites.
+  CategoryBytes before_by_category{}, after_by_category{};
+  std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
+  std::vector<DeviceDelta> devices;
+  std::vector<SettingDelta> settings;  // only those that differ
+  /// Why this moment, when DiffOptions::auto_moment chose it ("both files have a trace", or
+  /// "FILE has no trace"); empty when the user chose.
+  std::string moment_reason;
+  /// No live block of either file at the moment has a stack: the site rows say nothing.
+  bool no_stacks = false;
+  bool both_traced = false;  // both files have trace events (--at peak is possible)
+};
+
+/// Matches the rows of two groupings by key (rows are unique per key on each side), sums them, and
+/// labels the merged sites with DistinctLabels. Presence and both sides' figures are set; the order
+/// is by key. The one place where sites of two snapshots are matched.
+///
+/// Then pairs the sites whose lines moved (an edit above them; PairMovedSites, moved_sites.h): each
+/// pair becomes one row (presence kBoth, `before_key` and `moved` set) whose label shows the move:
+/// "linear ← model/net.py:15→17 forward". Rows without unlined keys (GroupOptions::unlined_keys
+/// off) are never paired.
+///
+/// Then, with `pair_compiled`, pairs the lines one file ran eagerly and the other under
+/// torch.compile among the rows still unmatched (PairCompiledSites): each pair becomes one row
+/// (presence kBoth, `compile`, `eager_ops`, `before_keys` and `after_keys` set) whose figures are
+/// the sums of each side's rows and whose label says what changed: "mul, sigmoid → torch.compile
+/// ← model.py:22 forward".
+std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
+                                  const std::vector<GroupRow>& after, bool pair_compiled = false);
+
+/// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const DiffOptions& options);
+
+/// The timeline DiffSnapshots rebuilds for each side, for a caller that rebuilds it during the
+/// read (cli::LoadAllWithTimelines).
+TimelineOptions DiffTimelineOptions(const DiffOptions& options);
+
+/// DiffSnapshots with the timelines already rebuilt with DiffTimelineOptions(options); a
+/// timeline's error is returned as DiffSnapshots would return it.
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const absl::StatusOr<Timeline>& before_timeline,
+                                         const absl::StatusOr<Timeline>& after_timeline,
+                                         const DiffOptions& options);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,198 @@
+// Live memory at a moment, grouped by allocation site (`memsnap top`, reused by `diff`, `check`,
+// `leaks`, the HTML report). Keys are built from frame *text*, never from ids, so rows of two
+// snapshots can be matched by key (diff). Rows are named by the attribution model (attribution.h):
+// a label per row, distinct within the table, and the bytes of each category of memory.
+//
+// Invariant (tested): Σ rows.bytes == total_bytes and Σ rows.count == total_count; anything without
+// a stack goes to an explicit bracketed row (NoStackRow), stacks whose frames are all filtered out
+// to
+// "[all frames filtered]", annotation grouping without a covering range to "[no annotation]",
+// pre-window lifetimes (alloc older than the trace) to "[allocated before the trace]".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+/// kSite keys a lifetime by its site (SiteInfo::key: Python frames, autograd node, operator), the
+/// default. kStack by its whole filtered stack (what folded stacks and flame graphs need).
+/// kFunction, kFile and kFrame by the frame that owns the site (SiteInfo::owner; the label for
+/// sites without Python frames). kCategory by the lifetime's category of memory.
+enum class GroupBy : uint8_t { kSite, kStack, kFunction, kFile, kFrame, kAnnotation, kCategory };
+/// "site", "stack", "function", "file", "frame", "annotation", "category".
+std::string_view GroupByName(GroupBy by);
+absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
+
+
+/// The row of a lifetime whose stack is empty: kBeforeRecordingRow, kTracedNoStackRow or
+/// kNoStackRow (pre-window lifetimes are kPreWindowRow whatever their stack).
+std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
+                            const BlockLifetime& lifetime);
+
+/// What a lifetime's row depends on besides the options, as one number (a cache key): its stack,
+/// and whether it is pre-window or a ghost (NoStackRow tells those apart).
+inline uint64_t RowCacheKey(const BlockLifetime& lt) {
+  return (uint64_t{lt.stack.v} << 2) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0) |
+         (lt.cls == LifetimeClass::kGhost ? 2 : 0);
+}
+
+struct GroupOptions {
+  GroupBy by = GroupBy::kSite;
+  int depth = 0;              // stack: keep the N innermost (surviving) frames; 0 = all
+  bool ignore_lines = false;  // frame text "filename:name" instead of "filename:line:name"
+  /// Site rows also carry SiteInfo::unlined_key (diff sets it to pair sites whose lines moved).
+  bool unlined_keys = false;
+  FilterOptions filter;
+};
+
+/// The text of one frame as used in keys: "filename:line:name" (or "filename:name" when
+/// ignore_lines), the filename read through NormalPath. ';' and newlines are replaced so the text
+/// is safe in folded stacks.
+std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines);
+
+struct GroupRow {
+  std::string key;   // site: SiteInfo::key; stack: frames root-first joined by ';' (folded form)
+  std::string site;  // the label shown (LabelRows: distinct within the table); else the key
+  SiteLabel label;   // site and stack rows: `site` as a text table shows it (head, callers)
+  /// What the label is made of (site and stack rows; for stack rows `info.key` is the row key, so
+  /// two stacks of one site still get distinct labels). Other rows: kind kNoStack, owner = key.
+  SiteInfo info;
+  /// Site, stack, function, file and frame rows: the filtered stack (frame texts, innermost first)
+  /// of the row's first lifetime. Empty for the others.
+  std::vector<std::string> frames;
+  int64_t count = 0;
+  int64_t bytes = 0;               // live requested bytes
+  int64_t rounded_bytes = 0;       // live rounded (block) bytes
+  CategoryBytes category_bytes{};  // requested bytes per category; sums to `bytes`
+  bool synthetic = false;          // one of the bracketed rows ([no stack] ...)
+  /// The category with the most bytes; mixed() when others hold some too.
+  Category category() const { return DominantCategory(category_bytes); }
+  bool mixed() const;
+};
+
+/// Which lifetimes are grouped: one per device, each at its own resolved moment.
+struct DeviceMoment {
+  int32_t device = 0;
+  TimelinePoint event;
+  int64_t time_us = kNoTime;        // of that event, when known
+  int64_t start_time_us = kNoTime;  // of the device's first event (relative times), when known
+  int64_t live_bytes = 0;
+};
+
+struct GroupReport {
+  GroupOptions options;
+  Moment moment;
+  std::vector<DeviceMoment> devices;
+  std::vector<GroupRow> rows;  // sorted by bytes desc, then count desc, then key
+  int64_t total_bytes = 0;
+  int64_t total_rounded_bytes = 0;
+  int64_t total_count = 0;
+  CategoryBytes category_bytes{};  // Σ rows.category_bytes: the categories of all live bytes
+};
+
+/// What grouping keeps per snapshot: the frame filter, the attribution of its stacks and the
+/// categorizers of its devices. Make one per snapshot and reuse it for every device and call.
+/// Not thread-safe.
+class GroupContext {
+ public:
+  /// Errors: invalid --hide/--keep regexes (naming the flag).
+  static absl::StatusOr<std::unique_ptr<GroupContext>> Create(const Snapshot& snap,
+                                                              const GroupOptions& options);
+  ~GroupContext();
+  GroupContext(const GroupContext&) = delete;
+  GroupContext& operator=(const GroupContext&) = delete;
+  const Snapshot& snapshot() const { return snap_; }
+  const GroupOptions& options() const { return options_; }
+  FrameFilter& filter() { return filter_; }
+  Attribution& attribution() { return attribution_; }
+  /// The category of one lifetime of `dt` (a timeline of this snapshot).
+  CategoryVerdict Categorize(const DeviceTimeline& dt, const BlockLifetime& lifetime) {
+    return categorizers_.For(dt).Categorize(lifetime);
+  }
+
+  /// A new row (count and bytes 0) for `lifetime` of `dt`: its key, label parts, frames.
+  GroupRow RowFor(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+  /// Whether RowFor's key depends on the lifetime's stack alone (and on whether it is pre-window):
+  /// callers may then cache rows per StackId. Not for annotation and category grouping.
+  bool stack_keyed() const {
+    return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory;
+  }
+
+ private:
+  GroupContext(const Snapshot& snap, const GroupOptions& options, FrameFilter filter);
+  const Snapshot& snap_;
+  GroupOptions options_;
+  FrameFilter filter_;
+  Attribution attribution_;
+  Categorizers categorizers_;
+
+ public:
+  struct AnnotationIndex;  // innermost annotation over time (group.cpp)
+
+ private:
+  std::map<int32_t, std::unique_ptr<AnnotationIndex>> annotations_;  // by device
+  std::string AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+};
+
+/// Labels for the sites of individual lifetimes (blocks, CSV and Perfetto exports): collect them,
+/// then label them all at once, distinct among the sites collected.
+class SiteLabels {
+ public:
+  explicit SiteLabels(Attribution& attribution);
+  /// The index of the lifetime's site (pre-window lifetimes: "[allocated before the trace]", as
+  /// their stack is the free's; lifetimes without a stack: NoStackRow).
+  size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+  /// Computes the labels (DistinctLabels); call once, after the last Add.
+  void Finish();
+  const std::string& Label(size_t index) const { return labels_[index].text; }
+  const SiteLabel& Parts(size_t index) const { return labels_[index]; }
+  const SiteInfo& Site(size_t index) const { return *sites_[index]; }
+  size_t size() const { return sites_.size(); }
+
+ private:
+  Attribution& attribution_;
+  SiteInfo pre_window_;
+  std::array<SiteInfo, 3> no_stack_;  // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
+  absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
+  std::vector<const SiteInfo*> sites_;
+  std::vector<SiteLabel> labels_;
+};
+
+/// Adds the given lifetimes (indices into dt.blocks) to `rows`: to the row with the same key when
+/// there is one, else to a new row appended at the end (rows stay unsorted; call
+/// SortAndMergeRows, then LabelRows). Used by GroupLive for each device.
+void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
+                      GroupContext& context, std::vector<GroupRow>& rows);
+
+/// Sorts rows (bytes desc, count desc, key asc) and merges rows with equal keys.
+void SortAndMergeRows(std::vector<GroupRow>& rows);
+
+/// Sets every row's `site` label: DistinctLabels over the rows (attribution.h), so no two rows
+/// print the same label.
+void LabelRows(std::vector<GroupRow>& rows);
+
+/// Live memory at `moment` on every device of `timeline` (each device at its own moment), grouped,
+/// sorted and labelled.
+absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& timeline,
+                                      const Moment& moment, const GroupOptions& options);
+
+/// The same with a context made for this snapshot (reused across calls).
+absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& timeline,
+                                      const Moment& moment);
+
+/// Keeps the `top` largest rows and folds the rest into one "[N others]" row (totals unchanged).
+void CollapseTail(std::vector<GroupRow>& rows, size_t top);
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,135 @@
+// `memsnap summary`: counts and totals of a snapshot, per device, pool and stream.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memsnap/analysis/timeline/event_index.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis {
+
+struct SummaryOptions {
+  /// Find each device's peaks (one timeline pass) and name the site of each oom entry.
+  bool peaks = true;
+  /// Threads for the pass over each device's events (0: every core); the report is the same.
+  int threads = 1;
+  /// Events a thread takes at least (fewer threads for a shorter trace): below about a million
+  /// (40 MB of them), starting a thread costs more than it saves. Tests set it low.
+  size_t min_events_per_thread = size_t{1} << 20;
+  /// Count over each device's events in a pass of Summarize's own even where the timeline it is
+  /// given counted them (DeviceTimeline::counts). Tests hold the two reports equal.
+  bool own_pass = false;
+};
+
+/// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
+/// ("max_split_size" -> "unlimited" or "512.0 MiB"): what summary shows and diff compares.
+struct SettingText {
+  std::string name;
+  std::string value;
+  bool is_default = true;  // the value PyTorch uses when the setting is not given
+};
+std::vector<SettingText> DescribeSettings(const AllocatorSettings& settings);
+
+/// Figures summed over a set of segments/blocks/events. Byte figures follow `_memory_viz stats`:
+/// reserved = Σ segment total_size; allocated = Σ size of active_allocated blocks;
+/// active = Σ size of blocks not inactive; requested = Σ requested_size of active blocks.
+struct Totals {
+  int64_t segments = 0;
+  int64_t blocks = 0;
+  int64_t reserved_bytes = 0;
+  int64_t allocated_bytes = 0;
+  int64_t active_bytes = 0;
+  int64_t requested_bytes = 0;
+  int64_t inactive_bytes = 0;  // cached free bytes
+  int64_t trace_entries = 0;
+  std::array<int64_t, kNumActions> actions{};
+  Totals& operator+=(const Totals& o);
+};
+
+struct PoolSummary {
+  PoolId pool;
+  bool is_small = false;
+  Totals totals;
+};
+
+struct StreamSummary {
+  int64_t stream = 0;
+  Totals totals;
+};
+
+/// The peaks of one device's trace (the timeline's): value, device-local event, time.
+struct TracePeaks {
+  int64_t live_bytes = 0;  // live requested bytes
+  TimelinePoint live_event;
+  int64_t live_time_us = kNoTime;
+  int64_t reserved_bytes = 0;
+  TimelinePoint reserved_event;
+  int64_t reserved_time_us = kNoTime;
+};
+
+/// An `oom` entry of the trace, as recorded.
+struct SummaryOom {
+  uint32_t event = 0;  // device-local
+  int64_t time_us = kNoTime;
+  int64_t requested = 0;  // the rounded size the entry records
+  int64_t device_free = 0;
+  int64_t stream = 0;
+  std::string site;
+  /// From the timeline, when Summarize had one: the live bytes when the entry was recorded
+  /// (rounded as the allocator's blocks are), and what the process could use then (reserved +
+  /// device_free, as `oom` and `replay` imply the capacity). Live + requested above the capacity
+  /// is demand: no allocator setting places the request.
+  std::optional<int64_t> live_bytes;
+  int64_t capacity = 0;
+  bool demand() const { return live_bytes && *live_bytes + requested > capacity; }
+};
+
+struct DeviceSummary {
+  int32_t device = 0;
+  Totals totals;
+  std::vector<PoolSummary> pools;      // sorted by (pool, small before large)
+  std::vector<StreamSummary> streams;  // sorted by stream handle
+  int64_t first_time_us = kNoTime;
+  int64_t last_time_us = kNoTime;
+  int64_t frees_without_alloc = 0;  // frees whose alloc is older than the trace window
+  int64_t ghost_blocks = 0;         // live blocks at the end whose alloc is not in the trace
+  int64_t ghost_bytes = 0;
+  int64_t segments_expandable = 0;
+  std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
+  std::vector<SummaryOom> ooms;
+};
+
+struct SummaryReport {
+  SourceInfo source;
+  Totals totals;
+  int64_t unique_stacks = 0;
+  int64_t unique_frames = 0;
+  int64_t annotations = 0;
+  std::vector<DeviceSummary> devices;  // ascending device
+  AllocatorSettings settings;
+  std::vector<std::string> warnings;  // findings worth a user's attention, in a fixed order
+};
+
+/// Counts and totals of `snapshot`; with SummaryOptions::peaks it rebuilds the timeline for them
+/// (SummaryTimelineOptions()).
+SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options = {});
+
+/// The timeline Summarize rebuilds for the peaks, for a caller that rebuilds it during the read
+/// (cli::LoadWithTimeline). Every timeline of all devices has the same peaks, whatever it keeps.
+TimelineOptions SummaryTimelineOptions();
+
+/// Summarize with the snapshot's timeline already rebuilt for every device (any KeepLifetimes,
+/// with or without the curve): the peaks come from it, and so do the counts over each device's
+/// trace (DeviceTimeline::counts) instead of a pass over the events of its own; the report is the
+/// same either way. nullptr (a timeline that failed) leaves the peaks unknown, as in Summarize.
+SummaryReport Summarize(const Snapshot& snapshot, const Timeline* timeline,
+                        const SummaryOptions& options = {});
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,241 @@
+// The allocator's state at many moments of a trace (alloc_states.h): one backward pass over the
+// device's events, as `frag --at` makes, materializing the layout at each wanted moment.
+#include "memsnap/analysis/allocator/alloc_states.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/allocator/frag_layout.h"
+#include "memsnap/sim/sizes.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+using frag_internal::LSegment;
+
+// The lifetime each event ends (its free), so that a block brought back by undoing its free
+// knows whose it is; blocks live at the end are found by their final block.
+struct LifetimeTags {
+  std::vector<int32_t> by_free;  // per device-local event: the lifetime it frees, or -1
+  void TagFinal(const DeviceTimeline& dt, frag_internal::DeviceRewind& rw) const {
+    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+      const BlockLifetime& b = dt.blocks[i];
+      if (b.live_at_end()) rw.Tag(b.address, i);
+    }
+  }
+};
+
+LifetimeTags TagsOf(const DeviceTimeline& dt) {
+  LifetimeTags t;
+  t.by_free.assign(dt.num_events, -1);
+  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (std::optional<uint32_t> f = b.free_completed_event.index())
+      t.by_free[*f] = static_cast<int32_t>(i);
+    if (std::optional<uint32_t> f = b.free_requested_event.index())
+      t.by_free[*f] = static_cast<int32_t>(i);
+  }
+  return t;
+}
+
+int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+// The segment's runs, with free memory split the way SegmentFigures counts it.
+StateSegment ToStateSegment(const LSegment& s, const FragFigures& f) {
+  StateSegment out{s.address, s.size, s.stream, s.pool, s.is_small, s.is_expandable, {}};
+  const bool released_whole = !s.is_expandable && f.allocated_bytes == 0;
+  const int64_t page = s.is_small ? sim::kSmallBuffer : sim::kLargeBuffer;
+  auto push = [&](StateSpan span) {
+    if (span.size > 0) out.spans.push_back(span);
+  };
+  // Expandable segments: the whole pages inside each run of non-allocated blocks are releasable.
+  size_t i = 0;
+  while (i < s.blocks.size()) {
+    const auto& b = s.blocks[i];
+    if (b.state == BlockState::kActiveAllocated ||
+        (b.state == BlockState::kActivePendingFree && !s.is_expandable)) {
+      SpanKind kind =
+          b.state == BlockState::kActiveAllocated ? SpanKind::kAllocated : SpanKind::kPendingFree;
+      push({b.size, b.requested, kind, b.tag});
+      ++i;
+      continue;
+    }
+    if (!s.is_expandable) {
+      push({b.size, 0, released_whole ? SpanKind::kFreeReleasable : SpanKind::kFreeStranded, -1});
+      ++i;
+      continue;
+    }
+    // A run of non-allocated blocks of an expandable segment.
+    size_t j = i;
+    int64_t run_begin = static_cast<int64_t>(b.address - s.address), run_end = run_begin;
+    while (j < s.blocks.size() && s.blocks[j].state != BlockState::kActiveAllocated) {
+      run_end += s.blocks[j].size;
+      ++j;
+    }
+    int64_t first = RoundUp(run_begin, page), last = run_end / page * page;
+    if (last <= first) first = last = run_end;  // no whole page inside
+    int64_t offset = run_begin;
+    for (size_t k = i; k < j; ++k) {
+      const auto& c = s.blocks[k];
+      int64_t lo = offset, hi = offset + c.size;
+      offset = hi;
+      if (c.state == BlockState::kActivePendingFree) {
+        push({c.size, c.requested, SpanKind::kPendingFree, c.tag});
+        continue;
+      }
+      int64_t a = std::clamp(first, lo, hi), z = std::clamp(last, lo, hi);
+      push({a - lo, 0, SpanKind::kFreeStranded, -1});
+      push({z - a, 0, SpanKind::kFreeReleasable, -1});
+      push({hi - z, 0, SpanKind::kFreeStranded, -1});
+    }
+    i = j;
+  }
+  return out;
+}
+
+struct SegmentHash {
+  size_t operator()(const StateSegment& s) const {
+    size_t h = absl::HashOf(s.address, s.size, s.stream, s.is_small, s.is_expandable);
+    for (const StateSpan& p : s.spans) {
+      h = absl::HashOf(h, p.size, p.requested, static_cast<int>(p.kind), p.lifetime);
+    }
+    return h;
+  }
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTimeline& dt) {
+  const DeviceTrace* trace = snap.TraceOf(dt.device);
+  if (trace == nullptr || trace->size() == 0) return {-1, -1};
+  return {dt.peak_reserved_event.index(), frag_internal::FindAllocatedPeak(snap, *trace)};
+}
+
+AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
+                                           const AllocatorStatesOptions& options) {
+  AllocatorStates out;
+  out.device = dt.device;
+  const DeviceTrace* trace = snap.TraceOf(dt.device);
+  const int64_t n = trace != nullptr ? trace->size() : 0;
+  auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
+  LifetimeTags tags = TagsOf(dt);
+
+  // The moments: labelled ones, then evenly spaced ones.
+  std::map<int64_t, std::vector<std::string>> labelled;
+  if (n > 0) {
+    auto [peak_r, peak_a] = options.peaks ? *options.peaks : FindStatePeaks(snap, dt);
+    out.peak_reserved_event = peak_r;
+    out.peak_allocated_event = peak_a;
+    labelled[peak_r].push_back("peak reserved");
+    labelled[peak_a].push_back("peak allocated");
+  }
+  for (const auto& [p, label] : options.moments) {
+    if (p.index() < n) labelled[p.index()].push_back(label);
+  }
+  labelled[n - 1].push_back("end");
+  std::set<int64_t> even;
+  const int64_t k = std::min<int64_t>(std::max(options.samples, 2), n + 1);
+  for (int64_t j = 0; j < k && n > 0; ++j) even.insert(-1 + j * n / (k - 1));
+
+  // One backward pass; states are collected from the end.
+  std::vector<AllocatorState> states;
+  std::vector<StateSegment> distinct;
+  absl::flat_hash_map<StateSegment, uint32_t, SegmentHash> ids;
+  auto capture = [&](const std::vector<LSegment>& layout, int64_t e) {
+    AllocatorState st;
+    st.event = e;
+    st.time_us = e >= 0 ? events[e].time_us : kNoTime;
+    auto it = labelled.find(e);
+    if (it != labelled.end()) st.labels = it->second;
+    st.sample = frag_internal::SampleOf(layout, dt.device, e, st.time_us);
+    for (const LSegment& s : layout) {
+      StateSegment seg = ToStateSegment(s, frag_internal::SegmentFigures(s));
+      auto [pos, inserted] = ids.try_emplace(seg, static_cast<uint32_t>(distinct.size()));
+      if (inserted) distinct.push_back(std::move(seg));
+      st.segments.push_back(pos->second);
+    }
+    states.push_back(std::move(st));
+  };
+  if (n == 0) {
+    std::vector<LSegment> layout;
+    std::map<uint64_t, int64_t> final_lifetime;
+    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+      if (dt.blocks[i].live_at_end()) final_lifetime[dt.blocks[i].address] = i;
+    }
+    for (auto& s : frag_internal::LayoutFromSnapshot(snap)) {
+      if (s.device != dt.device) continue;
+      for (auto& b : s.blocks) {
+        auto it = final_lifetime.find(b.address);
+        if (it != final_lifetime.end() && b.state != BlockState::kInactive) b.tag = it->second;
+      }
+      layout.push_back(std::move(s));
+    }
+    capture(layout, -1);
+    states.back().labels = {"end"};
+  } else {
+    frag_internal::DeviceRewind rw(snap, dt.device);
+    tags.TagFinal(dt, rw);
+    for (int64_t i = n - 1; i >= -1; --i) {
+      if (labelled.count(i) || even.count(i)) capture(rw.Layout(), i);
+      if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
+    }
+    out.warnings = frag_internal::RewindWarnings(rw, dt.device);
+    std::reverse(states.begin(), states.end());
+  }
+
+  // Thin the evenly spaced states until the distinct segments fit the budget.
+  auto spans_used = [&](const std::vector<bool>& keep) {
+    std::vector<bool> seen(distinct.size(), false);
+    int64_t spans = 0;
+    for (size_t s = 0; s < states.size(); ++s) {
+      if (!keep[s]) continue;
+      for (uint32_t id : states[s].segments) {
+        if (!seen[id]) spans += static_cast<int64_t>(distinct[id].spans.size()) + 1;
+        seen[id] = true;
+      }
+    }
+    return spans;
+  };
+  std::vector<bool> keep(states.size(), true);
+  int64_t kept_even = static_cast<int64_t>(even.size());
+  for (int stride = 2; spans_used(keep) > options.max_spans && kept_even > 2; stride *= 2) {
+    kept_even = 0;
+    int64_t j = 0;
+    for (size_t s = 0; s < states.size(); ++s) {
+      if (!states[s].labels.empty()) continue;
+      keep[s] = j % stride == 0;
+      kept_even += keep[s];
+      ++j;
+    }
+  }
+  if (kept_even < static_cast<int64_t>(even.size())) {
+    out.reduced =
+        absl::StrCat("The allocator's state is kept at ", kept_even, " evenly spaced moments (of ",
+                     even.size(), ") and at the marked ones, to keep the page small.");
+  }
+  // Renumber the distinct segments the kept states use, in first-use order.
+  std::vector<int64_t> remap(distinct.size(), -1);
+  for (size_t s = 0; s < states.size(); ++s) {
+    if (!keep[s]) continue;
+    AllocatorState st = std::move(states[s]);
+    for (uint32_t& id : st.segments) {
+      if (remap[id] < 0) {
+        remap[id] = static_cast<int64_t>(out.segments.size());
+        out.segments.push_back(std::move(distinct[id]));
+      }
+      id = static_cast<uint32_t>(remap[id]);
+    }
+    out.states.push_back(std::move(st));
+  }
+  out.samples = static_cast<int>(kept_even);
+  return out;
+}
+
+}  // namespace memsnap::analysis

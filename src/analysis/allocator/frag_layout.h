@@ -1,0 +1,118 @@
+// Internal to the frag pass: a segment/block layout that either comes from a snapshot's
+// `segments` or is reconstructed at an earlier moment by undoing the trace backwards from the
+// final state (the way MemoryViz's "Allocator State History" does).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/model/snapshot.h"
+
+namespace memsnap::analysis::frag_internal {
+
+struct LBlock {
+  uint64_t address = 0;
+  int64_t size = 0;
+  int64_t requested = 0;
+  BlockState state = BlockState::kInactive;
+  int64_t tag = -1;  // DeviceRewind: the caller's tag of the live block (its lifetime), or -1
+};
+
+/// One segment; its blocks tile [address, address + size) in address order.
+struct LSegment {
+  int32_t device = 0;
+  uint64_t address = 0;
+  int64_t size = 0;
+  int64_t stream = 0;
+  bool is_small = false;
+  bool is_expandable = false;
+  PoolId pool;
+  std::vector<LBlock> blocks;
+};
+
+/// The snapshot's own segments and blocks (all devices, file order).
+std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot);
+
+/// Counts of events the backward reconstruction could not undo consistently.
+struct UndoProblems {
+  int64_t alloc_without_block = 0;    // undoing an alloc whose block is not live
+  int64_t free_of_live_block = 0;     // undoing a free_completed whose block is already live
+  int64_t block_outside_segment = 0;  // a block that lies in no reconstructed segment
+  int64_t segment_with_blocks = 0;    // undoing a segment_alloc/map that still holds blocks
+  int64_t segment_overlap = 0;        // undoing a segment_free/unmap over an existing segment
+  int64_t estimated_sizes = 0;        // blocks whose size was estimated from the request
+  bool any() const {
+    return alloc_without_block + free_of_live_block + block_outside_segment + segment_with_blocks +
+               segment_overlap >
+           0;
+  }
+};
+
+/// One device's allocator state, undone event by event from the end of its trace.
+class DeviceRewind {
+ public:
+  DeviceRewind(const Snapshot& snapshot, int32_t device);
+  /// Undoes `event`: afterwards the state is the one before it. A block that reappears (undoing
+  /// its free) gets `tag`, which Layout() reports with it.
+  void Undo(const TraceEvent& event, int64_t tag = -1);
+  /// Tags the live block at `address` (a block of the final state), if there is one.
+  void Tag(uint64_t address, int64_t tag);
+  int64_t reserved() const { return reserved_; }
+  int64_t allocated() const { return allocated_; }
+  /// Materializes the state as segments whose gaps between live blocks are inactive blocks.
+  std::vector<LSegment> Layout() const;
+  const UndoProblems& problems() const { return problems_; }
+  /// Live blocks of the current state that the trace freed but never allocated (the trace began
+  /// after them): after undoing every event, the blocks allocated before the trace window.
+  /// Returns {count, bytes}.
+  std::pair<int64_t, int64_t> PreWindowBlocks() const;
+
+ private:
+  struct Seg {
+    int64_t size = 0;
+    int64_t stream = 0;
+    bool is_small = false;
+    bool is_expandable = false;
+    PoolId pool;
+  };
+  struct Live {
+    int64_t size = 0;
+    int64_t requested = 0;
+    bool pending = false;
+    bool from_trace = false;  // brought back by undoing a free
+    int64_t tag = -1;
+  };
+  std::map<uint64_t, Seg>::iterator SegmentAt(uint64_t address);
+  int64_t EstimateSize(uint64_t address, int64_t requested, const Seg& seg,
+                       uint64_t seg_address) const;
+  void DropBlocksIn(uint64_t begin, uint64_t end);
+
+  const Snapshot& snap_;
+  int32_t device_;
+  std::map<uint64_t, Seg> segments_;
+  std::map<uint64_t, Live> live_;
+  int64_t reserved_ = 0;
+  int64_t allocated_ = 0;
+  UndoProblems problems_;
+};
+
+/// Figures of one segment (docs/fragmentation.md, "What empty_cache releases").
+FragFigures SegmentFigures(const LSegment& segment);
+
+/// The figures of a layout, as `frag --at` reports a reconstructed moment.
+FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
+                    int64_t time_us);
+
+/// The device-local event after which the device's state first has its peak of allocated (block)
+/// bytes (-1: before the first event). The reserved peak is the timeline's (docs/figures.md).
+int64_t FindAllocatedPeak(const Snapshot& snapshot, const DeviceTrace& trace);
+
+/// The warnings `frag` prints for a device once its trace is undone to the start.
+std::vector<std::string> RewindWarnings(const DeviceRewind& rewind, int32_t device);
+
+}  // namespace memsnap::analysis::frag_internal

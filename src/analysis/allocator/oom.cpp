@@ -1,0 +1,687 @@
+// `memsnap oom`: replays each device on its capacity under the recorded settings (capturing the
+// allocator's state at every failed malloc) and under each candidate setting, all in parallel,
+// then names the holders of the failing moments and judges each failure.
+#include "memsnap/analysis/allocator/oom.h"
+
+#include <algorithm>
+#include <map>
+#include <span>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/allocator/replay_internal.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/site.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/parallel.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+#include "memsnap/util/timer.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+// Failures explained per device; a program that catches OOMs in a loop records many.
+constexpr size_t kMaxExplained = 20;
+
+// What the recorded-settings run saw at one failed malloc.
+struct Capture {
+  uint32_t event = 0;
+  uint64_t addr = 0;  // the op's trace address (cold start: the pre-existing block's)
+  bool oom_entry = false;
+  sim::OomInfo info;
+  sim::FreeSpace free;
+  std::vector<std::pair<uint64_t, int64_t>> live;  // trace address, block bytes (allocated)
+};
+
+struct DeviceJob {
+  const DeviceTrace* trace = nullptr;
+  OomDevice dev;
+  PreparedTrace prepared;
+  RunOptions run;
+  std::vector<ReplayConfig> configs;  // recorded first
+  std::vector<ConfigResult> results;
+  /// same_as[k] = j < k when setting k provably takes setting j's decisions on this trace (its
+  /// result is j's, not run again); else k.
+  std::vector<size_t> same_as;
+  std::vector<Capture> captures;
+  int64_t dropped_captures = 0;
+};
+
+int64_t WarmBytes(const PreparedTrace& p) {
+  int64_t total = 0;
+  for (const WarmSegment& w : p.warm) total += w.size;
+  return total;
+}
+
+// What names the holders of a device's failures: site labels, and categories by the attribution
+// model's full rules when the device's recorded lifetimes are at hand (the same category `top` and
+// `summary` give a block), else by what each stack shows alone.
+class HolderNamer {
+ public:
+  HolderNamer(const Snapshot& snap, const DeviceTimeline* dt) : namer(snap), dt_(dt) {
+    if (dt_ == nullptr) return;
+    for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
+      const BlockLifetime& b = dt_->blocks[i];
+      if (std::optional<uint32_t> e = b.alloc_event.index()) {
+        by_alloc_[*e] = i;
+      } else if (b.cls == LifetimeClass::kGhost) {
+        ghost_[b.address] = i;
+      } else if (b.cls == LifetimeClass::kPreWindow) {
+        pre_window_.try_emplace(b.address, i);  // the first lifetime at its address
+      }
+    }
+  }
+  // A block the trace frees without allocating it: its kind as every other command gives it
+  // (docs/figures.md, "Kinds of memory"); unknown without the lifetimes.
+  std::string_view PreWindowCategory(uint64_t addr) {
+    if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
+      return namer.Category(*dt_, dt_->blocks[it->second]);
+    }
+    return kUnknownCategory;
+  }
+  // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
+  // than the trace at `addr`.
+  std::string_view Category(StackId stack, uint32_t alloc_event, uint64_t addr) {
+    const absl::flat_hash_map<uint64_t, uint32_t>& map =
+        alloc_event == kPreexistingEvent ? ghost_ : by_alloc_;
+    const uint64_t key = alloc_event == kPreexistingEvent ? addr : alloc_event;
+    if (auto it = map.find(key); it != map.end()) {
+      return namer.Category(*dt_, dt_->blocks[it->second]);
+    }
+    return namer.Category(stack, alloc_event);
+  }
+  SiteNamer namer;
+
+ private:
+  const DeviceTimeline* dt_;
+  absl::flat_hash_map<uint64_t, uint32_t> by_alloc_;    // alloc event -> index into dt_->blocks
+  absl::flat_hash_map<uint64_t, uint32_t> ghost_;       // address -> index, older than the trace
+  absl::flat_hash_map<uint64_t, uint32_t> pre_window_;  // address -> index, freed, never allocated
+};
+
+// The holders of a map, largest first (ties in key order).
+std::vector<OomHolder> LargestFirst(std::map<std::string, OomHolder>& m) {
+  std::vector<OomHolder> v;
+  for (auto& [key, h] : m) v.push_back(std::move(h));
+  std::stable_sort(v.begin(), v.end(),
+                   [](const OomHolder& a, const OomHolder& b) { return a.bytes > b.bytes; });
+  return v;
+}
+
+// Holders of one capture, grouped by site and by category.
+void NameHolders(const Snapshot& snap, const Capture& c,
+                 const absl::flat_hash_map<uint64_t, std::pair<StackId, uint32_t>>& allocs,
+                 const absl::flat_hash_map<uint64_t, StackId>& ghosts, int top, HolderNamer& names,
+                 OomExplanation& oom) {
+  SiteNamer& namer = names.namer;
+  std::map<std::string, OomHolder> by_site;
+  std::map<std::string, OomHolder> by_category;
+  for (const auto& [addr, bytes] : c.live) {
+    std::string site;
+    std::string_view category = kUnknownCategory;
+    if (auto a = allocs.find(addr); a != allocs.end()) {
+      site = namer.Label(a->second.first);
+      category = names.Category(a->second.first, a->second.second, addr);
+    } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
+      site = namer.Label(g->second, /*before_trace=*/true);
+      category = names.Category(g->second, kPreexistingEvent, addr);
+    } else {
+      site = std::string(kPreWindowRow);  // only its free is in the trace
+      category = names.PreWindowCategory(addr);
+    }
+    OomHolder& h = by_site[site];
+    h.site = site;
+    h.category = std::string(category);
+    h.bytes += bytes;
+    ++h.blocks;
+    OomHolder& k = by_category[std::string(category)];
+    k.category = std::string(category);
+    k.bytes += bytes;
+    ++k.blocks;
+    oom.holders_bytes += bytes;
+    ++oom.holders_blocks;
+  }
+  oom.holders = LargestFirst(by_site);
+  if (top > 0 && oom.holders.size() > static_cast<size_t>(top)) oom.holders.resize(top);
+  oom.categories = LargestFirst(by_category);
+}
+
+// What is live at `p` on the device, by category (requested bytes, as the timeline's peak).
+std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeline& dt,
+                                        TimelinePoint p) {
+  SiteNamer namer(snap);
+  std::map<std::string, OomHolder> by_category;
+  for (const BlockLifetime& b : dt.blocks) {
+    if (!b.LiveAt(p)) continue;
+    const std::string category(namer.Category(dt, b));
+    OomHolder& k = by_category[category];
+    k.category = category;
+    k.bytes += b.requested_size;
+    ++k.blocks;
+  }
+  return LargestFirst(by_category);
+}
+
+// Turns the captures of one device into explanations, naming stacks with one forward pass over
+// the trace (the latest alloc at each address).
+void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* dt, int top,
+             bool predicting, std::vector<OomExplanation>& out) {
+  if (job.captures.empty() && (predicting || job.dev.recorded_ooms == 0)) return;
+  std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
+  HolderNamer names(snap, dt);
+  SiteNamer& namer = names.namer;
+  // Blocks alive at the end at an address the trace never allocates: alive since before it.
+  absl::flat_hash_map<uint64_t, StackId> ghosts;
+  for (const Segment& s : snap.segments) {
+    if (s.device != job.trace->device) continue;
+    for (const Block& b : snap.BlocksOf(s)) {
+      if (b.is_active() &&
+          std::binary_search(job.prepared.ghosts.begin(), job.prepared.ghosts.end(), b.address)) {
+        ghosts[b.address] = b.stack;
+      }
+    }
+  }
+  int64_t start_time = kNoTime;
+  for (const TraceEvent& e : ev) {
+    if (e.has_time()) {
+      start_time = e.time_us;
+      break;
+    }
+  }
+  absl::flat_hash_map<uint64_t, std::pair<StackId, uint32_t>> allocs;
+  size_t next = 0;  // events [0, next) are in `allocs`
+  const sim::AllocatorConfig& cfg = job.configs[0].config;
+  for (const Capture& c : job.captures) {
+    const bool pre = c.event == kPreexistingEvent;
+    if (!pre) {
+      for (; next < c.event && next < ev.size(); ++next) {
+        if (ev[next].action == Action::kAlloc) {
+          allocs[ev[next].addr] = {ev[next].stack, static_cast<uint32_t>(next)};
+        }
+      }
+    }
+    OomExplanation o;
+    o.device = job.dev.device;
+    o.recorded = c.oom_entry;
+    o.reproduced = true;
+    o.event = c.event;
+    o.start_time_us = start_time;
+    StackId stack;
+    if (!pre && c.event < ev.size()) {
+      o.time_us = ev[c.event].time_us;
+      stack = ev[c.event].stack;
+      if (c.oom_entry) o.recorded_device_free = static_cast<int64_t>(ev[c.event].addr);
+    } else if (auto g = ghosts.find(c.addr); g != ghosts.end()) {
+      stack = g->second;
+    }
+    o.site = namer.Label(stack, pre);
+    o.category = std::string(names.Category(stack, c.event, c.addr));
+    o.requested = c.info.requested;
+    o.rounded = c.info.rounded;
+    o.segment_bytes = c.info.segment_size;
+    o.is_small = c.info.is_small;
+    o.stream = c.info.stream;
+    o.capacity = job.dev.capacity;
+    o.device_free = c.info.device_free;
+    o.reserved = c.info.reserved;
+    o.allocated = c.info.allocated;
+    o.reserved_before = c.info.reserved_before;
+    o.released_bytes = c.info.released_bytes;
+    o.released_segments = c.info.released_segments;
+    o.free = c.free;
+    NameHolders(snap, c, allocs, ghosts, top, names, o);
+    JudgeOom(cfg, o);
+    out.push_back(std::move(o));
+  }
+  // Recorded oom entries the replay served: their own figures only.
+  for (size_t i = 0; i < ev.size() && !predicting && job.dev.recorded_ooms > 0; ++i) {
+    if (ev[i].action != Action::kOom) continue;
+    bool seen = std::any_of(job.captures.begin(), job.captures.end(),
+                            [&](const Capture& c) { return c.event == i; });
+    if (seen || predicting) continue;
+    OomExplanation o;
+    o.device = job.dev.device;
+    o.recorded = true;
+    o.reproduced = false;
+    o.event = static_cast<uint32_t>(i);
+    o.time_us = ev[i].time_us;
+    o.start_time_us = start_time;
+    o.rounded = ev[i].size;
+    o.requested = ev[i].size;
+    o.stream = snap.StreamOf(ev[i]);
+    o.capacity = job.dev.capacity;
+    o.recorded_device_free = static_cast<int64_t>(ev[i].addr);
+    o.device_free = *o.recorded_device_free;
+    o.site = namer.Label(ev[i].stack);
+    o.category = std::string(namer.Category(ev[i].stack, static_cast<uint32_t>(i)));
+    JudgeOom(cfg, o);
+    out.push_back(std::move(o));
+  }
+}
+
+// The smallest capacity on which `config` replays the whole trace (0: none); below the trace's
+// live peak nothing fits.
+int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step) {
+  return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step);
+}
+
+// The categories whose memory grows with the batch: what a smaller batch shrinks.
+bool GrowsWithBatch(std::string_view category) {
+  return category == "activation" || category == "temporary" || category == "input";
+}
+
+// The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
+// which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
+// even none of them does not fit. The frees need no change: the simulator frees by address.
+double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled) {
+  // One copy of the trace, its scaled mallocs rewritten from the recorded sizes at each share.
+  PreparedTrace p = job.prepared;
+  std::vector<size_t> ops;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) ops.push_back(i);
+  }
+  auto fits = [&](double share) {
+    for (size_t i : ops) {
+      const auto recorded = static_cast<double>(job.prepared.ops[i].size);
+      p.ops[i].size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
+    }
+    RunOptions ro = job.run;
+    ro.stop_at_first_oom = true;
+    ro.on_oom = nullptr;
+    return RunConfig(p, job.configs[0], ro).result.ooms.empty();
+  };
+  if (!fits(0.0)) return 0.0;
+  double lo = 0.0, hi = 1.0;  // fits at lo; at hi (the recorded run) it does not
+  for (int i = 0; i < 7; ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
+// held the memory (a snapshot dumped after a caught OOM whose trace lost the failed malloc).
+absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t largest_free = 0;
+  SiteNamer namer(snap);
+  std::map<std::string, int64_t> by_site;
+  for (const Segment& seg : snap.segments) {
+    if (options.device >= 0 && seg.device != options.device) continue;
+    reserved += seg.total_size;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (b.state == BlockState::kActiveAllocated) {
+        allocated += b.size;
+        by_site[namer.Label(b.stack)] += b.size;
+      } else if (b.state == BlockState::kInactive) {
+        largest_free = std::max(largest_free, b.size);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, int64_t>> sites(by_site.begin(), by_site.end());
+  std::stable_sort(sites.begin(), sites.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string holders;
+  for (size_t i = 0; i < sites.size() && i < 3; ++i) {
+    absl::StrAppend(&holders, i == 0 ? "" : ", ", sites[i].first, " ",
+                    FormatBytes(sites[i].second));
+  }
+  std::string text = absl::StrCat(
+      "no oom entry in the trace and no --device-memory, so the device's capacity is unknown "
+      "and there is nothing to replay against. The snapshot ends with ",
+      FormatBytes(reserved), " reserved, ", FormatBytes(allocated), " of it allocated");
+  if (reserved > 0) {
+    absl::StrAppend(&text, " and ", FormatBytes(reserved - allocated),
+                    " cached free (largest block ", FormatBytes(largest_free), ")");
+  }
+  if (!holders.empty()) absl::StrAppend(&text, "; the largest holders then: ", holders);
+  absl::StrAppend(&text,
+                  ". Give the GPU's memory, e.g. --device-memory 24GiB, to ask whether this run "
+                  "fits and where it would fail");
+  return absl::FailedPreconditionError(text);
+}
+
+}  // namespace
+
+std::string_view OomVerdictName(OomVerdict v) {
+  switch (v) {
+    case OomVerdict::kDemand:
+      return "demand";
+    case OomVerdict::kFragmentation:
+      return "fragmentation";
+    case OomVerdict::kCacheNotReleased:
+      return "cache_not_released";
+    case OomVerdict::kNotReproduced:
+      return "not_reproduced";
+  }
+  return "?";
+}
+
+std::vector<std::string> DefaultOomCandidates(const sim::AllocatorConfig& recorded) {
+  std::vector<std::string> all = {
+      recorded.expandable_segments ? "expandable_segments:False" : "expandable_segments:True",
+      "max_split_size_mb:128",
+      "max_split_size_mb:256",
+      "max_split_size_mb:512",
+      "garbage_collection_threshold:0.8,per_process_memory_fraction:0.99",
+      "roundup_power2_divisions:4",
+  };
+  std::vector<std::string> out;
+  for (std::string& conf : all) {
+    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+    if (c.ok() && !(*c == recorded)) out.push_back(std::move(conf));
+  }
+  return out;
+}
+
+void JudgeOom(const sim::AllocatorConfig& config, OomExplanation& o) {
+  int64_t capacity = o.capacity;
+  if (config.memory_fraction) {
+    capacity = std::min<int64_t>(
+        capacity, static_cast<int64_t>(*config.memory_fraction * static_cast<double>(capacity)));
+  }
+  o.largest_free_block = o.free.pool_largest;
+  o.free_bytes = std::max<int64_t>(0, capacity - o.allocated);
+  o.shortfall = std::max<int64_t>(0, o.allocated + o.rounded - capacity);
+  const std::string req = FormatBytes(o.rounded);
+  if (!o.reproduced) {
+    o.verdict = OomVerdict::kNotReproduced;
+    o.verdict_text = absl::StrCat(
+        "not reproduced: replaying the trace on ", FormatBytes(o.capacity), " served this ", req,
+        " request, so only the recorded figures are known (the trace may have begun after "
+        "memory the replay cannot see was allocated)");
+    return;
+  }
+  if (o.shortfall > 0) {
+    o.verdict = OomVerdict::kDemand;
+    o.verdict_text =
+        absl::StrCat("demand: the live blocks (", FormatBytes(o.allocated), ") plus this request (",
+                     req, ") come to ", FormatBytes(o.allocated + o.rounded), ", ",
+                     FormatBytes(o.shortfall), " more than the ", FormatBytes(capacity),
+                     " the device has: it would not fit even with no fragmentation at all");
+    return;
+  }
+  const int64_t cached = o.reserved - o.allocated;
+  if (o.free.other_streams_largest >= o.rounded) {
+    o.verdict = OomVerdict::kCacheNotReleased;
+    o.verdict_text = absl::StrCat(
+        "cache not released: a free ", FormatBytes(o.free.other_streams_largest),
+        " block that would hold this ", req, " request is cached for stream ",
+        o.free.other_streams_stream, ", not for stream ", o.stream,
+        " that asked; a cached block serves only its own stream, and the retry releases whole "
+        "free segments only, not that one (",
+        FormatBytes(o.free_bytes), " free in total)");
+    return;
+  }
+  if (o.free.oversize_refused > 0) {
+    o.verdict = OomVerdict::kCacheNotReleased;
+    o.verdict_text = absl::StrCat(
+        "cache not released: a free ", FormatBytes(o.free.oversize_refused),
+        " block on this stream would hold this ", req,
+        " request, but the oversize rules of max_split_size (",
+        config.max_split_size == sim::kUnlimitedSize ? std::string("unlimited")
+                                                     : FormatBytes(config.max_split_size),
+        ") refuse to serve it from a block that large, and the retry could not release it");
+    return;
+  }
+  o.verdict = OomVerdict::kFragmentation;
+  if (cached == 0 && o.segment_bytes > o.rounded) {
+    o.verdict_text = absl::StrCat(
+        "fragmentation: this ", req, " request would fit in the ", FormatBytes(o.device_free),
+        " the device has left, but nothing is cached and the allocator reserves a whole ",
+        FormatBytes(o.segment_bytes), " segment for a request of this size");
+    return;
+  }
+  o.verdict_text = absl::StrCat(
+      "fragmentation: ", FormatBytes(o.free_bytes), " is free (", FormatBytes(o.device_free),
+      " on the device, ", FormatBytes(cached),
+      " cached in segments that still hold live blocks), enough for this ", req,
+      " request, but the largest free block is ", FormatBytes(o.largest_free_block),
+      " and the device cannot supply the ", FormatBytes(o.segment_bytes), " a new segment needs");
+}
+
+absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& options) {
+  OomReport report;
+  report.file = snap.source.path;
+  report.device_memory = options.device_memory;
+  const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
+  std::vector<ReplayConfig> configs = {{"recorded", recorded}};
+  const std::vector<std::string> confs =
+      options.candidates.empty() ? DefaultOomCandidates(recorded) : options.candidates;
+  RETURN_IF_ERROR(AppendConfs(recorded, confs, configs));
+
+  std::vector<DeviceJob> jobs;
+  bool any_trace = false;
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.size() == 0 || (options.device >= 0 && t.device != options.device)) continue;
+    any_trace = true;
+    std::optional<int64_t> capacity = options.device_memory;
+    std::string source = "--device-memory";
+    if (!capacity) {
+      capacity = ImpliedCapacity(snap, t);
+      source = "oom entry (device_free + reserved)";
+    }
+    if (!capacity) {
+      report.notes.push_back(absl::StrCat(
+          "device ", t.device,
+          ": no oom entry in its trace; give --device-memory SIZE to ask whether it fits"));
+      continue;
+    }
+    DeviceJob& job = jobs.emplace_back();
+    job.trace = &t;
+    job.dev.device = t.device;
+    job.dev.capacity = *capacity;
+    job.dev.capacity_source = source;
+    job.dev.events = t.size();
+    for (const TraceEvent& e : snap.EventsOf(t)) job.dev.recorded_ooms += e.action == Action::kOom;
+  }
+  if (!any_trace) {
+    if (options.device >= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", options.device, " has no trace events"));
+    }
+    return absl::FailedPreconditionError(
+        "the snapshot has no trace (record with torch.cuda.memory._record_memory_history): "
+        "there is nothing to replay");
+  }
+  if (jobs.empty()) return NoCapacityError(snap, options);
+
+  // Prepare every device (config independent), then run (device, setting) pairs in parallel,
+  // with the timeline's recorded peaks as one more job.
+  std::optional<ScopedTimer> phase;
+  phase.emplace("oom: prepare");
+  for (DeviceJob& job : jobs) {
+    job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
+    job.dev.preexisting_blocks = job.prepared.preexisting_blocks;
+    job.dev.preexisting_bytes = job.prepared.preexisting_bytes;
+    job.dev.warm_start = job.prepared.warm_ok && job.prepared.preexisting_blocks > 0 &&
+                         WarmBytes(job.prepared) <= job.dev.capacity;
+    job.configs = configs;
+    job.results.resize(configs.size());
+    job.run.capacity = job.dev.capacity;
+    job.run.events = snap.EventsOf(*job.trace);
+    job.run.warm = job.dev.warm_start;
+    // On a capacity the user gave, the first failure is where the run would stop.
+    job.run.stop_at_first_oom = options.device_memory.has_value();
+    if (job.prepared.preexisting_blocks > 0) {
+      job.dev.notes.push_back(absl::StrCat(
+          job.prepared.preexisting_blocks, " blocks (", FormatBytes(job.prepared.preexisting_bytes),
+          ") were allocated before the trace began; ",
+          job.dev.warm_start
+              ? "every replay starts from the segments alive then"
+              : "every replay allocates them first, in address order (the trace does not say "
+                "when they were allocated)"));
+    }
+  }
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    DeviceJob& job = jobs[d];
+    job.same_as = ReplayStandIns(job.prepared, configs);
+    for (size_t k = 0; k < configs.size(); ++k) {
+      if (job.same_as[k] == k) runs.emplace_back(d, k);
+    }
+  }
+  absl::StatusOr<Timeline> own_timeline = absl::UnknownError("not built");
+  const bool build_timeline = options.timeline == nullptr;
+  phase.emplace(absl::StrCat("oom: ", runs.size(), " replays"));
+  ParallelFor(
+      runs.size() + (build_timeline ? 1 : 0),
+      [&](size_t i) {
+        if (i == runs.size()) {
+          TimelineOptions to;
+          to.keep = KeepLifetimes::kAll;  // the holders' categories read their lifetimes
+          to.curve = false;
+          if (options.device >= 0) to.device = options.device;
+          own_timeline = ReconstructTimeline(snap, to);
+          return;
+        }
+        auto [d, k] = runs[i];
+        DeviceJob& job = jobs[d];
+        RunOptions ro = job.run;
+        if (k == 0) {
+          ro.on_oom = [&job](const Op& op, const sim::CachingAllocator& alloc,
+                             const LiveBlocks& live) {
+            if (job.captures.size() >= kMaxExplained) {
+              ++job.dropped_captures;
+              return;
+            }
+            Capture& c = job.captures.emplace_back();
+            c.event = op.event;
+            c.addr = op.addr;
+            c.oom_entry = op.kind == OpKind::kOomMalloc;
+            c.info = alloc.last_oom();
+            c.free = alloc.DescribeFreeSpace(c.info.rounded, c.info.stream, c.info.is_small);
+            c.live.reserve(live.size());
+            live.ForEach([&](uint64_t addr, sim::BlockRef ref) {
+              if (!alloc.IsPendingFree(ref)) c.live.emplace_back(addr, alloc.BlockSize(ref));
+            });
+            std::sort(c.live.begin(), c.live.end());
+          };
+        } else {
+          ro.stop_at_first_oom = true;  // a candidate only has to fit or not
+        }
+        job.results[k] = RunConfig(job.prepared, job.configs[k], ro).result;
+      },
+      static_cast<size_t>(std::max(0, options.max_threads)));
+
+  // The trace's live peak (the search's floor) comes from the timeline.
+  const Timeline* timeline = options.timeline != nullptr ? options.timeline
+                             : own_timeline.ok()         ? &*own_timeline
+                                                         : nullptr;
+  for (DeviceJob& job : jobs) {
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (dt != nullptr) job.dev.trace_peak_live = dt->peak_requested;
+  }
+  // Where the recorded settings fail, how much memory each setting would have needed.
+  std::vector<std::pair<size_t, size_t>> searches;
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    if (options.capacity_step <= 0 || jobs[d].results[0].ooms.empty()) continue;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      if (jobs[d].same_as[k] == k) searches.emplace_back(d, k);
+    }
+  }
+  std::vector<int64_t> fits_on(searches.size(), 0);
+  if (!searches.empty()) {
+    phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(), " settings"));
+    ParallelFor(
+        searches.size(),
+        [&](size_t i) {
+          auto [d, k] = searches[i];
+          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step);
+        },
+        static_cast<size_t>(std::max(0, options.max_threads)));
+  }
+
+  // Where no setting fits and the lifetimes say which allocations grow with the batch: how much
+  // smaller they would have to be, by replay.
+  for (DeviceJob& job : jobs) {
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (!options.batch_search || dt == nullptr || dt->kept != KeepLifetimes::kAll) continue;
+    bool any_fits = false;
+    for (size_t k = 0; k < job.configs.size(); ++k) {
+      any_fits |= job.results[job.same_as[k]].ooms.empty();
+    }
+    if (any_fits) continue;
+    phase.emplace(absl::StrCat("oom: batch share that fits, device ", job.dev.device));
+    SiteNamer namer(snap);
+    std::vector<uint8_t> scaled(job.trace->size(), 0);
+    bool any = false;
+    for (const BlockLifetime& lt : dt->blocks) {
+      std::optional<uint32_t> e = lt.alloc_event.index();
+      if (!e || *e >= scaled.size() || !GrowsWithBatch(namer.Category(*dt, lt))) continue;
+      scaled[*e] = 1;
+      any = true;
+    }
+    std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
+    for (size_t i = 0; i < ev.size(); ++i) {  // a failed request has no lifetime: its stack says
+      if (ev[i].action == Action::kOom &&
+          GrowsWithBatch(namer.Category(ev[i].stack, static_cast<uint32_t>(i)))) {
+        scaled[i] = 1;
+      }
+    }
+    if (any) job.dev.batch_share_fits = LargestBatchShare(job, scaled);
+  }
+
+  phase.emplace("oom: explain");
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    DeviceJob& job = jobs[d];
+    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    if (dt != nullptr) {
+      job.dev.trace_peak_live = dt->peak_requested;
+      job.dev.trace_peak_event = dt->peak_event;
+      if (!dt->peak_event.is_start()) job.dev.trace_peak_time_us = dt->TimeOf(snap, dt->peak_event);
+      for (const TraceEvent& e : snap.EventsOf(*job.trace)) {
+        if (e.has_time()) {
+          job.dev.start_time_us = e.time_us;
+          break;
+        }
+      }
+      if (dt->kept == KeepLifetimes::kAll) {
+        job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event);
+      }
+    }
+    for (size_t k = 0; k < job.configs.size(); ++k) {
+      const ConfigResult& r = job.results[job.same_as[k]];
+      OomRemedy m;
+      if (job.same_as[k] != k) m.same_as = job.configs[job.same_as[k]].label;
+      for (size_t i = 0; i < searches.size(); ++i) {
+        if (searches[i] == std::pair{d, job.same_as[k]}) m.fits_on = fits_on[i];
+      }
+      m.conf = job.configs[k].label;
+      m.settings = sim::FormatAllocatorConf(job.configs[k].config);
+      m.fits = r.ooms.empty();
+      m.peak_reserved = r.peak_reserved;
+      if (m.fits) m.headroom = job.dev.capacity - r.peak_reserved;
+      if (!r.ooms.empty()) {
+        m.fails_at = r.ooms[0].event;
+        m.fail_requested = r.ooms[0].requested;
+      }
+      job.dev.remedies.push_back(std::move(m));
+    }
+    Explain(snap, job, dt != nullptr && dt->kept == KeepLifetimes::kAll ? dt : nullptr,
+            options.top_holders, options.device_memory.has_value(), report.ooms);
+    if (job.dropped_captures > 0) {
+      job.dev.notes.push_back(absl::StrCat(job.dropped_captures,
+                                           " more failed allocations after the first ",
+                                           kMaxExplained, " are not explained"));
+    }
+    report.devices.push_back(std::move(job.dev));
+  }
+  std::stable_sort(report.ooms.begin(), report.ooms.end(),
+                   [](const OomExplanation& a, const OomExplanation& b) {
+                     if (a.device != b.device) return a.device < b.device;
+                     // Failures before the trace (kPreexistingEvent) come first.
+                     auto key = [](const OomExplanation& o) {
+                       return o.event == kPreexistingEvent ? -1 : static_cast<int64_t>(o.event);
+                     };
+                     return key(a) < key(b);
+                   });
+  return report;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,311 @@
+// Internals of the replay driver shared by replay.cpp, replay_run.cpp, the GPU replay
+// (replay_cuda.cpp) and the unit tests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline/addr_table.h"
+#include "memsnap/analysis/allocator/replay.h"
+
+namespace memsnap::analysis {
+
+/// kOomMalloc replays a recorded `oom` entry: the malloc that failed (it has no alloc event).
+enum class OpKind : uint8_t {
+  kAlloc,
+  kFree,
+  kFreeRequested,
+  kFreeCompleted,
+  kEmptyCache,
+  kOomMalloc
+};
+
+/// Trace position of the cold-start allocations of blocks alive before the trace began.
+inline constexpr uint32_t kPreexisting = kPreexistingEvent;
+
+/// One simulator operation, 32 bytes; `event` indexes the device trace.
+struct Op {
+  uint64_t addr;
+  int64_t size;
+  int64_t stream;
+  uint32_t event;
+  OpKind kind;
+};
+
+/// A segment alive when the trace began, with the blocks allocated in it then.
+struct WarmSegment {
+  uint64_t base = 0;
+  int64_t size = 0;
+  int64_t stream = 0;
+  bool is_small = false;
+  std::vector<sim::SeedBlock> blocks;
+};
+
+/// The configuration-independent part of a replay.
+struct PreparedTrace {
+  /// Cold start: every block alive before the trace, allocated in address order.
+  std::vector<Op> cold;
+  /// Warm start (verify): the segments alive at t0 rebuilt from the final segments and the
+  /// trace's segment events, and the pre-existing blocks that fit in none of them.
+  std::vector<WarmSegment> warm;
+  std::vector<Op> warm_leftover;
+  bool warm_ok = false;  // false when expandable segments are involved
+  std::vector<Op> ops;   // the trace
+  size_t num_events = 0;
+  int64_t preexisting_blocks = 0;
+  int64_t preexisting_bytes = 0;
+  int64_t inferred_empty_cache = 0;
+  /// The largest request of any malloc (trace, recorded OOMs, blocks alive before the trace) and
+  /// the largest segment alive when the trace began: bounds on the blocks any run can create.
+  int64_t max_request = 0;
+  int64_t max_warm_segment = 0;
+  /// Addresses of the blocks alive at the end that the trace never allocated (sorted).
+  std::vector<uint64_t> ghosts;
+};
+
+/// Whether replaying `p` under `candidate` takes exactly the decisions it takes under `base`:
+/// true when they differ only in max_split_size, neither uses expandable segments, and no
+/// request, segment or block of the run can reach either limit (blocks never outgrow their
+/// segments), so the oversize rules and should_split never see a difference.
+bool SameDecisions(const PreparedTrace& p, const sim::AllocatorConfig& base,
+                   const sim::AllocatorConfig& candidate);
+
+/// For each of `configs` (the recorded settings first), the index of the first earlier setting
+/// whose replay of `p` stands for it: an identical configuration, or the recorded one when
+/// SameDecisions holds; its own index otherwise (only those need a replay).
+std::vector<size_t> ReplayStandIns(const PreparedTrace& p,
+                                   const std::vector<ReplayConfig>& configs);
+
+/// Builds the operation list: adjacent free_requested/free_completed pairs become one free,
+/// blocks freed without an alloc (or alive in the final segments without one) are allocated
+/// first in address order, and inferred empty_cache calls are inserted
+/// (docs/allocator-model.md §17). `recorded` estimates the block sizes of the warm start; without
+/// `capacity_known`, releases the allocator made under memory pressure are replayed at their
+/// recorded positions.
+PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, EmptyCacheMode mode,
+                           const sim::AllocatorConfig& recorded, bool capacity_known);
+
+/// The recorded segment events of a device trace, each with the base of its segment
+/// (expandable VA ranges are reconstructed from the map addresses).
+std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
+                                                      const DeviceTrace& trace);
+
+/// device_free + reserved at the first oom entry, or nullopt when the trace has none.
+std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
+
+/// Recorded block address -> the simulated block now standing for it: the replay's one lookup per
+/// event. Open addressing with linear probing over a power-of-two table at most half full, erase
+/// by backward shift (no tombstones, so a long replay's probes stay short), the hash seeded per
+/// process as AddrTable's is. No allocation once the table has grown to the trace's live blocks.
+class LiveBlocks {
+ public:
+  LiveBlocks() { slots_.assign(kInitial, Slot{kEmpty, 0}); }
+  size_t size() const { return size_ + (empty_key_used_ ? 1 : 0); }
+  /// The block standing for `addr`, or nullptr.
+  [[gnu::always_inline]] const sim::BlockRef* Find(uint64_t addr) const {
+    if (addr == kEmpty) [[unlikely]]
+      return empty_key_used_ ? &empty_key_ref_ : nullptr;
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == addr) return &s.ref;
+      if (s.key == kEmpty) return nullptr;
+    }
+  }
+  /// Maps `addr` to `ref`, replacing what it mapped to.
+  [[gnu::always_inline]] void Set(uint64_t addr, sim::BlockRef ref) {
+    if (addr == kEmpty) [[unlikely]] {
+      empty_key_used_ = true;
+      empty_key_ref_ = ref;
+      return;
+    }
+    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == addr) {
+        s.ref = ref;
+        return;
+      }
+      if (s.key == kEmpty) {
+        if (2 * (size_ + 1) > slots_.size()) [[unlikely]] {
+          GrowAndSet(addr, ref);
+          return;
+        }
+        s = {addr, ref};
+        ++size_;
+        return;
+      }
+    }
+  }
+  /// Removes `addr` (nothing when absent).
+  [[gnu::always_inline]] void Erase(uint64_t addr) {
+    if (addr == kEmpty) [[unlikely]] {
+      empty_key_used_ = false;
+      return;
+    }
+    size_t i = Hash(addr) & mask_;
+    while (slots_[i].key != addr) {
+      if (slots_[i].key == kEmpty) return;
+      i = (i + 1) & mask_;
+    }
+    // Backward shift: move later entries of the probe run into the hole when their home allows.
+    for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      if (slots_[j].key == kEmpty) break;
+      const size_t home = Hash(slots_[j].key) & mask_;
+      // Entry j may move to i when its home is not in the cyclic range (i, j].
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i].key = kEmpty;
+    --size_;
+  }
+  /// Calls fn(address, block) for every entry, in no particular order.
+  template <class Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Slot& s : slots_) {
+      if (s.key != kEmpty) fn(s.key, s.ref);
+    }
+    if (empty_key_used_) fn(kEmpty, empty_key_ref_);
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr size_t kInitial = 1024;
+  struct Slot {
+    uint64_t key;
+    sim::BlockRef ref;
+  };
+  static size_t Hash(uint64_t x) { return SeededAddressHash(x); }
+  // Out of line: Set is always_inline, and calling itself would be recursive inlining.
+  [[gnu::noinline]] void GrowAndSet(uint64_t addr, sim::BlockRef ref) {
+    Grow();
+    Set(addr, ref);
+  }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{kEmpty, 0});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      size_t i = Hash(s.key) & mask_;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = kInitial - 1;
+  size_t size_ = 0;
+  sim::BlockRef empty_key_ref_ = 0;  // for the one address equal to kEmpty
+  bool empty_key_used_ = false;
+};
+
+struct RunOptions {
+  int64_t capacity = sim::kUnlimitedCapacity;
+  bool curve = false;
+  std::span<const TraceEvent> events;  // for time stamps and oom stacks
+  bool validation = false;             // reuse recorded addresses and compare
+  bool warm = false;                   // start from PreparedTrace::warm instead of cold
+  const std::vector<SegmentEventRecord>* recorded = nullptr;
+  /// Stop at the first failed malloc (the peaks are then those up to it): enough to know that a
+  /// configuration does not fit.
+  bool stop_at_first_oom = false;
+  /// Called at every failed malloc, right after it, with the allocator in the state it failed in
+  /// (alloc.last_oom() describes the failure) and the live blocks: what `oom` explains.
+  std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
+};
+
+struct RunOutput {
+  ConfigResult result;
+  std::optional<VerifyResult> verify;
+};
+
+/// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
+/// ("device 3 has no trace events") or FailedPrecondition when there is none.
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
+
+/// True for the operations that call Malloc: kAlloc and kOomMalloc (a recorded OOM).
+constexpr bool IsMalloc(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kOomMalloc; }
+
+/// Applies one operation to the caching allocator, keeping `live` up to date: the dispatch the
+/// CPU replay (RunConfig) and the GPU replay share; each adds its own bookkeeping through
+/// `on_alloc(BlockRef)`, called when a kAlloc was served, and `on_oom()`, called when a malloc
+/// failed (alloc.last_oom() describes it). A free of an address whose alloc failed does
+/// nothing; a recorded OOM (kOomMalloc) that this configuration can serve is given back at
+/// once, since what the program did after catching it is not in the trace. Always inlined,
+/// callbacks included: it is the body of the replay's hot loop.
+template <typename OnAlloc, typename OnOom>
+[[gnu::always_inline]] inline void ApplyOp(const Op& op, sim::CachingAllocator& alloc,
+                                           LiveBlocks& live, OnAlloc&& on_alloc, OnOom&& on_oom) {
+  switch (op.kind) {
+    case OpKind::kAlloc: {
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (!b) {
+        on_oom();
+        live.Erase(op.addr);
+        break;
+      }
+      live.Set(op.addr, *b);
+      on_alloc(*b);
+      break;
+    }
+    case OpKind::kFree: {
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b == nullptr) break;  // its alloc failed (OOM)
+      alloc.Free(*b);
+      live.Erase(op.addr);
+      break;
+    }
+    case OpKind::kFreeRequested: {
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b != nullptr) alloc.FreeRequested(*b);
+      break;
+    }
+    case OpKind::kFreeCompleted: {
+      const sim::BlockRef* b = live.Find(op.addr);
+      if (b == nullptr) break;
+      alloc.FreeCompleted(*b);
+      live.Erase(op.addr);
+      break;
+    }
+    case OpKind::kEmptyCache:
+      alloc.EmptyCache();
+      break;
+    case OpKind::kOomMalloc: {
+      std::optional<sim::BlockRef> b = alloc.Malloc(op.size, op.stream);
+      if (b) {
+        alloc.Free(*b);
+      } else {
+        on_oom();
+      }
+      break;
+    }
+  }
+}
+
+/// Replays `prepared` under one configuration.
+RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
+                    const RunOptions& options);
+
+/// The smallest device memory on which `config` replays the whole of `prepared` without a failed
+/// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no
+/// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
+/// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
+/// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
+/// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
+/// start, warm or cold, of every replay of the search, the unbounded one included
+/// (docs/simulator.md, "One starting state"); a warm start does not fit on a capacity smaller
+/// than its segments.
+/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
+int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
+                                const RunOptions& base, int64_t live_floor, int64_t step,
+                                const ConfigResult* unbounded = nullptr);
+
+/// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
+/// segment_events, simulated_events, matched and the first divergence.
+void CompareSegmentEvents(VerifyResult& v);
+
+}  // namespace memsnap::analysis

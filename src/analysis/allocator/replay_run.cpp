@@ -1,0 +1,229 @@
+// One configuration's replay (the hot loop) and the --verify comparison.
+#include <algorithm>
+
+#include "analysis/allocator/replay_internal.h"
+#include "memsnap/sim/device_memory.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+bool SameEvent(const sim::SegmentEvent& a, const sim::SegmentEvent& b) {
+  return a.action == b.action && a.size == b.size && a.addr == b.addr &&
+         a.addr - a.base == b.addr - b.base;
+}
+
+}  // namespace
+
+void CompareSegmentEvents(VerifyResult& v) {
+  const auto& real = v.real;
+  const auto& sim = v.simulated;
+  v.segment_events = static_cast<int64_t>(real.size());
+  v.simulated_events = static_cast<int64_t>(sim.size());
+  v.matched = 0;
+  constexpr size_t kWindow = 16;
+  size_t i = 0;
+  size_t j = 0;
+  auto diverge = [&] {
+    if (!v.first_real) {
+      v.first_real = i;
+      v.first_sim = j;
+    }
+  };
+  while (i < real.size() && j < sim.size()) {
+    if (SameEvent(real[i].event, sim[j].event)) {
+      ++v.matched;
+      ++i;
+      ++j;
+      continue;
+    }
+    diverge();
+    // Resynchronise: skip the fewest events on one side that makes the two agree again.
+    bool found = false;
+    for (size_t d = 1; d <= kWindow && !found; ++d) {
+      if (i + d < real.size() && SameEvent(real[i + d].event, sim[j].event)) {
+        i += d;
+        found = true;
+      } else if (j + d < sim.size() && SameEvent(real[i].event, sim[j + d].event)) {
+        j += d;
+        found = true;
+      }
+    }
+    if (!found) {
+      ++i;
+      ++j;
+    }
+  }
+  if (i < real.size() || j < sim.size()) diverge();
+}
+
+RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
+                    const RunOptions& options) {
+  RunOutput out;
+  ConfigResult& r = out.result;
+  r.config = config;
+  sim::VirtualDeviceMemory device(options.capacity);
+  std::vector<sim::SegmentEvent> log;
+  std::vector<uint32_t> log_event;  // trace index of each logged event
+  sim::CachingAllocator alloc(config.config, &device);
+  alloc.SetEventLog(&log);
+  LiveBlocks live;
+  const sim::AllocatorStats& st = alloc.stats();
+  int64_t allocs = 0;
+  int64_t allocs_matched = 0;
+  std::optional<uint32_t> first_mismatch;
+  uint64_t mismatch_real = 0;
+  uint64_t mismatch_sim = 0;
+  int64_t last_reserved = -1;
+  // Validation mode reuses the recorded addresses, in order, for the segments the trace created;
+  // cold-start segments (blocks from before the trace) get synthetic addresses.
+  auto install_hints = [&] {
+    std::vector<uint64_t> mallocs;
+    std::vector<uint64_t> bases;
+    for (const SegmentEventRecord& e : *options.recorded) {
+      if (e.event.action == sim::SegmentAction::kAlloc) mallocs.push_back(e.event.addr);
+      if (e.event.action == sim::SegmentAction::kMap &&
+          std::find(bases.begin(), bases.end(), e.event.base) == bases.end()) {
+        bases.push_back(e.event.base);
+      }
+    }
+    device.SetMallocHints(std::move(mallocs));
+    device.SetReserveHints(std::move(bases));
+  };
+  bool hints_installed = !options.validation;
+  // The state before the trace: warm (segments rebuilt with their blocks) or cold.
+  if (options.warm) {
+    for (const WarmSegment& w : prepared.warm) {
+      std::vector<sim::BlockRef> refs =
+          alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
+      for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
+    }
+  }
+  const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
+  auto record_oom = [&](const Op& op) {
+    const sim::OomInfo& o = alloc.last_oom();
+    ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId(), {}};
+    if (op.event != kPreexisting && op.event < options.events.size()) {
+      oom.stack = options.events[op.event].stack;
+    }
+    r.ooms.push_back(oom);
+    if (options.on_oom) options.on_oom(op, alloc, live);
+  };
+  // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
+  const size_t total_ops = pre.size() + prepared.ops.size();
+  for (size_t opi = 0; opi < total_ops; ++opi) {
+    const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
+    if (!hints_installed && op.event != kPreexisting) {
+      install_hints();
+      hints_installed = true;
+    }
+    ApplyOp(
+        op, alloc, live,
+        [&](sim::BlockRef b) {
+          if (op.event == kPreexisting) return;
+          ++allocs;
+          if (alloc.BlockPtr(b) == op.addr) {
+            ++allocs_matched;
+          } else if (!first_mismatch) {
+            first_mismatch = op.event;
+            mismatch_real = op.addr;
+            mismatch_sim = alloc.BlockPtr(b);
+          }
+        },
+        [&] { record_oom(op); });
+    if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
+    if (options.stop_at_first_oom && !r.ooms.empty()) break;
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache ||
+        op.kind == OpKind::kOomMalloc) {
+      const int64_t reserved = st.reserved_bytes.aggregate.current;
+      const int64_t allocated = st.allocated_bytes.aggregate.current;
+      if (reserved > r.peak_reserved ||
+          (reserved == r.peak_reserved && allocated > r.allocated_at_peak)) {
+        r.peak_reserved = reserved;
+        r.peak_event = op.event;
+        r.allocated_at_peak = allocated;
+        r.inactive_split_at_peak = st.inactive_split_bytes.aggregate.current;
+      }
+      if (options.curve && reserved != last_reserved) {
+        int64_t t = op.event < options.events.size() ? options.events[op.event].time_us : kNoTime;
+        r.curve.push_back({op.event, t, reserved, st.allocated_bytes.aggregate.current});
+        last_reserved = reserved;
+      }
+    }
+  }
+  r.peak_allocated = st.allocated_bytes.aggregate.peak;
+  r.peak_active = st.active_bytes.aggregate.peak;
+  r.peak_requested = st.requested_bytes.aggregate.peak;
+  r.peak_inactive_split_bytes = st.inactive_split_bytes.aggregate.peak;
+  r.final_reserved = st.reserved_bytes.aggregate.current;
+  r.final_allocated = st.allocated_bytes.aggregate.current;
+  r.cuda_mallocs = st.num_segment_alloc;
+  r.cuda_frees = st.num_segment_free;
+  r.maps = st.num_map;
+  r.unmaps = st.num_unmap;
+  r.alloc_retries = st.num_alloc_retries;
+  if (options.validation) {
+    VerifyResult v;
+    v.real = *options.recorded;
+    v.simulated.reserve(log.size());
+    for (size_t k = 0; k < log.size(); ++k) v.simulated.push_back({log[k], log_event[k]});
+    v.allocs = allocs;
+    v.allocs_matched = allocs_matched;
+    v.first_alloc_mismatch = first_mismatch;
+    v.mismatch_real_addr = mismatch_real;
+    v.mismatch_sim_addr = mismatch_sim;
+    v.sim_final_reserved = r.final_reserved;
+    CompareSegmentEvents(v);
+    out.verify = std::move(v);
+  }
+  return out;
+}
+
+int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
+                                const RunOptions& base, int64_t live_floor, int64_t step,
+                                const ConfigResult* unbounded) {
+  int64_t warm_bytes = 0;
+  for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
+  // Every replay of the search starts from `base`'s state, warm or cold, as the unbounded one does
+  // (docs/simulator.md, "One starting state"): a bounded replay that started otherwise could need
+  // more than the unbounded peak it is meant to verify.
+  auto run = [&](int64_t capacity) {
+    RunOptions ro = base;
+    ro.capacity = capacity;
+    ro.stop_at_first_oom = true;
+    ro.on_oom = nullptr;
+    ro.curve = false;
+    return RunConfig(prepared, config, ro).result;
+  };
+  auto fits = [&](int64_t capacity) {
+    // A warm start's segments are on the device before the first event: a smaller one cannot
+    // hold that state.
+    if (base.warm && warm_bytes > capacity) return false;
+    return run(capacity).ooms.empty();
+  };
+  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
+  // run fits on (verified below).
+  ConfigResult own;
+  if (unbounded == nullptr) {
+    own = run(sim::kUnlimitedCapacity);
+    unbounded = &own;
+  }
+  const ConfigResult& free_run = *unbounded;
+  if (!free_run.ooms.empty()) return 0;
+  int64_t lo = std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
+  int64_t hi = std::max(free_run.peak_reserved, lo + 1);
+  // A memory fraction below 1 needs more than the unbounded peak: grow by 1/16 until it fits.
+  for (int tries = 0; !fits(hi); ++tries) {
+    if (tries == 8) return 0;
+    lo = hi;
+    hi += std::max(step, hi / 16);
+  }
+  const int64_t tolerance = std::max(step, hi / 400);
+  while (hi - lo > tolerance) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,790 @@
+// Sites: the per-stack part of attribution (which frame owns an allocation, what it called, which
+// phase of the program it is in) and the labels that keep a table's rows apart.
+#include "memsnap/analysis/attribution/attribution.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+constexpr std::array<std::string_view, 7> kCategoryNames = {
+    "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
+
+constexpr std::array<std::string_view, 7> kPhaseNames = {"none", "forward", "backward", "optimizer",
+                                                         "init", "data",    "other"};
+
+bool Has(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Library functions whose name says nothing about what was computed.
+bool IsGenericFunction(std::string_view name) {
+  static constexpr std::array<std::string_view, 21> kGeneric = {"forward",
+                                                                "__call__",
+                                                                "_call_impl",
+                                                                "_wrapped_call_impl",
+                                                                "wrapper",
+                                                                "wrapped",
+                                                                "inner",
+                                                                "apply",
+                                                                "run",
+                                                                "<module>",
+                                                                "<lambda>",
+                                                                "decorate_context",
+                                                                "_fn",
+                                                                "fn",
+                                                                "f",
+                                                                "convert",
+                                                                "_forward",
+                                                                "call",
+                                                                "runtime_wrapper",
+                                                                "call_func_at_runtime_with_args",
+                                                                "compile_wrapper"};
+  return std::find(kGeneric.begin(), kGeneric.end(), name) != kGeneric.end();
+}
+
+// What torch.compile runs: Dynamo/AOTAutograd/Inductor's own files and the code Inductor writes.
+bool IsCompiledCode(std::string_view file) {
+  return Has(file, "torchinductor_") || Has(file, "torch/_inductor/") ||
+         Has(file, "torch/_dynamo/") || Has(file, "torch/_functorch/") ||
+         file.starts_with("<eval_with_key");
+}
+
+// Operators that only make the output tensor: the library function that called them says more.
+bool IsFactoryOp(std::string_view op) {
+  static constexpr std::array<std::string_view, 14> kFactories = {
+      "empty",     "empty_strided", "empty_like", "zeros",     "zeros_like",        "ones",
+      "ones_like", "full",          "new_empty",  "new_zeros", "new_empty_strided", "new_full",
+      "clone",     "contiguous"};
+  return std::find(kFactories.begin(), kFactories.end(), op) != kFactories.end();
+}
+
+// Host-to-device copies: outside a forward pass, what brings a batch to the GPU.
+bool IsCopyOp(std::string_view op) {
+  static constexpr std::array<std::string_view, 8> kCopies = {
+      "to",         "_to_copy",   "copy_", "cuda", "_copy_from", "_copy_from_and_resize",
+      "pin_memory", "_pin_memory"};
+  return std::find(kCopies.begin(), kCopies.end(), op) != kCopies.end();
+}
+
+bool IsOptimizerOp(std::string_view op) {
+  return op.starts_with("_fused_adam") || op.starts_with("_fused_sgd") ||
+         op.starts_with("_foreach_");
+}
+
+// nn.Module's call plumbing: the same in every module call, never what tells two sites apart.
+bool IsModulePlumbing(std::string_view file, std::string_view name) {
+  return file.ends_with("torch/nn/modules/module.py") &&
+         (name == "_call_impl" || name == "_wrapped_call_impl" || name == "__call__");
+}
+
+enum class Marker : uint8_t {
+  kNone,
+  kBackward,
+  kOptimizer,
+  kStrongInit,
+  kForward,
+  kWeakInit,
+  kData
+};
+
+// What one Python frame says about the phase of the program (docs/attribution.md, "Phases").
+Marker PythonMarker(std::string_view file, std::string_view name) {
+  if ((file.ends_with("torch/autograd/__init__.py") &&
+       (name == "backward" || name == "grad" || name == "_make_grads")) ||
+      file.ends_with("torch/autograd/graph.py") ||
+      (file.ends_with("torch/_tensor.py") && name == "backward") ||
+      (Has(file, "_aot_autograd/") && name == "backward")) {
+    return Marker::kBackward;
+  }
+  std::string lower = Lower(file);
+  if (Has(file, "torch/optim/") || name == "zero_grad" ||
+      file.ends_with("torch/nn/utils/clip_grad.py") ||
+      (Has(lower, "optim") &&
+       (name == "step" || name == "_init_group" || name.starts_with("_single_tensor") ||
+        name.starts_with("_multi_tensor") || name.starts_with("_fused")))) {
+    return Marker::kOptimizer;
+  }
+  if (file.ends_with("torch/nn/modules/module.py")) {
+    static constexpr std::array<std::string_view, 15> kModuleInit = {"to",
+                                                                     "_apply",
+                                                                     "cuda",
+                                                                     "half",
+                                                                     "float",
+                                                                     "double",
+                                                                     "bfloat16",
+                                                                     "type",
+                                                                     "to_empty",
+                                                                     "load_state_dict",
+                                                                     "_load_from_state_dict",
+                                                                     "register_parameter",
+                                                                     "register_buffer",
+                                                                     "convert",
+                                                                     "xpu"};
+    if (std::find(kModuleInit.begin(), kModuleInit.end(), name) != kModuleInit.end()) {
+      return Marker::kStrongInit;
+    }
+  }
+  if ((Has(file, "torch/nn/modules/") && (name == "__init__" || Has(name, "reset_parameters"))) ||
+      file.ends_with("torch/nn/init.py") || file.ends_with("torch/nn/parameter.py") ||
+      file.ends_with("torch/serialization.py") || Has(file, "safetensors/") ||
+      file.ends_with("transformers/modeling_utils.py") || Has(file, "accelerate/") ||
+      name == "from_pretrained" || name == "load_state_dict" || name == "load_checkpoint") {
+    return Marker::kStrongInit;
+  }
+  if (name == "forward" || name == "_call_impl" || name == "_wrapped_call_impl" ||
+      (file.ends_with("torch/nn/modules/module.py") && name == "__call__") ||
+      Has(file, "torch/_dynamo/") || Has(file, "torch/_inductor/") ||
+      Has(file, "torch/_functorch/") || file.ends_with("torch/utils/checkpoint.py")) {
+    return Marker::kForward;
+  }
+  if (Has(file, "torch/utils/data/") || name == "pin_memory") return Marker::kData;
+  if (name == "__init__") return Marker::kWeakInit;
+  return Marker::kNone;
+}
+
+}  // namespace
+
+std::string_view CategoryName(Category c) { return kCategoryNames[static_cast<size_t>(c)]; }
+
+absl::StatusOr<Category> ParseCategory(std::string_view text) {
+  for (size_t i = 0; i < kCategoryNames.size(); ++i) {
+    if (kCategoryNames[i] == text) return static_cast<Category>(i);
+  }
+  std::string names;
+  for (std::string_view n : kCategoryNames)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(n));
+  return absl::InvalidArgumentError(
+      absl::StrCat("category ", Sv(text), ": expected one of ", names));
+}
+
+Category DominantCategory(const CategoryBytes& bytes) {
+  int best = static_cast<int>(Category::kUnknown);
+  int64_t most = 0;
+  for (int c = 0; c < kNumCategories; ++c) {
+    if (bytes[c] > most) {
+      most = bytes[c];
+      best = c;
+    }
+  }
+  return static_cast<Category>(best);
+}
+
+std::string_view PhaseName(Phase p) { return kPhaseNames[static_cast<size_t>(p)]; }
+
+namespace {
+
+constexpr size_t kForwardLinesShown = 3;
+
+}  // namespace
+
+std::string SiteInfo::ForwardClause(bool bracket) const {
+  if (forward_lines.empty()) return "";
+  std::string out = bracket ? " [for " : " for ";
+  if (forward_lines.size() > 1) {
+    absl::StrAppend(&out, "one of ", forward_lines.size(), " forward lines: ");
+  }
+  // "path:line function": a line in the file of the one before it shows as ":line function"
+  // (the lines are in file and line order), as compilers list several lines of one file.
+  auto file_of = [](std::string_view text) {
+    const FrameTextParts p = SplitFrameText(text);
+    return p.line >= 0 ? p.file : std::string_view();
+  };
+  for (size_t i = 0; i < forward_lines.size() && i < kForwardLinesShown; ++i) {
+    std::string_view text = forward_lines[i];
+    const std::string_view file = file_of(text);
+    if (i > 0 && !file.empty() && file == file_of(forward_lines[i - 1])) {
+      text.remove_prefix(file.size());
+    }
+    absl::StrAppend(&out, i ? ", " : "", Sv(text));
+  }
+  if (forward_lines.size() > kForwardLinesShown) absl::StrAppend(&out, ", \u2026");
+  if (bracket) absl::StrAppend(&out, "]");
+  return out;
+}
+
+std::string SiteInfo::BaseLabel() const {
+  return absl::StrCat(what.empty() ? owner : absl::StrCat(what, Sv(kLabelArrow), owner),
+                      ForwardClause(false));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Labels
+
+namespace {
+
+struct Entry {
+  const SiteInfo* site;
+  std::string label;         // SiteLabel::text
+  std::string head;          // SiteLabel::head
+  std::vector<size_t> deep;  // SiteLabel::deep
+  size_t next_caller = 0;    // the caller after the last one in `label`
+  bool nearest_in_head = false;
+  // Appends to both the one-line label and the head.
+  void Append(std::string_view text) {
+    absl::StrAppend(&label, Sv(text));
+    absl::StrAppend(&head, Sv(text));
+  }
+  // Adds caller `j`: to the head when it is the nearest, else under the row; " ← …" in the
+  // one-line label where callers are left out.
+  void AddCaller(size_t j) {
+    if (j > next_caller) absl::StrAppend(&label, Sv(kLabelArrow), "\u2026");
+    absl::StrAppend(&label, Sv(kLabelArrow), site->callers[j]);
+    if (j == 0) {
+      absl::StrAppend(&head, Sv(kLabelArrow), site->callers[j]);
+      nearest_in_head = true;
+    } else {
+      deep.push_back(j);
+    }
+    next_caller = j + 1;
+  }
+};
+
+// Entries (indices) whose labels are equal but whose keys are not all equal get, in turn, the
+// nearest caller that tells them apart, from depth `depth` outward.
+void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t depth) {
+  std::set<std::string_view> keys;
+  for (size_t m : members) keys.insert(entries[m].site->key);
+  if (keys.size() < 2) return;
+  size_t longest = 0;
+  for (size_t m : members) longest = std::max(longest, entries[m].site->callers.size());
+  auto caller = [&](size_t m, size_t j) -> std::string_view {
+    const auto& c = entries[m].site->callers;
+    return j < c.size() ? std::string_view(c[j]) : std::string_view();
+  };
+  for (size_t j = depth; j < longest; ++j) {
+    std::set<std::string_view> values;
+    for (size_t m : members) values.insert(caller(m, j));
+    if (values.size() < 2) continue;
+    std::map<std::string, std::vector<size_t>> parts;
+    for (size_t m : members) {
+      if (!caller(m, j).empty()) entries[m].AddCaller(j);
+      parts[entries[m].label].push_back(m);
+    }
+    for (auto& [label, part] : parts) Refine(entries, std::move(part), j + 1);
+    return;
+  }
+  // Same callers: a frame inside the owner may ("step ← train.py:25 train [via adam.py:95 ...]").
+  size_t deepest = 0;
+  for (size_t m : members) deepest = std::max(deepest, entries[m].site->inner.size());
+  auto inner = [&](size_t m, size_t j) -> std::string_view {
+    const auto& c = entries[m].site->inner;
+    return j < c.size() ? std::string_view(c[j]) : std::string_view();
+  };
+  for (size_t j = 0; j < deepest; ++j) {
+    std::set<std::string_view> values;
+    for (size_t m : members) values.insert(inner(m, j));
+    if (values.size() < 2) continue;
+    std::map<std::string, std::vector<size_t>> parts;
+    for (size_t m : members) {
+      if (!inner(m, j).empty()) entries[m].Append(absl::StrCat(" [via ", Sv(inner(m, j)), "]"));
+      parts[entries[m].label].push_back(m);
+    }
+    for (auto& [label, part] : parts) Refine(entries, std::move(part), longest);
+    return;
+  }
+  // Same Python frames: the operator tells them apart ("sqrt ← optimizers.py:100 step").
+  std::set<std::string_view> ops;
+  for (size_t m : members) ops.insert(entries[m].site->op);
+  if (ops.size() < 2) return;
+  for (size_t m : members) {
+    const SiteInfo& s = *entries[m].site;
+    if (s.op.empty()) continue;
+    if (s.what.empty() && s.kind == SiteKind::kPython) {
+      entries[m].label = absl::StrCat(s.op, Sv(kLabelArrow), entries[m].label);
+      entries[m].head = absl::StrCat(s.op, Sv(kLabelArrow), entries[m].head);
+    } else {
+      entries[m].Append(absl::StrCat(" [", s.op, "]"));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites) {
+  std::vector<Entry> entries;
+  entries.reserve(sites.size());
+  // Labels are told apart without a backward site's forward lines (they follow from its node, so
+  // they never tell two sites of one file apart); the clause goes in after the owner at the end.
+  for (const SiteInfo* s : sites) {
+    Entry& e = entries.emplace_back();
+    e.site = s;
+    e.label = e.head =
+        s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
+  }
+  const size_t n_entries = entries.size();
+  std::vector<size_t> clause_at(n_entries);
+  for (size_t i = 0; i < n_entries; ++i) clause_at[i] = entries[i].label.size();
+  std::map<std::string, std::vector<size_t>> by_label;
+  for (size_t i = 0; i < entries.size(); ++i) by_label[entries[i].label].push_back(i);
+  for (auto& [label, members] : by_label) Refine(entries, members, 0);
+  // Whatever still collides (identical Python frames and operator, different native frames, or a
+  // refined label equal to another site's): number them in key order.
+  std::map<std::string, std::vector<size_t>> final_labels;
+  for (size_t i = 0; i < entries.size(); ++i) final_labels[entries[i].label].push_back(i);
+  for (auto& [label, members] : final_labels) {
+    std::map<std::string_view, std::vector<size_t>> by_key;
+    for (size_t m : members) by_key[entries[m].site->key].push_back(m);
+    if (by_key.size() < 2) continue;
+    int n = 0;
+    for (auto& [key, same] : by_key) {
+      ++n;
+      if (n == 1) continue;
+      for (size_t m : same) entries[m].Append(absl::StrCat(" #", n));
+    }
+  }
+  for (size_t i = 0; i < n_entries; ++i) {
+    Entry& e = entries[i];
+    if (e.site->forward_lines.empty()) continue;
+    // In brackets when the label goes on (" ← train.py:30 step"), which would otherwise read as
+    // the last forward line's caller.
+    e.label.insert(clause_at[i], e.site->ForwardClause(e.label.size() > clause_at[i]));
+    e.head.insert(clause_at[i], e.site->ForwardClause(e.head.size() > clause_at[i]));
+  }
+  std::vector<SiteLabel> out;
+  out.reserve(entries.size());
+  for (Entry& e : entries) {
+    out.push_back({std::move(e.label), std::move(e.head), std::move(e.deep), e.nearest_in_head});
+  }
+  return out;
+}
+
+std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites) {
+  std::vector<std::string> out;
+  out.reserve(sites.size());
+  for (SiteLabel& l : DistinctSiteLabels(sites)) out.push_back(std::move(l.text));
+  return out;
+}
+
+std::vector<CallerLine> CallerLines(const SiteInfo& site, const SiteLabel& label, size_t context,
+                                    size_t* more) {
+  const std::vector<std::string>& callers = site.callers;
+  const size_t first = label.nearest_in_head ? 1 : 0;
+  size_t last = first + context;  // one past the last shown
+  if (!label.deep.empty()) last = std::max(last, label.deep.back() + 1);
+  last = std::min(last, callers.size());
+  std::vector<CallerLine> out;
+  for (size_t j = first; j < last; ++j) {
+    const bool tells = std::binary_search(label.deep.begin(), label.deep.end(), j);
+    out.push_back({callers[j], tells});
+  }
+  if (more != nullptr) *more = callers.size() - std::max(last, first);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribution
+
+struct Attribution::StackFacts {
+  std::vector<size_t> python;  // indices of Python frames that may name the site, innermost first
+  size_t first_python = SIZE_MAX;  // innermost Python frame of any kind
+  size_t node_at = SIZE_MAX;       // innermost autograd node
+  std::string node;
+  bool engine = false;
+  bool accumulate_grad = false;
+  bool zero_grad = false;
+  std::string op_inner_to_python;  // outermost operator inside the innermost Python frame
+  std::string op_inner_to_node;    // outermost operator inside the node
+  std::vector<size_t> native;      // kNative frames, innermost first
+  bool machinery_only = true;
+};
+
+Attribution::Attribution(const Snapshot& snapshot, FrameFilter* filter, AttributionOptions options)
+    : snap_(snapshot), filter_(filter), options_(options) {
+  frame_class_.assign(snapshot.frames.size(), 0);
+  python_.resize(snapshot.frames.size());
+  site_slot_.assign(snapshot.stacks.size(), -1);
+  phase_.assign(snapshot.stacks.size(), 0);
+  no_stack_.kind = SiteKind::kNoStack;
+  no_stack_.key = std::string(kNoStackRow);
+  no_stack_.owner = std::string(kNoStackRow);
+}
+
+FrameClass Attribution::ClassOf(FrameId frame) {
+  uint8_t& c = frame_class_[frame.v];
+  if (c == 0) {
+    const Frame& f = snap_.frames.Get(frame);
+    c = static_cast<uint8_t>(
+            ClassifyFrame(snap_.strings.Get(f.name), snap_.strings.Get(f.filename))) +
+        1;
+  }
+  return static_cast<FrameClass>(c - 1);
+}
+
+const Attribution::FileFacts& Attribution::File(StrId filename) {
+  auto [it, inserted] = files_.try_emplace(filename.v);
+  if (inserted) {
+    std::string_view raw = snap_.strings.Get(filename);
+    it->second.normal = NormalPath(raw);
+    it->second.library = IsLibraryPath(raw);
+    it->second.compiled = IsCompiledCode(it->second.normal);
+  }
+  return it->second;
+}
+
+const std::string& Attribution::user_prefix() {
+  if (user_prefix_done_) return user_prefix_;
+  user_prefix_done_ = true;
+  std::set<std::string> files;
+  absl::flat_hash_map<uint32_t, bool> seen;
+  for (size_t i = 0; i < snap_.frames.size(); ++i) {
+    StrId name = snap_.frames.Get(FrameId(static_cast<uint32_t>(i))).filename;
+    if (!seen.try_emplace(name.v, true).second) continue;
+    if (!snap_.strings.Get(name).ends_with(".py")) continue;
+    const FileFacts& f = File(name);
+    if (f.library || f.normal.find('/') == std::string::npos) continue;
+    files.insert(f.normal);
+  }
+  if (files.empty()) return user_prefix_;
+  // The sorted set's first and last entries bound the common prefix of all.
+  const std::string& a = *files.begin();
+  const std::string& b = *files.rbegin();
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  size_t slash = a.rfind('/', n == 0 ? 0 : n - 1);
+  if (n == a.size() && files.size() == 1) slash = a.rfind('/');
+  if (slash == std::string::npos || slash == 0) return user_prefix_;
+  user_prefix_ = a.substr(0, slash + 1);
+  return user_prefix_;
+}
+
+const Attribution::PythonFacts& Attribution::Python(FrameId frame) {
+  PythonFacts& p = python_[frame.v];
+  if (!p.done) {
+    p.done = true;
+    const Frame& f = snap_.frames.Get(frame);
+    const FileFacts& file = File(f.filename);
+    std::string path = ShortPath(file.normal, user_prefix());
+    std::string_view name = snap_.strings.Get(f.name);
+    p.text = f.line == kUnknownLine ? absl::StrCat(path, " ", Sv(name))
+                                    : absl::StrCat(path, ":", f.line, " ", Sv(name));
+    p.key = options_.ignore_lines || f.line == kUnknownLine
+                ? absl::StrCat(path, ":", Sv(name))
+                : absl::StrCat(path, ":", f.line, ":", Sv(name));
+    p.marker = static_cast<uint8_t>(PythonMarker(file.normal, name));
+  }
+  return p;
+}
+
+std::string Attribution::PythonFrameText(FrameId frame) { return Python(frame).text; }
+
+Attribution::StackFacts Attribution::Facts(std::span<const FrameId> frames) {
+  StackFacts facts;
+  std::string last_op;  // outermost operator seen so far (frames go outward)
+  for (size_t i = 0; i < frames.size(); ++i) {
+    FrameClass c = ClassOf(frames[i]);
+    const Frame& f = snap_.frames.Get(frames[i]);
+    std::string_view name = snap_.strings.Get(f.name);
+    if (!IsMachinery(c)) facts.machinery_only = false;
+    if (Has(name, "AccumulateGrad")) facts.accumulate_grad = true;
+    switch (c) {
+      case FrameClass::kPython:
+        if (facts.first_python == SIZE_MAX) {
+          facts.first_python = i;
+          facts.op_inner_to_python = last_op;
+        }
+        if (name == "zero_grad") facts.zero_grad = true;
+        if (filter_ == nullptr || !filter_->has_regexes() || filter_->KeepByRegex(frames[i])) {
+          facts.python.push_back(i);
+        }
+        break;
+      case FrameClass::kNode:
+        if (facts.node_at == SIZE_MAX) {
+          facts.node_at = i;
+          facts.node = NodeName(name);
+          facts.op_inner_to_node = last_op;
+        }
+        break;
+      case FrameClass::kOp:
+        if (facts.first_python == SIZE_MAX) last_op = OpName(name);
+        break;
+      case FrameClass::kEngine:
+        facts.engine = true;
+        break;
+      case FrameClass::kNative:
+        facts.native.push_back(i);
+        break;
+      default:
+        break;
+    }
+  }
+  if (facts.first_python == SIZE_MAX) facts.op_inner_to_python = last_op;
+  return facts;
+}
+
+Phase Attribution::PhaseOf(StackId stack) {
+  if (!stack.valid() || stack.v >= phase_.size()) return Phase::kNone;
+  uint8_t& p = phase_[stack.v];
+  if (p == 0) p = static_cast<uint8_t>(Site(stack).phase) + 1;
+  return static_cast<Phase>(p - 1);
+}
+
+const SiteInfo& Attribution::Site(StackId stack) {
+  if (!stack.valid() || stack.v >= site_slot_.size() || snap_.stacks.Get(stack).empty()) {
+    return no_stack_;
+  }
+  int32_t& slot = site_slot_[stack.v];
+  if (slot < 0) {
+    SiteInfo site = Build(stack);
+    slot = static_cast<int32_t>(sites_.size());
+    sites_.push_back(std::move(site));
+  }
+  return sites_[slot];
+}
+
+const std::vector<std::string>& Attribution::ForwardLines(const std::string& base) {
+  static const std::vector<std::string> kNone;
+  if (!forward_lines_done_) {
+    forward_lines_done_ = true;
+    // Every forward stack that shows an operator's autograd kernel (VariableType_*.cpp) inside
+    // its innermost Python frame: that line called the operator with autograd on, which records
+    // the operator's node (when an input requires grad). Stacks that run in backward (a node or
+    // the engine anywhere in them: a backward formula calls operators through the same kernels)
+    // and stacks of phases that run without grad (the optimizer step, module init, data
+    // loading) are not evidence.
+    absl::flat_hash_map<std::string, std::set<std::string>> lines;
+    for (uint32_t i = 0; i < snap_.stacks.size(); ++i) {
+      const StackId id(i);
+      std::span<const FrameId> frames = snap_.stacks.Get(id);
+      std::string op;
+      bool python = false, backward = false;
+      for (FrameId f : frames) {
+        const FrameClass c = ClassOf(f);
+        if (c == FrameClass::kNode || c == FrameClass::kEngine) {
+          backward = true;
+          break;
+        }
+        if (c == FrameClass::kPython) python = true;
+        if (!python && op.empty() && c == FrameClass::kDispatcher) {
+          op = AutogradWrapperOp(snap_.strings.Get(snap_.frames.Get(f).name));
+        }
+      }
+      if (backward || !python || op.empty()) continue;
+      const Phase phase = PhaseOf(id);
+      if (phase != Phase::kForward && phase != Phase::kOther) continue;
+      const SiteInfo& site = Site(id);
+      if (site.kind != SiteKind::kPython) continue;
+      lines[NodeBaseOfOp(op)].insert(site.owner);
+    }
+    // In file and line order ("model.py:22" before "model.py:147"), as a person reads them.
+    auto parts = [](std::string_view text) {
+      const FrameTextParts p = SplitFrameText(text);
+      return std::make_tuple(p.file, p.line, text);
+    };
+    for (auto& [node_base, owners] : lines) {
+      std::vector<std::string>& out = forward_lines_[node_base];
+      out.assign(owners.begin(), owners.end());
+      std::sort(out.begin(), out.end(),
+                [&](const std::string& a, const std::string& b) { return parts(a) < parts(b); });
+    }
+  }
+  auto it = forward_lines_.find(base);
+  return it == forward_lines_.end() ? kNone : it->second;
+}
+
+SiteInfo Attribution::Build(StackId stack) {
+  std::span<const FrameId> frames = snap_.stacks.Get(stack);
+  StackFacts facts = Facts(frames);
+  SiteInfo s;
+  s.accumulate_grad = facts.accumulate_grad;
+  s.zero_grad = facts.zero_grad;
+  s.node = facts.node;
+  auto file_of = [&](size_t i) -> const FileFacts& {
+    return File(snap_.frames.Get(frames[i]).filename);
+  };
+  auto name_of = [&](size_t i) { return snap_.strings.Get(snap_.frames.Get(frames[i]).name); };
+  auto key_text = [&](size_t i) -> const std::string& { return Python(frames[i]).key; };
+  auto plumbing = [&](size_t i) { return IsModulePlumbing(file_of(i).normal, name_of(i)); };
+
+  // Phase: backward first (the engine runs forward code again under checkpointing), then the
+  // optimizer, then the innermost of the Python frames' markers.
+  if (facts.accumulate_grad || facts.node_at != SIZE_MAX || facts.engine) {
+    s.phase = Phase::kBackward;
+  } else if (facts.first_python != SIZE_MAX) {
+    // The innermost telling frame decides: a forward pass run by an optimizer's closure
+    // (optimizer.step(closure), as Lightning does) is a forward pass; Module.to() called inside
+    // a forward is loading weights. A call into backward decides wherever it is.
+    bool backward = false, weak_init = false;
+    Marker innermost = Marker::kNone;
+    for (size_t i = facts.first_python; i < frames.size(); ++i) {
+      if (ClassOf(frames[i]) != FrameClass::kPython) continue;
+      Marker m = static_cast<Marker>(Python(frames[i]).marker);
+      backward |= m == Marker::kBackward;
+      weak_init |= m == Marker::kWeakInit;
+      if (innermost == Marker::kNone && m != Marker::kNone && m != Marker::kWeakInit) innermost = m;
+    }
+    if (backward) {
+      s.phase = Phase::kBackward;
+    } else if (innermost == Marker::kOptimizer || IsOptimizerOp(facts.op_inner_to_python)) {
+      s.phase = Phase::kOptimizer;
+    } else if (innermost == Marker::kStrongInit) {
+      s.phase = Phase::kInit;
+    } else if (innermost == Marker::kForward) {
+      s.phase = Phase::kForward;
+    } else if (innermost == Marker::kData || IsCopyOp(facts.op_inner_to_python)) {
+      s.phase = Phase::kData;
+    } else if (weak_init) {
+      s.phase = Phase::kInit;
+    } else {
+      s.phase = Phase::kOther;
+    }
+  } else {
+    s.phase = IsOptimizerOp(facts.op_inner_to_python) ? Phase::kOptimizer : Phase::kOther;
+  }
+
+  // Name and key. The unlined key joins the same parts without their lines (when asked for).
+  const bool unlined = options_.unlined_keys && !options_.ignore_lines;
+  auto unlined_text = [&](size_t i) -> std::string {
+    const std::string& key = key_text(i);
+    const Frame& f = snap_.frames.Get(frames[i]);
+    if (f.line == kUnknownLine) return key;
+    // "path:LINE:name" -> "path:name".
+    const size_t line_chars = absl::StrCat(f.line).size() + 1;
+    const size_t at = key.size() - snap_.strings.Get(f.name).size() - 1 - line_chars;
+    return absl::StrCat(key.substr(0, at), key.substr(at + line_chars));
+  };
+  auto set_unlined = [&](std::string text, std::vector<std::string> frames) {
+    if (unlined && text != s.key) {
+      s.unlined_key = std::move(text);
+      s.key_frames = std::move(frames);
+    }
+  };
+  std::vector<std::string> key_parts, unlined_parts;
+  for (size_t i : facts.python) {
+    key_parts.push_back(key_text(i));
+    if (unlined) unlined_parts.push_back(unlined_text(i));
+  }
+  if (!facts.node.empty()) {
+    s.kind = SiteKind::kBackward;
+    s.op = facts.op_inner_to_node;
+    s.owner = s.node;
+    if (!s.op.empty() && s.node != "AccumulateGrad") absl::StrAppend(&s.owner, " (", s.op, ")");
+    // The forward lines that made such nodes: the node is named after its operator (rule L2).
+    if (std::string base = NodeBase(s.node); !base.empty()) s.forward_lines = ForwardLines(base);
+    for (size_t i : facts.python) {
+      if (!plumbing(i)) s.callers.push_back(PythonFrameText(frames[i]));
+    }
+    s.key = absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(key_parts, ";"));
+    if (unlined) {
+      set_unlined(absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(unlined_parts, ";")),
+                  key_parts);
+    }
+    return s;
+  }
+  if (!facts.python.empty()) {
+    s.kind = SiteKind::kPython;
+    s.op = facts.op_inner_to_python;
+    size_t owner = facts.python[0];
+    for (size_t i : facts.python) {
+      if (!file_of(i).library) {
+        owner = i;
+        break;
+      }
+    }
+    if (owner == facts.python[0]) {
+      s.what = s.op;  // "zeros_like ← optimizers.py:82 step"
+    } else {
+      // The library function the owner called: the outermost library frame with a telling
+      // name ("einsum", "to", "scatter"), unless an operator says it better ("linear" rather than
+      // Linear's `forward`); a factory operator says less than a named library function.
+      std::string_view api;
+      bool compiled = false;
+      for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
+        if (*it >= owner) continue;
+        if (file_of(*it).compiled) {
+          compiled = true;  // torch.compile's machinery names nothing the user wrote
+        } else if (api.empty() && !IsGenericFunction(name_of(*it))) {
+          api = name_of(*it);
+        }
+      }
+      if (!s.op.empty() && !(IsFactoryOp(s.op) && !api.empty())) {
+        s.what = s.op;
+      } else if (!api.empty()) {
+        s.what = std::string(api);
+      } else if (compiled) {
+        s.what = std::string(kCompiledWhat);
+      } else {
+        s.what = PythonFrameText(frames[facts.python[0]]);
+      }
+    }
+    s.owner = PythonFrameText(frames[owner]);
+    for (auto it = facts.python.rbegin(); it != facts.python.rend(); ++it) {
+      if (*it < owner && !plumbing(*it)) {
+        s.inner.push_back(PythonFrameText(frames[*it]));
+      }
+    }
+    bool past_owner = false;
+    // Compiled code's own frames end the frames torch.compile recorded for it (L1).
+    bool traced = s.what == kCompiledWhat;
+    for (size_t i : facts.python) {
+      if (i == owner) {
+        past_owner = true;
+        continue;
+      }
+      if (past_owner && file_of(i).compiled) traced = false;
+      if (past_owner && !plumbing(i) && !file_of(i).compiled) {
+        s.callers.push_back(PythonFrameText(frames[i]));
+        if (traced) ++s.traced_callers;
+      }
+    }
+    // The identity starts at the owner: library frames inside it (how deep Module._apply
+    // recursed, which einsum backend ran) do not make another site; what it called does.
+    std::vector<std::string> owner_out, unlined_out;
+    for (size_t k = 0; k < facts.python.size(); ++k) {
+      if (facts.python[k] < owner) continue;
+      owner_out.push_back(key_text(facts.python[k]));
+      if (unlined) unlined_out.push_back(unlined_parts[k]);
+    }
+    s.key = absl::StrCat("py|", s.what, "|", absl::StrJoin(owner_out, ";"), "|", s.op);
+    if (unlined) {
+      set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op),
+                  owner_out);
+    }
+    return s;
+  }
+  if (facts.engine) {
+    s.kind = SiteKind::kEngine;
+    s.op = facts.op_inner_to_python;
+    s.owner = s.op.empty() ? "[autograd engine]" : absl::StrCat(s.op, " (autograd engine)");
+    s.key = absl::StrCat("engine|", s.op);
+    return s;
+  }
+  if (facts.machinery_only && facts.op_inner_to_python.empty()) {
+    s.kind = SiteKind::kMachineryOnly;
+    s.owner = std::string(kMachineryOnlyRow);
+    s.key = s.owner;
+    return s;
+  }
+  s.kind = SiteKind::kNative;
+  s.op = facts.op_inner_to_python;
+  std::vector<std::string> natives;
+  for (size_t i : facts.native) natives.push_back(ShortNativeName(name_of(i)));
+  if (!s.op.empty()) {
+    s.owner = s.op;
+    s.callers = natives;
+  } else {
+    s.owner = natives.empty() ? std::string(kMachineryOnlyRow) : natives[0];
+    if (!natives.empty()) s.callers.assign(natives.begin() + 1, natives.end());
+  }
+  s.key = absl::StrCat("native|", s.op, "|", absl::StrJoin(natives, ";"));
+  return s;
+}
+
+}  // namespace memsnap::analysis

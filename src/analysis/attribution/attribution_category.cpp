@@ -1,0 +1,282 @@
+// Categories: a lifetime's kind of memory from its stack's phase and from when it is freed
+// relative to the phase runs of its device (docs/attribution.md, "Categories").
+//
+// A phase run is a maximal stretch of a device's events whose allocations all show the same phase;
+// events that show none (frees, segment events, allocations without a stack) do not end a run and
+// belong to the run before them. Runs are found on demand around the events a question is about and
+// kept, so each event is read at most about twice whatever the number of questions.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+
+#include "memsnap/analysis/attribution/attribution.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
+    "accumulate_grad",    "backward_kept",      "backward_freed",       "optimizer_kept",
+    "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
+    "data_freed",         "before_forward",     "saved_for_backward",   "forward_kept",
+    "forward_freed",      "other_freed",        "pre_trace_persistent", "freed_by_backward",
+    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence"};
+
+constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
+
+}  // namespace
+
+std::string_view CategoryRuleName(CategoryRule r) { return kRuleNames[static_cast<size_t>(r)]; }
+
+struct LifetimeCategorizer::Runs {
+  struct Run {
+    uint32_t start = 0;  // first allocation of the phase
+    uint32_t end = 0;    // first event of another phase, or num_events
+    Phase phase = Phase::kNone;
+    std::array<uint32_t, kNumPhases> next{};  // start of the next run of phase p (memo); 0 unknown
+  };
+  Attribution& attr;
+  const DeviceTimeline& dt;
+  std::map<uint32_t, Run> runs;  // by start (std::map: nodes stay put, `last` stays valid)
+  Run* last = nullptr;           // the run Known() returned last
+  int model_ran = -1;            // -1 unknown
+
+  Runs(Attribution& a, const DeviceTimeline& d) : attr(a), dt(d) {}
+
+  uint32_t size() const { return dt.num_events; }
+
+  Phase PhaseAt(uint32_t e) {
+    const TraceEvent& ev = attr.snapshot().events[dt.event_begin + e];
+    if (ev.action == Action::kAlloc) return attr.PhaseOf(ev.stack);
+    // An out-of-memory error ends the phase it interrupts: what was alive then had outlived it.
+    return ev.action == Action::kOom ? Phase::kOther : Phase::kNone;
+  }
+
+  // The known run containing event e, or nullptr. Lifetimes come in event order, so the last run
+  // found usually holds the next one asked about.
+  Run* Known(uint32_t e) {
+    if (last != nullptr && last->start <= e && e < last->end) return last;
+    auto it = runs.upper_bound(e);
+    if (it == runs.begin()) return nullptr;
+    --it;
+    if (e >= it->second.end) return nullptr;
+    last = &it->second;
+    return last;
+  }
+
+  // Finds the run around `seed`, an allocation whose phase is known.
+  Run* Discover(uint32_t seed) {
+    const Phase p = PhaseAt(seed);
+    auto next_it = runs.upper_bound(seed);
+    const uint32_t hi = next_it == runs.end() ? size() : next_it->second.start;
+    uint32_t lo = 0;
+    if (next_it != runs.begin()) lo = std::prev(next_it)->second.end;
+    uint32_t start = seed;
+    for (uint32_t e = seed; e-- > lo;) {
+      Phase q = PhaseAt(e);
+      if (q == Phase::kNone) continue;
+      if (q != p) break;
+      start = e;
+    }
+    uint32_t end = hi;
+    for (uint32_t e = seed + 1; e < hi; ++e) {
+      Phase q = PhaseAt(e);
+      if (q != Phase::kNone && q != p) {
+        end = e;
+        break;
+      }
+    }
+    Run run;
+    run.start = start;
+    run.end = end;
+    run.phase = p;
+    return &runs.emplace(start, run).first->second;
+  }
+
+  // The run containing event e (a transparent event belongs to the run before it), or nullptr
+  // when no allocation before or at e shows a phase.
+  Run* Containing(uint32_t e) {
+    if (e >= size()) return nullptr;
+    if (Run* r = Known(e)) return r;
+    auto it = runs.upper_bound(e);
+    const uint32_t lo = it == runs.begin() ? 0 : std::prev(it)->second.end;
+    for (uint32_t x = e + 1; x-- > lo;) {
+      if (PhaseAt(x) != Phase::kNone) return Discover(x);
+    }
+    return nullptr;  // nothing known between the previous run's end and e: e precedes every run
+  }
+
+  // The first run that starts at or after event e, or nullptr.
+  Run* StartingFrom(uint32_t e) {
+    auto it = runs.lower_bound(e);
+    const uint32_t hi = it == runs.end() ? size() : it->second.start;
+    for (uint32_t x = e; x < hi; ++x) {
+      if (PhaseAt(x) != Phase::kNone) return Discover(x);
+    }
+    return it == runs.end() ? nullptr : &it->second;
+  }
+
+  // Start of the first run of phase p that begins after the run containing e; kNone32 if none.
+  uint32_t NextOfPhase(uint32_t e, Phase p) {
+    Run* r = Containing(e);
+    if (r == nullptr) {
+      Run* first = StartingFrom(e);
+      if (first == nullptr) return kNone32;
+      if (first->phase == p) return first->start;
+      r = first;
+    }
+    std::vector<Run*> walked;
+    uint32_t found = kNone32;
+    while (true) {
+      uint32_t& memo = r->next[static_cast<size_t>(p)];
+      if (memo != 0) {
+        found = memo == kNone32 ? kNone32 : memo - 1;
+        break;
+      }
+      walked.push_back(r);
+      if (r->end >= size()) break;
+      Run* n = Containing(r->end);
+      if (n == nullptr) break;
+      if (n->phase == p) {
+        found = n->start;
+        break;
+      }
+      r = n;
+    }
+    for (Run* w : walked) w->next[static_cast<size_t>(p)] = found == kNone32 ? kNone32 : found + 1;
+    return found;
+  }
+
+  bool ModelRan() {
+    if (model_ran < 0) {
+      model_ran = 0;
+      for (uint32_t e = 0; e < size(); ++e) {
+        Phase p = PhaseAt(e);
+        if (p == Phase::kForward || p == Phase::kBackward || p == Phase::kOptimizer) {
+          model_ran = 1;
+          break;
+        }
+      }
+    }
+    return model_ran == 1;
+  }
+};
+
+LifetimeCategorizer::LifetimeCategorizer(Attribution& attribution, const DeviceTimeline& dt)
+    : attr_(attribution), dt_(dt), runs_(std::make_unique<Runs>(attribution, dt)) {}
+
+LifetimeCategorizer::~LifetimeCategorizer() = default;
+
+bool LifetimeCategorizer::ModelRan() { return runs_->ModelRan(); }
+
+CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
+  using C = Category;
+  using R = CategoryRule;
+  if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
+  switch (site.phase) {
+    case Phase::kBackward:
+      return {C::kGradient, R::kStackPhase};
+    case Phase::kOptimizer:
+      return {C::kOptimizerState, R::kStackPhase};
+    case Phase::kInit:
+      return {C::kParameter, R::kStackPhase};
+    case Phase::kForward:
+      return {C::kActivation, R::kStackPhase};
+    case Phase::kData:
+      return {C::kInput, R::kStackPhase};
+    default:
+      return {C::kUnknown, R::kNoEvidence};
+  }
+}
+
+CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
+  using C = Category;
+  using R = CategoryRule;
+  const SiteInfo& site = attr_.Site(lt.stack);
+  const bool has_stack = site.kind != SiteKind::kNoStack;
+  if (lt.cls == LifetimeClass::kPreWindow) {
+    // Allocated before the trace; its stack is the free's: who freed it says what it was.
+    if (site.accumulate_grad || site.zero_grad) return {C::kGradient, R::kFreedByZeroGrad};
+    if (site.phase == Phase::kBackward) return {C::kActivation, R::kFreedByBackward};
+    if (site.phase == Phase::kOptimizer) return {C::kOptimizerState, R::kFreedByOptimizer};
+    return {C::kUnknown, R::kNoEvidence};
+  }
+  if (lt.cls == LifetimeClass::kGhost || !lt.alloc_event.seen()) {
+    // Alive since before the trace and never freed in it.
+    if (!has_stack) {
+      if (runs_->ModelRan()) return {C::kParameter, R::kPreTracePersistent};
+      return {C::kUnknown, R::kNoEvidence};
+    }
+    return StackPhaseCategory(site);
+  }
+  if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
+  const uint32_t a = *lt.alloc_event.index();
+  // When the tensor died: the free request (the memory may stay in use by a stream a while).
+  const std::optional<uint32_t> f = lt.free_requested_event.seen()
+                                        ? lt.free_requested_event.index()
+                                        : lt.free_completed_event.index();
+  auto alive_at = [&](uint32_t e) { return !f || *f >= e; };
+  Phase phase = site.phase;
+  Runs::Run* run = runs_->Containing(a);
+  if (phase == Phase::kNone) {
+    // No stack in a trace that records them elsewhere: an allocation from a thread without Python
+    // frames; inside a backward run that is the autograd engine's.
+    if (run == nullptr || run->phase != Phase::kBackward) return {C::kUnknown, R::kNoEvidence};
+    phase = Phase::kBackward;
+  }
+  const uint32_t end = run != nullptr ? run->end : runs_->size();
+  // Alive when the next phase starts; when the run lasts to the end of the trace, never freed.
+  const bool kept = alive_at(end);
+  switch (phase) {
+    case Phase::kBackward:
+      return kept ? CategoryVerdict{C::kGradient, R::kBackwardKept}
+                  : CategoryVerdict{C::kTemporary, R::kBackwardFreed};
+    case Phase::kOptimizer:
+      return kept ? CategoryVerdict{C::kOptimizerState, R::kOptimizerKept}
+                  : CategoryVerdict{C::kTemporary, R::kOptimizerFreed};
+    case Phase::kInit:
+      return kept ? CategoryVerdict{C::kParameter, R::kInitKept}
+                  : CategoryVerdict{C::kTemporary, R::kInitFreed};
+    case Phase::kData:
+      return kept ? CategoryVerdict{C::kInput, R::kDataKept}
+                  : CategoryVerdict{C::kTemporary, R::kDataFreed};
+    case Phase::kForward: {
+      const uint32_t backward = runs_->NextOfPhase(a, Phase::kBackward);
+      if (backward != kNone32) {
+        return alive_at(backward) ? CategoryVerdict{C::kActivation, R::kSavedForBackward}
+                                  : CategoryVerdict{C::kTemporary, R::kForwardFreed};
+      }
+      return kept ? CategoryVerdict{C::kActivation, R::kForwardKept}
+                  : CategoryVerdict{C::kTemporary, R::kForwardFreed};
+    }
+    default: {
+      // Outside any phase: a batch made ready for the next forward pass, something a coming
+      // backward needs (the loss), or a temporary of the training loop.
+      // (Between two forward runs, as in a script that calls layers one by one at top level,
+      // it is an intermediate result, not an input.)
+      const Runs::Run* before =
+          run != nullptr && run->start > 0 ? runs_->Containing(run->start - 1) : nullptr;
+      const bool after_forward = before != nullptr && before->phase == Phase::kForward;
+      if (!after_forward && end < runs_->size() && runs_->PhaseAt(end) == Phase::kForward &&
+          alive_at(end)) {
+        return {C::kInput, R::kBeforeForward};
+      }
+      const uint32_t backward = runs_->NextOfPhase(a, Phase::kBackward);
+      if (backward != kNone32 && alive_at(backward)) return {C::kActivation, R::kSavedForBackward};
+      if (f) return {C::kTemporary, R::kOtherFreed};
+      return {C::kUnknown, R::kNoEvidence};
+    }
+  }
+}
+
+LifetimeCategorizer& Categorizers::For(const DeviceTimeline& dt) {
+  if (&dt == last_device_) return *last_;
+  auto& c = by_device_[&dt];
+  if (!c) c = std::make_unique<LifetimeCategorizer>(attr_, dt);
+  last_device_ = &dt;
+  last_ = c.get();
+  return *c;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,184 @@
+#include "memsnap/analysis/compose/check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+std::string Show(double v, bool is_ratio) {
+  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
+}
+
+CheckResult Threshold(std::string metric, double value, double limit, bool is_ratio) {
+  CheckResult r;
+  r.name = absl::StrCat(metric, " <= ", Show(limit, is_ratio));
+  r.metric = std::move(metric);
+  r.kind = CheckKind::kThreshold;
+  r.is_ratio = is_ratio;
+  r.value = value;
+  r.limit = limit;
+  r.passed = value <= limit;
+  return r;
+}
+
+// Bytes may grow by `tolerance` of the baseline's value.
+CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tolerance) {
+  CheckResult r;
+  r.name = absl::StrCat(metric, " vs baseline (+", FormatPercent(tolerance), ")");
+  r.metric = std::move(metric);
+  r.kind = CheckKind::kBaseline;
+  r.value = static_cast<double>(value);
+  r.baseline = static_cast<double>(base);
+  r.limit = std::floor(static_cast<double>(base) * (1.0 + tolerance));
+  r.passed = r.value <= r.limit;
+  return r;
+}
+
+}  // namespace
+
+TimelineOptions CheckTimelineOptions() {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peak only
+  to.curve = false;
+  return to;
+}
+
+CheckMetrics MeasureForCheck(const Snapshot& snap, const CheckOptions* options) {
+  return MeasureForCheck(snap, ReconstructTimeline(snap, CheckTimelineOptions()), options);
+}
+
+CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline>& timeline,
+                             const CheckOptions* options) {
+  CheckMetrics m;
+  m.path = snap.source.path;
+  if (options != nullptr && options->fits) {
+    OomOptions oo;
+    oo.device_memory = options->fits;
+    oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
+    oo.batch_search = false;
+    oo.max_threads = options->threads;
+    absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
+    if (fits.ok()) {
+      m.fits = *std::move(fits);
+    } else {
+      m.fits_error = std::string(fits.status().message());
+    }
+  }
+  if (timeline.ok()) {
+    for (const DeviceTimeline& dt : timeline->devices) {
+      if (dt.num_events == 0) continue;
+      m.peak_bytes = std::max(m.peak_bytes.value_or(0), dt.peak_requested);
+    }
+  }
+  FragOptions fo;
+  fo.pins = 0;  // the gate names no sites
+  auto frag = AnalyzeFragmentation(snap, fo, timeline.ok() ? &*timeline : nullptr);
+  if (frag.ok()) {
+    for (const DeviceFrag& d : frag->devices) {
+      m.reserved_bytes = std::max(m.reserved_bytes, d.figures.reserved_bytes);
+      m.allocated_bytes = std::max(m.allocated_bytes, d.figures.allocated_bytes);
+    }
+    for (const FragCost& cost : frag->costs) {
+      if (cost.figures.reserved_bytes <= 0) continue;
+      m.stranded_share =
+          std::max(m.stranded_share, static_cast<double>(cost.figures.stranded_bytes) /
+                                         static_cast<double>(cost.figures.reserved_bytes));
+    }
+  }
+  return m;
+}
+
+bool CheckReport::passed() const { return failures() == 0; }
+
+int CheckReport::failures() const {
+  return static_cast<int>(
+      std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return !c.passed; }));
+}
+
+absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetrics* base,
+                                      const CheckOptions& o) {
+  CheckReport r;
+  r.path = cur.path;
+  if (!o.max_peak && !o.max_reserved && !o.max_allocated && !o.max_frag && !o.fits &&
+      base == nullptr) {
+    return absl::InvalidArgumentError(
+        "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag, --fits "
+        "and/or --baseline");
+  }
+  if (o.fits) {
+    if (!cur.fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(cur.path, ": --fits ", FormatBytes(*o.fits), ": ", cur.fits_error));
+    }
+    CheckResult c;
+    c.name = absl::StrCat("fits ", FormatBytes(*o.fits));
+    c.metric = "fits";
+    // Passing: the peak reserved of the replay (the most it used of the card); failing: what the
+    // first failure needed, so that value, limit and over describe the failure the words state.
+    c.value = 0;
+    for (const OomDevice& d : cur.fits->devices) {
+      if (d.remedies.empty()) continue;
+      c.value = std::max(c.value, static_cast<double>(d.remedies[0].peak_reserved));
+    }
+    c.limit = static_cast<double>(*o.fits);
+    c.passed = cur.fits->ooms.empty();
+    if (!c.passed) {
+      const OomExplanation& first = cur.fits->ooms.front();
+      FitsFailure f;
+      f.device = first.device;
+      f.event = first.event;
+      f.requested = first.rounded;
+      f.verdict = first.verdict;
+      f.capacity = *o.fits;
+      f.needed = first.verdict == OomVerdict::kDemand || first.verdict == OomVerdict::kNotReproduced
+                     ? first.allocated + first.rounded
+                     : first.reserved + first.segment_bytes;
+      c.value = static_cast<double>(f.needed);
+      c.fits_failure = f;
+    }
+    r.checks.push_back(std::move(c));
+    r.fits = cur.fits;
+  }
+  if (o.max_peak) {
+    if (!cur.peak_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          cur.path, ": --max-peak needs a trace (device_traces) and this file has none"));
+    }
+    r.checks.push_back(Threshold("peak", static_cast<double>(*cur.peak_bytes),
+                                 static_cast<double>(*o.max_peak), false));
+  }
+  if (o.max_reserved) {
+    r.checks.push_back(Threshold("reserved", static_cast<double>(cur.reserved_bytes),
+                                 static_cast<double>(*o.max_reserved), false));
+  }
+  if (o.max_allocated) {
+    r.checks.push_back(Threshold("allocated", static_cast<double>(cur.allocated_bytes),
+                                 static_cast<double>(*o.max_allocated), false));
+  }
+  if (o.max_frag) {
+    r.checks.push_back(Threshold("stranded", cur.stranded_share, *o.max_frag, true));
+  }
+  if (base != nullptr) {
+    r.baseline_path = base->path;
+    if (cur.peak_bytes && base->peak_bytes) {
+      r.checks.push_back(Baseline("peak", *cur.peak_bytes, *base->peak_bytes, o.tolerance));
+    } else {
+      r.notes.push_back(absl::StrCat("peak not compared: ", cur.peak_bytes ? base->path : cur.path,
+                                     " has no trace"));
+    }
+    r.checks.push_back(Baseline("reserved", cur.reserved_bytes, base->reserved_bytes, o.tolerance));
+    r.checks.push_back(
+        Baseline("allocated", cur.allocated_bytes, base->allocated_bytes, o.tolerance));
+  }
+  return r;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,241 @@
+// The analyses behind `memsnap report` (report_analysis.h), run in one place so the report layer
+// only writes out what they found.
+#include "memsnap/analysis/compose/report_analysis.h"
+
+#include <algorithm>
+#include <future>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/analysis/timeline/filter.h"
+#include "memsnap/sim/config.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+std::vector<TimelinePoint> OomEvents(const Snapshot& snap, const DeviceTimeline& dt) {
+  std::vector<TimelinePoint> out;
+  for (uint32_t i = 0; i < dt.num_events; ++i) {
+    if (snap.events[dt.event_begin + i].action == Action::kOom)
+      out.push_back(TimelinePoint::After(i));
+  }
+  return out;
+}
+
+SiteTable Finish(std::vector<GroupRow> rows, int top) {
+  SiteTable t;
+  SortAndMergeRows(rows);
+  LabelRows(rows);
+  for (const GroupRow& r : rows) {
+    t.total_bytes += r.bytes;
+    t.total_count += r.count;
+  }
+  if (top > 0) CollapseTail(rows, static_cast<size_t>(top));  // 0: every row
+  t.rows = std::move(rows);
+  return t;
+}
+
+absl::Status AddReplay(const Snapshot& snap, const ReportAnalysisOptions& options,
+                       ReportAnalysis& out) {
+  if (options.replay_confs.empty()) return absl::OkStatus();
+  // The recorded settings first (what the other runs are compared with), then each --replay.
+  std::vector<ReplayConfig> configs;
+  configs.push_back({"recorded", sim::ConfigFromSettings(snap.settings)});
+  for (const std::string& conf : options.replay_confs) {
+    absl::StatusOr<sim::AllocatorConfig> parsed = sim::ParseAllocatorConf(conf);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--replay ", conf, ": ", std::string(parsed.status().message())));
+    }
+    configs.push_back({conf, *parsed});
+  }
+  ReplayOptions ro;
+  ro.curve = true;
+  ASSIGN_OR_RETURN(ReplayReport rep, Replay(snap, configs, ro));
+  const DeviceReportAnalysis* dev = nullptr;
+  for (const DeviceReportAnalysis& d : out.devices) {
+    if (d.device == rep.device) dev = &d;
+  }
+  const DeviceTimeline* dt = out.timeline.Find(rep.device);
+  for (const ConfigResult& r : rep.results) {
+    ReplayCurve c;
+    if (dev != nullptr && dt != nullptr) {
+      for (const CurvePoint& p : r.curve) {
+        c.x.push_back(p.event == kPreexistingEvent
+                          ? 0.0
+                          : dev->lod.EventX(snap, *dt, TimelinePoint::After(p.event)));
+        c.reserved.push_back(p.reserved);
+      }
+    }
+    out.replay_curves.push_back(std::move(c));
+  }
+  out.replay = std::move(rep);
+  return absl::OkStatus();
+}
+
+ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline& dt,
+                                    const TimelineLod& lod) {
+  ReportCategories out;
+  CategoryCurve curve = BuildCategoryCurve(context, dt);
+  std::vector<const LodBucket*> buckets;
+  for (const LodTile& t : lod.tiles) {
+    if (t.level != 0) continue;
+    for (const LodBucket& b : t.buckets) buckets.push_back(&b);
+  }
+  // Sample events ascend with the columns but for the initial state; sort to sample once.
+  std::vector<TimelinePoint> points;
+  for (const LodBucket* b : buckets) points.push_back(b->sample_event);
+  points.push_back(lod.peak_event);
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, points);
+  auto at = [&](TimelinePoint p) {
+    return sampled[std::lower_bound(points.begin(), points.end(), p) - points.begin()];
+  };
+  for (const LodBucket* b : buckets) {
+    out.column.push_back(b->index);
+    out.columns.push_back(at(b->sample_event));
+  }
+  out.peak = at(lod.peak_event);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
+                                                const ReportAnalysisOptions& options) {
+  ReportAnalysis out;
+  ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
+  ASSIGN_OR_RETURN(out.context, GroupContext::Create(snap, options.group));
+  GroupContext& context = *out.context;
+  // The page's budget is for the file: devices with a trace share it.
+  int64_t traced = 0;
+  for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
+  const int64_t share = std::max<int64_t>(traced, 1);
+  // Per device: the level-of-detail summary, while a second core finds the allocator's peaks;
+  // then the allocator states on that core while this one groups the sites.
+  for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
+    const DeviceTimeline& dt = out.timeline.devices[i];
+    DeviceReportAnalysis d;
+    d.device = dt.device;
+    d.timeline_index = i;
+    d.oom_events = OomEvents(snap, dt);
+    std::future<std::pair<int64_t, int64_t>> peaks;
+    if (options.with_states && dt.num_events > 0) {
+      peaks = std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt); });
+    }
+    LodOptions lod = options.lod;
+    lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);
+    lod.max_band_lifetimes = std::max<int64_t>(lod.max_band_lifetimes / share, 4 * lod.bands);
+    lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());
+    d.lod = BuildTimelineLod(snap, dt, lod);
+    if (peaks.valid()) d.peaks = peaks.get();
+    if (options.with_steps && dt.num_events > 0) {
+      StepOptions so;
+      so.device = dt.device;
+      ASSIGN_OR_RETURN(d.steps, DetectSteps(snap, out.timeline, so));
+    }
+    out.devices.push_back(std::move(d));
+  }
+  // Each band's site and category, for its hover (the same labels and categories as `top`).
+  SiteLabels labels(context.attribution());
+  for (DeviceReportAnalysis& d : out.devices) {
+    const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+    for (const LodBand& band : d.lod.bands) {
+      const BlockLifetime& b = dt.blocks[band.lifetime];
+      d.band_site.push_back(static_cast<uint32_t>(labels.Add(dt, b)));
+      d.band_category.push_back(context.Categorize(dt, b).category);
+    }
+  }
+  labels.Finish();
+  for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
+  std::vector<std::future<AllocatorStates>> states;  // deferred: run by the worker below
+  if (options.with_states) {
+    for (const DeviceReportAnalysis& d : out.devices) {
+      AllocatorStatesOptions so = options.states;
+      so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
+      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+      if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
+      for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
+      if (d.peaks) so.peaks = d.peaks;
+      states.push_back(std::async(std::launch::deferred, [&snap, &dt, so] {
+        return ReconstructAllocatorStates(snap, dt, so);
+      }));
+    }
+  }
+  // One worker thread runs the devices' states one after the other.
+  std::future<void> states_done;
+  if (!states.empty()) {
+    states_done = std::async(std::launch::async, [&] {
+      for (size_t k = 0; k < states.size(); ++k) out.devices[k].states = states[k].get();
+    });
+  }
+  if (options.with_sites) {
+    // What was alive at each device's peak (the curve the page draws), by site.
+    bool any_events = false;
+    std::vector<GroupRow> rows;
+    for (const DeviceReportAnalysis& d : out.devices) {
+      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+      any_events = any_events || dt.num_events > 0;
+      const TimelinePoint p = dt.num_events > 0 ? d.lod.peak_event : TimelinePoint::Start();
+      std::vector<uint32_t> live;
+      for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+        if (d.lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
+      }
+      AccumulateGroups(dt, live, context, rows);
+    }
+    out.peak_sites = Finish(std::move(rows), options.top_sites);
+    out.peak_sites.moment = any_events ? "peak" : "end";
+    // Where memory is allocated over the whole trace (every lifetime counts once).
+    std::vector<GroupRow> all_rows;
+    for (const DeviceTimeline& dt : out.timeline.devices) {
+      std::vector<uint32_t> all(dt.blocks.size());
+      std::iota(all.begin(), all.end(), 0);
+      AccumulateGroups(dt, all, context, all_rows);
+    }
+    out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
+    // Memory by category over time and at the peak.
+    for (DeviceReportAnalysis& d : out.devices) {
+      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+      if (dt.num_events > 0) d.categories = CategoriesOverTime(context, dt, d.lod);
+    }
+  }
+  // A trace that ran out of memory: the page leads with why, what fits and what to cut.
+  const bool any_oom =
+      std::any_of(out.devices.begin(), out.devices.end(),
+                  [](const DeviceReportAnalysis& d) { return !d.oom_events.empty(); });
+  if (options.with_sites && any_oom) {
+    OomOptions oo;
+    oo.timeline = &out.timeline;
+    absl::StatusOr<OomReport> oom = ExplainOoms(snap, oo);
+    if (oom.ok()) out.oom = *std::move(oom);  // else the page shows the markers alone
+  }
+  if (states_done.valid()) states_done.get();
+  out.frames = context.filter();
+  RETURN_IF_ERROR(AddReplay(snap, options, out));
+  return out;
+}
+
+absl::StatusOr<DiffReportAnalysis> AnalyzeDiffForReport(const Snapshot& before,
+                                                        const Snapshot& after,
+                                                        const ReportAnalysisOptions& options) {
+  ReportAnalysisOptions side = options;
+  side.with_states = false;
+  side.with_sites = false;
+  side.with_steps = true;
+  side.replay_confs.clear();
+  DiffReportAnalysis out;
+  ASSIGN_OR_RETURN(out.before, AnalyzeForReport(before, side));
+  ASSIGN_OR_RETURN(out.after, AnalyzeForReport(after, side));
+  DiffOptions diff_options;
+  diff_options.group = options.group;
+  // Sites at the peak when both files can tell it, else at the end.
+  bool peak = !before.events.empty() && !after.events.empty();
+  diff_options.at = Moment{peak ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
+  ASSIGN_OR_RETURN(out.diff, DiffSnapshots(before, after, diff_options));
+  return out;
+}
+
+}  // namespace memsnap::analysis

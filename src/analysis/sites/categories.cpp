@@ -1,0 +1,105 @@
+// Categories of live memory over a device's events and at a moment.
+#include "memsnap/analysis/sites/categories.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace memsnap::analysis {
+
+CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt) {
+  CategoryCurve curve;
+  curve.device = dt.device;
+  curve.category.assign(dt.num_events, static_cast<uint8_t>(kNumCategories));
+  curve.delta.assign(dt.num_events, 0);
+  const auto none = static_cast<uint8_t>(kNumCategories);
+  auto change = [&](uint32_t e, uint8_t c, int64_t delta) {
+    if (curve.category[e] == none || curve.category[e] == c) {
+      curve.category[e] = c;
+      curve.delta[e] += delta;
+    } else {
+      curve.extra.push_back({e, c, delta});
+    }
+  };
+  int64_t explained = 0;
+  for (const BlockLifetime& lt : dt.blocks) {
+    const auto c = static_cast<uint8_t>(context.Categorize(dt, lt).category);
+    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
+      curve.start[c] += lt.requested_size;
+      explained += lt.requested_size;
+    } else if (*a < dt.num_events) {
+      change(*a, c, lt.requested_size);
+    }
+    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < dt.num_events) {
+      change(*f, c, -lt.requested_size);
+    }
+  }
+  std::stable_sort(curve.extra.begin(), curve.extra.end(),
+                   [](const auto& a, const auto& b) { return a.event < b.event; });
+  curve.start[static_cast<size_t>(Category::kUnknown)] += dt.start_requested - explained;
+  return curve;
+}
+
+void CategoryCurve::Apply(uint32_t e, CategoryBytes& bytes, size_t& next_extra) const {
+  if (category[e] < kNumCategories) bytes[category[e]] += delta[e];
+  while (next_extra < extra.size() && extra[next_extra].event <= e) {
+    bytes[extra[next_extra].category] += extra[next_extra].delta;
+    ++next_extra;
+  }
+}
+
+std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
+                                               const std::vector<TimelinePoint>& points) {
+  std::vector<CategoryBytes> out;
+  out.reserve(points.size());
+  CategoryBytes now = curve.start;
+  uint32_t next = 0;  // first event not yet applied
+  size_t next_extra = 0;
+  for (TimelinePoint p : points) {
+    for (; next < p.next_event() && next < curve.delta.size(); ++next) {
+      curve.Apply(next, now, next_extra);
+    }
+    out.push_back(now);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
+                                                           const Timeline& timeline,
+                                                           const Moment& moment) {
+  GroupOptions options;
+  options.by = GroupBy::kCategory;
+  auto context = GroupContext::Create(snap, options);
+  if (!context.ok()) return context.status();
+  std::vector<DeviceCategories> out;
+  for (const DeviceTimeline& dt : timeline.devices) {
+    DeviceCategories d;
+    d.device = dt.device;
+    d.event = ResolveMoment(snap, dt, moment);
+    if (dt.kept == KeepLifetimes::kNone ||
+        (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != d.event)) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline did not keep the lifetimes live at ",
+                                              DescribeEvent(snap, dt, d.event)));
+    }
+    std::optional<int64_t> live = dt.FindLive(d.event);
+    if (!live) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline has no curve at ",
+                                              DescribeEvent(snap, dt, d.event)));
+    }
+    d.live_bytes = *live;
+    int64_t explained = 0;
+    for (uint32_t i : LiveBlocksAt(dt, d.event)) {
+      const BlockLifetime& lt = dt.blocks[i];
+      d.bytes[static_cast<size_t>((*context)->Categorize(dt, lt).category)] += lt.requested_size;
+      explained += lt.requested_size;
+    }
+    // Bytes no lifetime explains (unreconciled with the final state) are unknown.
+    d.bytes[static_cast<size_t>(Category::kUnknown)] += d.live_bytes - explained;
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace memsnap::analysis

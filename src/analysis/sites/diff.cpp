@@ -1,0 +1,348 @@
+// Diff of two snapshots: rows of both sides grouped with the same options, then merged by key text.
+#include "memsnap/analysis/sites/diff.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/analysis/sites/moved_sites.h"
+#include "memsnap/analysis/sites/summary.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+bool HasTrace(const Snapshot& s) { return !s.events.empty(); }
+
+void AddScope(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scopes, int32_t device,
+              int kind, std::string name, const Totals& t, bool after) {
+  ScopeDelta& s = scopes[{device, kind, name}];
+  s.scope = std::move(name);
+  s.device = device;
+  auto set = [after](Delta& d, int64_t v) { (after ? d.after : d.before) = v; };
+  set(s.reserved, t.reserved_bytes);
+  set(s.allocated, t.allocated_bytes);
+  set(s.requested, t.requested_bytes);
+  set(s.segments, t.segments);
+  set(s.blocks, t.blocks);
+}
+
+void AddScopes(std::map<std::tuple<int32_t, int, std::string>, ScopeDelta>& scopes,
+               const SummaryReport& rep, bool after) {
+  for (const DeviceSummary& d : rep.devices) {
+    AddScope(scopes, d.device, 0, absl::StrCat("device ", d.device), d.totals, after);
+    for (const PoolSummary& p : d.pools) {
+      std::string pool = p.pool.is_default()
+                             ? "default"
+                             : absl::StrCat("(", p.pool.first, ",", p.pool.second, ")");
+      AddScope(scopes, d.device, 1,
+               absl::StrCat("device ", d.device, " pool ", pool, p.is_small ? " small" : " large"),
+               p.totals, after);
+    }
+    for (const StreamSummary& s : d.streams) {
+      AddScope(scopes, d.device, 2, absl::StrFormat("device %d stream 0x%x", d.device, s.stream),
+               s.totals, after);
+    }
+  }
+}
+
+}  // namespace
+
+Category SiteDelta::category() const {
+  Category after = DominantCategory(after_categories);
+  return after_bytes > 0 ? after : DominantCategory(before_categories);
+}
+
+std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
+                                  const std::vector<GroupRow>& after, bool pair_compiled) {
+  std::map<std::string, SiteDelta> merged;
+  const std::vector<GroupRow>* sides[2] = {&before, &after};
+  for (int side = 0; side < 2; ++side) {
+    for (const GroupRow& r : *sides[side]) {
+      auto [it, inserted] = merged.try_emplace(r.key);
+      SiteDelta& s = it->second;
+      if (inserted) {
+        s.key = r.key;
+        s.synthetic = r.synthetic;
+        s.presence = side == 0 ? Presence::kOnlyBefore : Presence::kOnlyAfter;
+      } else {
+        s.presence = Presence::kBoth;
+      }
+      if (inserted || side == 1) {  // the later side names the site
+        s.info = r.info;
+        s.frames = r.frames;
+      }
+      (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
+      (side == 0 ? s.before_count : s.after_count) += r.count;
+      CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
+      for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+    }
+  }
+  // Sites whose lines moved become one row (moved_sites.h): after's, with before's figures.
+  const std::vector<MovedPair> moved_pairs = PairMovedSites(before, after);
+  for (const MovedPair& pair : moved_pairs) {
+    auto b = merged.find(before[pair.before].key);
+    auto a = merged.find(after[pair.after].key);
+    SiteDelta s = std::move(a->second);
+    const SiteDelta& old = b->second;
+    s.presence = Presence::kBoth;
+    s.before_key = old.key;
+    s.info = MovedInfo(old.info, s.info, s.moved);
+    s.before_bytes = old.before_bytes;
+    s.before_count = old.before_count;
+    s.before_categories = old.before_categories;
+    merged.erase(b);
+    a->second = std::move(s);
+  }
+  // A line run eagerly on one side and compiled on the other becomes one row (moved_sites.h),
+  // filed under after's first key, its figures each side's sums: fusion and the intermediates
+  // compiled code frees are the change the row shows.
+  if (pair_compiled) {
+    for (const CompiledPair& pair : PairCompiledSites(before, after, moved_pairs)) {
+      SiteDelta s;
+      s.presence = Presence::kBoth;
+      s.compile = pair.compiled_after ? CompileChange::kCompiled : CompileChange::kEager;
+      std::vector<const GroupRow*> eager;
+      const GroupRow* compiled = nullptr;
+      const GroupRow* named = nullptr;  // after's row of the first key: the row's key and frames
+      for (int side = 0; side < 2; ++side) {
+        const std::vector<size_t>& indices = side == 0 ? pair.before : pair.after;
+        const bool compiled_side = (side == 1) == pair.compiled_after;
+        for (size_t i : indices) {
+          const GroupRow& r = (*sides[side])[i];
+          (compiled_side ? compiled : eager.emplace_back()) = &r;
+          if (side == 1 && (named == nullptr || r.key < named->key)) named = &r;
+          (side == 0 ? s.before_keys : s.after_keys).push_back(r.key);
+          merged.erase(r.key);
+          (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
+          (side == 0 ? s.before_count : s.after_count) += r.count;
+          CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
+          for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+        }
+      }
+      std::sort(s.before_keys.begin(), s.before_keys.end());
+      std::sort(s.after_keys.begin(), s.after_keys.end());
+      s.key = named->key;
+      s.frames = named->frames;
+      s.info = CompiledInfo(eager, compiled->info, pair.compiled_after, s.eager_ops);
+      s.info.key = s.key;  // distinct labels go by key
+      merged[s.key] = std::move(s);
+    }
+  }
+  std::vector<SiteDelta> out;
+  out.reserve(merged.size());
+  for (auto& [key, s] : merged) out.push_back(std::move(s));
+  std::vector<const SiteInfo*> infos;
+  for (const SiteDelta& s : out) infos.push_back(&s.info);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].site = labels[i].text;
+    out[i].label = std::move(labels[i]);
+  }
+  return out;
+}
+
+std::string_view CompileChangeName(CompileChange c) {
+  switch (c) {
+    case CompileChange::kNone:
+      return "none";
+    case CompileChange::kCompiled:
+      return "compiled";
+    case CompileChange::kEager:
+      return "eager";
+  }
+  return "?";
+}
+
+std::string_view PresenceName(Presence p) {
+  switch (p) {
+    case Presence::kBoth:
+      return "both";
+    case Presence::kOnlyBefore:
+      return "only_before";
+    case Presence::kOnlyAfter:
+      return "only_after";
+  }
+  return "?";
+}
+
+TimelineOptions DiffTimelineOptions(const DiffOptions& options) {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kLiveAt;
+  // An automatic moment is the peak unless a file has no trace, which a caller rebuilding the
+  // timelines during the read cannot know yet; DiffSnapshots rebuilds them in that case.
+  to.moment = options.auto_moment ? Moment{Moment::Kind::kPeak, 0} : options.at;
+  to.curve = false;
+  return to;
+}
+
+namespace {
+
+// The options with an automatic moment resolved, and why that moment.
+DiffOptions ResolveMoment(const Snapshot& before, const Snapshot& after,
+                          const DiffOptions& requested, std::string& reason) {
+  DiffOptions options = requested;
+  if (options.auto_moment) {
+    const bool both = HasTrace(before) && HasTrace(after);
+    options.at = Moment{both ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
+    reason = both ? std::string("both files have a trace")
+                  : absl::StrCat(HasTrace(before) ? after.source.path : before.source.path,
+                                 " has no trace, so no peak");
+  }
+  return options;
+}
+
+absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
+                                        const absl::StatusOr<Timeline>& before_timeline,
+                                        const absl::StatusOr<Timeline>& after_timeline,
+                                        const DiffOptions& options, std::string reason);
+
+}  // namespace
+
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const DiffOptions& requested) {
+  std::string reason;
+  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  // The peak check comes before the timelines.
+  if (options.at.kind == Moment::Kind::kPeak && (!HasTrace(before) || !HasTrace(after))) {
+    return DiffResolved(before, after, Timeline{}, Timeline{}, options, std::move(reason));
+  }
+  TimelineOptions to = DiffTimelineOptions(options);
+  to.moment = options.at;
+  absl::StatusOr<Timeline> b = ReconstructTimeline(before, to);
+  if (!b.ok()) return b.status();
+  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options, std::move(reason));
+}
+
+absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
+                                         const absl::StatusOr<Timeline>& before_timeline,
+                                         const absl::StatusOr<Timeline>& after_timeline,
+                                         const DiffOptions& requested) {
+  std::string reason;
+  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  if (requested.auto_moment && options.at.kind != Moment::Kind::kPeak) {
+    // The timelines were rebuilt for the peak, but a file has no trace: compare the ends.
+    return DiffSnapshots(before, after, requested);
+  }
+  return DiffResolved(before, after, before_timeline, after_timeline, options, std::move(reason));
+}
+
+namespace {
+
+absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
+                                        const absl::StatusOr<Timeline>& before_timeline,
+                                        const absl::StatusOr<Timeline>& after_timeline,
+                                        const DiffOptions& options, std::string reason) {
+  if (options.at.kind == Moment::Kind::kPeak) {
+    for (const Snapshot* s : {&before, &after}) {
+      if (!HasTrace(*s)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(s->source.path,
+                         ": --at peak needs a trace (this file has no device_traces events); "
+                         "use --at end"));
+      }
+    }
+  }
+  DiffReport rep;
+  rep.options = options;
+  rep.moment_reason = std::move(reason);
+  rep.both_traced = HasTrace(before) && HasTrace(after);
+  rep.before_path = before.source.path;
+  rep.after_path = after.source.path;
+
+  // Site keys without lines as well, to pair the sites an edit moved (MatchSites).
+  GroupOptions group = options.group;
+  group.unlined_keys = options.pair_moved && group.by == GroupBy::kSite && !group.ignore_lines;
+  const Timeline* tl[2];
+  GroupReport groups[2];
+  const Snapshot* snaps[2] = {&before, &after};
+  const absl::StatusOr<Timeline>* timelines[2] = {&before_timeline, &after_timeline};
+  for (int side = 0; side < 2; ++side) {
+    if (!timelines[side]->ok()) return timelines[side]->status();
+    tl[side] = &**timelines[side];
+    auto g = GroupLive(*snaps[side], *tl[side], options.at, group);
+    if (!g.ok()) return g.status();
+    groups[side] = std::move(*g);
+  }
+  rep.live_bytes = {groups[0].total_bytes, groups[1].total_bytes};
+  auto stackless = [](const GroupReport& g) {
+    return std::all_of(g.rows.begin(), g.rows.end(), [](const GroupRow& r) { return r.synthetic; });
+  };
+  rep.no_stacks = (!groups[0].rows.empty() || !groups[1].rows.empty()) && stackless(groups[0]) &&
+                  stackless(groups[1]);
+  rep.live_count = {groups[0].total_count, groups[1].total_count};
+
+  std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows,
+                                             options.pair_compiled && group.by == GroupBy::kSite);
+  for (SiteDelta& s : merged) {
+    for (int c = 0; c < kNumCategories; ++c) {
+      rep.before_by_category[c] += s.before_categories[c];
+      rep.after_by_category[c] += s.after_categories[c];
+    }
+    if (s.presence == Presence::kOnlyBefore) ++rep.sites_only_before;
+    if (s.presence == Presence::kOnlyAfter) ++rep.sites_only_after;
+    if (!s.before_key.empty()) ++rep.sites_moved;
+    if (s.compile != CompileChange::kNone) ++rep.sites_compiled;
+    int64_t d = s.delta_bytes();
+    if (d == 0 && s.delta_count() == 0) ++rep.sites_unchanged;
+    bool shown = d != 0 && (d >= options.min_delta || -d >= options.min_delta);
+    (shown ? rep.sites : rep.other_sites).push_back(std::move(s));
+  }
+  std::sort(rep.sites.begin(), rep.sites.end(), [](const SiteDelta& a, const SiteDelta& b) {
+    int64_t x = a.delta_bytes(), y = b.delta_bytes();
+    int64_t ax = x < 0 ? -x : x, ay = y < 0 ? -y : y;
+    if (ax != ay) return ax > ay;
+    if (x != y) return x > y;  // growth before shrinkage of the same size
+    return a.key < b.key;
+  });
+
+  std::map<std::tuple<int32_t, int, std::string>, ScopeDelta> scopes;
+  SummaryOptions totals_only;
+  totals_only.peaks = false;
+  AddScopes(scopes, Summarize(before, totals_only), false);
+  AddScopes(scopes, Summarize(after, totals_only), true);
+  for (auto& [k, s] : scopes) rep.scopes.push_back(std::move(s));
+  std::stable_sort(rep.scopes.begin(), rep.scopes.end(),
+                   [](const ScopeDelta& a, const ScopeDelta& b) { return a.device < b.device; });
+
+  std::map<int32_t, DeviceDelta> devs;
+  for (int side = 0; side < 2; ++side) {
+    for (const DeviceTimeline& dt : tl[side]->devices) {
+      DeviceDelta& d = devs[dt.device];
+      d.device = dt.device;
+      (side == 0 ? d.peak.before : d.peak.after) = dt.peak_requested;
+    }
+    for (const DeviceMoment& m : groups[side].devices) {
+      (side == 0 ? devs[m.device].live.before : devs[m.device].live.after) = m.live_bytes;
+    }
+  }
+  for (auto& [dev, d] : devs) {
+    const DeviceTimeline* b = tl[0]->Find(dev);
+    const DeviceTimeline* a = tl[1]->Find(dev);
+    d.has_peak = b && a && b->num_events > 0 && a->num_events > 0;
+    rep.devices.push_back(d);
+  }
+
+  // The same words as summary's (DescribeSettings): "unlimited -> 512.0 MiB", not "-1 ->
+  // 536870912".
+  std::vector<SettingText> sb = DescribeSettings(before.settings);
+  std::vector<SettingText> sa = DescribeSettings(after.settings);
+  if (before.settings.present != after.settings.present) {
+    rep.settings.push_back({"allocator_settings", before.settings.present ? "present" : "absent",
+                            after.settings.present ? "present" : "absent"});
+  } else {
+    for (size_t i = 0; i < sb.size(); ++i) {
+      if (sb[i].value != sa[i].value)
+        rep.settings.push_back({sb[i].name, sb[i].value, sa[i].value});
+    }
+  }
+  return rep;
+}
+
+}  // namespace
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,376 @@
+// Grouping of live memory by site. Rows are cached per StackId, so the per-lifetime work is a
+// lookup and a category; the text of a site is built once per distinct stack (attribution.h).
+#include "memsnap/analysis/sites/group.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+// Innermost annotation over time for one device: boundaries where it changes.
+struct GroupContext::AnnotationIndex {
+  std::vector<int64_t> times;
+  std::vector<StrId> names;  // invalid = none
+  StrId At(int64_t t) const {
+    auto it = std::upper_bound(times.begin(), times.end(), t);
+    if (it == times.begin()) return StrId();
+    return names[(it - times.begin()) - 1];
+  }
+};
+
+namespace {
+
+GroupContext::AnnotationIndex BuildAnnotationIndex(const Snapshot& snap, int32_t device) {
+  std::vector<uint32_t> idx;
+  for (uint32_t i = 0; i < snap.annotations.size(); ++i) {
+    const Annotation& a = snap.annotations[i];
+    if (a.device == device && a.time_us != kNoTime) idx.push_back(i);
+  }
+  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
+    return snap.annotations[a].time_us < snap.annotations[b].time_us;
+  });
+  GroupContext::AnnotationIndex out;
+  std::vector<StrId> stack;
+  for (uint32_t i : idx) {
+    const Annotation& a = snap.annotations[i];
+    std::string_view stage = a.stage.valid() ? snap.strings.Get(a.stage) : "";
+    if (stage == "START") {
+      stack.push_back(a.name);
+    } else if (stage == "END") {
+      // Pop the innermost range of that name (and anything left open inside it).
+      auto it = std::find(stack.rbegin(), stack.rend(), a.name);
+      if (it == stack.rend()) continue;
+      stack.erase(std::next(it).base(), stack.end());
+    } else {
+      continue;
+    }
+    StrId cur = stack.empty() ? StrId() : stack.back();
+    if (!out.times.empty() && out.times.back() == a.time_us) {
+      out.names.back() = cur;
+    } else {
+      out.times.push_back(a.time_us);
+      out.names.push_back(cur);
+    }
+  }
+  return out;
+}
+
+std::string Sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == ';' || c == '\n' || c == '\r') c = ':';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view GroupByName(GroupBy by) {
+  switch (by) {
+    case GroupBy::kSite:
+      return "site";
+    case GroupBy::kStack:
+      return "stack";
+    case GroupBy::kFunction:
+      return "function";
+    case GroupBy::kFile:
+      return "file";
+    case GroupBy::kFrame:
+      return "frame";
+    case GroupBy::kAnnotation:
+      return "annotation";
+    case GroupBy::kCategory:
+      return "category";
+  }
+  return "?";
+}
+
+absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
+  for (GroupBy by : {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile,
+                     GroupBy::kFrame, GroupBy::kAnnotation, GroupBy::kCategory}) {
+    if (GroupByName(by) == text) return by;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--by ", Sv(text),
+                   ": expected one of site, stack, function, file, frame, annotation, category"));
+}
+
+std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
+  // The path as a person reads it ("proj/scripts/../model.py" is "proj/model.py", NormalPath):
+  // the folded stacks, the report's frames and the rows' keys show the file the frame names, and
+  // one file reached by two spellings is one frame.
+  if (!ignore_lines) return Sanitize(DisplayFrameText(snap, id));
+  const Frame& f = snap.frames.Get(id);
+  return Sanitize(
+      absl::StrCat(NormalPath(snap.strings.Get(f.filename)), ":", Sv(snap.strings.Get(f.name))));
+}
+
+bool GroupRow::mixed() const {
+  int kinds = 0;
+  for (int64_t b : category_bytes) kinds += b > 0 ? 1 : 0;
+  return kinds > 1;
+}
+
+namespace {
+
+// A row named by its key alone (synthetic rows, annotations, categories).
+GroupRow PlainRow(std::string key, bool synthetic) {
+  GroupRow r;
+  r.key = std::move(key);
+  r.synthetic = synthetic;
+  r.info.kind = SiteKind::kNoStack;
+  r.info.key = r.key;
+  r.info.owner = r.key;
+  return r;
+}
+
+}  // namespace
+
+GroupContext::GroupContext(const Snapshot& snap, const GroupOptions& options, FrameFilter filter)
+    : snap_(snap),
+      options_(options),
+      filter_(std::move(filter)),
+      attribution_(snap, &filter_, AttributionOptions{options.ignore_lines, options.unlined_keys}),
+      categorizers_(attribution_) {}
+
+GroupContext::~GroupContext() = default;
+
+absl::StatusOr<std::unique_ptr<GroupContext>> GroupContext::Create(const Snapshot& snap,
+                                                                   const GroupOptions& options) {
+  auto filter = FrameFilter::Create(snap, options.filter);
+  if (!filter.ok()) return filter.status();
+  return std::unique_ptr<GroupContext>(new GroupContext(snap, options, std::move(*filter)));
+}
+
+std::string GroupContext::AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  auto& index = annotations_[dt.device];
+  if (!index) index = std::make_unique<AnnotationIndex>(BuildAnnotationIndex(snap_, dt.device));
+  int64_t t = dt.TimeOf(snap_, lt.alloc_event);
+  StrId name = t == kNoTime ? StrId() : index->At(t);
+  return name.valid() ? Sanitize(std::string(snap_.strings.Get(name))) : std::string();
+}
+
+GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  // A block's kind is decided once (Categorize), for every command: one allocated before the
+  // trace is counted in its kind here too, not in a row of its own.
+  if (options_.by == GroupBy::kCategory) {
+    return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
+  }
+  if (lt.cls == LifetimeClass::kPreWindow) return PlainRow(std::string(kPreWindowRow), true);
+  switch (options_.by) {
+    case GroupBy::kAnnotation: {
+      std::string name = AnnotationAt(dt, lt);
+      return name.empty() ? PlainRow(std::string(kNoAnnotationRow), true)
+                          : PlainRow(std::move(name), false);
+    }
+    default:
+      break;
+  }
+  const SiteInfo& site = attribution_.Site(lt.stack);
+  if (site.kind == SiteKind::kNoStack)
+    return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
+  const std::vector<FrameId>& fr = filter_.Filtered(lt.stack);
+  std::vector<std::string> texts;
+  texts.reserve(fr.size());
+  for (FrameId id : fr) texts.push_back(FrameKeyText(snap_, id, options_.ignore_lines));
+  GroupRow r;
+  r.synthetic = site.synthetic();
+  if (fr.empty() && filter_.has_regexes()) return PlainRow(std::string(kAllFilteredRow), true);
+  switch (options_.by) {
+    case GroupBy::kSite:
+      r.key = site.key;
+      r.info = site;
+      break;
+    case GroupBy::kStack: {
+      if (fr.empty()) return PlainRow(std::string(kAllFilteredRow), true);
+      size_t n = options_.depth > 0 ? std::min<size_t>(options_.depth, texts.size()) : texts.size();
+      texts.resize(n);
+      r.key = absl::StrJoin(texts.rbegin(), texts.rend(), ";");  // folded form: root first
+      r.info = site;
+      r.info.key = r.key;          // one row per stack: two stacks of one site get distinct labels
+      r.info.unlined_key.clear();  // moved sites are paired by site only
+      break;
+    }
+    default: {
+      // The frame that owns the site: its function, file or whole text.
+      std::string owner = site.owner;
+      std::string key = owner;
+      if (site.kind == SiteKind::kPython) {
+        const FrameTextParts parts = SplitFrameText(owner);
+        if (options_.by == GroupBy::kFunction) key = std::string(parts.function);
+        if (options_.by == GroupBy::kFile) key = std::string(parts.file);
+      }
+      GroupRow p = PlainRow(Sanitize(std::move(key)), site.synthetic());
+      p.frames = std::move(texts);
+      return p;
+    }
+  }
+  r.frames = std::move(texts);
+  return r;
+}
+
+std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
+                            const BlockLifetime& lt) {
+  if (lt.cls != LifetimeClass::kGhost) return kTracedNoStackRow;
+  // A ghost's frames are the block's own, kept however old the trace window is: without them, in
+  // a file that records stacks, the block is older than the recording.
+  return dt.num_events > 0 && snap.frames.size() > 0 ? kBeforeRecordingRow : kNoStackRow;
+}
+
+SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
+  pre_window_.key = pre_window_.owner = std::string(kPreWindowRow);
+  const std::string_view rows[] = {kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow};
+  for (size_t i = 0; i < no_stack_.size(); ++i) {
+    no_stack_[i].key = no_stack_[i].owner = std::string(rows[i]);
+  }
+}
+
+size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt) {
+  const SiteInfo* found =
+      lt.cls == LifetimeClass::kPreWindow ? &pre_window_ : &attribution_.Site(lt.stack);
+  if (found->kind == SiteKind::kNoStack && lt.cls != LifetimeClass::kPreWindow) {
+    const std::string_view row = NoStackRow(attribution_.snapshot(), dt, lt);
+    for (const SiteInfo& s : no_stack_) {
+      if (s.key == row) found = &s;
+    }
+  }
+  const SiteInfo& site = *found;
+  auto [it, inserted] = index_.try_emplace(site.key, sites_.size());
+  if (inserted) sites_.push_back(&site);
+  return it->second;
+}
+
+void SiteLabels::Finish() { labels_ = DistinctSiteLabels(sites_); }
+
+void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
+                      GroupContext& context, std::vector<GroupRow>& rows) {
+  absl::flat_hash_map<std::string, uint32_t> by_key;
+  for (uint32_t i = 0; i < rows.size(); ++i) by_key.emplace(rows[i].key, i);
+  // RowCacheKey (stack, pre-window, ghost) -> row, when the key depends on nothing else.
+  absl::flat_hash_map<uint64_t, uint32_t> by_stack;
+  const bool stack_keyed = context.stack_keyed();
+  for (uint32_t li : lifetimes) {
+    const BlockLifetime& lt = dt.blocks[li];
+    const uint64_t stack_key = RowCacheKey(lt);
+    uint32_t row = 0;
+    auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
+    if (cached != by_stack.end()) {
+      row = cached->second;
+    } else {
+      GroupRow fresh = context.RowFor(dt, lt);
+      auto [it, inserted] = by_key.emplace(fresh.key, static_cast<uint32_t>(rows.size()));
+      if (inserted) rows.push_back(std::move(fresh));
+      row = it->second;
+      if (stack_keyed) by_stack.emplace(stack_key, row);
+    }
+    GroupRow& r = rows[row];
+    ++r.count;
+    r.bytes += lt.requested_size;
+    r.rounded_bytes += lt.rounded_size;
+    r.category_bytes[static_cast<size_t>(context.Categorize(dt, lt).category)] += lt.requested_size;
+  }
+}
+
+void SortAndMergeRows(std::vector<GroupRow>& rows) {
+  std::sort(rows.begin(), rows.end(),
+            [](const GroupRow& a, const GroupRow& b) { return a.key < b.key; });
+  std::vector<GroupRow> merged;
+  for (GroupRow& r : rows) {
+    if (!merged.empty() && merged.back().key == r.key) {
+      GroupRow& m = merged.back();
+      m.count += r.count;
+      m.bytes += r.bytes;
+      m.rounded_bytes += r.rounded_bytes;
+      for (int c = 0; c < kNumCategories; ++c) m.category_bytes[c] += r.category_bytes[c];
+    } else {
+      merged.push_back(std::move(r));
+    }
+  }
+  std::sort(merged.begin(), merged.end(), [](const GroupRow& a, const GroupRow& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.count != b.count) return a.count > b.count;
+    return a.key < b.key;
+  });
+  rows = std::move(merged);
+}
+
+void LabelRows(std::vector<GroupRow>& rows) {
+  std::vector<const SiteInfo*> infos;
+  infos.reserve(rows.size());
+  for (const GroupRow& r : rows) infos.push_back(&r.info);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].site = labels[i].text;
+    rows[i].label = std::move(labels[i]);
+  }
+}
+
+absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& timeline,
+                                      const Moment& moment) {
+  const Snapshot& snap = context.snapshot();
+  GroupReport report;
+  report.options = context.options();
+  report.moment = moment;
+  for (const DeviceTimeline& dt : timeline.devices) {
+    DeviceMoment dm;
+    dm.device = dt.device;
+    dm.event = ResolveMoment(snap, dt, moment);
+    if (dt.kept == KeepLifetimes::kNone ||
+        (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != dm.event)) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline did not keep the lifetimes live at ",
+                                              DescribeEvent(snap, dt, dm.event)));
+    }
+    dm.time_us = dt.TimeOf(snap, dm.event);
+    if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, TimelinePoint::After(0));
+    // `top` builds its timeline without the curve: the moment is one of the points it holds.
+    std::optional<int64_t> live_bytes = dt.FindLive(dm.event);
+    if (!live_bytes) {
+      return absl::InternalError(absl::StrCat("device ", dt.device,
+                                              ": the timeline holds no live bytes at ",
+                                              DescribeEvent(snap, dt, dm.event)));
+    }
+    dm.live_bytes = *live_bytes;
+    report.devices.push_back(dm);
+    std::vector<uint32_t> live = LiveBlocksAt(dt, dm.event);
+    AccumulateGroups(dt, live, context, report.rows);
+  }
+  SortAndMergeRows(report.rows);
+  LabelRows(report.rows);
+  for (const GroupRow& r : report.rows) {
+    report.total_bytes += r.bytes;
+    report.total_rounded_bytes += r.rounded_bytes;
+    report.total_count += r.count;
+    for (int c = 0; c < kNumCategories; ++c) report.category_bytes[c] += r.category_bytes[c];
+  }
+  return report;
+}
+
+absl::StatusOr<GroupReport> GroupLive(const Snapshot& snap, const Timeline& timeline,
+                                      const Moment& moment, const GroupOptions& options) {
+  auto context = GroupContext::Create(snap, options);
+  if (!context.ok()) return context.status();
+  return GroupLive(**context, timeline, moment);
+}
+
+void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
+  if (rows.size() <= top) return;
+  GroupRow others = PlainRow(absl::StrCat("[", rows.size() - top, " others]"), true);
+  for (size_t i = top; i < rows.size(); ++i) {
+    others.count += rows[i].count;
+    others.bytes += rows[i].bytes;
+    others.rounded_bytes += rows[i].rounded_bytes;
+    for (int c = 0; c < kNumCategories; ++c) others.category_bytes[c] += rows[i].category_bytes[c];
+  }
+  others.site = others.key;
+  rows.resize(top);
+  rows.push_back(std::move(others));
+}
+
+}  // namespace memsnap::analysis

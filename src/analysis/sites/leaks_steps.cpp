@@ -1,0 +1,242 @@
+// Step detection for single-trace `memsnap leaks`: annotation ranges, equal slices, or the
+// periodicity of the live-bytes curve (docs/leaks.md, "Finding the step").
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "memsnap/analysis/sites/leaks.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+constexpr int kMaxBuckets = 2048;
+constexpr int kMinEventsForPeriodicity = 64;
+constexpr double kMinScore = 0.5;           // autocorrelation a period needs to count
+constexpr double kFundamentalRatio = 0.85;  // prefer the shortest lag this close to the best
+
+// The device with the most trace events (lowest ordinal on ties).
+const DeviceTimeline* BusiestDevice(const Timeline& timeline) {
+  const DeviceTimeline* best = nullptr;
+  for (const DeviceTimeline& dt : timeline.devices) {
+    if (best == nullptr || dt.num_events > best->num_events) best = &dt;
+  }
+  return best;
+}
+
+void AddStep(const Snapshot& snap, const DeviceTimeline& dt, int64_t begin, int64_t end,
+             StepInfo& info) {
+  if (begin >= end) return;
+  if (!info.end.empty() && begin < info.end.back()) return;  // overlapping ranges: keep the first
+  info.begin.push_back(begin);
+  info.end.push_back(end);
+  info.begin_time.push_back(dt.TimeOf(snap, TimelinePoint::After(static_cast<uint32_t>(begin))));
+  info.end_time.push_back(dt.TimeOf(snap, TimelinePoint::Before(static_cast<uint32_t>(end))));
+}
+
+absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
+                               const std::string& name, StepInfo& info) {
+  info.method = absl::StrCat("annotation ", name);
+  // START/END pairs in file order: an END closes the latest open START of the name.
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // (start, end); end = kNoTime when unclosed
+  std::vector<size_t> open;
+  std::vector<std::string> names;
+  bool device_has_any = false;
+  for (const Annotation& a : snap.annotations) {
+    if (a.device == dt.device && a.name.valid() && snap.strings.Get(a.name) == name) {
+      device_has_any = true;
+    }
+  }
+  for (const Annotation& a : snap.annotations) {
+    if (!a.name.valid() || a.time_us == kNoTime) continue;
+    std::string_view text = snap.strings.Get(a.name);
+    if (text != name) {
+      names.emplace_back(text);
+      continue;
+    }
+    if (device_has_any && a.device != dt.device) continue;
+    std::string_view stage = a.stage.valid() ? snap.strings.Get(a.stage) : "";
+    if (stage != "END") {
+      open.push_back(ranges.size());
+      ranges.emplace_back(a.time_us, kNoTime);
+    } else if (!open.empty()) {
+      ranges[open.back()].second = a.time_us;
+      open.pop_back();
+    }
+  }
+  if (ranges.empty()) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    if (names.size() > 8) names.resize(8);
+    return absl::NotFoundError(absl::StrCat(
+        "--step-annotation ", name, ": no annotation START with that name",
+        names.empty() ? " (the file has no annotations)"
+                      : absl::StrCat(" (names in the file: ", absl::StrJoin(names, ", "), ")")));
+  }
+  if (!dt.has_time) {
+    return absl::InvalidArgumentError(
+        "--step-annotation needs time_us on the trace events; use --steps N instead");
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<int64_t> times(dt.num_events);
+  for (uint32_t e = 0; e < dt.num_events; ++e) times[e] = dt.TimeOf(snap, TimelinePoint::After(e));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto [start, stop] = ranges[i];
+    const int64_t next_start = i + 1 < ranges.size() ? ranges[i + 1].first : INT64_MAX;
+    const int64_t begin = std::lower_bound(times.begin(), times.end(), start) - times.begin();
+    const int64_t end =
+        stop != kNoTime ? std::upper_bound(times.begin(), times.end(), stop) - times.begin()
+                        : std::lower_bound(times.begin(), times.end(), next_start) - times.begin();
+    AddStep(snap, dt, begin, end, info);
+  }
+  return absl::OkStatus();
+}
+
+void StepsBySlices(const Snapshot& snap, const DeviceTimeline& dt, int n, StepInfo& info) {
+  info.method = absl::StrCat("--steps ", n);
+  const int64_t events = dt.num_events;
+  for (int64_t k = 0; k < n; ++k) AddStep(snap, dt, k * events / n, (k + 1) * events / n, info);
+}
+
+// Mean live bytes per bucket of events, with the least-squares line removed.
+std::vector<double> DetrendedBuckets(const DeviceTimeline& dt, const LiveCurveRef& curve,
+                                     int buckets) {
+  const int64_t events = dt.num_events;
+  std::vector<double> x(buckets);
+  for (int b = 0; b < buckets; ++b) {
+    const int64_t lo = b * events / buckets, hi = (b + 1) * events / buckets;
+    double sum = 0;
+    for (int64_t e = lo; e < hi; ++e)
+      sum += static_cast<double>(curve.At(TimelinePoint::After(static_cast<uint32_t>(e))));
+    x[b] = sum / static_cast<double>(std::max<int64_t>(1, hi - lo));
+  }
+  const double n = buckets, mean_i = (n - 1) / 2.0;
+  const double mean_x = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  double sxy = 0, sxx = 0;
+  for (int i = 0; i < buckets; ++i) {
+    sxy += (i - mean_i) * (x[i] - mean_x);
+    sxx += (i - mean_i) * (i - mean_i);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;
+  for (int i = 0; i < buckets; ++i) x[i] -= mean_x + slope * (i - mean_i);
+  return x;
+}
+
+void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const LiveCurveRef& curve,
+                        StepInfo& info) {
+  info.method = "periodicity";
+  const int64_t events = dt.num_events;
+  if (events < kMinEventsForPeriodicity) {
+    info.note =
+        absl::StrCat("the trace has only ", events, " events: too short to find a repeating step");
+    return;
+  }
+  const int m = static_cast<int>(std::min<int64_t>(events, kMaxBuckets));
+  const std::vector<double> x = DetrendedBuckets(dt, curve, m);
+  // Autocorrelation of the first difference: one-off jumps (a warm-up, a cache filling) become
+  // single spikes instead of shifting every later value, and a linear leak becomes a constant.
+  std::vector<double> d(m - 1);
+  for (int i = 0; i + 1 < m; ++i) d[i] = x[i + 1] - x[i];
+  const double mean_d = std::accumulate(d.begin(), d.end(), 0.0) / (m - 1);
+  double energy = 0;
+  for (double& v : d) v -= mean_d, energy += v * v;
+  const int nd = m - 1;
+  if (energy <= 1e-9 * nd) {
+    info.note = "live bytes do not vary along the trace: no repeating step";
+    return;
+  }
+  // Unbiased, normalized; at least three periods must fit.
+  const int max_lag = nd / 3;
+  std::vector<double> r(max_lag + 2, 0.0);
+  for (int lag = 1; lag <= max_lag + 1 && lag < nd; ++lag) {
+    double s = 0;
+    for (int i = 0; i + lag < nd; ++i) s += d[i] * d[i + lag];
+    r[lag] = (s / (nd - lag)) / (energy / nd);
+  }
+  double best = 0;
+  for (int lag = 2; lag <= max_lag; ++lag) {
+    if (r[lag] > r[lag - 1] && r[lag] >= r[lag + 1]) best = std::max(best, r[lag]);
+  }
+  if (best < kMinScore) {
+    info.note = absl::StrFormat(
+        "no repeating pattern in the live-bytes curve (best autocorrelation %.2f < %.2f); "
+        "use --steps N or --step-annotation NAME",
+        best, kMinScore);
+    return;
+  }
+  int lag = 2;
+  for (; lag <= max_lag; ++lag) {
+    if (r[lag] > r[lag - 1] && r[lag] >= r[lag + 1] && r[lag] >= kFundamentalRatio * best) break;
+  }
+  info.score = r[lag];
+  const double period = static_cast<double>(lag) * events / m;
+  info.period_events = std::llround(period);
+  // Phase: the bucket offset where the detrended curve is lowest on average over all periods.
+  int phase = 0;
+  double phase_low = 0;
+  for (int p = 0; p < lag; ++p) {
+    double sum = 0;
+    int cnt = 0;
+    for (int i = p; i < m; i += lag) sum += x[i], ++cnt;
+    const double avg = sum / cnt;
+    if (p == 0 || avg < phase_low) phase = p, phase_low = avg;
+  }
+  // Boundaries: the lowest live point within a quarter period of each expected position.
+  std::vector<int64_t> cuts;
+  const int64_t half_window = std::max<int64_t>(1, std::llround(period / 4));
+  for (double pos = (phase + 0.5) * events / m; pos < events; pos += period) {
+    const int64_t center = std::llround(pos);
+    const int64_t lo = std::max<int64_t>(cuts.empty() ? 0 : cuts.back() + 1, center - half_window);
+    const int64_t hi = std::min<int64_t>(events - 1, center + half_window);
+    if (lo > hi) continue;
+    auto live = [&](int64_t e) { return curve.At(TimelinePoint::After(static_cast<uint32_t>(e))); };
+    int64_t at = lo;
+    for (int64_t e = lo; e <= hi; ++e) {
+      if (live(e) < live(at)) at = e;
+    }
+    cuts.push_back(at);
+  }
+  for (size_t i = 0; i + 1 < cuts.size(); ++i)
+    AddStep(snap, dt, cuts[i] + 1, cuts[i + 1] + 1, info);
+  if (info.begin.size() < 2) info.note = "fewer than two whole steps in the trace";
+}
+
+}  // namespace
+
+absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
+                                     const StepOptions& options) {
+  StepInfo info;
+  const DeviceTimeline* dt =
+      options.device ? timeline.Find(*options.device) : BusiestDevice(timeline);
+  if (dt == nullptr) {
+    return absl::NotFoundError(options.device
+                                   ? absl::StrCat("--device ", *options.device, ": no such device")
+                                   : std::string("the file has no device"));
+  }
+  info.device = dt->device;
+  if (dt->num_events == 0) {
+    info.method = "none";
+    info.note = absl::StrCat("device ", dt->device, " has no trace events");
+    return info;
+  }
+  if (!options.annotation.empty()) {
+    if (absl::Status s = StepsByAnnotation(snapshot, *dt, options.annotation, info); !s.ok()) {
+      return s;
+    }
+  } else if (options.steps > 0) {
+    StepsBySlices(snapshot, *dt, options.steps, info);
+  } else {
+    std::optional<LiveCurveRef> curve = dt->live_curve();
+    if (!curve) {
+      return absl::InternalError("finding steps by periodicity needs a timeline with its curve");
+    }
+    StepsByPeriodicity(snapshot, *dt, *curve, info);
+  }
+  return info;
+}
+
+}  // namespace memsnap::analysis

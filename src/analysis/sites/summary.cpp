@@ -1,0 +1,366 @@
+#include "memsnap/analysis/sites/summary.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <span>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/analysis/timeline/addr_table.h"
+#include "memsnap/analysis/sites/site.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/util/format.h"
+#include "memsnap/util/parallel.h"
+
+namespace memsnap::analysis {
+
+Totals& Totals::operator+=(const Totals& o) {
+  segments += o.segments;
+  blocks += o.blocks;
+  reserved_bytes += o.reserved_bytes;
+  allocated_bytes += o.allocated_bytes;
+  active_bytes += o.active_bytes;
+  requested_bytes += o.requested_bytes;
+  inactive_bytes += o.inactive_bytes;
+  trace_entries += o.trace_entries;
+  for (int i = 0; i < kNumActions; ++i) actions[i] += o.actions[i];
+  return *this;
+}
+
+namespace {
+
+Totals SegmentTotals(const Snapshot& snap, const Segment& seg) {
+  Totals t;
+  t.segments = 1;
+  t.reserved_bytes = seg.total_size;
+  for (const Block& b : snap.BlocksOf(seg)) {
+    ++t.blocks;
+    if (b.state == BlockState::kActiveAllocated) t.allocated_bytes += b.size;
+    if (b.is_active()) {
+      t.active_bytes += b.size;
+      t.requested_bytes += b.requested_size;
+    } else {
+      t.inactive_bytes += b.size;
+    }
+  }
+  return t;
+}
+
+// What a run of one address's events does to the allocs seen and not yet freed: from a count of
+// 0, `unmatched` frees find none (their alloc is older than the run) and `count` allocs are left.
+// From a count of c instead, max(0, unmatched - c) frees find none and count + max(0, c -
+// unmatched) are left: runs of consecutive parts join in order without rescanning them.
+struct AddrRun {
+  int64_t unmatched = 0;
+  int64_t count = 0;
+};
+
+// Everything Summarize takes from a part of one device's events, in one pass over it: the trace is
+// the largest array of the model, and each pass over it costs its whole size in memory traffic.
+struct EventPart {
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  std::vector<uint32_t> ooms;  // device-local indices of the oom entries
+  AddrTable<AddrRun> addrs{4096};
+};
+
+// Adds events [begin, end) of `ev` to `part`; `index_base` + i is event i's device-local index.
+void ScanPart(std::span<const TraceEvent> ev, size_t begin, size_t end, EventPart& part,
+              size_t index_base = 0) {
+  std::array<int64_t, kNumActions> actions{};
+  int64_t first = part.first_time_us, last = part.last_time_us;
+  for (size_t i = begin; i < end; ++i) {
+    const TraceEvent& e = ev[i];
+    ++actions[static_cast<int>(e.action)];
+    if (e.has_time()) {
+      if (first == kNoTime || e.time_us < first) first = e.time_us;
+      if (last == kNoTime || e.time_us > last) last = e.time_us;
+    }
+    switch (e.action) {
+      case Action::kAlloc:
+        ++part.addrs[e.addr].count;
+        break;
+      case Action::kFreeCompleted: {
+        AddrRun& a = part.addrs[e.addr];
+        if (a.count == 0) {
+          ++a.unmatched;
+        } else {
+          --a.count;
+        }
+        break;
+      }
+      case Action::kOom:
+        part.ooms.push_back(static_cast<uint32_t>(index_base + i));
+        break;
+      default:
+        break;
+    }
+  }
+  for (int a = 0; a < kNumActions; ++a) part.actions[a] += actions[a];
+  part.first_time_us = first;
+  part.last_time_us = last;
+}
+
+// The oom entries (device-local indices into `ev`) as the report shows them.
+void AddOom(const Snapshot& snap, std::span<const TraceEvent> ev, std::span<const uint32_t> ooms,
+            DeviceSummary& dev, std::optional<SiteNamer>& namer) {
+  for (uint32_t i : ooms) {
+    const TraceEvent& e = ev[i];
+    SummaryOom o;
+    o.event = i;
+    o.time_us = e.time_us;
+    o.requested = e.size;
+    o.device_free = static_cast<int64_t>(e.addr);
+    o.stream = snap.StreamOf(e);
+    if (!namer) namer.emplace(snap);
+    o.site = namer->Label(e.stack);
+    dev.ooms.push_back(std::move(o));
+  }
+}
+
+// Joins the parts of a device's events, in order, into `dev` and `live`.
+void JoinParts(const Snapshot& snap, std::span<const TraceEvent> ev,
+               std::span<const EventPart> parts, const SummaryOptions& options, DeviceSummary& dev,
+               absl::flat_hash_map<uint64_t, int64_t>& live, std::optional<SiteNamer>& namer) {
+  for (const EventPart& part : parts) {
+    for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += part.actions[a];
+    if (part.first_time_us != kNoTime &&
+        (dev.first_time_us == kNoTime || part.first_time_us < dev.first_time_us)) {
+      dev.first_time_us = part.first_time_us;
+    }
+    if (part.last_time_us != kNoTime &&
+        (dev.last_time_us == kNoTime || part.last_time_us > dev.last_time_us)) {
+      dev.last_time_us = part.last_time_us;
+    }
+    // Sums over addresses: the order of the table does not matter.
+    part.addrs.ForEach([&](uint64_t addr, const AddrRun& run) {
+      int64_t& c = live[addr];
+      dev.frees_without_alloc += std::max<int64_t>(0, run.unmatched - c);
+      c = run.count + std::max<int64_t>(0, c - run.unmatched);
+    });
+    if (options.peaks) AddOom(snap, ev, part.ooms, dev, namer);
+  }
+  dev.totals.trace_entries += static_cast<int64_t>(ev.size());
+}
+
+// The same from the counts the timeline took in its pass over the device's whole trace.
+void JoinTimelineCounts(const Snapshot& snap, std::span<const TraceEvent> ev,
+                        const DeviceTimeline& dt, const SummaryOptions& options, DeviceSummary& dev,
+                        absl::flat_hash_map<uint64_t, int64_t>& live,
+                        std::optional<SiteNamer>& namer) {
+  const DeviceTimeline::TraceCounts& c = dt.counts;
+  for (int a = 0; a < kNumActions; ++a) dev.totals.actions[a] += c.actions[a];
+  dev.first_time_us = c.min_time_us;
+  dev.last_time_us = c.max_time_us;
+  dev.frees_without_alloc += c.unmatched_frees;
+  live.reserve(c.live_allocs.size());
+  for (const auto& [addr, n] : c.live_allocs) live[addr] = n;
+  if (options.peaks) {
+    std::vector<uint32_t> ooms;
+    ooms.reserve(dt.oom_moments.size());
+    for (const DeviceTimeline::OomMoment& m : dt.oom_moments) ooms.push_back(m.event);
+    AddOom(snap, ev, ooms, dev, namer);
+  }
+  dev.totals.trace_entries += static_cast<int64_t>(ev.size());
+}
+
+// A device's counts, time span, oom entries and frees without an alloc, its events scanned in up
+// to `threads` parts side by side. `live` gets, per address, the allocs seen and not yet freed at
+// the end (for CountGhosts). The same figures whatever the number of parts.
+void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOptions& options,
+                DeviceSummary& dev, absl::flat_hash_map<uint64_t, int64_t>& live,
+                std::optional<SiteNamer>& namer) {
+  std::span<const TraceEvent> ev = snap.EventsOf(trace);
+  const size_t parts = std::max<size_t>(
+      1, std::min<size_t>(ThreadsFor(options.threads),
+                          ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
+  std::vector<EventPart> scanned(parts);
+  ParallelFor(
+      parts,
+      [&](size_t p) {
+        ScanPart(ev, ev.size() * p / parts, ev.size() * (p + 1) / parts, scanned[p]);
+      },
+      parts);
+  JoinParts(snap, ev, scanned, options, dev, live, namer);
+}
+
+// Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
+void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64_t>& live,
+                 DeviceSummary& dev) {
+  for (const Segment& seg : snap.segments) {
+    if (seg.device != dev.device) continue;
+    for (const Block& b : snap.BlocksOf(seg)) {
+      if (!b.is_active()) continue;
+      auto it = live.find(b.address);
+      if (it == live.end() || it->second == 0) {
+        ++dev.ghost_blocks;
+        dev.ghost_bytes += b.size;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
+  std::vector<SettingText> out;
+  if (!s.present) return out;
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  out.push_back({"PYTORCH_CUDA_ALLOC_CONF", absl::StrCat("\"", s.conf, "\""), s.conf.empty()});
+  out.push_back({"max_split_size",
+                 s.max_split_size < 0 ? std::string("unlimited") : FormatBytes(s.max_split_size),
+                 s.max_split_size < 0});
+  out.push_back({"expandable_segments", flag(s.expandable_segments), !s.expandable_segments});
+  out.push_back({"garbage_collection_threshold",
+                 s.garbage_collection_threshold > 0
+                     ? absl::StrFormat("%g", s.garbage_collection_threshold)
+                     : std::string("off"),
+                 s.garbage_collection_threshold <= 0});
+  std::string div;
+  for (size_t i = 0; i < s.roundup_power2_divisions.size(); ++i) {
+    if (s.roundup_power2_divisions[i] == 0) continue;
+    // Bucket 0 holds sizes below 2 MiB, bucket i sizes from 2^(20+i).
+    absl::StrAppend(&div, div.empty() ? "" : ", ",
+                    i == 0 ? std::string("<2 MiB") : ">=" + FormatBytes(int64_t{1} << (20 + i)),
+                    ": ", s.roundup_power2_divisions[i]);
+  }
+  out.push_back({"roundup_power2_divisions", div.empty() ? "none" : div, div.empty()});
+  out.push_back({"release_lock_on_cudamalloc", flag(s.release_lock_on_cudamalloc),
+                 !s.release_lock_on_cudamalloc});
+  out.push_back({"pinned_use_cuda_host_register", flag(s.pinned_use_cuda_host_register),
+                 !s.pinned_use_cuda_host_register});
+  out.push_back({"pinned_num_register_threads", absl::StrCat(s.pinned_num_register_threads),
+                 s.pinned_num_register_threads <= 1});
+  return out;
+}
+
+TimelineOptions SummaryTimelineOptions() {
+  TimelineOptions to;
+  to.keep = KeepLifetimes::kNone;  // the peaks only
+  to.curve = false;
+  return to;
+}
+
+SummaryReport Summarize(const Snapshot& snap, const SummaryOptions& options) {
+  if (!options.peaks) return Summarize(snap, nullptr, options);
+  absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, SummaryTimelineOptions());
+  return Summarize(snap, tl.ok() ? &*tl : nullptr, options);
+}
+
+SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
+                        const SummaryOptions& options) {
+  SummaryReport report;
+  report.source = snap.source;
+  report.unique_stacks = static_cast<int64_t>(snap.stacks.size()) - 1;  // minus the empty stack
+  report.unique_frames = static_cast<int64_t>(snap.frames.size());
+  report.annotations = static_cast<int64_t>(snap.annotations.size());
+  report.settings = snap.settings;
+
+  std::map<int32_t, DeviceSummary> devices;
+  std::map<int32_t, std::map<std::pair<PoolId, bool>, Totals>> pools;
+  std::map<int32_t, std::map<int64_t, Totals>> streams;
+  std::optional<SiteNamer> namer;
+  for (const Segment& seg : snap.segments) {
+    Totals t = SegmentTotals(snap, seg);
+    DeviceSummary& dev = devices[seg.device];
+    dev.device = seg.device;
+    dev.totals += t;
+    if (seg.is_expandable) ++dev.segments_expandable;
+    pools[seg.device][{seg.pool, seg.is_small}] += t;
+    streams[seg.device][seg.stream] += t;
+  }
+  for (const DeviceTrace& trace : snap.traces) {
+    if (trace.size() == 0) continue;
+    DeviceSummary& dev = devices[trace.device];
+    dev.device = trace.device;
+    absl::flat_hash_map<uint64_t, int64_t> live;  // addr -> allocs seen and not yet freed
+    // The timeline counted what the pass would, in its own pass over this device's trace.
+    const DeviceTimeline* counted = nullptr;
+    if (timeline != nullptr && !options.own_pass) {
+      for (const DeviceTimeline& dt : timeline->devices) {
+        if (dt.device == trace.device && dt.event_begin == trace.begin &&
+            dt.num_events == trace.size()) {
+          counted = &dt;
+        }
+      }
+    }
+    if (counted != nullptr) {
+      JoinTimelineCounts(snap, snap.EventsOf(trace), *counted, options, dev, live, namer);
+    } else {
+      ScanEvents(snap, trace, options, dev, live, namer);
+    }
+    CountGhosts(snap, live, dev);
+  }
+  if (options.peaks && timeline != nullptr) {
+    for (const DeviceTimeline& dt : timeline->devices) {
+      auto it = devices.find(dt.device);
+      if (it == devices.end() || dt.num_events == 0) continue;
+      TracePeaks p;
+      p.live_bytes = dt.peak_requested;
+      p.live_event = dt.peak_event;
+      p.live_time_us = dt.TimeOf(snap, dt.peak_event);
+      p.reserved_bytes = dt.peak_reserved;
+      p.reserved_event = dt.peak_reserved_event;
+      p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
+      it->second.peaks = p;
+      for (SummaryOom& o : it->second.ooms) {
+        std::optional<int64_t> live;
+        for (const DeviceTimeline::OomMoment& m : dt.oom_moments) {
+          if (m.event == o.event) live = m.live_rounded;
+        }
+        if (!live) continue;
+        o.live_bytes = live;
+        o.capacity = dt.ReservedAt(TimelinePoint::After(o.event)) + o.device_free;
+      }
+    }
+  }
+  for (auto& [device, dev] : devices) {
+    for (const auto& [key, totals] : pools[device]) {
+      dev.pools.push_back(PoolSummary{key.first, key.second, totals});
+    }
+    for (const auto& [stream, totals] : streams[device]) {
+      dev.streams.push_back(StreamSummary{stream, totals});
+    }
+    report.totals += dev.totals;
+    if (dev.frees_without_alloc > 0) {
+      report.warnings.push_back(absl::StrCat(
+          "device ", device, ": ", dev.frees_without_alloc,
+          " free(s) whose alloc is not in the trace (the trace began mid-run or the ring buffer "
+          "overflowed)"));
+    }
+    if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
+      report.warnings.push_back(absl::StrCat("device ", device, ": ", dev.ghost_blocks,
+                                             " live block(s) (", FormatBytes(dev.ghost_bytes),
+                                             ") were allocated before the trace began"));
+    }
+    report.devices.push_back(std::move(dev));
+  }
+  if (snap.settings.trace_alloc_overflowed.value_or(false)) {
+    report.warnings.push_back(
+        "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
+        "lost its oldest events");
+  } else {
+    // Frees without an alloc also come from recording that began mid-run, so a guess needs a
+    // trace long enough to be a full ring buffer: at least trace_alloc_max_entries events when
+    // the file records it, else at least kMinEventsForOverflow.
+    constexpr int64_t kMinEventsForOverflow = 1000;
+    const std::optional<int64_t> max_entries = snap.settings.trace_alloc_max_entries;
+    for (const DeviceSummary& dev : report.devices) {
+      const int64_t n = dev.totals.trace_entries;
+      const bool full =
+          max_entries ? *max_entries > 0 && n >= *max_entries : n >= kMinEventsForOverflow;
+      if (full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n) {
+        report.warnings.push_back(absl::StrCat(
+            "device ", dev.device, ": the trace ring buffer likely overflowed (",
+            FormatPercent(static_cast<double>(dev.frees_without_alloc) / static_cast<double>(n)),
+            " of events are frees without an alloc)"));
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace memsnap::analysis

@@ -1,0 +1,622 @@
+// The level-of-detail summary of a device's timeline (timeline_lod.h): buckets at several
+// resolutions and the largest lifetimes of each stretch of the trace.
+#include "memsnap/analysis/timeline/timeline_lod.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <queue>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "memsnap/util/format.h"
+
+namespace memsnap::analysis {
+
+namespace {
+
+constexpr int kMaxLevels = 12;
+
+bool IsOpenWithoutBlock(const BlockLifetime& b) {
+  return b.cls == LifetimeClass::kOpen && !b.block.valid();
+}
+
+// Per-event deltas of the lifetimes `keep` accepts: curve[i] is the value after event i.
+template <typename Keep>
+std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start) {
+  std::vector<int64_t> curve(dt.num_events, 0);
+  start = 0;
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (!keep(i)) continue;
+    if (std::optional<uint32_t> a = b.alloc_event.index()) {
+      curve[*a] += b.requested_size;
+    } else {
+      start += b.requested_size;
+    }
+    if (std::optional<uint32_t> f = b.free_completed_event.index()) curve[*f] -= b.requested_size;
+  }
+  int64_t v = start;
+  for (int64_t& c : curve) {
+    v += c;
+    c = v;
+  }
+  return curve;
+}
+
+// The most `curve` exceeds the reserved curve by (0 when never).
+int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t>& curve,
+                        int64_t start) {
+  int64_t over = std::max<int64_t>(0, start - reserved.start);
+  size_t next = 0;
+  int64_t value = reserved.start;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    while (next < reserved.steps.size() && reserved.steps[next].event <= i) {
+      value = reserved.steps[next++].bytes;
+    }
+    over = std::max(over, curve[i] - value);
+  }
+  return over;
+}
+
+// Integer x of the events (microseconds since the first time, or the event index), made
+// non-decreasing: a bucket is then a contiguous run of events, so tiles and bands cover runs.
+struct XAxis {
+  bool has_time = false;
+  int64_t t0 = kNoTime;
+  int64_t span = 0;
+  std::vector<int64_t> x;  // per event, running maximum
+};
+
+XAxis MakeXAxis(const Snapshot& snap, const DeviceTimeline& dt) {
+  XAxis a;
+  const uint32_t n = dt.num_events;
+  a.x.resize(n);
+  if (dt.has_time) {
+    int64_t lo = snap.events[dt.event_begin].time_us, hi = lo;
+    for (uint32_t i = 0; i < n; ++i) {
+      int64_t t = snap.events[dt.event_begin + i].time_us;
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    if (hi > lo) {
+      a.has_time = true;
+      a.t0 = lo;
+      a.span = hi - lo;
+      int64_t run = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        run = std::max(run, snap.events[dt.event_begin + i].time_us - lo);
+        a.x[i] = run;
+      }
+      return a;
+    }
+  }
+  a.span = n;  // event i sits at x = i; the last bucket ends at n
+  std::iota(a.x.begin(), a.x.end(), int64_t{0});
+  return a;
+}
+
+int64_t BucketsAt(int columns, int level) { return int64_t{columns} << (2 * level); }
+
+int64_t BucketOfX(int64_t x, int64_t buckets, int64_t span) {
+  if (span <= 0) return 0;
+  auto b = static_cast<int64_t>(static_cast<__int128>(x) * buckets / span);
+  return std::clamp<int64_t>(b, 0, buckets - 1);
+}
+
+// Smallest x that falls into bucket b of a level with `buckets` buckets: x*buckets/span >= b.
+int64_t BucketStartX(int64_t b, int64_t buckets, int64_t span) {
+  auto num = static_cast<__int128>(b) * span;
+  return static_cast<int64_t>((num + buckets - 1) / buckets);
+}
+
+// BucketOfX for non-decreasing x, dividing only when x leaves the current bucket.
+class BucketCursor {
+ public:
+  BucketCursor(int64_t buckets, int64_t span) : buckets_(buckets), span_(span) {}
+  int64_t Of(int64_t x) {
+    if (x < next_ && x >= start_) return bucket_;
+    bucket_ = BucketOfX(x, buckets_, span_);
+    start_ = BucketStartX(bucket_, buckets_, span_);
+    next_ = bucket_ + 1 >= buckets_ ? INT64_MAX : BucketStartX(bucket_ + 1, buckets_, span_);
+    return bucket_;
+  }
+
+ private:
+  int64_t buckets_, span_;
+  int64_t bucket_ = 0, start_ = 1, next_ = 0;  // empty: the first call divides
+};
+
+// Reads reserved bytes at increasing events from any starting event.
+class ReservedReader {
+ public:
+  ReservedReader(const ReservedCurve& r, int64_t first) : r_(r) {
+    auto it = std::upper_bound(
+        r.steps.begin(), r.steps.end(), first - 1,
+        [](int64_t x, const ReservedStep& s) { return x < static_cast<int64_t>(s.event); });
+    next_ = static_cast<size_t>(it - r.steps.begin());
+    value_ = next_ == 0 ? r.start : r.steps[next_ - 1].bytes;
+  }
+  int64_t At(int64_t e) {
+    while (next_ < r_.steps.size() && static_cast<int64_t>(r_.steps[next_].event) <= e) {
+      value_ = r_.steps[next_++].bytes;
+    }
+    return value_;
+  }
+
+ private:
+  const ReservedCurve& r_;
+  size_t next_ = 0;
+  int64_t value_ = 0;
+};
+
+struct Builder {
+  const Snapshot& snap;
+  const DeviceTimeline& dt;
+  const LodOptions& options;
+  XAxis axis;
+  std::vector<int64_t> curve;
+  int64_t start = 0;
+  ReservedCurve reserved;
+
+  int64_t Live(int64_t e) const { return e < 0 ? start : curve[e]; }
+
+  // First event with x >= x_value.
+  int64_t FirstEventAtX(int64_t x_value) const {
+    return std::lower_bound(axis.x.begin(), axis.x.end(), x_value) - axis.x.begin();
+  }
+  int64_t BucketStartX(int64_t b, int64_t buckets) const {
+    return analysis::BucketStartX(b, buckets, axis.span);
+  }
+
+  // Buckets of tile `tile` of `level`, from its events; the tile's first bucket always exists (the
+  // state carried from before the tile when no event falls into it).
+  LodTile Tile(int level, int64_t tile, int64_t* most_events) const {
+    const int64_t buckets = BucketsAt(options.columns, level);
+    const int64_t first_bucket = tile * options.columns;
+    const int64_t end_bucket = first_bucket + options.columns;
+    const int64_t n = dt.num_events;
+    int64_t e = tile == 0 ? 0 : FirstEventAtX(BucketStartX(first_bucket, buckets));
+    int64_t e_end = end_bucket >= buckets ? n : FirstEventAtX(BucketStartX(end_bucket, buckets));
+    LodTile t;
+    t.level = level;
+    t.tile = tile;
+    ReservedReader reserved(this->reserved, e);
+    auto open = [&](int64_t index, TimelinePoint p, int64_t res) {
+      LodBucket b;
+      b.index = index;
+      b.sample_event = b.last_event = p;
+      b.live_min = b.live_max = b.live_last = Live(p.index());
+      b.reserved_max = b.reserved_last = res;
+      t.buckets.push_back(b);
+    };
+    int64_t count = 0;
+    if (tile == 0) {
+      open(0, TimelinePoint::Start(), this->reserved.start);  // the first bucket holds the start
+    } else if (e >= e_end || BucketOfX(axis.x[e], buckets, axis.span) != first_bucket) {
+      const TimelinePoint before = TimelinePoint::Before(static_cast<uint32_t>(e));  // carried in
+      open(first_bucket, before, ReservedReader(this->reserved, e - 1).At(e - 1));
+      count = 0;
+    }
+    int64_t current = t.buckets.empty() ? -1 : t.buckets.back().index;
+    BucketCursor cursor(buckets, axis.span);
+    for (; e < e_end; ++e) {
+      int64_t b = cursor.Of(axis.x[e]);
+      int64_t live = Live(e), res = reserved.At(e);
+      if (b != current) {
+        if (most_events) *most_events = std::max(*most_events, count);
+        open(b, TimelinePoint::After(static_cast<uint32_t>(e)), res);
+        current = b;
+        count = 1;
+        continue;
+      }
+      ++count;
+      LodBucket& k = t.buckets.back();
+      k.last_event = TimelinePoint::After(static_cast<uint32_t>(e));
+      k.live_last = live;
+      k.reserved_last = res;
+      k.reserved_max = std::max(k.reserved_max, res);
+      k.live_min = std::min(k.live_min, live);
+      if (live > k.live_max) {
+        k.live_max = live;
+        k.sample_event = k.last_event;
+      }
+    }
+    if (most_events) *most_events = std::max(*most_events, count);
+    return t;
+  }
+
+  // Non-empty buckets of a whole level, counted without storing them.
+  int64_t CountBuckets(int level) const {
+    const int64_t buckets = BucketsAt(options.columns, level);
+    int64_t count = 1, current = 0;  // bucket 0 holds the initial state
+    BucketCursor cursor(buckets, axis.span);
+    for (int64_t x : axis.x) {
+      int64_t b = cursor.Of(x);
+      if (b != current) {
+        ++count;
+        current = b;
+      }
+    }
+    return count + (int64_t{1} << (2 * level));  // at most one carried bucket per tile
+  }
+};
+
+std::string LevelWidthText(const TimelineLod& lod, int level) {
+  double w = lod.BucketWidth(level);
+  if (!lod.has_time)
+    return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
+  auto num = [](double v) {
+    return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
+  };
+  if (w >= 1e6) return absl::StrCat(num(w / 1e6), " s");
+  if (w >= 1e3) return absl::StrCat(num(w / 1e3), " ms");
+  return absl::StrCat(num(w), " \u00b5s");
+}
+
+// Chooses each stored tile's band lifetimes (see LodOptions::bands) and fills lod.bands.
+void ChooseBands(const Builder& bld, TimelineLod& lod) {
+  const DeviceTimeline& dt = bld.dt;
+  const auto& x = bld.axis.x;
+  std::vector<int64_t> alloc_x(dt.blocks.size()), free_x(dt.blocks.size());
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    std::optional<uint32_t> alloc = b.alloc_event.index(), free = b.free_completed_event.index();
+    alloc_x[i] = alloc ? x[*alloc] : 0;
+    free_x[i] = free ? x[*free] : bld.axis.span;
+  }
+  std::vector<int32_t> slot_of(dt.blocks.size(), -1);  // index into chosen, or -1
+  std::vector<uint32_t> chosen;
+  std::vector<std::vector<uint32_t>> tile_bands(lod.tiles.size());
+  for (int level = 0; level < lod.levels; ++level) {
+    // Stored tiles of this level, in tile order (lod.tiles is sorted by level, tile).
+    std::vector<size_t> slots;
+    for (size_t s = 0; s < lod.tiles.size(); ++s) {
+      if (lod.tiles[s].level == level) slots.push_back(s);
+    }
+    if (slots.empty()) continue;
+    const int64_t buckets = BucketsAt(lod.columns, level);
+    const int64_t width = std::max<int64_t>(1, bld.axis.span / buckets);
+    const int64_t k_max = bld.options.bands;
+    if (k_max <= 0) break;
+    std::vector<std::vector<uint32_t>> cand(slots.size());
+    std::vector<int64_t> tile_ids;
+    for (size_t s : slots) tile_ids.push_back(lod.tiles[s].tile);
+    // Which tiles a lifetime overlaps; floating point is close enough to pick candidates.
+    const double tiles_per_x = static_cast<double>(buckets / lod.columns) /
+                               static_cast<double>(std::max<int64_t>(bld.axis.span, 1));
+    const int64_t last_tile = buckets / lod.columns - 1;
+    auto tile_of = [&](int64_t x) {
+      return std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(x) * tiles_per_x), 0,
+                                 last_tile);
+    };
+    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+      if (!lod.counted.counted[i]) continue;
+      int64_t ta = tile_of(alloc_x[i]);
+      int64_t tb = tile_of(free_x[i]);
+      auto it = std::lower_bound(tile_ids.begin(), tile_ids.end(), ta);
+      for (; it != tile_ids.end() && *it <= tb; ++it) cand[it - tile_ids.begin()].push_back(i);
+    }
+    // Per tile, its candidates ranked twice: by bytes x duration inside the tile, and by bytes.
+    std::vector<std::vector<uint32_t>> by_area(slots.size()), by_size(slots.size());
+    for (size_t j = 0; j < slots.size(); ++j) {
+      std::vector<uint32_t>& c = cand[j];
+      const int64_t tile = tile_ids[j];
+      const int64_t xa = bld.BucketStartX(tile * lod.columns, buckets);
+      const int64_t xb = bld.BucketStartX((tile + 1) * lod.columns, buckets);
+      std::vector<double> score(c.size());
+      for (size_t q = 0; q < c.size(); ++q) {
+        uint32_t i = c[q];
+        int64_t a = std::max(alloc_x[i], xa), b = std::min(free_x[i], xb);
+        score[q] = static_cast<double>(dt.blocks[i].requested_size) *
+                   static_cast<double>(std::max(b - a, width));
+      }
+      std::vector<uint32_t> order(c.size());
+      std::iota(order.begin(), order.end(), 0);
+      size_t n_area = std::min<size_t>(c.size(), static_cast<size_t>(k_max) * 3 / 4);
+      std::partial_sort(order.begin(), order.begin() + n_area, order.end(),
+                        [&](uint32_t a, uint32_t b) {
+                          return score[a] != score[b] ? score[a] > score[b] : c[a] < c[b];
+                        });
+      for (size_t q = 0; q < n_area; ++q) by_area[j].push_back(c[order[q]]);
+      // The rest by size, so the short spikes that make a peak get their own band too.
+      size_t n_size = std::min<size_t>(c.size(), static_cast<size_t>(k_max));
+      std::partial_sort(c.begin(), c.begin() + n_size, c.end(), [&](uint32_t a, uint32_t b) {
+        int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
+        return sa != sb ? sa > sb : a < b;
+      });
+      by_size[j].assign(c.begin(), c.begin() + n_size);
+    }
+    // The tiles' bands for k per tile; long-lived lifetimes repeat from tile to tile, so only the
+    // new ones count against max_band_lifetimes. k halves until they fit.
+    std::vector<uint32_t> stamp(dt.blocks.size(), 0);
+    uint32_t round = 0;
+    auto pick = [&](size_t j, int64_t k, std::vector<uint32_t>& out) {
+      ++round;
+      size_t n_area = std::min<size_t>(by_area[j].size(), static_cast<size_t>(k) * 3 / 4);
+      for (size_t q = 0; q < n_area; ++q) {
+        out.push_back(by_area[j][q]);
+        stamp[by_area[j][q]] = round;
+      }
+      for (size_t q = 0; q < by_size[j].size() && out.size() < static_cast<size_t>(k); ++q) {
+        if (stamp[by_size[j][q]] != round) out.push_back(by_size[j][q]);
+      }
+    };
+    int64_t k = k_max;
+    for (;; k = std::max<int64_t>(k / 2, 16)) {
+      std::vector<uint8_t> fresh(dt.blocks.size(), 0);
+      int64_t added = 0;
+      for (size_t j = 0; j < slots.size(); ++j) {
+        std::vector<uint32_t> out;
+        pick(j, k, out);
+        for (uint32_t i : out) {
+          if (slot_of[i] < 0 && !fresh[i]) {
+            fresh[i] = 1;
+            ++added;
+          }
+        }
+      }
+      if (static_cast<int64_t>(chosen.size()) + added <= bld.options.max_band_lifetimes ||
+          k <= 16) {
+        break;
+      }
+    }
+    for (size_t j = 0; j < slots.size(); ++j) {
+      std::vector<uint32_t> out;
+      pick(j, k, out);
+      for (uint32_t i : out) {
+        if (slot_of[i] < 0) {
+          slot_of[i] = static_cast<int32_t>(chosen.size());
+          chosen.push_back(i);
+        }
+        tile_bands[slots[j]].push_back(i);
+      }
+    }
+  }
+  // Stacking order: allocation order (lifetimes allocated before the trace first), then index.
+  auto key = [&](uint32_t i) { return std::tuple(dt.blocks[i].live_from(), i); };
+  std::sort(chosen.begin(), chosen.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  for (size_t q = 0; q < chosen.size(); ++q) slot_of[chosen[q]] = static_cast<int32_t>(q);
+  lod.bands.reserve(chosen.size());
+  for (uint32_t i : chosen) {
+    lod.bands.push_back(
+        LodBand{i, static_cast<double>(alloc_x[i]), static_cast<double>(free_x[i])});
+  }
+  for (size_t s = 0; s < lod.tiles.size(); ++s) {
+    for (uint32_t i : tile_bands[s])
+      lod.tiles[s].bands.push_back(static_cast<uint32_t>(slot_of[i]));
+    std::sort(lod.tiles[s].bands.begin(), lod.tiles[s].bands.end());
+  }
+}
+
+}  // namespace
+
+double TimelineLod::EventX(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) const {
+  if (p.is_start()) return 0.0;
+  const int64_t e = p.index();
+  if (e >= num_events) return static_cast<double>(x_span);
+  if (!has_time) return static_cast<double>(e);
+  size_t k = static_cast<size_t>(e / kXCheckpoint);
+  int64_t x = x_checkpoints[k];
+  for (int64_t i = static_cast<int64_t>(k) * kXCheckpoint + 1; i <= e; ++i) {
+    x = std::max(x, snap.events[dt.event_begin + i].time_us - t0_us);
+  }
+  return static_cast<double>(x);
+}
+
+double TimelineLod::BucketWidth(int level) const {
+  return static_cast<double>(x_span) / static_cast<double>(BucketsAt(columns, level));
+}
+
+CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
+  CountedLifetimes c;
+  c.counted.assign(dt.blocks.size(), true);
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (IsOpenWithoutBlock(b)) {
+      c.counted[i] = false;
+      ++c.open_left_out;
+      c.open_left_out_bytes += b.requested_size;
+    }
+  }
+  // The timeline's own curve, for the words: how far from possible it is.
+  if (std::optional<LiveCurveRef> curve = dt.live_curve()) {
+    c.timeline_min_live = curve->At(TimelinePoint::Start());
+    int64_t over = std::max<int64_t>(0, c.timeline_min_live - dt.start_reserved);
+    ReservedCursor reserved(dt);
+    for (uint32_t e = 0; e < dt.num_events; ++e) {
+      const TimelinePoint p = TimelinePoint::After(e);
+      int64_t live = curve->At(p), res = reserved.At(p);
+      c.timeline_min_live = std::min(c.timeline_min_live, live);
+      c.timeline_min_reserved = std::min(c.timeline_min_reserved, res);
+      over = std::max(over, live - res);
+    }
+    c.timeline_min_reserved = std::min(c.timeline_min_reserved, dt.start_reserved);
+    c.timeline_max_over_reserved = over;
+  }
+  ReservedCurve reserved = TimelineReserved(dt);
+  int64_t start = 0;
+  std::vector<int64_t> curve = CurveOf(
+      dt, [&](size_t i) { return c.counted[i]; }, start);
+  if (MaxOverReserved(reserved, curve, start) > 0) {
+    // More live than reserved: the blocks the trace frees without allocating cannot all have been
+    // live from its start. Nothing says when they were allocated, so they are left out.
+    for (size_t i = 0; i < dt.blocks.size(); ++i) {
+      const BlockLifetime& b = dt.blocks[i];
+      if (b.cls != LifetimeClass::kPreWindow || !c.counted[i]) continue;
+      c.counted[i] = false;
+      ++c.pre_window_left_out;
+      c.pre_window_left_out_bytes += b.requested_size;
+    }
+    curve = CurveOf(
+        dt, [&](size_t i) { return c.counted[i]; }, start);
+    c.counted_max_over_reserved = MaxOverReserved(reserved, curve, start);
+  }
+  return c;
+}
+
+ReservedCurve TimelineReserved(const DeviceTimeline& dt) {
+  ReservedCurve r;
+  r.start = dt.start_reserved;
+  r.steps = dt.reserved_steps;
+  return r;
+}
+
+std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetimes& counted,
+                                  int64_t& start) {
+  return CurveOf(
+      dt, [&](size_t i) { return counted.counted[i]; }, start);
+}
+
+TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
+                             const LodOptions& options) {
+  TimelineLod lod;
+  lod.device = dt.device;
+  lod.num_events = dt.num_events;
+  lod.columns = std::max(1, options.columns);
+  lod.counted = CountLifetimes(dt);
+  lod.peak_reserved = dt.peak_reserved;
+  lod.peak_reserved_event = dt.peak_reserved_event;
+  if (dt.num_events == 0) {
+    lod.end_live = dt.end_requested;
+    lod.peak_bytes = dt.end_requested;
+    return lod;
+  }
+  LodOptions opts = options;
+  opts.columns = lod.columns;
+  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), {}, 0, TimelineReserved(dt)};
+  bld.curve = CountedCurve(dt, lod.counted, bld.start);
+  lod.has_time = bld.axis.has_time;
+  lod.t0_us = bld.axis.t0;
+  lod.x_span = bld.axis.span;
+  lod.end_live = bld.curve.back();
+  for (size_t i = 0; i < bld.axis.x.size(); i += TimelineLod::kXCheckpoint) {
+    lod.x_checkpoints.push_back(bld.axis.x[i]);
+  }
+  if (!lod.counted.any_left_out() && dt.unreconciled_requested_bytes == 0) {
+    lod.peak_bytes = dt.peak_requested;  // the very figure `memsnap timeline` prints
+    lod.peak_event = dt.peak_event;
+  } else {
+    lod.peak_bytes = bld.start;
+    for (uint32_t e = 0; e < bld.curve.size(); ++e) {
+      if (bld.curve[e] > lod.peak_bytes) {
+        lod.peak_bytes = bld.curve[e];
+        lod.peak_event = TimelinePoint::After(e);
+      }
+    }
+  }
+
+  // Whole levels while they fit, then the tiles of deeper levels that hold a focus, then others.
+  int64_t used = 0, most = 0;
+  int level = 0;
+  // Buckets narrower than the clock's tick (1 us, or one event) show nothing more.
+  auto below_resolution = [&](int l) { return bld.axis.span < BucketsAt(lod.columns, l); };
+  for (; level < kMaxLevels; ++level) {
+    if (level > 0 && most <= 1) break;  // every bucket already holds at most one event
+    if (level > 0 && below_resolution(level)) break;
+    int64_t count = bld.CountBuckets(level);
+    if (used + count > opts.max_buckets && level > 0) break;
+    most = 0;
+    for (int64_t t = 0; t < (int64_t{1} << (2 * level)); ++t) {
+      lod.tiles.push_back(bld.Tile(level, t, &most));
+      used += static_cast<int64_t>(lod.tiles.back().buckets.size());
+    }
+    lod.complete_levels = level + 1;
+  }
+  lod.levels = lod.complete_levels;
+  // The start sits where the first event does.
+  std::vector<int64_t> focus_x = {bld.axis.x[lod.peak_event.event().value_or(0)],
+                                  bld.axis.x[lod.peak_reserved_event.event().value_or(0)]};
+  for (TimelinePoint p : opts.focus_events) {
+    std::optional<uint32_t> e = p.event();
+    if (e && *e < dt.num_events) focus_x.push_back(bld.axis.x[*e]);
+  }
+  // Per stored tile of the level above: its id and the most live bytes over each child's range.
+  struct Parent {
+    int64_t tile;
+    int64_t child_live[4];
+  };
+  auto parents_of = [&](const LodTile* begin, const LodTile* end) {
+    std::vector<Parent> out;
+    for (const LodTile* p = begin; p != end; ++p) {
+      Parent q{p->tile, {0, 0, 0, 0}};
+      for (const LodBucket& b : p->buckets) {
+        int64_t child = (b.index - p->tile * lod.columns) * 4 / lod.columns;
+        q.child_live[child] = std::max(q.child_live[child], b.live_max);
+      }
+      out.push_back(q);
+    }
+    return out;
+  };
+  std::vector<Parent> parents;
+  {
+    size_t first = lod.tiles.size() - (size_t{1} << (2 * (lod.complete_levels - 1)));
+    parents = parents_of(lod.tiles.data() + first, lod.tiles.data() + lod.tiles.size());
+  }
+  std::vector<LodTile> deeper;
+  for (; level < kMaxLevels && most > 1 && !parents.empty(); ++level) {
+    const int64_t buckets = BucketsAt(lod.columns, level);
+    if (below_resolution(level)) break;
+    // Children of the stored parents: those holding a focus first (in focus order), then by the
+    // most live bytes the parent saw over their x range.
+    struct Cand {
+      int focus;
+      int64_t neg_live;
+      int64_t tile;
+    };
+    std::vector<Cand> cands;
+    for (const Parent& p : parents) {
+      for (int64_t q = 0; q < 4; ++q) {
+        int64_t tile = p.tile * 4 + q;
+        int64_t lo = tile * lod.columns, hi = lo + lod.columns;  // the child's buckets
+        int focus = static_cast<int>(focus_x.size());
+        for (size_t f = 0; f < focus_x.size(); ++f) {
+          int64_t b = BucketOfX(focus_x[f], buckets, bld.axis.span);
+          if (b >= lo && b < hi) {
+            focus = static_cast<int>(f);
+            break;
+          }
+        }
+        cands.push_back({focus, -p.child_live[q], tile});
+      }
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      return std::tie(a.focus, a.neg_live, a.tile) < std::tie(b.focus, b.neg_live, b.tile);
+    });
+    std::vector<LodTile> added;
+    int64_t level_most = 0;
+    for (const Cand& c : cands) {
+      int64_t m = 0;
+      LodTile t = bld.Tile(level, c.tile, &m);
+      if (used + static_cast<int64_t>(t.buckets.size()) > opts.max_buckets) continue;
+      used += static_cast<int64_t>(t.buckets.size());
+      level_most = std::max(level_most, m);
+      added.push_back(std::move(t));
+    }
+    if (added.empty()) break;
+    std::sort(added.begin(), added.end(),
+              [](const LodTile& a, const LodTile& b) { return a.tile < b.tile; });
+    parents = parents_of(added.data(), added.data() + added.size());
+    for (LodTile& t : added) deeper.push_back(std::move(t));
+    most = level_most;
+    lod.levels = level + 1;
+  }
+  for (LodTile& t : deeper) lod.tiles.push_back(std::move(t));
+  lod.finest_events_per_bucket = most;
+  if (most > 1 && !below_resolution(lod.levels)) {
+    std::string where =
+        lod.levels > lod.complete_levels
+            ? absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column around the peaks and ",
+                           LevelWidthText(lod, lod.complete_levels - 1), " elsewhere")
+            : absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column");
+    lod.reduced = absl::StrCat("To keep the page small, zooming shows down to ", where,
+                               "; closer in, a column shows the lowest and highest of its events "
+                               "(up to ",
+                               FormatCount(most), ").");
+  }
+  ChooseBands(bld, lod);
+  return lod;
+}
+
+}  // namespace memsnap::analysis
