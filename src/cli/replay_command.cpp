@@ -3,11 +3,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/allocator/replay.h"
 #include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/replay_cuda.h"
+#include "memsnap/query/replay.h"
 #include "memsnap/report/replay_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -33,23 +33,13 @@ struct ReplayCommandOptions {
   double scale = 1.0;
 };
 
-// The columns: the recorded settings first, then every --allocator/--conf/--sweep value, each
-// applied on top of the recorded settings.
-absl::StatusOr<std::vector<analysis::ReplayConfig>> BuildConfigs(const ReplayCommandOptions& o,
-                                                                 const Snapshot& snap) {
-  sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
-  std::vector<analysis::ReplayConfig> out = {{"recorded", recorded}};
-  std::vector<std::string> confs;
-  if (o.allocator == "native") confs.push_back("expandable_segments:False");
-  if (o.allocator == "expandable") confs.push_back("expandable_segments:True");
-  if (o.allocator == "cudaMallocAsync") confs.push_back("backend:cudaMallocAsync");
-  confs.insert(confs.end(), o.settings.confs.begin(), o.settings.confs.end());
-  for (const std::string& sweep : o.sweeps) {
-    ASSIGN_OR_RETURN(std::vector<std::string> expanded, analysis::ExpandSweep(sweep));
-    confs.insert(confs.end(), expanded.begin(), expanded.end());
-  }
-  RETURN_IF_ERROR(analysis::AppendConfs(recorded, confs, out));
-  return out;
+// The request of the flags (the configurations: query::ReplayConfigs).
+query::ReplayRequest RequestOf(const ReplayCommandOptions& o) {
+  query::ReplayRequest r;
+  r.allocator = o.allocator;
+  r.confs = o.settings.confs;
+  r.sweeps = o.sweeps;
+  return r;
 }
 
 }  // namespace
@@ -111,13 +101,14 @@ RunFn SetupReplay(CLI::App& sub) {
       co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                             : analysis::EmptyCacheMode::kHeuristic;
       return RunCudaReplayCommand(
-          co, [&](const Snapshot& s) { return BuildConfigs(*opts, s); }, ctx);
+          co, [&](const Snapshot& s) { return query::ReplayConfigs(RequestOf(*opts), s); }, ctx);
     }
     if (opts->allocator == "cudaMallocAsync" || opts->scale != 1.0) {
       return absl::InvalidArgumentError(
           "--allocator cudaMallocAsync and --scale need --backend cuda (a real GPU)");
     }
-    analysis::ReplayOptions ro;
+    query::ReplayRequest request = RequestOf(*opts);
+    analysis::ReplayOptions& ro = request.options;
     ro.device = opts->device;
     ro.verify = opts->verify;
     ro.curve = !opts->csv.empty();
@@ -134,14 +125,17 @@ RunFn SetupReplay(CLI::App& sub) {
     for (size_t i = 0; i < files.size(); ++i) {
       ASSIGN_OR_RETURN(query::Session session, OpenSession(files[i], query::Needs{}, ctx));
       const Snapshot& snap = session.snapshot();
-      ASSIGN_OR_RETURN(std::vector<analysis::ReplayConfig> configs, BuildConfigs(*opts, snap));
-      absl::StatusOr<analysis::ReplayReport> rep = analysis::Replay(snap, configs, ro);
+      // A setting that does not parse fails the command, in a batch too.
+      RETURN_IF_ERROR(query::ReplayConfigs(request, snap).status());
+      absl::StatusOr<analysis::ReplayReport> rep = query::ReplayQuery(request, session);
       if (!rep.ok()) {
-        std::string msg = absl::StrCat(files[i], ": ", Sv(ToStd(rep.status().message())));
-        if (!many) return absl::Status(rep.status().code(), msg);
+        const std::string msg(rep.status().message());  // "FILE: why"
+        if (!many) return rep.status();
+        const std::string prefix = files[i] + ": ";
+        const std::string why = msg.starts_with(prefix) ? msg.substr(prefix.size()) : msg;
         // In a batch, a file without a trace is reported and skipped.
         if (opts->json) {
-          all.push_back({{"file", files[i]}, {"skipped", std::string(rep.status().message())}});
+          all.push_back({{"file", files[i]}, {"skipped", why}});
         } else {
           if (i > 0) *ctx.out << "\n";
           *ctx.out << "skipped " << msg << "\n";

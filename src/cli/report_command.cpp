@@ -1,7 +1,6 @@
 // memsnap report FILE [-o report.html]: one self-contained HTML page of the snapshot (zoomable
 // timeline with stacked bands, the allocator's state at any moment, sites, replay). With two
-// files: the diff page. Flags -> options -> analysis::AnalyzeForReport -> report::BuildReportData.
-#include <functional>
+// files: the diff page. Flags -> options -> query::ReportQuery -> report::BuildReportData.
 #include <memory>
 #include <sstream>
 
@@ -10,6 +9,7 @@
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/replay.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/util/format.h"
@@ -93,21 +93,18 @@ RunFn SetupReport(CLI::App& sub) {
       ASSIGN_OR_RETURN(query::Session session, OpenSession(path, query::Needs{}, quiet_ctx));
       sessions.push_back(std::move(session));
     }
-    std::vector<std::reference_wrapper<const Snapshot>> snaps;
-    for (const query::Session& s : sessions) snaps.push_back(s.snapshot());
     bar.SetLabel("report: analyzing");
     nlohmann::ordered_json data;
     {
       ScopedTimer timer("analyze");
       if (diff) {
-        ASSIGN_OR_RETURN(
-            analysis::DiffReportAnalysis a,
-            analysis::AnalyzeDiffForReport(snaps[0].get(), snaps[1].get(), opts->report));
-        data = report::BuildDiffData(snaps[0].get(), snaps[1].get(), a, opts->report.top_sites);
+        ASSIGN_OR_RETURN(analysis::DiffReportAnalysis a,
+                         query::DiffReportQuery(opts->report, sessions[0], sessions[1]));
+        data = report::BuildDiffData(sessions[0].snapshot(), sessions[1].snapshot(), a,
+                                     opts->report.top_sites);
       } else {
-        ASSIGN_OR_RETURN(analysis::ReportAnalysis a,
-                         analysis::AnalyzeForReport(snaps[0].get(), opts->report));
-        data = report::BuildReportData(snaps[0].get(), a);
+        ASSIGN_OR_RETURN(analysis::ReportAnalysis a, query::ReportQuery(opts->report, sessions[0]));
+        data = report::BuildReportData(sessions[0].snapshot(), a);
       }
     }
     bar.Finish();

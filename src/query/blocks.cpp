@@ -15,8 +15,7 @@ Needs BlocksNeeds(const BlocksRequest& request) {
   return NeedsTimeline(to);
 }
 
-absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request,
-                                                   Session& session) {
+absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request, Session& session) {
   ASSIGN_OR_RETURN(const analysis::Timeline* tl,
                    session.TimelineFor(*BlocksNeeds(request).timeline));
   analysis::BlockQuery q = request.query;

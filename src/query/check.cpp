@@ -81,12 +81,12 @@ absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Se
     ASSIGN_OR_RETURN(baseline, Session::Open(base_path, CheckNeeds(), settings));
     base_metrics = analysis::MeasureForCheck(baseline->snapshot(), baseline->timeline_status());
   }
-  ASSIGN_OR_RETURN(analysis::CheckReport report,
-                   analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr,
-                                       request.options));
+  ASSIGN_OR_RETURN(
+      analysis::CheckReport report,
+      analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, request.options));
   if (baseline) {
-    ExplainBaselineFailures(baseline->snapshot(), current, request.top_sites,
-                            request.exact_lines, report);
+    ExplainBaselineFailures(baseline->snapshot(), current, request.top_sites, request.exact_lines,
+                            report);
   }
   return report;
 }
@@ -160,8 +160,8 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
                                       request.exact_lines, r.report);
             } else {
               ASSIGN_OR_RETURN(Session own, Session::Open(base->path, Needs{}, rank_read));
-              ExplainBaselineFailures(own.snapshot(), snap, request.top_sites,
-                                      request.exact_lines, r.report);
+              ExplainBaselineFailures(own.snapshot(), snap, request.top_sites, request.exact_lines,
+                                      r.report);
             }
             return r;
           },

@@ -38,8 +38,8 @@ absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before
       analysis::DiffOptions by_stack = request.options;
       by_stack.group.by = analysis::GroupBy::kStack;
       // The same timelines: DiffTimelineOptions does not depend on the grouping.
-      ASSIGN_OR_RETURN(r.stacks, analysis::DiffSnapshots(before.snapshot(), after.snapshot(), tb,
-                                                         ta, by_stack));
+      ASSIGN_OR_RETURN(
+          r.stacks, analysis::DiffSnapshots(before.snapshot(), after.snapshot(), tb, ta, by_stack));
     }
   }
   return r;

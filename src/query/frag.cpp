@@ -38,18 +38,17 @@ absl::StatusOr<FragRanksResult> FragRanksQuery(const FragRequest& request,
   if (request.options.timeline_samples > 0) {
     return absl::InvalidArgumentError("--timeline takes one file, not several");
   }
-  ASSIGN_OR_RETURN(PerFile<analysis::FragRank> results,
-                   ForEachFile<analysis::FragRank>(
-                       files, FragNeeds(), settings,
-                       [&](Session& s) -> absl::StatusOr<analysis::FragRank> {
-                         const auto& tl = s.timeline_status();
-                         ASSIGN_OR_RETURN(analysis::FragReport report,
-                                          analysis::AnalyzeFragmentation(
-                                              s.snapshot(), request.options,
-                                              tl.ok() && !s.snapshot().events.empty() ? &*tl
-                                                                                      : nullptr));
-                         return analysis::FragRankOf(report);
-                       }));
+  ASSIGN_OR_RETURN(
+      PerFile<analysis::FragRank> results,
+      ForEachFile<analysis::FragRank>(
+          files, FragNeeds(), settings, [&](Session& s) -> absl::StatusOr<analysis::FragRank> {
+            const auto& tl = s.timeline_status();
+            ASSIGN_OR_RETURN(analysis::FragReport report,
+                             analysis::AnalyzeFragmentation(
+                                 s.snapshot(), request.options,
+                                 tl.ok() && !s.snapshot().events.empty() ? &*tl : nullptr));
+            return analysis::FragRankOf(report);
+          }));
   std::vector<analysis::FragRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
   FragRanksResult r;

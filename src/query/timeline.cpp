@@ -16,8 +16,8 @@ absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::
   if (from) {
     RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, from->moment, from->flag, from->text));
     analysis::Moment m = from->moment;
-    const bool time = m.kind != Kind::kEvent && m.kind != Kind::kPeak && m.kind != Kind::kEnd &&
-                      dt.has_time;
+    const bool time =
+        m.kind != Kind::kEvent && m.kind != Kind::kPeak && m.kind != Kind::kEnd && dt.has_time;
     if (time) {
       // The first event at or after the time.
       m.value += m.kind == Kind::kBeforeEnd ? 1 : -1;

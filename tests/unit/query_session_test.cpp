@@ -73,8 +73,8 @@ TEST_CASE("a session's timeline that keeps every lifetime answers a query that k
   device0.device = 0;
   CHECK(!query::TimelineCovers(device0, all));
 
-  absl::StatusOr<query::Session> s = query::Session::Open(
-      TestdataPath("timeline_training.json"), query::NeedsTimeline(all), Quiet());
+  absl::StatusOr<query::Session> s = query::Session::Open(TestdataPath("timeline_training.json"),
+                                                          query::NeedsTimeline(all), Quiet());
   REQUIRE(s.ok());
   absl::StatusOr<const analysis::Timeline*> own = s->timeline();
   absl::StatusOr<const analysis::Timeline*> for_top = s->TimelineFor(live_at);
@@ -85,8 +85,8 @@ TEST_CASE("a session's timeline that keeps every lifetime answers a query that k
 
 TEST_CASE("one session answers summary and top with the peak at the same event") {
   analysis::TimelineOptions all;
-  absl::StatusOr<query::Session> s = query::Session::Open(
-      TestdataPath("timeline_training.json"), query::NeedsTimeline(all), Quiet());
+  absl::StatusOr<query::Session> s = query::Session::Open(TestdataPath("timeline_training.json"),
+                                                          query::NeedsTimeline(all), Quiet());
   REQUIRE(s.ok());
   absl::StatusOr<query::SummaryResult> summary = query::SummaryQuery({}, *s);
   REQUIRE(summary.ok());
@@ -102,8 +102,8 @@ TEST_CASE("one session answers summary and top with the peak at the same event")
 }
 
 TEST_CASE("a moment outside the trace is an error naming the flag and its text") {
-  absl::StatusOr<query::Session> s = query::Session::Open(
-      TestdataPath("timeline_training.json"), query::NeedsTimeline({}), Quiet());
+  absl::StatusOr<query::Session> s = query::Session::Open(TestdataPath("timeline_training.json"),
+                                                          query::NeedsTimeline({}), Quiet());
   REQUIRE(s.ok());
   absl::StatusOr<query::MomentArg> at = query::ParseMomentArg("--at", "event:999999");
   REQUIRE(at.ok());
@@ -117,8 +117,8 @@ TEST_CASE("a moment outside the trace is an error naming the flag and its text")
 }
 
 TEST_CASE("a window that ends before it starts is an error, not one event") {
-  absl::StatusOr<query::Session> s = query::Session::Open(
-      TestdataPath("timeline_training.json"), query::NeedsTimeline({}), Quiet());
+  absl::StatusOr<query::Session> s = query::Session::Open(TestdataPath("timeline_training.json"),
+                                                          query::NeedsTimeline({}), Quiet());
   REQUIRE(s.ok());
   const analysis::DeviceTimeline& dt = (*s->timeline())->devices[0];
   absl::StatusOr<query::EventWindow> w =
@@ -126,9 +126,8 @@ TEST_CASE("a window that ends before it starts is an error, not one event") {
                            *query::ParseMomentArg("--to", "event:2"));
   REQUIRE(!w.ok());
   CHECK(std::string(w.status().message()).find("the window is empty") != std::string::npos);
-  absl::StatusOr<query::EventWindow> ok =
-      query::ResolveWindow(s->snapshot(), dt, *query::ParseMomentArg("--from", "event:2"),
-                           std::nullopt);
+  absl::StatusOr<query::EventWindow> ok = query::ResolveWindow(
+      s->snapshot(), dt, *query::ParseMomentArg("--from", "event:2"), std::nullopt);
   REQUIRE(ok.ok());
   CHECK(ok->from.index() == 2);
   CHECK(ok->to == analysis::TimelinePoint::End(dt.num_events));

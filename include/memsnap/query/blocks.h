@@ -16,7 +16,6 @@ struct BlocksRequest {
 };
 
 Needs BlocksNeeds(const BlocksRequest& request);
-absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request,
-                                                   Session& session);
+absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request, Session& session);
 
 }  // namespace memsnap::query

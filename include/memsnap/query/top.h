@@ -23,8 +23,8 @@ struct TopRequest {
 struct TopResult {
   std::string file;
   MomentArg at;
-  analysis::GroupReport report;             // every row
-  std::vector<analysis::GroupRow> rows;     // the rows shown: report.rows with the tail folded
+  analysis::GroupReport report;                 // every row
+  std::vector<analysis::GroupRow> rows;         // the rows shown: report.rows with the tail folded
   std::optional<analysis::GroupReport> stacks;  // with `folded`: grouped by stack
 };
 
