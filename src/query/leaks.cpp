@@ -5,19 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/util/status_macros.h"
-#include "memsnap/util/strings.h"
 
 namespace memsnap::query {
 
-namespace {
-absl::Status Prefixed(const std::string& path, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(path, ": ", Sv(ToStd(s.message()))));
-}
-}  // namespace
-
 absl::StatusOr<analysis::LeakReport> LeaksQuery(const LeaksRequest& request, Session& session) {
   auto r = analysis::AnalyzeTraceLeaks(session.snapshot(), request.options, request.steps);
-  if (!r.ok()) return Prefixed(session.path(), r.status());
+  if (!r.ok()) return WithPath(session.path(), r.status());
   return r;
 }
 
@@ -34,7 +27,7 @@ absl::StatusOr<LeaksSeriesResult> LeaksSeriesQuery(const LeaksRequest& request,
                        files, Needs{}, settings,
                        [&](Session& s) -> absl::StatusOr<analysis::SeriesPoint> {
                          auto p = analysis::SeriesPointOf(s.snapshot(), request.options);
-                         if (!p.ok()) return Prefixed(s.path(), p.status());
+                         if (!p.ok()) return WithPath(s.path(), p.status());
                          return p;
                        },
                        &left_out));

@@ -1,6 +1,5 @@
 #include "memsnap/query/oom.h"
 
-#include "absl/strings/str_cat.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::query {
@@ -23,8 +22,7 @@ absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session&
   o.timeline = tl;
   absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(session.snapshot(), o);
   if (!report.ok()) {
-    return absl::Status(report.status().code(),
-                        absl::StrCat(session.path(), ": ", report.status().message()));
+    return WithPath(session.path(), report.status());
   }
   return report;
 }

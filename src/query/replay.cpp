@@ -1,8 +1,6 @@
 #include "memsnap/query/replay.h"
 
-#include "absl/strings/str_cat.h"
 #include "memsnap/util/status_macros.h"
-#include "memsnap/util/strings.h"
 
 namespace memsnap::query {
 
@@ -23,14 +21,12 @@ absl::StatusOr<std::vector<analysis::ReplayConfig>> ReplayConfigs(const ReplayRe
   return out;
 }
 
-absl::StatusOr<analysis::ReplayReport> ReplayQuery(const ReplayRequest& request,
-                                                   Session& session) {
+absl::StatusOr<analysis::ReplayReport> ReplayQuery(const ReplayRequest& request, Session& session) {
   const Snapshot& snap = session.snapshot();
   ASSIGN_OR_RETURN(std::vector<analysis::ReplayConfig> configs, ReplayConfigs(request, snap));
   absl::StatusOr<analysis::ReplayReport> rep = analysis::Replay(snap, configs, request.options);
   if (!rep.ok()) {
-    return absl::Status(rep.status().code(),
-                        absl::StrCat(session.path(), ": ", Sv(ToStd(rep.status().message()))));
+    return WithPath(session.path(), rep.status());
   }
   return rep;
 }

@@ -16,6 +16,28 @@ namespace memsnap::query {
 
 namespace {
 
+// A file's warnings, kept on its worker and passed on in input order afterwards.
+struct KeptWarning {
+  std::string path, message;
+  bool skipped;
+};
+using KeptWarnings = std::vector<std::vector<KeptWarning>>;
+
+// A sink that keeps the warnings of file `i` in `kept[i]`.
+WarningSink KeepWarnings(KeptWarnings& kept, size_t i) {
+  return [&kept, i](const Warning& w) {
+    kept[i].push_back({std::string(w.path), std::string(w.message), w.skipped});
+  };
+}
+
+// Passes the kept warnings on to `sink`, file by file.
+void PassOn(const KeptWarnings& kept, const WarningSink& sink) {
+  if (!sink) return;
+  for (const auto& file : kept) {
+    for (const KeptWarning& w : file) sink({w.path, w.message, w.skipped});
+  }
+}
+
 // Reads one snapshot with the settings; `events`, when given, is told of the trace events as
 // they are decoded. The snapshot's diagnostics go to settings.warn (at most ten, then a count).
 absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& settings,
@@ -46,6 +68,10 @@ absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& setti
 }
 
 }  // namespace
+
+absl::Status WithPath(std::string_view path, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(Sv(path), ": ", status.message()));
+}
 
 Needs NeedsTimeline(const analysis::TimelineOptions& options) {
   Needs n;
@@ -111,8 +137,7 @@ Session Session::FromSnapshot(Snapshot snapshot, const Needs& needs) {
 
 absl::StatusOr<const analysis::Timeline*> Session::timeline() const {
   if (!timeline_.ok()) {
-    return absl::Status(timeline_.status().code(),
-                        absl::StrCat(path(), ": ", timeline_.status().message()));
+    return WithPath(path(), timeline_.status());
   }
   return &*timeline_;
 }
@@ -141,7 +166,7 @@ absl::StatusOr<const analysis::Timeline*> Session::TimelineFor(
   }
   absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snapshot_, options);
   if (!tl.ok()) {
-    return absl::Status(tl.status().code(), absl::StrCat(path(), ": ", tl.status().message()));
+    return WithPath(path(), tl.status());
   }
   extra_.emplace_back(options, *std::move(tl));
   return &extra_.back().second;
@@ -206,18 +231,14 @@ absl::StatusOr<std::vector<Session>> OpenAll(const std::vector<std::string>& pat
   const size_t n = paths.size();
   const size_t side_by_side = std::min(ThreadsFor(settings.threads), n);
   std::vector<std::optional<absl::StatusOr<Session>>> opened(n);
-  std::vector<std::vector<std::pair<std::string, std::string>>> warnings(n);
+  KeptWarnings warnings(n);
   ParallelFor(
       n,
       [&](size_t i) {
         ReadSettings local = settings;
         if (side_by_side > 1) {
           local.progress = false;  // one line per file would interleave
-          if (settings.warn) {
-            local.warn = [&warnings, i](const Warning& w) {
-              warnings[i].emplace_back(std::string(w.path), std::string(w.message));
-            };
-          }
+          if (settings.warn) local.warn = KeepWarnings(warnings, i);
         }
         local.clock = nullptr;
         // The threads left over run the timelines' event passes beside the readers.
@@ -232,10 +253,8 @@ absl::StatusOr<std::vector<Session>> OpenAll(const std::vector<std::string>& pat
       side_by_side);
   if (settings.clock != nullptr) settings.clock->ReadDone();
   std::vector<Session> out;
+  PassOn(warnings, settings.warn);
   for (size_t i = 0; i < n; ++i) {
-    if (settings.warn) {
-      for (const auto& [path, message] : warnings[i]) settings.warn({path, message});
-    }
     if (!opened[i]->ok()) return opened[i]->status();
     out.push_back(*std::move(*opened[i]));
   }
@@ -265,12 +284,7 @@ std::vector<absl::Status> OpenEach(const std::vector<InputFile>& files, const Ne
                                    const std::function<absl::Status(size_t, Session&)>& fn,
                                    std::vector<Opened>& opened) {
   std::vector<absl::Status> status(files.size());
-  // Each file's warnings, kept on its worker and passed on in input order afterwards.
-  struct Kept {
-    std::string path, message;
-    bool skipped;
-  };
-  std::vector<std::vector<Kept>> warnings(files.size());
+  KeptWarnings warnings(files.size());
   opened.assign(files.size(), Opened::kRead);  // each worker writes its own element
   // Files side by side, and the threads left over decode within each file (never more threads
   // than settings.threads asks for in all).
@@ -284,11 +298,7 @@ std::vector<absl::Status> OpenEach(const std::vector<InputFile>& files, const Ne
         local.clock = nullptr;
         local.threads = ThreadsPerFile(settings, files.size());
         local.max_memory = settings.max_memory / side_by_side;  // the files read at once share it
-        if (settings.warn) {
-          local.warn = [&warnings, i](const Warning& w) {
-            warnings[i].push_back({std::string(w.path), std::string(w.message), w.skipped});
-          };
-        }
+        if (settings.warn) local.warn = KeepWarnings(warnings, i);
         absl::StatusOr<Session> s = Session::Open(files[i].path, needs, local);
         if (!s.ok()) {
           status[i] = s.status();
@@ -308,11 +318,7 @@ std::vector<absl::Status> OpenEach(const std::vector<InputFile>& files, const Ne
         }
       },
       side_by_side);
-  if (settings.warn) {
-    for (const auto& file : warnings) {
-      for (const Kept& w : file) settings.warn({w.path, w.message, w.skipped});
-    }
-  }
+  PassOn(warnings, settings.warn);
   return status;
 }
 

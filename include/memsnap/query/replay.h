@@ -26,8 +26,7 @@ struct ReplayRequest {
 absl::StatusOr<std::vector<analysis::ReplayConfig>> ReplayConfigs(const ReplayRequest& request,
                                                                   const Snapshot& snap);
 /// Errors name the file (no trace, a setting that does not parse).
-absl::StatusOr<analysis::ReplayReport> ReplayQuery(const ReplayRequest& request,
-                                                   Session& session);
+absl::StatusOr<analysis::ReplayReport> ReplayQuery(const ReplayRequest& request, Session& session);
 
 /// The page of one file.
 absl::StatusOr<analysis::ReportAnalysis> ReportQuery(const analysis::ReportAnalysisOptions& options,

@@ -101,6 +101,9 @@ class Session {
   std::vector<std::pair<analysis::TimelineOptions, analysis::Timeline>> extra_;
 };
 
+/// `status` with "PATH: " in front of its message (the file an error is about), its code kept.
+absl::Status WithPath(std::string_view path, const absl::Status& status);
+
 /// Whether a timeline built with `have` answers every question one built with `want` would.
 bool TimelineCovers(const analysis::TimelineOptions& have, const analysis::TimelineOptions& want);
 
