@@ -5,6 +5,7 @@
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
@@ -24,43 +25,6 @@ struct TimelineCommandOptions {
   bool live_only = false;
 };
 
-// --from/--to: the window of one device, both ends checked against its trace; a window that
-// ends before it starts is an error, not one event.
-absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis::DeviceTimeline& dt,
-                                           const std::string& from, const std::string& to) {
-  report::EventWindow w{analysis::TimelinePoint::Start(),
-                        analysis::TimelinePoint::End(dt.num_events)};
-  if (!from.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(from, "--from"));
-    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--from", from));
-    const bool time = m.kind != analysis::Moment::Kind::kEvent &&
-                      m.kind != analysis::Moment::Kind::kPeak &&
-                      m.kind != analysis::Moment::Kind::kEnd && dt.has_time;
-    if (time) {
-      // The first event at or after the time.
-      m.value += m.kind == analysis::Moment::Kind::kBeforeEnd ? 1 : -1;
-      w.from = analysis::TimelinePoint::After(analysis::ResolveMoment(snap, dt, m).next_event());
-    } else {
-      w.from = analysis::ResolveMoment(snap, dt, m);
-    }
-  }
-  if (!to.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(to, "--to"));
-    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--to", to));
-    w.to = analysis::ResolveMoment(snap, dt, m);
-  }
-  if (w.to < w.from) {
-    // "event:5 (+400 us)", or "+2s (event:12 (+2.000 s))" when the text was not the event.
-    auto where = [&](const std::string& text, analysis::TimelinePoint p) {
-      std::string d = analysis::DescribeEvent(snap, dt, p);
-      return d.starts_with(text) ? d : absl::StrCat(text, " (", d, ")");
-    };
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--from ", where(from, w.from), " is after --to ", where(to.empty() ? "end" : to, w.to),
-        " on device ", dt.device, ": the window is empty"));
-  }
-  return w;
-}
 }  // namespace
 
 RunFn SetupTimeline(CLI::App& sub) {
@@ -112,7 +76,8 @@ RunFn SetupTimeline(CLI::App& sub) {
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, /*categories=*/true);
     bool first = true;
     for (const analysis::DeviceTimeline& dt : tl.devices) {
-      ASSIGN_OR_RETURN(report::EventWindow w, Window(snap, dt, opts->from, opts->to));
+      ASSIGN_OR_RETURN(analysis::EventWindow w,
+                       analysis::ResolveWindow(snap, dt, opts->from, opts->to));
       analysis::CategoryCurve categories;
       if (context) categories = analysis::BuildCategoryCurve(*context, dt);
       if (opts->json) {
