@@ -45,7 +45,7 @@ absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
           }));
   std::vector<analysis::FragRank> ranks;
   for (auto& [path, r] : results) ranks.push_back(std::move(r));
-  analysis::RankTable table = analysis::CompareFragRanks(ranks);
+  analysis::RankTable table = report::FragRanksTable(ranks);
   if (opts.csv) {
     report::RenderTableCsv(report::RankTableToTable(table), *ctx.out);
   } else if (opts.json) {
