@@ -2,13 +2,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/categories.h"
-#include "memsnap/analysis/sites/group.h"
-#include "memsnap/analysis/timeline/timeline.h"
-#include "memsnap/analysis/timeline/window.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/timeline.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
@@ -56,37 +53,35 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
+    query::TimelineRequest request;
+    if (opts->device >= 0) request.device = opts->device;
+    if (!opts->from.empty()) {
+      ASSIGN_OR_RETURN(request.from, MomentFlag("--from", opts->from));
+    }
+    if (!opts->to.empty()) {
+      ASSIGN_OR_RETURN(request.to, MomentFlag("--to", opts->to));
+    }
     // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) and the
     // categories over time (--csv, --json) are rebuilt from the lifetimes; the chart needs none.
-    const bool lifetimes = opts->csv || opts->json;
-    to.keep = lifetimes ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
+    request.categories = opts->csv || opts->json;
     ReadAnalysisClock phases;
-    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx, &phases));
-    if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
-    const Snapshot& snap = loaded.snapshot;
-    const analysis::Timeline& tl = loaded.timeline;
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(opts->file, query::TimelineNeeds(request), ctx, &phases));
+    ASSIGN_OR_RETURN(query::TimelineResult result, query::TimelineQuery(request, session));
+    if (ctx.timings) phases.Print(*ctx.err, session.timings_note());
+    const Snapshot& snap = session.snapshot();
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-    std::unique_ptr<analysis::GroupContext> context;
-    if (lifetimes) {
-      ASSIGN_OR_RETURN(context, analysis::GroupContext::Create(snap, analysis::GroupOptions{}));
-    }
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, /*categories=*/true);
     bool first = true;
-    for (const analysis::DeviceTimeline& dt : tl.devices) {
-      ASSIGN_OR_RETURN(analysis::EventWindow w,
-                       analysis::ResolveWindow(snap, dt, opts->from, opts->to));
-      analysis::CategoryCurve categories;
-      if (context) categories = analysis::BuildCategoryCurve(*context, dt);
+    for (const query::TimelineDevice& d : result.devices) {
       if (opts->json) {
-        devices.push_back(report::DeviceTimelineToJson(snap, dt, w, &categories));
+        devices.push_back(report::DeviceTimelineToJson(snap, *d.timeline, d.window, &d.categories));
       } else if (opts->csv) {
-        report::RenderTimelineCsv(snap, dt, w, &categories, *ctx.out);
+        report::RenderTimelineCsv(snap, *d.timeline, d.window, &d.categories, *ctx.out);
       } else {
         if (!first) *ctx.out << "\n";
-        report::RenderTimelineChart(snap, dt, w, width, *ctx.out, !opts->live_only);
+        report::RenderTimelineChart(snap, *d.timeline, d.window, width, *ctx.out, !opts->live_only);
       }
       first = false;
     }

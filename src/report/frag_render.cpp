@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/answer.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
@@ -384,8 +385,11 @@ std::string FragRankVerdict(const analysis::FragRank& rank) {
   return verdict;
 }
 
-analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks) {
-  analysis::RankTable t = analysis::CompareFragRanks(ranks);
+namespace {
+
+// The per-rank table with its note columns: each rank's verdict and its warnings.
+analysis::RankTable WithFragNotes(analysis::RankTable t,
+                                  const std::vector<analysis::FragRank>& ranks) {
   // The answer of each rank, as `frag FILE` opens with it.
   analysis::RankNote& verdicts =
       t.notes.emplace_back(analysis::RankNote{"verdict", "fragmentation", {}, true});
@@ -403,6 +407,12 @@ analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks)
     }
   }
   return t;
+}
+
+}  // namespace
+
+analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks) {
+  return WithFragNotes(analysis::CompareFragRanks(ranks), ranks);
 }
 
 std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost& c) {
@@ -697,6 +707,28 @@ void RenderFragTimelineCsv(const FragReport& r, std::ostream& out) {
   std::vector<const analysis::FragSample*> samples;
   for (const auto& s : r.timeline) samples.push_back(&s);
   RenderTableCsv(TimelineTable(samples, kNoTime), out);
+}
+
+void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out) {
+  out << "fragmentation at the "
+      << (result.at == "end"              ? "end of each snapshot"
+          : result.at == "peak-allocated" ? "peak allocated of each device"
+          : result.moment == analysis::FragMoment::kMoment
+              ? absl::StrCat("moment ", result.at, " of each device")
+              : "peak reserved of each device")
+      << "\n\n";
+  RenderRankTableText(WithFragNotes(result.table, result.ranks), out);
+}
+
+nlohmann::ordered_json FragRanksToJson(const query::FragRanksResult& result) {
+  nlohmann::ordered_json j;
+  j["at"] = result.at;
+  j["ranks"] = RankTableToJson(WithFragNotes(result.table, result.ranks));
+  return j;
+}
+
+void RenderFragRanksCsv(const query::FragRanksResult& result, std::ostream& out) {
+  RenderTableCsv(RankTableToTable(WithFragNotes(result.table, result.ranks)), out);
 }
 
 }  // namespace memsnap::report

@@ -148,7 +148,7 @@ TEST_SUITE("oom") {
       }
     }
     CHECK(RemedyFor(d, "expandable_segments:True").fits);  // among them, by hand (above)
-    CHECK(a.cut == OomCut::kNone);  // a setting fits: nothing to cut
+    CHECK(a.cut == OomCut::kNone);                         // a setting fits: nothing to cut
     // The smallest memory the run fits on: one of the searched settings, none over 1% below it.
     REQUIRE(d.smallest_fit >= 0);
     for (const OomRemedy& m : d.remedies) {

@@ -6,6 +6,7 @@
 
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/analysis/compose/rank_tables.h"
+#include "memsnap/query/frag.h"
 #include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 
@@ -55,5 +56,10 @@ std::string FragRankVerdict(const analysis::FragRank& rank);
 /// `frag` over many files: analysis::CompareFragRanks's table with its note columns, each
 /// rank's verdict (FragRankVerdict) and, when a rank has reconstruction warnings, their count.
 analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks);
+/// `frag` over several files: the per-rank table as text (with the moment named), JSON
+/// {"at", "ranks"} and CSV (one row per rank).
+void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out);
+nlohmann::ordered_json FragRanksToJson(const query::FragRanksResult& result);
+void RenderFragRanksCsv(const query::FragRanksResult& result, std::ostream& out);
 
 }  // namespace memsnap::report

@@ -6,44 +6,7 @@
 #include <optional>
 #include <tuple>
 
-#include "absl/strings/str_cat.h"
-#include "memsnap/util/status_macros.h"
-
 namespace memsnap::analysis {
-
-absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const DeviceTimeline& dt,
-                                          const std::string& from, const std::string& to) {
-  EventWindow w{TimelinePoint::Start(), TimelinePoint::End(dt.num_events)};
-  if (!from.empty()) {
-    ASSIGN_OR_RETURN(Moment m, ParseMoment(from, "--from"));
-    RETURN_IF_ERROR(CheckMoment(snap, dt, m, "--from", from));
-    const bool time = m.kind != Moment::Kind::kEvent && m.kind != Moment::Kind::kPeak &&
-                      m.kind != Moment::Kind::kEnd && dt.has_time;
-    if (time) {
-      // The first event at or after the time.
-      m.value += m.kind == Moment::Kind::kBeforeEnd ? 1 : -1;
-      w.from = TimelinePoint::After(ResolveMoment(snap, dt, m).next_event());
-    } else {
-      w.from = ResolveMoment(snap, dt, m);
-    }
-  }
-  if (!to.empty()) {
-    ASSIGN_OR_RETURN(Moment m, ParseMoment(to, "--to"));
-    RETURN_IF_ERROR(CheckMoment(snap, dt, m, "--to", to));
-    w.to = ResolveMoment(snap, dt, m);
-  }
-  if (w.to < w.from) {
-    // "event:5 (+400 us)", or "+2s (event:12 (+2.000 s))" when the text was not the event.
-    auto where = [&](const std::string& text, TimelinePoint p) {
-      std::string d = DescribeEvent(snap, dt, p);
-      return d.starts_with(text) ? d : absl::StrCat(text, " (", d, ")");
-    };
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--from ", where(from, w.from), " is after --to ", where(to.empty() ? "end" : to, w.to),
-        " on device ", dt.device, ": the window is empty"));
-  }
-  return w;
-}
 
 namespace {
 

@@ -1,11 +1,10 @@
-// A window of one device's timeline (`timeline --from/--to`): the points it spans, resolved from
-// the moment grammar, and its figures (start, peak and end of live bytes, the reserved peak).
+// A window of one device's timeline (`timeline --from/--to`, resolved from the moment grammar by
+// query::ResolveWindow): the points it spans, and its figures (start, peak and end of live bytes,
+// the reserved peak).
 #pragma once
 
 #include <cstdint>
-#include <string>
 
-#include "absl/status/statusor.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 
@@ -19,13 +18,6 @@ struct EventWindow {
   /// The first event in the window (0 when it holds the start).
   uint32_t first_event() const { return from.event().value_or(0); }
 };
-
-/// The window of `--from FROM --to TO` on one device ("" for either: the trace's start or end),
-/// each end checked against the device's trace (CheckMoment). A time in `from` starts at the
-/// first event at or after it. InvalidArgument, naming both ends and the device, when the window
-/// ends before it starts.
-absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const DeviceTimeline& dt,
-                                          const std::string& from, const std::string& to);
 
 /// Start/peak/end of live requested bytes and peak reserved bytes over a window.
 struct WindowFigures {
