@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/query/session.h"
 
