@@ -43,7 +43,7 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
   for (const auto& c : report.checks) {
     bool failed = c.kind == analysis::CheckKind::kBaseline && !c.passed;
     baseline_failed |= failed;
-    peak_failed |= failed && c.metric == "peak";
+    peak_failed |= failed && c.metric == analysis::CheckMetric::kPeak;
   }
   if (!baseline_failed || top_sites <= 0) return;
   report.sites_at_peak = peak_failed;

@@ -55,6 +55,7 @@ absl::StatusOr<FragRanksResult> FragRanksQuery(const FragRequest& request,
   r.at = request.options.at_text;
   r.moment = request.options.at;
   r.table = analysis::CompareFragRanks(ranks);
+  r.ranks = std::move(ranks);
   return r;
 }
 

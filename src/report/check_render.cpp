@@ -22,6 +22,21 @@ std::string Show(double v, bool is_ratio) {
   return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
 }
 
+bool IsFits(const CheckResult& c) { return c.metric == analysis::CheckMetric::kFits; }
+
+std::string MetricName(const CheckResult& c) {
+  return std::string(analysis::CheckMetricName(c.metric));
+}
+
+// The check's name: "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)", "fits 24.0 GiB".
+std::string CheckName(const CheckResult& c) {
+  if (IsFits(c)) return absl::StrCat("fits ", FormatBytes(static_cast<int64_t>(c.limit)));
+  if (c.kind == analysis::CheckKind::kBaseline) {
+    return absl::StrCat(MetricName(c), " vs baseline (+", FormatPercent(c.tolerance), ")");
+  }
+  return absl::StrCat(MetricName(c), " <= ", Show(c.limit, c.is_ratio));
+}
+
 std::string Verdict(const CheckReport& r) {
   if (r.passed()) return absl::StrCat("PASS (", r.checks.size(), " checks)");
   return absl::StrCat("FAIL (", r.failures(), " of ", r.checks.size(), " checks failed)");
@@ -39,7 +54,7 @@ std::string KindsText(const CheckReport& r) {
 // How far a failed check is over its limit: "+12.0 MiB, 0.3% over" (bytes) or "+2.1 points"
 // (ratios).
 std::string Overshoot(const CheckResult& c) {
-  const double over = c.value - c.limit;
+  const double over = c.failure ? c.failure->over : c.value - c.limit;
   if (c.is_ratio) return absl::StrFormat("+%.1f points", over * 100.0);
   std::string s = FormatDelta(static_cast<int64_t>(over));
   if (c.limit > 0) absl::StrAppend(&s, ", ", FormatPercent(over / c.limit), " over");
@@ -48,7 +63,7 @@ std::string Overshoot(const CheckResult& c) {
 
 // The value column: a --fits run that fails shows what its first failure needed.
 std::string ValueCell(const CheckResult& c) {
-  if (c.metric != "fits") return Show(c.value, c.is_ratio);
+  if (!IsFits(c)) return Show(c.value, c.is_ratio);
   return absl::StrCat(c.passed ? "peak " : "needs ", Show(c.value, false));
 }
 
@@ -60,25 +75,28 @@ std::string Exact(double v, bool is_ratio) {
 // What a failure says, e.g. "reserved 3,865,470,566 B exceeds 3,852,887,654 B by +12.0 MiB,
 // 0.3% over (baseline 3.5 GiB, +117.0 MiB)".
 std::string FailureMessage(const CheckResult& c) {
-  if (const std::optional<analysis::FitsFailure>& f = c.fits_failure) {
+  const std::optional<analysis::CheckFailure>& f = c.failure;
+  if (!f) return "";
+  if (f->reason == analysis::CheckReason::kDoesNotFit) {
+    const int64_t needed = static_cast<int64_t>(f->value);
+    const int64_t capacity = static_cast<int64_t>(f->limit);
     const bool demand = f->verdict == analysis::OomVerdict::kDemand ||
                         f->verdict == analysis::OomVerdict::kNotReproduced;
     return absl::StrCat(
-        "does not fit ", FormatBytes(f->capacity), ": device ", f->device,
-        " runs out of memory at ",
+        "does not fit ", FormatBytes(capacity), ": device ", f->device, " runs out of memory at ",
         f->event == analysis::kPreexistingEvent ? std::string("the blocks alive before the trace")
                                                 : absl::StrCat("event:", f->event),
         " asking for ", FormatBytes(f->requested), " (", Sv(analysis::OomVerdictName(f->verdict)),
         "): ",
         demand ? "the live blocks plus the request come to "
                : "the memory the allocator holds plus the new segment the request needs come to ",
-        FormatBytes(f->needed), ", ", FormatBytes(f->needed - f->capacity), " over");
+        FormatBytes(needed), ", ", FormatBytes(static_cast<int64_t>(f->over)), " over");
   }
-  std::string m = absl::StrCat(c.metric, " ", Exact(c.value, c.is_ratio), " exceeds ",
-                               Exact(c.limit, c.is_ratio), " by ", Overshoot(c));
-  if (c.baseline) {
-    absl::StrAppend(&m, " (baseline ", Show(*c.baseline, c.is_ratio), ", ",
-                    FormatDelta(static_cast<int64_t>(c.value - *c.baseline)), ")");
+  std::string m = absl::StrCat(MetricName(c), " ", Exact(f->value, c.is_ratio), " exceeds ",
+                               Exact(f->limit, c.is_ratio), " by ", Overshoot(c));
+  if (f->baseline) {
+    absl::StrAppend(&m, " (baseline ", Show(*f->baseline, c.is_ratio), ", ",
+                    FormatDelta(static_cast<int64_t>(f->value - *f->baseline)), ")");
   }
   return m;
 }
@@ -136,13 +154,13 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
   for (const auto& c : r.checks) {
     // time="0": some report parsers require the attribute.
     x << "    <testcase classname=\"memsnap.check\" name=\"" << XmlEscape(prefix)
-      << XmlEscape(c.name) << "\" time=\"0\"";
+      << XmlEscape(CheckName(c)) << "\" time=\"0\"";
     if (c.passed) {
       x << "/>\n";
       continue;
     }
     std::string detail = FailureMessage(c);
-    if (c.metric == "fits" && r.fits) {
+    if (IsFits(c) && r.fits) {
       absl::StrAppend(&detail, "\n", OomBrief(*r.fits));
     } else {
       if (const std::string kinds = KindsText(r); !kinds.empty()) {
@@ -166,16 +184,17 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
 void MarkdownChecks(const CheckReport& r, std::ostream& m) {
   m << "| Check | Value | Limit | Baseline | Result |\n|---|---:|---:|---:|---|\n";
   for (const auto& c : r.checks) {
-    m << "| " << MarkdownCell(c.name) << " | " << ValueCell(c) << " | " << Show(c.limit, c.is_ratio)
-      << " | " << (c.baseline ? Show(*c.baseline, c.is_ratio) : "") << " | "
-      << (c.passed             ? "PASS"
-          : c.metric == "fits" ? std::string("**FAIL**")
-                               : absl::StrCat("**FAIL** (", Overshoot(c), ")"))
+    m << "| " << MarkdownCell(CheckName(c)) << " | " << ValueCell(c) << " | "
+      << Show(c.limit, c.is_ratio) << " | " << (c.baseline ? Show(*c.baseline, c.is_ratio) : "")
+      << " | "
+      << (c.passed    ? "PASS"
+          : IsFits(c) ? std::string("**FAIL**")
+                      : absl::StrCat("**FAIL** (", Overshoot(c), ")"))
       << " |\n";
   }
   for (const auto& n : r.notes) m << "\n> " << MarkdownCell(n) << "\n";
   for (const auto& c : r.checks) {
-    if (c.passed || c.metric != "fits" || !r.fits) continue;
+    if (c.passed || !IsFits(c) || !r.fits) continue;
     m << "\n**" << MarkdownCell(FailureMessage(c)) << "**\n\n```\n" << OomBrief(*r.fits) << "```\n";
   }
   if (const std::string kinds = KindsText(r); !kinds.empty()) {
@@ -191,6 +210,28 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
         << FormatBytes(s.after_bytes) << " | `" << MarkdownCell(SiteName(s)) << "` |\n";
     }
   }
+}
+
+// A rank's verdict: "PASS", or "FAIL" and the names of the checks that failed.
+std::string RankVerdict(const CheckReport& r) {
+  std::string verdict = r.passed() ? "PASS" : "FAIL";
+  const char* sep = " ";
+  for (const CheckResult& c : r.checks) {
+    if (c.passed) continue;
+    absl::StrAppend(&verdict, sep, CheckName(c));
+    sep = ", ";
+  }
+  return verdict;
+}
+
+// The per-rank table with each rank's verdict as its note column.
+analysis::RankTable CheckRanksTable(const analysis::CheckRanksReport& r) {
+  analysis::RankTable t = r.table;
+  analysis::RankNote verdicts{"verdict", "verdict", {}, true};
+  for (const analysis::CheckRank& rank : r.ranks)
+    verdicts.values.push_back(RankVerdict(rank.report));
+  t.notes.insert(t.notes.begin(), std::move(verdicts));
+  return t;
 }
 
 // Files of the verdict: those read and those that could not be.
@@ -240,8 +281,8 @@ Json CheckToJson(const CheckReport& r) {
   Json checks = Json::array();
   for (const auto& c : r.checks) {
     Json cj;
-    cj["name"] = c.name;
-    cj["metric"] = c.metric;
+    cj["name"] = CheckName(c);
+    cj["metric"] = MetricName(c);
     cj["kind"] = c.kind == analysis::CheckKind::kBaseline ? "baseline" : "threshold";
     if (c.is_ratio) {
       cj["value"] = c.value;
@@ -252,13 +293,13 @@ Json CheckToJson(const CheckReport& r) {
     }
     if (c.baseline) cj["baseline"] = static_cast<int64_t>(*c.baseline);
     cj["passed"] = c.passed;
-    if (!c.passed) {
+    if (const std::optional<analysis::CheckFailure>& f = c.failure) {
       if (c.is_ratio) {
-        cj["over"] = c.value - c.limit;
+        cj["over"] = f->over;
       } else {
-        cj["over"] = static_cast<int64_t>(c.value - c.limit);
+        cj["over"] = static_cast<int64_t>(f->over);
       }
-      if (const std::optional<analysis::FitsFailure>& f = c.fits_failure) {
+      if (f->reason == analysis::CheckReason::kDoesNotFit) {
         cj["reason"] = analysis::OomVerdictName(f->verdict);
         cj["device"] = f->device;
         cj["event"] = f->event == analysis::kPreexistingEvent ? Json(nullptr) : Json(f->event);
@@ -299,12 +340,12 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
     std::string limit = absl::StrCat("limit ", Show(c.limit, c.is_ratio));
     if (c.baseline) absl::StrAppend(&limit, " (baseline ", Show(*c.baseline, c.is_ratio), ")");
     const std::string value = ValueCell(c);
-    if (c.metric == "fits") limit = absl::StrCat("device ", Show(c.limit, false));
-    out << absl::StrFormat("  %-32s %12s   %-36s %s\n", c.name, value, limit,
+    if (IsFits(c)) limit = absl::StrCat("device ", Show(c.limit, false));
+    out << absl::StrFormat("  %-32s %12s   %-36s %s\n", CheckName(c), value, limit,
                            c.passed ? "PASS" : "FAIL");
     if (!c.passed) out << "    " << FailureMessage(c) << "\n";
     // The explanation belongs to the fits row, before any other check's row.
-    if (c.metric == "fits" && r.fits && !r.fits->ooms.empty()) {
+    if (IsFits(c) && r.fits && !r.fits->ooms.empty()) {
       std::istringstream brief(OomBrief(*r.fits));
       for (std::string l; std::getline(brief, l);) out << "      " << l << "\n";
     }
@@ -350,7 +391,7 @@ Json CheckRanksToJson(const analysis::CheckRanksReport& r) {
   j["failures"] = r.failures();
   j["failed_files"] = r.failed_ranks();
   j["baseline"] = r.baseline.empty() ? Json(nullptr) : Json(r.baseline);
-  j["ranks"] = RankTableToJson(r.table);
+  j["ranks"] = RankTableToJson(CheckRanksTable(r));
   Json files = Json::array();
   for (const auto& rank : r.ranks) files.push_back(CheckToJson(rank.report));
   j["files"] = std::move(files);
@@ -365,7 +406,7 @@ void RenderCheckRanksText(const analysis::CheckRanksReport& r, std::ostream& out
   out << ": " << RanksVerdict(r) << "\n";
   if (!r.ranks.empty()) {
     out << "\n";
-    RenderRankTableText(r.table, out);
+    RenderRankTableText(CheckRanksTable(r), out);
   }
   if (!r.unreadable.empty()) {
     out << "\ncould not be read (not checked: the gate fails)\n";
@@ -412,7 +453,7 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
       double v = metric.values[i];
       m << " " << (v < 0 ? std::string("-") : Show(v, metric.unit == Unit::kRatio)) << " |";
     }
-    const std::string& note = r.table.notes.front().values[i];
+    const std::string note = RankVerdict(r.ranks[i].report);
     m << " " << (r.ranks[i].report.passed() ? note : "**" + MarkdownCell(note) + "**") << " |\n";
   }
   for (const auto& f : r.unreadable) {

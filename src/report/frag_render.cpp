@@ -375,6 +375,46 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
 
 }  // namespace
 
+std::string FragRankVerdict(const analysis::FragRank& rank) {
+  if (!rank.answer) return "";
+  const analysis::FragAnswer& a = *rank.answer;
+  std::string verdict = absl::StrCat(
+      Sv(analysis::FragVerdictName(a.verdict)), ": ", FormatBytes(a.stranded_bytes), " (",
+      FormatPercent(a.stranded_share), ") ", a.at_peak ? "at the peak" : "at the end");
+  if (rank.many_devices) absl::StrAppend(&verdict, ", device ", a.device);
+  return verdict;
+}
+
+namespace {
+
+// The per-rank table with its note columns: each rank's verdict and its warnings.
+analysis::RankTable WithFragNotes(analysis::RankTable t,
+                                  const std::vector<analysis::FragRank>& ranks) {
+  // The answer of each rank, as `frag FILE` opens with it.
+  analysis::RankNote& verdicts =
+      t.notes.emplace_back(analysis::RankNote{"verdict", "fragmentation", {}, true});
+  for (const analysis::FragRank& r : ranks) verdicts.values.push_back(FragRankVerdict(r));
+  // Warnings say a figure at a peak is approximate: count them where they apply.
+  if (std::any_of(ranks.begin(), ranks.end(),
+                  [](const analysis::FragRank& r) { return r.warnings > 0; })) {
+    analysis::RankNote& notes =
+        t.notes.emplace_back(analysis::RankNote{"notes", "notes", {}, true});
+    for (const analysis::FragRank& r : ranks) {
+      notes.values.push_back(r.warnings == 0
+                                 ? ""
+                                 : absl::StrCat(r.warnings, " reconstruction warning(s): ",
+                                                "run frag on the file alone to see them"));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks) {
+  return WithFragNotes(analysis::CompareFragRanks(ranks), ranks);
+}
+
 std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost& c) {
   std::vector<AnswerLine> lines;
   const FragFigures& f = c.figures;
@@ -394,7 +434,9 @@ std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost
                      Sv(analysis::FragVerdictName(c.verdict)));
     // A large share of a small run: say why the verdict ignores it.
     if (c.verdict == analysis::FragVerdict::kSmall &&
-        f.stranded_bytes * 20 >= std::max<int64_t>(1, f.reserved_bytes)) {
+        static_cast<double>(f.stranded_bytes) >=
+            analysis::kFragModerateShare *
+                static_cast<double>(std::max<int64_t>(1, f.reserved_bytes))) {
       absl::StrAppend(&answer, " (less than ", FormatBytes(analysis::kFragMinBytes), ")");
     }
   }
@@ -420,14 +462,14 @@ std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost
     for (const analysis::StrandedPin& p : c.pins) {
       // A block without a recorded stack names no line of the user's code ("[...]" rows): the
       // JSON keeps it, the text leaves it out.
-      if (p.site.empty() || p.site[0] == '[') continue;
+      if (p.synthetic) continue;
       lines.push_back(
           {"pinned by",
-           absl::StrCat(p.site, " [", p.category, "]: ", FormatCount(p.blocks),
-                        p.blocks == 1 ? " block (" : " blocks (", FormatBytes(p.allocated_bytes),
-                        p.blocks == 1 ? ") keeps " : ") keep ", FormatCount(p.segments),
-                        p.segments == 1 ? " segment" : " segments", " with ",
-                        FormatBytes(p.stranded_bytes), " stranded from being released")});
+           absl::StrCat(p.site, " [", Sv(analysis::CategoryName(p.category)),
+                        "]: ", FormatCount(p.blocks), p.blocks == 1 ? " block (" : " blocks (",
+                        FormatBytes(p.allocated_bytes), p.blocks == 1 ? ") keeps " : ") keep ",
+                        FormatCount(p.segments), p.segments == 1 ? " segment" : " segments",
+                        " with ", FormatBytes(p.stranded_bytes), " stranded from being released")});
     }
   }
   return lines;
@@ -455,7 +497,7 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
   Json pins = Json::array();
   for (const auto& p : c.pins) {
     pins.push_back({{"site", p.site},
-                    {"category", p.category},
+                    {"category", std::string(analysis::CategoryName(p.category))},
                     {"blocks", p.blocks},
                     {"allocated_bytes", p.allocated_bytes},
                     {"segments", p.segments},
@@ -675,18 +717,18 @@ void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out
               ? absl::StrCat("moment ", result.at, " of each device")
               : "peak reserved of each device")
       << "\n\n";
-  RenderRankTableText(result.table, out);
+  RenderRankTableText(WithFragNotes(result.table, result.ranks), out);
 }
 
 nlohmann::ordered_json FragRanksToJson(const query::FragRanksResult& result) {
   nlohmann::ordered_json j;
   j["at"] = result.at;
-  j["ranks"] = RankTableToJson(result.table);
+  j["ranks"] = RankTableToJson(WithFragNotes(result.table, result.ranks));
   return j;
 }
 
 void RenderFragRanksCsv(const query::FragRanksResult& result, std::ostream& out) {
-  RenderTableCsv(RankTableToTable(result.table), out);
+  RenderTableCsv(RankTableToTable(WithFragNotes(result.table, result.ranks)), out);
 }
 
 }  // namespace memsnap::report

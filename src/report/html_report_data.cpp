@@ -40,14 +40,14 @@ Json ReplayJson(const analysis::ReportAnalysis& a) {
   return j;
 }
 
-// The device's OOM answer (report::OomAnswer, as `memsnap oom` opens with): [{"label", "text"}];
-// empty without an OOM on the device.
+// The device's OOM answer (report::OomAnswerLines, as `memsnap oom` opens with): [{"label",
+// "text"}]; empty without an OOM on the device.
 Json OomAnswerJson(const analysis::ReportAnalysis& a, int32_t device) {
   Json lines = Json::array();
   if (!a.oom) return lines;
   for (const analysis::OomDevice& d : a.oom->devices) {
     if (d.device != device) continue;
-    for (const OomAnswerLine& l : OomAnswer(*a.oom, d)) {
+    for (const OomAnswerLine& l : OomAnswerLines(*a.oom, d)) {
       lines.push_back({{"label", l.label}, {"text", l.text}});
     }
   }

@@ -6,9 +6,11 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/sites/categories.h"
+#include "memsnap/report/frag_render.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/table.h"
 #include "report/html_report_internal.h"
 
 namespace memsnap::report {
@@ -305,22 +307,11 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
 
 namespace {
 
+// The allocator's figures of a state, serialized as `frag --json` serializes them (one function
+// for both: FragFiguresToJson), with the state's external fragmentation.
 Json FiguresJson(const analysis::FragSample& s) {
-  const analysis::FragFigures& f = s.figures;
-  Json j;
-  j["segments"] = f.segments;
-  j["blocks"] = f.blocks;
-  j["reserved_bytes"] = f.reserved_bytes;
-  j["allocated_bytes"] = f.allocated_bytes;
-  j["pending_free_bytes"] = f.pending_free_bytes;
-  j["free_bytes"] = f.free_bytes;
-  j["free_blocks"] = f.free_blocks;
-  j["largest_free_bytes"] = f.largest_free_bytes;
-  j["releasable_bytes"] = f.releasable_bytes;
-  j["stranded_bytes"] = f.stranded_bytes;
-  j["free_segments"] = f.free_segments;
-  j["requested_bytes"] = f.requested_bytes;
-  j["external_fragmentation"] = std::round(s.external_fragmentation * 10000.0) / 10000.0;
+  Json j = FragFiguresToJson(s.figures);
+  j["external_fragmentation"] = RoundRatio(s.external_fragmentation);
   return j;
 }
 

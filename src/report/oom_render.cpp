@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memsnap/analysis/sites/site.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -56,6 +55,8 @@ std::string SettingName(const OomRemedy& m) {
   return m.conf;
 }
 
+std::string Cat(analysis::Category c) { return std::string(analysis::CategoryName(c)); }
+
 // The verdict sentence, capitalised for a line of its own.
 std::string Sentence(const std::string& s) {
   std::string out = s;
@@ -87,9 +88,9 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category) {
   }
   for (const auto& c : o.categories) {
     if (!by_category) break;
-    std::string_view lever = analysis::CategoryLever(c.category);
+    std::string_view lever = CategoryLever(c.category);
     if (lever.empty() || c.bytes < o.shortfall) continue;
-    out.push_back(absl::StrCat(c.category, " holds ", FormatBytes(c.bytes), " (",
+    out.push_back(absl::StrCat(Cat(c.category), " holds ", FormatBytes(c.bytes), " (",
                                Share(c.bytes, o.holders_bytes), "): ", Sv(lever)));
   }
   return out;
@@ -128,7 +129,7 @@ Table HoldersTable(const OomExplanation& o) {
         o.holders_bytes <= 0
             ? Cell()
             : Cell(static_cast<double>(h.bytes) / static_cast<double>(o.holders_bytes));
-    t.AddRow({h.bytes, share, h.blocks, h.site, h.category});
+    t.AddRow({h.bytes, share, h.blocks, h.site, Cat(h.category)});
   }
   return t;
 }
@@ -154,35 +155,11 @@ std::string PeakWhere(const OomDevice& d) {
   return where;
 }
 
-// The smallest `fits on` of the device's settings, preferring the recorded settings unless a
-// candidate needs over 1% less (the search stops within a small step, so closer is a tie).
-const OomRemedy* SmallestFit(const OomDevice& d) {
-  const OomRemedy* best = nullptr;
-  for (const OomRemedy& m : d.remedies) {
-    if (m.fits_on <= 0) continue;
-    if (best == nullptr || m.fits_on < best->fits_on - best->fits_on / 100) best = &m;
-  }
-  return best;
-}
-
-// The candidate that fits with the lowest peak reserved; nullptr when none does.
-const OomRemedy* BestFitting(const OomDevice& d, int* fitting) {
-  const OomRemedy* best = nullptr;
-  *fitting = 0;
-  for (size_t i = 1; i < d.remedies.size(); ++i) {
-    const OomRemedy& m = d.remedies[i];
-    if (!m.fits) continue;
-    ++*fitting;
-    if (best == nullptr || m.peak_reserved < best->peak_reserved) best = &m;
-  }
-  return best;
-}
-
 // The smallest device memory the run fits on (the `fits on` column), as one line: the best
 // setting, and the recorded settings' figure beside it.
 void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
-  const OomRemedy* best = SmallestFit(d);
-  if (best == nullptr) return;
+  if (d.smallest_fit < 0) return;
+  const OomRemedy* best = &d.remedies[d.smallest_fit];
   out << "  smallest device memory the run fits on, by replay: " << FormatBytes(best->fits_on);
   if (best != &d.remedies[0]) {
     out << " with PYTORCH_CUDA_ALLOC_CONF=" << best->settings;
@@ -190,7 +167,8 @@ void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
       out << " (" << FormatBytes(d.remedies[0].fits_on) << " with the recorded settings)";
     }
   } else {
-    out << " with the recorded settings (no candidate needs over 1% less)";
+    out << " with the recorded settings (no candidate needs over " << analysis::kFitsOnTiePercent
+        << "% less)";
   }
   out << "; the live peak alone is " << FormatBytes(d.trace_peak_live) << "\n";
 }
@@ -209,8 +187,8 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
         << ": no block of this run reaches that size, so the oversize rules never apply and "
            "every block is placed as under the recorded settings; that replay stands for them)\n";
   }
-  int fitting = 0;
-  const OomRemedy* best = BestFitting(d, &fitting);
+  const int fitting = d.fitting_candidates;
+  const OomRemedy* best = d.best_fitting >= 0 ? &d.remedies[d.best_fitting] : nullptr;
   const size_t candidates = d.remedies.empty() ? 0 : d.remedies.size() - 1;
   if (d.fits()) {
     out << "  the recorded settings fit: peak reserved " << FormatBytes(d.remedies[0].peak_reserved)
@@ -232,32 +210,28 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
   RenderSmallestFit(d, out);
 }
 
-// The answer for one device that does not fit, in three lines ahead of the evidence: why it
-// fails (the run's own peak over the capacity, else the first failure's verdict), what setting
-// fits (or how much memory the run needs), and what to cut when no setting fits.
-std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& first,
-                                  bool peak_too_big) {
+// The device's answer (analysis::OomAnswer) in three lines ahead of the evidence: why it fails,
+// what setting fits (or how much memory the run needs), and what to cut when no setting fits.
+std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer& a,
+                                  const OomExplanation& first) {
   std::vector<OomAnswerLine> lines;
   auto line = [&](std::string_view label, std::string text) {
     lines.push_back({std::string(label), std::move(text)});
   };
   const std::string cap = FormatBytes(d.capacity);
   const std::string where = OomWhere(first);
-  int64_t cut = 0;  // live bytes that must go, at least
-  if (peak_too_big) {
-    cut = d.trace_peak_live - d.capacity;
+  if (a.peak_too_big) {
     line("answer",
          absl::StrCat("demand: the run's live memory peaks at ", FormatBytes(d.trace_peak_live),
-                      " ", PeakWhere(d), ", ", FormatBytes(cut), " more than ", cap,
+                      " ", PeakWhere(d), ", ", FormatBytes(a.excess), " more than ", cap,
                       "; no allocator setting can fit that"));
   } else {
-    switch (first.verdict) {
+    switch (a.verdict) {
       case analysis::OomVerdict::kDemand:
-        cut = first.shortfall;
         line("answer",
              absl::StrCat("demand: at ", where, " the live memory (", FormatBytes(first.allocated),
                           ") and the ", FormatBytes(first.rounded), " request come to ",
-                          FormatBytes(cut), " more than ", cap));
+                          FormatBytes(a.excess), " more than ", cap));
         break;
       case analysis::OomVerdict::kFragmentation:
         line("answer",
@@ -278,13 +252,13 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
         return lines;
     }
   }
-  int fitting = 0;
-  if (const OomRemedy* best = BestFitting(d, &fitting); best != nullptr) {
+  if (d.best_fitting >= 0) {
+    const OomRemedy& best = d.remedies[d.best_fitting];
     std::string text =
-        absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best->settings, ": the whole trace replays on ",
-                     cap, " with ", FormatBytes(best->headroom), " to spare");
-    if (fitting > 1) {
-      absl::StrAppend(&text, " (", fitting, " of the ", d.remedies.size() - 1,
+        absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": the whole trace replays on ",
+                     cap, " with ", FormatBytes(best.headroom), " to spare");
+    if (d.fitting_candidates > 1) {
+      absl::StrAppend(&text, " (", d.fitting_candidates, " of the ", d.remedies.size() - 1,
                       " candidate settings fit)");
     }
     line("fix", text);
@@ -293,40 +267,30 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
   std::string fix = absl::StrCat(
       "no allocator setting fits ", cap, " (",
       Plural(static_cast<int64_t>(d.remedies.size()), "setting", "settings"), " replayed)");
-  const OomRemedy* smallest = SmallestFit(d);
-  if (smallest != nullptr) {
-    absl::StrAppend(&fix, "; the run needs ", FormatBytes(smallest->fits_on),
-                    smallest == &d.remedies[0]
+  if (d.smallest_fit >= 0) {
+    const OomRemedy& smallest = d.remedies[d.smallest_fit];
+    absl::StrAppend(&fix, "; the run needs ", FormatBytes(smallest.fits_on),
+                    d.smallest_fit == 0
                         ? std::string(" with its recorded settings")
-                        : absl::StrCat(" with PYTORCH_CUDA_ALLOC_CONF=", smallest->settings));
+                        : absl::StrCat(" with PYTORCH_CUDA_ALLOC_CONF=", smallest.settings));
   }
   line("fix", fix);
-  // A request larger than the whole device: no cut of the live memory makes room for it.
-  if (!peak_too_big && first.rounded > d.capacity) {
-    const bool named = !first.site.empty() && first.site[0] != '[';  // not "[... without a stack]"
-    line("cut",
-         absl::StrCat("the ", FormatBytes(first.rounded), " request alone is more than the ", cap,
-                      " device: ", named ? first.site : std::string("the operation that asked"),
-                      " has to ask for less (smaller chunks, batch or sequence)"));
+  if (a.cut == analysis::OomCut::kRequest) {
+    line("cut", absl::StrCat("the ", FormatBytes(first.rounded), " request alone is more than the ",
+                             cap, " device: ",
+                             first.site_synthetic || first.site.empty()
+                                 ? std::string("the operation that asked")
+                                 : first.site,
+                             " has to ask for less (smaller chunks, batch or sequence)"));
     return lines;
   }
-  // What to cut: the live memory by kind (at the peak when that is what does not fit, else at
-  // the failure) and the largest site at the failure.
-  const std::vector<OomHolder>& kinds = peak_too_big ? d.peak_categories : first.categories;
-  std::string what;
-  if (cut > 0) {
-    what = absl::StrCat(FormatBytes(cut), " or more");
-  } else if (smallest != nullptr && smallest->fits_on > d.capacity) {
-    what = absl::StrCat("about ", FormatBytes(smallest->fits_on - d.capacity));
-  } else {
-    return lines;
-  }
-  absl::StrAppend(&what, peak_too_big ? " at the peak" : " at the failure");
-  for (const OomHolder& k : kinds) {
-    std::string_view lever = analysis::CategoryLever(k.category);
-    if (lever.empty()) continue;
-    absl::StrAppend(&what, ": ", k.category, " holds ", FormatBytes(k.bytes), ", try ", Sv(lever));
-    break;
+  if (a.cut != analysis::OomCut::kLive) return lines;
+  std::string what = a.cut_approximate ? absl::StrCat("about ", FormatBytes(a.cut_bytes))
+                                       : absl::StrCat(FormatBytes(a.cut_bytes), " or more");
+  absl::StrAppend(&what, a.peak_too_big ? " at the peak" : " at the failure");
+  if (a.cut_kind) {
+    absl::StrAppend(&what, ": ", Cat(*a.cut_kind), " holds ", FormatBytes(a.cut_kind_bytes),
+                    ", try ", Sv(CategoryLever(*a.cut_kind)));
   }
   // How much smaller the batch would have to be, as a replay found it (OomDevice).
   if (d.batch_share_fits) {
@@ -340,7 +304,7 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const OomExplanation& firs
                    : std::string("; a replay without any activations, temporaries or inputs "
                                  "does not fit either"));
   }
-  if (!peak_too_big && !first.holders.empty()) {
+  if (a.cut_site) {
     absl::StrAppend(&what, "; the largest site is ", first.holders[0].site, " (",
                     FormatBytes(first.holders[0].bytes), ")");
   }
@@ -354,15 +318,15 @@ void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
   if (d.peak_categories.empty()) return;
   std::string cats;
   for (const OomHolder& c : d.peak_categories) {
-    absl::StrAppend(&cats, cats.empty() ? "" : ", ", c.category, " ", FormatBytes(c.bytes));
+    absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(c.category), " ", FormatBytes(c.bytes));
   }
   out << "  at the peak " << cats << "\n";
   bool first = true;  // the first kind with a lever is in the answer's `cut` line
   for (const OomHolder& c : d.peak_categories) {
-    std::string_view lever = analysis::CategoryLever(c.category);
+    std::string_view lever = CategoryLever(c.category);
     if (lever.empty()) continue;
     if (std::exchange(first, false) || c.bytes < d.trace_peak_live - d.capacity) continue;
-    out << "  lever       " << c.category << " " << FormatBytes(c.bytes)
+    out << "  lever       " << Cat(c.category) << " " << FormatBytes(c.bytes)
         << " at the peak: " << lever << "\n";
   }
 }
@@ -389,7 +353,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
     absl::StrAppend(&asked, " (rounded), stream ", o.stream);
   }
   line("asked for", asked);
-  line("site", absl::StrCat(o.site, "  [", o.category, "]"));
+  line("site", absl::StrCat(o.site, "  [", Cat(o.category), "]"));
   if (o.reproduced) {
     std::string dev = absl::StrCat(FormatBytes(o.device_free), " free of ", FormatBytes(o.capacity),
                                    "; reserved ", FormatBytes(o.reserved), ", allocated ",
@@ -413,21 +377,22 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
     line("device", absl::StrCat(FormatBytes(o.device_free), " free of ", FormatBytes(o.capacity),
                                 " (as recorded)"));
   }
-  line("verdict", Sentence(o.verdict_text));
+  line("verdict", Sentence(OomVerdictText(o)));
   if (!o.holders.empty()) {
     line("holders",
          absl::StrCat("live blocks at the failure: ", FormatBytes(o.holders_bytes), " in ",
                       Plural(o.holders_blocks, "block", "blocks"), "; the largest sites:"));
     RenderTableText(HoldersTable(o), out, {"    ", true});
     bool all_unknown = std::all_of(o.categories.begin(), o.categories.end(), [](const auto& c) {
-      return c.category == analysis::kUnknownCategory;
+      return c.category == analysis::Category::kUnknown;
     });
     if (all_unknown) {
       line("categories", "not attributed yet (every block is \"unknown\")");
     } else {
       std::string cats;
       for (const auto& c : o.categories) {
-        absl::StrAppend(&cats, cats.empty() ? "" : ", ", c.category, " ", FormatBytes(c.bytes));
+        absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(c.category), " ",
+                        FormatBytes(c.bytes));
       }
       line("categories", cats);
     }
@@ -483,7 +448,7 @@ Json OomToJson(const OomReport& r) {
     oj["pool"] = o.is_small ? "small" : "large";
     oj["stream"] = o.stream;
     oj["site"] = o.site;
-    oj["category"] = o.category;
+    oj["category"] = Cat(o.category);
     oj["capacity_bytes"] = o.capacity;
     oj["device_free_bytes"] = o.device_free;
     oj["recorded_device_free_bytes"] =
@@ -494,7 +459,7 @@ Json OomToJson(const OomReport& r) {
                    {"released_segments", o.released_segments},
                    {"released_bytes", o.released_bytes}};
     oj["verdict"] = std::string(analysis::OomVerdictName(o.verdict));
-    oj["verdict_text"] = o.verdict_text;
+    oj["verdict_text"] = OomVerdictText(o);
     oj["largest_free_block_bytes"] = o.largest_free_block;
     oj["free_bytes"] = o.free_bytes;
     oj["cached_free"] = {{"same_stream_bytes", o.free.pool_free},
@@ -503,13 +468,15 @@ Json OomToJson(const OomReport& r) {
                          {"other_pool_bytes", o.free.other_pool_free}};
     Json holders = Json::array();
     for (const auto& h : o.holders) {
-      holders.push_back(
-          {{"site", h.site}, {"category", h.category}, {"bytes", h.bytes}, {"blocks", h.blocks}});
+      holders.push_back({{"site", h.site},
+                         {"category", Cat(h.category)},
+                         {"bytes", h.bytes},
+                         {"blocks", h.blocks}});
     }
     oj["holders"] = holders;
     Json cats = Json::array();
     for (const auto& c : o.categories) {
-      cats.push_back({{"category", c.category}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+      cats.push_back({{"category", Cat(c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
     }
     oj["categories"] = cats;
     oj["live_bytes"] = o.holders_bytes;
@@ -538,7 +505,7 @@ Json OomToJson(const OomReport& r) {
     Json peak_categories = Json::array();
     for (const OomHolder& c : d.peak_categories) {
       peak_categories.push_back(
-          {{"category", c.category}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+          {{"category", Cat(c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
     }
     dj["trace_peak_categories"] = peak_categories;
     Json remedies = Json::array();
@@ -576,8 +543,8 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     }
     // A run whose own live peak exceeds the capacity fails on it whatever the allocator does:
     // that is the answer, ahead of how the first failure happened.
-    const bool peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
-    RenderAnswerLines(OomAnswer(r, d), out);
+    const bool peak_too_big = d.answer && d.answer->peak_too_big;
+    RenderAnswerLines(OomAnswerLines(r, d), out);
     if (peak_too_big) RenderPeakKinds(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
       RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);
@@ -590,22 +557,84 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
   }
 }
 
-std::vector<OomAnswerLine> OomAnswer(const OomReport& r, const OomDevice& d) {
-  const OomExplanation* first = nullptr;
-  for (const OomExplanation& o : r.ooms) {
-    if (o.device == d.device) {
-      first = &o;
-      break;
-    }
+std::vector<OomAnswerLine> OomAnswerLines(const OomReport& r, const OomDevice& d) {
+  if (!d.answer) return {};
+  return Answer(d, *d.answer, r.ooms[d.answer->first]);
+}
+
+std::string_view CategoryLever(analysis::Category category) {
+  switch (category) {
+    case analysis::Category::kActivation:
+      return "activation checkpointing or a smaller batch";
+    case analysis::Category::kGradient:
+      return "gradient accumulation over smaller micro-batches, or sharding";
+    case analysis::Category::kOptimizerState:
+      return "a lighter optimizer state (8-bit, sharded, offloaded)";
+    case analysis::Category::kParameter:
+      return "lower-precision or sharded parameters";
+    case analysis::Category::kTemporary:
+      return "smaller chunks for the operation that needs it";
+    case analysis::Category::kInput:
+      return "a smaller batch or sequence length";
+    case analysis::Category::kUnknown:
+      return "";
   }
-  if (first == nullptr) return {};
-  return Answer(d, *first, r.device_memory.has_value() && d.trace_peak_live > d.capacity);
+  return "";
+}
+
+std::string OomVerdictText(const OomExplanation& o) {
+  const std::string req = FormatBytes(o.rounded);
+  switch (o.verdict) {
+    case analysis::OomVerdict::kNotReproduced:
+      return absl::StrCat(
+          "not reproduced: replaying the trace on ", FormatBytes(o.capacity), " served this ", req,
+          " request, so only the recorded figures are known (the trace may have begun after "
+          "memory the replay cannot see was allocated)");
+    case analysis::OomVerdict::kDemand:
+      return absl::StrCat("demand: the live blocks (", FormatBytes(o.allocated),
+                          ") plus this request (", req, ") come to ",
+                          FormatBytes(o.allocated + o.rounded), ", ", FormatBytes(o.shortfall),
+                          " more than the ", FormatBytes(o.usable_capacity),
+                          " the device has: it would not fit even with no fragmentation at all");
+    case analysis::OomVerdict::kCacheNotReleased:
+      if (o.free.other_streams_largest >= o.rounded) {
+        return absl::StrCat(
+            "cache not released: a free ", FormatBytes(o.free.other_streams_largest),
+            " block that would hold this ", req, " request is cached for stream ",
+            o.free.other_streams_stream, ", not for stream ", o.stream,
+            " that asked; a cached block serves only its own stream, and the retry releases "
+            "whole free segments only, not that one (",
+            FormatBytes(o.free_bytes), " free in total)");
+      }
+      return absl::StrCat(
+          "cache not released: a free ", FormatBytes(o.free.oversize_refused),
+          " block on this stream would hold this ", req,
+          " request, but the oversize rules of max_split_size (",
+          o.max_split_size == sim::kUnlimitedSize ? std::string("unlimited")
+                                                  : FormatBytes(o.max_split_size),
+          ") refuse to serve it from a block that large, and the retry could not release it");
+    case analysis::OomVerdict::kFragmentation:
+      break;
+  }
+  const int64_t cached = o.reserved - o.allocated;
+  if (cached == 0 && o.segment_bytes > o.rounded) {
+    return absl::StrCat(
+        "fragmentation: this ", req, " request would fit in the ", FormatBytes(o.device_free),
+        " the device has left, but nothing is cached and the allocator reserves a whole ",
+        FormatBytes(o.segment_bytes), " segment for a request of this size");
+  }
+  return absl::StrCat("fragmentation: ", FormatBytes(o.free_bytes), " is free (",
+                      FormatBytes(o.device_free), " on the device, ", FormatBytes(cached),
+                      " cached in segments that still hold live blocks), enough for this ", req,
+                      " request, but the largest free block is ", FormatBytes(o.largest_free_block),
+                      " and the device cannot supply the ", FormatBytes(o.segment_bytes),
+                      " a new segment needs");
 }
 
 std::string OomBrief(const OomReport& r) {
   std::ostringstream out;
   for (const OomDevice& d : r.devices) {
-    const std::vector<OomAnswerLine> answer = OomAnswer(r, d);
+    const std::vector<OomAnswerLine> answer = OomAnswerLines(r, d);
     if (answer.empty()) continue;
     const OomExplanation* first = nullptr;
     for (const OomExplanation& o : r.ooms) {

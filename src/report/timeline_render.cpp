@@ -13,6 +13,7 @@
 
 namespace memsnap::report {
 
+using analysis::ComputeWindow;
 using analysis::DeviceTimeline;
 using analysis::LiveRoundedCurve;
 using analysis::ReservedCursor;
@@ -55,46 +56,6 @@ std::string FormatMomentLabel(const Snapshot& snap, const DeviceTimeline& dt, Ti
   if (!dt.has_time) return absl::StrCat("event ", p.index());
   return absl::StrCat("event ", p.index(), ", ",
                       Offset(dt.TimeOf(snap, p) - dt.TimeOf(snap, TimelinePoint::After(0))));
-}
-
-namespace {
-// The figures of a window with the start state as its peak (RaisePeak then looks at the events).
-WindowFigures WindowStart(const DeviceTimeline& dt, const EventWindow& w) {
-  WindowFigures f;
-  const analysis::LiveCurveRef curve = CurveOf(dt);
-  f.start_bytes = curve.At(w.from);
-  f.end_bytes = curve.At(w.to);
-  f.peak_bytes = f.start_bytes;
-  f.peak_event = w.from;
-  std::tie(f.peak_reserved, f.peak_reserved_event) = dt.ReservedPeakIn(w.from, w.to);
-  return f;
-}
-
-// The maximum of the stored curve over events [a, b] (relative to its start): a plain loop over
-// contiguous memory, nothing else per event.
-int64_t MaxNet(const DeviceTimeline& dt, int64_t a, int64_t b) {
-  const int64_t* net = dt.live_net.data();
-  int64_t top = net[a];
-  for (int64_t e = a + 1; e <= b; ++e) top = std::max(top, net[e]);
-  return top;
-}
-
-// When `top`, the maximum of the events, exceeds f's peak: the peak becomes the first event of
-// [a, b] reaching it (the caller guarantees one does and none before a).
-void RaisePeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, WindowFigures& f) {
-  if (dt.start_requested + top <= f.peak_bytes) return;
-  const int64_t* net = dt.live_net.data();
-  f.peak_bytes = dt.start_requested + top;
-  f.peak_event =
-      TimelinePoint::After(static_cast<uint32_t>(std::find(net + a, net + b + 1, top) - net));
-}
-}  // namespace
-
-WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
-  WindowFigures f = WindowStart(dt, w);
-  const int64_t first = w.first_event(), last = w.to.index();
-  if (first <= last) RaisePeak(dt, MaxNet(dt, first, last), first, last, f);
-  return f;
 }
 
 namespace {
@@ -163,7 +124,7 @@ void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const Co
   for (int c = 0; c < plot_w; ++c) {
     const int64_t a = begin[c], b = begin[c + 1] - 1;
     if (a > b) continue;
-    const int64_t top = MaxNet(dt, a, b);
+    const int64_t top = analysis::MaxLiveNet(dt, a, b);
     if (best < 0 || top > best_top) best = c, best_top = top;
     cols.live[c] = std::max(cols.live[c], dt.start_requested + top);
     cols.live_last[c] = dt.start_requested + net[b];
@@ -178,8 +139,8 @@ void FillColumnsByRange(const DeviceTimeline& dt, const EventWindow& w, const Co
     cols.res[c] = std::max(cols.res[c], res_top);
     cols.res_last[c] = reserved;
   }
-  cols.figures = WindowStart(dt, w);
-  RaisePeak(dt, best_top, begin[best], begin[best + 1] - 1, cols.figures);
+  cols.figures = analysis::WindowStartFigures(dt, w);
+  analysis::RaiseWindowPeak(dt, best_top, begin[best], begin[best + 1] - 1, cols.figures);
 }
 }  // namespace
 
@@ -371,27 +332,14 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["lifetimes"] = classes;
   j["segment_lifetimes"] = dt.segments.size();
   if (categories != nullptr) {
-    // Start, peak and end of the window, and a series across it, sampled in one pass.
-    std::vector<TimelinePoint> events;
-    const int64_t span = w.to.index() - w.from.index();
-    const int64_t n = std::max<int64_t>(1, std::min<int64_t>(samples, span));
-    for (int64_t k = 0; k <= n; ++k) {
-      const TimelinePoint p = TimelinePoint::FromIndex(w.from.index() + span * k / n);
-      if (events.empty() || events.back() != p) events.push_back(p);
-    }
-    std::vector<TimelinePoint> all = events;
-    all.push_back(fig.peak_event);
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-    std::vector<analysis::CategoryBytes> sampled = analysis::SampleCategoryCurve(*categories, all);
-    auto at = [&](TimelinePoint p) {
-      return sampled[std::lower_bound(all.begin(), all.end(), p) - all.begin()];
-    };
-    j["categories"] = {{"start", CategoriesJson(at(w.from))},
-                       {"peak", CategoriesJson(at(fig.peak_event))},
-                       {"end", CategoriesJson(at(w.to))}};
-    std::vector<analysis::CategoryBytes> series;
-    for (TimelinePoint p : events) series.push_back(at(p));
+    // Start, peak and end of the window, and a series across it (analysis samples them).
+    const analysis::WindowCategories cats =
+        analysis::SampleWindowCategories(*categories, w, fig.peak_event, samples);
+    j["categories"] = {{"start", CategoriesJson(cats.start)},
+                       {"peak", CategoriesJson(cats.peak)},
+                       {"end", CategoriesJson(cats.end)}};
+    const std::vector<TimelinePoint>& events = cats.points;
+    const std::vector<analysis::CategoryBytes>& series = cats.series;
     Json s;
     Json indices = Json::array();
     for (TimelinePoint p : events) indices.push_back(p.index());

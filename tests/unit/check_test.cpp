@@ -59,12 +59,23 @@ TEST_SUITE("check") {
     o.max_frag = 0.2;
     CheckReport r = Run(m, nullptr, o);
     REQUIRE(r.checks.size() == 4);
-    CHECK(r.checks[0].name == "peak <= 100 B");
+    CHECK(r.checks[0].metric == CheckMetric::kPeak);
+    CHECK(report::CheckToJson(r)["checks"][0]["name"] == "peak <= 100 B");
     CHECK(r.checks[0].passed);
+    CHECK_FALSE(r.checks[0].failure.has_value());
     CHECK(!r.checks[1].passed);
+    // A failure is typed: its reason and figures, value over limit by `over`.
+    REQUIRE(r.checks[1].failure.has_value());
+    CHECK(r.checks[1].failure->reason == CheckReason::kOverLimit);
+    CHECK(r.checks[1].failure->value == 200);
+    CHECK(r.checks[1].failure->limit == 199);
+    CHECK(r.checks[1].failure->over == 1);
     CHECK(r.checks[2].passed);
-    CHECK(r.checks[3].name == "stranded <= 20.0%");
+    CHECK(r.checks[3].metric == CheckMetric::kStranded);
+    CHECK(report::CheckToJson(r)["checks"][3]["name"] == "stranded <= 20.0%");
     CHECK(!r.checks[3].passed);
+    REQUIRE(r.checks[3].failure.has_value());
+    CHECK(r.checks[3].failure->over == doctest::Approx(0.05));
     CHECK(r.failures() == 2);
     CHECK(!r.passed());
   }
@@ -80,16 +91,19 @@ TEST_SUITE("check") {
     o.fits = 30 * kMiB;
     CheckReport fail = Run(MeasureForCheck(snap, &o), nullptr, o);
     CHECK_FALSE(fail.passed());
-    REQUIRE(fail.checks[0].fits_failure.has_value());
-    const FitsFailure& why = *fail.checks[0].fits_failure;
+    REQUIRE(fail.checks[0].failure.has_value());
+    const CheckFailure& why = *fail.checks[0].failure;
+    CHECK(why.reason == CheckReason::kDoesNotFit);
     CHECK(why.event == 4);
     REQUIRE(fail.fits.has_value());
     CHECK(fail.fits->ooms[0].verdict == OomVerdict::kFragmentation);
     // The figures describe the failure the words state: its reason, and a need over the card.
     CHECK(why.verdict == OomVerdict::kFragmentation);
-    CHECK(fail.checks[0].value == static_cast<double>(why.needed));
+    CHECK(fail.checks[0].value == why.value);
     CHECK(fail.checks[0].limit == 30.0 * kMiB);
-    CHECK(why.needed > 30 * kMiB);
+    CHECK(why.limit == 30.0 * kMiB);
+    CHECK(why.value > 30 * kMiB);
+    CHECK(why.over == why.value - why.limit);
     CHECK(report::CheckToJson(fail).dump().find("\"reason\":\"fragmentation\"") !=
           std::string::npos);
     CHECK(report::CheckToJunit(fail).find("answer: fragmentation: at event:4") !=
@@ -128,10 +142,15 @@ TEST_SUITE("check") {
     o.tolerance = 0.05;
     CheckReport r = Run(cur, &base, o);
     REQUIRE(r.checks.size() == 3);
-    CHECK(r.checks[0].name == "peak vs baseline (+5.0%)");
+    CHECK(report::CheckToJson(r)["checks"][0]["name"] == "peak vs baseline (+5.0%)");
+    CHECK(r.checks[0].tolerance == 0.05);
     CHECK(r.checks[0].passed);
     CHECK(r.checks[0].limit == 1050);
     CHECK(!r.checks[1].passed);
+    REQUIRE(r.checks[1].failure.has_value());
+    CHECK(r.checks[1].failure->reason == CheckReason::kOverBaseline);
+    CHECK(r.checks[1].failure->baseline == 1000);
+    CHECK(r.checks[1].failure->over == 1);
     CHECK(r.checks[2].passed);
     CHECK(r.baseline_path == "base.pickle");
   }

@@ -246,7 +246,8 @@ TEST_SUITE("frag") {
     // The 480 MiB block fills its segment: it pins nothing.
     REQUIRE(c.pins.size() == 1);
     CHECK(c.pins[0].site == "model.py:31 forward");
-    CHECK(c.pins[0].category == "activation");
+    CHECK(c.pins[0].category == Category::kActivation);
+    CHECK_FALSE(c.pins[0].synthetic);  // it names a line of the program
     CHECK(c.pins[0].blocks == 2);
     CHECK(c.pins[0].allocated_bytes == 64 * kMiB);
     CHECK(c.pins[0].segments == 2);
@@ -344,6 +345,27 @@ TEST_SUITE("frag") {
     CHECK(recorded.peak_reserved == 20 * kMiB);
     CHECK(recorded.fits_on > 0);
     CHECK(recorded.fits_on <= recorded.peak_reserved);
+  }
+
+  TEST_CASE(
+      "a pin whose blocks have no stack is a synthetic row: typed as such, and left out of the "
+      "text") {
+    // frag_basic.json has no trace: its blocks are older than any recording, without a stack.
+    FragReport r = Analyze(testing::LoadFixture("frag_basic.json"));
+    REQUIRE_FALSE(r.costs.empty());
+    REQUIRE_FALSE(r.costs[0].pins.empty());
+    const StrandedPin& p = r.costs[0].pins[0];
+    CHECK(p.site == kBeforeRecordingRow);
+    CHECK(p.synthetic);
+    CHECK(p.category == Category::kUnknown);
+    // The typed answer of the device: its verdict and stranded figures, at the end (no trace).
+    const FragAnswer a = FragAnswerOf(r.costs[0]);
+    CHECK(a.verdict == r.costs[0].verdict);
+    CHECK(a.stranded_bytes == r.costs[0].figures.stranded_bytes);
+    CHECK_FALSE(a.at_peak);
+    for (const report::AnswerLine& l : report::FragAnswer(r, r.costs[0])) {
+      CHECK(l.text.find(kBeforeRecordingRow) == std::string::npos);
+    }
   }
 
   TEST_CASE("the answer's lines say what fragmentation costs, the fix and who pins it") {

@@ -108,7 +108,7 @@ TEST_SUITE("oom") {
     CHECK(o.free.other_streams_largest == 18 * kMiB);
     CHECK(o.free.other_streams_stream == 7);
     CHECK(o.shortfall == 0);
-    CHECK(o.verdict_text.find("stream 7") != std::string::npos);
+    CHECK(report::OomVerdictText(o).find("stream 7") != std::string::npos);
   }
 
   TEST_CASE("a free block the oversize rules refuse is cache not released") {
@@ -123,7 +123,91 @@ TEST_SUITE("oom") {
     c.max_split_size = 40 * kMiB;
     JudgeOom(c, o);
     CHECK(o.verdict == OomVerdict::kCacheNotReleased);
-    CHECK(o.verdict_text.find("max_split_size (40.0 MiB)") != std::string::npos);
+    CHECK(o.max_split_size == 40 * kMiB);
+    CHECK(report::OomVerdictText(o).find("max_split_size (40.0 MiB)") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "the answer of a fragmentation failure is typed: the verdict, and the candidate that fits "
+      "with the lowest peak") {
+    OomReport r = ExplainOrFail(testing::LoadFixture("oom_fragmentation.json"));
+    REQUIRE(r.devices.size() == 1);
+    const OomDevice& d = r.devices[0];
+    REQUIRE(d.answer.has_value());
+    const OomAnswer& a = *d.answer;
+    CHECK(a.first == 0);
+    CHECK_FALSE(a.peak_too_big);
+    CHECK(a.verdict == OomVerdict::kFragmentation);
+    CHECK(a.excess == 0);  // the live memory and the request fit: the layout does not
+    // Expandable segments fit (60 MiB peak, 4 MiB spare); the answer names the lowest peak.
+    REQUIRE(d.best_fitting > 0);
+    CHECK(d.fitting_candidates >= 1);
+    for (const OomRemedy& m : d.remedies) {
+      if (m.fits && &m != &d.remedies[0]) {
+        CHECK(d.remedies[d.best_fitting].peak_reserved <= m.peak_reserved);
+      }
+    }
+    CHECK(RemedyFor(d, "expandable_segments:True").fits);  // among them, by hand (above)
+    CHECK(a.cut == OomCut::kNone);                         // a setting fits: nothing to cut
+    // The smallest memory the run fits on: one of the searched settings, none over 1% below it.
+    REQUIRE(d.smallest_fit >= 0);
+    for (const OomRemedy& m : d.remedies) {
+      if (m.fits_on > 0) CHECK(m.fits_on >= d.remedies[d.smallest_fit].fits_on * 99 / 100);
+    }
+    const std::vector<report::OomAnswerLine> lines = report::OomAnswerLines(r, d);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[1].text.find(d.remedies[d.best_fitting].settings) != std::string::npos);
+  }
+
+  TEST_CASE(
+      "the answer of a demand failure carries the cut: the shortfall, the largest kind with a "
+      "lever and the largest site") {
+    OomReport r = ExplainOrFail(testing::LoadFixture("oom_demand.json"));
+    REQUIRE(r.devices.size() == 1);
+    const OomDevice& d = r.devices[0];
+    REQUIRE(d.answer.has_value());
+    const OomAnswer& a = *d.answer;
+    const OomExplanation& o = r.ooms[a.first];
+    CHECK(a.verdict == OomVerdict::kDemand);
+    CHECK(a.excess == 6 * kMiB);  // 60 + 10 - 64
+    CHECK(d.best_fitting == -1);  // no setting fits
+    CHECK(d.fitting_candidates == 0);
+    CHECK(a.cut == OomCut::kLive);
+    CHECK(a.cut_bytes == 6 * kMiB);
+    CHECK_FALSE(a.cut_approximate);
+    CHECK(a.cut_site);
+    // The kinds are typed; the cut names the largest one that is not unknown.
+    std::optional<Category> largest;
+    int64_t largest_bytes = 0;
+    for (const OomHolder& k : o.categories) {
+      if (k.category == Category::kUnknown) continue;
+      largest = k.category;
+      largest_bytes = k.bytes;
+      break;
+    }
+    CHECK(a.cut_kind == largest);
+    CHECK(a.cut_kind_bytes == largest_bytes);
+    for (const OomHolder& h : o.holders) CHECK_FALSE(h.synthetic);  // both name a line
+    CHECK_FALSE(o.site_synthetic);
+    CHECK(o.usable_capacity == 64 * kMiB);
+  }
+
+  TEST_CASE("a run whose own live peak is over the given memory is answered by that peak") {
+    Snapshot s = testing::LoadFixture("oom_demand.json");
+    OomOptions opts;
+    opts.device_memory = 32 * kMiB;
+    OomReport r = ExplainOrFail(s, opts);
+    REQUIRE(r.devices.size() == 1);
+    const OomDevice& d = r.devices[0];
+    REQUIRE(d.trace_peak_live > 32 * kMiB);
+    REQUIRE(d.answer.has_value());
+    CHECK(d.answer->peak_too_big);
+    CHECK(d.answer->excess == d.trace_peak_live - 32 * kMiB);
+    if (d.best_fitting < 0) {
+      CHECK(d.answer->cut == OomCut::kLive);
+      CHECK(d.answer->cut_bytes == d.answer->excess);
+      CHECK_FALSE(d.answer->cut_site);  // at the peak, not at a failure
+    }
   }
 
   TEST_CASE("a given capacity predicts where the run fails, and a larger one that it fits") {
@@ -240,8 +324,10 @@ TEST_SUITE("oom") {
     auto scaled = [&](double f) {
       Snapshot t = testing::LoadFixture("attribution_training.json");
       for (const BlockLifetime& lt : tl->devices[0].blocks) {
-        const std::string_view c = namer.Category(tl->devices[0], lt);
-        if (c != "activation" && c != "temporary" && c != "input") continue;
+        const Category c = namer.CategoryOf(tl->devices[0], lt);
+        if (c != Category::kActivation && c != Category::kTemporary && c != Category::kInput) {
+          continue;
+        }
         for (LocalEvent e : {lt.alloc_event, lt.free_requested_event, lt.free_completed_event}) {
           if (!e.index()) continue;
           int64_t& size = t.events[*e.index()].size;

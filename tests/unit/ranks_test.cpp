@@ -9,6 +9,8 @@
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/summary.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/check_render.h"
+#include "memsnap/report/frag_render.h"
 #include "memsnap/report/summary_render.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
@@ -115,10 +117,15 @@ TEST_SUITE("ranks") {
       r.totals.stranded_bytes = stranded;
       r.totals.largest_free_bytes = free / 2;
       r.external_fragmentation = frag;
-      r.verdict = absl::StrCat("small: ", stranded, " B");
+      analysis::FragAnswer a;
+      a.verdict = analysis::FragVerdict::kSmall;
+      a.stranded_bytes = stranded;
+      a.stranded_share = static_cast<double>(stranded) / 1000.0;
+      a.at_peak = true;
+      r.answer = a;
       return r;
     };
-    RankTable t = analysis::CompareFragRanks(
+    RankTable t = report::FragRanksTable(
         {rank("r0", 100, 0, 0.1), rank("r1", 100, 0, 0.1), rank("r2", 400, 300, 0.5)});
     REQUIRE(t.metrics.size() == 6);
     CHECK(t.metrics[0].name == "reserved_bytes");
@@ -133,7 +140,7 @@ TEST_SUITE("ranks") {
     REQUIRE(t.notes.size() == 1);
     CHECK(t.notes[0].name == "verdict");
     REQUIRE(t.notes[0].values.size() == 3);
-    CHECK(t.notes[0].values[2] == "small: 300 B");
+    CHECK(t.notes[0].values[2] == "small: 300 B (30.0%) at the peak");
   }
 
   TEST_CASE("frag ranks with reconstruction warnings count them in a notes column") {
@@ -141,7 +148,7 @@ TEST_SUITE("ranks") {
     quiet.file = "quiet";
     noisy.file = "noisy";
     noisy.warnings = 2;
-    RankTable t = analysis::CompareFragRanks({quiet, noisy});
+    RankTable t = report::FragRanksTable({quiet, noisy});
     REQUIRE(t.notes.size() == 2);  // the verdicts, then the notes
     CHECK(t.notes[1].name == "notes");
     REQUIRE(t.notes[1].values.size() == 2);
@@ -157,11 +164,14 @@ TEST_SUITE("ranks") {
       r.metrics.reserved_bytes = reserved;
       r.report.path = file;
       analysis::CheckResult c;
-      c.name = "reserved <= 1.0 KiB";
-      c.metric = "reserved";
+      c.metric = analysis::CheckMetric::kReserved;
+      c.limit = 1024;
+      c.value = static_cast<double>(reserved);
       c.passed = pass;
       r.report.checks = {c, c};
-      r.report.checks[0].name = "frag <= 30.0%";
+      r.report.checks[0].metric = analysis::CheckMetric::kStranded;
+      r.report.checks[0].is_ratio = true;
+      r.report.checks[0].limit = 0.3;
       r.report.checks[0].passed = true;
       return r;
     };
@@ -171,10 +181,11 @@ TEST_SUITE("ranks") {
     CHECK(r.failed_ranks() == 1);
     CHECK(r.failures() == 1);
     CHECK(r.checks() == 6);
-    REQUIRE(r.table.notes.size() == 1);
-    REQUIRE(r.table.notes[0].values.size() == 3);
-    CHECK(r.table.notes[0].values[0] == "PASS");
-    CHECK(r.table.notes[0].values[1] == "FAIL reserved <= 1.0 KiB");
+    // The verdicts are words: the renderer writes them from the typed checks.
+    const nlohmann::ordered_json rows = report::CheckRanksToJson(r)["ranks"]["ranks"];
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0]["verdict"] == "PASS");
+    CHECK(rows[1]["verdict"] == "FAIL reserved <= 1.0 KiB");
     CHECK(r.table.metrics[0].values[1] == -1);  // no peak without a trace
     CHECK(r.table.metrics[1].median == 1000);
     analysis::CheckRanksReport ok = analysis::CompareCheckRanks({rank("r0", 1000, true)}, "");

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/query/session.h"
 
@@ -30,6 +31,7 @@ struct FragRanksResult {
   std::string at;  // the moment as asked ("end", "peak", "event:12")
   analysis::FragMoment moment = analysis::FragMoment::kEnd;
   analysis::RankTable table;
+  std::vector<analysis::FragRank> ranks;  // in input order: their answers are the verdict notes
 };
 absl::StatusOr<FragRanksResult> FragRanksQuery(const FragRequest& request,
                                                const std::vector<InputFile>& files,

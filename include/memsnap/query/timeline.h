@@ -8,18 +8,13 @@
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 #include "memsnap/query/session.h"
 
 namespace memsnap::query {
 
-/// A slice of one device's timeline: the points from `from` to `to`, inclusive (from = the start
-/// includes the initial state). The figures of a window (start/peak/end) are computed over it.
-struct EventWindow {
-  analysis::TimelinePoint from;
-  analysis::TimelinePoint to;
-  /// The first event in the window (0 when it holds the start).
-  uint32_t first_event() const { return from.event().value_or(0); }
-};
+/// A slice of one device's timeline (analysis/timeline/window.h).
+using EventWindow = analysis::EventWindow;
 
 /// The window of device `dt` between two moments (either may be absent: the trace's start or
 /// end), both checked against its trace. A time as `from` starts at the first event at or after

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/query/frag.h"
 #include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
@@ -47,6 +49,13 @@ nlohmann::ordered_json FragAnswerToJson(const analysis::FragReport& report,
 /// The figures object shared by JSON renderers (also used by `check`).
 nlohmann::ordered_json FragFiguresToJson(const analysis::FragFigures& figures);
 
+/// One rank's answer as `frag` over many files prints it: "small: 146.6 MiB (0.3%) at the peak",
+/// ", device N" when the file has several; "" without an answer.
+std::string FragRankVerdict(const analysis::FragRank& rank);
+
+/// `frag` over many files: analysis::CompareFragRanks's table with its note columns, each
+/// rank's verdict (FragRankVerdict) and, when a rank has reconstruction warnings, their count.
+analysis::RankTable FragRanksTable(const std::vector<analysis::FragRank>& ranks);
 /// `frag` over several files: the per-rank table as text (with the moment named), JSON
 /// {"at", "ranks"} and CSV (one row per rank).
 void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out);

@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memsnap/analysis/allocator/oom.h"
@@ -26,11 +27,20 @@ void RenderOomText(const analysis::OomReport& report, std::ostream& out);
 /// memory the run needs) and "cut" (what has to shrink when no setting fits).
 using OomAnswerLine = AnswerLine;
 
-/// The answer for `device` of `report` in those lines, ahead of the evidence (RenderOomText opens
-/// each device with them; the HTML report shows them above the timeline). Empty when nothing
-/// fails on the device.
-std::vector<OomAnswerLine> OomAnswer(const analysis::OomReport& report,
-                                     const analysis::OomDevice& device);
+/// The device's answer (analysis::OomDevice::answer) in those lines, ahead of the evidence
+/// (RenderOomText opens each device with them; the HTML report shows them above the timeline).
+/// Empty when nothing fails on the device.
+std::vector<OomAnswerLine> OomAnswerLines(const analysis::OomReport& report,
+                                          const analysis::OomDevice& device);
+
+/// The verdict of one failure as a sentence with the figures that prove it ("demand: the live
+/// blocks (60.0 MiB) plus this request (10.0 MiB) come to ..."): `oom`'s verdict line and JSON
+/// `verdict_text`.
+std::string OomVerdictText(const analysis::OomExplanation& oom);
+
+/// What a holder of memory of this kind could do about it, as one short phrase ("activation
+/// checkpointing or a smaller batch"); empty for kUnknown.
+std::string_view CategoryLever(analysis::Category category);
 
 /// One OOM in a few lines (verdict, holders, what fits): the failure text of `check --fits`.
 std::string OomBrief(const analysis::OomReport& report);

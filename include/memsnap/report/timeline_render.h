@@ -8,23 +8,14 @@
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/timeline/timeline.h"
-#include "memsnap/query/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
 
-/// A slice of one device's timeline (query::ResolveWindow makes it from --from/--to).
-using EventWindow = query::EventWindow;
-
-/// Start/peak/end of live requested bytes and peak reserved bytes over a window.
-struct WindowFigures {
-  int64_t start_bytes = 0, peak_bytes = 0, end_bytes = 0;
-  analysis::TimelinePoint peak_event;
-  int64_t peak_reserved = 0;
-  analysis::TimelinePoint peak_reserved_event;  // DeviceTimeline::ReservedPeakIn the window
-};
-/// Needs the stored curve (analysis::TimelineOptions::curve), as do the chart and the CSV.
-WindowFigures ComputeWindow(const analysis::DeviceTimeline& dt, const EventWindow& w);
+/// The window and its figures are analysis's (analysis/timeline/window.h).
+using analysis::EventWindow;
+using analysis::WindowFigures;
 
 /// The columns of the terminal chart: per column the max (so short peaks stay visible) and the
 /// last value (what an empty column to its right shows: the state persists until the next event)

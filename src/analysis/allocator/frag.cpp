@@ -334,17 +334,21 @@ std::vector<StrandedPin> NamePins(const std::vector<LSegment>& stranded,
     for (const auto& b : s.blocks) {
       if (b.state != BlockState::kActiveAllocated) continue;
       auto it = sources.find(b.address);
-      std::string site, category(kUnknownCategory);
+      std::string site;
+      bool synthetic = true;
+      Category category = Category::kUnknown;
       if (it == sources.end() || !it->second.known) {
         site = std::string(kPreWindowRow);
       } else {
         site = namer.Label(it->second.stack, it->second.before_trace);
-        category = std::string(namer.Category(it->second.stack, 0));
+        synthetic = namer.IsSynthetic(it->second.stack);
+        category = namer.CategoryOf(it->second.stack, 0);
       }
       StrandedPin& p = by_site[site];
       if (p.site.empty()) {
         p.site = site;
-        p.category = std::move(category);
+        p.synthetic = synthetic || site.empty();
+        p.category = category;
       }
       ++p.blocks;
       p.allocated_bytes += b.size;
@@ -521,9 +525,23 @@ FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved) {
   if (stranded <= 0 || reserved <= 0) return FragVerdict::kNone;
   if (stranded < kFragMinBytes) return FragVerdict::kSmall;
   const double share = static_cast<double>(stranded) / static_cast<double>(reserved);
-  if (share < 0.05) return FragVerdict::kSmall;
-  if (share < 0.15) return FragVerdict::kModerate;
+  if (share < kFragModerateShare) return FragVerdict::kSmall;
+  if (share < kFragLargeShare) return FragVerdict::kModerate;
   return FragVerdict::kLarge;
+}
+
+FragAnswer FragAnswerOf(const FragCost& c) {
+  FragAnswer a;
+  a.device = c.device;
+  a.verdict = c.verdict;
+  a.stranded_bytes = c.figures.stranded_bytes;
+  a.stranded_share = c.figures.reserved_bytes <= 0
+                         ? 0.0
+                         : static_cast<double>(c.figures.stranded_bytes) /
+                               static_cast<double>(c.figures.reserved_bytes);
+  a.at_peak = c.at_peak;
+  a.event_index = c.event_index;
+  return a;
 }
 
 double ExternalFragmentation(int64_t free_bytes, int64_t largest_free_bytes) {

@@ -76,22 +76,22 @@ class HolderNamer {
   }
   // A block the trace frees without allocating it: its kind as every other command gives it
   // (docs/figures.md, "Kinds of memory"); unknown without the lifetimes.
-  std::string_view PreWindowCategory(uint64_t addr) {
+  analysis::Category PreWindowCategory(uint64_t addr) {
     if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
-      return namer.Category(*dt_, dt_->blocks[it->second]);
+      return namer.CategoryOf(*dt_, dt_->blocks[it->second]);
     }
-    return kUnknownCategory;
+    return Category::kUnknown;
   }
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
-  std::string_view Category(StackId stack, uint32_t alloc_event, uint64_t addr) {
+  analysis::Category CategoryOf(StackId stack, uint32_t alloc_event, uint64_t addr) {
     const absl::flat_hash_map<uint64_t, uint32_t>& map =
         alloc_event == kPreexistingEvent ? ghost_ : by_alloc_;
     const uint64_t key = alloc_event == kPreexistingEvent ? addr : alloc_event;
     if (auto it = map.find(key); it != map.end()) {
-      return namer.Category(*dt_, dt_->blocks[it->second]);
+      return namer.CategoryOf(*dt_, dt_->blocks[it->second]);
     }
-    return namer.Category(stack, alloc_event);
+    return namer.CategoryOf(stack, alloc_event);
   }
   SiteNamer namer;
 
@@ -103,7 +103,8 @@ class HolderNamer {
 };
 
 // The holders of a map, largest first (ties in key order).
-std::vector<OomHolder> LargestFirst(std::map<std::string, OomHolder>& m) {
+template <typename Key>
+std::vector<OomHolder> LargestFirst(std::map<Key, OomHolder>& m) {
   std::vector<OomHolder> v;
   for (auto& [key, h] : m) v.push_back(std::move(h));
   std::stable_sort(v.begin(), v.end(),
@@ -118,27 +119,32 @@ void NameHolders(const Snapshot& snap, const Capture& c,
                  OomExplanation& oom) {
   SiteNamer& namer = names.namer;
   std::map<std::string, OomHolder> by_site;
-  std::map<std::string, OomHolder> by_category;
+  // Keyed by name: equal bytes list in the names' order.
+  std::map<std::string_view, OomHolder> by_category;
   for (const auto& [addr, bytes] : c.live) {
     std::string site;
-    std::string_view category = kUnknownCategory;
+    bool synthetic = true;
+    Category category = Category::kUnknown;
     if (auto a = allocs.find(addr); a != allocs.end()) {
       site = namer.Label(a->second.first);
-      category = names.Category(a->second.first, a->second.second, addr);
+      synthetic = namer.IsSynthetic(a->second.first);
+      category = names.CategoryOf(a->second.first, a->second.second, addr);
     } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
       site = namer.Label(g->second, /*before_trace=*/true);
-      category = names.Category(g->second, kPreexistingEvent, addr);
+      synthetic = namer.IsSynthetic(g->second);
+      category = names.CategoryOf(g->second, kPreexistingEvent, addr);
     } else {
       site = std::string(kPreWindowRow);  // only its free is in the trace
       category = names.PreWindowCategory(addr);
     }
     OomHolder& h = by_site[site];
     h.site = site;
-    h.category = std::string(category);
+    h.synthetic = synthetic;
+    h.category = category;
     h.bytes += bytes;
     ++h.blocks;
-    OomHolder& k = by_category[std::string(category)];
-    k.category = std::string(category);
+    OomHolder& k = by_category[CategoryName(category)];
+    k.category = category;
     k.bytes += bytes;
     ++k.blocks;
     oom.holders_bytes += bytes;
@@ -153,11 +159,11 @@ void NameHolders(const Snapshot& snap, const Capture& c,
 std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeline& dt,
                                         TimelinePoint p) {
   SiteNamer namer(snap);
-  std::map<std::string, OomHolder> by_category;
+  std::map<std::string_view, OomHolder> by_category;  // by name, as NameHolders
   for (const BlockLifetime& b : dt.blocks) {
     if (!b.LiveAt(p)) continue;
-    const std::string category(namer.Category(dt, b));
-    OomHolder& k = by_category[category];
+    const Category category = namer.CategoryOf(dt, b);
+    OomHolder& k = by_category[CategoryName(category)];
     k.category = category;
     k.bytes += b.requested_size;
     ++k.blocks;
@@ -218,7 +224,8 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
       stack = g->second;
     }
     o.site = namer.Label(stack, pre);
-    o.category = std::string(names.Category(stack, c.event, c.addr));
+    o.site_synthetic = namer.IsSynthetic(stack);
+    o.category = names.CategoryOf(stack, c.event, c.addr);
     o.requested = c.info.requested;
     o.rounded = c.info.rounded;
     o.segment_bytes = c.info.segment_size;
@@ -256,7 +263,8 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
     o.recorded_device_free = static_cast<int64_t>(ev[i].addr);
     o.device_free = *o.recorded_device_free;
     o.site = namer.Label(ev[i].stack);
-    o.category = std::string(namer.Category(ev[i].stack, static_cast<uint32_t>(i)));
+    o.site_synthetic = namer.IsSynthetic(ev[i].stack);
+    o.category = namer.CategoryOf(ev[i].stack, static_cast<uint32_t>(i));
     JudgeOom(cfg, o);
     out.push_back(std::move(o));
   }
@@ -266,11 +274,6 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
 // live peak nothing fits.
 int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step) {
   return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step);
-}
-
-// The categories whose memory grows with the batch: what a smaller batch shrinks.
-bool GrowsWithBatch(std::string_view category) {
-  return category == "activation" || category == "temporary" || category == "input";
 }
 
 // The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
@@ -346,6 +349,72 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
   return absl::FailedPreconditionError(text);
 }
 
+// The candidate that fits with the lowest peak reserved, how many fit, and the setting that fits
+// on the least memory (the recorded settings unless a candidate needs over kFitsOnTiePercent%
+// less).
+void ChooseSettings(OomDevice& d) {
+  for (size_t i = 1; i < d.remedies.size(); ++i) {
+    const OomRemedy& m = d.remedies[i];
+    if (!m.fits) continue;
+    ++d.fitting_candidates;
+    if (d.best_fitting < 0 || m.peak_reserved < d.remedies[d.best_fitting].peak_reserved) {
+      d.best_fitting = static_cast<int>(i);
+    }
+  }
+  for (size_t i = 0; i < d.remedies.size(); ++i) {
+    const OomRemedy& m = d.remedies[i];
+    if (m.fits_on <= 0) continue;
+    if (d.smallest_fit < 0) {
+      d.smallest_fit = static_cast<int>(i);
+      continue;
+    }
+    const int64_t best = d.remedies[d.smallest_fit].fits_on;
+    if (m.fits_on < best - best * kFitsOnTiePercent / 100) {
+      d.smallest_fit = static_cast<int>(i);
+    }
+  }
+}
+
+// The answer of a device with a failure (its first, ooms[first]); docs/oom.md.
+OomAnswer Answer(const OomReport& r, const OomDevice& d, size_t first) {
+  const OomExplanation& o = r.ooms[first];
+  OomAnswer a;
+  a.first = first;
+  // A run whose own live peak exceeds the capacity fails on it whatever the allocator does.
+  a.peak_too_big = r.device_memory.has_value() && d.trace_peak_live > d.capacity;
+  a.verdict = o.verdict;
+  if (a.peak_too_big) {
+    a.excess = d.trace_peak_live - d.capacity;
+  } else if (o.verdict == OomVerdict::kDemand) {
+    a.excess = o.shortfall;
+  } else if (o.verdict == OomVerdict::kNotReproduced) {
+    return a;  // only the recorded figures are known
+  }
+  if (d.best_fitting >= 0) return a;  // a setting fits: nothing to cut
+  if (!a.peak_too_big && o.rounded > d.capacity) {
+    a.cut = OomCut::kRequest;  // no cut of the live memory makes room for it
+    return a;
+  }
+  if (a.excess > 0) {
+    a.cut_bytes = a.excess;
+  } else if (d.smallest_fit >= 0 && d.remedies[d.smallest_fit].fits_on > d.capacity) {
+    a.cut_bytes = d.remedies[d.smallest_fit].fits_on - d.capacity;
+    a.cut_approximate = true;
+  } else {
+    return a;
+  }
+  a.cut = OomCut::kLive;
+  const std::vector<OomHolder>& kinds = a.peak_too_big ? d.peak_categories : o.categories;
+  for (const OomHolder& k : kinds) {
+    if (k.category == Category::kUnknown) continue;  // no lever to pull
+    a.cut_kind = k.category;
+    a.cut_kind_bytes = k.bytes;
+    break;
+  }
+  a.cut_site = !a.peak_too_big && !o.holders.empty();
+  return a;
+}
+
 }  // namespace
 
 std::string_view OomVerdictName(OomVerdict v) {
@@ -385,64 +454,21 @@ void JudgeOom(const sim::AllocatorConfig& config, OomExplanation& o) {
     capacity = std::min<int64_t>(
         capacity, static_cast<int64_t>(*config.memory_fraction * static_cast<double>(capacity)));
   }
+  o.usable_capacity = capacity;
+  o.max_split_size = config.max_split_size;
   o.largest_free_block = o.free.pool_largest;
   o.free_bytes = std::max<int64_t>(0, capacity - o.allocated);
   o.shortfall = std::max<int64_t>(0, o.allocated + o.rounded - capacity);
-  const std::string req = FormatBytes(o.rounded);
   if (!o.reproduced) {
     o.verdict = OomVerdict::kNotReproduced;
-    o.verdict_text = absl::StrCat(
-        "not reproduced: replaying the trace on ", FormatBytes(o.capacity), " served this ", req,
-        " request, so only the recorded figures are known (the trace may have begun after "
-        "memory the replay cannot see was allocated)");
-    return;
-  }
-  if (o.shortfall > 0) {
+  } else if (o.shortfall > 0) {
     o.verdict = OomVerdict::kDemand;
-    o.verdict_text =
-        absl::StrCat("demand: the live blocks (", FormatBytes(o.allocated), ") plus this request (",
-                     req, ") come to ", FormatBytes(o.allocated + o.rounded), ", ",
-                     FormatBytes(o.shortfall), " more than the ", FormatBytes(capacity),
-                     " the device has: it would not fit even with no fragmentation at all");
-    return;
-  }
-  const int64_t cached = o.reserved - o.allocated;
-  if (o.free.other_streams_largest >= o.rounded) {
+  } else if (o.free.other_streams_largest >= o.rounded || o.free.oversize_refused > 0) {
+    // A cached block would hold it, on another stream or refused by the oversize rules.
     o.verdict = OomVerdict::kCacheNotReleased;
-    o.verdict_text = absl::StrCat(
-        "cache not released: a free ", FormatBytes(o.free.other_streams_largest),
-        " block that would hold this ", req, " request is cached for stream ",
-        o.free.other_streams_stream, ", not for stream ", o.stream,
-        " that asked; a cached block serves only its own stream, and the retry releases whole "
-        "free segments only, not that one (",
-        FormatBytes(o.free_bytes), " free in total)");
-    return;
+  } else {
+    o.verdict = OomVerdict::kFragmentation;
   }
-  if (o.free.oversize_refused > 0) {
-    o.verdict = OomVerdict::kCacheNotReleased;
-    o.verdict_text = absl::StrCat(
-        "cache not released: a free ", FormatBytes(o.free.oversize_refused),
-        " block on this stream would hold this ", req,
-        " request, but the oversize rules of max_split_size (",
-        config.max_split_size == sim::kUnlimitedSize ? std::string("unlimited")
-                                                     : FormatBytes(config.max_split_size),
-        ") refuse to serve it from a block that large, and the retry could not release it");
-    return;
-  }
-  o.verdict = OomVerdict::kFragmentation;
-  if (cached == 0 && o.segment_bytes > o.rounded) {
-    o.verdict_text = absl::StrCat(
-        "fragmentation: this ", req, " request would fit in the ", FormatBytes(o.device_free),
-        " the device has left, but nothing is cached and the allocator reserves a whole ",
-        FormatBytes(o.segment_bytes), " segment for a request of this size");
-    return;
-  }
-  o.verdict_text = absl::StrCat(
-      "fragmentation: ", FormatBytes(o.free_bytes), " is free (", FormatBytes(o.device_free),
-      " on the device, ", FormatBytes(cached),
-      " cached in segments that still hold live blocks), enough for this ", req,
-      " request, but the largest free block is ", FormatBytes(o.largest_free_block),
-      " and the device cannot supply the ", FormatBytes(o.segment_bytes), " a new segment needs");
 }
 
 absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& options) {
@@ -613,14 +639,14 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     bool any = false;
     for (const BlockLifetime& lt : dt->blocks) {
       std::optional<uint32_t> e = lt.alloc_event.index();
-      if (!e || *e >= scaled.size() || !GrowsWithBatch(namer.Category(*dt, lt))) continue;
+      if (!e || *e >= scaled.size() || !GrowsWithBatch(namer.CategoryOf(*dt, lt))) continue;
       scaled[*e] = 1;
       any = true;
     }
     std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
     for (size_t i = 0; i < ev.size(); ++i) {  // a failed request has no lifetime: its stack says
       if (ev[i].action == Action::kOom &&
-          GrowsWithBatch(namer.Category(ev[i].stack, static_cast<uint32_t>(i)))) {
+          GrowsWithBatch(namer.CategoryOf(ev[i].stack, static_cast<uint32_t>(i)))) {
         scaled[i] = 1;
       }
     }
@@ -681,6 +707,15 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
                      };
                      return key(a) < key(b);
                    });
+  // The answer of each device, from its settings and its first failure.
+  for (OomDevice& d : report.devices) {
+    ChooseSettings(d);
+    for (size_t i = 0; i < report.ooms.size(); ++i) {
+      if (report.ooms[i].device != d.device) continue;
+      d.answer = Answer(report, d, i);
+      break;
+    }
+  }
   return report;
 }
 

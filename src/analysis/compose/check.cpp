@@ -13,36 +13,60 @@ namespace memsnap::analysis {
 
 namespace {
 
-std::string Show(double v, bool is_ratio) {
-  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
+// The failure of a check whose value is over its limit.
+void Judge(CheckResult& r) {
+  r.passed = r.value <= r.limit;
+  if (r.passed) return;
+  CheckFailure f;
+  f.reason = r.kind == CheckKind::kBaseline ? CheckReason::kOverBaseline : CheckReason::kOverLimit;
+  f.value = r.value;
+  f.limit = r.limit;
+  f.over = r.value - r.limit;
+  f.baseline = r.baseline;
+  r.failure = f;
 }
 
-CheckResult Threshold(std::string metric, double value, double limit, bool is_ratio) {
+CheckResult Threshold(CheckMetric metric, double value, double limit, bool is_ratio) {
   CheckResult r;
-  r.name = absl::StrCat(metric, " <= ", Show(limit, is_ratio));
-  r.metric = std::move(metric);
+  r.metric = metric;
   r.kind = CheckKind::kThreshold;
   r.is_ratio = is_ratio;
   r.value = value;
   r.limit = limit;
-  r.passed = value <= limit;
+  Judge(r);
   return r;
 }
 
 // Bytes may grow by `tolerance` of the baseline's value.
-CheckResult Baseline(std::string metric, int64_t value, int64_t base, double tolerance) {
+CheckResult Baseline(CheckMetric metric, int64_t value, int64_t base, double tolerance) {
   CheckResult r;
-  r.name = absl::StrCat(metric, " vs baseline (+", FormatPercent(tolerance), ")");
-  r.metric = std::move(metric);
+  r.metric = metric;
   r.kind = CheckKind::kBaseline;
   r.value = static_cast<double>(value);
   r.baseline = static_cast<double>(base);
+  r.tolerance = tolerance;
   r.limit = std::floor(static_cast<double>(base) * (1.0 + tolerance));
-  r.passed = r.value <= r.limit;
+  Judge(r);
   return r;
 }
 
 }  // namespace
+
+std::string_view CheckMetricName(CheckMetric metric) {
+  switch (metric) {
+    case CheckMetric::kPeak:
+      return "peak";
+    case CheckMetric::kReserved:
+      return "reserved";
+    case CheckMetric::kAllocated:
+      return "allocated";
+    case CheckMetric::kStranded:
+      return "stranded";
+    case CheckMetric::kFits:
+      return "fits";
+  }
+  return "?";
+}
 
 TimelineOptions CheckTimelineOptions() {
   TimelineOptions to;
@@ -119,8 +143,7 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
           absl::StrCat(cur.path, ": --fits ", FormatBytes(*o.fits), ": ", cur.fits_error));
     }
     CheckResult c;
-    c.name = absl::StrCat("fits ", FormatBytes(*o.fits));
-    c.metric = "fits";
+    c.metric = CheckMetric::kFits;
     // Passing: the peak reserved of the replay (the most it used of the card); failing: what the
     // first failure needed, so that value, limit and over describe the failure the words state.
     c.value = 0;
@@ -132,17 +155,21 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     c.passed = cur.fits->ooms.empty();
     if (!c.passed) {
       const OomExplanation& first = cur.fits->ooms.front();
-      FitsFailure f;
+      CheckFailure f;
+      f.reason = CheckReason::kDoesNotFit;
       f.device = first.device;
       f.event = first.event;
       f.requested = first.rounded;
       f.verdict = first.verdict;
-      f.capacity = *o.fits;
-      f.needed = first.verdict == OomVerdict::kDemand || first.verdict == OomVerdict::kNotReproduced
-                     ? first.allocated + first.rounded
-                     : first.reserved + first.segment_bytes;
-      c.value = static_cast<double>(f.needed);
-      c.fits_failure = f;
+      const int64_t needed =
+          first.verdict == OomVerdict::kDemand || first.verdict == OomVerdict::kNotReproduced
+              ? first.allocated + first.rounded
+              : first.reserved + first.segment_bytes;
+      c.value = static_cast<double>(needed);
+      f.value = c.value;
+      f.limit = c.limit;
+      f.over = c.value - c.limit;
+      c.failure = f;
     }
     r.checks.push_back(std::move(c));
     r.fits = cur.fits;
@@ -152,31 +179,33 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
       return absl::InvalidArgumentError(absl::StrCat(
           cur.path, ": --max-peak needs a trace (device_traces) and this file has none"));
     }
-    r.checks.push_back(Threshold("peak", static_cast<double>(*cur.peak_bytes),
+    r.checks.push_back(Threshold(CheckMetric::kPeak, static_cast<double>(*cur.peak_bytes),
                                  static_cast<double>(*o.max_peak), false));
   }
   if (o.max_reserved) {
-    r.checks.push_back(Threshold("reserved", static_cast<double>(cur.reserved_bytes),
+    r.checks.push_back(Threshold(CheckMetric::kReserved, static_cast<double>(cur.reserved_bytes),
                                  static_cast<double>(*o.max_reserved), false));
   }
   if (o.max_allocated) {
-    r.checks.push_back(Threshold("allocated", static_cast<double>(cur.allocated_bytes),
+    r.checks.push_back(Threshold(CheckMetric::kAllocated, static_cast<double>(cur.allocated_bytes),
                                  static_cast<double>(*o.max_allocated), false));
   }
   if (o.max_frag) {
-    r.checks.push_back(Threshold("stranded", cur.stranded_share, *o.max_frag, true));
+    r.checks.push_back(Threshold(CheckMetric::kStranded, cur.stranded_share, *o.max_frag, true));
   }
   if (base != nullptr) {
     r.baseline_path = base->path;
     if (cur.peak_bytes && base->peak_bytes) {
-      r.checks.push_back(Baseline("peak", *cur.peak_bytes, *base->peak_bytes, o.tolerance));
+      r.checks.push_back(
+          Baseline(CheckMetric::kPeak, *cur.peak_bytes, *base->peak_bytes, o.tolerance));
     } else {
       r.notes.push_back(absl::StrCat("peak not compared: ", cur.peak_bytes ? base->path : cur.path,
                                      " has no trace"));
     }
-    r.checks.push_back(Baseline("reserved", cur.reserved_bytes, base->reserved_bytes, o.tolerance));
     r.checks.push_back(
-        Baseline("allocated", cur.allocated_bytes, base->allocated_bytes, o.tolerance));
+        Baseline(CheckMetric::kReserved, cur.reserved_bytes, base->reserved_bytes, o.tolerance));
+    r.checks.push_back(
+        Baseline(CheckMetric::kAllocated, cur.allocated_bytes, base->allocated_bytes, o.tolerance));
   }
   return r;
 }

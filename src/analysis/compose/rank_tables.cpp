@@ -10,24 +10,19 @@
 namespace memsnap::analysis {
 
 FragRank FragRankOf(const FragReport& report) {
-  FragRank rank{report.source.path, report.totals, report.external_fragmentation,
-                static_cast<int64_t>(report.warnings.size()), ""};
+  FragRank rank{report.source.path,
+                report.totals,
+                report.external_fragmentation,
+                static_cast<int64_t>(report.warnings.size()),
+                std::nullopt,
+                report.costs.size() > 1};
   // The device fragmentation costs the most, relative to what it reserves.
-  const FragCost* worst = nullptr;
-  auto share = [](const FragCost& c) {
-    return c.figures.reserved_bytes <= 0 ? 0.0
-                                         : static_cast<double>(c.figures.stranded_bytes) /
-                                               static_cast<double>(c.figures.reserved_bytes);
-  };
+  std::optional<FragAnswer> worst;
   for (const FragCost& c : report.costs) {
-    if (worst == nullptr || share(c) > share(*worst)) worst = &c;
+    FragAnswer a = FragAnswerOf(c);
+    if (!worst || a.stranded_share > worst->stranded_share) worst = a;
   }
-  if (worst != nullptr) {
-    rank.verdict = absl::StrCat(
-        Sv(FragVerdictName(worst->verdict)), ": ", FormatBytes(worst->figures.stranded_bytes), " (",
-        FormatPercent(share(*worst)), ") ", worst->at_peak ? "at the peak" : "at the end");
-    if (report.costs.size() > 1) absl::StrAppend(&rank.verdict, ", device ", worst->device);
-  }
+  rank.answer = worst;
   return rank;
 }
 
@@ -61,19 +56,6 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
     t.metrics.push_back(std::move(m));
   }
   for (const FragRank& r : ranks) t.files.push_back(r.file);
-  // The answer of each rank, as `frag FILE` opens with it.
-  RankNote& verdicts = t.notes.emplace_back(RankNote{"verdict", "fragmentation", {}, true});
-  for (const FragRank& r : ranks) verdicts.values.push_back(r.verdict);
-  // Warnings say a figure at a peak is approximate: count them where they apply.
-  if (std::any_of(ranks.begin(), ranks.end(), [](const FragRank& r) { return r.warnings > 0; })) {
-    RankNote& notes = t.notes.emplace_back(RankNote{"notes", "notes", {}, true});
-    for (const FragRank& r : ranks) {
-      notes.values.push_back(r.warnings == 0
-                                 ? ""
-                                 : absl::StrCat(r.warnings, " reconstruction warning(s): ",
-                                                "run frag on the file alone to see them"));
-    }
-  }
   t = CompareMetrics(std::move(t), options);
   // The fragmentation ratio is what `frag` is about: its outliers come first.
   std::stable_partition(t.outliers.begin(), t.outliers.end(),
@@ -110,7 +92,8 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
                {"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1},
                {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1},
                {"stranded_share", "stranded", Unit::kRatio, true, {}, -1}};
-  RankNote& verdicts = t.notes.emplace_back(RankNote{"verdict", "verdict", {}, true});
+  // Each rank's verdict is a note column the renderer adds (report::CheckRanksTable): its words
+  // are the failed checks' names.
   for (const CheckRank& r : out.ranks) {
     t.files.push_back(r.report.path);
     const CheckMetrics& m = r.metrics;
@@ -118,14 +101,6 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
     t.metrics[1].values.push_back(static_cast<double>(m.reserved_bytes));
     t.metrics[2].values.push_back(static_cast<double>(m.allocated_bytes));
     t.metrics[3].values.push_back(m.stranded_share);
-    std::string verdict = r.report.passed() ? "PASS" : "FAIL";
-    const char* sep = " ";
-    for (const CheckResult& c : r.report.checks) {
-      if (c.passed) continue;
-      absl::StrAppend(&verdict, sep, c.name);
-      sep = ", ";
-    }
-    verdicts.values.push_back(std::move(verdict));
   }
   out.table = CompareMetrics(std::move(t), options);
   return out;

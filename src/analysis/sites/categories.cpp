@@ -102,4 +102,28 @@ absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
   return out;
 }
 
+WindowCategories SampleWindowCategories(const CategoryCurve& curve, const EventWindow& w,
+                                        TimelinePoint peak, int samples) {
+  WindowCategories out;
+  const int64_t span = w.to.index() - w.from.index();
+  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(samples, span));
+  for (int64_t k = 0; k <= n; ++k) {
+    const TimelinePoint p = TimelinePoint::FromIndex(w.from.index() + span * k / n);
+    if (out.points.empty() || out.points.back() != p) out.points.push_back(p);
+  }
+  std::vector<TimelinePoint> all = out.points;
+  all.push_back(peak);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  const std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, all);
+  auto at = [&](TimelinePoint p) {
+    return sampled[std::lower_bound(all.begin(), all.end(), p) - all.begin()];
+  };
+  out.start = at(w.from);
+  out.peak = at(peak);
+  out.end = at(w.to);
+  for (TimelinePoint p : out.points) out.series.push_back(at(p));
+  return out;
+}
+
 }  // namespace memsnap::analysis

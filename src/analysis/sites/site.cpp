@@ -39,25 +39,29 @@ const std::string& SiteNamer::Label(StackId stack, bool before_trace) {
   return labels_.back();
 }
 
-std::string_view SiteNamer::Category(StackId stack, uint32_t /*alloc_event*/) {
-  if (!stack.valid() || stack.v >= slot_.size()) return kUnknownCategory;
-  return CategoryName(StackPhaseCategory(attribution_.Site(stack)).category);
+bool SiteNamer::IsSynthetic(StackId stack) {
+  if (!stack.valid() || stack.v >= slot_.size() ||
+      attribution_.snapshot().stacks.Get(stack).empty()) {
+    return true;
+  }
+  const SiteInfo& site = attribution_.Site(stack);
+  // An engine stack without an operator is "[autograd engine]": no operation to point at.
+  return site.synthetic() || (site.kind == SiteKind::kEngine && site.op.empty());
 }
 
-std::string_view SiteNamer::Category(const DeviceTimeline& device, const BlockLifetime& lifetime) {
+Category SiteNamer::CategoryOf(StackId stack, uint32_t /*alloc_event*/) {
+  if (!stack.valid() || stack.v >= slot_.size()) return Category::kUnknown;
+  return StackPhaseCategory(attribution_.Site(stack)).category;
+}
+
+Category SiteNamer::CategoryOf(const DeviceTimeline& device, const BlockLifetime& lifetime) {
   if (!categorizers_) categorizers_ = std::make_unique<Categorizers>(attribution_);
-  return CategoryName(categorizers_->For(device).Categorize(lifetime).category);
+  return categorizers_->For(device).Categorize(lifetime).category;
 }
 
-std::string_view CategoryLever(std::string_view category) {
-  if (category == "activation") return "activation checkpointing or a smaller batch";
-  if (category == "gradient")
-    return "gradient accumulation over smaller micro-batches, or sharding";
-  if (category == "optimizer_state") return "a lighter optimizer state (8-bit, sharded, offloaded)";
-  if (category == "parameter") return "lower-precision or sharded parameters";
-  if (category == "temporary") return "smaller chunks for the operation that needs it";
-  if (category == "input") return "a smaller batch or sequence length";
-  return "";
+bool GrowsWithBatch(Category category) {
+  return category == Category::kActivation || category == Category::kTemporary ||
+         category == Category::kInput;
 }
 
 }  // namespace memsnap::analysis

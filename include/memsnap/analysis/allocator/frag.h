@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 
@@ -155,16 +156,33 @@ struct DevicePeaks {
 enum class FragVerdict : uint8_t { kNone, kSmall, kModerate, kLarge };
 /// Stranded bytes below this are small whatever their share: too little to matter on any GPU.
 inline constexpr int64_t kFragMinBytes = int64_t{128} << 20;
+/// The stranded shares (of reserved bytes) from which the verdict is moderate, then large.
+inline constexpr double kFragModerateShare = 0.05;
+inline constexpr double kFragLargeShare = 0.15;
 /// "none", "small", "moderate", "large".
 std::string_view FragVerdictName(FragVerdict v);
 /// The verdict of `stranded` bytes out of `reserved` (the thresholds above).
 FragVerdict JudgeFragmentation(int64_t stranded, int64_t reserved);
 
+/// The answer of one device in a few typed figures: the verdict and the stranded memory it rests
+/// on, at the moment judged (a file's headline in `frag` over many files).
+struct FragAnswer {
+  int32_t device = 0;
+  FragVerdict verdict = FragVerdict::kNone;
+  int64_t stranded_bytes = 0;
+  double stranded_share = 0;  // of the reserved bytes then; 0 when nothing was reserved
+  bool at_peak = false;       // the reserved peak; false: the end (no trace)
+  int64_t event_index = -1;   // at_peak: the state after this device-local event (-1: before)
+};
+
 /// A site whose live blocks keep segments with stranded free space from being released: each
 /// segment with stranded bytes counts for every site with an allocated block in it.
 struct StrandedPin {
-  std::string site;      // the attribution model's label (SiteNamer), as `top` and `oom` name it
-  std::string category;  // what the stack shows alone (SiteNamer::Category)
+  std::string site;  // the attribution model's label (SiteNamer), as `top` and `oom` name it
+  /// The site is a bracketed row that names no line of the program (no stack recorded, allocated
+  /// before the trace): the text leaves it out, the JSON keeps it.
+  bool synthetic = false;
+  Category category = Category::kUnknown;  // what the stack shows alone (SiteNamer::CategoryOf)
   int64_t blocks = 0;    // its allocated blocks in those segments
   int64_t allocated_bytes = 0;  // their bytes
   int64_t segments = 0;         // segments with stranded bytes it holds a block in
@@ -185,6 +203,9 @@ struct FragCost {
   /// FragOptions::pins.
   std::vector<StrandedPin> pins;
 };
+
+/// The typed answer of one device's cost.
+FragAnswer FragAnswerOf(const FragCost& cost);
 
 /// One allocator setting replayed on a device's trace (FindFragFixes).
 struct FragSetting {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/allocator/replay.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/allocator.h"
@@ -61,7 +62,10 @@ std::vector<std::string> DefaultOomCandidates(const sim::AllocatorConfig& record
 /// Live memory of one site (or one category) at the failure.
 struct OomHolder {
   std::string site;
-  std::string category;
+  /// The site is a bracketed row that names no operation of the program (SiteNamer::IsSynthetic,
+  /// kPreWindowRow): a line that points at the code leaves it out.
+  bool synthetic = false;
+  Category category = Category::kUnknown;
   int64_t bytes = 0;  // allocated (block) bytes
   int64_t blocks = 0;
 };
@@ -99,8 +103,15 @@ struct OomExplanation {
   bool is_small = false;            // small pool (<= 1 MiB) or large
   int64_t stream = 0;
   std::string site;
-  std::string category;
+  bool site_synthetic = false;  // the site names no operation (OomHolder::synthetic)
+  Category category = Category::kUnknown;
   int64_t capacity = 0;
+  /// The capacity the verdict judges against: `capacity`, capped by the recorded settings'
+  /// per_process_memory_fraction.
+  int64_t usable_capacity = 0;
+  /// The recorded settings' max_split_size (sim::kUnlimitedSize: unlimited), which the
+  /// kCacheNotReleased verdict of an oversize block names.
+  int64_t max_split_size = sim::kUnlimitedSize;
   int64_t device_free = 0;                      // at the failure, after the retry
   std::optional<int64_t> recorded_device_free;  // what the oom entry recorded
   int64_t reserved = 0;
@@ -111,8 +122,9 @@ struct OomExplanation {
   int64_t released_bytes = 0;
   int64_t released_segments = 0;
   sim::FreeSpace free;  // the cached free blocks at the failure
+  /// Why it failed; the figures that prove it are the fields around it (the renderer writes the
+  /// sentence: report::OomVerdictText).
   OomVerdict verdict = OomVerdict::kNotReproduced;
-  std::string verdict_text;        // one sentence with the figures that prove it
   int64_t largest_free_block = 0;  // in the request's pool, on its stream
   int64_t free_bytes = 0;          // capacity - allocated: device free + cached free
   /// How much live memory must shrink for this request to fit, with no fragmentation at all
@@ -122,6 +134,41 @@ struct OomExplanation {
   std::vector<OomHolder> categories;  // by category (site empty), largest first
   int64_t holders_bytes = 0;          // Σ over every live block (== allocated when reproduced)
   int64_t holders_blocks = 0;
+};
+
+/// A smallest-fit search (OomRemedy::fits_on) stops within a small step, so a candidate counts as
+/// needing less memory than another only when it needs over this many percent less.
+inline constexpr int64_t kFitsOnTiePercent = 1;
+
+/// What `oom` cuts to make a device fit, when no setting does (OomAnswer::cut).
+enum class OomCut : uint8_t {
+  kNone,     // nothing to cut (a setting fits, or no figure says how much)
+  kRequest,  // the failing request alone is larger than the device: it must ask for less
+  kLive,     // live memory must shrink by OomAnswer::cut_bytes (at the peak or the failure)
+};
+
+/// The answer for one device that does not fit, decided here and written by the renderer in
+/// three lines ahead of the evidence (docs/oom.md): why it fails (the run's own live peak over
+/// the capacity, else the first failure's verdict), which setting fits or how much memory the run
+/// needs, and what to cut.
+struct OomAnswer {
+  size_t first = 0;           // index into OomReport::ooms of the device's first failure
+  bool peak_too_big = false;  // --device-memory below the run's own live peak: that is why
+  OomVerdict verdict = OomVerdict::kNotReproduced;  // the first failure's (when !peak_too_big)
+  /// Live bytes that must go at least: the live peak over the capacity, or the first failure's
+  /// shortfall (kDemand); 0 when the memory would fit and the layout does not.
+  int64_t excess = 0;
+  OomCut cut = OomCut::kNone;
+  /// kLive: how much to cut; `cut_approximate` when no failure figure says it and it is the
+  /// smallest fitting memory over the capacity instead ("about").
+  int64_t cut_bytes = 0;
+  bool cut_approximate = false;
+  /// kLive: the largest kind of memory with a usual lever (not unknown) where the cut is taken
+  /// (at the peak when peak_too_big, else at the failure), and its bytes.
+  std::optional<Category> cut_kind;
+  int64_t cut_kind_bytes = 0;
+  /// kLive and not peak_too_big: the largest site at the failure (index into its holders).
+  bool cut_site = false;
 };
 
 /// One device replayed on a capacity.
@@ -151,6 +198,15 @@ struct OomDevice {
   std::optional<double> batch_share_fits;
   /// The recorded settings first, then every candidate, in order.
   std::vector<OomRemedy> remedies;
+  /// Index into `remedies` of the candidate (not the recorded settings) that fits with the lowest
+  /// peak reserved, the first of equals; -1 when none fits. `fitting_candidates`: how many fit.
+  int best_fitting = -1;
+  int fitting_candidates = 0;
+  /// Index into `remedies` of the setting with the smallest `fits_on`, the recorded settings
+  /// unless a candidate needs over kFitsOnTiePercent% less; -1 when nothing was searched or found.
+  int smallest_fit = -1;
+  /// When an allocation fails on the capacity: the answer (nullopt when every allocation fits).
+  std::optional<OomAnswer> answer;
   std::vector<std::string> notes;
   bool fits() const { return !remedies.empty() && remedies[0].fits; }
 };
@@ -168,8 +224,9 @@ struct OomReport {
 /// InvalidArgument: a candidate that does not parse.
 absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snapshot, const OomOptions& options);
 
-/// The verdict and its sentence from an explanation's figures (capacity, allocated, rounded,
-/// segment_bytes, device_free, free, stream...): a pure function, for the tests.
+/// The verdict from an explanation's figures (capacity, allocated, rounded, segment_bytes,
+/// device_free, free, stream...), and the figures it rests on (usable_capacity, free_bytes,
+/// shortfall, largest_free_block, max_split_size): a pure function, for the tests.
 void JudgeOom(const sim::AllocatorConfig& config, OomExplanation& oom);
 
 }  // namespace memsnap::analysis

@@ -60,32 +60,55 @@ TimelineOptions CheckTimelineOptions();
 CheckMetrics MeasureForCheck(const Snapshot& snapshot, const absl::StatusOr<Timeline>& timeline,
                              const CheckOptions* options = nullptr);
 
-/// Why a --fits check failed: the replay's first failure on that capacity, as figures (the
-/// renderer writes the words). value = needed, limit = capacity, so over = needed - capacity > 0.
-struct FitsFailure {
+/// What a check measures (docs/ci.md).
+enum class CheckMetric : uint8_t {
+  kPeak,       // the live peak (CheckMetrics::peak_bytes)
+  kReserved,   // reserved bytes at the end
+  kAllocated,  // allocated bytes at the end
+  kStranded,   // the stranded share (a ratio; --max-frag)
+  kFits,       // --fits: the trace replayed on a device of the limit's size
+};
+/// "peak", "reserved", "allocated", "stranded", "fits": the JSON `metric`.
+std::string_view CheckMetricName(CheckMetric metric);
+
+/// Why a check failed.
+enum class CheckReason : uint8_t {
+  kOverLimit,     // a threshold (--max-*): value > limit
+  kOverBaseline,  // the baseline's value plus the tolerance: value > limit
+  kDoesNotFit,    // --fits: the replay ran out of memory (the fields below say where)
+};
+
+/// A failed check, as figures (the renderer writes the words): value > limit, over = value -
+/// limit > 0. For kDoesNotFit these describe the replay's first failure on that capacity: value
+/// is what it needed, limit the capacity (docs/figures.md, "check --fits").
+struct CheckFailure {
+  CheckReason reason = CheckReason::kOverLimit;
+  double value = 0;
+  double limit = 0;
+  double over = 0;
+  std::optional<double> baseline;  // kOverBaseline
+  // kDoesNotFit:
   int32_t device = 0;
   uint32_t event = 0;     // trace index; kPreexistingEvent: re-creating the blocks older than it
   int64_t requested = 0;  // the request, rounded as the allocator rounds it
+  /// kDemand: value is the live blocks plus the request (what no allocator could place on the
+  /// card); otherwise the reserved memory the allocator needed: what it held after releasing its
+  /// cache plus the segment it had to create for the request.
   OomVerdict verdict = OomVerdict::kDemand;
-  /// kDemand: the live blocks plus the request (what no allocator could place on the card);
-  /// otherwise the reserved memory the allocator needed: what it held after releasing its cache
-  /// plus the segment it had to create for the request (docs/figures.md, "check --fits").
-  int64_t needed = 0;
-  int64_t capacity = 0;
 };
 
 /// One line of the verdict.
 struct CheckResult {
-  std::string name;    // "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)"
-  std::string metric;  // "peak", "reserved", "allocated", "frag"
+  CheckMetric metric = CheckMetric::kPeak;
   CheckKind kind = CheckKind::kThreshold;
-  bool is_ratio = false;  // frag: value/limit/baseline are fractions, else bytes
-  double value = 0;
-  double limit = 0;
+  bool is_ratio = false;  // stranded: value/limit/baseline are fractions, else bytes
+  double value = 0;       // --fits: the replay's peak reserved, or what its first failure needed
+  double limit = 0;       // --fits: the device's capacity
   std::optional<double> baseline;
+  double tolerance = 0;  // kBaseline: the growth allowed over the baseline (0.05 = 5%)
   bool passed = true;
-  /// --fits that failed: the first failure (value and limit are its needed and capacity).
-  std::optional<FitsFailure> fits_failure;
+  /// Set when the check failed: why, with its figures.
+  std::optional<CheckFailure> failure;
 };
 
 /// Live bytes by kind of memory (analysis::Category) before and after.

@@ -2,6 +2,7 @@
 // command reports for one file, side by side, with the outliers (analysis::CompareMetrics).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,11 @@ struct FragRank {
   FragFigures totals;
   double external_fragmentation = 0;
   int64_t warnings = 0;  // the report's reconstruction warnings (shown in full by frag FILE)
-  /// The answer's verdict of its device with the largest stranded share, as in `frag FILE`:
-  /// "small: 146.6 MiB (0.3%) at the peak"; empty when the file has no segment.
-  std::string verdict;
+  /// The answer of its device with the largest stranded share, as `frag FILE` gives it
+  /// (report::FragRankVerdict writes "small: 146.6 MiB (0.3%) at the peak"); nullopt when the
+  /// file has no segment.
+  std::optional<FragAnswer> answer;
+  bool many_devices = false;  // the file has more than one device: the answer names its device
 };
 
 /// The headline of one file's fragmentation report (what a worker keeps of it).
@@ -28,8 +31,8 @@ FragRank FragRankOf(const FragReport& report);
 
 /// Columns reserved, allocated, free, stranded, largest free (bytes) and external fragmentation
 /// (a ratio). Outliers are looked for in external_fragmentation, free_bytes and stranded_bytes.
-/// A verdict column gives each rank's answer; when a rank has reconstruction warnings, the notes
-/// column counts them.
+/// The renderer adds the note columns, each rank's verdict and its warnings
+/// (report::FragRanksTable).
 RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions& options = {});
 
 /// One rank of `check` over many files: its figures and its verdict.
@@ -42,8 +45,8 @@ struct CheckRank {
 struct CheckRanksReport {
   std::string baseline;          // the baseline file or directory; empty without one
   std::vector<CheckRank> ranks;  // in input order
-  /// Columns peak, reserved, allocated (bytes) and frag (a ratio); the notes column holds each
-  /// rank's verdict ("PASS", or "FAIL" and the failed checks). Outliers in every column.
+  /// Columns peak, reserved, allocated (bytes) and frag (a ratio); outliers in every column. The
+  /// renderer adds each rank's verdict as a note column (report::CheckRanksTable).
   RankTable table;
   /// Snapshots that could not be read: the gate has not seen them, so it cannot pass (exit 2).
   std::vector<LeftOutFile> unreadable;

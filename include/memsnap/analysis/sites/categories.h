@@ -13,6 +13,7 @@
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 
 namespace memsnap::analysis {
 
@@ -43,6 +44,17 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
 /// Bytes per category at each of `points` (ascending).
 std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
                                                const std::vector<TimelinePoint>& points);
+
+/// The live bytes of each category over a window of the timeline (`timeline --json`): at its
+/// start, at `peak` and at its end, and a series at about `samples` points spread evenly over it
+/// (its ends included; a point is not repeated), all read in one pass over the curve.
+struct WindowCategories {
+  CategoryBytes start{}, peak{}, end{};
+  std::vector<TimelinePoint> points;  // the series' points, ascending
+  std::vector<CategoryBytes> series;  // one per point
+};
+WindowCategories SampleWindowCategories(const CategoryCurve& curve, const EventWindow& window,
+                                        TimelinePoint peak, int samples);
 
 /// One device's categories at a moment.
 struct DeviceCategories {

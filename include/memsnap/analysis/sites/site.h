@@ -17,9 +17,6 @@
 
 namespace memsnap::analysis {
 
-/// The category of memory whose owner is not known.
-inline constexpr std::string_view kUnknownCategory = "unknown";
-
 /// Labels stacks of one snapshot, caching per StackId. Not thread-safe.
 class SiteNamer {
  public:
@@ -31,17 +28,21 @@ class SiteNamer {
   /// from here. `before_trace`: a block live in the snapshot that the trace never saw, so a stack
   /// without frames reads "[allocated before recording started]" (NoStackRow in group.h).
   const std::string& Label(StackId stack, bool before_trace = false);
+  /// Whether Label(stack) is a bracketed row that names no operation of the program
+  /// ("[allocation recorded without a stack]", "[allocator frames only]", "[autograd engine]"):
+  /// a renderer that points at the code leaves such a row out.
+  bool IsSynthetic(StackId stack);
   /// The category of memory allocated with `stack`, from what the stack shows alone (the
   /// attribution model's stack-phase rule, docs/attribution.md): an AccumulateGrad or backward
   /// stack is a gradient, an optimizer step's is optimizer state, a forward pass's an activation,
-  /// module init's a parameter, the data loader's an input; "unknown" otherwise. Without the
-  /// device's timeline it cannot tell a temporary from what outlives its phase.
-  std::string_view Category(StackId stack, uint32_t alloc_event);
+  /// module init's a parameter, the data loader's an input; Category::kUnknown otherwise. Without
+  /// the device's timeline it cannot tell a temporary from what outlives its phase.
+  analysis::Category CategoryOf(StackId stack, uint32_t alloc_event);
   /// The category of one lifetime of `device`'s timeline by the attribution model's full rules
   /// (LifetimeCategorizer: what `top` and `summary` say of it): memory older than the trace with
   /// no stack that outlives a trace running a model is a parameter, a backward allocation kept
   /// after backward a gradient, one freed inside its phase a temporary, and so on.
-  std::string_view Category(const DeviceTimeline& device, const BlockLifetime& lifetime);
+  analysis::Category CategoryOf(const DeviceTimeline& device, const BlockLifetime& lifetime);
 
  private:
   Attribution attribution_;
@@ -54,8 +55,8 @@ class SiteNamer {
 /// (".../site-packages/torch/nn/functional.py:2546:layer_norm" -> "torch/nn/functional.py:...").
 std::string ShortenLibraryPath(std::string_view label);
 
-/// What a holder of memory in a category could do about it, as one short phrase
-/// ("activation checkpointing or a smaller batch"); empty for categories with no usual lever.
-std::string_view CategoryLever(std::string_view category);
+/// Whether memory of this kind grows with the batch (activation, temporary, input): what a
+/// smaller batch shrinks, and what `oom`'s batch search scales.
+bool GrowsWithBatch(Category category);
 
 }  // namespace memsnap::analysis

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""One vocabulary (issue 32, docs/figures.md "Kinds of memory"): fails when a C++ source spells a
+kind of memory as a string instead of using analysis::Category, or tells a synthetic row from a
+site by its first character instead of its `synthetic` flag.
+
+    check_vocabulary.py REPO_ROOT            check src/ and include/
+    check_vocabulary.py --self-test          check that each rule catches what it is meant to
+
+A kind of memory is named in one place, the enum's own mapping (kCategoryNames in
+src/analysis/attribution/attribution.cpp); everything else holds an analysis::Category and prints
+analysis::CategoryName(c). Comments are not code and are skipped.
+"""
+import pathlib
+import re
+import sys
+
+CATEGORY_NAMES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
+                  "unknown")
+# The enum's own mapping.
+MAPPING = "src/analysis/attribution/attribution.cpp"
+# A literal equal to a category name that names something else: (file, literal) -> why.
+OTHER_MEANINGS = {
+    ("src/model/snapshot.cpp", "unknown"): "the name of Action::kUnknown, a trace action",
+    ("src/cli/convert_command.cpp", "input"): "a JSON key: the input file of `convert --json`",
+}
+LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+SYNTHETIC_TESTS = [
+    re.compile(r"\[\s*0\s*\]\s*[!=]=\s*'\['"),
+    re.compile(r"'\['\s*[!=]=\s*\w[\w.>-]*\s*\[\s*0\s*\]"),
+    re.compile(r"front\(\)\s*[!=]=\s*'\['"),
+    re.compile(r"starts_with\(\s*(\"\[\"|'\[')\s*\)"),
+    re.compile(r"StartsWith\([^,]*,\s*\"\[\"\s*\)"),
+]
+
+
+def strip_comments(line):
+    """The line without a // comment (outside string literals)."""
+    out, i, quote = [], 0, None
+    while i < len(line):
+        c = line[i]
+        if quote:
+            out.append(c)
+            if c == "\\" and i + 1 < len(line):
+                out.append(line[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+            out.append(c)
+        elif line.startswith("//", i):
+            break
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def check_text(rel, text):
+    """Problems of one file, as 'path:line: what'."""
+    problems = []
+    in_block = False
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw
+        if in_block:
+            end = line.find("*/")
+            if end < 0:
+                continue
+            line, in_block = line[end + 2:], False
+        line = re.sub(r"/\*.*?\*/", " ", line)
+        start = line.find("/*")
+        if start >= 0 and line.find("*/", start) < 0 and '"' not in line[:start]:
+            line, in_block = line[:start], True
+        code = strip_comments(line)
+        if rel != MAPPING:
+            for m in LITERAL.finditer(code):
+                lit = m.group(1)
+                if lit in CATEGORY_NAMES and (rel, lit) not in OTHER_MEANINGS:
+                    problems.append(f'{rel}:{n}: the kind of memory "{lit}" spelled as a string; '
+                                    "use analysis::Category (CategoryName() to print it)")
+        for rx in SYNTHETIC_TESTS:
+            if rx.search(code):
+                problems.append(f"{rel}:{n}: a synthetic row told by its first character "
+                                "('['); test the row's `synthetic` flag")
+                break
+    return problems
+
+
+def check_repo(root):
+    root = pathlib.Path(root)
+    problems = []
+    files = sorted(p for d in ("src", "include") for p in (root / d).rglob("*")
+                   if p.suffix in (".cpp", ".h", ".cc", ".hpp"))
+    if not files:
+        print(f"check_vocabulary: no sources under {root}", file=sys.stderr)
+        return 2
+    for p in files:
+        problems += check_text(p.relative_to(root).as_posix(), p.read_text(errors="replace"))
+    for p in problems:
+        print(p)
+    print(f"check_vocabulary: {len(files)} files, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+def self_test():
+    bad = {
+        'if (category == "activation") return;': 1,
+        'h.category = "unknown";': 1,
+        'bool named = !s.empty() && s[0] != \'[\';': 1,
+        "if (p.site.empty() || p.site[0] == '[') continue;": 1,
+        'if (absl::StartsWith(site, "[")) x();': 1,
+        'x = CategoryName(Category::kActivation);  // "activation"': 0,
+        '/* "gradient" */ int a;': 0,
+        'if (row.synthetic) continue;': 0,
+    }
+    failed = 0
+    for text, want in bad.items():
+        got = len(check_text("src/x.cpp", text))
+        if got != want:
+            print(f"self-test: {text!r}: {got} problems, expected {want}")
+            failed += 1
+    if check_text(MAPPING, 'constexpr a = {"parameter", "gradient"};'):
+        print("self-test: the enum's own mapping was flagged")
+        failed += 1
+    print(f"check_vocabulary self-test: {len(bad) + 1 - failed} of {len(bad) + 1} cases right")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(check_repo(sys.argv[1]))
