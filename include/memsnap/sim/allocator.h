@@ -163,6 +163,9 @@ class CachingAllocator {
  public:
   /// `device` must outlive the allocator.
   CachingAllocator(const AllocatorConfig& config, DeviceMemory* device);
+  /// A copy of an allocator shares its device; after copying the device too (a replay resumed
+  /// from a saved state), point the copy at the device's copy.
+  void RebindDevice(DeviceMemory* device) { device_ = device; }
 
   /// malloc(n, stream): the block, or nullopt on OOM (last_oom() says why; num_ooms counts).
   std::optional<BlockRef> Malloc(int64_t n, int64_t stream);

@@ -6,11 +6,13 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/timeline/addr_table.h"
 #include "memsnap/analysis/allocator/replay.h"
+#include "memsnap/analysis/timeline/addr_table.h"
 
 namespace memsnap::analysis {
 
@@ -216,11 +218,23 @@ struct RunOptions {
   /// Called at every failed malloc, right after it, with the allocator in the state it failed in
   /// (alloc.last_oom() describes the failure) and the live blocks: what `oom` explains.
   std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
+  /// Keep RunOutput::reserved_records (what SmallestFittingCapacity bounds its replays with).
+  bool reserved_records = false;
+};
+
+/// A new high of reserved bytes: after the operation at `position` (an index into the run's
+/// operations, the starting state's first, then the trace's), reserved was `reserved`, more than
+/// after any earlier one.
+struct ReservedRecord {
+  size_t position = 0;
+  int64_t reserved = 0;
 };
 
 struct RunOutput {
   ConfigResult result;
   std::optional<VerifyResult> verify;
+  std::vector<ReservedRecord> reserved_records;  // with RunOptions::reserved_records
+  size_t ops_applied = 0;  // operations replayed (fewer than all when it stopped at an OOM)
 };
 
 /// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
@@ -290,19 +304,47 @@ template <typename OnAlloc, typename OnOom>
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
                     const RunOptions& options);
 
+/// Whether a capacity limits `config`'s allocator only through the device's cudaMalloc: no
+/// memory fraction (which scales with the capacity, and with it garbage collection) and no
+/// expandable segments (whose address ranges are sized from it). Then a replay bounded by C takes
+/// exactly the decisions of the unbounded replay up to the first operation after which the
+/// unbounded one had more than C reserved: until then every cudaMalloc it made fits in C.
+bool CapacityOnlyBoundsSegments(const sim::AllocatorConfig& config);
+
+/// What a SmallestFittingCapacity search cost (tests and benchmarks).
+struct FitSearchStats {
+  int replays = 0;  // replays run (the unbounded one included when the search made it), whole
+                    // or resumed from a saved state
+  int64_t ops = 0;  // operations they applied
+  int proven = 0;   // capacities known to fit without a replay (CapacityOnlyBoundsSegments)
+  int resumed = 0;  // replays that started from a saved state past the trace's start
+};
+
+/// "WHO: N bounded replays (R resumed from a saved state), M operations, P capacities proven
+/// without a replay": what the searches cost, for --timings.
+std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
+
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed
 /// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no
 /// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
 /// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
-/// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
-/// start, warm or cold, of every replay of the search, the unbounded one included
-/// (docs/simulator.md, "One starting state"); a warm start does not fit on a capacity smaller
-/// than its segments.
-/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
+/// fits. Every capacity returned is one a replay completed on, or one proven to take the
+/// unbounded replay's decisions. `base` gives the events and the start, warm or cold, of every
+/// replay of the search, the unbounded one included (docs/simulator.md, "One starting state"); a
+/// warm start does not fit on a capacity smaller than its segments.
+/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated);
+/// made with RunOptions::reserved_records, it lets the search skip work (below).
+///
+/// When CapacityOnlyBoundsSegments(config), no replay is spent on what the unbounded one already
+/// tells: a capacity at or above its peak reserved fits, and a replay bounded by C resumes from
+/// the unbounded replay's state just before it first exceeded C reserved (saved by the last
+/// replay that failed, the search's lower bound, as it passed that point). The answer is the one
+/// the replays from the start give, operation for operation.
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,
-                                const ConfigResult* unbounded = nullptr);
+                                const RunOutput* unbounded = nullptr,
+                                FitSearchStats* stats = nullptr);
 
 /// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
 /// segment_events, simulated_events, matched and the first divergence.
