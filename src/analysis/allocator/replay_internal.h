@@ -143,15 +143,24 @@ class LiveBlocks {
   }
   /// Removes `addr` (nothing when absent).
   [[gnu::always_inline]] void Erase(uint64_t addr) {
+    sim::BlockRef unused;
+    Take(addr, unused);
+  }
+  /// Removes `addr` and sets `ref` to the block it mapped to; false (nothing changed) when absent.
+  /// One probe where Find then Erase take two.
+  [[gnu::always_inline]] bool Take(uint64_t addr, sim::BlockRef& ref) {
     if (addr == kEmpty) [[unlikely]] {
+      if (!empty_key_used_) return false;
       empty_key_used_ = false;
-      return;
+      ref = empty_key_ref_;
+      return true;
     }
     size_t i = Hash(addr) & mask_;
     while (slots_[i].key != addr) {
-      if (slots_[i].key == kEmpty) return;
+      if (slots_[i].key == kEmpty) return false;
       i = (i + 1) & mask_;
     }
+    ref = slots_[i].ref;
     // Backward shift: move later entries of the probe run into the hole when their home allows.
     for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
       if (slots_[j].key == kEmpty) break;
@@ -164,6 +173,7 @@ class LiveBlocks {
     }
     slots_[i].key = kEmpty;
     --size_;
+    return true;
   }
   /// Calls fn(address, block) for every entry, in no particular order.
   template <class Fn>
@@ -267,10 +277,8 @@ template <typename OnAlloc, typename OnOom>
       break;
     }
     case OpKind::kFree: {
-      const sim::BlockRef* b = live.Find(op.addr);
-      if (b == nullptr) break;  // its alloc failed (OOM)
-      alloc.Free(*b);
-      live.Erase(op.addr);
+      sim::BlockRef b;
+      if (live.Take(op.addr, b)) alloc.Free(b);  // else its alloc failed (OOM)
       break;
     }
     case OpKind::kFreeRequested: {
@@ -279,10 +287,8 @@ template <typename OnAlloc, typename OnOom>
       break;
     }
     case OpKind::kFreeCompleted: {
-      const sim::BlockRef* b = live.Find(op.addr);
-      if (b == nullptr) break;
-      alloc.FreeCompleted(*b);
-      live.Erase(op.addr);
+      sim::BlockRef b;
+      if (live.Take(op.addr, b)) alloc.FreeCompleted(b);
       break;
     }
     case OpKind::kEmptyCache:
