@@ -91,6 +91,7 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
   Pool& pool = s <= kSmallSize ? small_ : large_;
   const int64_t alloc_size = SegmentSize(s, config_);
   uint32_t b = GetFreeBlock(pool, stream, s);
+  const bool indexed = b != kNone;  // still in the index at found_
   int64_t reserved_before = 0;
   int64_t releases_before = 0;
   if (b == kNone) {
@@ -122,7 +123,7 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
                  stats_.allocated_bytes.aggregate.current};
     return std::nullopt;
   }
-  return AllocFoundBlock(b, pool, n, s);
+  return AllocFoundBlock(b, pool, n, s, indexed);
 }
 
 uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
@@ -151,9 +152,8 @@ uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
   // Oversize rules: only the first candidate is examined.
   if (s < config_.max_split_size && it->size >= config_.max_split_size) return kNone;
   if (s >= config_.max_split_size && it->size >= s + config_.max_non_split_rounding) return kNone;
-  uint32_t b = it->ref;
-  pool.blocks.Erase(it);
-  return b;
+  found_ = it;
+  return it->ref;
 }
 
 uint32_t CachingAllocator::AllocBlock(Pool& pool, int64_t stream, int64_t s, int64_t alloc_size,
@@ -187,7 +187,8 @@ bool CachingAllocator::ShouldSplit(uint32_t b, int64_t s) const {
   return s < config_.max_split_size && remaining > kSmallSize;
 }
 
-BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s) {
+BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
+                                           bool indexed) {
   const bool split = ShouldSplit(b, s);
   const bool already_split = IsSplit(b);
   const bool expandable = blocks_[b].expandable >= 0;
@@ -204,7 +205,14 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
     rest.prev = taken;
     rest.ptr += static_cast<uint64_t>(s);
     rest.size -= s;
-    InsertFree(pool, b);
+    if (indexed) {
+      // The remainder keeps the found block's place in the index under its smaller key (erase
+      // and insert, mostly without leaving the chunk).
+      rest.gc_count_base = pool.get_free_blocks_call_count;
+      pool.blocks.Shrink(found_, rest.size, rest.ptr, b);
+    } else {
+      InsertFree(pool, b);
+    }
     if (!expandable) {
       if (already_split) {
         stats_.inactive_split_bytes.Sub(small, s);
@@ -213,9 +221,12 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
         stats_.inactive_split.Add(small, 1);
       }
     }
-  } else if (already_split && !expandable) {
-    stats_.inactive_split_bytes.Sub(small, blocks_[b].size);
-    stats_.inactive_split.Sub(small, 1);
+  } else {
+    if (indexed) pool.blocks.Erase(found_);
+    if (already_split && !expandable) {
+      stats_.inactive_split_bytes.Sub(small, blocks_[b].size);
+      stats_.inactive_split.Sub(small, 1);
+    }
   }
   Block& t = blocks_[taken];
   t.allocated = true;

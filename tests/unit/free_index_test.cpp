@@ -1,6 +1,7 @@
 // The simulator's free-block index against the ordered set it replaced (issue 37): random inserts,
 // erases, best-fit searches and walks, with duplicate keys and several streams, compared step by
-// step with a std::set of (stream, size, ptr).
+// step with a std::set of (stream, size, ptr); Shrink (a split's remainder re-keyed in place)
+// against erase then insert.
 #include "memsnap/sim/free_index.h"
 
 #include <doctest/doctest.h>
@@ -64,10 +65,24 @@ TEST_SUITE("free index") {
           CHECK(c->size == std::get<1>(*it));
           CHECK(c->ptr == std::get<2>(*it));
           CHECK(c->ref == refs[*it]);
-          if (next() % 2 == 0) {
+          const uint64_t act = next() % 4;
+          if (act < 2) {
             index.Erase(c);
             refs.erase(*it);
             model.erase(it);
+            continue;
+          }
+          if (act == 2 && c->size > 512) {
+            // What a split leaves: the found block under a smaller size (any address, so the key
+            // may land in an earlier chunk or on a key already present), as erase then insert.
+            const int64_t smaller = static_cast<int64_t>(1 + next() % (c->size / 512 - 1)) * 512;
+            const uint64_t at = (next() % 300) * 512;
+            const auto ref = static_cast<uint32_t>(step);
+            index.Shrink(c, smaller, at, ref);
+            refs.erase(*it);
+            model.erase(it);
+            if (model.insert({stream, smaller, at}).second) refs[{stream, smaller, at}] = ref;
+            REQUIRE(index.size() == model.size());
             continue;
           }
           FreeIndex::Cursor up = c;

@@ -257,9 +257,119 @@ Snapshot RandomTrace(uint64_t seed, int events) {
   return testing::TraceSnapshot(std::move(ev), std::move(streams));
 }
 
+// SmallestFittingCapacity as it was before issue 37's shared prefix: one unbounded replay, its
+// peak reserved verified by a replay, then every capacity of the halving replayed from the start.
+int64_t FitFromTheStart(const PreparedTrace& p, const ReplayConfig& config, const RunOptions& base,
+                        int64_t step, int64_t& ops) {
+  int64_t warm_bytes = 0;
+  for (const WarmSegment& w : p.warm) warm_bytes += w.size;
+  auto run = [&](int64_t capacity) {
+    RunOptions ro = base;
+    ro.capacity = capacity;
+    ro.stop_at_first_oom = true;
+    RunOutput out = RunConfig(p, config, ro);
+    ops += static_cast<int64_t>(out.ops_applied);
+    return out.result;
+  };
+  auto fits = [&](int64_t capacity) {
+    if (base.warm && warm_bytes > capacity) return false;
+    return run(capacity).ooms.empty();
+  };
+  const ConfigResult free_run = run(sim::kUnlimitedCapacity);
+  if (!free_run.ooms.empty()) return 0;
+  int64_t lo = std::max<int64_t>(0, free_run.peak_requested - 1);
+  int64_t hi = std::max(free_run.peak_reserved, lo + 1);
+  for (int tries = 0; !fits(hi); ++tries) {
+    if (tries == 8) return 0;
+    lo = hi;
+    hi += std::max(step, hi / 16);
+  }
+  const int64_t tolerance = std::max(step, hi / 400);
+  while (hi - lo > tolerance) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+struct FitTotals {
+  int64_t searches = 0;
+  int64_t shared = 0;      // searches that could share the unbounded replay's prefix
+  int64_t ops_before = 0;  // operations the searches from the start applied
+  int64_t ops_after = 0;   // ... and those of SmallestFittingCapacity, for the shared ones
+  int64_t ops_shared_before = 0;
+};
+
+// Every setting's smallest fitting capacity on `snap`'s first trace, cold and warm, searched both
+// ways: the answers must agree; the totals say what the shared prefix saved.
+void CompareFitSearches(const Snapshot& snap, FitTotals& t) {
+  absl::StatusOr<const DeviceTrace*> trace = SelectTrace(snap, -1);
+  if (!trace.ok()) return;
+  const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
+  PreparedTrace p = PrepareTrace(snap, **trace, EmptyCacheMode::kHeuristic, recorded, false);
+  std::erase_if(p.ops, [](const Op& op) { return op.kind == OpKind::kOomMalloc; });
+  for (const char* conf :
+       {"", "max_split_size_mb:128", "roundup_power2_divisions:4", "expandable_segments:True",
+        "garbage_collection_threshold:0.8,per_process_memory_fraction:0.9"}) {
+    absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, conf);
+    REQUIRE(c.ok());
+    const ReplayConfig config{conf, *c};
+    for (bool warm : {false, true}) {
+      if (warm && !p.warm_ok) continue;
+      CAPTURE(conf);
+      CAPTURE(warm);
+      RunOptions base;
+      base.events = snap.EventsOf(**trace);
+      base.warm = warm;
+      int64_t before_ops = 0;
+      const int64_t before = FitFromTheStart(p, config, base, 2 * kMiB, before_ops);
+      FitSearchStats stats;
+      const int64_t after = SmallestFittingCapacity(p, config, base, -1, 2 * kMiB, nullptr, &stats);
+      CHECK(after == before);
+      ++t.searches;
+      t.ops_before += before_ops;
+      if (CapacityOnlyBoundsSegments(config.config)) {
+        ++t.shared;
+        t.ops_shared_before += before_ops;
+        t.ops_after += stats.ops;
+        if (before > 0) CHECK(stats.proven >= 1);  // its own unbounded peak needs no replay
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("sim differential") {
+  TEST_CASE("the fit search resumes bounded replays from the unbounded one and answers the same") {
+    // Two traces under pressure: each search gives the capacity the replays from the start give,
+    // and those that share the unbounded replay's prefix apply well under half the operations.
+    FitTotals t;
+    for (uint64_t seed : {1, 2, 3, 4, 5, 6}) {
+      CAPTURE(seed);
+      CompareFitSearches(RandomTrace(seed, 20000), t);
+    }
+    CHECK(t.searches == 6 * 5 * 2);
+    CHECK(t.shared == 6 * 3 * 2);
+    MESSAGE("operations: ", t.ops_after, " with the shared prefix, ", t.ops_shared_before,
+            " from the start");
+    CHECK(t.ops_after * 2 < t.ops_shared_before);
+  }
+
+  TEST_CASE("on the corpus the fit search answers as replays from the start do" *
+            doctest::test_suite("corpus")) {
+    FitTotals t;
+    for (const std::string& path : testing::CorpusFiles()) {
+      CAPTURE(path);
+      absl::StatusOr<Snapshot> s = parse::ReadSnapshot(path, {});
+      REQUIRE_MESSAGE(s.ok(), s.status().message());
+      CompareFitSearches(*s, t);
+    }
+    MESSAGE("operations: ", t.ops_after, " with the shared prefix, ", t.ops_shared_before,
+            " from the start");
+    CHECK(t.ops_after <= t.ops_shared_before);
+  }
+
   TEST_CASE("random traces take the decisions the btree simulator took") {
     // seed -> digest, recorded from main b4a1704.
     const std::vector<std::pair<uint64_t, uint64_t>> expected = {

@@ -163,6 +163,9 @@ class CachingAllocator {
  public:
   /// `device` must outlive the allocator.
   CachingAllocator(const AllocatorConfig& config, DeviceMemory* device);
+  /// A copy of an allocator shares its device; after copying the device too (a replay resumed
+  /// from a saved state), point the copy at the device's copy.
+  void RebindDevice(DeviceMemory* device) { device_ = device; }
 
   /// malloc(n, stream): the block, or nullopt on OOM (last_oom() says why; num_ooms counts).
   std::optional<BlockRef> Malloc(int64_t n, int64_t stream);
@@ -255,9 +258,11 @@ class CachingAllocator {
   bool GcEnabled() const;
 
   // The malloc path (allocator.cpp).
+  /// The best fit, left in the pool's index at `found_` (AllocFoundBlock takes it out).
   uint32_t GetFreeBlock(Pool& pool, int64_t stream, int64_t s);
   uint32_t AllocBlock(Pool& pool, int64_t stream, int64_t s, int64_t alloc_size, bool retry);
-  BlockRef AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s);
+  /// `indexed`: `b` is GetFreeBlock's, still in the index at `found_` (else a new segment's).
+  BlockRef AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s, bool indexed);
   bool ShouldSplit(uint32_t b, int64_t s) const;
   void FreeBlock(uint32_t b);
   int64_t TryMerge(uint32_t dst, uint32_t src, Pool& pool);
@@ -294,6 +299,7 @@ class CachingAllocator {
   int64_t total_allocated_memory_ = 0;
   int64_t allowed_memory_maximum_ = kUnlimitedCapacity;
   std::vector<SegmentEvent>* log_ = nullptr;
+  FreeIndex::Cursor found_;  // GetFreeBlock's block, between it and AllocFoundBlock
 };
 
 }  // namespace memsnap::sim

@@ -60,6 +60,9 @@ class VirtualDeviceMemory final : public DeviceMemory {
   int64_t FreeBytes() const override;
   int64_t TotalBytes() const override { return capacity_; }
   int64_t used() const { return used_; }
+  /// Changes the capacity mid-run (a copy of a device resumed under another limit; the bytes in
+  /// use must fit it).
+  void SetCapacity(int64_t capacity) { capacity_ = capacity; }
 
  private:
   uint64_t NextAddress(int64_t size, uint64_t align);

@@ -119,6 +119,33 @@ class FreeIndex {
       if (i + 1 == c->n) last[ci] = {s, p};
       ++size;
     }
+    // Re-keys entry i of chunk ci to (s, p), a key below its own: where it belongs in the same
+    // chunk, the entries between move up one place; a key that belongs in an earlier chunk (or
+    // equals another) is erased and inserted.
+    void ShrinkAt(uint32_t ci, uint32_t i, int64_t s, uint64_t p, uint32_t ref) {
+      Chunk& c = chunks[order[ci]];
+      uint32_t lo = 0;
+      uint32_t hi = i;
+      while (lo < hi) {  // PosIn over [0, i)
+        const uint32_t mid = (lo + hi) / 2;
+        if (Less(c.e[mid].size, c.e[mid].ptr, s, p)) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      const bool below_chunk =
+          lo == 0 && ci > 0 && !Less(last[ci - 1].size, last[ci - 1].ptr, s, p);
+      const bool duplicate = lo < i && c.e[lo].size == s && c.e[lo].ptr == p;
+      if (below_chunk || duplicate) {
+        EraseAt(ci, i);
+        Insert(s, p, ref);
+        return;
+      }
+      std::memmove(c.e + lo + 1, c.e + lo, sizeof(Entry) * (i - lo));
+      c.e[lo] = {s, p, ref};
+      if (i + 1 == c.n) last[ci] = {c.e[i].size, c.e[i].ptr};
+    }
     void EraseAt(uint32_t ci, uint32_t i) {
       Chunk& c = chunks[order[ci]];
       std::memmove(c.e + i, c.e + i + 1, sizeof(Entry) * (c.n - i - 1));
@@ -187,6 +214,12 @@ class FreeIndex {
   }
   /// Removes the block the cursor is on (the cursor and every other become invalid).
   void Erase(const Cursor& c) { c.set_->EraseAt(c.ci_, c.i_); }
+  /// Gives the block the cursor is on the smaller key (size, ptr) of the same stream, as Erase(c)
+  /// then Insert would, in place when the key stays in its chunk (the remainder of a split block:
+  /// the search found it, the front is taken, the rest goes back). Every cursor becomes invalid.
+  void Shrink(const Cursor& c, int64_t size, uint64_t ptr, uint32_t ref) {
+    c.set_->ShrinkAt(c.ci_, c.i_, size, ptr, ref);
+  }
   /// Removes the block with this key, if present.
   void Erase(uint64_t stream, int64_t size, uint64_t ptr) {
     Set* s = Find(stream);

@@ -68,6 +68,7 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
       if (jobs[d].same_as[k] == k) runs.emplace_back(d, k);
     }
   }
+  std::vector<FitSearchStats> search_stats(runs.size());
   {
     ScopedTimer t(
         absl::StrCat("frag: ", runs.size(),
@@ -79,13 +80,17 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
           FixJob& job = jobs[d];
           RunOptions ro;
           ro.events = snap.EventsOf(*job.trace);
-          job.results[k] = RunConfig(job.prepared, configs[k], ro).result;
-          job.fits_on[k] =
-              SmallestFittingCapacity(job.prepared, configs[k], ro,
-                                      /*live_floor=*/-1, kFragFitStep, &job.results[k]);
+          ro.reserved_records = true;  // they bound the search's replays
+          RunOutput unbounded = RunConfig(job.prepared, configs[k], ro);
+          ro.reserved_records = false;
+          job.fits_on[k] = SmallestFittingCapacity(job.prepared, configs[k], ro,
+                                                   /*live_floor=*/-1, kFragFitStep, &unbounded,
+                                                   &search_stats[i]);
+          job.results[k] = std::move(unbounded.result);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
   }
+  { ScopedTimer note(FitSearchNote("frag", search_stats)); }  // a line of --timings
 
   std::vector<FragFix> out;
   for (FixJob& job : jobs) {

@@ -272,8 +272,10 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
 
 // The smallest capacity on which `config` replays the whole trace (0: none); below the trace's
 // live peak nothing fits.
-int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step) {
-  return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step);
+int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step,
+                    FitSearchStats& stats) {
+  return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step,
+                                 nullptr, &stats);
 }
 
 // The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
@@ -614,13 +616,15 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   std::vector<int64_t> fits_on(searches.size(), 0);
   if (!searches.empty()) {
     phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(), " settings"));
+    std::vector<FitSearchStats> stats(searches.size());
     ParallelFor(
         searches.size(),
         [&](size_t i) {
           auto [d, k] = searches[i];
-          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step);
+          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step, stats[i]);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
+    ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings
   }
 
   // Where no setting fits and the lifetimes say which allocations grow with the batch: how much

@@ -6,6 +6,8 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -141,15 +143,24 @@ class LiveBlocks {
   }
   /// Removes `addr` (nothing when absent).
   [[gnu::always_inline]] void Erase(uint64_t addr) {
+    sim::BlockRef unused;
+    Take(addr, unused);
+  }
+  /// Removes `addr` and sets `ref` to the block it mapped to; false (nothing changed) when absent.
+  /// One probe where Find then Erase take two.
+  [[gnu::always_inline]] bool Take(uint64_t addr, sim::BlockRef& ref) {
     if (addr == kEmpty) [[unlikely]] {
+      if (!empty_key_used_) return false;
       empty_key_used_ = false;
-      return;
+      ref = empty_key_ref_;
+      return true;
     }
     size_t i = Hash(addr) & mask_;
     while (slots_[i].key != addr) {
-      if (slots_[i].key == kEmpty) return;
+      if (slots_[i].key == kEmpty) return false;
       i = (i + 1) & mask_;
     }
+    ref = slots_[i].ref;
     // Backward shift: move later entries of the probe run into the hole when their home allows.
     for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
       if (slots_[j].key == kEmpty) break;
@@ -162,6 +173,7 @@ class LiveBlocks {
     }
     slots_[i].key = kEmpty;
     --size_;
+    return true;
   }
   /// Calls fn(address, block) for every entry, in no particular order.
   template <class Fn>
@@ -216,11 +228,23 @@ struct RunOptions {
   /// Called at every failed malloc, right after it, with the allocator in the state it failed in
   /// (alloc.last_oom() describes the failure) and the live blocks: what `oom` explains.
   std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
+  /// Keep RunOutput::reserved_records (what SmallestFittingCapacity bounds its replays with).
+  bool reserved_records = false;
+};
+
+/// A new high of reserved bytes: after the operation at `position` (an index into the run's
+/// operations, the starting state's first, then the trace's), reserved was `reserved`, more than
+/// after any earlier one.
+struct ReservedRecord {
+  size_t position = 0;
+  int64_t reserved = 0;
 };
 
 struct RunOutput {
   ConfigResult result;
   std::optional<VerifyResult> verify;
+  std::vector<ReservedRecord> reserved_records;  // with RunOptions::reserved_records
+  size_t ops_applied = 0;  // operations replayed (fewer than all when it stopped at an OOM)
 };
 
 /// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
@@ -253,10 +277,8 @@ template <typename OnAlloc, typename OnOom>
       break;
     }
     case OpKind::kFree: {
-      const sim::BlockRef* b = live.Find(op.addr);
-      if (b == nullptr) break;  // its alloc failed (OOM)
-      alloc.Free(*b);
-      live.Erase(op.addr);
+      sim::BlockRef b;
+      if (live.Take(op.addr, b)) alloc.Free(b);  // else its alloc failed (OOM)
       break;
     }
     case OpKind::kFreeRequested: {
@@ -265,10 +287,8 @@ template <typename OnAlloc, typename OnOom>
       break;
     }
     case OpKind::kFreeCompleted: {
-      const sim::BlockRef* b = live.Find(op.addr);
-      if (b == nullptr) break;
-      alloc.FreeCompleted(*b);
-      live.Erase(op.addr);
+      sim::BlockRef b;
+      if (live.Take(op.addr, b)) alloc.FreeCompleted(b);
       break;
     }
     case OpKind::kEmptyCache:
@@ -290,19 +310,47 @@ template <typename OnAlloc, typename OnOom>
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
                     const RunOptions& options);
 
+/// Whether a capacity limits `config`'s allocator only through the device's cudaMalloc: no
+/// memory fraction (which scales with the capacity, and with it garbage collection) and no
+/// expandable segments (whose address ranges are sized from it). Then a replay bounded by C takes
+/// exactly the decisions of the unbounded replay up to the first operation after which the
+/// unbounded one had more than C reserved: until then every cudaMalloc it made fits in C.
+bool CapacityOnlyBoundsSegments(const sim::AllocatorConfig& config);
+
+/// What a SmallestFittingCapacity search cost (tests and benchmarks).
+struct FitSearchStats {
+  int replays = 0;  // replays run (the unbounded one included when the search made it), whole
+                    // or resumed from a saved state
+  int64_t ops = 0;  // operations they applied
+  int proven = 0;   // capacities known to fit without a replay (CapacityOnlyBoundsSegments)
+  int resumed = 0;  // replays that started from a saved state past the trace's start
+};
+
+/// "WHO: N bounded replays (R resumed from a saved state), M operations, P capacities proven
+/// without a replay": what the searches cost, for --timings.
+std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
+
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed
 /// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no
 /// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
 /// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
-/// fits. Every capacity returned is one a replay completed on. `base` gives the events and the
-/// start, warm or cold, of every replay of the search, the unbounded one included
-/// (docs/simulator.md, "One starting state"); a warm start does not fit on a capacity smaller
-/// than its segments.
-/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated).
+/// fits. Every capacity returned is one a replay completed on, or one proven to take the
+/// unbounded replay's decisions. `base` gives the events and the start, warm or cold, of every
+/// replay of the search, the unbounded one included (docs/simulator.md, "One starting state"); a
+/// warm start does not fit on a capacity smaller than its segments.
+/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated);
+/// made with RunOptions::reserved_records, it lets the search skip work (below).
+///
+/// When CapacityOnlyBoundsSegments(config), no replay is spent on what the unbounded one already
+/// tells: a capacity at or above its peak reserved fits, and a replay bounded by C resumes from
+/// the unbounded replay's state just before it first exceeded C reserved (saved by the last
+/// replay that failed, the search's lower bound, as it passed that point). The answer is the one
+/// the replays from the start give, operation for operation.
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,
-                                const ConfigResult* unbounded = nullptr);
+                                const RunOutput* unbounded = nullptr,
+                                FitSearchStats* stats = nullptr);
 
 /// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
 /// segment_events, simulated_events, matched and the first divergence.

@@ -1,6 +1,7 @@
 // One configuration's replay (the hot loop) and the --verify comparison.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/sim/device_memory.h"
 
@@ -111,6 +112,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   };
   // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
   const size_t total_ops = pre.size() + prepared.ops.size();
+  out.ops_applied = total_ops;
   for (size_t opi = 0; opi < total_ops; ++opi) {
     const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
     if (!hints_installed && op.event != kPreexisting) {
@@ -132,11 +134,17 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         },
         [&] { record_oom(op); });
     if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
-    if (options.stop_at_first_oom && !r.ooms.empty()) break;
+    if (options.stop_at_first_oom && !r.ooms.empty()) {
+      out.ops_applied = opi + 1;
+      break;
+    }
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache ||
         op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
       const int64_t allocated = st.allocated_bytes.aggregate.current;
+      if (options.reserved_records && reserved > r.peak_reserved) {
+        out.reserved_records.push_back({opi, reserved});
+      }
       if (reserved > r.peak_reserved ||
           (reserved == r.peak_reserved && allocated > r.allocated_at_peak)) {
         r.peak_reserved = reserved;
@@ -179,11 +187,60 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   return out;
 }
 
+std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats) {
+  FitSearchStats t;
+  for (const FitSearchStats& s : stats) {
+    t.replays += s.replays;
+    t.ops += s.ops;
+    t.proven += s.proven;
+    t.resumed += s.resumed;
+  }
+  return absl::StrCat(std::string(who), ": ", t.replays, " bounded replays (", t.resumed,
+                      " resumed from a saved state), ", t.ops, " operations, ", t.proven,
+                      " capacities proven without a replay");
+}
+
+bool CapacityOnlyBoundsSegments(const sim::AllocatorConfig& config) {
+  return !config.expandable_segments && !config.memory_fraction.has_value();
+}
+
+namespace {
+
+// A replay that can be saved and resumed: the allocator with its device and live blocks, and the
+// position of the next operation. Copying it copies the whole state (a few MB on a large trace:
+// nothing beside a replay).
+struct SavedRun {
+  sim::VirtualDeviceMemory device;
+  sim::CachingAllocator alloc;
+  LiveBlocks live;
+  size_t next = 0;
+
+  SavedRun(const sim::AllocatorConfig& config, int64_t capacity)
+      : device(capacity), alloc(config, &device) {}
+  SavedRun(const SavedRun& o) : device(o.device), alloc(o.alloc), live(o.live), next(o.next) {
+    alloc.RebindDevice(&device);
+  }
+  SavedRun& operator=(const SavedRun& o) {
+    device = o.device;
+    alloc = o.alloc;
+    alloc.RebindDevice(&device);
+    live = o.live;
+    next = o.next;
+    return *this;
+  }
+};
+
+}  // namespace
+
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,
-                                const ConfigResult* unbounded) {
+                                const RunOutput* unbounded, FitSearchStats* stats) {
+  FitSearchStats own_stats;
+  if (stats == nullptr) stats = &own_stats;
   int64_t warm_bytes = 0;
   for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
+  const std::vector<Op>& pre = base.warm ? prepared.warm_leftover : prepared.cold;
+  const size_t total_ops = pre.size() + prepared.ops.size();
   // Every replay of the search starts from `base`'s state, warm or cold, as the unbounded one does
   // (docs/simulator.md, "One starting state"): a bounded replay that started otherwise could need
   // more than the unbounded peak it is meant to verify.
@@ -193,23 +250,75 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     ro.stop_at_first_oom = true;
     ro.on_oom = nullptr;
     ro.curve = false;
-    return RunConfig(prepared, config, ro).result;
+    ro.reserved_records = capacity == sim::kUnlimitedCapacity;
+    ++stats->replays;
+    RunOutput out = RunConfig(prepared, config, ro);
+    stats->ops += static_cast<int64_t>(out.ops_applied);
+    return out;
+  };
+  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
+  // run fits on (verified below).
+  RunOutput own;
+  if (unbounded == nullptr) {
+    own = run(sim::kUnlimitedCapacity);
+    unbounded = &own;
+  }
+  const ConfigResult& free_run = unbounded->result;
+  if (!free_run.ooms.empty()) return 0;
+  const std::vector<ReservedRecord>& records = unbounded->reserved_records;
+  // Without the unbounded replay's records (a caller that did not ask for them) every bounded
+  // replay runs from the start.
+  const bool shared_prefix = CapacityOnlyBoundsSegments(config.config) &&
+                             (!records.empty() || free_run.peak_reserved == 0);
+
+  // The prefix every bounded replay shares with the unbounded one: the state before the first
+  // operation after which the unbounded replay had more than `lo` reserved, `lo` the largest
+  // capacity known to fail. A replay that fails saves the state it passed at its own bound.
+  std::optional<SavedRun> saved;
+  auto first_above = [&](int64_t capacity) -> size_t {
+    auto it = std::upper_bound(records.begin(), records.end(), capacity,
+                               [](int64_t c, const ReservedRecord& r) { return c < r.reserved; });
+    return it == records.end() ? total_ops : it->position;
+  };
+  auto fits_resumed = [&](int64_t capacity) {
+    const size_t diverge = first_above(capacity);
+    if (diverge >= total_ops) {
+      ++stats->proven;  // the whole unbounded replay fits under `capacity`
+      return true;
+    }
+    SavedRun r = saved ? *saved : SavedRun(config.config, sim::kUnlimitedCapacity);
+    if (!saved && base.warm) {
+      for (const WarmSegment& w : prepared.warm) {
+        std::vector<sim::BlockRef> refs =
+            r.alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
+        for (size_t k = 0; k < refs.size(); ++k) r.live.Set(w.blocks[k].ptr, refs[k]);
+      }
+    }
+    if (r.next > 0) ++stats->resumed;
+    ++stats->replays;
+    r.device.SetCapacity(capacity);
+    std::optional<SavedRun> at_bound;
+    bool failed = false;
+    for (size_t opi = r.next; opi < total_ops && !failed; ++opi) {
+      if (opi == diverge) {
+        r.next = opi;
+        at_bound.emplace(r);
+      }
+      const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
+      ApplyOp(
+          op, r.alloc, r.live, [](sim::BlockRef) {}, [&] { failed = true; });
+      stats->ops += 1;
+    }
+    if (failed && at_bound) saved = std::move(at_bound);
+    return !failed;
   };
   auto fits = [&](int64_t capacity) {
     // A warm start's segments are on the device before the first event: a smaller one cannot
     // hold that state.
     if (base.warm && warm_bytes > capacity) return false;
-    return run(capacity).ooms.empty();
+    if (shared_prefix) return fits_resumed(capacity);
+    return run(capacity).result.ooms.empty();
   };
-  // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
-  // run fits on (verified below).
-  ConfigResult own;
-  if (unbounded == nullptr) {
-    own = run(sim::kUnlimitedCapacity);
-    unbounded = &own;
-  }
-  const ConfigResult& free_run = *unbounded;
-  if (!free_run.ooms.empty()) return 0;
   int64_t lo = std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
   int64_t hi = std::max(free_run.peak_reserved, lo + 1);
   // A memory fraction below 1 needs more than the unbounded peak: grow by 1/16 until it fits.
