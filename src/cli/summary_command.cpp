@@ -2,8 +2,8 @@
 // per rank, a directory or a glob) they are read in parallel and compared in a per-rank table.
 #include <memory>
 
-#include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/compose/ranks.h"
+#include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/summary.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
@@ -44,12 +44,13 @@ RunFn SetupSummary(CLI::App& sub) {
       analysis::TimelineOptions to;
       to.keep = analysis::KeepLifetimes::kLiveAt;
       to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
-      to.curve = false;
+      to.curve = true;  // each phase's peak reads the live bytes after every event
       // The timeline's pass also counts what the summary needs (DeviceTimeline::counts).
       ReadAnalysisClock phases;
       ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(inputs[0].path, to, ctx, &phases));
       analysis::SummaryOptions so;
       so.threads = ctx.threads;
+      so.phase_peaks = true;
       analysis::SummaryReport summary = analysis::Summarize(loaded.snapshot, &loaded.timeline, so);
       ASSIGN_OR_RETURN(std::vector<analysis::DeviceCategories> categories,
                        analysis::CategoriesAt(loaded.snapshot, loaded.timeline, to.moment));

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/compose/rank_tables.h"
-#include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/compose/ranks.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
@@ -74,7 +74,8 @@ RunFn SetupTop(CLI::App& sub) {
       ->capture_default_str();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top,
-                 "Rows to show (0 = all); the rest fold into one '[N others]' row")
+                 "Rows to show (0 = all); the rest fold into one '[N others]' row (--by module: "
+                 "children of each node)")
       ->capture_default_str();
   sub.add_option("--device", opts->device,
                  "Only this device (default: all, each at its own moment)");
@@ -92,6 +93,8 @@ RunFn SetupTop(CLI::App& sub) {
       "Examples:\n"
       "  memsnap top snap.pickle\n"
       "  memsnap top --by category snap.pickle       # parameters, gradients, optimizer state...\n"
+      "  memsnap top --by module --depth 2 snap.pickle  # a tree of the model's forward calls\n"
+      "  memsnap top --by phase snap.pickle          # forward, backward, optimizer, other\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
       "  memsnap top --at +1.5s snap.pickle       # 1.5 s after the trace began\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"
@@ -130,7 +133,14 @@ RunFn SetupTop(CLI::App& sub) {
       if (opts->folded == "-") return ExitCode::kOk;
     }
     std::vector<analysis::GroupRow> rows = rep.rows;
-    if (opts->top > 0) analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
+    if (opts->top > 0) {
+      // A module tree keeps the largest children of each node (and its structure).
+      if (group.by == analysis::GroupBy::kModule) {
+        analysis::CollapseTreeTail(rows, static_cast<size_t>(opts->top));
+      } else {
+        analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
+      }
+    }
     if (opts->json) {
       nlohmann::ordered_json j;
       j["file"] = file;

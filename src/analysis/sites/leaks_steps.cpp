@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/util/strings.h"
 
@@ -205,7 +206,66 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   if (info.begin.size() < 2) info.note = "fewer than two whole steps in the trace";
 }
 
+// Steps from the phases of a training step (docs/leaks.md, "Finding the step"): a step ends where
+// its optimizer step ends (the last optimizer run before the next forward pass), or, in a trace
+// without an optimizer that runs backward, where a forward pass follows a backward pass. Returns
+// false when the trace shows neither (inference, no model): periodicity decides then. A trace of
+// one step is one step, never cut at the layers of its forward pass.
 }  // namespace
+
+bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& info) {
+  Attribution attribution(snap, nullptr);
+  LifetimeCategorizer phases(attribution, dt);
+  if (!phases.ModelRan()) return false;
+  const uint32_t n = dt.num_events;
+  std::vector<StepPhase> at(n);
+  bool optimizer = false, backward = false;
+  for (uint32_t e = 0; e < n; ++e) {
+    at[e] = phases.PhaseAtEvent(e);
+    optimizer |= at[e] == StepPhase::kOptimizer;
+    backward |= at[e] == StepPhase::kBackward;
+  }
+  std::vector<int64_t> cuts;  // first event of each step after the first
+  if (optimizer) {
+    info.method = "optimizer steps";
+    std::optional<int64_t>
+        pending;  // the end of the last optimizer run not yet followed by forward
+    for (uint32_t e = 0; e < n; ++e) {
+      if (at[e] == StepPhase::kOptimizer && (e + 1 == n || at[e + 1] != StepPhase::kOptimizer)) {
+        pending = e + 1;
+      }
+      if (at[e] == StepPhase::kForward && (e == 0 || at[e - 1] != StepPhase::kForward) && pending) {
+        cuts.push_back(*pending);
+        pending.reset();
+      }
+    }
+    if (pending) cuts.push_back(*pending);
+  } else if (backward) {
+    info.method = "backward passes";
+    bool seen_backward = false;
+    for (uint32_t e = 0; e < n; ++e) {
+      if (at[e] == StepPhase::kBackward) seen_backward = true;
+      if (at[e] == StepPhase::kForward && seen_backward) {
+        cuts.push_back(e);
+        seen_backward = false;
+      }
+    }
+    cuts.push_back(n);
+  } else {
+    return false;
+  }
+  // Events after the last optimizer step are a step cut short by the dump: left out.
+  int64_t begin = 0;
+  for (int64_t cut : cuts) {
+    AddStep(snap, dt, begin, cut, info);
+    begin = cut;
+  }
+  if (info.begin.size() < 2) {
+    info.note = optimizer ? "the trace holds one optimizer step: one training step"
+                          : "the trace holds one backward pass: one training step";
+  }
+  return true;
+}
 
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
                                      const StepOptions& options) {
@@ -229,6 +289,8 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
     }
   } else if (options.steps > 0) {
     StepsBySlices(snapshot, *dt, options.steps, info);
+  } else if (StepsByPhases(snapshot, *dt, info)) {
+    // The training step's own phases gave the steps (or said there is one).
   } else {
     std::optional<LiveCurveRef> curve = dt->live_curve();
     if (!curve) {
