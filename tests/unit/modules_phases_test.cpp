@@ -193,7 +193,7 @@ TEST_SUITE("modules-phases") {
     REQUIRE(tl.ok());
     StepInfo info;
     REQUIRE(StepsByPhases(three, tl->devices[0], info));
-    CHECK(info.method == "optimizer steps");
+    CHECK(info.method == "training steps");
     // Step 1 is events 0..10; later steps begin by freeing the previous step's blocks (4 events,
     // still the optimizer's run: frees do not end a run), so each step ends where the next
     // forward pass begins: 15, 30, and the trace's end (after the last step's frees).
@@ -206,12 +206,12 @@ TEST_SUITE("modules-phases") {
     CHECK(info.note.empty());
     auto steps = DetectSteps(three, *tl, StepOptions{});
     REQUIRE(steps.ok());
-    CHECK(steps->method == "optimizer steps");
+    CHECK(steps->method == "training steps");
     CHECK(steps->begin == info.begin);
     std::string method;
     std::vector<StepPeak> peaks = StepPeaks(three, tl->devices[0], &method);
     REQUIRE(peaks.size() == 3);
-    CHECK(method == "optimizer steps");
+    CHECK(method == "training steps");
     CHECK(peaks[0].live_bytes == 1150);
     CHECK(peaks[1].live_bytes == 1150);
 
@@ -221,7 +221,7 @@ TEST_SUITE("modules-phases") {
     StepInfo single;
     REQUIRE(StepsByPhases(one, tl1->devices[0], single));
     CHECK(single.begin.size() == 1);
-    CHECK(single.note == "the trace holds one optimizer step: one training step");
+    CHECK(single.note == "the trace holds one training step");
     CHECK(StepPeaks(one, tl1->devices[0], nullptr).empty());
   }
 

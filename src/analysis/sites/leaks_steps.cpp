@@ -225,34 +225,38 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
     optimizer |= at[e] == StepPhase::kOptimizer;
     backward |= at[e] == StepPhase::kBackward;
   }
-  std::vector<int64_t> cuts;  // first event of each step after the first
-  if (optimizer) {
-    info.method = "optimizer steps";
-    std::optional<int64_t>
-        pending;  // the end of the last optimizer run not yet followed by forward
-    for (uint32_t e = 0; e < n; ++e) {
-      if (at[e] == StepPhase::kOptimizer && (e + 1 == n || at[e + 1] != StepPhase::kOptimizer)) {
-        pending = e + 1;
-      }
-      if (at[e] == StepPhase::kForward && (e == 0 || at[e - 1] != StepPhase::kForward) && pending) {
-        cuts.push_back(*pending);
-        pending.reset();
-      }
+  if (!optimizer && !backward) return false;
+  // A step starts at each forward pass that follows a backward pass or an optimizer step; it
+  // ends where its optimizer step ended (when it allocated: Adam allocates its state in the first
+  // step only), else where the next forward pass begins.
+  info.method = "training steps";
+  std::vector<int64_t> cuts;   // the end of each step
+  bool trained = false;        // a backward or optimizer run since the last cut
+  int64_t optimizer_end = -1;  // the end of the last optimizer run since the last cut
+  bool forward_seen = false;
+  for (uint32_t e = 0; e < n; ++e) {
+    if (at[e] == StepPhase::kBackward || at[e] == StepPhase::kOptimizer) trained = true;
+    if (at[e] == StepPhase::kOptimizer && (e + 1 == n || at[e + 1] != StepPhase::kOptimizer)) {
+      optimizer_end = int64_t{e} + 1;
     }
-    if (pending) cuts.push_back(*pending);
-  } else if (backward) {
-    info.method = "backward passes";
-    bool seen_backward = false;
-    for (uint32_t e = 0; e < n; ++e) {
-      if (at[e] == StepPhase::kBackward) seen_backward = true;
-      if (at[e] == StepPhase::kForward && seen_backward) {
-        cuts.push_back(e);
-        seen_backward = false;
+    if (at[e] == StepPhase::kForward && (e == 0 || at[e - 1] != StepPhase::kForward)) {
+      if (trained) {
+        cuts.push_back(optimizer_end >= 0 ? optimizer_end : int64_t{e});
+        trained = false;
+        optimizer_end = -1;
+      } else if (forward_seen) {
+        // A forward pass with no backward or optimizer allocation since the last: the phases do
+        // not show every step (an optimizer that allocates only in its first step, a backward
+        // the stacks do not show); periodicity decides.
+        return false;
       }
+      forward_seen = true;
     }
+  }
+  if (optimizer_end >= 0) {
+    cuts.push_back(optimizer_end);
+  } else if (trained) {
     cuts.push_back(n);
-  } else {
-    return false;
   }
   // Events after the last optimizer step are a step cut short by the dump: left out.
   int64_t begin = 0;
@@ -261,8 +265,7 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
     begin = cut;
   }
   if (info.begin.size() < 2) {
-    info.note = optimizer ? "the trace holds one optimizer step: one training step"
-                          : "the trace holds one backward pass: one training step";
+    info.note = "the trace holds one training step";
   }
   return true;
 }
