@@ -44,7 +44,7 @@ void AddGroupFlags(CLI::App& sub, GroupFlags& flags, bool grouping) {
         ->check(CLI::IsMember(choices));
     sub.add_option("--depth", flags.depth,
                    "Stack rows: keep the N innermost frames of each stack (0 = all); implies "
-                   "--by stack");
+                   "--by stack. Module rows: fold the tree below level N");
   }
   sub.add_flag("--no-filter", flags.no_filter,
                "Keep the noise frames the upstream viewers hide (CPython internals, dispatch...)");

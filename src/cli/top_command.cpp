@@ -39,7 +39,8 @@ RunFn SetupTop(CLI::App& sub) {
       ->capture_default_str();
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top,
-                 "Rows to show (0 = all); the rest fold into one '[N others]' row")
+                 "Rows to show (0 = all); the rest fold into one '[N others]' row (--by module: "
+                 "children of each node)")
       ->capture_default_str();
   sub.add_option("--device", opts->device,
                  "Only this device (default: all, each at its own moment)");
@@ -57,6 +58,8 @@ RunFn SetupTop(CLI::App& sub) {
       "Examples:\n"
       "  memsnap top snap.pickle\n"
       "  memsnap top --by category snap.pickle       # parameters, gradients, optimizer state...\n"
+      "  memsnap top --by module --depth 2 snap.pickle  # a tree of the model's forward calls\n"
+      "  memsnap top --by phase snap.pickle          # forward, backward, optimizer, other\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
       "  memsnap top --at +1.5s snap.pickle       # 1.5 s after the trace began\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"

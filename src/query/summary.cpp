@@ -12,7 +12,7 @@ Needs SummaryNeeds() {
   analysis::TimelineOptions to;
   to.keep = analysis::KeepLifetimes::kLiveAt;
   to.moment = analysis::Moment{analysis::Moment::Kind::kPeak, 0};
-  to.curve = false;
+  to.curve = true;  // each phase's and each step's peak read the live bytes after every event
   return NeedsTimeline(to);
 }
 
@@ -20,6 +20,7 @@ absl::StatusOr<SummaryResult> SummaryQuery(const SummaryRequest& request, Sessio
   ASSIGN_OR_RETURN(const analysis::Timeline* tl, session.TimelineFor(*SummaryNeeds().timeline));
   analysis::SummaryOptions so;
   so.threads = request.threads;
+  so.phase_peaks = true;
   SummaryResult r;
   r.summary = analysis::Summarize(session.snapshot(), tl, so);
   ASSIGN_OR_RETURN(r.categories_at_peak,

@@ -35,7 +35,14 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
     }
   }
   r.rows = r.report.rows;
-  if (request.top > 0) analysis::CollapseTail(r.rows, request.top);
+  if (request.top > 0) {
+    // A module tree keeps the largest children of each node (and its structure).
+    if (r.report.options.by == analysis::GroupBy::kModule) {
+      analysis::CollapseTreeTail(r.rows, request.top);
+    } else {
+      analysis::CollapseTail(r.rows, request.top);
+    }
+  }
   return r;
 }
 

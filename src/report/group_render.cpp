@@ -1,4 +1,6 @@
 // Renderers of `memsnap top`: table, JSON and folded stacks.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/site_render.h"
@@ -38,26 +40,59 @@ std::string CategoryCell(const GroupRow& r) {
   return absl::StrCat(Sv(analysis::CategoryName(r.category())), r.mixed() ? "*" : "");
 }
 
+// A module tree: one row per node, indented by its depth; bytes are the subtree's, `self` the
+// node's own (docs/attribution.md, "Modules").
+void RenderModuleTree(const GroupReport& report, const std::vector<GroupRow>& rows,
+                      std::ostream& out) {
+  auto share = [&](int64_t b) {
+    return report.total_bytes > 0 ? FormatPercent(static_cast<double>(b) / report.total_bytes)
+                                  : std::string("-");
+  };
+  out << absl::StrFormat("%12s %7s %12s %9s  %-16s %s\n", "bytes", "share", "self", "count",
+                         "category", "module");
+  bool any_mixed = false;
+  for (const GroupRow& r : rows) {
+    any_mixed = any_mixed || r.mixed();
+    out << absl::StrFormat("%12s %7s %12s %9s  %-16s %s%s\n", FormatBytes(r.bytes), share(r.bytes),
+                           FormatBytes(r.self_bytes), FormatCount(r.count), CategoryCell(r),
+                           std::string(2 * static_cast<size_t>(std::max(r.depth, 0)), ' '), r.site);
+  }
+  out << absl::StrFormat("%12s %7s %12s %9s  %s\n", FormatBytes(report.total_bytes),
+                         share(report.total_bytes), "", FormatCount(report.total_count), "total");
+  out << "bytes: the node and the modules it called; self: made in the node itself. Backward\n"
+         "memory is under the module whose forward made its autograd node.\n";
+  if (any_mixed) {
+    out << "* the node holds other categories too; the one with the most bytes is shown\n";
+  }
+}
+
 }  // namespace
 
 void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& rows,
                      std::ostream& out) {
   out << "live memory at " << MomentName(report.moment) << ", grouped by "
       << analysis::GroupByName(report.options.by);
-  if (report.options.by == analysis::GroupBy::kStack && report.options.depth > 0) {
+  if ((report.options.by == analysis::GroupBy::kStack ||
+       report.options.by == analysis::GroupBy::kModule) &&
+      report.options.depth > 0) {
     out << " (depth " << report.options.depth << ")";
   }
   out << (report.options.filter.noise_filter ? "" : ", noise filter off") << "\n";
   for (const analysis::DeviceMoment& d : report.devices) {
     out << "  device " << d.device << ": "
-        << (d.event.is_start() ? std::string("initial state")
-                               : absl::StrCat("after event:", d.event.index()));
+        << (!d.has_trace         ? std::string("at the dump (no trace)")
+            : d.event.is_start() ? std::string("initial state")
+                                 : absl::StrCat("after event:", d.event.index()));
     if (d.time_us != kNoTime && d.start_time_us != kNoTime) {
       out << " (" << FormatRelativeTime(d.time_us - d.start_time_us) << ")";
     }
     out << ", " << FormatBytes(d.live_bytes) << " live\n";
   }
   const bool by_category = report.options.by == analysis::GroupBy::kCategory;
+  if (report.options.by == analysis::GroupBy::kModule) {
+    RenderModuleTree(report, rows, out);
+    return;
+  }
   auto share = [&](int64_t b) {
     return report.total_bytes > 0 ? FormatPercent(static_cast<double>(b) / report.total_bytes)
                                   : std::string("-");
@@ -136,6 +171,11 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
     // A backward row's forward lines, all of them (the label shows three): only where the file
     // shows them (docs/attribution.md, rule L2).
     if (!r.info.forward_lines.empty()) row["forward_lines"] = r.info.forward_lines;
+    if (report.options.by == analysis::GroupBy::kModule) {
+      row["depth"] = r.depth;
+      row["self_bytes"] = r.self_bytes;
+      row["self_count"] = r.self_count;
+    }
     arr.push_back(std::move(row));
   }
   j["rows"] = arr;

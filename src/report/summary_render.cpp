@@ -184,6 +184,27 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
            p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
           {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
     }
+    if (!d.phase_peaks.empty()) {
+      Json phases = Json::array();
+      for (const analysis::PhasePeak& p : d.phase_peaks) {
+        phases.push_back({{"phase", std::string(analysis::StepPhaseName(p.phase))},
+                          {"live_bytes", p.live_bytes},
+                          {"event_index", p.event.index()},
+                          {"time_us", p.time_us == kNoTime ? Json(nullptr) : Json(p.time_us)}});
+      }
+      dj["phase_peaks"] = phases;
+    }
+    if (!d.step_peaks.empty()) {
+      Json steps = Json::array();
+      for (const analysis::StepPeak& p : d.step_peaks) {
+        steps.push_back({{"begin_event", p.begin},
+                         {"end_event", p.end},
+                         {"live_bytes", p.live_bytes},
+                         {"event_index", p.event.index()},
+                         {"time_us", p.time_us == kNoTime ? Json(nullptr) : Json(p.time_us)}});
+      }
+      dj["steps"] = {{"method", d.steps_method}, {"peaks", steps}};
+    }
     Json ooms = Json::array();
     for (const analysis::SummaryOom& o : d.ooms) {
       ooms.push_back({{"event", o.event},
@@ -247,6 +268,28 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
           << PeakText(p.reserved_bytes, p.reserved_event, p.reserved_time_us, d.first_time_us)
           << "\n";
     }
+    for (const analysis::PhasePeak& p : d.phase_peaks) {
+      out << absl::StrFormat("  peak %-9s ", analysis::StepPhaseName(p.phase))
+          << PeakText(p.live_bytes, p.event, p.time_us, d.first_time_us) << "\n";
+    }
+    if (!d.step_peaks.empty()) {
+      // Every step's peak, on one line (the first 8, then the highest of the rest).
+      constexpr size_t kShown = 8;
+      std::string peaks;
+      for (size_t k = 0; k < d.step_peaks.size() && k < kShown; ++k) {
+        absl::StrAppend(&peaks, k == 0 ? "" : ", ", FormatBytes(d.step_peaks[k].live_bytes));
+      }
+      if (d.step_peaks.size() > kShown) {
+        int64_t rest = 0;
+        for (size_t k = kShown; k < d.step_peaks.size(); ++k) {
+          rest = std::max(rest, d.step_peaks[k].live_bytes);
+        }
+        absl::StrAppend(&peaks, ", … (", d.step_peaks.size() - kShown, " more, up to ",
+                        FormatBytes(rest), ")");
+      }
+      out << "  steps          " << d.step_peaks.size() << " (" << d.steps_method
+          << "), peak of each: " << peaks << "\n";
+    }
     for (const analysis::SummaryOom& o : d.ooms) {
       std::string when = absl::StrCat("event:", o.event);
       if (o.time_us != kNoTime && d.first_time_us != kNoTime) {
@@ -301,8 +344,9 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
   for (const analysis::DeviceCategories& d : devices) {
     if (d.live_bytes == 0) continue;
     out << "\ndevice " << d.device << " at the "
-        << (d.event.is_start() ? std::string("start")
-                               : absl::StrCat("peak (after event ", d.event.index(), ")"))
+        << (!d.has_trace         ? std::string("dump (no trace)")
+            : d.event.is_start() ? std::string("start")
+                                 : absl::StrCat("peak (after event ", d.event.index(), ")"))
         << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";
     std::vector<int> order;
     for (int c = 0; c < analysis::kNumCategories; ++c) {

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/attribution/frames_internal.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -449,7 +450,11 @@ const std::string& Attribution::user_prefix() {
     if (!seen.try_emplace(name.v, true).second) continue;
     if (!snap_.strings.Get(name).ends_with(".py")) continue;
     const FileFacts& f = File(name);
-    if (f.library || f.normal.find('/') == std::string::npos) continue;
+    // A notebook's cells sit in a temporary folder and are named as cells, not by path.
+    if (f.library || !NotebookCellName(f.normal).empty() ||
+        f.normal.find('/') == std::string::npos) {
+      continue;
+    }
     files.insert(f.normal);
   }
   if (files.empty()) return user_prefix_;
@@ -471,7 +476,8 @@ const Attribution::PythonFacts& Attribution::Python(FrameId frame) {
     p.done = true;
     const Frame& f = snap_.frames.Get(frame);
     const FileFacts& file = File(f.filename);
-    std::string path = ShortPath(file.normal, user_prefix());
+    std::string path = NotebookCellName(file.normal);
+    if (path.empty()) path = ShortPath(file.normal, user_prefix());
     std::string_view name = snap_.strings.Get(f.name);
     p.text = f.line == kUnknownLine ? absl::StrCat(path, " ", Sv(name))
                                     : absl::StrCat(path, ":", f.line, " ", Sv(name));
@@ -612,6 +618,7 @@ SiteInfo Attribution::Build(StackId stack) {
   auto name_of = [&](size_t i) { return snap_.strings.Get(snap_.frames.Get(frames[i]).name); };
   auto key_text = [&](size_t i) -> const std::string& { return Python(frames[i]).key; };
   auto plumbing = [&](size_t i) { return IsModulePlumbing(file_of(i).normal, name_of(i)); };
+  auto machinery = [&](size_t i) { return IsPythonMachineryPath(file_of(i).normal); };
 
   // Phase: backward first (the engine runs forward code again under checkpointing), then the
   // optimizer, then the innermost of the Python frames' markers.
@@ -679,7 +686,7 @@ SiteInfo Attribution::Build(StackId stack) {
     // The forward lines that made such nodes: the node is named after its operator (rule L2).
     if (std::string base = NodeBase(s.node); !base.empty()) s.forward_lines = ForwardLines(base);
     for (size_t i : facts.python) {
-      if (!plumbing(i)) s.callers.push_back(PythonFrameText(frames[i]));
+      if (!plumbing(i) && !machinery(i)) s.callers.push_back(PythonFrameText(frames[i]));
     }
     s.key = absl::StrCat("node|", s.node, "|", s.op, "|", absl::StrJoin(key_parts, ";"));
     if (unlined) {
@@ -739,7 +746,8 @@ SiteInfo Attribution::Build(StackId stack) {
         continue;
       }
       if (past_owner && file_of(i).compiled) traced = false;
-      if (past_owner && !plumbing(i) && !file_of(i).compiled) {
+      // Machinery that ran the user's code (IPython, runpy, threading) is never a caller.
+      if (past_owner && !plumbing(i) && !file_of(i).compiled && !machinery(i)) {
         s.callers.push_back(PythonFrameText(frames[i]));
         if (traced) ++s.traced_callers;
       }

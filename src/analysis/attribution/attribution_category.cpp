@@ -270,6 +270,24 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   }
 }
 
+std::optional<StepPhase> LifetimeCategorizer::PhaseOf(const BlockLifetime& lt) {
+  if (lt.cls == LifetimeClass::kPreWindow || lt.cls == LifetimeClass::kGhost ||
+      !lt.alloc_event.seen()) {
+    return std::nullopt;  // allocated before the trace: the stack at hand is not the allocation's
+  }
+  const Phase phase = attr_.PhaseOf(lt.stack);
+  if (phase != Phase::kNone) return StepPhaseOf(phase);
+  // No stack: inside a backward run that is the autograd engine's (as Categorize reads it).
+  const Runs::Run* run = runs_->Containing(*lt.alloc_event.index());
+  return run != nullptr && run->phase == Phase::kBackward ? StepPhase::kBackward
+                                                          : StepPhase::kOther;
+}
+
+StepPhase LifetimeCategorizer::PhaseAtEvent(uint32_t e) {
+  const Runs::Run* run = runs_->Containing(e);
+  return run == nullptr ? StepPhase::kOther : StepPhaseOf(run->phase);
+}
+
 LifetimeCategorizer& Categorizers::For(const DeviceTimeline& dt) {
   if (&dt == last_device_) return *last_;
   auto& c = by_device_[&dt];

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/attribution/frames_internal.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/util/strings.h"
 
@@ -400,6 +401,40 @@ bool IsLibraryPath(std::string_view path) {
   return Contains(p, "/torch/nn/") || Contains(p, "/torch/optim/") ||
          Contains(p, "/torch/autograd/") || Contains(p, "/torch/utils/") ||
          Contains(p, "/torch/_") || p.ends_with("/torch/functional.py");
+}
+
+bool IsPythonMachineryPath(std::string_view path) {
+  const std::string p = NormalPath(path);
+  if (!IsLibraryPath(p)) return false;
+  const std::string short_path = ShortPath(p, "");
+  for (std::string_view dir : {"IPython/", "ipykernel/", "ipykernel_launcher", "jupyter_client/",
+                               "jupyter_core/", "traitlets/", "tornado/", "zmq/", "asyncio/",
+                               "concurrent/futures/", "debugpy/", "pydevd"}) {
+    if (short_path.starts_with(dir)) return true;
+  }
+  return short_path == "runpy.py" || short_path == "threading.py" || short_path == "code.py";
+}
+
+std::string NotebookCellName(std::string_view path) {
+  const std::string p = NormalPath(path);
+  // IPython < 7.x (and plain IPython): "<ipython-input-21-3105878423>".
+  constexpr std::string_view kInput = "<ipython-input-";
+  if (p.starts_with(kInput)) {
+    const size_t dash = p.find('-', kInput.size());
+    std::string_view count = std::string_view(p).substr(
+        kInput.size(), dash == std::string::npos ? std::string::npos : dash - kInput.size());
+    if (!count.empty() &&
+        std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return absl::StrCat("cell [", Sv(count), "]");
+    }
+    return "cell";
+  }
+  // ipykernel >= 6: "/tmp/ipykernel_12345/3105878423.py" (a hash of the cell's code).
+  const size_t kernel = p.rfind("/ipykernel_");
+  if (kernel == std::string::npos || !p.ends_with(".py")) return "";
+  const size_t slash = p.rfind('/');
+  if (slash <= kernel) return "";
+  return absl::StrCat("cell ", p.substr(slash + 1, p.size() - slash - 4));
 }
 
 std::string NormalPath(std::string_view path) {

@@ -87,18 +87,24 @@ std::string_view GroupByName(GroupBy by) {
       return "annotation";
     case GroupBy::kCategory:
       return "category";
+    case GroupBy::kModule:
+      return "module";
+    case GroupBy::kPhase:
+      return "phase";
   }
   return "?";
 }
 
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
-  for (GroupBy by : {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile,
-                     GroupBy::kFrame, GroupBy::kAnnotation, GroupBy::kCategory}) {
+  for (GroupBy by :
+       {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile, GroupBy::kFrame,
+        GroupBy::kAnnotation, GroupBy::kCategory, GroupBy::kModule, GroupBy::kPhase}) {
     if (GroupByName(by) == text) return by;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--by ", Sv(text),
-                   ": expected one of site, stack, function, file, frame, annotation, category"));
+                   ": expected one of site, stack, function, file, frame, annotation, category, "
+                   "module, phase"));
 }
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
@@ -162,6 +168,12 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
   if (options_.by == GroupBy::kCategory) {
     return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
   }
+  if (options_.by == GroupBy::kPhase) {
+    // Decided once, in analysis, like the category: memory from before the trace has no phase.
+    const std::optional<StepPhase> phase = categorizers_.For(dt).PhaseOf(lt);
+    return phase ? PlainRow(std::string(StepPhaseName(*phase)), false)
+                 : PlainRow(std::string(kPreWindowRow), true);
+  }
   if (lt.cls == LifetimeClass::kPreWindow) return PlainRow(std::string(kPreWindowRow), true);
   switch (options_.by) {
     case GroupBy::kAnnotation: {
@@ -175,6 +187,20 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
   const SiteInfo& site = attribution_.Site(lt.stack);
   if (site.kind == SiteKind::kNoStack)
     return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
+  if (options_.by == GroupBy::kModule) {
+    const std::vector<std::string>& chain = attribution_.ModuleChain(lt.stack);
+    if (chain.empty()) {
+      return PlainRow(absl::StrCat("[no module: ", Sv(PhaseName(site.phase)), "]"), true);
+    }
+    const size_t n =
+        options_.depth > 0 ? std::min<size_t>(options_.depth, chain.size()) : chain.size();
+    std::vector<std::string> parts;
+    parts.reserve(n);
+    for (size_t i = 0; i < n; ++i) parts.push_back(Sanitize(chain[i]));
+    GroupRow m = PlainRow(absl::StrJoin(parts, std::string(1, kModulePathSeparator)), false);
+    m.info.owner = absl::StrJoin(parts, " > ");  // flat tables (diff): the whole chain
+    return m;
+  }
   const std::vector<FrameId>& fr = filter_.Filtered(lt.stack);
   std::vector<std::string> texts;
   texts.reserve(fr.size());
@@ -328,6 +354,7 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
                                               DescribeEvent(snap, dt, dm.event)));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
+    dm.has_trace = dt.num_events > 0;
     if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, TimelinePoint::After(0));
     // `top` builds its timeline without the curve: the moment is one of the points it holds.
     std::optional<int64_t> live_bytes = dt.FindLive(dm.event);
@@ -349,6 +376,7 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
     report.total_count += r.count;
     for (int c = 0; c < kNumCategories; ++c) report.category_bytes[c] += r.category_bytes[c];
   }
+  if (report.options.by == GroupBy::kModule) report.rows = ModuleTree(std::move(report.rows));
   return report;
 }
 
@@ -371,6 +399,128 @@ void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
   others.site = others.key;
   rows.resize(top);
   rows.push_back(std::move(others));
+}
+
+namespace {
+
+void AddFigures(GroupRow& to, const GroupRow& from) {
+  to.count += from.count;
+  to.bytes += from.bytes;
+  to.rounded_bytes += from.rounded_bytes;
+  for (int c = 0; c < kNumCategories; ++c) to.category_bytes[c] += from.category_bytes[c];
+}
+
+// A tree of rows: children by index, roots under the pseudo-node kRoot.
+struct RowTree {
+  static constexpr size_t kRoot = SIZE_MAX;
+  std::vector<GroupRow> rows;
+  std::vector<std::vector<size_t>> children;
+  std::vector<size_t> roots;
+  std::vector<uint8_t> folded;  // an "[N others]" row: last among its siblings
+  std::vector<size_t>& ChildrenOf(size_t parent) {
+    return parent == kRoot ? roots : children[parent];
+  }
+  size_t Add(GroupRow row, size_t parent) {
+    rows.push_back(std::move(row));
+    children.emplace_back();
+    folded.push_back(0);
+    ChildrenOf(parent).push_back(rows.size() - 1);
+    return rows.size() - 1;
+  }
+  // Depth-first, each node's children from the largest down (full tie-break: count, key).
+  std::vector<GroupRow> Flatten() {
+    auto order = [&](std::vector<size_t>& list) {
+      std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+        const GroupRow& x = rows[a];
+        const GroupRow& y = rows[b];
+        if (folded[a] != folded[b]) return static_cast<bool>(folded[b]);
+        if (x.bytes != y.bytes) return x.bytes > y.bytes;
+        if (x.count != y.count) return x.count > y.count;
+        return x.key < y.key;
+      });
+    };
+    std::vector<GroupRow> out;
+    out.reserve(rows.size());
+    std::vector<std::pair<size_t, int>> todo;  // (node, depth), a stack
+    order(roots);
+    for (auto it = roots.rbegin(); it != roots.rend(); ++it) todo.emplace_back(*it, 0);
+    while (!todo.empty()) {
+      auto [node, depth] = todo.back();
+      todo.pop_back();
+      rows[node].depth = depth;
+      out.push_back(std::move(rows[node]));
+      order(children[node]);
+      for (auto it = children[node].rbegin(); it != children[node].rend(); ++it) {
+        todo.emplace_back(*it, depth + 1);
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<GroupRow> ModuleTree(std::vector<GroupRow> leaves) {
+  RowTree tree;
+  absl::flat_hash_map<std::string, size_t> by_path;
+  for (GroupRow& leaf : leaves) {
+    if (leaf.synthetic) {
+      leaf.self_bytes = leaf.bytes;
+      leaf.self_count = leaf.count;
+      tree.Add(std::move(leaf), RowTree::kRoot);
+      continue;
+    }
+    size_t parent = RowTree::kRoot;
+    size_t begin = 0;
+    while (true) {
+      const size_t end = leaf.key.find(kModulePathSeparator, begin);
+      const std::string path = leaf.key.substr(0, end);
+      auto [it, inserted] = by_path.try_emplace(path, 0);
+      if (inserted) {
+        GroupRow node = PlainRow(path, false);
+        node.site = leaf.key.substr(begin, end == std::string::npos ? end : end - begin);
+        node.info.owner = node.site;
+        it->second = tree.Add(std::move(node), parent);
+      }
+      parent = it->second;
+      AddFigures(tree.rows[parent], leaf);
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+    tree.rows[parent].self_bytes += leaf.bytes;
+    tree.rows[parent].self_count += leaf.count;
+  }
+  return tree.Flatten();
+}
+
+void CollapseTreeTail(std::vector<GroupRow>& rows, size_t top) {
+  RowTree tree;
+  std::vector<size_t> path;  // the node at each depth of the row being read
+  for (GroupRow& r : rows) {
+    const size_t depth = static_cast<size_t>(std::max(r.depth, 0));
+    path.resize(std::min(depth, path.size()));
+    const size_t parent = path.empty() ? RowTree::kRoot : path.back();
+    path.push_back(tree.Add(std::move(r), parent));
+  }
+  const size_t nodes = tree.rows.size();
+  for (size_t n = 0; n <= nodes; ++n) {
+    const size_t parent = n == nodes ? RowTree::kRoot : n;
+    std::vector<size_t>& kids = tree.ChildrenOf(parent);
+    if (kids.size() <= top) continue;
+    // Rows come largest first under each parent, so the first `top` are the largest.
+    GroupRow others = PlainRow(absl::StrCat("[", kids.size() - top, " others]"), true);
+    if (parent != RowTree::kRoot) {
+      others.key = absl::StrCat(tree.rows[parent].key,
+                                Sv(std::string_view(&kModulePathSeparator, 1)), others.key);
+    }
+    others.site = absl::StrCat("[", kids.size() - top, " others]");
+    for (size_t i = top; i < kids.size(); ++i) AddFigures(others, tree.rows[kids[i]]);
+    others.self_bytes = others.bytes;
+    others.self_count = others.count;
+    kids.resize(top);
+    tree.folded[tree.Add(std::move(others), parent)] = 1;
+  }
+  rows = tree.Flatten();
 }
 
 }  // namespace memsnap::analysis

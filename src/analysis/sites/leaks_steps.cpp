@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/util/strings.h"
 
@@ -205,7 +206,69 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   if (info.begin.size() < 2) info.note = "fewer than two whole steps in the trace";
 }
 
+// Steps from the phases of a training step (docs/leaks.md, "Finding the step"): a step ends where
+// its optimizer step ends (the last optimizer run before the next forward pass), or, in a trace
+// without an optimizer that runs backward, where a forward pass follows a backward pass. Returns
+// false when the trace shows neither (inference, no model): periodicity decides then. A trace of
+// one step is one step, never cut at the layers of its forward pass.
 }  // namespace
+
+bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& info) {
+  Attribution attribution(snap, nullptr);
+  LifetimeCategorizer phases(attribution, dt);
+  if (!phases.ModelRan()) return false;
+  const uint32_t n = dt.num_events;
+  std::vector<StepPhase> at(n);
+  bool optimizer = false, backward = false;
+  for (uint32_t e = 0; e < n; ++e) {
+    at[e] = phases.PhaseAtEvent(e);
+    optimizer |= at[e] == StepPhase::kOptimizer;
+    backward |= at[e] == StepPhase::kBackward;
+  }
+  if (!optimizer && !backward) return false;
+  // A step starts at each forward pass that follows a backward pass or an optimizer step; it
+  // ends where its optimizer step ended (when it allocated: Adam allocates its state in the first
+  // step only), else where the next forward pass begins.
+  info.method = "training steps";
+  std::vector<int64_t> cuts;   // the end of each step
+  bool trained = false;        // a backward or optimizer run since the last cut
+  int64_t optimizer_end = -1;  // the end of the last optimizer run since the last cut
+  bool forward_seen = false;
+  for (uint32_t e = 0; e < n; ++e) {
+    if (at[e] == StepPhase::kBackward || at[e] == StepPhase::kOptimizer) trained = true;
+    if (at[e] == StepPhase::kOptimizer && (e + 1 == n || at[e + 1] != StepPhase::kOptimizer)) {
+      optimizer_end = int64_t{e} + 1;
+    }
+    if (at[e] == StepPhase::kForward && (e == 0 || at[e - 1] != StepPhase::kForward)) {
+      if (trained) {
+        cuts.push_back(optimizer_end >= 0 ? optimizer_end : int64_t{e});
+        trained = false;
+        optimizer_end = -1;
+      } else if (forward_seen) {
+        // A forward pass with no backward or optimizer allocation since the last: the phases do
+        // not show every step (an optimizer that allocates only in its first step, a backward
+        // the stacks do not show); periodicity decides.
+        return false;
+      }
+      forward_seen = true;
+    }
+  }
+  if (optimizer_end >= 0) {
+    cuts.push_back(optimizer_end);
+  } else if (trained) {
+    cuts.push_back(n);
+  }
+  // Events after the last optimizer step are a step cut short by the dump: left out.
+  int64_t begin = 0;
+  for (int64_t cut : cuts) {
+    AddStep(snap, dt, begin, cut, info);
+    begin = cut;
+  }
+  if (info.begin.size() < 2) {
+    info.note = "the trace holds one training step";
+  }
+  return true;
+}
 
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
                                      const StepOptions& options) {
@@ -229,6 +292,8 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
     }
   } else if (options.steps > 0) {
     StepsBySlices(snapshot, *dt, options.steps, info);
+  } else if (StepsByPhases(snapshot, *dt, info)) {
+    // The training step's own phases gave the steps (or said there is one).
   } else {
     std::optional<LiveCurveRef> curve = dt->live_curve();
     if (!curve) {

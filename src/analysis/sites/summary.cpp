@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/analysis/sites/site.h"
 #include "memsnap/analysis/timeline/addr_table.h"
 #include "memsnap/analysis/timeline/timeline.h"
@@ -237,6 +238,55 @@ std::vector<SettingText> DescribeSettings(const AllocatorSettings& s) {
   return out;
 }
 
+std::vector<PhasePeak> PhasePeaks(const Snapshot& snap, const DeviceTimeline& dt) {
+  std::vector<PhasePeak> out;
+  const std::optional<LiveCurveRef> curve = dt.live_curve();
+  if (!curve || dt.num_events == 0) return out;
+  Attribution attribution(snap, nullptr);
+  LifetimeCategorizer phases(attribution, dt);
+  if (!phases.ModelRan()) return out;
+  std::array<std::optional<PhasePeak>, kNumStepPhases> best;
+  for (uint32_t e = 0; e < dt.num_events; ++e) {
+    const StepPhase phase = phases.PhaseAtEvent(e);
+    const TimelinePoint point = TimelinePoint::After(e);
+    const int64_t live = curve->At(point);
+    std::optional<PhasePeak>& b = best[static_cast<size_t>(phase)];
+    if (!b || live > b->live_bytes) b = PhasePeak{phase, live, point, kNoTime};
+  }
+  for (std::optional<PhasePeak>& b : best) {
+    if (!b) continue;
+    b->time_us = dt.TimeOf(snap, b->event);
+    out.push_back(*b);
+  }
+  return out;
+}
+
+std::vector<StepPeak> StepPeaks(const Snapshot& snap, const DeviceTimeline& dt,
+                                std::string* method) {
+  std::vector<StepPeak> out;
+  const std::optional<LiveCurveRef> curve = dt.live_curve();
+  if (!curve || dt.num_events == 0) return out;
+  StepInfo steps;
+  if (!StepsByPhases(snap, dt, steps) || steps.begin.size() < 2) return out;
+  if (method != nullptr) *method = steps.method;
+  for (size_t k = 0; k < steps.begin.size(); ++k) {
+    StepPeak p;
+    p.begin = steps.begin[k];
+    p.end = steps.end[k];
+    p.live_bytes = -1;
+    for (int64_t e = p.begin; e < p.end; ++e) {
+      const TimelinePoint point = TimelinePoint::After(static_cast<uint32_t>(e));
+      if (const int64_t live = curve->At(point); live > p.live_bytes) {
+        p.live_bytes = live;
+        p.event = point;
+      }
+    }
+    p.time_us = dt.TimeOf(snap, p.event);
+    out.push_back(p);
+  }
+  return out;
+}
+
 TimelineOptions SummaryTimelineOptions() {
   TimelineOptions to;
   to.keep = KeepLifetimes::kNone;  // the peaks only
@@ -306,6 +356,10 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       p.reserved_event = dt.peak_reserved_event;
       p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
       it->second.peaks = p;
+      if (options.phase_peaks) {
+        it->second.phase_peaks = PhasePeaks(snap, dt);
+        it->second.step_peaks = StepPeaks(snap, dt, &it->second.steps_method);
+      }
       for (SummaryOom& o : it->second.ooms) {
         std::optional<int64_t> live;
         for (const DeviceTimeline::OomMoment& m : dt.oom_moments) {

@@ -19,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,6 +81,14 @@ enum class Phase : uint8_t {
 };
 inline constexpr int kNumPhases = 7;
 std::string_view PhaseName(Phase p);  // "none", "forward", "backward", ...
+
+/// The phases of a training step as `summary` and `top --by phase` report them
+/// (docs/attribution.md, "Phases of a step"): Phase's forward, backward and optimizer; everything
+/// else (init, data, the training loop's own code) is kOther.
+enum class StepPhase : uint8_t { kForward, kBackward, kOptimizer, kOther };
+inline constexpr int kNumStepPhases = 4;
+std::string_view StepPhaseName(StepPhase p);  // "forward", "backward", "optimizer", "other"
+StepPhase StepPhaseOf(Phase p);
 
 /// What one frame is, for attribution. Machinery classes are never the owner of memory.
 enum class FrameClass : uint8_t {
@@ -268,6 +277,12 @@ class Attribution {
   FrameClass ClassOf(FrameId frame);
   /// Display text of a Python frame: "short/path.py:LINE function".
   std::string PythonFrameText(FrameId frame);
+  /// The module call chain of `stack` (docs/attribution.md, "Modules"): its Python `forward`
+  /// frames (user and library code, not torch.compile's), outermost first, as PythonFrameText.
+  /// A backward stack has none of its own: it gets the longest chain shared by the forward stacks
+  /// of its forward lines (SiteInfo::forward_lines), the module whose forward made the node.
+  /// Empty when neither applies. Frames the filter hides are left out.
+  const std::vector<std::string>& ModuleChain(StackId stack);
   /// The directory prefix removed from user files (longest common directory of the snapshot's
   /// non-library Python files), "" when there are none.
   const std::string& user_prefix();
@@ -294,6 +309,8 @@ class Attribution {
   /// The user's lines that called operators whose nodes are named `<base>Backward<N>`, from every
   /// forward stack of the snapshot (indexed on first use).
   const std::vector<std::string>& ForwardLines(const std::string& base);
+  /// The forward frames of `frames` (ModuleChain without the backward rule).
+  std::vector<std::string> ForwardFrames(std::span<const FrameId> frames);
 
   const Snapshot& snap_;
   FrameFilter* filter_;
@@ -312,6 +329,12 @@ class Attribution {
   // and line order.
   absl::flat_hash_map<std::string, std::vector<std::string>> forward_lines_;
   bool forward_lines_done_ = false;
+  std::vector<int32_t> chain_slot_;              // StackId -> index into chains_; -1 = not built
+  std::deque<std::vector<std::string>> chains_;  // ModuleChain results (references stay valid)
+  // A forward line (SiteInfo::owner) -> the chain its forward stacks share (ModuleChain's
+  // backward rule), built on first use.
+  absl::flat_hash_map<std::string, std::vector<std::string>> line_chain_;
+  bool line_chain_done_ = false;
 };
 
 /// Why a lifetime has its category: the rule that decided (docs/attribution.md, "Categories").
@@ -363,6 +386,14 @@ class LifetimeCategorizer {
   LifetimeCategorizer& operator=(const LifetimeCategorizer&) = delete;
 
   CategoryVerdict Categorize(const BlockLifetime& lifetime);
+  /// The step phase a lifetime was allocated in: its stack's (StepPhaseOf), and for an allocation
+  /// without a stack inside a backward run, backward (the engine's, as Categorize reads it).
+  /// nullopt for memory allocated before the trace (pre-window and ghost lifetimes). Decided here
+  /// once for every command, like the category.
+  std::optional<StepPhase> PhaseOf(const BlockLifetime& lifetime);
+  /// The step phase the program is in at device event `e`: that of the phase run holding it
+  /// (StepPhaseOf); kOther before the first run.
+  StepPhase PhaseAtEvent(uint32_t e);
   /// Whether the device's trace shows a model running (a forward, backward or optimizer
   /// allocation); what makes memory older than the trace a parameter (kPreTracePersistent).
   bool ModelRan();

@@ -29,9 +29,21 @@ namespace memsnap::analysis {
 /// kSite keys a lifetime by its site (SiteInfo::key: Python frames, autograd node, operator), the
 /// default. kStack by its whole filtered stack (what folded stacks and flame graphs need).
 /// kFunction, kFile and kFrame by the frame that owns the site (SiteInfo::owner; the label for
-/// sites without Python frames). kCategory by the lifetime's category of memory.
-enum class GroupBy : uint8_t { kSite, kStack, kFunction, kFile, kFrame, kAnnotation, kCategory };
-/// "site", "stack", "function", "file", "frame", "annotation", "category".
+/// sites without Python frames). kCategory by the lifetime's category of memory. kModule by the
+/// chain of `forward` calls that made it (Attribution::ModuleChain), as a tree (ModuleTree);
+/// kPhase by the step phase it was allocated in (LifetimeCategorizer::PhaseOf).
+enum class GroupBy : uint8_t {
+  kSite,
+  kStack,
+  kFunction,
+  kFile,
+  kFrame,
+  kAnnotation,
+  kCategory,
+  kModule,
+  kPhase,
+};
+/// "site", "stack", "function", "file", "frame", "annotation", "category", "module", "phase".
 std::string_view GroupByName(GroupBy by);
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 
@@ -49,7 +61,8 @@ inline uint64_t RowCacheKey(const BlockLifetime& lt) {
 
 struct GroupOptions {
   GroupBy by = GroupBy::kSite;
-  int depth = 0;              // stack: keep the N innermost (surviving) frames; 0 = all
+  int depth = 0;  // stack: keep the N innermost (surviving) frames; module: the N outermost
+                  // levels of the tree (deeper memory counts as the level-N node's own); 0 = all
   bool ignore_lines = false;  // frame text "filename:name" instead of "filename:line:name"
   /// Site rows also carry SiteInfo::unlined_key (diff sets it to pair sites whose lines moved).
   bool unlined_keys = false;
@@ -76,6 +89,12 @@ struct GroupRow {
   int64_t rounded_bytes = 0;       // live rounded (block) bytes
   CategoryBytes category_bytes{};  // requested bytes per category; sums to `bytes`
   bool synthetic = false;          // one of the bracketed rows ([no stack] ...)
+  /// Module trees (ModuleTree): the node's level (0 = outermost) and the bytes and blocks made in
+  /// the node itself, not in a module under it; `bytes`, `count` and `category_bytes` are the
+  /// node's whole subtree. Other rows: 0, and self_bytes == bytes.
+  int depth = 0;
+  int64_t self_bytes = 0;
+  int64_t self_count = 0;
   /// The category with the most bytes; mixed() when others hold some too.
   Category category() const { return DominantCategory(category_bytes); }
   bool mixed() const;
@@ -88,6 +107,9 @@ struct DeviceMoment {
   int64_t time_us = kNoTime;        // of that event, when known
   int64_t start_time_us = kNoTime;  // of the device's first event (relative times), when known
   int64_t live_bytes = 0;
+  /// The device has trace events: without them the moment is the file's dumped state (the start
+  /// and the end at once), never "the initial state".
+  bool has_trace = true;
 };
 
 struct GroupReport {
@@ -124,9 +146,10 @@ class GroupContext {
   /// A new row (count and bytes 0) for `lifetime` of `dt`: its key, label parts, frames.
   GroupRow RowFor(const DeviceTimeline& dt, const BlockLifetime& lifetime);
   /// Whether RowFor's key depends on the lifetime's stack alone (and on whether it is pre-window):
-  /// callers may then cache rows per StackId. Not for annotation and category grouping.
+  /// callers may then cache rows per StackId. Not for annotation, category and phase grouping.
   bool stack_keyed() const {
-    return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory;
+    return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory &&
+           options_.by != GroupBy::kPhase;
   }
 
  private:
@@ -193,5 +216,18 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
 
 /// Keeps the `top` largest rows and folds the rest into one "[N others]" row (totals unchanged).
 void CollapseTail(std::vector<GroupRow>& rows, size_t top);
+
+/// The separator of the frames in a module row's key ("model.py:300 forward;model.py:188 forward").
+inline constexpr char kModulePathSeparator = ';';
+
+/// Module rows (GroupBy::kModule, one per chain, sorted) as a tree in depth-first order: a row for
+/// every prefix of every chain, `bytes` the whole subtree's, `self_bytes` its own, children after
+/// their parent from the largest down (then by key), each named (`site`) after its last frame.
+/// Bracketed rows (no module) stay roots. The roots' bytes add up to the leaves' total.
+std::vector<GroupRow> ModuleTree(std::vector<GroupRow> leaves);
+
+/// CollapseTail for a ModuleTree: keeps the `top` largest children of each node (and `top` roots),
+/// folding the rest of each node's children into one "[N others]" row under it.
+void CollapseTreeTail(std::vector<GroupRow>& rows, size_t top);
 
 }  // namespace memsnap::analysis

@@ -170,10 +170,18 @@ struct StepOptions {
   std::optional<int32_t> device;  // default: the device with the most trace events
 };
 
+/// Steps from the phases of a training step (docs/leaks.md, "Finding the step"): each ends where
+/// its optimizer step ends (without an optimizer: a step starts at each forward pass after a
+/// backward pass). Fills `info` (method, steps, a note when there is one step) and returns true
+/// when the trace shows such steps; false (info untouched) when it runs no backward pass and no
+/// optimizer.
+bool StepsByPhases(const Snapshot& snapshot, const DeviceTimeline& dt, StepInfo& info);
+
 /// Finds the repeating step of one device's trace: by annotation START/END pairs, by N equal
-/// slices, or by the periodicity of the live-bytes curve (autocorrelation of the detrended,
-/// downsampled curve; boundaries snapped to local minima). Returns no steps (with a note) when
-/// none is found; errors for an unknown device or an annotation name the file does not have.
+/// slices, by the training step's phases (StepsByPhases), or by the periodicity of the live-bytes
+/// curve (autocorrelation of the detrended, downsampled curve; boundaries snapped to local minima).
+/// Returns no steps (with a note) when none is found; errors for an unknown device or an annotation
+/// name the file does not have.
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
                                      const StepOptions& options);
 

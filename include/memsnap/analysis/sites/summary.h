@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/event_index.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
@@ -26,6 +27,9 @@ struct SummaryOptions {
   /// Count over each device's events in a pass of Summarize's own even where the timeline it is
   /// given counted them (DeviceTimeline::counts). Tests hold the two reports equal.
   bool own_pass = false;
+  /// Also each device's peak per phase of a step (DeviceSummary::phase_peaks), where the timeline
+  /// has its live curve and the trace runs a model.
+  bool phase_peaks = false;
 };
 
 /// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
@@ -74,6 +78,23 @@ struct TracePeaks {
   int64_t reserved_time_us = kNoTime;
 };
 
+/// The most live bytes while the program was in one phase of a step (docs/attribution.md, "Phases
+/// of a step"): the phase of the phase run holding the event (LifetimeCategorizer::PhaseAtEvent).
+struct PhasePeak {
+  StepPhase phase = StepPhase::kOther;
+  int64_t live_bytes = 0;
+  TimelinePoint event;  // the first event of the phase at that value
+  int64_t time_us = kNoTime;
+};
+
+/// The most live bytes within one training step (StepsByPhases), at its first event.
+struct StepPeak {
+  int64_t begin = 0, end = 0;  // the step's device-local events [begin, end)
+  int64_t live_bytes = 0;
+  TimelinePoint event;
+  int64_t time_us = kNoTime;
+};
+
 /// An `oom` entry of the trace, as recorded.
 struct SummaryOom {
   uint32_t event = 0;  // device-local
@@ -103,6 +124,13 @@ struct DeviceSummary {
   int64_t ghost_bytes = 0;
   int64_t segments_expandable = 0;
   std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
+  /// SummaryOptions::phase_peaks: one per phase the trace shows, in StepPhase order; empty when
+  /// the trace runs no model (no forward, backward or optimizer allocation).
+  std::vector<PhasePeak> phase_peaks;
+  /// SummaryOptions::phase_peaks: the peak of each training step when the trace holds two or more
+  /// (StepsByPhases), and how they were found ("optimizer steps", "backward passes").
+  std::vector<StepPeak> step_peaks;
+  std::string steps_method;
   std::vector<SummaryOom> ooms;
 };
 
@@ -120,6 +148,15 @@ struct SummaryReport {
 /// Counts and totals of `snapshot`; with SummaryOptions::peaks it rebuilds the timeline for them
 /// (SummaryTimelineOptions()).
 SummaryReport Summarize(const Snapshot& snapshot, const SummaryOptions& options = {});
+
+/// Each phase's peak on one device (PhasePeak, in StepPhase order, the phases its trace shows);
+/// empty when the timeline was built without its live curve or the trace runs no model.
+std::vector<PhasePeak> PhasePeaks(const Snapshot& snapshot, const DeviceTimeline& dt);
+
+/// The peak of each training step of one device (StepPeak); empty without the live curve or when
+/// the trace holds fewer than two steps.
+std::vector<StepPeak> StepPeaks(const Snapshot& snapshot, const DeviceTimeline& dt,
+                                std::string* method);
 
 /// The timeline Summarize rebuilds for the peaks, for a caller that rebuilds it during the read
 /// (cli::LoadWithTimeline). Every timeline of all devices has the same peaks, whatever it keeps.
