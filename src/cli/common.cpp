@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/io/output.h"
+#include "memsnap/model/copy.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/util/format.h"
@@ -22,8 +23,19 @@
 
 namespace memsnap::cli {
 
-absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
-                                      parse::EventObserver* events) {
+namespace {
+// The snapshot `path` names among the inputs already in memory (Context::preloaded), or null.
+const Snapshot* Preloaded(const std::string& path, const Context& ctx) {
+  if (ctx.preloaded == nullptr) return nullptr;
+  auto it = ctx.preloaded->find(path);
+  return it == ctx.preloaded->end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<Snapshot> ReadOrCopy(const std::string& path, Context& ctx,
+                                    parse::EventObserver* events) {
+  // A snapshot in memory is copied: the command owns what it loads. `events` hears nothing, so a
+  // timeline streamed from it is rebuilt from the copy (TimelineStream::Finish).
+  if (const Snapshot* in_memory = Preloaded(path, ctx)) return CopySnapshot(*in_memory);
   // Draws only on a terminal and only when reading takes more than about a second.
   std::optional<ProgressBar> bar;
   if (ctx.progress && !ctx.quiet) {
@@ -35,7 +47,13 @@ absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
   options.events = events;
   options.threads = ctx.threads;
   options.max_memory = ctx.max_memory;
-  absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
+  return parse::ReadSnapshot(path, options);
+}
+}  // namespace
+
+absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
+                                      parse::EventObserver* events) {
+  absl::StatusOr<Snapshot> snap = ReadOrCopy(path, ctx, events);
   if (!snap.ok()) return snap.status();
   if (ctx.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
   if (!ctx.quiet) {
