@@ -107,8 +107,8 @@ Loaded ReadPyObject(const py::handle& root, const std::string& name, const ReadF
 
 /// Runs `memsnap ARGS...` in this process with `preloaded` as inputs already in memory; returns
 /// (exit code, standard output, standard error).
-std::tuple<int, std::string, std::string> Run(
-    const std::vector<std::string>& args, const std::map<std::string, Loaded>& preloaded) {
+std::tuple<int, std::string, std::string> Run(const std::vector<std::string>& args,
+                                              const std::map<std::string, Loaded>& preloaded) {
   cli::PreloadedSnapshots inputs;
   for (const auto& [name, loaded] : preloaded) inputs[name] = loaded.snapshot;
   std::ostringstream out, err;
@@ -133,12 +133,10 @@ PYBIND11_MODULE(_memsnap, m) {
   py::register_exception<Error>(m, "Error");
 
   py::class_<Loaded>(m, "Loaded")
-      .def_property_readonly(
-          "name", [](const Loaded& l) { return l.snapshot->source.path; })
-      .def_property_readonly(
-          "warnings", [](const Loaded& l) { return l.snapshot->diagnostics.warnings; })
-      .def_property_readonly("events",
-                             [](const Loaded& l) { return l.snapshot->events.size(); })
+      .def_property_readonly("name", [](const Loaded& l) { return l.snapshot->source.path; })
+      .def_property_readonly("warnings",
+                             [](const Loaded& l) { return l.snapshot->diagnostics.warnings; })
+      .def_property_readonly("events", [](const Loaded& l) { return l.snapshot->events.size(); })
       .def_property_readonly("segments",
                              [](const Loaded& l) { return l.snapshot->segments.size(); });
 
@@ -150,8 +148,8 @@ PYBIND11_MODULE(_memsnap, m) {
       [flags](const std::string& path, bool strict, int threads, uint64_t max_memory) {
         return ReadPath(path, flags(strict, threads, max_memory));
       },
-      py::arg("path"), py::arg("strict") = false, py::arg("threads") = 0,
-      py::arg("max_memory") = 0, "Reads a snapshot file (any format the CLI reads).");
+      py::arg("path"), py::arg("strict") = false, py::arg("threads") = 0, py::arg("max_memory") = 0,
+      "Reads a snapshot file (any format the CLI reads).");
   m.def(
       "read_bytes",
       [flags](const py::bytes& data, const std::string& name, bool strict, int threads,

@@ -441,10 +441,10 @@ absl::Status ObjectDecoder::ReadHistory(PyObject* v, const Path& p, BlockRec& bl
 absl::Status ObjectDecoder::ReadBlock(PyObject* v, const Path& p) {
   if (!IsDict(v)) return TypeError(p, v, "dict");
   BlockRec rec;
-  RETURN_IF_ERROR(ForEachField(v, p, Rec::kBlock, 0,
-                               [&](ObjectField& f, Key, Field field, PyObject* x) {
-                                 return parse::SetBlock(f, field, x, rec);
-                               }));
+  RETURN_IF_ERROR(
+      ForEachField(v, p, Rec::kBlock, 0, [&](ObjectField& f, Key, Field field, PyObject* x) {
+        return parse::SetBlock(f, field, x, rec);
+      }));
   if (!rec.has_state) return Error(p, "block has no 'state'");
   snap_.blocks.push_back(parse::FinishBlock(rec, snap_.source));
   return absl::OkStatus();
@@ -466,10 +466,10 @@ absl::Status ObjectDecoder::ReadSegment(PyObject* v, const Path& p) {
   if (!IsDict(v)) return TypeError(p, v, "dict");
   SegmentRec rec;
   ASSIGN_OR_RETURN(rec.blocks_begin, Narrow(p, snap_.blocks.size(), "block records"));
-  RETURN_IF_ERROR(ForEachField(v, p, Rec::kSegment, 0,
-                               [&](ObjectField& f, Key, Field field, PyObject* x) {
-                                 return parse::SetSegment(f, field, x, rec);
-                               }));
+  RETURN_IF_ERROR(
+      ForEachField(v, p, Rec::kSegment, 0, [&](ObjectField& f, Key, Field field, PyObject* x) {
+        return parse::SetSegment(f, field, x, rec);
+      }));
   if (!rec.has_total_size) return Error(p, "segment has no 'total_size'");
   Segment s = rec.segment;
   s.first_block = rec.blocks_begin;
@@ -492,11 +492,11 @@ absl::Status ObjectDecoder::ReadEvent(PyObject* v, const Path& p) {
   TraceEvent ev;
   bool has_action = false;
   ASSIGN_OR_RETURN(const uint32_t index, Narrow(p, snap_.events.size(), "trace entries"));
-  RETURN_IF_ERROR(ForEachField(v, p, Rec::kEvent, index,
-                               [&](ObjectField& f, Key, Field field, PyObject* x) {
-                                 has_action = has_action || field == Field::kEventAction;
-                                 return parse::SetEvent(f, field, x, ev);
-                               }));
+  RETURN_IF_ERROR(
+      ForEachField(v, p, Rec::kEvent, index, [&](ObjectField& f, Key, Field field, PyObject* x) {
+        has_action = has_action || field == Field::kEventAction;
+        return parse::SetEvent(f, field, x, ev);
+      }));
   if (!has_action) return Error(p, "trace entry has no 'action'");
   snap_.events.push_back(ev);
   return absl::OkStatus();

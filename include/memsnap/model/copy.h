@@ -1,6 +1,6 @@
 // A deep copy of a Snapshot. The model is move-only (its StringPool owns the bytes its views point
-// into), so a copy is made on purpose, not by accident: the Python module keeps a snapshot in memory
-// and each command it runs takes a copy (cli::Context::preloaded, python/).
+// into), so a copy is made on purpose, not by accident: the Python module keeps a snapshot in
+// memory and each command it runs takes a copy (cli::Context::preloaded, python/).
 #pragma once
 
 #include "memsnap/model/snapshot.h"
