@@ -271,32 +271,38 @@ def test_two_threads_read_at_once_with_the_gil_released(tmp_path):
     if not gen or not os.path.exists(gen):
         pytest.skip("MEMSNAP_GEN (build/bench/memsnap_gen) is not built")
     path = tmp_path / "big.pickle"
-    subprocess.run([gen, "--events", "400000", "--seed", "3", "-o", str(path)], check=True,
+    subprocess.run([gen, "--events", "1000000", "--seed", "3", "-o", str(path)], check=True,
                    capture_output=True)
     want = memsnap.load(path, threads=1).summary().to_dict()
 
-    # While one thread reads (one decoding thread, so a read lasts a while), another runs Python:
-    # with the GIL held through the read, its longest pause would be the whole read.
-    results, spans = [None, None], []
+    # Two threads read at once (one decoding thread each, so a read lasts a while) while this one
+    # runs Python: with the GIL held through a read, its longest pause would be a whole read.
+    def attempt():
+        go, results, spans = threading.Event(), [None, None], []
 
-    def read(i):
-        start = time.perf_counter()
-        results[i] = memsnap.load(path, threads=1)
-        spans.append(time.perf_counter() - start)
+        def read(i):
+            go.wait()
+            start = time.perf_counter()
+            results[i] = memsnap.load(path, threads=1)
+            spans.append(time.perf_counter() - start)
 
-    for attempt in range(3):
         readers = [threading.Thread(target=read, args=(i,)) for i in range(2)]
         for t in readers:
             t.start()
         longest, last = 0.0, time.perf_counter()
+        go.set()
         while any(t.is_alive() for t in readers):
             now = time.perf_counter()
             longest, last = max(longest, now - last), now
         for t in readers:
             t.join()
-        if longest < min(spans) / 2:
+        return longest, min(spans), results
+
+    for _ in range(3):  # a loaded machine may pause this thread on its own
+        longest, span, results = attempt()
+        if longest < span / 2:
             break
-    assert longest < min(spans) / 2, f"the main thread paused {longest:.3f}s of a {min(spans):.3f}s read"
+    assert longest < span / 2, f"this thread paused {longest:.3f} s during a {span:.3f} s read"
     for r in results:
         assert r.summary().to_dict() == want
 
