@@ -13,7 +13,7 @@
 # `analysis` is five sub-layers, each its own library (a folder of src/analysis/ and of
 # include/memsnap/analysis/), in the same order; a layer above may name `analysis` for all five.
 set(MEMSNAP_LAYERS util io model parse writer sim analysis/timeline analysis/attribution
-    analysis/sites analysis/allocator analysis/compose report cli)
+    analysis/sites analysis/allocator analysis/compose query report cli)
 set(MEMSNAP_LAYER_DEPS_util "")
 set(MEMSNAP_LAYER_DEPS_io util)
 set(MEMSNAP_LAYER_DEPS_model util)
@@ -27,8 +27,9 @@ set(MEMSNAP_LAYER_DEPS_analysis/allocator
     analysis/sites analysis/attribution analysis/timeline sim model util)
 set(MEMSNAP_LAYER_DEPS_analysis/compose
     analysis/allocator analysis/sites analysis/attribution analysis/timeline sim model util)
-set(MEMSNAP_LAYER_DEPS_report analysis sim model util)
-set(MEMSNAP_LAYER_DEPS_cli report analysis sim writer parse model io util)
+set(MEMSNAP_LAYER_DEPS_query analysis sim parse model io util)
+set(MEMSNAP_LAYER_DEPS_report query analysis sim model util)
+set(MEMSNAP_LAYER_DEPS_cli report query analysis sim writer parse model io util)
 # src/main.cpp, the executable's only file.
 set(MEMSNAP_LAYER_DEPS_main cli util)
 

@@ -3,10 +3,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/blocks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/blocks.h"
 #include "memsnap/report/blocks_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -57,16 +57,13 @@ RunFn SetupBlocks(CLI::App& sub) {
       "  memsnap blocks --at peak --min-size 100MiB snap.pickle\n"
       "  memsnap blocks --all --stack 'attention' --json snap.pickle");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    analysis::BlockQuery q;
+    query::BlocksRequest request;
+    analysis::BlockQuery& q = request.query;
     q.all = opts->all;
-    ASSIGN_OR_RETURN(q.at, analysis::ParseMoment(opts->at));
-    if (!opts->min_size.empty()) {
-      auto size = ParseSize(opts->min_size);
-      if (!size.ok())
-        return absl::InvalidArgumentError(
-            absl::StrCat("--min-size: ", std::string(size.status().message())));
-      q.min_size = *size;
-    }
+    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at));
+    q.at = request.at.moment;
+    ASSIGN_OR_RETURN(std::optional<int64_t> min_size, SizeFlag("--min-size", opts->min_size));
+    q.min_size = min_size.value_or(0);
     if (!opts->stream.empty()) {
       int64_t s = 0;
       std::string_view text = opts->stream;
@@ -81,19 +78,11 @@ RunFn SetupBlocks(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::GroupOptions g, opts->filter.Resolve());
     q.filter = g.filter;
     if (opts->limit < 0) return absl::InvalidArgumentError("--limit: must be >= 0");
-    analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
-    if (!q.all) {  // only the lifetimes live at the moment are listed: keep just those
-      to.keep = analysis::KeepLifetimes::kLiveAt;
-      to.moment = q.at;
-      to.curve = false;
-    }
-    // The timeline's event pass runs beside the reader (LoadWithTimeline), as in `timeline`.
-    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
-    const Snapshot& snap = loaded.snapshot;
-    const analysis::Timeline* tl = &loaded.timeline;
-    if (!q.all) RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, q.at, snap, *tl));
-    ASSIGN_OR_RETURN(analysis::BlocksReport rep, analysis::SelectBlocks(snap, *tl, q));
+    if (opts->device >= 0) request.device = opts->device;
+    // The timeline's event pass runs beside the reader, as in `timeline`.
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(opts->file, query::BlocksNeeds(request), ctx));
+    ASSIGN_OR_RETURN(analysis::BlocksReport rep, query::BlocksQuery(request, session));
     if (opts->json) {
       PrintJson(report::BlocksToJson(rep, static_cast<size_t>(opts->limit)), ctx);
     } else {

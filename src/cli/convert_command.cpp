@@ -72,7 +72,8 @@ RunFn SetupConvert(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from, "--from"));
     ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to, "--to"));
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->input, ctx));
+    ASSIGN_OR_RETURN(query::Session session, OpenSession(opts->input, query::Needs{}, ctx));
+    const Snapshot& snap = session.snapshot();
     std::string format = opts->format;
     const bool gzip = opts->gzip || opts->output.ends_with(".gz");
     const std::string plain_name = opts->output.ends_with(".gz")

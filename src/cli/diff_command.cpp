@@ -3,10 +3,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/diff.h"
 #include "memsnap/report/diff_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -74,7 +74,8 @@ RunFn SetupDiff(CLI::App& sub) {
     analysis::DiffOptions o;
     o.auto_moment = opts->at == "auto";
     if (!o.auto_moment) {
-      ASSIGN_OR_RETURN(o.at, analysis::ParseMoment(opts->at));
+      ASSIGN_OR_RETURN(query::MomentArg at, MomentFlag("--at", opts->at));
+      o.at = at.moment;
       if (o.at.kind != analysis::Moment::Kind::kPeak && o.at.kind != analysis::Moment::Kind::kEnd) {
         return absl::InvalidArgumentError(
             absl::StrCat("--at ", opts->at, ": diff accepts auto, peak or end"));
@@ -88,37 +89,22 @@ RunFn SetupDiff(CLI::App& sub) {
                                : absl::StrCat("; only one was given: ", opts->before)));
     }
     o.pair_moved = !opts->exact_lines;
-    if (!opts->min_delta.empty()) {
-      auto size = ParseSize(opts->min_delta);
-      if (!size.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--min-delta: ", std::string(size.status().message())));
-      }
-      o.min_delta = *size;
-    }
+    ASSIGN_OR_RETURN(std::optional<int64_t> min_delta, SizeFlag("--min-delta", opts->min_delta));
+    o.min_delta = min_delta.value_or(0);
     if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0");
     // Both files read side by side, each timeline's event pass during its read.
-    const analysis::TimelineOptions to = analysis::DiffTimelineOptions(o);
-    ASSIGN_OR_RETURN(std::vector<SnapshotMaybeTimeline> loaded,
-                     LoadAllWithTimelines({opts->before, opts->after}, {to, to}, ctx));
-    ASSIGN_OR_RETURN(analysis::DiffReport rep,
-                     analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot,
-                                             loaded[0].timeline, loaded[1].timeline, o));
-    rep.before_path = opts->before;
-    rep.after_path = opts->after;
-    if (!opts->folded.empty()) {
-      // Differential flame graphs need whole stacks, whatever the table is grouped by.
-      analysis::DiffReport stacks = rep;
-      if (o.group.by != analysis::GroupBy::kStack) {
-        analysis::DiffOptions by_stack = o;
-        by_stack.group.by = analysis::GroupBy::kStack;
-        // The same timelines: DiffTimelineOptions does not depend on the grouping.
-        ASSIGN_OR_RETURN(stacks,
-                         analysis::DiffSnapshots(loaded[0].snapshot, loaded[1].snapshot,
-                                                 loaded[0].timeline, loaded[1].timeline, by_stack));
-      }
+    query::DiffRequest request;
+    request.options = o;
+    request.folded = !opts->folded.empty();
+    const query::Needs needs = query::DiffNeeds(request);
+    ASSIGN_OR_RETURN(
+        std::vector<query::Session> sessions,
+        query::OpenAll({opts->before, opts->after}, {needs, needs}, ReadSettingsOf(ctx)));
+    ASSIGN_OR_RETURN(query::DiffResult result, query::DiffQuery(request, sessions[0], sessions[1]));
+    const analysis::DiffReport& rep = result.report;
+    if (request.folded) {
       std::ostringstream folded;
-      report::RenderDiffFolded(stacks, folded);
+      report::RenderDiffFolded(*result.stacks, folded);
       RETURN_IF_ERROR(WriteOutputFile(opts->folded, folded.str(), ctx));
       if (opts->folded == "-") return ExitCode::kOk;
     }

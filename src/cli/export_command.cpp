@@ -74,14 +74,22 @@ RunFn SetupExport(CLI::App& sub) {
     }
     opts->perfetto.per_stream = !opts->no_streams;
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
-    ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
+    ASSIGN_OR_RETURN(query::MomentArg at, MomentFlag("--at", opts->at));
+    const analysis::Moment& moment = at.moment;
     ProgressOptions popts = ProgressOptions::Default();
     popts.enabled = !ctx.quiet;
     Context quiet_ctx = ctx;
     quiet_ctx.progress = false;  // this command draws its own progress line
     ProgressBar bar(absl::StrCat("export: reading ", opts->file), 0, popts);
     bar.StartTicker();
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(opts->file, quiet_ctx));
+    // The formats but json need the timeline; its event pass runs beside the reader.
+    analysis::TimelineOptions to;
+    if (opts->device >= 0) to.device = opts->device;
+    ASSIGN_OR_RETURN(
+        query::Session session,
+        OpenSession(opts->file, opts->format == "json" ? query::Needs{} : query::NeedsTimeline(to),
+                    quiet_ctx));
+    const Snapshot& snap = session.snapshot();
     if (opts->format == "json") {
       // The whole snapshot, normalized, in PyTorch's schema: what `convert OUT.json` writes.
       RETURN_IF_ERROR(CheckOutputSize(opts->output, writer::JsonBytes(snap, {}), opts->file,
@@ -101,13 +109,7 @@ RunFn SetupExport(CLI::App& sub) {
       return ExitCode::kOk;
     }
     bar.SetLabel("export: analyzing");
-    analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
-    absl::StatusOr<analysis::Timeline> timeline = analysis::ReconstructTimeline(snap, to);
-    if (!timeline.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(opts->file, ": ", std::string(timeline.status().message())));
-    }
+    ASSIGN_OR_RETURN(const analysis::Timeline* timeline, session.timeline());
     // Folded stacks are whole stacks; the other formats name sites the way `top` does.
     group.by = analysis::GroupBy::kStack;
     ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
@@ -131,7 +133,7 @@ RunFn SetupExport(CLI::App& sub) {
         return absl::OkStatus();
       });
     } else if (opts->format == "folded") {
-      RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, *timeline));
+      RETURN_IF_ERROR(query::ResolveMomentArg(at, snap, *timeline).status());
       ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(*context, *timeline, moment));
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;

@@ -4,13 +4,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/allocator/frag.h"
-#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/query/frag.h"
 #include "memsnap/report/frag_render.h"
-#include "memsnap/report/ranks_render.h"
-#include "memsnap/report/table_render.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::cli {
@@ -25,46 +22,8 @@ struct FragCommandOptions {
   bool json = false;
   bool no_replay = false;
   std::vector<std::string> candidates;
-  int threads = 0;
 };
 
-// Many files (one per rank): each file's headline figures at the moment, then the outliers.
-absl::StatusOr<ExitCode> RunFragRanks(const FragCommandOptions& opts,
-                                      const std::vector<InputFile>& inputs,
-                                      const analysis::FragOptions& options, Context& ctx) {
-  if (opts.render.timeline) {
-    return absl::InvalidArgumentError("--timeline takes one file, not several");
-  }
-  ASSIGN_OR_RETURN(
-      auto results,
-      AnalyzeEach<analysis::FragRank>(
-          inputs, ctx, [&](const Snapshot& snap) -> absl::StatusOr<analysis::FragRank> {
-            ASSIGN_OR_RETURN(analysis::FragReport report,
-                             analysis::AnalyzeFragmentation(snap, options));
-            return analysis::FragRankOf(report);
-          }));
-  std::vector<analysis::FragRank> ranks;
-  for (auto& [path, r] : results) ranks.push_back(std::move(r));
-  analysis::RankTable table = analysis::CompareFragRanks(ranks);
-  if (opts.csv) {
-    report::RenderTableCsv(report::RankTableToTable(table), *ctx.out);
-  } else if (opts.json) {
-    nlohmann::ordered_json j;
-    j["at"] = opts.at;
-    j["ranks"] = report::RankTableToJson(table);
-    PrintJson(j, ctx);
-  } else {
-    *ctx.out << "fragmentation at the "
-             << (opts.at == "end"              ? "end of each snapshot"
-                 : opts.at == "peak-allocated" ? "peak allocated of each device"
-                 : options.at == analysis::FragMoment::kMoment
-                     ? absl::StrCat("moment ", opts.at, " of each device")
-                     : "peak reserved of each device")
-             << "\n\n";
-    report::RenderRankTableText(table, *ctx.out);
-  }
-  return ExitCode::kOk;
-}
 }  // namespace
 
 RunFn SetupFrag(CLI::App& sub) {
@@ -99,10 +58,6 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("--conf", opts->candidates,
                  "A PYTORCH_CUDA_ALLOC_CONF to try for the `fix` line (repeatable), on top of the "
                  "recorded settings; replaces the default candidates");
-  sub.add_option("--threads", opts->threads,
-                 "Replays run at once (0: the global -j/--threads, all cores by default)")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(0);
   sub.footer(
       "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
       "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
@@ -139,21 +94,31 @@ RunFn SetupFrag(CLI::App& sub) {
       options.at = analysis::FragMoment::kPeakAllocated;
     } else {
       // event:N or a time, read by the parser `top --at` uses.
-      ASSIGN_OR_RETURN(options.moment, analysis::ParseMoment(opts->at));
+      ASSIGN_OR_RETURN(query::MomentArg at, MomentFlag("--at", opts->at));
+      options.moment = at.moment;
       options.at = analysis::FragMoment::kMoment;
     }
-    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
-    if (inputs.size() > 1) return RunFragRanks(*opts, inputs, options, ctx);
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0].path, ctx));
-    if (opts->render.timeline) options.timeline_samples = opts->samples;
-    ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options));
-    // The answer's `fix` line: each candidate setting replayed on every device's trace.
-    if (!opts->no_replay && !opts->render.timeline && !report.peaks.empty()) {
-      analysis::FragFixOptions fo;
-      fo.candidates = opts->candidates;
-      fo.max_threads = opts->threads > 0 ? opts->threads : ctx.threads;  // else the global -j
-      ASSIGN_OR_RETURN(report.fixes, analysis::FindFragFixes(snap, fo));
+    query::FragRequest request;
+    request.options = options;
+    if (opts->render.timeline) request.options.timeline_samples = opts->samples;
+    request.replay = !opts->no_replay;
+    request.candidates = opts->candidates;
+    request.threads = ctx.threads;  // the global -j: replays at once
+    ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
+    if (inputs.size() > 1) {
+      ASSIGN_OR_RETURN(query::FragRanksResult ranks,
+                       query::FragRanksQuery(request, inputs, ReadSettingsOf(ctx)));
+      if (opts->csv) {
+        report::RenderFragRanksCsv(ranks, *ctx.out);
+      } else if (opts->json) {
+        PrintJson(report::FragRanksToJson(ranks), ctx);
+      } else {
+        report::RenderFragRanksText(ranks, *ctx.out);
+      }
+      return ExitCode::kOk;
     }
+    ASSIGN_OR_RETURN(query::Session session, OpenSession(inputs[0].path, query::FragNeeds(), ctx));
+    ASSIGN_OR_RETURN(analysis::FragReport report, query::FragQuery(request, session));
     if (opts->json) {
       PrintJson(report::FragToJson(report), ctx);
     } else if (opts->render.timeline && opts->csv) {

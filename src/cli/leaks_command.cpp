@@ -5,10 +5,10 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/leaks.h"
 #include "memsnap/report/leaks_render.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/util/format.h"
@@ -33,47 +33,6 @@ struct LeaksCommandOptions {
   bool exact_lines = false;
 };
 
-absl::Status Prefixed(const std::string& path, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(path, ": ", Sv(ToStd(s.message()))));
-}
-
-// Series mode; the files of a directory that are not snapshots are listed in `left_out`.
-absl::StatusOr<analysis::LeakReport> RunSeries(const LeaksCommandOptions& o,
-                                               const analysis::LeakOptions& options, Context& ctx,
-                                               LeftOutInputs& left_out) {
-  if (!o.step_annotation.empty() || o.steps > 0) {
-    return absl::InvalidArgumentError(
-        "--step-annotation and --steps need a single file with a trace (single-trace mode)");
-  }
-  ASSIGN_OR_RETURN(auto results,
-                   AnalyzeEach<analysis::SeriesPoint>(
-                       o.files, ctx,
-                       [&](const Snapshot& snap) -> absl::StatusOr<analysis::SeriesPoint> {
-                         auto p = analysis::SeriesPointOf(snap, options);
-                         if (!p.ok()) return Prefixed(snap.source.path, p.status());
-                         return p;
-                       },
-                       &left_out));
-  std::vector<analysis::SeriesPoint> points;
-  for (auto& [path, p] : results) {
-    p.label = path;
-    points.push_back(std::move(p));
-  }
-  if (points.size() < 2) {
-    return absl::InvalidArgumentError("series mode needs at least two snapshot files");
-  }
-  if (o.sort == "time") {
-    for (const auto& p : points) {
-      if (p.time_us == kNoTime) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--sort time: ", p.label, " has no trace times (time_us)"));
-      }
-    }
-    std::stable_sort(points.begin(), points.end(),
-                     [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
-  }
-  return analysis::AnalyzeSeries(std::move(points), options);
-}
 }  // namespace
 
 RunFn SetupLeaks(CLI::App& sub) {
@@ -121,38 +80,40 @@ RunFn SetupLeaks(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::LeakOptions options;
     ASSIGN_OR_RETURN(options.group, opts->group.Resolve());
-    auto min_growth = ParseSize(opts->min_growth);
-    if (!min_growth.ok()) return Prefixed("--min-growth", min_growth.status());
-    options.min_growth = *min_growth;
-    if (!opts->device_memory.empty()) {
-      auto size = ParseSize(opts->device_memory);
-      if (!size.ok()) return Prefixed("--device-memory", size.status());
-      if (*size <= 0) return absl::InvalidArgumentError("--device-memory: must be > 0");
-      options.device_memory = *size;
+    ASSIGN_OR_RETURN(std::optional<int64_t> min_growth, SizeFlag("--min-growth", opts->min_growth));
+    options.min_growth = min_growth.value_or(0);
+    ASSIGN_OR_RETURN(std::optional<int64_t> memory,
+                     SizeFlag("--device-memory", opts->device_memory));
+    if (memory) {
+      if (*memory <= 0) return absl::InvalidArgumentError("--device-memory: must be > 0");
+      options.device_memory = *memory;
     }
     if (opts->steps < 0 || opts->steps == 1) {
       return absl::InvalidArgumentError("--steps: must be at least 2");
     }
     options.top = opts->top;
     options.pair_moved = !opts->exact_lines;
-    ASSIGN_OR_RETURN(std::vector<std::string> inputs, ExpandInputs(opts->files));
+    query::LeaksRequest request;
+    request.options = options;
+    request.steps.annotation = opts->step_annotation;
+    request.steps.steps = opts->steps;
+    if (opts->device >= 0) request.steps.device = opts->device;
+    request.sort_by_time = opts->sort == "time";
+    ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
     analysis::LeakReport report;
-    std::optional<LeftOutInputs> left_out;  // series mode
+    std::optional<std::vector<analysis::LeftOutFile>> skipped;  // series mode
     if (inputs.size() == 1) {
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(inputs[0], ctx));
-      analysis::StepOptions step_options;
-      step_options.annotation = opts->step_annotation;
-      step_options.steps = opts->steps;
-      if (opts->device >= 0) step_options.device = opts->device;
-      auto r = analysis::AnalyzeTraceLeaks(snap, options, step_options);
-      if (!r.ok()) return Prefixed(inputs[0], r.status());
-      report = std::move(*r);
+      ASSIGN_OR_RETURN(query::Session session, OpenSession(inputs[0].path, query::Needs{}, ctx));
+      ASSIGN_OR_RETURN(report, query::LeaksQuery(request, session));
     } else {
-      ASSIGN_OR_RETURN(report, RunSeries(*opts, options, ctx, left_out.emplace()));
+      ASSIGN_OR_RETURN(query::LeaksSeriesResult series,
+                       query::LeaksSeriesQuery(request, inputs, ReadSettingsOf(ctx)));
+      report = std::move(series.report);
+      skipped = std::move(series.skipped);
     }
     if (opts->json) {
       nlohmann::ordered_json j = report::LeaksToJson(report);
-      if (left_out) j["skipped"] = report::LeftOutToJson(left_out->skipped);
+      if (skipped) j["skipped"] = report::LeftOutToJson(*skipped);
       PrintJson(j, ctx);
     } else {
       report::RenderLeaksText(report, *ctx.out);

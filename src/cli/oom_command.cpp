@@ -3,10 +3,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/allocator/oom.h"
 #include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/query/oom.h"
 #include "memsnap/report/oom_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
@@ -19,7 +19,6 @@ struct OomCommandOptions {
   AllocatorFlags allocator;  // --device-memory, --conf
   int device = -1;
   int top = 5;
-  int threads = 0;
   bool json = false;
 };
 }  // namespace
@@ -39,9 +38,6 @@ RunFn SetupOom(CLI::App& sub) {
   sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub.add_option("--threads", opts->threads,
-                 "Replays run at once (0: the global -j/--threads, all cores by default)")
-      ->check(CLI::NonNegativeNumber);
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.footer(
       "Every `oom` entry of the trace is replayed on the capacity it implies; without one, give\n"
@@ -56,29 +52,21 @@ RunFn SetupOom(CLI::App& sub) {
       "  memsnap oom run.pickle --device-memory 40GiB --conf expandable_segments:True\n"
       "  memsnap oom crash.pickle --json | jq '.ooms[0].verdict'");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    analysis::OomOptions o;
-    o.device = opts->device;
-    o.candidates = opts->allocator.confs;
-    o.top_holders = opts->top;
-    o.max_threads = opts->threads > 0 ? opts->threads : ctx.threads;  // else the global -j
-    ASSIGN_OR_RETURN(o.device_memory, opts->allocator.DeviceMemory());
+    query::OomRequest request;
+    if (opts->device >= 0) request.device = opts->device;
+    request.candidates = opts->allocator.confs;
+    request.top_holders = opts->top;
+    request.threads = ctx.threads;  // the global -j: replays at once
+    ASSIGN_OR_RETURN(request.device_memory, opts->allocator.DeviceMemory());
     // The timeline (its peaks, and the lifetimes that say what each holder's memory is) is
     // built on a second core while the file is read.
-    analysis::TimelineOptions to;
-    to.keep = analysis::KeepLifetimes::kAll;
-    to.curve = false;
-    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx));
-    const Snapshot& snap = loaded.snapshot;
-    o.timeline = &loaded.timeline;
-    absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(snap, o);
-    if (!report.ok()) {
-      return absl::Status(report.status().code(),
-                          absl::StrCat(opts->file, ": ", report.status().message()));
-    }
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(opts->file, query::OomNeeds(request), ctx));
+    ASSIGN_OR_RETURN(analysis::OomReport report, query::OomQuery(request, session));
     if (opts->json) {
-      PrintJson(report::OomToJson(*report), ctx);
+      PrintJson(report::OomToJson(report), ctx);
     } else {
-      report::RenderOomText(*report, *ctx.out);
+      report::RenderOomText(report, *ctx.out);
     }
     return ExitCode::kOk;
   };

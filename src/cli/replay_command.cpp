@@ -126,13 +126,14 @@ RunFn SetupReplay(CLI::App& sub) {
     ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                    : analysis::EmptyCacheMode::kHeuristic;
     ASSIGN_OR_RETURN(ro.device_memory, opts->settings.DeviceMemory());
-    ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opts->files));
+    ASSIGN_OR_RETURN(std::vector<std::string> files, query::ExpandInputPaths(opts->files));
     const bool many = files.size() > 1;
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     std::string csv;
     bool all_exact = true;
     for (size_t i = 0; i < files.size(); ++i) {
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(files[i], ctx));
+      ASSIGN_OR_RETURN(query::Session session, OpenSession(files[i], query::Needs{}, ctx));
+      const Snapshot& snap = session.snapshot();
       ASSIGN_OR_RETURN(std::vector<analysis::ReplayConfig> configs, BuildConfigs(*opts, snap));
       absl::StatusOr<analysis::ReplayReport> rep = analysis::Replay(snap, configs, ro);
       if (!rep.ok()) {

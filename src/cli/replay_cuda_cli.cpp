@@ -15,10 +15,11 @@ absl::StatusOr<ExitCode> RunCudaReplayCommand(const CudaReplayCliOptions& o,
         "--verify compares the simulator with the trace; it does not apply to --backend cuda");
   }
   if (o.csv) return absl::InvalidArgumentError("--csv is not available with --backend cuda");
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(o.files));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, query::ExpandInputPaths(o.files));
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (size_t i = 0; i < files.size(); ++i) {
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(files[i], ctx));
+    ASSIGN_OR_RETURN(query::Session session, OpenSession(files[i], query::Needs{}, ctx));
+    const Snapshot& snap = session.snapshot();
     ASSIGN_OR_RETURN(std::vector<analysis::ReplayConfig> configs, build_configs(snap));
     absl::StatusOr<analysis::CudaReplayReport> rep =
         analysis::RunCudaReplay(snap, configs, o.replay);

@@ -1,6 +1,7 @@
 // memsnap report FILE [-o report.html]: one self-contained HTML page of the snapshot (zoomable
 // timeline with stacked bands, the allocator's state at any moment, sites, replay). With two
 // files: the diff page. Flags -> options -> analysis::AnalyzeForReport -> report::BuildReportData.
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -85,25 +86,28 @@ RunFn SetupReport(CLI::App& sub) {
     quiet_ctx.progress = false;  // this command draws its own progress line
     ProgressBar bar(absl::StrCat("report: reading ", opts->files[0]), 0, popts);
     bar.StartTicker();
-    std::vector<Snapshot> snaps;
+    std::vector<query::Session> sessions;
     for (const std::string& path : opts->files) {
       bar.SetLabel(absl::StrCat("report: reading ", path));
       ScopedTimer timer("read");
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(path, quiet_ctx));
-      snaps.push_back(std::move(snap));
+      ASSIGN_OR_RETURN(query::Session session, OpenSession(path, query::Needs{}, quiet_ctx));
+      sessions.push_back(std::move(session));
     }
+    std::vector<std::reference_wrapper<const Snapshot>> snaps;
+    for (const query::Session& s : sessions) snaps.push_back(s.snapshot());
     bar.SetLabel("report: analyzing");
     nlohmann::ordered_json data;
     {
       ScopedTimer timer("analyze");
       if (diff) {
-        ASSIGN_OR_RETURN(analysis::DiffReportAnalysis a,
-                         analysis::AnalyzeDiffForReport(snaps[0], snaps[1], opts->report));
-        data = report::BuildDiffData(snaps[0], snaps[1], a, opts->report.top_sites);
+        ASSIGN_OR_RETURN(
+            analysis::DiffReportAnalysis a,
+            analysis::AnalyzeDiffForReport(snaps[0].get(), snaps[1].get(), opts->report));
+        data = report::BuildDiffData(snaps[0].get(), snaps[1].get(), a, opts->report.top_sites);
       } else {
         ASSIGN_OR_RETURN(analysis::ReportAnalysis a,
-                         analysis::AnalyzeForReport(snaps[0], opts->report));
-        data = report::BuildReportData(snaps[0], a);
+                         analysis::AnalyzeForReport(snaps[0].get(), opts->report));
+        data = report::BuildReportData(snaps[0].get(), a);
       }
     }
     bar.Finish();

@@ -2,12 +2,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/categories.h"
-#include "memsnap/analysis/sites/group.h"
-#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/timeline.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
@@ -24,43 +22,6 @@ struct TimelineCommandOptions {
   bool live_only = false;
 };
 
-// --from/--to: the window of one device, both ends checked against its trace; a window that
-// ends before it starts is an error, not one event.
-absl::StatusOr<report::EventWindow> Window(const Snapshot& snap, const analysis::DeviceTimeline& dt,
-                                           const std::string& from, const std::string& to) {
-  report::EventWindow w{analysis::TimelinePoint::Start(),
-                        analysis::TimelinePoint::End(dt.num_events)};
-  if (!from.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(from, "--from"));
-    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--from", from));
-    const bool time = m.kind != analysis::Moment::Kind::kEvent &&
-                      m.kind != analysis::Moment::Kind::kPeak &&
-                      m.kind != analysis::Moment::Kind::kEnd && dt.has_time;
-    if (time) {
-      // The first event at or after the time.
-      m.value += m.kind == analysis::Moment::Kind::kBeforeEnd ? 1 : -1;
-      w.from = analysis::TimelinePoint::After(analysis::ResolveMoment(snap, dt, m).next_event());
-    } else {
-      w.from = analysis::ResolveMoment(snap, dt, m);
-    }
-  }
-  if (!to.empty()) {
-    ASSIGN_OR_RETURN(analysis::Moment m, analysis::ParseMoment(to, "--to"));
-    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, m, "--to", to));
-    w.to = analysis::ResolveMoment(snap, dt, m);
-  }
-  if (w.to < w.from) {
-    // "event:5 (+400 us)", or "+2s (event:12 (+2.000 s))" when the text was not the event.
-    auto where = [&](const std::string& text, analysis::TimelinePoint p) {
-      std::string d = analysis::DescribeEvent(snap, dt, p);
-      return d.starts_with(text) ? d : absl::StrCat(text, " (", d, ")");
-    };
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--from ", where(from, w.from), " is after --to ", where(to.empty() ? "end" : to, w.to),
-        " on device ", dt.device, ": the window is empty"));
-  }
-  return w;
-}
 }  // namespace
 
 RunFn SetupTimeline(CLI::App& sub) {
@@ -92,36 +53,35 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
+    query::TimelineRequest request;
+    if (opts->device >= 0) request.device = opts->device;
+    if (!opts->from.empty()) {
+      ASSIGN_OR_RETURN(request.from, MomentFlag("--from", opts->from));
+    }
+    if (!opts->to.empty()) {
+      ASSIGN_OR_RETURN(request.to, MomentFlag("--to", opts->to));
+    }
     // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) and the
     // categories over time (--csv, --json) are rebuilt from the lifetimes; the chart needs none.
-    const bool lifetimes = opts->csv || opts->json;
-    to.keep = lifetimes ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
+    request.categories = opts->csv || opts->json;
     ReadAnalysisClock phases;
-    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(opts->file, to, ctx, &phases));
-    if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
-    const Snapshot& snap = loaded.snapshot;
-    const analysis::Timeline& tl = loaded.timeline;
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(opts->file, query::TimelineNeeds(request), ctx, &phases));
+    ASSIGN_OR_RETURN(query::TimelineResult result, query::TimelineQuery(request, session));
+    if (ctx.timings) phases.Print(*ctx.err, session.timings_note());
+    const Snapshot& snap = session.snapshot();
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-    std::unique_ptr<analysis::GroupContext> context;
-    if (lifetimes) {
-      ASSIGN_OR_RETURN(context, analysis::GroupContext::Create(snap, analysis::GroupOptions{}));
-    }
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, /*categories=*/true);
     bool first = true;
-    for (const analysis::DeviceTimeline& dt : tl.devices) {
-      ASSIGN_OR_RETURN(report::EventWindow w, Window(snap, dt, opts->from, opts->to));
-      analysis::CategoryCurve categories;
-      if (context) categories = analysis::BuildCategoryCurve(*context, dt);
+    for (const query::TimelineDevice& d : result.devices) {
       if (opts->json) {
-        devices.push_back(report::DeviceTimelineToJson(snap, dt, w, &categories));
+        devices.push_back(report::DeviceTimelineToJson(snap, *d.timeline, d.window, &d.categories));
       } else if (opts->csv) {
-        report::RenderTimelineCsv(snap, dt, w, &categories, *ctx.out);
+        report::RenderTimelineCsv(snap, *d.timeline, d.window, &d.categories, *ctx.out);
       } else {
         if (!first) *ctx.out << "\n";
-        report::RenderTimelineChart(snap, dt, w, width, *ctx.out, !opts->live_only);
+        report::RenderTimelineChart(snap, *d.timeline, d.window, width, *ctx.out, !opts->live_only);
       }
       first = false;
     }

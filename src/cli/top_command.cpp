@@ -5,14 +5,11 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/compose/rank_tables.h"
-#include "memsnap/analysis/sites/group.h"
-#include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
-#include "memsnap/report/ranks_render.h"
-#include "memsnap/report/timeline_render.h"
+#include "memsnap/query/top.h"
+#include "memsnap/report/top_render.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
 
@@ -28,38 +25,6 @@ struct TopCommandOptions {
   bool json = false;
   std::string folded;
 };
-// Many files (one per rank): each file's peak and largest site at the moment, then the outliers.
-absl::StatusOr<ExitCode> RunTopRanks(const TopCommandOptions& opts,
-                                     const std::vector<InputFile>& inputs,
-                                     const analysis::Moment& moment,
-                                     const analysis::GroupOptions& group, Context& ctx) {
-  std::optional<int32_t> device;
-  if (opts.device >= 0) device = opts.device;
-  LeftOutInputs left_out;
-  ASSIGN_OR_RETURN(auto results,
-                   AnalyzeEachWithTimeline<analysis::RankFigures>(
-                       inputs, analysis::TopRankTimelineOptions(moment, device), ctx,
-                       [&](const Snapshot& snap, const absl::StatusOr<analysis::Timeline>& tl)
-                           -> absl::StatusOr<analysis::RankFigures> {
-                         return analysis::TopRankFigures(snap, tl, moment, opts.at, group);
-                       },
-                       &left_out));
-  std::vector<analysis::RankFigures> figures;
-  for (auto& [path, f] : results) figures.push_back(std::move(f));
-  analysis::RankTable ranks = analysis::CompareRanks(std::move(figures));
-  if (opts.json) {
-    nlohmann::ordered_json j;
-    j["at"] = opts.at;
-    j["by"] = std::string(analysis::GroupByName(group.by));
-    j["ranks"] = report::RankTableToJson(ranks);
-    j["skipped"] = report::LeftOutToJson(left_out.skipped);
-    PrintJson(j, ctx);
-  } else {
-    report::RenderRankTableText(ranks, *ctx.out);
-  }
-  return ExitCode::kOk;
-}
-
 }  // namespace
 
 RunFn SetupTop(CLI::App& sub) {
@@ -98,47 +63,39 @@ RunFn SetupTop(CLI::App& sub) {
       "  memsnap top --folded - snap.pickle | flamegraph.pl > peak.svg\n"
       "  memsnap top ranks/          # per-rank peak and top site, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
-    ASSIGN_OR_RETURN(analysis::Moment moment, analysis::ParseMoment(opts->at));
-    ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
+    query::TopRequest request;
+    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at));
+    ASSIGN_OR_RETURN(request.group, opts->group.Resolve());
     if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0 (0 = all)");
-    ASSIGN_OR_RETURN(std::vector<InputFile> inputs, ExpandInputFiles(opts->files));
-    if (inputs.size() > 1) return RunTopRanks(*opts, inputs, moment, group, ctx);
-    const std::string& file = inputs[0].path;
-    analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
-    to.keep = analysis::KeepLifetimes::kLiveAt;
-    to.moment = moment;
-    to.curve = false;
-    ReadAnalysisClock phases;
-    ASSIGN_OR_RETURN(SnapshotTimeline loaded, LoadWithTimeline(file, to, ctx, &phases));
-    const Snapshot& snap = loaded.snapshot;
-    RETURN_IF_ERROR(CheckMomentFlag("--at", opts->at, moment, snap, loaded.timeline));
-    ASSIGN_OR_RETURN(analysis::GroupReport rep,
-                     analysis::GroupLive(snap, loaded.timeline, moment, group));
-    if (ctx.timings) phases.Print(*ctx.err, loaded.timings_note());
-    if (!opts->folded.empty()) {
-      // Flame graphs need whole stacks, whatever the table is grouped by.
-      analysis::GroupReport stacks = rep;
-      if (group.by != analysis::GroupBy::kStack) {
-        analysis::GroupOptions by_stack = group;
-        by_stack.by = analysis::GroupBy::kStack;
-        ASSIGN_OR_RETURN(stacks, analysis::GroupLive(snap, loaded.timeline, moment, by_stack));
+    request.top = static_cast<size_t>(opts->top);
+    if (opts->device >= 0) request.device = opts->device;
+    request.folded = !opts->folded.empty();
+    ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
+    if (inputs.size() > 1) {
+      ASSIGN_OR_RETURN(query::TopRanksResult ranks,
+                       query::TopRanksQuery(request, inputs, ReadSettingsOf(ctx)));
+      if (opts->json) {
+        PrintJson(report::TopRanksToJson(ranks), ctx);
+      } else {
+        report::RenderTopRanksText(ranks, *ctx.out);
       }
+      return ExitCode::kOk;
+    }
+    ReadAnalysisClock phases;
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(inputs[0].path, query::TopNeeds(request), ctx, &phases));
+    ASSIGN_OR_RETURN(query::TopResult result, query::TopQuery(request, session));
+    if (ctx.timings) phases.Print(*ctx.err, session.timings_note());
+    if (request.folded) {
       std::ostringstream folded;
-      report::RenderFolded(stacks.rows, folded);
+      report::RenderTopFolded(result, folded);
       RETURN_IF_ERROR(WriteOutputFile(opts->folded, folded.str(), ctx));
       if (opts->folded == "-") return ExitCode::kOk;
     }
-    std::vector<analysis::GroupRow> rows = rep.rows;
-    if (opts->top > 0) analysis::CollapseTail(rows, static_cast<size_t>(opts->top));
     if (opts->json) {
-      nlohmann::ordered_json j;
-      j["file"] = file;
-      j["at"] = opts->at;
-      j.update(report::GroupToJson(rep, rows));
-      PrintJson(j, ctx);
+      PrintJson(report::TopResultToJson(result), ctx);
     } else {
-      report::RenderGroupText(rep, rows, *ctx.out);
+      report::RenderTopResultText(result, *ctx.out);
     }
     return ExitCode::kOk;
   };

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/answer.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
@@ -664,6 +665,28 @@ void RenderFragTimelineCsv(const FragReport& r, std::ostream& out) {
   std::vector<const analysis::FragSample*> samples;
   for (const auto& s : r.timeline) samples.push_back(&s);
   RenderTableCsv(TimelineTable(samples, kNoTime), out);
+}
+
+void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out) {
+  out << "fragmentation at the "
+      << (result.at == "end"              ? "end of each snapshot"
+          : result.at == "peak-allocated" ? "peak allocated of each device"
+          : result.moment == analysis::FragMoment::kMoment
+              ? absl::StrCat("moment ", result.at, " of each device")
+              : "peak reserved of each device")
+      << "\n\n";
+  RenderRankTableText(result.table, out);
+}
+
+nlohmann::ordered_json FragRanksToJson(const query::FragRanksResult& result) {
+  nlohmann::ordered_json j;
+  j["at"] = result.at;
+  j["ranks"] = RankTableToJson(result.table);
+  return j;
+}
+
+void RenderFragRanksCsv(const query::FragRanksResult& result, std::ostream& out) {
+  RenderTableCsv(RankTableToTable(result.table), out);
 }
 
 }  // namespace memsnap::report

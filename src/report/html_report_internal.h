@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "memsnap/analysis/timeline/filter.h"
-#include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/compose/report_analysis.h"
+#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/model/snapshot.h"
 #include "nlohmann/json.hpp"
 

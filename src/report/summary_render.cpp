@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
@@ -326,6 +327,46 @@ Json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices) {
                    {"categories", CategoriesJson(d.bytes)}});
   }
   return arr;
+}
+
+nlohmann::ordered_json SummaryResultToJson(const query::SummaryResult& result) {
+  nlohmann::ordered_json j = SummaryToJson(result.summary);
+  j["categories_at_peak"] = CategoriesAtJson(result.categories_at_peak);
+  return j;
+}
+
+void RenderSummaryResultText(const query::SummaryResult& result, std::ostream& out) {
+  RenderSummaryText(result.summary, out);
+  RenderCategoriesAtText(result.categories_at_peak, out);
+}
+
+nlohmann::ordered_json SummaryRanksToJson(const query::SummaryRanksResult& result) {
+  if (result.files.size() == 1) {
+    nlohmann::ordered_json j = SummaryToJson(result.files[0]);
+    j["skipped"] = LeftOutToJson(result.skipped);
+    return j;
+  }
+  nlohmann::ordered_json j;
+  j["files"] = nlohmann::ordered_json::array();
+  for (const auto& r : result.files) j["files"].push_back(SummaryToJson(r));
+  j["ranks"] = RankTableToJson(result.ranks);
+  j["skipped"] = LeftOutToJson(result.skipped);
+  return j;
+}
+
+void RenderSummaryRanksText(const query::SummaryRanksResult& result, bool each, bool warnings,
+                            std::ostream& out) {
+  if (result.files.size() == 1) {
+    RenderSummaryText(result.files[0], out, warnings);
+    return;
+  }
+  if (each) {
+    for (const auto& r : result.files) {
+      RenderSummaryText(r, out, warnings);
+      out << "\n";
+    }
+  }
+  RenderRankTableText(result.ranks, out);
 }
 
 }  // namespace memsnap::report

@@ -71,7 +71,7 @@ def main():
         edit(root, "src/analysis/timeline/timeline.cpp", '#include "memsnap/analysis/timeline/timeline.h"\n',
              '#include "memsnap/analysis/timeline/timeline.h"\n#include "memsnap/analysis/sites/group.h"\n')
         expect("a lower analysis sub-layer reaches up", root, [
-            'src/analysis/timeline/timeline.cpp:2: includes "memsnap/analysis/sites/group.h": layer '
+            'src/analysis/timeline/timeline.cpp:4: includes "memsnap/analysis/sites/group.h": layer '
             'analysis/timeline may not depend on analysis/sites'])
 
         root = fresh()
@@ -85,10 +85,11 @@ def main():
         expect("a folder that is no layer", root, ["src/extra/x.cpp:1: not in any layer"])
 
         root = fresh()
-        edit(root, "docs/design.md", "| analysis, sim, model, util |", "| analysis, model, util |")
+        edit(root, "docs/design.md", "| query, analysis, sim, model, util |",
+             "| query, analysis, model, util |")
         expect("docs/design.md disagrees", root, [
-            "layer report may depend on analysis, model, util here but on analysis, model, sim, "
-            "util in cmake/layers.cmake"])
+            "layer report may depend on analysis, model, query, util here but on analysis, model, "
+            "query, sim, util in cmake/layers.cmake"])
 
     for f in failures:
         print(f)

@@ -11,8 +11,8 @@
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
 #include "memsnap/analysis/attribution/attribution.h"
-#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/parse/reader.h"
 #include "test_util.h"
 

@@ -27,14 +27,15 @@ std::string Output(const std::string& threads, const std::vector<std::string>& a
 TEST_CASE("--threads is split between the files of a directory, never exceeded, never below one") {
   cli::Context ctx;
   ctx.threads = 8;
-  CHECK(cli::ThreadsPerFile(ctx, 1) == 8);  // one file: decoded on all of them
-  CHECK(cli::ThreadsPerFile(ctx, 3) == 2);  // 3 side by side, 2 each
-  CHECK(cli::ThreadsPerFile(ctx, 8) == 1);
-  CHECK(cli::ThreadsPerFile(ctx, 64) == 1);  // 8 side by side, one each
-  ctx.threads = 1;
-  CHECK(cli::ThreadsPerFile(ctx, 5) == 1);
-  ctx.threads = 0;  // every core
-  CHECK(cli::ThreadsPerFile(ctx, 1) == static_cast<int>(ThreadsFor(0)));
+  query::ReadSettings settings = cli::ReadSettingsOf(ctx);
+  CHECK(query::ThreadsPerFile(settings, 1) == 8);  // one file: decoded on all of them
+  CHECK(query::ThreadsPerFile(settings, 3) == 2);  // 3 side by side, 2 each
+  CHECK(query::ThreadsPerFile(settings, 8) == 1);
+  CHECK(query::ThreadsPerFile(settings, 64) == 1);  // 8 side by side, one each
+  settings.threads = 1;
+  CHECK(query::ThreadsPerFile(settings, 5) == 1);
+  settings.threads = 0;  // every core
+  CHECK(query::ThreadsPerFile(settings, 1) == static_cast<int>(ThreadsFor(0)));
 }
 
 TEST_CASE("every command that reads gives the same output on 1, 2 and 5 threads" *

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/compose/rank_tables.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/summary.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/summary_render.h"

@@ -1,4 +1,5 @@
-// Helpers shared by the command files: loading inputs with diagnostics, JSON output.
+// Helpers shared by the command files: the global flags as a query's read settings, typed flag
+// values, outputs (checked against the inputs, written atomically), JSON.
 #pragma once
 
 #include <functional>
@@ -11,61 +12,32 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/cli/command.h"
 #include "memsnap/model/snapshot.h"
-#include "memsnap/parse/event_observer.h"
+#include "memsnap/query/session.h"
 #include "memsnap/util/timer.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::cli {
 
-/// Reads one snapshot, prints its diagnostics to ctx.err (unless --quiet) and fails under
-/// --strict when there are any. Errors name the file.
-/// `events`, when given, is told of the trace events as they are decoded (parse::ReadOptions).
-absl::StatusOr<Snapshot> LoadSnapshot(const std::string& path, Context& ctx,
-                                      parse::EventObserver* events = nullptr);
+/// The read settings of the global flags: --strict, -j/--threads, --max-memory, and the read's
+/// warnings printed to ctx.err ("warning: FILE: ...") unless --quiet. `clock`: told when the read
+/// ends (--timings).
+query::ReadSettings ReadSettingsOf(const Context& ctx, ReadAnalysisClock* clock = nullptr);
 
-/// A snapshot and its timeline.
-struct SnapshotTimeline {
-  Snapshot snapshot;
-  analysis::Timeline timeline;
-  bool streamed = false;  // the event pass ran during the read (analysis::TimelineStream)
-  /// For ReadAnalysisClock::Print: what the read's times include.
-  std::string_view timings_note() const {
-    return streamed ? "includes the timeline's event pass, run on a second thread" : "";
-  }
-};
+/// Opens one input file for a query (query::Session::Open with the global flags).
+absl::StatusOr<query::Session> OpenSession(const std::string& path, const query::Needs& needs,
+                                           const Context& ctx, ReadAnalysisClock* clock = nullptr);
 
-/// A snapshot and its timeline, or why the timeline could not be rebuilt (the snapshot is good).
-struct SnapshotMaybeTimeline {
-  Snapshot snapshot;
-  absl::StatusOr<analysis::Timeline> timeline;
-  bool streamed = false;
-};
+// ---- Flag values, parsed into typed values; every error starts with the flag's name ----
 
-/// LoadWithTimeline for commands that go on without a timeline, or report its error themselves:
-/// only a failed read is an error; the timeline's status comes back unchanged.
-absl::StatusOr<SnapshotMaybeTimeline> LoadWithTimelineStatus(
-    const std::string& path, const analysis::TimelineOptions& options, Context& ctx,
-    ReadAnalysisClock* phases = nullptr);
-
-/// Reads several files with their timelines (options[i] for paths[i]) side by side on up to
-/// --threads threads, each timeline's event pass beside its reader when threads are left over.
-/// Warnings are printed in path order; the first failed read (in path order) is the error.
-absl::StatusOr<std::vector<SnapshotMaybeTimeline>> LoadAllWithTimelines(
-    const std::vector<std::string>& paths, const std::vector<analysis::TimelineOptions>& options,
-    Context& ctx);
-
-/// Reads one snapshot like LoadSnapshot and rebuilds its timeline, the timeline's event pass
-/// running on a second core while the reader decodes (analysis::TimelineStream): what is left
-/// after the read is the reconciliation with the final state. `phases`, when given, is told when
-/// the read ends. Errors name the file.
-absl::StatusOr<SnapshotTimeline> LoadWithTimeline(const std::string& path,
-                                                  const analysis::TimelineOptions& options,
-                                                  Context& ctx,
-                                                  ReadAnalysisClock* phases = nullptr);
+/// A size ("24GiB", "1.5GB", "4096"): "FLAG: not a size ..." otherwise. Empty text: nullopt.
+absl::StatusOr<std::optional<int64_t>> SizeFlag(std::string_view flag, const std::string& text);
+/// A ratio ("5%", "0.05"). Empty text: nullopt.
+absl::StatusOr<std::optional<double>> RatioFlag(std::string_view flag, const std::string& text);
+/// A moment of the grammar (query::ParseMomentArg).
+absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text);
 
 /// `--max-output SIZE` and `--force` of the commands whose output can be far larger than their
 /// input (convert and export to JSON: JSON repeats every stack a pickle shares through its memo).
@@ -81,75 +53,6 @@ void AddOutputLimitFlags(CLI::App& sub, OutputLimitFlags& flags);
 absl::Status CheckOutputSize(const std::string& output, uint64_t estimate, const std::string& input,
                              uint64_t input_bytes, bool compressed, const OutputLimitFlags& flags,
                              bool force);
-
-/// The share of --threads each of `files` files gets when they are read side by side (at least
-/// 1): files side by side first, the threads left over decode within each file.
-int ThreadsPerFile(const Context& ctx, size_t files);
-
-/// Expands the command-line inputs: a directory becomes every regular file in it (sorted), other
-/// paths stay as given (the shell expands globs). Errors when nothing is left.
-absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs);
-
-/// One input of a multi-file command, after ExpandInputs-style expansion.
-struct InputFile {
-  std::string path;
-  bool from_directory = false;  // found by listing a directory (non-snapshots are then skipped)
-};
-
-/// Expands inputs like ExpandInputs but remembers which files came from a directory listing.
-absl::StatusOr<std::vector<InputFile>> ExpandInputFiles(const std::vector<std::string>& inputs);
-
-/// What AnalyzeEach left out of its results. A file found in a directory whose content is not a
-/// snapshot at all (parse::IsNotASnapshot: a README, a manifest) is skipped, with a warning. A
-/// snapshot that fails to read (truncated, corrupt, empty), or a file given by name that is not a
-/// snapshot, is unreadable: an error, never a skip.
-struct LeftOutInputs {
-  /// In: true lists unreadable files in `unreadable` and goes on with the others (a CI gate that
-  /// reports every rank); false (the default) fails the whole call with the first one's error.
-  bool keep_going = false;
-  std::vector<analysis::LeftOutFile> skipped;     // in input order
-  std::vector<analysis::LeftOutFile> unreadable;  // in input order; only with keep_going
-};
-
-/// Reads every input in parallel on all cores and runs `analyze` on each snapshot on the worker
-/// thread, so only the results (not the snapshots) are kept. Results come back in input order.
-/// A file found in a directory that is not a snapshot is skipped with a warning (and listed in
-/// `left_out` when given); a snapshot that fails to read fails the whole call with an error naming
-/// it, or with left_out->keep_going is listed there; an error of `analyze` fails the call.
-/// Warnings are printed in input order.
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
-    const std::vector<std::string>& inputs, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze,
-    LeftOutInputs* left_out = nullptr);
-
-/// AnalyzeEach over inputs already expanded (e.g. paths derived from ExpandInputFiles that keep
-/// its from_directory marks).
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
-    const std::vector<InputFile>& files, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze,
-    LeftOutInputs* left_out = nullptr);
-
-/// What an analysis of AnalyzeEachWithTimeline gets: a snapshot and its timeline, or why the
-/// timeline could not be rebuilt (the snapshot is good).
-template <class R>
-using AnalyzeWithTimelineFn =
-    std::function<absl::StatusOr<R>(const Snapshot&, const absl::StatusOr<analysis::Timeline>&)>;
-
-/// AnalyzeEach with each file's timeline rebuilt with `options` while the file is read
-/// (LoadWithTimelineStatus: the event pass runs beside the reader when the file has a thread
-/// left), for analyses that need one: one timeline pass per file, during its read.
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
-    const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
-    const AnalyzeWithTimelineFn<R>& analyze, LeftOutInputs* left_out = nullptr);
-
-/// Checks a parsed --at/--from/--to value against every device of `timeline`: an error naming the
-/// flag when it lies outside a device's trace (analysis::CheckMoment).
-absl::Status CheckMomentFlag(std::string_view flag, std::string_view text,
-                             const analysis::Moment& moment, const Snapshot& snap,
-                             const analysis::Timeline& timeline);
 
 /// Writes `j` to ctx.out, pretty-printed with two spaces, and a newline.
 void PrintJson(const nlohmann::ordered_json& j, Context& ctx);
@@ -186,104 +89,5 @@ absl::Status WriteOutput(const std::string& path, Context& ctx,
 
 /// WriteOutput of `content`.
 absl::Status WriteOutputFile(const std::string& path, std::string_view content, Context& ctx);
-
-namespace internal {
-/// The timeline a file of LoadEach comes with: nullptr when none was asked for.
-using MaybeTimeline = const absl::StatusOr<analysis::Timeline>*;
-
-/// What became of one input of LoadEach.
-enum class Loaded : char {
-  kRead,        // read; its status is fn's
-  kSkipped,     // found in a directory and not a snapshot; its status is why
-  kUnreadable,  // a snapshot that failed to read, or a named file that is none; status is why
-};
-
-/// Loads inputs[i] in parallel (with its timeline when `timeline` is given), calling
-/// `fn(i, snapshot, timeline)` on the worker; returns per-file status, and in `loaded` what became
-/// of each file (see AnalyzeEach).
-std::vector<absl::Status> LoadEach(
-    const std::vector<InputFile>& inputs, Context& ctx, const analysis::TimelineOptions* timeline,
-    const std::function<absl::Status(size_t, const Snapshot&, MaybeTimeline)>& fn,
-    std::vector<Loaded>& loaded);
-
-/// `status`'s message without `path: ` in front (the reason a file was left out).
-std::string ReasonOf(const std::string& path, const absl::Status& status);
-
-/// AnalyzeEach and AnalyzeEachWithTimeline (`timeline` nullptr: none, and `analyze` is given
-/// nullptr for it).
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
-    const std::vector<InputFile>& files, Context& ctx, const analysis::TimelineOptions* timeline,
-    const std::function<absl::StatusOr<R>(const Snapshot&, MaybeTimeline)>& analyze,
-    LeftOutInputs* left_out) {
-  std::vector<std::optional<R>> results(files.size());
-  std::vector<Loaded> loaded;
-  std::vector<absl::Status> status = LoadEach(
-      files, ctx, timeline,
-      [&](size_t i, const Snapshot& snap, MaybeTimeline tl) -> absl::Status {
-        absl::StatusOr<R> r = analyze(snap, tl);
-        if (!r.ok()) return r.status();
-        results[i] = std::move(*r);
-        return absl::OkStatus();
-      },
-      loaded);
-  std::vector<std::pair<std::string, R>> out;
-  std::vector<analysis::LeftOutFile> skipped, unreadable;
-  const bool keep_going = left_out != nullptr && left_out->keep_going;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const std::string& path = files[i].path;
-    if (loaded[i] == Loaded::kSkipped) {
-      skipped.push_back({path, ReasonOf(path, status[i])});
-    } else if (loaded[i] == Loaded::kUnreadable && keep_going) {
-      unreadable.push_back({path, ReasonOf(path, status[i])});
-    } else if (!status[i].ok()) {
-      return status[i];
-    } else {
-      out.emplace_back(path, std::move(*results[i]));
-    }
-  }
-  if (out.empty() && unreadable.empty()) {
-    std::string names;
-    for (const analysis::LeftOutFile& f : skipped) {
-      absl::StrAppend(&names, names.empty() ? " (skipped: " : ", ", f.path);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("no snapshot files among the inputs", names, names.empty() ? "" : ")"));
-  }
-  if (left_out != nullptr) {
-    left_out->skipped = std::move(skipped);
-    left_out->unreadable = std::move(unreadable);
-  }
-  return out;
-}
-}  // namespace internal
-
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
-    const std::vector<std::string>& inputs, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze, LeftOutInputs* left_out) {
-  absl::StatusOr<std::vector<InputFile>> files = ExpandInputFiles(inputs);
-  if (!files.ok()) return files.status();
-  return AnalyzeEach<R>(*files, ctx, analyze, left_out);
-}
-
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEach(
-    const std::vector<InputFile>& files, Context& ctx,
-    const std::function<absl::StatusOr<R>(const Snapshot&)>& analyze, LeftOutInputs* left_out) {
-  return internal::AnalyzeEach<R>(
-      files, ctx, nullptr,
-      [&](const Snapshot& snap, internal::MaybeTimeline) { return analyze(snap); }, left_out);
-}
-
-template <class R>
-absl::StatusOr<std::vector<std::pair<std::string, R>>> AnalyzeEachWithTimeline(
-    const std::vector<InputFile>& files, const analysis::TimelineOptions& options, Context& ctx,
-    const AnalyzeWithTimelineFn<R>& analyze, LeftOutInputs* left_out) {
-  return internal::AnalyzeEach<R>(
-      files, ctx, &options,
-      [&](const Snapshot& snap, internal::MaybeTimeline tl) { return analyze(snap, *tl); },
-      left_out);
-}
 
 }  // namespace memsnap::cli

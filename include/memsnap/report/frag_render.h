@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/query/frag.h"
 #include "memsnap/report/answer.h"
 #include "nlohmann/json.hpp"
 
@@ -45,5 +46,11 @@ nlohmann::ordered_json FragAnswerToJson(const analysis::FragReport& report,
 
 /// The figures object shared by JSON renderers (also used by `check`).
 nlohmann::ordered_json FragFiguresToJson(const analysis::FragFigures& figures);
+
+/// `frag` over several files: the per-rank table as text (with the moment named), JSON
+/// {"at", "ranks"} and CSV (one row per rank).
+void RenderFragRanksText(const query::FragRanksResult& result, std::ostream& out);
+nlohmann::ordered_json FragRanksToJson(const query::FragRanksResult& result);
+void RenderFragRanksCsv(const query::FragRanksResult& result, std::ostream& out);
 
 }  // namespace memsnap::report

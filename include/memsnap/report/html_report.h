@@ -1,7 +1,7 @@
 // `memsnap report`: one self-contained HTML page (no network) of the finished analyses of
-// analysis/compose/report_analysis.h: the zoomable memory timeline with the largest lifetimes as bands,
-// the allocator's state at any stored moment, the site tables and the replay curves; or, for two
-// files, the diff page.
+// analysis/compose/report_analysis.h: the zoomable memory timeline with the largest lifetimes as
+// bands, the allocator's state at any stored moment, the site tables and the replay curves; or, for
+// two files, the diff page.
 //
 // clang-format off
 //   ReportAnalysis ──BuildReportData──> JSON ──WriteHtmlPage──> page (data, chart library, script)

@@ -25,8 +25,8 @@
 #include <ostream>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 

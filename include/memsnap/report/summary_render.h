@@ -4,6 +4,7 @@
 
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/summary.h"
+#include "memsnap/query/summary.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
@@ -25,6 +26,17 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
 nlohmann::ordered_json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices);
 
 /// Shared by renderers: the JSON form of allocator settings and pool ids.
+/// `summary --json` of one file: SummaryToJson with "categories_at_peak".
+nlohmann::ordered_json SummaryResultToJson(const query::SummaryResult& result);
+/// The same in text: the summary, then the categories at the peak.
+void RenderSummaryResultText(const query::SummaryResult& result, std::ostream& out);
+/// `summary --json` of several files: "files" (each SummaryToJson), "ranks", "skipped"; with one
+/// file left (the others skipped), that file's SummaryToJson with "skipped".
+nlohmann::ordered_json SummaryRanksToJson(const query::SummaryRanksResult& result);
+/// The per-rank table (and with `each`, every file's summary first); one file left: its summary.
+void RenderSummaryRanksText(const query::SummaryRanksResult& result, bool each, bool warnings,
+                            std::ostream& out);
+
 nlohmann::ordered_json SettingsToJson(const AllocatorSettings& settings);
 std::string PoolName(const PoolId& pool);
 

@@ -8,18 +8,13 @@
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/query/timeline.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
 
-/// A slice of one device's timeline: the points from `from` to `to`, inclusive (from = the start
-/// includes the initial state). The figures of a window (start/peak/end) are computed over it.
-struct EventWindow {
-  analysis::TimelinePoint from;
-  analysis::TimelinePoint to;
-  /// The first event in the window (0 when it holds the start).
-  uint32_t first_event() const { return from.event().value_or(0); }
-};
+/// A slice of one device's timeline (query::ResolveWindow makes it from --from/--to).
+using EventWindow = query::EventWindow;
 
 /// Start/peak/end of live requested bytes and peak reserved bytes over a window.
 struct WindowFigures {

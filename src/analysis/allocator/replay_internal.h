@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/timeline/addr_table.h"
 #include "memsnap/analysis/allocator/replay.h"
+#include "memsnap/analysis/timeline/addr_table.h"
 
 namespace memsnap::analysis {
 

@@ -4,8 +4,8 @@
 #include <optional>
 #include <span>
 
-#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/timeline/filter.h"
 
 namespace memsnap::analysis {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/analysis/allocator/oom.h"
+#include "memsnap/analysis/sites/diff.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 

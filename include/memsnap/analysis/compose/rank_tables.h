@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "memsnap/analysis/compose/check.h"
 #include "memsnap/analysis/allocator/frag.h"
+#include "memsnap/analysis/compose/check.h"
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/analysis/sites/group.h"
 

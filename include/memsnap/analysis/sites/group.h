@@ -35,7 +35,6 @@ enum class GroupBy : uint8_t { kSite, kStack, kFunction, kFile, kFrame, kAnnotat
 std::string_view GroupByName(GroupBy by);
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 
-
 /// The row of a lifetime whose stack is empty: kBeforeRecordingRow, kTracedNoStackRow or
 /// kNoStackRow (pre-window lifetimes are kPreWindowRow whatever their stack).
 std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,

@@ -1,7 +1,7 @@
 // Site labels and categories for code that names allocations one stack at a time, without a
 // timeline (memsnap oom, check --fits, summary's and replay's OOM lines): a thin front of the
-// attribution model (analysis/attribution/attribution.h, docs/attribution.md), so that an OOM's holders read
-// exactly like the rows of `top`.
+// attribution model (analysis/attribution/attribution.h, docs/attribution.md), so that an OOM's
+// holders read exactly like the rows of `top`.
 #pragma once
 
 #include <cstdint>

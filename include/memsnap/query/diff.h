@@ -1,0 +1,29 @@
+// `diff A B`: live memory by site before and after (at each file's peak when both have a trace,
+// else the end), totals per device, pool and stream, settings; and the stacks for a
+// differential flame graph.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/sites/diff.h"
+#include "memsnap/query/session.h"
+
+namespace memsnap::query {
+
+struct DiffRequest {
+  analysis::DiffOptions options;
+  bool folded = false;  // also diff by whole stacks (for a differential flame graph)
+};
+
+struct DiffResult {
+  analysis::DiffReport report;
+  std::optional<analysis::DiffReport> stacks;  // with `folded`: grouped by stack
+};
+
+Needs DiffNeeds(const DiffRequest& request);
+/// Compares `before` with `after` (each opened with DiffNeeds).
+absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before, Session& after);
+
+}  // namespace memsnap::query

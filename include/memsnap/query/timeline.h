@@ -1,0 +1,53 @@
+// `timeline`: live and reserved bytes over time per device, in a window of the trace (--from,
+// --to), with the categories of live memory over time when asked.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memsnap/analysis/sites/categories.h"
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/query/session.h"
+
+namespace memsnap::query {
+
+/// A slice of one device's timeline: the points from `from` to `to`, inclusive (from = the start
+/// includes the initial state). The figures of a window (start/peak/end) are computed over it.
+struct EventWindow {
+  analysis::TimelinePoint from;
+  analysis::TimelinePoint to;
+  /// The first event in the window (0 when it holds the start).
+  uint32_t first_event() const { return from.event().value_or(0); }
+};
+
+/// The window of device `dt` between two moments (either may be absent: the trace's start or
+/// end), both checked against its trace. A time as `from` starts at the first event at or after
+/// it. A window that ends before it starts is an error naming both flags, not one event.
+absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+                                          const std::optional<MomentArg>& from,
+                                          const std::optional<MomentArg>& to);
+
+struct TimelineRequest {
+  std::optional<int32_t> device;   // nullopt: every device
+  std::optional<MomentArg> from;   // nullopt: the start
+  std::optional<MomentArg> to;     // nullopt: the end
+  bool categories = false;         // the categories of live memory over time (and the lifetimes)
+};
+
+struct TimelineDevice {
+  const analysis::DeviceTimeline* timeline = nullptr;  // owned by the session
+  EventWindow window;
+  analysis::CategoryCurve categories;  // empty unless asked
+};
+
+struct TimelineResult {
+  std::string file;
+  std::vector<TimelineDevice> devices;
+};
+
+Needs TimelineNeeds(const TimelineRequest& request);
+/// The result points into `session`'s timeline: keep the session while it is used.
+absl::StatusOr<TimelineResult> TimelineQuery(const TimelineRequest& request, Session& session);
+
+}  // namespace memsnap::query

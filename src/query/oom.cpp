@@ -1,0 +1,32 @@
+#include "memsnap/query/oom.h"
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/util/status_macros.h"
+
+namespace memsnap::query {
+
+Needs OomNeeds(const OomRequest&) {
+  analysis::TimelineOptions to;
+  to.keep = analysis::KeepLifetimes::kAll;
+  to.curve = false;
+  return NeedsTimeline(to);
+}
+
+absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session& session) {
+  ASSIGN_OR_RETURN(const analysis::Timeline* tl, session.TimelineFor(*OomNeeds(request).timeline));
+  analysis::OomOptions o;
+  o.device = request.device.value_or(-1);
+  o.device_memory = request.device_memory;
+  o.candidates = request.candidates;
+  o.top_holders = request.top_holders;
+  o.max_threads = request.threads;
+  o.timeline = tl;
+  absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(session.snapshot(), o);
+  if (!report.ok()) {
+    return absl::Status(report.status().code(),
+                        absl::StrCat(session.path(), ": ", report.status().message()));
+  }
+  return report;
+}
+
+}  // namespace memsnap::query

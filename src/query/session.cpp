@@ -1,0 +1,364 @@
+#include "memsnap/query/session.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "memsnap/model/copy.h"
+#include "memsnap/parse/reader.h"
+#include "memsnap/util/parallel.h"
+#include "memsnap/util/progress.h"
+#include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
+
+namespace memsnap::query {
+
+namespace {
+
+// Reads one snapshot with the settings; `events`, when given, is told of the trace events as
+// they are decoded. The snapshot's diagnostics go to settings.warn (at most ten, then a count).
+absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& settings,
+                              parse::EventObserver* events) {
+  // Draws only on a terminal and only when reading takes more than about a second.
+  std::optional<ProgressBar> bar;
+  if (settings.progress) {
+    bar.emplace("reading " + path, 0, ProgressOptions::Default());
+    bar->StartTicker();
+  }
+  parse::ReadOptions options;
+  options.strict = settings.strict;
+  options.events = events;
+  options.threads = settings.threads;
+  options.max_memory = settings.max_memory;
+  // A snapshot already in memory (the Python module's) is copied: the query owns what it reads.
+  // `events` hears nothing, so a timeline streamed from it is rebuilt from the copy
+  // (TimelineStream::Finish).
+  const std::shared_ptr<const Snapshot>* in_memory = nullptr;
+  if (settings.preloaded != nullptr) {
+    if (auto it = settings.preloaded->find(path); it != settings.preloaded->end()) {
+      in_memory = &it->second;
+    }
+  }
+  absl::StatusOr<Snapshot> snap =
+      in_memory != nullptr ? CopySnapshot(**in_memory) : parse::ReadSnapshot(path, options);
+  if (!snap.ok()) return snap.status();
+  if (settings.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
+  if (settings.warn) {
+    constexpr size_t kMaxShown = 10;
+    const auto& w = snap->diagnostics.warnings;
+    for (size_t i = 0; i < w.size() && i < kMaxShown; ++i) settings.warn({path, w[i]});
+    if (w.size() > kMaxShown) {
+      settings.warn({path, absl::StrCat(w.size() - kMaxShown, " more warning(s) not shown")});
+    }
+  }
+  return snap;
+}
+
+}  // namespace
+
+Needs NeedsTimeline(const analysis::TimelineOptions& options) {
+  Needs n;
+  n.timeline = options;
+  return n;
+}
+
+Session::Session(Snapshot snapshot, absl::StatusOr<analysis::Timeline> timeline,
+                 std::optional<analysis::TimelineOptions> options, bool streamed)
+    : snapshot_(std::move(snapshot)),
+      timeline_(std::move(timeline)),
+      options_(std::move(options)),
+      streamed_(streamed) {}
+
+absl::StatusOr<Session> Session::Open(const std::string& path, const Needs& needs,
+                                      const ReadSettings& settings) {
+  if (!needs.timeline) {
+    absl::StatusOr<Snapshot> snap = Read(path, settings, nullptr);
+    if (settings.clock != nullptr) settings.clock->ReadDone();
+    if (!snap.ok()) return snap.status();
+    return Session(*std::move(snap), absl::FailedPreconditionError("no timeline was asked for"),
+                   std::nullopt, false);
+  }
+  const analysis::TimelineOptions& options = *needs.timeline;
+  // The curve is sized as the reader sizes its events, instead of growing by doubling on the
+  // worker (a gzipped file may still outgrow it).
+  std::error_code ec;
+  const uintmax_t bytes = path == "-" ? 0 : std::filesystem::file_size(path, ec);
+  analysis::TimelineStream stream(options, ec ? 0 : parse::EventsReservedFor(bytes));
+  std::optional<parse::BackgroundEventFeed> feed;  // declared after `stream`: it feeds it
+  if (analysis::TimelineStream::Streams(options)) {
+    // With one thread the pass still streams, inline as the reader publishes.
+    feed.emplace(
+        [&stream](std::span<const TraceEvent> events, size_t first,
+                  std::span<const int64_t> streams) { stream.Feed(events, first, streams); },
+        ThreadsFor(settings.threads) > 1);
+  }
+  absl::StatusOr<Snapshot> snap = Read(path, settings, feed ? &*feed : nullptr);
+  if (settings.clock != nullptr) settings.clock->ReadDone();
+  if (!snap.ok()) return snap.status();
+  size_t fed = 0;
+  if (feed) {
+    feed->Release();  // the reader already waited; this orders the worker's writes before ours
+    if (feed->out_of_memory()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": out of memory building the timeline of ", snap->events.size(),
+                       " trace entries (is the address space limited? ulimit -v)"));
+    }
+    fed = feed->fed();
+  }
+  absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
+  const bool streamed = stream.used_stream();
+  return Session(*std::move(snap), std::move(tl), options, streamed);
+}
+
+Session Session::FromSnapshot(Snapshot snapshot, const Needs& needs) {
+  absl::StatusOr<analysis::Timeline> tl =
+      needs.timeline ? analysis::ReconstructTimeline(snapshot, *needs.timeline)
+                     : absl::StatusOr<analysis::Timeline>(
+                           absl::FailedPreconditionError("no timeline was asked for"));
+  return Session(std::move(snapshot), std::move(tl), needs.timeline, false);
+}
+
+absl::StatusOr<const analysis::Timeline*> Session::timeline() const {
+  if (!timeline_.ok()) {
+    return absl::Status(timeline_.status().code(),
+                        absl::StrCat(path(), ": ", timeline_.status().message()));
+  }
+  return &*timeline_;
+}
+
+bool TimelineCovers(const analysis::TimelineOptions& have, const analysis::TimelineOptions& want) {
+  if (have.device != want.device) return false;
+  if (want.curve && !have.curve) return false;
+  switch (want.keep) {
+    case analysis::KeepLifetimes::kNone:
+      return true;
+    case analysis::KeepLifetimes::kAll:
+      return have.keep == analysis::KeepLifetimes::kAll;
+    case analysis::KeepLifetimes::kLiveAt:
+      return have.keep == analysis::KeepLifetimes::kAll ||
+             (have.keep == analysis::KeepLifetimes::kLiveAt &&
+              have.moment.kind == want.moment.kind && have.moment.value == want.moment.value);
+  }
+  return false;
+}
+
+absl::StatusOr<const analysis::Timeline*> Session::TimelineFor(
+    const analysis::TimelineOptions& options) {
+  if (options_ && TimelineCovers(*options_, options)) return timeline();
+  for (const auto& [have, tl] : extra_) {
+    if (TimelineCovers(have, options)) return &tl;
+  }
+  absl::StatusOr<analysis::Timeline> tl = analysis::ReconstructTimeline(snapshot_, options);
+  if (!tl.ok()) {
+    return absl::Status(tl.status().code(), absl::StrCat(path(), ": ", tl.status().message()));
+  }
+  extra_.emplace_back(options, *std::move(tl));
+  return &extra_.back().second;
+}
+
+absl::StatusOr<MomentArg> ParseMomentArg(std::string_view flag, std::string_view text) {
+  MomentArg arg;
+  arg.flag = std::string(flag);
+  arg.text = std::string(text);
+  ASSIGN_OR_RETURN(arg.moment, analysis::ParseMoment(text, flag));
+  return arg;
+}
+
+absl::StatusOr<ResolvedMoment> ResolveMomentArg(const MomentArg& arg, const Snapshot& snap,
+                                                const analysis::Timeline& timeline) {
+  ResolvedMoment r;
+  r.arg = arg;
+  for (const analysis::DeviceTimeline& dt : timeline.devices) {
+    RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, arg.moment, arg.flag, arg.text));
+    r.points.emplace_back(dt.device, analysis::ResolveMoment(snap, dt, arg.moment));
+  }
+  return r;
+}
+
+absl::StatusOr<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<InputFile> out;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::string> files;
+      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
+        if (entry.is_regular_file() && entry.path().filename().string()[0] != '.' &&
+            entry.path().extension() != ".md") {
+          files.push_back(entry.path().string());
+        }
+      }
+      if (ec) return absl::InvalidArgumentError(absl::StrCat(in, ": ", ec.message()));
+      if (files.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            in, ": the directory holds no file to read (hidden files and .md files are not read)"));
+      }
+      std::sort(files.begin(), files.end());
+      for (auto& f : files) out.push_back(InputFile{std::move(f), true});
+    } else {
+      out.push_back(InputFile{in, false});
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no input files");
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandInputPaths(const std::vector<std::string>& inputs) {
+  ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandInputs(inputs));
+  std::vector<std::string> out;
+  for (InputFile& f : files) out.push_back(std::move(f.path));
+  return out;
+}
+
+absl::StatusOr<std::vector<Session>> OpenAll(const std::vector<std::string>& paths,
+                                             const std::vector<Needs>& needs,
+                                             const ReadSettings& settings) {
+  const size_t n = paths.size();
+  const size_t side_by_side = std::min(ThreadsFor(settings.threads), n);
+  std::vector<std::optional<absl::StatusOr<Session>>> opened(n);
+  std::vector<std::vector<std::pair<std::string, std::string>>> warnings(n);
+  ParallelFor(
+      n,
+      [&](size_t i) {
+        ReadSettings local = settings;
+        if (side_by_side > 1) {
+          local.progress = false;  // one line per file would interleave
+          if (settings.warn) {
+            local.warn = [&warnings, i](const Warning& w) {
+              warnings[i].emplace_back(std::string(w.path), std::string(w.message));
+            };
+          }
+        }
+        local.clock = nullptr;
+        // The threads left over run the timelines' event passes beside the readers.
+        local.threads = ThreadsPerFile(settings, n);
+        local.max_memory = settings.max_memory / std::max<size_t>(1, side_by_side);
+        if (side_by_side <= 1 && i > 0 && !opened[i - 1]->ok()) {  // one at a time: stop there
+          opened[i] = opened[i - 1]->status();
+          return;
+        }
+        opened[i] = Session::Open(paths[i], needs[i], local);
+      },
+      side_by_side);
+  if (settings.clock != nullptr) settings.clock->ReadDone();
+  std::vector<Session> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (settings.warn) {
+      for (const auto& [path, message] : warnings[i]) settings.warn({path, message});
+    }
+    if (!opened[i]->ok()) return opened[i]->status();
+    out.push_back(*std::move(*opened[i]));
+  }
+  return out;
+}
+
+int ThreadsPerFile(const ReadSettings& settings, size_t files) {
+  const size_t threads = ThreadsFor(settings.threads);
+  const size_t side_by_side = std::max<size_t>(1, std::min(threads, files));
+  return static_cast<int>(std::max<size_t>(1, threads / side_by_side));
+}
+
+namespace internal {
+
+namespace {
+// `status`'s message without `path: ` in front (the reason a file was left out).
+std::string ReasonOf(const std::string& path, const absl::Status& status) {
+  std::string_view m = ToStd(status.message());
+  const std::string prefix = path + ": ";
+  if (m.substr(0, prefix.size()) == prefix) m.remove_prefix(prefix.size());
+  return std::string(m);
+}
+}  // namespace
+
+std::vector<absl::Status> OpenEach(const std::vector<InputFile>& files, const Needs& needs,
+                                   const ReadSettings& settings,
+                                   const std::function<absl::Status(size_t, Session&)>& fn,
+                                   std::vector<Opened>& opened) {
+  std::vector<absl::Status> status(files.size());
+  // Each file's warnings, kept on its worker and passed on in input order afterwards.
+  struct Kept {
+    std::string path, message;
+    bool skipped;
+  };
+  std::vector<std::vector<Kept>> warnings(files.size());
+  opened.assign(files.size(), Opened::kRead);  // each worker writes its own element
+  // Files side by side, and the threads left over decode within each file (never more threads
+  // than settings.threads asks for in all).
+  const size_t threads = ThreadsFor(settings.threads);
+  const size_t side_by_side = std::max<size_t>(1, std::min(threads, files.size()));
+  ParallelFor(
+      files.size(),
+      [&](size_t i) {
+        ReadSettings local = settings;
+        local.progress = false;  // one line per file would interleave
+        local.clock = nullptr;
+        local.threads = ThreadsPerFile(settings, files.size());
+        local.max_memory = settings.max_memory / side_by_side;  // the files read at once share it
+        if (settings.warn) {
+          local.warn = [&warnings, i](const Warning& w) {
+            warnings[i].push_back({std::string(w.path), std::string(w.message), w.skipped});
+          };
+        }
+        absl::StatusOr<Session> s = Session::Open(files[i].path, needs, local);
+        if (!s.ok()) {
+          status[i] = s.status();
+          // A directory may hold other files (a README, a manifest): skip what is not a snapshot
+          // at all. A snapshot that fails to read (a truncated rank) is never skipped: a gate
+          // that passed on the ranks it could read would pass on what it never saw.
+          if (files[i].from_directory && parse::IsNotASnapshot(s.status())) {
+            opened[i] = Opened::kSkipped;
+            if (local.warn) {
+              local.warn({files[i].path, ToStd(s.status().message()), true});
+            }
+          } else {
+            opened[i] = Opened::kUnreadable;
+          }
+        } else {
+          status[i] = fn(i, *s);
+        }
+      },
+      side_by_side);
+  if (settings.warn) {
+    for (const auto& file : warnings) {
+      for (const Kept& w : file) settings.warn({w.path, w.message, w.skipped});
+    }
+  }
+  return status;
+}
+
+absl::Status Collect(const std::vector<InputFile>& files, const std::vector<absl::Status>& status,
+                     const std::vector<Opened>& opened, LeftOut* left_out,
+                     std::vector<size_t>& kept) {
+  std::vector<LeftOutFile> skipped, unreadable;
+  const bool keep_going = left_out != nullptr && left_out->keep_going;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i].path;
+    if (opened[i] == Opened::kSkipped) {
+      skipped.push_back({path, ReasonOf(path, status[i])});
+    } else if (opened[i] == Opened::kUnreadable && keep_going) {
+      unreadable.push_back({path, ReasonOf(path, status[i])});
+    } else if (!status[i].ok()) {
+      return status[i];
+    } else {
+      kept.push_back(i);
+    }
+  }
+  if (kept.empty() && unreadable.empty()) {
+    std::string names;
+    for (const LeftOutFile& f : skipped) {
+      absl::StrAppend(&names, names.empty() ? " (skipped: " : ", ", f.path);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("no snapshot files among the inputs", names, names.empty() ? "" : ")"));
+  }
+  if (left_out != nullptr) {
+    left_out->skipped = std::move(skipped);
+    left_out->unreadable = std::move(unreadable);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
+}  // namespace memsnap::query

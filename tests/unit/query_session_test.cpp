@@ -1,0 +1,178 @@
+// The query layer (docs/design.md, "Queries"): one session per file, its timeline built during the
+// read, moments resolved once, and the fan-out over several files that never passes over a file
+// it could not read.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/query/session.h"
+#include "memsnap/query/summary.h"
+#include "memsnap/query/timeline.h"
+#include "memsnap/query/top.h"
+#include "test_util.h"
+
+namespace memsnap {
+namespace {
+
+using testing::ReadFileOrFail;
+using testing::TempDir;
+using testing::TestdataPath;
+
+std::string WriteFile(const std::string& name, const std::string& bytes) {
+  std::string path = TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+query::ReadSettings Quiet() {
+  query::ReadSettings s;
+  s.threads = 2;
+  return s;
+}
+
+TEST_CASE("a session holds the timeline its query declared, built during the read") {
+  query::Needs needs = query::SummaryNeeds();
+  absl::StatusOr<query::Session> s =
+      query::Session::Open(TestdataPath("timeline_training.json"), needs, Quiet());
+  REQUIRE(s.ok());
+  absl::StatusOr<const analysis::Timeline*> tl = s->timeline();
+  REQUIRE(tl.ok());
+  CHECK(!(*tl)->devices.empty());
+  // The same figures as a timeline rebuilt from the snapshot alone.
+  absl::StatusOr<analysis::Timeline> again =
+      analysis::ReconstructTimeline(s->snapshot(), *needs.timeline);
+  REQUIRE(again.ok());
+  CHECK((*tl)->devices[0].peak_requested == again->devices[0].peak_requested);
+  CHECK((*tl)->devices[0].peak_reserved == again->devices[0].peak_reserved);
+}
+
+TEST_CASE("a session without a declared timeline says so, naming the file") {
+  absl::StatusOr<query::Session> s =
+      query::Session::Open(TestdataPath("timeline_training.json"), query::Needs{}, Quiet());
+  REQUIRE(s.ok());
+  absl::StatusOr<const analysis::Timeline*> tl = s->timeline();
+  REQUIRE(!tl.ok());
+  CHECK(std::string(tl.status().message()).find("timeline_training.json: no timeline") !=
+        std::string::npos);
+}
+
+TEST_CASE("a session's timeline that keeps every lifetime answers a query that keeps fewer") {
+  analysis::TimelineOptions all;
+  analysis::TimelineOptions live_at;
+  live_at.keep = analysis::KeepLifetimes::kLiveAt;
+  live_at.curve = false;
+  analysis::TimelineOptions none;
+  none.keep = analysis::KeepLifetimes::kNone;
+  CHECK(query::TimelineCovers(all, live_at));
+  CHECK(query::TimelineCovers(all, none));
+  CHECK(!query::TimelineCovers(live_at, all));
+  CHECK(!query::TimelineCovers(none, live_at));  // a curve is missing too
+  analysis::TimelineOptions device0 = all;
+  device0.device = 0;
+  CHECK(!query::TimelineCovers(device0, all));
+
+  absl::StatusOr<query::Session> s = query::Session::Open(
+      TestdataPath("timeline_training.json"), query::NeedsTimeline(all), Quiet());
+  REQUIRE(s.ok());
+  absl::StatusOr<const analysis::Timeline*> own = s->timeline();
+  absl::StatusOr<const analysis::Timeline*> for_top = s->TimelineFor(live_at);
+  REQUIRE(own.ok());
+  REQUIRE(for_top.ok());
+  CHECK(*own == *for_top);  // the same object: nothing rebuilt
+}
+
+TEST_CASE("one session answers summary and top with the peak at the same event") {
+  analysis::TimelineOptions all;
+  absl::StatusOr<query::Session> s = query::Session::Open(
+      TestdataPath("timeline_training.json"), query::NeedsTimeline(all), Quiet());
+  REQUIRE(s.ok());
+  absl::StatusOr<query::SummaryResult> summary = query::SummaryQuery({}, *s);
+  REQUIRE(summary.ok());
+  query::TopRequest top;
+  top.at = *query::ParseMomentArg("--at", "peak");
+  absl::StatusOr<query::TopResult> result = query::TopQuery(top, *s);
+  REQUIRE(result.ok());
+  REQUIRE(!summary->summary.devices.empty());
+  REQUIRE(summary->summary.devices[0].peaks.has_value());
+  REQUIRE(!result->report.devices.empty());
+  CHECK(result->report.devices[0].event == summary->summary.devices[0].peaks->live_event);
+  CHECK(result->report.devices[0].live_bytes == summary->summary.devices[0].peaks->live_bytes);
+}
+
+TEST_CASE("a moment outside the trace is an error naming the flag and its text") {
+  absl::StatusOr<query::Session> s = query::Session::Open(
+      TestdataPath("timeline_training.json"), query::NeedsTimeline({}), Quiet());
+  REQUIRE(s.ok());
+  absl::StatusOr<query::MomentArg> at = query::ParseMomentArg("--at", "event:999999");
+  REQUIRE(at.ok());
+  absl::StatusOr<query::ResolvedMoment> r =
+      query::ResolveMomentArg(*at, s->snapshot(), **s->timeline());
+  REQUIRE(!r.ok());
+  CHECK(std::string(r.status().message()).find("--at event:999999") != std::string::npos);
+  absl::StatusOr<query::MomentArg> bad = query::ParseMomentArg("--from", "soon");
+  REQUIRE(!bad.ok());
+  CHECK(std::string(bad.status().message()).find("--from") != std::string::npos);
+}
+
+TEST_CASE("a window that ends before it starts is an error, not one event") {
+  absl::StatusOr<query::Session> s = query::Session::Open(
+      TestdataPath("timeline_training.json"), query::NeedsTimeline({}), Quiet());
+  REQUIRE(s.ok());
+  const analysis::DeviceTimeline& dt = (*s->timeline())->devices[0];
+  absl::StatusOr<query::EventWindow> w =
+      query::ResolveWindow(s->snapshot(), dt, *query::ParseMomentArg("--from", "event:5"),
+                           *query::ParseMomentArg("--to", "event:2"));
+  REQUIRE(!w.ok());
+  CHECK(std::string(w.status().message()).find("the window is empty") != std::string::npos);
+  absl::StatusOr<query::EventWindow> ok =
+      query::ResolveWindow(s->snapshot(), dt, *query::ParseMomentArg("--from", "event:2"),
+                           std::nullopt);
+  REQUIRE(ok.ok());
+  CHECK(ok->from.index() == 2);
+  CHECK(ok->to == analysis::TimelinePoint::End(dt.num_events));
+}
+
+TEST_CASE("over a directory, a file that is no snapshot is skipped and a truncated one is never") {
+  const std::string dir = TempDir() + "/query_ranks";
+  std::filesystem::create_directories(dir);
+  const std::string good = ReadFileOrFail(TestdataPath("summary_basic.json"));
+  WriteFile("query_ranks/rank0.json", good);
+  WriteFile("query_ranks/notes.txt", "not a snapshot at all\n");
+  WriteFile("query_ranks/rank1.json", good.substr(0, good.size() / 2));
+  absl::StatusOr<std::vector<query::InputFile>> files = query::ExpandInputs({dir});
+  REQUIRE(files.ok());
+  REQUIRE(files->size() == 3);
+
+  std::vector<std::string> warnings;
+  query::ReadSettings settings = Quiet();
+  settings.warn = [&](const query::Warning& w) {
+    warnings.push_back(std::string(w.skipped ? "skipped " : "") + std::string(w.path));
+  };
+  auto count = [](query::Session& s) -> absl::StatusOr<size_t> {
+    return s.snapshot().segments.size();
+  };
+  // Without keep_going the truncated rank fails the whole call, naming it.
+  absl::StatusOr<query::PerFile<size_t>> strict =
+      query::ForEachFile<size_t>(*files, query::Needs{}, settings, count);
+  REQUIRE(!strict.ok());
+  CHECK(std::string(strict.status().message()).find("rank1.json") != std::string::npos);
+
+  query::LeftOut left_out;
+  left_out.keep_going = true;
+  absl::StatusOr<query::PerFile<size_t>> kept =
+      query::ForEachFile<size_t>(*files, query::Needs{}, settings, count, &left_out);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 1);
+  CHECK((*kept)[0].first.ends_with("rank0.json"));
+  REQUIRE(left_out.skipped.size() == 1);
+  CHECK(left_out.skipped[0].path.ends_with("notes.txt"));
+  REQUIRE(left_out.unreadable.size() == 1);
+  CHECK(left_out.unreadable[0].path.ends_with("rank1.json"));
+  CHECK(std::find(warnings.begin(), warnings.end(), "skipped " + dir + "/notes.txt") !=
+        warnings.end());
+}
+
+}  // namespace
+}  // namespace memsnap
