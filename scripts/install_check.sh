@@ -54,7 +54,7 @@ if ((python_module)); then
   echo "install_check: Python package installed in ${site#"$work/prefix/"}, imports and reads" >&2
   wheel_python=""
   for py in "${pythons[@]}"; do
-    if [[ -x "$py" ]] && "$py" -c 'import pip, setuptools, wheel' 2>/dev/null; then
+    if [[ -x "$py" ]] && "$py" -c 'import setuptools, wheel, pip' 2>/dev/null; then
       wheel_python="$py"
       break
     fi
