@@ -91,6 +91,12 @@ foreach(layer ${MEMSNAP_LAYERS})
   list(FILTER sources EXCLUDE REGEX "/src/sim/backend/cuda/")
   add_library(${target} STATIC ${sources})
   target_compile_options(${target} PRIVATE ${MEMSNAP_WARNINGS})
+  if(MEMSNAP_PYTHON_BUILT)
+    # The Python module (a shared object) links the layers: position-independent code, without
+    # semantic interposition so that calls within the library still inline as in -fPIE code.
+    set_property(TARGET ${target} PROPERTY POSITION_INDEPENDENT_CODE ON)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-semantic-interposition>)
+  endif()
   if(layer IN_LIST MEMSNAP_STRICT_LAYERS)
     target_compile_options(${target} PRIVATE ${MEMSNAP_STRICT_WARNINGS})
   endif()

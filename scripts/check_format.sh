@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks C and C++ sources against the repository's .clang-format (Google style, 100 columns).
 #
-#   scripts/check_format.sh                 every tracked source file (src include tests bench)
+#   scripts/check_format.sh                 every tracked source file (src include tests bench python)
 #   scripts/check_format.sh --base REF      only the lines changed since REF (merge base with HEAD,
 #                                           committed or not): what a branch or a commit touched
 #   scripts/check_format.sh --fix [--base REF]   rewrite instead of checking
@@ -27,7 +27,7 @@ MEMSNAP_SETUP_FORMAT=1 ./scripts/setup.sh
 clang_format="${CLANG_FORMAT:-clang-format}"
 echo "check_format: $("$clang_format" --version)" >&2
 
-dirs=(src include tests bench)
+dirs=(src include tests bench python)
 exts='\.(cpp|cc|h|hpp|c)$'
 
 if [[ -z "$base" ]]; then

@@ -4,6 +4,9 @@
 #     completion where they belong, and the installed binary runs (`--version`);
 #   - `man -l` renders the page, with every command in it;
 #   - the installed completion script, sourced in bash, completes commands and flags;
+#   - the Python module (when the build made it, build/python): `cmake --install` puts the package
+#     memsnap into site-packages under the prefix, and it imports and reads a snapshot from there;
+#     `pip wheel` packs build/python offline and `pip install --no-index` of that wheel works;
 #   - `cpack -G DEB` makes a .deb whose Depends names the Debian packages of what memsnap links,
 #     whose files are those above, and whose memsnap runs once unpacked (dpkg-deb -x).
 # Installs man-db and dpkg-dev if missing (MEMSNAP_SETUP_INSTALL=1 scripts/setup.sh). CI runs it
@@ -13,6 +16,11 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 MEMSNAP_SETUP_INSTALL=1 ./scripts/setup.sh
 cmake --build "$build" -j"${MEMSNAP_JOBS:-2}" --target memsnap memsnap_man
+python_module=0
+if [[ -f "$build/python/setup.py" ]]; then
+  python_module=1
+  cmake --build "$build" -j"${MEMSNAP_JOBS:-2}" --target memsnap_python
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -29,6 +37,41 @@ echo "$version" | sed 's/^/  /' >&2
 grep -q "^memsnap [0-9]" <<<"$version" || fail "--version does not start with 'memsnap <version>'"
 grep -q "^features: " <<<"$version" || fail "--version does not name the optional features"
 grep -q "^build: .*sanitizers: " <<<"$version" || fail "--version does not describe the build"
+
+# The Python module: installed beside the binary, it imports and reads a snapshot; then the wheel.
+if ((python_module)); then
+  example="$(pwd)/testdata/summary_basic.json"
+  init="$(find "$work/prefix" -path '*/memsnap/__init__.py' | head -1)"
+  [[ -n "$init" ]] || fail "cmake --install did not install the Python package memsnap"
+  site="$(dirname "$(dirname "$init")")"
+  ls "$site"/memsnap/_memsnap*.so >/dev/null 2>&1 || fail "cmake --install did not install _memsnap"
+  # The interpreter the build found, then Debian's (the one with pip, setuptools and wheel).
+  pythons=("$(sed -n 's/^_\?Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)"
+           /usr/bin/python3)
+  read_check='import memsnap, sys; s = memsnap.load(sys.argv[1]); print(s.summary().trace_entries)'
+  (cd "$work" && PYTHONPATH="$site" "${pythons[0]}" -c "$read_check" "$example" >/dev/null) ||
+    fail "the installed Python package does not import and read a snapshot ($site)"
+  echo "install_check: Python package installed in ${site#"$work/prefix/"}, imports and reads" >&2
+  wheel_python=""
+  for py in "${pythons[@]}"; do
+    if [[ -x "$py" ]] && "$py" -c 'import setuptools, wheel, pip' 2>/dev/null; then
+      wheel_python="$py"
+      break
+    fi
+  done
+  [[ -n "$wheel_python" ]] || fail "no Python with pip, setuptools and wheel to pack the wheel"
+  # Packed from a copy: pip builds in the folder it is given.
+  cp -r "$build/python" "$work/python-src"
+  "$wheel_python" -m pip wheel --no-index --no-build-isolation --no-deps -q \
+    -w "$work/wheels" "$work/python-src" >"$work/wheel.log" 2>&1 ||
+    fail "pip wheel failed: $(tail -20 "$work/wheel.log")"
+  whl="$(ls "$work"/wheels/memsnap-*.whl)"
+  "$wheel_python" -m pip install --no-index --no-deps -q --target "$work/wheel-site" "$whl" \
+    >"$work/pip.log" 2>&1 || fail "pip install of $(basename "$whl") failed: $(cat "$work/pip.log")"
+  (cd "$work" && PYTHONPATH="$work/wheel-site" "$wheel_python" -c "$read_check" "$example" \
+    >/dev/null) || fail "memsnap installed from $(basename "$whl") does not import and read"
+  echo "install_check: $(basename "$whl") packs offline, installs and reads" >&2
+fi
 
 # The man page: rendered without roff warnings, and naming every command of `memsnap --help`.
 page="$work/memsnap.txt"

@@ -19,7 +19,10 @@
 
 namespace memsnap::cli {
 
-int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
+namespace {
+
+// RunMain and RunEmbedded; `embedded` is null for the memsnap executable.
+int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const EmbeddedRun* embedded) {
   CLI::App app{
       "memsnap: analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot).\n"
       "Reads pickle (protocols 2-5), JSON, the _memory_viz HTML page and gzip of any of them.",
@@ -39,6 +42,10 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Context ctx;
   ctx.out = &out;
   ctx.err = &err;
+  if (embedded != nullptr) {
+    ctx.preloaded = embedded->preloaded;
+    ctx.progress = false;
+  }
   app.add_flag("--strict", ctx.strict, "Treat warnings about inconsistent input as errors");
   app.add_flag("-q,--quiet", ctx.quiet, "Print no warnings or progress");
   app.add_flag("--timings", ctx.timings, "Print the time spent in each phase to stderr");
@@ -64,7 +71,8 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     runners[sub] = spec.setup(*sub);
   }
 
-  io::InstallSignalCleanup();  // an interrupted write leaves no temporary file behind
+  // An interrupted write leaves no temporary file behind; a host process keeps its own handlers.
+  if (embedded == nullptr) io::InstallSignalCleanup();
   auto fail = [&](const CLI::App& sub, const absl::Status& status) {
     err << "memsnap " << sub.get_name() << ": " << status.message() << "\n";
     return static_cast<int>(ExitCode::kBadInput);
@@ -92,7 +100,7 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     ctx.max_memory = static_cast<uint64_t>(*bytes);
   }
-  SetProgressEnabled(!ctx.quiet);
+  if (embedded == nullptr) SetProgressEnabled(!ctx.quiet);
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     // Once per invocation, before anything is read: no output may replace an input.
@@ -123,6 +131,24 @@ int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return static_cast<int>(*result);
   }
   return static_cast<int>(ExitCode::kBadInput);
+}
+
+}  // namespace
+
+int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  return Run(argc, argv, out, err, nullptr);
+}
+
+int RunEmbedded(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                const EmbeddedRun& run) {
+  std::vector<std::string> storage;
+  storage.reserve(args.size() + 1);
+  storage.push_back("memsnap");
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return Run(static_cast<int>(storage.size()), argv.data(), out, err, &run);
 }
 
 }  // namespace memsnap::cli

@@ -29,6 +29,7 @@ query::ReadSettings ReadSettingsOf(const Context& ctx, ReadAnalysisClock* clock)
   s.max_memory = ctx.max_memory;
   s.progress = ctx.progress && !ctx.quiet;
   s.clock = clock;
+  s.preloaded = ctx.preloaded;
   if (!ctx.quiet) {
     std::ostream* err = ctx.err;
     s.warn = [err](const query::Warning& w) {

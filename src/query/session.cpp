@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/model/copy.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/progress.h"
@@ -53,7 +54,17 @@ absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& setti
   options.events = events;
   options.threads = settings.threads;
   options.max_memory = settings.max_memory;
-  absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path, options);
+  // A snapshot already in memory (the Python module's) is copied: the query owns what it reads.
+  // `events` hears nothing, so a timeline streamed from it is rebuilt from the copy
+  // (TimelineStream::Finish).
+  const std::shared_ptr<const Snapshot>* in_memory = nullptr;
+  if (settings.preloaded != nullptr) {
+    if (auto it = settings.preloaded->find(path); it != settings.preloaded->end()) {
+      in_memory = &it->second;
+    }
+  }
+  absl::StatusOr<Snapshot> snap =
+      in_memory != nullptr ? CopySnapshot(**in_memory) : parse::ReadSnapshot(path, options);
   if (!snap.ok()) return snap.status();
   if (settings.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
   if (settings.warn) {

@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,7 +14,14 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 
+namespace memsnap {
+struct Snapshot;
+}
+
 namespace memsnap::cli {
+
+/// Snapshots already in memory, by the name a command line gives as their input.
+using PreloadedSnapshots = std::map<std::string, std::shared_ptr<const Snapshot>>;
 
 /// Process exit codes (the brief: 2 for unusable input, 1 for a failed check).
 enum class ExitCode : int { kOk = 0, kCheckFailed = 1, kBadInput = 2 };
@@ -30,6 +39,9 @@ struct Context {
   bool force = false;           // --force: an output may overwrite a file that is a snapshot
   std::vector<std::string> inputs;  // the files the command line names as inputs (InputPaths)
   uint64_t max_memory = 0;          // --max-memory in bytes; 0 = none (main sets the default)
+  /// Inputs already read (the Python module's loaded snapshots, python/): an input named here is
+  /// taken from memory by the load helpers (common.h) instead of being read. Not owned.
+  const PreloadedSnapshots* preloaded = nullptr;
 };
 
 using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;

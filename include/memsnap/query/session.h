@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +35,10 @@ struct Warning {
 /// Where the read's warnings go.
 using WarningSink = std::function<void(const Warning&)>;
 
+/// Snapshots already in memory, by the name a query gives as their path (the Python module's
+/// loaded snapshots, python/). The same type as cli::PreloadedSnapshots.
+using PreloadedSnapshots = std::map<std::string, std::shared_ptr<const Snapshot>>;
+
 /// How files are read: the global flags, set by the CLI and the Python module alike.
 struct ReadSettings {
   bool strict = false;      // diagnostics become errors
@@ -43,6 +49,9 @@ struct ReadSettings {
   WarningSink warn;
   /// Told when the read ends (--timings); nullptr: not timed.
   ReadAnalysisClock* clock = nullptr;
+  /// Inputs already in memory: a path named here is a copy of that snapshot instead of a read.
+  /// Not owned.
+  const PreloadedSnapshots* preloaded = nullptr;
 };
 
 /// What a query needs of its file, declared before the read so that the timeline's event pass

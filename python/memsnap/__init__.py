@@ -1,0 +1,443 @@
+"""memsnap from Python: PyTorch CUDA memory snapshots analyzed by memsnap's C++ core.
+
+    import memsnap
+    s = memsnap.load("snap.pickle")        # a path, the bytes of a file, or the snapshot dict
+    print(s.summary())                     # the CLI's text; the result's fields are its --json
+    s.top(at="peak", by="site").to_pandas()
+    memsnap.check("new.pickle", baseline="base.pickle", tolerance="5%")  # raises CheckFailed
+
+Every method runs the CLI's own command in this process, on the snapshot read once and kept in
+memory, and returns what that command's ``--json`` prints, as typed objects with the same fields:
+Python and the CLI cannot disagree (they are the same code). ``str()`` of a result is the CLI's
+text. Keyword arguments are the command's flags (``python_only=True`` is ``--python-only``;
+``memsnap <command> --help`` lists them). The GIL is released while a file is read and while a
+command runs. docs/python.md has the whole story.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+from typing import Any, Iterable, Iterator, Mapping
+
+from . import _memsnap
+
+__all__ = [
+    "Error", "InputError", "CheckFailed", "Snapshot", "Result", "Record", "Table", "Summary",
+    "Top", "Timeline", "Blocks", "Frag", "Oom", "Diff", "Check", "Replay", "load", "diff",
+    "check", "record",
+]
+
+
+class Error(Exception):
+    """What went wrong, in the CLI's words (the file, and the byte offset or key path)."""
+
+
+class InputError(Error):
+    """Unusable input or a bad argument (the CLI's exit code 2)."""
+
+
+class CheckFailed(Error):
+    """memsnap.check found a regression (the CLI's exit code 1). ``str()`` is the CLI's failure
+    text; ``result`` is the Check with every check's figures."""
+
+    def __init__(self, text: str, result: "Check"):
+        super().__init__(text)
+        self.result = result
+
+
+# ---- Results: the command's JSON, typed --------------------------------------------------------
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Record(value)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return Table(value)
+    return value
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    return html.escape("" if value is None else str(value))
+
+
+def _html_table(rows: list, limit: int = 200) -> str:
+    columns: list = []
+    for row in rows[:limit]:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    out = ["<table>", "<thead><tr>"]
+    out += [f"<th>{html.escape(str(c))}</th>" for c in columns]
+    out.append("</tr></thead><tbody>")
+    for row in rows[:limit]:
+        out.append("<tr>" + "".join(f"<td>{_cell(row.get(c))}</td>" for c in columns) + "</tr>")
+    out.append("</tbody></table>")
+    if len(rows) > limit:
+        out.append(f"<p>{len(rows) - limit} more rows (to_pandas() has them all)</p>")
+    return "".join(out)
+
+
+class Record(Mapping):
+    """A JSON object of a result: its fields as attributes (``r.peak_bytes``) and as keys."""
+
+    def __init__(self, data: dict):
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _wrap(self.__dict__["_data"][name])
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no field '{name}'") from None
+
+    def __getitem__(self, key: str) -> Any:
+        return _wrap(self._data[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __dir__(self) -> list:
+        return list(super().__dir__()) + list(self._data)
+
+    @property
+    def fields(self) -> list:
+        """The field names, in the JSON's order."""
+        return list(self._data)
+
+    def to_dict(self) -> dict:
+        """The JSON object itself (plain dicts and lists)."""
+        return self._data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({json.dumps(self._data)[:200]})"
+
+    def _repr_html_(self) -> str:
+        scalars = {k: v for k, v in self._data.items() if not isinstance(v, (dict, list))}
+        return _html_table([scalars]) if scalars else ""
+
+
+class Table(list):
+    """A JSON array of objects (rows): a list of Records that converts to a DataFrame."""
+
+    def __init__(self, rows: Iterable[dict]):
+        super().__init__(Record(r) for r in rows)
+
+    def to_records(self) -> list:
+        """The rows as plain dicts (no pandas needed)."""
+        return [r.to_dict() for r in self]
+
+    def to_pandas(self):
+        """The rows as a pandas DataFrame, one column per field (pandas must be installed)."""
+        import pandas  # not a dependency of memsnap: imported only here
+
+        return pandas.DataFrame.from_records(self.to_records())
+
+    def _repr_html_(self) -> str:
+        return _html_table(self.to_records())
+
+
+class Result(Record):
+    """The result of one command: the fields of its ``--json`` output. ``str()`` is the CLI's text
+    output of the same command; ``to_pandas()``/``to_records()`` convert its main table."""
+
+    command = ""
+    table = ""  # the field holding the main table
+
+    def __init__(self, data: dict, text_args: list | None = None, inputs: dict | None = None):
+        super().__init__(data)
+        self.__dict__["_text_args"] = text_args
+        self.__dict__["_inputs"] = inputs or {}
+        self.__dict__["_text"] = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            if self._text_args is None:
+                return json.dumps(self._data, indent=2)
+            self.__dict__["_text"] = _run(self._text_args, self._inputs, json_output=False)[0]
+        return self._text
+
+    def to_records(self, table: str | None = None) -> list:
+        """The rows of `table` (default: the result's main table) as plain dicts."""
+        return Table(self._data.get(table or self.table) or []).to_records()
+
+    def to_pandas(self, table: str | None = None):
+        """The rows of `table` (default: the result's main table) as a pandas DataFrame."""
+        return Table(self._data.get(table or self.table) or []).to_pandas()
+
+    def _repr_html_(self) -> str:
+        title = f"<h4>memsnap {html.escape(self.command)}</h4>"
+        rows = self._data.get(self.table)
+        body = _html_table(rows) if isinstance(rows, list) and rows else ""
+        return title + super()._repr_html_() + body
+
+    def __repr__(self) -> str:
+        keys = ", ".join(self.fields[:8])
+        return f"<memsnap.{type(self).__name__}: {keys}{', ...' if len(self) > 8 else ''}>"
+
+
+class Summary(Result):
+    """`memsnap summary --json`: counts, totals and peaks per device, pool and stream."""
+    command, table = "summary", "devices"
+
+
+class Top(Result):
+    """`memsnap top --json`: live memory at a moment by site (or category, function, ...)."""
+    command, table = "top", "rows"
+
+
+class Timeline(Result):
+    """`memsnap timeline --json`: live and reserved bytes over time, per device."""
+    command, table = "timeline", "devices"
+
+
+class Blocks(Result):
+    """`memsnap blocks --json`: the live blocks (or every lifetime with all=True)."""
+    command, table = "blocks", "blocks"
+
+
+class Frag(Result):
+    """`memsnap frag --json`: what fragmentation costs, and the setting that fixes it."""
+    command, table = "frag", "segments_detail"
+
+
+class Oom(Result):
+    """`memsnap oom --json`: why an allocation failed (or would, on device_memory)."""
+    command, table = "oom", "ooms"
+
+
+class Diff(Result):
+    """`memsnap diff --json`: live memory by kind and by site, before and after."""
+    command, table = "diff", "sites"
+
+
+class Check(Result):
+    """`memsnap check --json`: the CI gate's checks; ``passed`` says whether all passed."""
+    command, table = "check", "checks"
+
+
+class Replay(Result):
+    """`memsnap replay --json`: the trace replayed through the allocator simulator."""
+    command, table = "replay", "configs"
+
+
+# ---- Running a command -------------------------------------------------------------------------
+
+
+def _flags(flags: Mapping[str, Any]) -> list:
+    """Keyword arguments as the command's flags: python_only=True is --python-only."""
+    out = []
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                out += [flag, str(v)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def _message(err: str) -> str:
+    lines = [l for l in err.splitlines() if l and not l.startswith("warning: ")]
+    return "\n".join(lines) or err.strip() or "memsnap failed"
+
+
+def _run(args: list, inputs: dict, json_output: bool = True) -> Any:
+    code, out, err = _memsnap.run(args, {name: s._loaded for name, s in inputs.items()})
+    if code == 2:
+        raise InputError(_message(err))
+    if code not in (0, 1):
+        raise Error(_message(err))
+    return (json.loads(out) if json_output else out), code
+
+
+class _Inputs:
+    """The inputs of one command line: a loaded Snapshot goes by its name (unique in the call), a
+    path is passed on as it is and read by the command."""
+
+    def __init__(self):
+        self.snapshots: dict = {}
+
+    def add(self, x: Any) -> str:
+        if isinstance(x, (str, os.PathLike)) and not isinstance(x, Snapshot):
+            return os.fspath(x)
+        s = x if isinstance(x, Snapshot) else load(x)
+        name, n = s.name, 1
+        while name in self.snapshots and self.snapshots[name] is not s:
+            n += 1
+            name = f"{s.name}#{n}"
+        self.snapshots[name] = s
+        return name
+
+
+def _result(cls: type, command: str, inputs: list, flags: Mapping[str, Any]) -> Result:
+    ins = _Inputs()
+    names = [ins.add(x) for x in inputs]
+    args = [command] + _flags(flags) + names
+    data, _ = _run(args[:1] + ["--json"] + args[1:], ins.snapshots)
+    return cls(data, args, ins.snapshots)
+
+
+# ---- Snapshots ---------------------------------------------------------------------------------
+
+
+class Snapshot:
+    """A snapshot read once into memory; every method runs a command on it."""
+
+    def __init__(self, loaded: Any):
+        self._loaded = loaded
+
+    @property
+    def name(self) -> str:
+        """The path, or the name given to load() for bytes and dicts."""
+        return self._loaded.name
+
+    @property
+    def warnings(self) -> list:
+        """What the reader found inconsistent but survivable (the CLI prints them as warnings)."""
+        return list(self._loaded.warnings)
+
+    @property
+    def events(self) -> int:
+        """Trace entries, all devices."""
+        return self._loaded.events
+
+    def summary(self, **flags) -> Summary:
+        return _result(Summary, "summary", [self], flags)
+
+    def top(self, at: str = "peak", by: str = "site", **flags) -> Top:
+        return _result(Top, "top", [self], dict(at=at, by=by, **flags))
+
+    def timeline(self, **flags) -> Timeline:
+        return _result(Timeline, "timeline", [self], flags)
+
+    def blocks(self, **flags) -> Blocks:
+        return _result(Blocks, "blocks", [self], flags)
+
+    def frag(self, **flags) -> Frag:
+        return _result(Frag, "frag", [self], flags)
+
+    def oom(self, device_memory: str | int | None = None, **flags) -> Oom:
+        return _result(Oom, "oom", [self], dict(device_memory=device_memory, **flags))
+
+    def replay(self, conf: str | list | None = None, **flags) -> Replay:
+        return _result(Replay, "replay", [self], dict(conf=conf, **flags))
+
+    def diff(self, after: Any, **flags) -> Diff:
+        return diff(self, after, **flags)
+
+    def check(self, **flags) -> Check:
+        return check(self, **flags)
+
+    def report(self, path: str | os.PathLike, other: Any = None, **flags) -> str:
+        """Writes the HTML report (the diff page with `other`) to `path`; returns the path."""
+        ins = _Inputs()
+        names = [ins.add(self)] + ([ins.add(other)] if other is not None else [])
+        _run(["report"] + _flags(dict(output=os.fspath(path), **flags)) + names, ins.snapshots,
+             json_output=False)
+        return os.fspath(path)
+
+    def report_html(self, **flags) -> str:
+        """The HTML report page as a string."""
+        ins = _Inputs()
+        name = ins.add(self)
+        page, _ = _run(["report"] + _flags(dict(output="-", **flags)) + [name], ins.snapshots,
+                       json_output=False)
+        return page
+
+    def _repr_html_(self) -> str:
+        # The report page inline, in a frame of its own so its script and styles stay its own.
+        page = self.report_html()
+        return (f'<iframe srcdoc="{html.escape(page, quote=True)}" '
+                'style="width:100%;height:720px;border:0" sandbox="allow-scripts"></iframe>')
+
+    def __repr__(self) -> str:
+        return f"<memsnap.Snapshot {self.name}: {self.events} trace entries>"
+
+
+def load(x: Any, name: str | None = None, strict: bool = False, threads: int = 0) -> Snapshot:
+    """Reads a snapshot once: a path (every format the CLI reads: pickle, JSON, the _memory_viz
+    HTML page, gzip of any of them), the bytes of such a file, or the snapshot object itself (the
+    dict ``torch.cuda.memory._snapshot()`` returns, or its 1.13 list of segments), read directly
+    without a file or a pickle. `name` names bytes and dicts in results and errors (default
+    ``<bytes>``, ``<dict>``). `strict`: the reader's warnings are errors (the CLI's --strict).
+    `threads`: threads that may decode one pickle (0: all cores). Raises InputError."""
+    if isinstance(x, Snapshot):
+        return x
+    try:
+        if isinstance(x, (str, os.PathLike)):
+            return Snapshot(_memsnap.read_path(os.fspath(x), strict=strict, threads=threads))
+        if isinstance(x, (bytes, bytearray, memoryview)):
+            return Snapshot(_memsnap.read_bytes(bytes(x), name or "<bytes>", strict=strict,
+                                                threads=threads))
+        if isinstance(x, (dict, list, tuple)):
+            return Snapshot(_memsnap.read_object(x, name or "<dict>", strict=strict))
+    except _memsnap.Error as e:
+        raise InputError(str(e)) from None
+    raise TypeError(f"memsnap.load: expected a path, bytes or a snapshot dict, got "
+                    f"{type(x).__name__}")
+
+
+def diff(before: Any, after: Any, **flags) -> Diff:
+    """`memsnap diff BEFORE AFTER`: paths, bytes, dicts or Snapshots."""
+    return _result(Diff, "diff", [before, after], flags)
+
+
+def check(x: Any, fits: str | int | None = None, baseline: Any = None,
+          tolerance: str | None = None, **flags) -> Check:
+    """`memsnap check`: returns the Check when every check passes; raises CheckFailed (with the
+    CLI's failure text) when one fails, InputError when the input is unusable. The other gates are
+    flags: max_peak="20GiB", max_reserved=..., max_frag=..."""
+    ins = _Inputs()
+    gates = dict(fits=fits, tolerance=tolerance, **flags)
+    if baseline is not None:
+        gates["baseline"] = ins.add(baseline)
+    args = ["check"] + _flags(gates) + [ins.add(x)]
+    data, code = _run(args[:1] + ["--json"] + args[1:], ins.snapshots)
+    result = Check(data, args, ins.snapshots)
+    if code == 1:
+        raise CheckFailed(str(result).rstrip("\n"), result)
+    return result
+
+
+class Recording:
+    """What memsnap.record() yields: ``snapshot`` is set when the block ends."""
+
+    def __init__(self):
+        self.snapshot: Snapshot | None = None
+
+
+@contextlib.contextmanager
+def record(max_entries: int = 100000, memory: Any = None, **history_flags):
+    """Records the CUDA allocator's history for the block, then reads the snapshot straight from
+    memory (no file):
+
+        with memsnap.record() as rec:
+            train_step()
+        print(rec.snapshot.top())
+
+    It calls ``torch.cuda.memory._record_memory_history(max_entries=..., **history_flags)`` on
+    entry and ``torch.cuda.memory._snapshot()`` then ``_record_memory_history(enabled=None)`` on
+    exit. `memory`: the module with those two functions (default torch.cuda.memory; torch is
+    imported only here)."""
+    if memory is None:
+        import torch.cuda.memory as memory  # noqa: the one place memsnap touches torch
+    memory._record_memory_history(max_entries=max_entries, **history_flags)
+    rec = Recording()
+    try:
+        yield rec
+    finally:
+        try:
+            rec.snapshot = load(memory._snapshot(), name="<recorded>")
+        finally:
+            memory._record_memory_history(enabled=None)
