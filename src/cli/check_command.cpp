@@ -98,8 +98,8 @@ RunFn SetupCheck(CLI::App& sub) {
           absl::StrCat("--max-frag ", opts->max_frag,
                        ": fragmentation is a share, from 0% to 100% (or 0 to 1)"));
     }
-    ASSIGN_OR_RETURN(options.fits, SizeFlag("--fits", opts->fits));
-    if (options.fits && *options.fits <= 0) {
+    ASSIGN_OR_RETURN(options.fits, DeviceSizeFlag("--fits", opts->fits));
+    if (options.fits && *options.fits < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--fits ", opts->fits, ": expected a device size such as 24GiB"));
     }

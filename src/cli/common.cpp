@@ -56,6 +56,18 @@ absl::StatusOr<std::optional<int64_t>> SizeFlag(std::string_view flag, const std
   return std::optional<int64_t>(*v);
 }
 
+absl::StatusOr<std::optional<int64_t>> DeviceSizeFlag(std::string_view flag,
+                                                      const std::string& text) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> bytes, SizeFlag(flag, text));
+  const bool bare = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                 [](char c) { return c >= '0' && c <= '9'; });
+  if (bytes && bare && *bytes > 0 && *bytes < (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(flag), " ", text, ": that is ", text,
+                                                   " bytes; write the unit, e.g. ", text, "GiB"));
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::optional<double>> RatioFlag(std::string_view flag, const std::string& text) {
   if (text.empty()) return std::optional<double>();
   absl::StatusOr<double> v = ParseRatio(text);

@@ -83,7 +83,7 @@ RunFn SetupLeaks(CLI::App& sub) {
     ASSIGN_OR_RETURN(std::optional<int64_t> min_growth, SizeFlag("--min-growth", opts->min_growth));
     options.min_growth = min_growth.value_or(0);
     ASSIGN_OR_RETURN(std::optional<int64_t> memory,
-                     SizeFlag("--device-memory", opts->device_memory));
+                     DeviceSizeFlag("--device-memory", opts->device_memory));
     if (memory) {
       if (*memory <= 0) return absl::InvalidArgumentError("--device-memory: must be > 0");
       options.device_memory = *memory;

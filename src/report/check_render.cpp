@@ -83,9 +83,10 @@ std::string FailureMessage(const CheckResult& c) {
     const bool demand = f->verdict == analysis::OomVerdict::kDemand ||
                         f->verdict == analysis::OomVerdict::kNotReproduced;
     return absl::StrCat(
-        "does not fit ", FormatBytes(capacity), ": device ", f->device, " runs out of memory at ",
-        f->event == analysis::kPreexistingEvent ? std::string("the blocks alive before the trace")
-                                                : absl::StrCat("event:", f->event),
+        "does not fit ", FormatBytes(capacity), ": device ", f->device, " runs out of memory ",
+        f->event == analysis::kPreexistingEvent
+            ? std::string("re-creating the blocks alive before the trace,")
+            : absl::StrCat("at event:", f->event),
         " asking for ", FormatBytes(f->requested), " (", Sv(analysis::OomVerdictName(f->verdict)),
         "): ",
         demand ? "the live blocks plus the request come to "

@@ -219,7 +219,7 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
     lines.push_back({std::string(label), std::move(text)});
   };
   const std::string cap = FormatBytes(d.capacity);
-  const std::string where = OomWhere(first);
+  const std::string where = OomWhereAt(first);
   if (a.peak_too_big) {
     line("answer",
          absl::StrCat("demand: the run's live memory peaks at ", FormatBytes(d.trace_peak_live),
@@ -229,25 +229,25 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
     switch (a.verdict) {
       case analysis::OomVerdict::kDemand:
         line("answer",
-             absl::StrCat("demand: at ", where, " the live memory (", FormatBytes(first.allocated),
+             absl::StrCat("demand: ", where, " the live memory (", FormatBytes(first.allocated),
                           ") and the ", FormatBytes(first.rounded), " request come to ",
                           FormatBytes(a.excess), " more than ", cap));
         break;
       case analysis::OomVerdict::kFragmentation:
         line("answer",
-             absl::StrCat("fragmentation: at ", where, " ", FormatBytes(first.free_bytes),
+             absl::StrCat("fragmentation: ", where, " ", FormatBytes(first.free_bytes),
                           " was free, but no free block holds the ", FormatBytes(first.rounded),
                           " asked for, and a new segment needs ", FormatBytes(first.segment_bytes),
                           " of the ", FormatBytes(first.device_free), " the device had left"));
         break;
       case analysis::OomVerdict::kCacheNotReleased:
         line("answer",
-             absl::StrCat("cached memory not released: at ", where,
+             absl::StrCat("cached memory not released: ", where,
                           " a free cached block would hold the ", FormatBytes(first.rounded),
                           " request, but the allocator may not use it (below)"));
         break;
       case analysis::OomVerdict::kNotReproduced:
-        line("answer", absl::StrCat("the replay did not reproduce the failure at ", where,
+        line("answer", absl::StrCat("the replay did not reproduce the failure ", where,
                                     "; only its recorded figures are known"));
         return lines;
     }
@@ -409,6 +409,10 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
 }
 
 }  // namespace
+
+std::string OomWhereAt(const OomExplanation& o) {
+  return o.event == analysis::kPreexistingEvent ? OomWhere(o) : absl::StrCat("at ", OomWhere(o));
+}
 
 std::string OomWhere(const OomExplanation& o) {
   if (o.event == analysis::kPreexistingEvent) {
@@ -640,7 +644,7 @@ std::string OomBrief(const OomReport& r) {
     for (const OomExplanation& o : r.ooms) {
       if (o.device == d.device && first == nullptr) first = &o;
     }
-    out << "device " << d.device << " fails at " << OomWhere(*first) << ": "
+    out << "device " << d.device << " fails " << OomWhereAt(*first) << ": "
         << FormatBytes(first->requested) << " from " << first->site << "\n";
     for (const OomAnswerLine& l : answer) out << "  " << l.label << ": " << l.text << "\n";
     for (size_t i = 0; i < first->holders.size() && i < 3; ++i) {

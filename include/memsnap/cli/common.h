@@ -34,6 +34,10 @@ absl::StatusOr<query::Session> OpenSession(const std::string& path, const query:
 
 /// A size ("24GiB", "1.5GB", "4096"): "FLAG: not a size ..." otherwise. Empty text: nullopt.
 absl::StatusOr<std::optional<int64_t>> SizeFlag(std::string_view flag, const std::string& text);
+// A device size (--fits, --device-memory): SizeFlag, and a bare number under 1 MiB is refused as
+// a forgotten unit ("--fits 24" would mean 24 bytes). 0 passes; callers that refuse it say so.
+absl::StatusOr<std::optional<int64_t>> DeviceSizeFlag(std::string_view flag,
+                                                      const std::string& text);
 /// A ratio ("5%", "0.05"). Empty text: nullopt.
 absl::StatusOr<std::optional<double>> RatioFlag(std::string_view flag, const std::string& text);
 /// A moment of the grammar (query::ParseMomentArg).

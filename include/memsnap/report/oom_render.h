@@ -47,5 +47,7 @@ std::string OomBrief(const analysis::OomReport& report);
 
 /// "event:1117 (+0.912 s)", "event:3", or "before the trace (re-creating the blocks alive then)".
 std::string OomWhere(const analysis::OomExplanation& oom);
+// OomWhere with its preposition: "at event:12 (+1.5 s)", or "before the trace (...)".
+std::string OomWhereAt(const analysis::OomExplanation& oom);
 
 }  // namespace memsnap::report

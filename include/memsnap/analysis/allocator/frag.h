@@ -183,10 +183,10 @@ struct StrandedPin {
   /// before the trace): the text leaves it out, the JSON keeps it.
   bool synthetic = false;
   Category category = Category::kUnknown;  // what the stack shows alone (SiteNamer::CategoryOf)
-  int64_t blocks = 0;    // its allocated blocks in those segments
-  int64_t allocated_bytes = 0;  // their bytes
-  int64_t segments = 0;         // segments with stranded bytes it holds a block in
-  int64_t stranded_bytes = 0;   // Σ stranded bytes of those segments
+  int64_t blocks = 0;                      // its allocated blocks in those segments
+  int64_t allocated_bytes = 0;             // their bytes
+  int64_t segments = 0;                    // segments with stranded bytes it holds a block in
+  int64_t stranded_bytes = 0;              // Σ stranded bytes of those segments
 };
 
 /// What fragmentation costs one device at the moment that decides whether the run fits: its
