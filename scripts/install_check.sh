@@ -120,4 +120,13 @@ done
 grep -q "^ Package: memsnap$" <<<"$info" || fail "the .deb is not the package memsnap"
 dpkg-deb -x "$deb" "$work/unpacked"
 "$work/unpacked/usr/bin/memsnap" --version >/dev/null || fail "memsnap from the .deb does not run"
+if ((python_module)); then
+  # Debian's python3 reads /usr/lib/python3/dist-packages: the package must be there and import.
+  deb_site="$work/unpacked/usr/lib/python3/dist-packages"
+  [[ -f "$deb_site/memsnap/__init__.py" ]] ||
+    fail "the .deb does not put the Python package in /usr/lib/python3/dist-packages"
+  (cd "$work" && PYTHONPATH="$deb_site" /usr/bin/python3 -c "$read_check" "$example" >/dev/null) ||
+    fail "the Python package from the .deb does not import and read with /usr/bin/python3"
+  echo "install_check: the .deb's Python package imports with /usr/bin/python3" >&2
+fi
 echo "install_check: ok" >&2
