@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # sanitizer builds are where a broken invariant must stop the run.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSNAP_ENABLE_ASAN=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -D_GLIBCXX_ASSERTIONS" \
-  -DMEMSNAP_ENABLE_UBSAN=ON -DMEMSNAP_BUILD_BENCH=OFF \
+  -DMEMSNAP_ENABLE_UBSAN=ON -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_PYTHON=OFF \
   -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" >/dev/null
 cmake --build build-asan -j"${MEMSNAP_JOBS:-2}" --target memsnap memsnap_tests
 export MEMSNAP_MUTATION_FILES="${MEMSNAP_MUTATION_FILES:-12}" MEMSNAP_MUTANTS="${MEMSNAP_MUTANTS:-2}"

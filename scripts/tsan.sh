@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 # in (no -DNDEBUG) and the standard library checks its bounds (-D_GLIBCXX_ASSERTIONS).
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSNAP_ENABLE_TSAN=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -D_GLIBCXX_ASSERTIONS" \
-  -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" \
+  -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_PYTHON=OFF \
+  -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" \
   >/dev/null
 cmake --build build-tsan -j"${MEMSNAP_JOBS:-2}" --target memsnap_thread_tests
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
