@@ -471,7 +471,7 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
   if (!r.table.outliers.empty()) {
     m << "\n**Outliers**\n\n";
     for (const auto& o : r.table.outliers) {
-      m << "- `" << MarkdownCell(o.file) << "`: " << MarkdownCell(o.reason) << "\n";
+      m << "- `" << MarkdownCell(o.file) << "`: " << MarkdownCell(OutlierReason(o)) << "\n";
     }
   }
   for (const auto& rank : r.ranks) {

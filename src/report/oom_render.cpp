@@ -410,6 +410,38 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
 
 }  // namespace
 
+std::string_view CapacitySourceName(analysis::CapacitySource source) {
+  return source == analysis::CapacitySource::kFlag ? "--device-memory"
+                                                   : "oom entry (device_free + reserved)";
+}
+
+std::vector<std::string> OomReportNotes(const OomReport& r) {
+  std::vector<std::string> notes;
+  for (int32_t device : r.devices_without_capacity) {
+    notes.push_back(absl::StrCat(
+        "device ", device,
+        ": no oom entry in its trace; give --device-memory SIZE to ask whether it fits"));
+  }
+  return notes;
+}
+
+std::vector<std::string> OomDeviceNotes(const OomDevice& d) {
+  std::vector<std::string> notes;
+  if (d.preexisting_blocks > 0) {
+    notes.push_back(absl::StrCat(
+        d.preexisting_blocks, " blocks (", FormatBytes(d.preexisting_bytes),
+        ") were allocated before the trace began; ",
+        d.warm_start ? "every replay starts from the segments alive then"
+                     : "every replay allocates them first, in address order (the trace does not "
+                       "say when they were allocated)"));
+  }
+  if (d.unexplained_ooms > 0) {
+    notes.push_back(absl::StrCat(d.unexplained_ooms, " more failed allocations after the first ",
+                                 analysis::kMaxExplainedOoms, " are not explained"));
+  }
+  return notes;
+}
+
 std::string OomWhereAt(const OomExplanation& o) {
   return o.event == analysis::kPreexistingEvent ? OomWhere(o) : absl::StrCat("at ", OomWhere(o));
 }
@@ -498,7 +530,7 @@ Json OomToJson(const OomReport& r) {
     Json dj;
     dj["device"] = d.device;
     dj["capacity_bytes"] = d.capacity;
-    dj["capacity_source"] = d.capacity_source;
+    dj["capacity_source"] = CapacitySourceName(d.capacity_source);
     dj["events"] = d.events;
     dj["recorded_ooms"] = d.recorded_ooms;
     dj["start"] = d.warm_start ? "warm" : "cold";
@@ -516,25 +548,25 @@ Json OomToJson(const OomReport& r) {
     for (const OomRemedy& m : d.remedies) remedies.push_back(RemedyJson(m));
     dj["remedies"] = remedies;
     dj["batch_share_fits"] = d.batch_share_fits ? Json(*d.batch_share_fits) : Json(nullptr);
-    dj["notes"] = d.notes;
+    dj["notes"] = OomDeviceNotes(d);
     devices.push_back(std::move(dj));
   }
   j["devices"] = devices;
-  j["notes"] = r.notes;
+  j["notes"] = OomReportNotes(r);
   return j;
 }
 
 void RenderOomText(const OomReport& r, std::ostream& out) {
   out << "oom " << r.file << "\n";
-  for (const std::string& n : r.notes) out << "note: " << n << "\n";
+  for (const std::string& n : OomReportNotes(r)) out << "note: " << n << "\n";
   for (const OomDevice& d : r.devices) {
     out << "\ndevice " << d.device << ": " << FormatBytes(d.capacity) << " ("
-        << (d.capacity_source == "--device-memory"
+        << (d.capacity_source == analysis::CapacitySource::kFlag
                 ? std::string("--device-memory")
                 : std::string("implied by its oom entry: device_free + reserved"))
         << "), " << Plural(d.events, "trace event", "trace events") << ", "
         << Plural(d.recorded_ooms, "oom entry", "oom entries") << "\n";
-    for (const std::string& n : d.notes) out << "  note: " << n << "\n";
+    for (const std::string& n : OomDeviceNotes(d)) out << "  note: " << n << "\n";
     std::vector<const OomExplanation*> mine;
     for (const OomExplanation& o : r.ooms) {
       if (o.device == d.device) mine.push_back(&o);

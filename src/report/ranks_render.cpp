@@ -1,12 +1,25 @@
 #include "memsnap/report/ranks_render.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "memsnap/report/table_render.h"
+#include "memsnap/util/format.h"
 
 namespace memsnap::report {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+std::string Show(double v, bool is_ratio) {
+  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
+}
+
+// How far above the median: a percent of it for bytes, percentage points for ratios.
+std::string Above(double v, double median, bool is_ratio) {
+  if (is_ratio) return absl::StrFormat("%.1f points", (v - median) * 100.0);
+  return FormatPercent((v - median) / median);
+}
 
 Cell Value(double v, Unit unit) {
   if (v < 0) return {};
@@ -23,7 +36,7 @@ Json OutliersToJson(const std::vector<analysis::Outlier>& outliers) {
                    {"metric", o.metric},
                    {"value", number ? CellToJson(Value(o.value, o.unit), o.unit) : Json(nullptr)},
                    {"median", number ? CellToJson(Value(o.median, o.unit), o.unit) : Json(nullptr)},
-                   {"reason", o.reason}});
+                   {"reason", OutlierReason(o)}});
   }
   return out;
 }
@@ -31,10 +44,31 @@ Json OutliersToJson(const std::vector<analysis::Outlier>& outliers) {
 void RenderOutliers(const std::vector<analysis::Outlier>& outliers, std::ostream& out) {
   if (outliers.empty()) return;
   out << "\noutliers\n";
-  for (const auto& o : outliers) out << "  " << o.file << ": " << o.reason << "\n";
+  for (const auto& o : outliers) out << "  " << o.file << ": " << OutlierReason(o) << "\n";
 }
 
 }  // namespace
+
+std::string OutlierReason(const analysis::Outlier& o) {
+  const bool is_ratio = o.unit == Unit::kRatio;
+  switch (o.kind) {
+    case analysis::OutlierKind::kOtherTopSite:
+      return absl::StrCat("top site differs: ", o.top_site, " (most ranks: ", o.common_site, ")");
+    case analysis::OutlierKind::kAboveMedian:
+      return absl::StrCat(o.metric, " ", Show(o.value, is_ratio), " is ",
+                          Above(o.value, o.median, is_ratio), " above the median ",
+                          Show(o.median, is_ratio));
+    case analysis::OutlierKind::kHighest:
+    case analysis::OutlierKind::kHighestAbove:
+      break;
+  }
+  std::string reason = absl::StrCat("highest ", o.metric, ": ", Show(o.value, is_ratio),
+                                    " (median ", Show(o.median, is_ratio), ")");
+  if (o.kind == analysis::OutlierKind::kHighestAbove) {
+    absl::StrAppend(&reason, ", ", Above(o.value, o.median, is_ratio), " above it");
+  }
+  return reason;
+}
 
 Table RankTableToTable(const analysis::RankTable& t) {
   Table table;

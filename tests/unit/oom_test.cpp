@@ -461,7 +461,7 @@ TEST_SUITE("oom") {
       CHECK(r.ooms[0].verdict == OomVerdict::kDemand);
       // The user's own line, and the torch call it made.
       CHECK(r.ooms[0].site == "relu \u2190 models.py:181 update_nodes");
-      CHECK(r.notes.size() == 2);
+      CHECK(report::OomReportNotes(r).size() == 2);
     }
     {
       absl::StatusOr<Snapshot> s =

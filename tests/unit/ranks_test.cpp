@@ -11,6 +11,7 @@
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/check_render.h"
 #include "memsnap/report/frag_render.h"
+#include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
@@ -37,10 +38,11 @@ TEST_SUITE("ranks") {
     REQUIRE(t.outliers.size() == 2);
     CHECK(t.outliers[0].file == "rank2");
     CHECK(t.outliers[0].value == 200);
-    CHECK(t.outliers[0].reason == "highest m: 200 B (median 105 B), 90.5% above it");
+    CHECK(report::OutlierReason(t.outliers[0]) ==
+          "highest m: 200 B (median 105 B), 90.5% above it");
     // 120 is 14.3% above 105; 105 itself and 100 are not called out.
     CHECK(t.outliers[1].file == "rank4");
-    CHECK(t.outliers[1].reason == "m 120 B is 14.3% above the median 105 B");
+    CHECK(report::OutlierReason(t.outliers[1]) == "m 120 B is 14.3% above the median 105 B");
   }
 
   TEST_CASE("a ratio metric deviates by percentage points, not by a fraction of the median") {
@@ -50,7 +52,8 @@ TEST_SUITE("ranks") {
     REQUIRE(t.outliers.size() == 1);
     CHECK(t.outliers[0].file == "rank3");
     CHECK(t.outliers[0].unit == Unit::kRatio);
-    CHECK(t.outliers[0].reason == "highest m: 45.0% (median 30.0%), 15.0 points above it");
+    CHECK(report::OutlierReason(t.outliers[0]) ==
+          "highest m: 45.0% (median 30.0%), 15.0 points above it");
   }
 
   TEST_CASE("a ratio above zero stands out when every other rank is at zero") {
@@ -105,7 +108,7 @@ TEST_SUITE("ranks") {
     CHECK(r.outliers[0].metric == "reserved_bytes");
     CHECK(r.outliers[1].file == "c");
     CHECK(r.outliers[1].metric == "top_site");
-    CHECK(r.outliers[1].reason == "top site differs: y (most ranks: x)");
+    CHECK(report::OutlierReason(r.outliers[1]) == "top site differs: y (most ranks: x)");
   }
 
   TEST_CASE("frag ranks call out fragmentation first, then free and stranded bytes") {

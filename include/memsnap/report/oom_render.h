@@ -47,6 +47,12 @@ std::string OomBrief(const analysis::OomReport& report);
 
 /// "event:1117 (+0.912 s)", "event:3", or "before the trace (re-creating the blocks alive then)".
 std::string OomWhere(const analysis::OomExplanation& oom);
+// The notes of a report (devices left out) and of one device (blocks from before the trace,
+// failures not explained), one sentence each.
+std::vector<std::string> OomReportNotes(const analysis::OomReport& report);
+std::vector<std::string> OomDeviceNotes(const analysis::OomDevice& device);
+// "--device-memory" or "oom entry (device_free + reserved)", as JSON's capacity_source.
+std::string_view CapacitySourceName(analysis::CapacitySource source);
 // OomWhere with its preposition: "at event:12 (+1.5 s)", or "before the trace (...)".
 std::string OomWhereAt(const analysis::OomExplanation& oom);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "memsnap/analysis/compose/ranks.h"
@@ -23,6 +24,10 @@ nlohmann::ordered_json RankTableToJson(const analysis::RankTable& table);
 
 /// Files left out of a per-rank analysis: [{"path": ..., "reason": ...}], in input order.
 nlohmann::ordered_json LeftOutToJson(const std::vector<analysis::LeftOutFile>& files);
+
+/// Why a rank is called out, in one sentence: "highest peak_bytes: 18.0 MiB (median 14.0 MiB),
+/// 28.6% above it", "top site differs: ...".
+std::string OutlierReason(const analysis::Outlier& outlier);
 
 /// The table (one line per file, a median line) followed by the outliers.
 void RenderRankTableText(const analysis::RankTable& table, std::ostream& out);

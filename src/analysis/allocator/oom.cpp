@@ -24,7 +24,6 @@ namespace memsnap::analysis {
 namespace {
 
 // Failures explained per device; a program that catches OOMs in a loop records many.
-constexpr size_t kMaxExplained = 20;
 
 // What the recorded-settings run saw at one failed malloc.
 struct Capture {
@@ -489,15 +488,13 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     if (t.size() == 0 || (options.device >= 0 && t.device != options.device)) continue;
     any_trace = true;
     std::optional<int64_t> capacity = options.device_memory;
-    std::string source = "--device-memory";
+    CapacitySource source = CapacitySource::kFlag;
     if (!capacity) {
       capacity = ImpliedCapacity(snap, t);
-      source = "oom entry (device_free + reserved)";
+      source = CapacitySource::kOomEntry;
     }
     if (!capacity) {
-      report.notes.push_back(absl::StrCat(
-          "device ", t.device,
-          ": no oom entry in its trace; give --device-memory SIZE to ask whether it fits"));
+      report.devices_without_capacity.push_back(t.device);
       continue;
     }
     DeviceJob& job = jobs.emplace_back();
@@ -536,15 +533,6 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     job.run.warm = job.dev.warm_start;
     // On a capacity the user gave, the first failure is where the run would stop.
     job.run.stop_at_first_oom = options.device_memory.has_value();
-    if (job.prepared.preexisting_blocks > 0) {
-      job.dev.notes.push_back(absl::StrCat(
-          job.prepared.preexisting_blocks, " blocks (", FormatBytes(job.prepared.preexisting_bytes),
-          ") were allocated before the trace began; ",
-          job.dev.warm_start
-              ? "every replay starts from the segments alive then"
-              : "every replay allocates them first, in address order (the trace does not say "
-                "when they were allocated)"));
-    }
   }
   std::vector<std::pair<size_t, size_t>> runs;
   for (size_t d = 0; d < jobs.size(); ++d) {
@@ -574,7 +562,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         if (k == 0) {
           ro.on_oom = [&job](const Op& op, const sim::CachingAllocator& alloc,
                              const LiveBlocks& live) {
-            if (job.captures.size() >= kMaxExplained) {
+            if (job.captures.size() >= kMaxExplainedOoms) {
               ++job.dropped_captures;
               return;
             }
@@ -695,11 +683,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     }
     Explain(snap, job, dt != nullptr && dt->kept == KeepLifetimes::kAll ? dt : nullptr,
             options.top_holders, options.device_memory.has_value(), report.ooms);
-    if (job.dropped_captures > 0) {
-      job.dev.notes.push_back(absl::StrCat(job.dropped_captures,
-                                           " more failed allocations after the first ",
-                                           kMaxExplained, " are not explained"));
-    }
+    job.dev.unexplained_ooms = job.dropped_captures;
     report.devices.push_back(std::move(job.dev));
   }
   std::stable_sort(report.ooms.begin(), report.ooms.end(),

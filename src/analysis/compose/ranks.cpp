@@ -3,10 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "memsnap/util/format.h"
-
 namespace memsnap::analysis {
 
 namespace {
@@ -18,16 +14,6 @@ double Median(std::vector<double> v) {
 }
 
 bool IsRatio(const RankMetric& m) { return m.unit == Unit::kRatio; }
-
-std::string Show(double v, bool is_ratio) {
-  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
-}
-
-// How far above the median: a percent of it for bytes, percentage points for ratios.
-std::string Above(double v, double median, bool is_ratio) {
-  if (is_ratio) return absl::StrFormat("%.1f points", (v - median) * 100.0);
-  return FormatPercent((v - median) / median);
-}
 
 void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
                   const RankOptions& options, std::vector<Outlier>& out) {
@@ -47,15 +33,10 @@ void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
                              : m.median > 0 && v > m.median * (1.0 + options.deviation);
     bool is_best = i == best && name_best;
     if (!is_best && !deviates) continue;
-    std::string reason =
-        is_best ? absl::StrCat("highest ", m.name, ": ", Show(v, is_ratio), " (median ",
-                               Show(m.median, is_ratio), ")")
-                : absl::StrCat(m.name, " ", Show(v, is_ratio), " is ", Above(v, m.median, is_ratio),
-                               " above the median ", Show(m.median, is_ratio));
-    if (is_best && deviates) {
-      absl::StrAppend(&reason, ", ", Above(v, m.median, is_ratio), " above it");
-    }
-    out.push_back(Outlier{files[i], m.name, v, m.median, m.unit, reason});
+    const OutlierKind kind = !is_best   ? OutlierKind::kAboveMedian
+                             : deviates ? OutlierKind::kHighestAbove
+                                        : OutlierKind::kHighest;
+    out.push_back(Outlier{files[i], m.name, v, m.median, m.unit, kind, {}, {}});
   }
 }
 
@@ -106,9 +87,8 @@ RankTable CompareRanks(std::vector<RankFigures> ranks, const RankOptions& option
   if (counts.size() > 1 && common->second * 2 > with_site) {
     for (const auto& f : ranks) {
       if (!f.top_site.empty() && f.top_site != common->first) {
-        t.outliers.push_back(Outlier{
-            f.file, "top_site", 0, 0, Unit::kText,
-            absl::StrCat("top site differs: ", f.top_site, " (most ranks: ", common->first, ")")});
+        t.outliers.push_back(Outlier{f.file, "top_site", 0, 0, Unit::kText,
+                                     OutlierKind::kOtherTopSite, f.top_site, common->first});
       }
     }
   }

@@ -171,11 +171,20 @@ struct OomAnswer {
   bool cut_site = false;
 };
 
+/// Where a device's capacity comes from.
+enum class CapacitySource {
+  kFlag,      // --device-memory
+  kOomEntry,  // the trace's oom entry: device_free + reserved
+};
+
+/// At most this many failed allocations per device are explained (OomDevice::unexplained_ooms).
+inline constexpr size_t kMaxExplainedOoms = 20;
+
 /// One device replayed on a capacity.
 struct OomDevice {
   int32_t device = 0;
   int64_t capacity = 0;
-  std::string capacity_source;  // "--device-memory" or "oom entry (device_free + reserved)"
+  CapacitySource capacity_source = CapacitySource::kFlag;
   int64_t events = 0;
   bool warm_start = false;  // started from the segments alive when the trace began
   int64_t preexisting_blocks = 0;
@@ -207,7 +216,8 @@ struct OomDevice {
   int smallest_fit = -1;
   /// When an allocation fails on the capacity: the answer (nullopt when every allocation fits).
   std::optional<OomAnswer> answer;
-  std::vector<std::string> notes;
+  /// Failed allocations of the replay on the capacity after the first kMaxExplainedOoms.
+  int64_t unexplained_ooms = 0;
   bool fits() const { return !remedies.empty() && remedies[0].fits; }
 };
 
@@ -216,7 +226,8 @@ struct OomReport {
   std::optional<int64_t> device_memory;  // --device-memory
   std::vector<OomDevice> devices;
   std::vector<OomExplanation> ooms;  // by device, then trace order
-  std::vector<std::string> notes;    // devices left out and why
+  /// Devices with a trace left out: no oom entry to imply a capacity, and no --device-memory.
+  std::vector<int32_t> devices_without_capacity;
 };
 
 /// Replays every device (in parallel: one thread per device and setting) and explains its OOMs.

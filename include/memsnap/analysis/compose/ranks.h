@@ -25,13 +25,23 @@ struct LeftOutFile {
   std::string reason;  // the reader's error, without the path in front
 };
 
+/// Why a rank is called out; the words are the renderer's (report::OutlierReason).
+enum class OutlierKind {
+  kHighest,       // the highest value of the metric (above the median, within the deviation)
+  kHighestAbove,  // the highest, and above the median by more than the deviation
+  kAboveMedian,   // above the median by more than the deviation, not the highest
+  kOtherTopSite,  // its top site is not the one most ranks share
+};
+
 struct Outlier {
   std::string file;
   std::string metric;  // "reserved_bytes", "allocated_bytes", "peak_bytes", "top_site"...
   double value = 0;    // in the metric's unit (bytes, or a fraction for kRatio)
   double median = 0;
   Unit unit = Unit::kBytes;
-  std::string reason;  // one sentence for people
+  OutlierKind kind = OutlierKind::kAboveMedian;
+  std::string top_site;     // kOtherTopSite: this rank's top site
+  std::string common_site;  // kOtherTopSite: the top site of most ranks
 };
 
 struct RankOptions {
