@@ -28,15 +28,41 @@ const char* SegmentActionName(SegmentAction a) {
   return "?";
 }
 
+namespace {
+
+// set_memory_fraction: the fraction of the device's total the allocator may reserve.
+int64_t AllowedMemoryMaximum(double fraction, int64_t total) {
+  double allowed = fraction * static_cast<double>(total);
+  return allowed >= 9.2e18 ? kUnlimitedCapacity : static_cast<int64_t>(allowed);
+}
+
+// garbage_collect_cached_blocks reclaims nothing while the reserved bytes stay at or below this.
+int64_t GcThreshold(double threshold, int64_t allowed) {
+  return static_cast<int64_t>(threshold * static_cast<double>(allowed));
+}
+
+}  // namespace
+
 CachingAllocator::CachingAllocator(const AllocatorConfig& config, DeviceMemory* device)
     : config_(config), device_(device) {
   small_.is_small = true;
-  if (config_.memory_fraction) {
-    double total = static_cast<double>(device_->TotalBytes());
-    double allowed = *config_.memory_fraction * total;
-    allowed_memory_maximum_ =
-        allowed >= 9.2e18 ? kUnlimitedCapacity : static_cast<int64_t>(allowed);
-  }
+  ResetMemoryFraction();
+}
+
+void CachingAllocator::ResetMemoryFraction() {
+  allowed_memory_maximum_ = config_.memory_fraction ? AllowedMemoryMaximum(*config_.memory_fraction,
+                                                                           device_->TotalBytes())
+                                                    : kUnlimitedCapacity;
+}
+
+int64_t CachingAllocator::ReservedTakingUnlimitedDecisions(const AllocatorConfig& config,
+                                                           int64_t capacity) {
+  if (capacity == kUnlimitedCapacity || !config.memory_fraction) return capacity;
+  // Below the fraction's limit every cudaMalloc fits the device too (the fraction is at most 1).
+  const int64_t allowed = AllowedMemoryMaximum(*config.memory_fraction, capacity);
+  const bool gc = config.garbage_collection_threshold > 0.0;
+  return std::min(capacity,
+                  gc ? GcThreshold(config.garbage_collection_threshold, allowed) : allowed);
 }
 
 uint32_t CachingAllocator::NewBlock(const Block& b) {
@@ -321,8 +347,8 @@ int64_t CachingAllocator::TryMerge(uint32_t dst, uint32_t src, Pool& pool) {
 }
 
 void CachingAllocator::GarbageCollect() {
-  const int64_t threshold = static_cast<int64_t>(config_.garbage_collection_threshold *
-                                                 static_cast<double>(allowed_memory_maximum_));
+  const int64_t threshold =
+      GcThreshold(config_.garbage_collection_threshold, allowed_memory_maximum_);
   if (total_allocated_memory_ <= threshold) return;
   const int64_t target = total_allocated_memory_ - threshold;
   int64_t reclaimed = 0;

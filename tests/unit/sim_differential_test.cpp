@@ -298,6 +298,11 @@ struct FitTotals {
   int64_t ops_before = 0;  // operations the searches from the start applied
   int64_t ops_after = 0;   // ... and those of SmallestFittingCapacity, for the shared ones
   int64_t ops_shared_before = 0;
+  // The memory-fraction searches: replays resumed mid-trace, operations from the start and
+  // with the shared prefix.
+  int64_t fraction_resumed = 0;
+  int64_t fraction_ops_before = 0;
+  int64_t fraction_ops_after = 0;
 };
 
 // Every setting's smallest fitting capacity on `snap`'s first trace, cold and warm, searched both
@@ -328,8 +333,14 @@ void CompareFitSearches(const Snapshot& snap, FitTotals& t) {
       CHECK(after == before);
       ++t.searches;
       t.ops_before += before_ops;
-      if (CapacityOnlyBoundsSegments(config.config)) {
+      if (SharesUnboundedPrefix(config.config)) {
         ++t.shared;
+        if (c->memory_fraction) {
+          t.fraction_resumed += stats.resumed;
+          t.fraction_ops_before += before_ops;
+          t.fraction_ops_after += stats.ops;
+          continue;
+        }
         t.ops_shared_before += before_ops;
         t.ops_after += stats.ops;
         if (before > 0) CHECK(stats.proven >= 1);  // its own unbounded peak needs no replay
@@ -350,7 +361,13 @@ TEST_SUITE("sim differential") {
       CompareFitSearches(RandomTrace(seed, 20000), t);
     }
     CHECK(t.searches == 6 * 5 * 2);
-    CHECK(t.shared == 6 * 3 * 2);
+    // A memory fraction and its garbage collection scale with the capacity, but only act above
+    // a reserved level: its searches share the prefix below it (expandable segments do not).
+    CHECK(t.shared == 6 * 4 * 2);
+    CHECK(t.fraction_resumed > 0);
+    MESSAGE("memory fraction: ", t.fraction_ops_after, " operations with the shared prefix, ",
+            t.fraction_ops_before, " from the start");
+    CHECK(t.fraction_ops_after < t.fraction_ops_before);
     MESSAGE("operations: ", t.ops_after, " with the shared prefix, ", t.ops_shared_before,
             " from the start");
     CHECK(t.ops_after * 2 < t.ops_shared_before);
@@ -368,6 +385,9 @@ TEST_SUITE("sim differential") {
     MESSAGE("operations: ", t.ops_after, " with the shared prefix, ", t.ops_shared_before,
             " from the start");
     CHECK(t.ops_after <= t.ops_shared_before);
+    MESSAGE("memory fraction: ", t.fraction_ops_after, " operations with the shared prefix, ",
+            t.fraction_ops_before, " from the start");
+    CHECK(t.fraction_ops_after <= t.fraction_ops_before);
   }
 
   TEST_CASE("random traces take the decisions the btree simulator took") {

@@ -166,6 +166,16 @@ class CachingAllocator {
   /// A copy of an allocator shares its device; after copying the device too (a replay resumed
   /// from a saved state), point the copy at the device's copy.
   void RebindDevice(DeviceMemory* device) { device_ = device; }
+  /// Recomputes the memory fraction's limit from the device's total, as set_memory_fraction
+  /// does: after the device of a resumed copy was given another capacity.
+  void ResetMemoryFraction();
+  /// The most bytes reserved with which an allocator of `config` on a device of `capacity`
+  /// takes exactly the decisions it takes on no limit: every cudaMalloc fits, the memory
+  /// fraction's limit is not reached and garbage collection finds nothing above its threshold.
+  /// kUnlimitedCapacity when the capacity never matters. Computed as the allocator computes its
+  /// limits. Not meaningful for expandable segments (their address ranges scale with the
+  /// capacity).
+  static int64_t ReservedTakingUnlimitedDecisions(const AllocatorConfig& config, int64_t capacity);
 
   /// malloc(n, stream): the block, or nullopt on OOM (last_oom() says why; num_ooms counts).
   std::optional<BlockRef> Malloc(int64_t n, int64_t stream);

@@ -601,23 +601,12 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       if (jobs[d].same_as[k] == k) searches.emplace_back(d, k);
     }
   }
-  std::vector<int64_t> fits_on(searches.size(), 0);
-  if (!searches.empty()) {
-    phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(), " settings"));
-    std::vector<FitSearchStats> stats(searches.size());
-    ParallelFor(
-        searches.size(),
-        [&](size_t i) {
-          auto [d, k] = searches[i];
-          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step, stats[i]);
-        },
-        static_cast<size_t>(std::max(0, options.max_threads)));
-    ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings
-  }
-
   // Where no setting fits and the lifetimes say which allocations grow with the batch: how much
-  // smaller they would have to be, by replay.
-  for (DeviceJob& job : jobs) {
+  // smaller they would have to be, by replay. Its halving is one replay after another, so it
+  // runs beside the settings' searches, on its own core, rather than after them.
+  std::vector<std::pair<size_t, std::vector<uint8_t>>> batch_searches;  // device job, scaled
+  for (size_t d = 0; d < jobs.size(); ++d) {
+    DeviceJob& job = jobs[d];
     const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
     if (!options.batch_search || dt == nullptr || dt->kept != KeepLifetimes::kAll) continue;
     bool any_fits = false;
@@ -625,7 +614,6 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       any_fits |= job.results[job.same_as[k]].ooms.empty();
     }
     if (any_fits) continue;
-    phase.emplace(absl::StrCat("oom: batch share that fits, device ", job.dev.device));
     SiteNamer namer(snap);
     std::vector<uint8_t> scaled(job.trace->size(), 0);
     bool any = false;
@@ -642,7 +630,28 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         scaled[i] = 1;
       }
     }
-    if (any) job.dev.batch_share_fits = LargestBatchShare(job, scaled);
+    if (any) batch_searches.emplace_back(d, std::move(scaled));
+  }
+  std::vector<int64_t> fits_on(searches.size(), 0);
+  if (!searches.empty() || !batch_searches.empty()) {
+    phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(),
+                               " settings, batch share for ", batch_searches.size(), " devices"));
+    std::vector<FitSearchStats> stats(searches.size());
+    // The batch shares first: each is the longest chain of replays.
+    ParallelFor(
+        batch_searches.size() + searches.size(),
+        [&](size_t i) {
+          if (i < batch_searches.size()) {
+            DeviceJob& job = jobs[batch_searches[i].first];
+            job.dev.batch_share_fits = LargestBatchShare(job, batch_searches[i].second);
+            return;
+          }
+          i -= batch_searches.size();
+          auto [d, k] = searches[i];
+          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step, stats[i]);
+        },
+        static_cast<size_t>(std::max(0, options.max_threads)));
+    if (!searches.empty()) ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings
   }
 
   phase.emplace("oom: explain");

@@ -310,19 +310,21 @@ template <typename OnAlloc, typename OnOom>
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
                     const RunOptions& options);
 
-/// Whether a capacity limits `config`'s allocator only through the device's cudaMalloc: no
-/// memory fraction (which scales with the capacity, and with it garbage collection) and no
-/// expandable segments (whose address ranges are sized from it). Then a replay bounded by C takes
-/// exactly the decisions of the unbounded replay up to the first operation after which the
-/// unbounded one had more than C reserved: until then every cudaMalloc it made fits in C.
-bool CapacityOnlyBoundsSegments(const sim::AllocatorConfig& config);
+/// Whether a capacity limits `config`'s allocator only through the reserved bytes: the device's
+/// cudaMalloc, and a memory fraction's limit and garbage-collection threshold (fractions of the
+/// capacity); not with expandable segments, whose address ranges are sized from it. Then a
+/// replay bounded by C takes exactly the decisions of the unbounded replay up to the first
+/// operation after which the unbounded one had more reserved than
+/// sim::CachingAllocator::ReservedTakingUnlimitedDecisions(config, C): until then every
+/// cudaMalloc fits in C, within the fraction's limit, and garbage collection finds nothing to do.
+bool SharesUnboundedPrefix(const sim::AllocatorConfig& config);
 
 /// What a SmallestFittingCapacity search cost (tests and benchmarks).
 struct FitSearchStats {
   int replays = 0;  // replays run (the unbounded one included when the search made it), whole
                     // or resumed from a saved state
   int64_t ops = 0;  // operations they applied
-  int proven = 0;   // capacities known to fit without a replay (CapacityOnlyBoundsSegments)
+  int proven = 0;   // capacities known to fit without a replay (SharesUnboundedPrefix)
   int resumed = 0;  // replays that started from a saved state past the trace's start
 };
 
@@ -342,7 +344,7 @@ std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats
 /// `unbounded`: that first run, when the caller has already made it with `base` (not repeated);
 /// made with RunOptions::reserved_records, it lets the search skip work (below).
 ///
-/// When CapacityOnlyBoundsSegments(config), no replay is spent on what the unbounded one already
+/// When SharesUnboundedPrefix(config), no replay is spent on what the unbounded one already
 /// tells: a capacity at or above its peak reserved fits, and a replay bounded by C resumes from
 /// the unbounded replay's state just before it first exceeded C reserved (saved by the last
 /// replay that failed, the search's lower bound, as it passed that point). The answer is the one

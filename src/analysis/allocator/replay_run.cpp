@@ -200,8 +200,8 @@ std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats
                       " capacities proven without a replay");
 }
 
-bool CapacityOnlyBoundsSegments(const sim::AllocatorConfig& config) {
-  return !config.expandable_segments && !config.memory_fraction.has_value();
+bool SharesUnboundedPrefix(const sim::AllocatorConfig& config) {
+  return !config.expandable_segments;
 }
 
 namespace {
@@ -268,15 +268,19 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
   const std::vector<ReservedRecord>& records = unbounded->reserved_records;
   // Without the unbounded replay's records (a caller that did not ask for them) every bounded
   // replay runs from the start.
-  const bool shared_prefix = CapacityOnlyBoundsSegments(config.config) &&
-                             (!records.empty() || free_run.peak_reserved == 0);
+  const bool shared_prefix =
+      SharesUnboundedPrefix(config.config) && (!records.empty() || free_run.peak_reserved == 0);
 
   // The prefix every bounded replay shares with the unbounded one: the state before the first
-  // operation after which the unbounded replay had more than `lo` reserved, `lo` the largest
-  // capacity known to fail. A replay that fails saves the state it passed at its own bound.
+  // operation after which the unbounded replay had more reserved than the capacity lets the
+  // allocator take unbounded decisions with (the capacity itself; with a memory fraction its
+  // limit, or its garbage-collection threshold), for `lo`, the largest capacity known to fail.
+  // A replay that fails saves the state it passed at its own bound.
   std::optional<SavedRun> saved;
   auto first_above = [&](int64_t capacity) -> size_t {
-    auto it = std::upper_bound(records.begin(), records.end(), capacity,
+    const int64_t bound =
+        sim::CachingAllocator::ReservedTakingUnlimitedDecisions(config.config, capacity);
+    auto it = std::upper_bound(records.begin(), records.end(), bound,
                                [](int64_t c, const ReservedRecord& r) { return c < r.reserved; });
     return it == records.end() ? total_ops : it->position;
   };
@@ -297,6 +301,7 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     if (r.next > 0) ++stats->resumed;
     ++stats->replays;
     r.device.SetCapacity(capacity);
+    r.alloc.ResetMemoryFraction();  // its limit is a fraction of the capacity
     std::optional<SavedRun> at_bound;
     bool failed = false;
     for (size_t opi = r.next; opi < total_ops && !failed; ++opi) {
