@@ -174,9 +174,6 @@ TEST_CASE("over a directory, a file that is no snapshot is skipped and a truncat
         warnings.end());
 }
 
-}  // namespace
-}  // namespace memsnap
-
 TEST_CASE("a training step is a moment of the grammar, resolved once the file's steps are found") {
   absl::StatusOr<query::MomentArg> at = query::ParseMomentArg("--at", "step:3");
   REQUIRE(at.ok());
@@ -223,3 +220,6 @@ TEST_CASE("the peak of a training step is the most live memory within it") {
   REQUIRE(!past.ok());
   CHECK(std::string(past.status().message()).find("2 steps") != std::string::npos);
 }
+
+}  // namespace
+}  // namespace memsnap

@@ -295,25 +295,6 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
   return true;
 }
 
-namespace {
-
-// Whether the trace shows a model that ran forward passes only: no backward, no optimizer
-// (inference, or a forward benchmark).
-bool ForwardOnly(const Snapshot& snap, const DeviceTimeline& dt) {
-  Attribution attribution(snap, nullptr);
-  LifetimeCategorizer phases(attribution, dt);
-  if (!phases.ModelRan()) return false;
-  bool forward = false;
-  for (uint32_t e = 0; e < dt.num_events; ++e) {
-    const StepPhase p = phases.PhaseAtEvent(e);
-    if (p == StepPhase::kBackward || p == StepPhase::kOptimizer) return false;
-    forward |= p == StepPhase::kForward;
-  }
-  return forward;
-}
-
-}  // namespace
-
 bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps) {
   const size_t n = steps.begin.size();
   if (n < 2) return false;
@@ -365,7 +346,7 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
       return absl::InternalError("finding steps by periodicity needs a timeline with its curve");
     }
     StepsByPeriodicity(snapshot, *dt, *curve, info);
-    if (ClimbsAtEveryStepEnd(*curve, info) && ForwardOnly(snapshot, *dt)) {
+    if (ClimbsAtEveryStepEnd(*curve, info) && ForwardOnlyRun(snapshot, *dt)) {
       // A model that only runs forward and keeps what each repeat made: the layers of one
       // forward pass (keeping activations), not steps. One pass is one step.
       const int64_t period = info.period_events;
