@@ -123,13 +123,15 @@ class _Sim:
                 "external_annotations": list(self.annotations)}
 
 
-def _run(scenario, steps, dumps=(), oom=False, train_shift=0):
-    """Runs `steps` iterations; returns {k: snapshot after step k} for k in dumps, and 'trace'."""
+def _run(scenario, steps, dumps=(), oom=False, train_shift=0, annotation="train_step"):
+    """Runs `steps` iterations; returns {k: snapshot after step k} for k in dumps, and 'trace'.
+    Each step is wrapped in START/END annotations named `annotation`, formatted with the step's
+    number k from 1 ("ProfilerStep#{k}" names each step as torch.profiler does)."""
     sim, out = _Sim(_shifted(STACKS, train_shift)), {}
     params = [sim.alloc(256 * MiB, "params") for _ in range(2)]
     kept, lru, optim = [], [], []
     for k in range(1, steps + 1):
-        sim.annotate("START", "train_step")
+        sim.annotate("START", annotation.format(k=k))
         a1 = sim.alloc(64 * MiB, "act1")
         a2 = sim.alloc(64 * MiB, "act2")
         if scenario == "leak_cache":
@@ -153,7 +155,7 @@ def _run(scenario, steps, dumps=(), oom=False, train_shift=0):
             kept.append(loss)  # losses.append(loss): the graph keeps the tensor alive
         else:
             sim.free(loss)
-        sim.annotate("END", "train_step")
+        sim.annotate("END", annotation.format(k=k))
         if k in dumps:
             out[k] = sim.snapshot(oom=oom and k == max(dumps))
     out["trace"] = sim.snapshot(oom=oom)
@@ -171,9 +173,9 @@ def write_series(folder, scenario, dump_after=(1, 2, 3, 4, 5, 6), oom=False):
     return paths
 
 
-def write_trace(path, scenario, steps=12, oom=False):
+def write_trace(path, scenario, steps=12, oom=False, annotation="train_step"):
     with open(path, "wb") as f:
-        pickle.dump(_run(scenario, steps, oom=oom)["trace"], f, protocol=4)
+        pickle.dump(_run(scenario, steps, oom=oom, annotation=annotation)["trace"], f, protocol=4)
     return path
 
 

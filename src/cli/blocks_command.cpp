@@ -21,6 +21,7 @@ struct BlocksCommandOptions {
   bool all = false;
   std::string min_size, stream, stack;
   GroupFlags filter;
+  StepFlags steps;
   int device = -1;
   int limit = 50;
   bool json = false;
@@ -32,8 +33,10 @@ RunFn SetupBlocks(CLI::App& sub) {
   sub.add_option("file", opts->file, "Snapshot file")->check(InputPaths())->required();
   sub.add_option("--at", opts->at,
                  "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
-                 "end) | a time_us as recorded")
+                 "end) | a time_us as recorded | step:N (the peak of training step N, from 0; "
+                 "step:N:end its end)")
       ->capture_default_str();
+  AddStepFlags(sub, opts->steps);
   sub.add_flag("--all", opts->all, "Every block lifetime of the trace, not just the live ones");
   sub.add_option("--min-size", opts->min_size,
                  "Only blocks of at least SIZE requested (e.g. 1MiB)");
@@ -60,7 +63,9 @@ RunFn SetupBlocks(CLI::App& sub) {
     query::BlocksRequest request;
     analysis::BlockQuery& q = request.query;
     q.all = opts->all;
-    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at));
+    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at, &opts->steps,
+                                            opts->device >= 0 ? std::optional<int32_t>(opts->device)
+                                                              : std::nullopt));
     q.at = request.at.moment;
     ASSIGN_OR_RETURN(std::optional<int64_t> min_size, SizeFlag("--min-size", opts->min_size));
     q.min_size = min_size.value_or(0);

@@ -104,6 +104,32 @@ AppDoc DescribeApp(const CLI::App& root) {
   return d;
 }
 
+namespace {
+// The moment grammar (query::ParseMomentArg), shared by --at, --from and --to.
+constexpr const char* kMomentsMarkdown = R"(## Moments
+
+`--at`, `--from` and `--to` name a moment of the trace, each device at its own:
+
+| Moment | Means |
+|---|---|
+| `peak` | the most live bytes (`--at` only) |
+| `end` | after the last event: the dumped state |
+| `event:N` | after trace event N of the device (from 0; negative counts from the last) |
+| `+25ms`, `1.5s`, `-5s` | a time since the trace's first event (with `-`: before its last) |
+| `1700000123456`, `abs:T` | a time_us as the file records it |
+| `step:N` | training step N, numbered from 0 as `memsnap leaks` lists them (`step:-1`: the last). As `--at`, the step's peak (what a step needs is the most it holds at once); as `--from`, where the step begins; as `--to`, where it ends. `step:N:end` is the step's last event, `step:N:peak` its peak |
+
+Steps are found as `memsnap leaks` finds them (docs/leaks.md, "Finding the step"): the
+START..END ranges of `--step-annotation GLOB` (`train_step`, `ProfilerStep#*`), else
+torch.profiler's `ProfilerStep#*` ranges when the file has them, else the training step's
+phases (each step ends where its optimizer step ends), else the periodicity of the live bytes.
+One training step is one step, never cut at the layers of its forward pass. Steps are those of
+the busiest device (or `--device`); the other devices take the same time. `top`, `blocks`,
+`timeline` and `diff` (`--step N`: each file at the peak of its own step N) take steps.
+
+)";
+}  // namespace
+
 std::string RenderCliMarkdown(const AppDoc& app) {
   std::ostringstream out;
   out << "# " << app.name << " command-line reference\n\n"
@@ -118,6 +144,7 @@ std::string RenderCliMarkdown(const AppDoc& app) {
   out << "\n## Global options\n\n";
   OptionTable(app.global, out);
   if (!app.footer.empty()) out << Indent(app.footer) << "\n";
+  out << kMomentsMarkdown;
   for (const CommandDoc& c : app.commands) {
     out << "## " << app.name << " " << c.name << "\n\n"
         << c.description << "\n\n"

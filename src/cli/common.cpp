@@ -76,8 +76,25 @@ absl::StatusOr<std::optional<double>> RatioFlag(std::string_view flag, const std
   return std::optional<double>(*v);
 }
 
-absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text) {
-  return query::ParseMomentArg(flag, text);
+void AddStepFlags(CLI::App& sub, StepFlags& flags) {
+  sub.add_option("--step-annotation", flags.annotation,
+                 "For step:N moments: steps are the START..END ranges of the annotations this "
+                 "name or glob names (ProfilerStep#*); default: ProfilerStep#* when the file has "
+                 "it, else the optimizer's steps, else periodicity (docs/leaks.md)");
+}
+
+absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text,
+                                            const StepFlags* steps, std::optional<int32_t> device) {
+  ASSIGN_OR_RETURN(query::MomentArg arg, query::ParseMomentArg(flag, text));
+  if (arg.step && steps == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(flag), " ", text,
+                     ": this command takes no step moments; top, blocks, timeline and diff do "
+                     "(or give event:N, a time)"));
+  }
+  if (steps != nullptr) arg.steps.annotation = steps->annotation;
+  arg.steps.device = device;
+  return arg;
 }
 
 void AddOutputLimitFlags(CLI::App& sub, OutputLimitFlags& flags) {

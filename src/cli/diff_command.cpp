@@ -19,6 +19,8 @@ struct DiffCommandOptions {
   std::string at = "auto";
   std::string min_delta;
   GroupFlags group;
+  StepFlags steps;
+  std::string step;
   int top = 20;
   bool exact_lines = false;
   bool json = false;
@@ -37,6 +39,10 @@ RunFn SetupDiff(CLI::App& sub) {
                  "auto (the peak when both files have a trace, else the end) | peak | end")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "peak", "end"}));
+  sub.add_option("--step", opts->step,
+                 "Compare the same training step of the two runs: each file at the peak of its "
+                 "own step N (from 0, as `leaks` lists them; -1: the last)");
+  AddStepFlags(sub, opts->steps);
   sub.add_option("--min-delta", opts->min_delta,
                  "Hide sites whose |delta| is below SIZE (e.g. 1MiB)");
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
@@ -69,6 +75,7 @@ RunFn SetupDiff(CLI::App& sub) {
       "trace\n"
       "  memsnap diff --at peak --by function --min-delta 10MiB base.pickle new.pickle\n"
       "  memsnap diff --exact-lines v1.pickle v2.pickle   # moved lines: a gone and a new row\n"
+      "  memsnap diff --step 2 fp32.pickle amp.pickle    # the peak of training step 2 in each\n"
       "  memsnap diff --folded - a.pickle b.pickle | flamegraph.pl > diff.svg");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     analysis::DiffOptions o;
@@ -95,6 +102,15 @@ RunFn SetupDiff(CLI::App& sub) {
     // Both files read side by side, each timeline's event pass during its read.
     query::DiffRequest request;
     request.options = o;
+    if (!opts->step.empty()) {
+      if (opts->at != "auto") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--step ", opts->step, " and --at ", opts->at,
+                         ": give one (--step N compares each file at the peak of its step N)"));
+      }
+      ASSIGN_OR_RETURN(request.step, MomentFlag("--step", "step:" + opts->step, &opts->steps));
+      request.step->text = opts->step;
+    }
     request.folded = !opts->folded.empty();
     const query::Needs needs = query::DiffNeeds(request);
     ASSIGN_OR_RETURN(

@@ -52,7 +52,9 @@ RunFn SetupLeaks(CLI::App& sub) {
   sub.add_option("--device-memory", opts->device_memory,
                  "Device capacity for the 'full at' projection (default: from an OOM entry)");
   sub.add_option("--step-annotation", opts->step_annotation,
-                 "Single trace: steps are the START..END ranges of this annotation");
+                 "Single trace: steps are the START..END ranges of the annotations this name or "
+                 "glob names (ProfilerStep#*; default: ProfilerStep#* when the file has it, else "
+                 "the optimizer's steps, else periodicity)");
   sub.add_option("--steps", opts->steps, "Single trace: cut the trace into N equal steps");
   sub.add_option("--device", opts->device,
                  "Single trace: the device to analyze (default: the one with most events)");
@@ -75,6 +77,7 @@ RunFn SetupLeaks(CLI::App& sub) {
       "  memsnap leaks --sort time --by function --device-memory 80GiB snaps/\n"
       "  memsnap leaks trace.pickle                       # steps found by periodicity\n"
       "  memsnap leaks --step-annotation train_step trace.pickle\n"
+      "  memsnap leaks --step-annotation 'ProfilerStep#*' trace.pickle\n"
       "  memsnap leaks --fail-on-leak --json a.pickle b.pickle c.pickle   # CI\n"
       "  memsnap leaks --exact-lines v1.pickle v2.pickle v3.pickle   # moved lines: split rows");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {

@@ -18,6 +18,7 @@ struct TimelineCommandOptions {
   bool json = false, csv = false;
   int device = -1;
   std::string from, to;
+  StepFlags steps;
   int width = 0;
   bool live_only = false;
 };
@@ -37,8 +38,11 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.add_option("--device", opts->device, "Only this device");
   sub.add_option("--from", opts->from,
                  "Start of the window: event:N, a time since the trace began (+25ms, 1.5s; -5s "
-                 "from its end) or a time_us as recorded");
-  sub.add_option("--to", opts->to, "End of the window, inclusive (same forms as --from)");
+                 "from its end), a time_us as recorded, or step:N (where training step N "
+                 "begins, from 0)");
+  sub.add_option("--to", opts->to,
+                 "End of the window, inclusive (same forms as --from; step:M: where step M ends)");
+  AddStepFlags(sub, opts->steps);
   sub.add_option("--width", opts->width, "Chart width in columns (default: terminal width)");
   sub.add_flag("--live-only", opts->live_only,
                "Chart only live bytes, scaled to them (when reserved memory dwarfs them)");
@@ -50,16 +54,17 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline snap.pickle\n"
       "  memsnap timeline --device 0 --from event:1000 --to event:2000 snap.pickle\n"
       "  memsnap timeline --from +2s --to +2.5s snap.pickle    # half a second, 2 s in\n"
+      "  memsnap timeline --from step:2 --to step:3 snap.pickle  # training steps 2 and 3\n"
       "  memsnap timeline --json snap.pickle | jq '.devices[0].peak_bytes'\n"
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::TimelineRequest request;
     if (opts->device >= 0) request.device = opts->device;
     if (!opts->from.empty()) {
-      ASSIGN_OR_RETURN(request.from, MomentFlag("--from", opts->from));
+      ASSIGN_OR_RETURN(request.from, MomentFlag("--from", opts->from, &opts->steps));
     }
     if (!opts->to.empty()) {
-      ASSIGN_OR_RETURN(request.to, MomentFlag("--to", opts->to));
+      ASSIGN_OR_RETURN(request.to, MomentFlag("--to", opts->to, &opts->steps));
     }
     // The rounded curve (--csv, and --json's rounded bytes at a --to before the end) and the
     // categories over time (--csv, --json) are rebuilt from the lifetimes; the chart needs none.

@@ -20,6 +20,7 @@ struct TopCommandOptions {
   std::vector<std::string> files;
   std::string at = "peak";
   GroupFlags group;
+  StepFlags steps;
   int top = 20;
   int device = -1;
   bool json = false;
@@ -35,8 +36,10 @@ RunFn SetupTop(CLI::App& sub) {
       ->required();
   sub.add_option("--at", opts->at,
                  "peak | end | event:N | a time since the trace began (+25ms, 1.5s; -5s from its "
-                 "end) | a time_us as recorded")
+                 "end) | a time_us as recorded | step:N (the peak of training step N, from 0; "
+                 "step:N:end its end)")
       ->capture_default_str();
+  AddStepFlags(sub, opts->steps);
   AddGroupFlags(sub, opts->group, /*grouping=*/true);
   sub.add_option("--top", opts->top,
                  "Rows to show (0 = all); the rest fold into one '[N others]' row (--by module: "
@@ -62,12 +65,15 @@ RunFn SetupTop(CLI::App& sub) {
       "  memsnap top --by phase snap.pickle          # forward, backward, optimizer, other\n"
       "  memsnap top --at end --by function --top 10 snap.pickle\n"
       "  memsnap top --at +1.5s snap.pickle       # 1.5 s after the trace began\n"
+      "  memsnap top --at step:3 snap.pickle      # the peak of training step 3 (from 0)\n"
       "  memsnap top --python-only --depth 3 snap.pickle\n"
       "  memsnap top --folded - snap.pickle | flamegraph.pl > peak.svg\n"
       "  memsnap top ranks/          # per-rank peak and top site, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::TopRequest request;
-    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at));
+    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at, &opts->steps,
+                                            opts->device >= 0 ? std::optional<int32_t>(opts->device)
+                                                              : std::nullopt));
     ASSIGN_OR_RETURN(request.group, opts->group.Resolve());
     if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0 (0 = all)");
     request.top = static_cast<size_t>(opts->top);

@@ -11,6 +11,7 @@ Needs BlocksNeeds(const BlocksRequest& request) {
     to.keep = analysis::KeepLifetimes::kLiveAt;
     to.moment = request.at.moment;
     to.curve = false;
+    to = TimelineOptionsAt(request.at, to);
   }
   return NeedsTimeline(to);
 }
@@ -20,8 +21,8 @@ absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request,
                    session.TimelineFor(*BlocksNeeds(request).timeline));
   analysis::BlockQuery q = request.query;
   if (!q.all) {
-    RETURN_IF_ERROR(ResolveMomentArg(request.at, session.snapshot(), *tl).status());
-    q.at = request.at.moment;
+    ASSIGN_OR_RETURN(ResolvedMoment at, ResolveMomentArg(request.at, session.snapshot(), *tl));
+    q.at = at.arg.moment;  // a step is now the point it names
   }
   return analysis::SelectBlocks(session.snapshot(), *tl, q);
 }

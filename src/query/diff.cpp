@@ -1,13 +1,18 @@
 #include "memsnap/query/diff.h"
 
+#include <array>
 #include <optional>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::query {
 
 Needs DiffNeeds(const DiffRequest& request) {
-  return NeedsTimeline(analysis::DiffTimelineOptions(request.options));
+  analysis::TimelineOptions to = analysis::DiffTimelineOptions(request.options);
+  if (request.step) to = TimelineOptionsAt(*request.step, to);
+  return NeedsTimeline(to);
 }
 
 absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before, Session& after) {
@@ -25,9 +30,30 @@ absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before
   };
   const absl::StatusOr<analysis::Timeline>& tb = timeline(before, own_before);
   const absl::StatusOr<analysis::Timeline>& ta = timeline(after, own_after);
+  analysis::DiffOptions options = request.options;
+  if (request.step) {
+    // The same step of each run: its peak in each file, found in each file's own steps.
+    std::array<analysis::Moment, 2> at;
+    std::string where[2];
+    const absl::StatusOr<analysis::Timeline>* tls[2] = {&tb, &ta};
+    Session* sessions[2] = {&before, &after};
+    for (int side = 0; side < 2; ++side) {
+      if (!tls[side]->ok()) return WithPath(sessions[side]->path(), tls[side]->status());
+      absl::StatusOr<ResolvedMoment> m =
+          ResolveMomentArg(*request.step, sessions[side]->snapshot(), **tls[side]);
+      if (!m.ok()) return WithPath(sessions[side]->path(), m.status());
+      at[side] = m->arg.moment;
+      where[side] = m->arg.described;
+    }
+    options.auto_moment = false;
+    options.at = at[0];
+    options.at_each = at;
+    options.at_label = absl::StrCat("step ", request.step->text, " of each run (before: ", where[0],
+                                    "; after: ", where[1], ")");
+  }
   DiffResult r;
-  ASSIGN_OR_RETURN(r.report, analysis::DiffSnapshots(before.snapshot(), after.snapshot(), tb, ta,
-                                                     request.options));
+  ASSIGN_OR_RETURN(r.report,
+                   analysis::DiffSnapshots(before.snapshot(), after.snapshot(), tb, ta, options));
   r.report.before_path = before.path();
   r.report.after_path = after.path();
   if (request.folded) {
@@ -35,7 +61,7 @@ absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before
     if (request.options.group.by == analysis::GroupBy::kStack) {
       r.stacks = r.report;
     } else {
-      analysis::DiffOptions by_stack = request.options;
+      analysis::DiffOptions by_stack = options;
       by_stack.group.by = analysis::GroupBy::kStack;
       // The same timelines: DiffTimelineOptions does not depend on the grouping.
       ASSIGN_OR_RETURN(

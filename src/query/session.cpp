@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/model/copy.h"
 #include "memsnap/parse/reader.h"
@@ -183,18 +184,150 @@ absl::StatusOr<const analysis::Timeline*> Session::TimelineFor(
   return &extra_.back().second;
 }
 
+namespace {
+
+// `step:N`, `step:N:peak`, `step:N:end`; nullopt when `text` is no step moment.
+absl::StatusOr<std::optional<StepMoment>> ParseStep(std::string_view flag, std::string_view text) {
+  if (!text.starts_with("step:")) return std::optional<StepMoment>();
+  std::string_view rest = text.substr(5);
+  StepMoment step;
+  const size_t colon = rest.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view part = rest.substr(colon + 1);
+    rest = rest.substr(0, colon);
+    if (part == "peak") {
+      step.part = StepMoment::Part::kPeak;
+    } else if (part == "end") {
+      step.part = StepMoment::Part::kEnd;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Sv(flag), " ", Sv(text), ": expected step:N, step:N:peak or step:N:end"));
+    }
+  }
+  if (!absl::SimpleAtoi(Sv(rest), &step.number)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(flag), " ", Sv(text),
+                     ": not a step number; steps count from 0 as `memsnap leaks` lists them "
+                     "(step:0, step:3; step:-1 is the last)"));
+  }
+  return std::optional<StepMoment>(step);
+}
+
+}  // namespace
+
 absl::StatusOr<MomentArg> ParseMomentArg(std::string_view flag, std::string_view text) {
   MomentArg arg;
   arg.flag = std::string(flag);
   arg.text = std::string(text);
+  ASSIGN_OR_RETURN(arg.step, ParseStep(flag, text));
+  if (arg.step) return arg;  // the point is known once the file's steps are (ResolveMomentArg)
   ASSIGN_OR_RETURN(arg.moment, analysis::ParseMoment(text, flag));
   return arg;
+}
+
+analysis::TimelineOptions TimelineOptionsAt(const MomentArg& arg, analysis::TimelineOptions to) {
+  if (!arg.step) return to;
+  to.keep = analysis::KeepLifetimes::kAll;
+  to.moment = analysis::Moment{};
+  to.curve = true;
+  return to;
+}
+
+absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Snapshot& snap,
+                                                  const analysis::Timeline& timeline,
+                                                  const analysis::DeviceTimeline& dt, bool from,
+                                                  std::string* described) {
+  const StepMoment& step = *arg.step;
+  analysis::StepOptions options = arg.steps;
+  options.device = dt.device;
+  absl::StatusOr<analysis::StepInfo> found = analysis::DetectSteps(snap, timeline, options);
+  if (!found.ok()) {
+    return absl::Status(found.status().code(),
+                        absl::StrCat(arg.flag, " ", arg.text, ": ", found.status().message()));
+  }
+  const analysis::StepInfo& info = *found;
+  const int64_t n = static_cast<int64_t>(info.begin.size());
+  if (n == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        arg.flag, " ", arg.text, ": no steps found on device ", dt.device,
+        info.note.empty() ? "" : absl::StrCat(" (", info.note, ")"),
+        "; give --step-annotation GLOB, or a moment of another kind (event:N, a time)"));
+  }
+  const int64_t k = step.number < 0 ? n + step.number : step.number;
+  if (k < 0 || k >= n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        arg.flag, " ", arg.text, ": out of range: device ", dt.device, " has ", n,
+        n == 1 ? " step" : " steps", " (step:0 to step:", n - 1, ", found by ", info.method, ")",
+        n == 1 && !info.note.empty() ? absl::StrCat("; ", info.note) : ""));
+  }
+  const int64_t begin = info.begin[static_cast<size_t>(k)];
+  const int64_t end = info.end[static_cast<size_t>(k)];  // exclusive
+  using Part = StepMoment::Part;
+  analysis::TimelinePoint p;
+  std::string which;
+  if (from && step.part == Part::kDefault) {
+    p = analysis::TimelinePoint::Before(static_cast<uint32_t>(begin));
+    which = "its start";
+  } else if (step.part == Part::kEnd || (step.part == Part::kDefault && arg.flag == "--to")) {
+    p = analysis::TimelinePoint::After(static_cast<uint32_t>(end - 1));
+    which = "its end";
+  } else {
+    std::optional<analysis::LiveCurveRef> curve = dt.live_curve();
+    if (!curve) return absl::InternalError("the peak of a step needs a timeline with its curve");
+    p = analysis::TimelinePoint::After(static_cast<uint32_t>(begin));
+    for (int64_t e = begin; e < end; ++e) {
+      const analysis::TimelinePoint at = analysis::TimelinePoint::After(static_cast<uint32_t>(e));
+      if (curve->At(at) > curve->At(p)) p = at;
+    }
+    which = "its peak";
+  }
+  if (described != nullptr) {
+    *described =
+        absl::StrCat("step ", k, " (events ", begin, "..", end - 1, ", found by ", info.method,
+                     "): ", which, ", ", analysis::DescribeEvent(snap, dt, p));
+  }
+  return p;
 }
 
 absl::StatusOr<ResolvedMoment> ResolveMomentArg(const MomentArg& arg, const Snapshot& snap,
                                                 const analysis::Timeline& timeline) {
   ResolvedMoment r;
   r.arg = arg;
+  if (arg.step) {
+    // The steps' device: the one asked for, else the busiest (as DetectSteps picks it).
+    const analysis::DeviceTimeline* dt = nullptr;
+    int with_events = 0;
+    for (const analysis::DeviceTimeline& d : timeline.devices) {
+      with_events += d.num_events > 0;
+      if (arg.steps.device ? d.device == *arg.steps.device
+                           : dt == nullptr || d.num_events > dt->num_events) {
+        dt = &d;
+      }
+    }
+    if (dt == nullptr || dt->num_events == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          arg.flag, " ", arg.text,
+          dt == nullptr ? ": no such device" : ": the file has no trace, so no steps"));
+    }
+    ASSIGN_OR_RETURN(analysis::TimelinePoint p,
+                     StepPoint(arg, snap, timeline, *dt, false, &r.arg.described));
+    const int64_t time = dt->TimeOf(snap, p);
+    if (with_events > 1 && dt->has_time && time != kNoTime) {
+      r.arg.moment = analysis::Moment{analysis::Moment::Kind::kTime, time};
+    } else {
+      r.arg.moment = analysis::Moment{analysis::Moment::Kind::kEvent, p.index()};
+    }
+    r.arg.step.reset();
+    for (const analysis::DeviceTimeline& d : timeline.devices) {
+      if (&d == dt) {
+        r.points.emplace_back(d.device, p);
+      } else {
+        // The same time on another device, clamped to its trace.
+        r.points.emplace_back(d.device, analysis::ResolveMoment(snap, d, r.arg.moment));
+      }
+    }
+    return r;
+  }
   for (const analysis::DeviceTimeline& dt : timeline.devices) {
     RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, arg.moment, arg.flag, arg.text));
     r.points.emplace_back(dt.device, analysis::ResolveMoment(snap, dt, arg.moment));

@@ -8,12 +8,15 @@
 
 namespace memsnap::query {
 
-absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::Timeline& timeline,
+                                          const analysis::DeviceTimeline& dt,
                                           const std::optional<MomentArg>& from,
                                           const std::optional<MomentArg>& to) {
   using Kind = analysis::Moment::Kind;
   EventWindow w{analysis::TimelinePoint::Start(), analysis::TimelinePoint::End(dt.num_events)};
-  if (from) {
+  if (from && from->step) {
+    ASSIGN_OR_RETURN(w.from, StepPoint(*from, snap, timeline, dt, /*from=*/true));
+  } else if (from) {
     RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, from->moment, from->flag, from->text));
     analysis::Moment m = from->moment;
     const bool time =
@@ -26,7 +29,9 @@ absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::
       w.from = analysis::ResolveMoment(snap, dt, m);
     }
   }
-  if (to) {
+  if (to && to->step) {
+    ASSIGN_OR_RETURN(w.to, StepPoint(*to, snap, timeline, dt, /*from=*/false));
+  } else if (to) {
     RETURN_IF_ERROR(analysis::CheckMoment(snap, dt, to->moment, to->flag, to->text));
     w.to = analysis::ResolveMoment(snap, dt, to->moment);
   }
@@ -49,6 +54,8 @@ Needs TimelineNeeds(const TimelineRequest& request) {
   // The rounded curve and the categories over time are rebuilt from the lifetimes; the chart
   // needs none.
   to.keep = request.categories ? analysis::KeepLifetimes::kAll : analysis::KeepLifetimes::kNone;
+  // Steps are found from the curve (periodicity); the chart draws it anyway.
+  if ((request.from && request.from->step) || (request.to && request.to->step)) to.curve = true;
   return NeedsTimeline(to);
 }
 
@@ -65,7 +72,7 @@ absl::StatusOr<TimelineResult> TimelineQuery(const TimelineRequest& request, Ses
   for (const analysis::DeviceTimeline& dt : tl->devices) {
     TimelineDevice d;
     d.timeline = &dt;
-    ASSIGN_OR_RETURN(d.window, ResolveWindow(snap, dt, request.from, request.to));
+    ASSIGN_OR_RETURN(d.window, ResolveWindow(snap, *tl, dt, request.from, request.to));
     if (context) d.categories = analysis::BuildCategoryCurve(*context, dt);
     r.devices.push_back(std::move(d));
   }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/util/status_macros.h"
 
@@ -13,17 +14,18 @@ Needs TopNeeds(const TopRequest& request) {
   to.keep = analysis::KeepLifetimes::kLiveAt;  // only the lifetimes live at the moment
   to.moment = request.at.moment;
   to.curve = false;
-  return NeedsTimeline(to);
+  return NeedsTimeline(TimelineOptionsAt(request.at, to));
 }
 
 absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) {
   ASSIGN_OR_RETURN(const analysis::Timeline* tl, session.TimelineFor(*TopNeeds(request).timeline));
   const Snapshot& snap = session.snapshot();
-  RETURN_IF_ERROR(ResolveMomentArg(request.at, snap, *tl).status());
+  ASSIGN_OR_RETURN(ResolvedMoment at, ResolveMomentArg(request.at, snap, *tl));
   TopResult r;
   r.file = session.path();
-  r.at = request.at;
-  ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, request.at.moment, request.group));
+  r.at = at.arg;  // a step is now the point it names
+  ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, r.at.moment, request.group));
+  r.report.moment_described = r.at.described;
   if (request.folded) {
     // Flame graphs need whole stacks, whatever the table is grouped by.
     if (request.group.by == analysis::GroupBy::kStack) {
@@ -31,7 +33,7 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
     } else {
       analysis::GroupOptions by_stack = request.group;
       by_stack.by = analysis::GroupBy::kStack;
-      ASSIGN_OR_RETURN(r.stacks, analysis::GroupLive(snap, *tl, request.at.moment, by_stack));
+      ASSIGN_OR_RETURN(r.stacks, analysis::GroupLive(snap, *tl, r.at.moment, by_stack));
     }
   }
   r.rows = r.report.rows;
@@ -49,6 +51,11 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
 absl::StatusOr<TopRanksResult> TopRanksQuery(const TopRequest& request,
                                              const std::vector<InputFile>& files,
                                              const ReadSettings& settings) {
+  if (request.at.step) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        request.at.flag, " ", request.at.text,
+        ": a step moment needs one file (each rank's steps are its own): give one rank"));
+  }
   LeftOut left_out;
   ASSIGN_OR_RETURN(
       PerFile<analysis::RankFigures> results,

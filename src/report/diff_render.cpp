@@ -25,6 +25,7 @@ std::string MomentText(const analysis::Moment& m) {
 }
 // "at each file's peak (both files have a trace; --at end compares the final states)".
 std::string MomentHeader(const analysis::DiffReport& rep) {
+  if (!rep.options.at_label.empty()) return absl::StrCat("at ", rep.options.at_label);
   const bool peak = rep.options.at.kind == analysis::Moment::Kind::kPeak;
   std::string s = peak ? "at each file's peak" : "at the end";
   if (!rep.moment_reason.empty()) {
@@ -163,7 +164,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   Json j;
   j["before"] = rep.before_path;
   j["after"] = rep.after_path;
-  j["at"] = MomentText(rep.options.at);
+  j["at"] = rep.options.at_label.empty() ? MomentText(rep.options.at) : rep.options.at_label;
   j["at_reason"] = rep.moment_reason.empty() ? Json(nullptr) : Json(rep.moment_reason);
   j["no_stacks"] = rep.no_stacks;
   j["by"] = std::string(analysis::GroupByName(rep.options.group.by));

@@ -70,8 +70,9 @@ void RenderModuleTree(const GroupReport& report, const std::vector<GroupRow>& ro
 
 void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& rows,
                      std::ostream& out) {
-  out << "live memory at " << MomentName(report.moment) << ", grouped by "
-      << analysis::GroupByName(report.options.by);
+  out << "live memory at "
+      << (report.moment_described.empty() ? MomentName(report.moment) : report.moment_described)
+      << ", grouped by " << analysis::GroupByName(report.options.by);
   if ((report.options.by == analysis::GroupBy::kStack ||
        report.options.by == analysis::GroupBy::kModule) &&
       report.options.depth > 0) {

@@ -66,7 +66,7 @@ std::string Sentence(const std::string& s) {
 
 // What could make room for one failure. `by_category`: also a lever per category of the live
 // memory (left out when the device's verdict already named them, at its peak).
-std::vector<std::string> Levers(const OomExplanation& o, bool by_category) {
+std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool inference) {
   std::vector<std::string> out;
   if (o.shortfall > 0 && !o.holders.empty()) {
     const auto& h = o.holders[0];
@@ -88,7 +88,7 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category) {
   }
   for (const auto& c : o.categories) {
     if (!by_category) break;
-    std::string_view lever = CategoryLever(c.category);
+    std::string_view lever = CategoryLever(c.category, inference);
     if (lever.empty() || c.bytes < o.shortfall) continue;
     out.push_back(absl::StrCat(Cat(c.category), " holds ", FormatBytes(c.bytes), " (",
                                Share(c.bytes, o.holders_bytes), "): ", Sv(lever)));
@@ -290,7 +290,7 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
   absl::StrAppend(&what, a.peak_too_big ? " at the peak" : " at the failure");
   if (a.cut_kind) {
     absl::StrAppend(&what, ": ", Cat(*a.cut_kind), " holds ", FormatBytes(a.cut_kind_bytes),
-                    ", try ", Sv(CategoryLever(*a.cut_kind)));
+                    ", try ", Sv(CategoryLever(*a.cut_kind, d.inference)));
   }
   // How much smaller the batch would have to be, as a replay found it (OomDevice).
   if (d.batch_share_fits) {
@@ -323,7 +323,7 @@ void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
   out << "  at the peak " << cats << "\n";
   bool first = true;  // the first kind with a lever is in the answer's `cut` line
   for (const OomHolder& c : d.peak_categories) {
-    std::string_view lever = CategoryLever(c.category);
+    std::string_view lever = CategoryLever(c.category, d.inference);
     if (lever.empty()) continue;
     if (std::exchange(first, false) || c.bytes < d.trace_peak_live - d.capacity) continue;
     out << "  lever       " << Cat(c.category) << " " << FormatBytes(c.bytes)
@@ -332,7 +332,7 @@ void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
 }
 
 void RenderOne(const OomExplanation& o, size_t index, size_t count, bool category_levers,
-               std::ostream& out) {
+               bool inference, std::ostream& out) {
   out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
   if (o.recorded) {
     out << (o.reproduced ? ", recorded oom entry, reproduced by the replay"
@@ -405,7 +405,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
              : std::string("0 B here: the live memory and this request fit the device; the "
                            "layout does not"));
   }
-  for (const std::string& l : Levers(o, category_levers)) line("lever", l);
+  for (const std::string& l : Levers(o, category_levers, inference)) line("lever", l);
 }
 
 }  // namespace
@@ -583,7 +583,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     RenderAnswerLines(OomAnswerLines(r, d), out);
     if (peak_too_big) RenderPeakKinds(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
-      RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, out);
+      RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, d.inference, out);
     out << "\n";
     const bool demand =
         peak_too_big || std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
@@ -598,10 +598,14 @@ std::vector<OomAnswerLine> OomAnswerLines(const OomReport& r, const OomDevice& d
   return Answer(d, *d.answer, r.ooms[d.answer->first]);
 }
 
-std::string_view CategoryLever(analysis::Category category) {
+std::string_view CategoryLever(analysis::Category category, bool inference) {
   switch (category) {
     case analysis::Category::kActivation:
-      return "activation checkpointing or a smaller batch";
+      // Without a backward pass nothing is kept for it: checkpointing saves nothing.
+      return inference ? "a smaller batch or sequence length, a smaller cache kept across "
+                         "forward calls (a KV cache), or lower precision (no backward pass: "
+                         "activation checkpointing does not apply)"
+                       : "activation checkpointing or a smaller batch";
     case analysis::Category::kGradient:
       return "gradient accumulation over smaller micro-batches, or sharding";
     case analysis::Category::kOptimizerState:

@@ -9,6 +9,7 @@ nlohmann::ordered_json TopResultToJson(const query::TopResult& result) {
   nlohmann::ordered_json j;
   j["file"] = result.file;
   j["at"] = result.at.text;
+  if (!result.at.described.empty()) j["at_described"] = result.at.described;
   j.update(GroupToJson(result.report, result.rows));
   return j;
 }

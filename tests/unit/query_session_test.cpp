@@ -121,13 +121,14 @@ TEST_CASE("a window that ends before it starts is an error, not one event") {
                                                           query::NeedsTimeline({}), Quiet());
   REQUIRE(s.ok());
   const analysis::DeviceTimeline& dt = (*s->timeline())->devices[0];
-  absl::StatusOr<query::EventWindow> w =
-      query::ResolveWindow(s->snapshot(), dt, *query::ParseMomentArg("--from", "event:5"),
-                           *query::ParseMomentArg("--to", "event:2"));
+  absl::StatusOr<query::EventWindow> w = query::ResolveWindow(
+      s->snapshot(), **s->timeline(), dt, *query::ParseMomentArg("--from", "event:5"),
+      *query::ParseMomentArg("--to", "event:2"));
   REQUIRE(!w.ok());
   CHECK(std::string(w.status().message()).find("the window is empty") != std::string::npos);
-  absl::StatusOr<query::EventWindow> ok = query::ResolveWindow(
-      s->snapshot(), dt, *query::ParseMomentArg("--from", "event:2"), std::nullopt);
+  absl::StatusOr<query::EventWindow> ok =
+      query::ResolveWindow(s->snapshot(), **s->timeline(), dt,
+                           *query::ParseMomentArg("--from", "event:2"), std::nullopt);
   REQUIRE(ok.ok());
   CHECK(ok->from.index() == 2);
   CHECK(ok->to == analysis::TimelinePoint::End(dt.num_events));
@@ -171,6 +172,53 @@ TEST_CASE("over a directory, a file that is no snapshot is skipped and a truncat
   CHECK(left_out.unreadable[0].path.ends_with("rank1.json"));
   CHECK(std::find(warnings.begin(), warnings.end(), "skipped " + dir + "/notes.txt") !=
         warnings.end());
+}
+
+TEST_CASE("a training step is a moment of the grammar, resolved once the file's steps are found") {
+  absl::StatusOr<query::MomentArg> at = query::ParseMomentArg("--at", "step:3");
+  REQUIRE(at.ok());
+  REQUIRE(at->step.has_value());
+  CHECK(at->step->number == 3);
+  CHECK(at->step->part == query::StepMoment::Part::kDefault);
+  absl::StatusOr<query::MomentArg> last = query::ParseMomentArg("--to", "step:-1:end");
+  REQUIRE(last.ok());
+  CHECK(last->step->number == -1);
+  CHECK(last->step->part == query::StepMoment::Part::kEnd);
+  absl::StatusOr<query::MomentArg> bad = query::ParseMomentArg("--at", "step:two");
+  REQUIRE(!bad.ok());
+  CHECK(std::string(bad.status().message()).find("--at step:two") != std::string::npos);
+  CHECK(!query::ParseMomentArg("--at", "step:1:middle").ok());
+  // A plain moment is no step.
+  CHECK(!query::ParseMomentArg("--at", "event:3")->step.has_value());
+}
+
+TEST_CASE("the peak of a training step is the most live memory within it") {
+  absl::StatusOr<query::Session> s = query::Session::Open(TestdataPath("timeline_training.json"),
+                                                          query::NeedsTimeline({}), Quiet());
+  REQUIRE(s.ok());
+  const analysis::Timeline& tl = **s->timeline();
+  const analysis::DeviceTimeline& dt = tl.devices[0];
+  absl::StatusOr<query::MomentArg> at = query::ParseMomentArg("--at", "step:0");
+  REQUIRE(at.ok());
+  at->steps.steps = 2;  // two equal halves of the trace
+  absl::StatusOr<query::ResolvedMoment> r = query::ResolveMomentArg(*at, s->snapshot(), tl);
+  REQUIRE(r.ok());
+  REQUIRE(r->points.size() == 1);
+  const analysis::TimelinePoint p = r->points[0].second;
+  const int64_t half = dt.num_events / 2;
+  REQUIRE(p.index() < half);
+  const analysis::LiveCurveRef curve = *dt.live_curve();
+  for (int64_t e = 0; e < half; ++e) {
+    CHECK(curve.At(analysis::TimelinePoint::After(static_cast<uint32_t>(e))) <= curve.At(p));
+  }
+  CHECK(r->arg.moment.kind == analysis::Moment::Kind::kEvent);
+  CHECK(r->arg.moment.value == p.index());
+  CHECK(r->arg.described.find("step 0") != std::string::npos);
+  // Past the last step: an error naming the flag and how many steps there are.
+  at->step->number = 2;
+  absl::StatusOr<query::ResolvedMoment> past = query::ResolveMomentArg(*at, s->snapshot(), tl);
+  REQUIRE(!past.ok());
+  CHECK(std::string(past.status().message()).find("2 steps") != std::string::npos);
 }
 
 }  // namespace

@@ -40,8 +40,18 @@ absl::StatusOr<std::optional<int64_t>> DeviceSizeFlag(std::string_view flag,
                                                       const std::string& text);
 /// A ratio ("5%", "0.05"). Empty text: nullopt.
 absl::StatusOr<std::optional<double>> RatioFlag(std::string_view flag, const std::string& text);
-/// A moment of the grammar (query::ParseMomentArg).
-absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text);
+/// `--step-annotation GLOB` of the commands whose moments may be training steps (`--at step:N`).
+struct StepFlags {
+  std::string annotation;
+};
+void AddStepFlags(CLI::App& sub, StepFlags& flags);
+
+/// A moment of the grammar (query::ParseMomentArg). `steps`: the command takes step moments
+/// (`step:N`), found as these flags say on `device` (nullopt: the busiest); nullptr: a step moment
+/// is a usage error naming the flag.
+absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text,
+                                            const StepFlags* steps = nullptr,
+                                            std::optional<int32_t> device = std::nullopt);
 
 /// `--max-output SIZE` and `--force` of the commands whose output can be far larger than their
 /// input (convert and export to JSON: JSON repeats every stack a pickle shares through its memo).

@@ -15,6 +15,9 @@ namespace memsnap::query {
 struct DiffRequest {
   analysis::DiffOptions options;
   bool folded = false;  // also diff by whole stacks (for a differential flame graph)
+  /// `--step N`: each file at the peak of its own step N (a step moment, ParseMomentArg), in
+  /// place of options.at.
+  std::optional<MomentArg> step;
 };
 
 struct DiffResult {

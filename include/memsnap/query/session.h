@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/compose/ranks.h"
+#include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/util/timer.h"
@@ -116,23 +117,54 @@ absl::Status WithPath(std::string_view path, const absl::Status& status);
 /// Whether a timeline built with `have` answers every question one built with `want` would.
 bool TimelineCovers(const analysis::TimelineOptions& have, const analysis::TimelineOptions& want);
 
+/// A training step of the moment grammar (docs/cli.md, "Moments"): `step:N` is the peak of step
+/// N, `step:N:end` its last event. Steps are numbered from 0 as `leaks` lists them; a negative N
+/// counts from the last (-1). As --from, `step:N` is where step N begins; as --to, where it ends.
+struct StepMoment {
+  enum class Part : uint8_t { kDefault, kPeak, kEnd };
+  int64_t number = 0;
+  Part part = Part::kDefault;
+};
+
 /// A moment flag as the user wrote it and as parsed (analysis::ParseMoment): `--at peak`.
 struct MomentArg {
   std::string flag = "--at";
   std::string text = "peak";
   analysis::Moment moment;
+  /// A step moment; `moment` is then a placeholder until ResolveMomentArg (or ResolveWindow)
+  /// finds the steps of the file.
+  std::optional<StepMoment> step;
+  /// How steps are found (--step-annotation, --device): analysis::DetectSteps, as `leaks` does.
+  analysis::StepOptions steps;
+  /// After ResolveMomentArg, for a step: what the moment is ("step 3 (events 69..90, by
+  /// annotation train_step): its peak, event:85 (+0.085 s)").
+  std::string described;
 };
 /// Parses `text` as the moment of `flag`; errors name the flag.
 absl::StatusOr<MomentArg> ParseMomentArg(std::string_view flag, std::string_view text);
 /// The moment resolved on every device of `timeline` (analysis::ResolveMoment), after checking
 /// it lies within each device's trace (analysis::CheckMoment): the one place a moment of the
-/// grammar becomes a point of the trace.
+/// grammar becomes a point of the trace. A step moment is found on the device its steps are found
+/// on (StepOptions::device, else the busiest) and `arg.moment` becomes that point: the event
+/// there when that device alone has events, else its time, which the other devices take as any
+/// time. Timelines of step moments need their live curve (periodicity) and every lifetime
+/// (NeedsFor).
 struct ResolvedMoment {
   MomentArg arg;
   std::vector<std::pair<int32_t, analysis::TimelinePoint>> points;  // (device, point)
 };
 absl::StatusOr<ResolvedMoment> ResolveMomentArg(const MomentArg& arg, const Snapshot& snap,
                                                 const analysis::Timeline& timeline);
+/// The timeline options a query at `arg` needs, from those it needs at a plain moment: a step
+/// moment is not known before the read, so every lifetime is kept, and the curve finds the steps.
+analysis::TimelineOptions TimelineOptionsAt(const MomentArg& arg, analysis::TimelineOptions to);
+/// The point of step moment `arg` on device `dt` of `timeline`: the steps of that device
+/// (DetectSteps); as `from`, where the step begins. Errors name the flag: no steps found (why),
+/// a step number past the last. Fills `described` when given.
+absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Snapshot& snap,
+                                                  const analysis::Timeline& timeline,
+                                                  const analysis::DeviceTimeline& dt, bool from,
+                                                  std::string* described = nullptr);
 
 // ---- Several files (one per rank, a directory, a glob) ----
 

@@ -18,8 +18,11 @@ using EventWindow = analysis::EventWindow;
 
 /// The window of device `dt` between two moments (either may be absent: the trace's start or
 /// end), both checked against its trace. A time as `from` starts at the first event at or after
-/// it. A window that ends before it starts is an error naming both flags, not one event.
-absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::DeviceTimeline& dt,
+/// it. A step (`--from step:N --to step:M`) spans from where step N begins to where step M ends,
+/// the steps of device `dt` (StepPoint; `timeline` holds it and needs its curve). A window that
+/// ends before it starts is an error naming both flags, not one event.
+absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::Timeline& timeline,
+                                          const analysis::DeviceTimeline& dt,
                                           const std::optional<MomentArg>& from,
                                           const std::optional<MomentArg>& to);
 

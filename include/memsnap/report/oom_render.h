@@ -39,8 +39,9 @@ std::vector<OomAnswerLine> OomAnswerLines(const analysis::OomReport& report,
 std::string OomVerdictText(const analysis::OomExplanation& oom);
 
 /// What a holder of memory of this kind could do about it, as one short phrase ("activation
-/// checkpointing or a smaller batch"); empty for kUnknown.
-std::string_view CategoryLever(analysis::Category category);
+/// checkpointing or a smaller batch"); empty for kUnknown. `inference`: the run has no backward
+/// pass (OomDevice::inference), so no lever that works through it.
+std::string_view CategoryLever(analysis::Category category, bool inference = false);
 
 /// One OOM in a few lines (verdict, holders, what fits): the failure text of `check --fits`.
 std::string OomBrief(const analysis::OomReport& report);

@@ -671,6 +671,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       if (dt->kept == KeepLifetimes::kAll) {
         job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event);
       }
+      // A trace that ran to its end (no recorded OOM) with forward passes only is inference; one
+      // that failed in its first forward pass may be training that never reached backward.
+      job.dev.inference = job.dev.recorded_ooms == 0 && ForwardOnlyRun(snap, *dt);
     }
     for (size_t k = 0; k < job.configs.size(); ++k) {
       const ConfigResult& r = job.results[job.same_as[k]];

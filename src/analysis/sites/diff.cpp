@@ -264,7 +264,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
   for (int side = 0; side < 2; ++side) {
     if (!timelines[side]->ok()) return timelines[side]->status();
     tl[side] = &**timelines[side];
-    auto g = GroupLive(*snaps[side], *tl[side], options.at, group);
+    auto g = GroupLive(*snaps[side], *tl[side],
+                       options.at_each ? (*options.at_each)[side] : options.at, group);
     if (!g.ok()) return g.status();
     groups[side] = std::move(*g);
   }

@@ -1,14 +1,19 @@
 // Step detection for single-trace `memsnap leaks`: annotation ranges, equal slices, or the
 // periodicity of the live-bytes curve (docs/leaks.md, "Finding the step").
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/sites/leaks.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -39,34 +44,43 @@ void AddStep(const Snapshot& snap, const DeviceTimeline& dt, int64_t begin, int6
   info.end_time.push_back(dt.TimeOf(snap, TimelinePoint::Before(static_cast<uint32_t>(end))));
 }
 
+// Whether annotation `name` is one `pattern` names: a glob (`*`, `?`, `[...]`; "ProfilerStep#*")
+// or, without those, the exact name.
+bool NameMatches(std::string_view pattern, std::string_view name) {
+  const std::string p(pattern), n(name);
+  return fnmatch(p.c_str(), n.c_str(), 0) == 0;
+}
+
 absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
-                               const std::string& name, StepInfo& info) {
-  info.method = absl::StrCat("annotation ", name);
-  // START/END pairs in file order: an END closes the latest open START of the name.
+                               const std::string& pattern, StepInfo& info) {
+  info.method = absl::StrCat("annotation ", pattern);
+  // START/END pairs in file order: an END closes the latest open START of the same name (a glob
+  // names many: ProfilerStep#1, ProfilerStep#2, ...).
   std::vector<std::pair<int64_t, int64_t>> ranges;  // (start, end); end = kNoTime when unclosed
-  std::vector<size_t> open;
+  std::map<std::string_view, std::vector<size_t>> open;  // by name
   std::vector<std::string> names;
   bool device_has_any = false;
   for (const Annotation& a : snap.annotations) {
-    if (a.device == dt.device && a.name.valid() && snap.strings.Get(a.name) == name) {
+    if (a.device == dt.device && a.name.valid() && NameMatches(pattern, snap.strings.Get(a.name))) {
       device_has_any = true;
     }
   }
   for (const Annotation& a : snap.annotations) {
     if (!a.name.valid() || a.time_us == kNoTime) continue;
     std::string_view text = snap.strings.Get(a.name);
-    if (text != name) {
+    if (!NameMatches(pattern, text)) {
       names.emplace_back(text);
       continue;
     }
     if (device_has_any && a.device != dt.device) continue;
     std::string_view stage = a.stage.valid() ? snap.strings.Get(a.stage) : "";
+    std::vector<size_t>& opened = open[text];
     if (stage != "END") {
-      open.push_back(ranges.size());
+      opened.push_back(ranges.size());
       ranges.emplace_back(a.time_us, kNoTime);
-    } else if (!open.empty()) {
-      ranges[open.back()].second = a.time_us;
-      open.pop_back();
+    } else if (!opened.empty()) {
+      ranges[opened.back()].second = a.time_us;
+      opened.pop_back();
     }
   }
   if (ranges.empty()) {
@@ -74,7 +88,7 @@ absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
     names.erase(std::unique(names.begin(), names.end()), names.end());
     if (names.size() > 8) names.resize(8);
     return absl::NotFoundError(absl::StrCat(
-        "--step-annotation ", name, ": no annotation START with that name",
+        "--step-annotation ", pattern, ": no annotation START with that name",
         names.empty() ? " (the file has no annotations)"
                       : absl::StrCat(" (names in the file: ", absl::StrJoin(names, ", "), ")")));
   }
@@ -95,6 +109,17 @@ absl::Status StepsByAnnotation(const Snapshot& snap, const DeviceTimeline& dt,
     AddStep(snap, dt, begin, end, info);
   }
   return absl::OkStatus();
+}
+
+// Whether the file has a START annotation of a name `pattern` matches (on any device).
+bool HasAnnotation(const Snapshot& snap, std::string_view pattern) {
+  for (const Annotation& a : snap.annotations) {
+    if (a.name.valid() && a.time_us != kNoTime && NameMatches(pattern, snap.strings.Get(a.name)) &&
+        !(a.stage.valid() && snap.strings.Get(a.stage) == "END")) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void StepsBySlices(const Snapshot& snap, const DeviceTimeline& dt, int n, StepInfo& info) {
@@ -270,6 +295,24 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
   return true;
 }
 
+bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps) {
+  const size_t n = steps.begin.size();
+  if (n < 2) return false;
+  // Step k is events [begin[k], end[k]): it starts at the point before begin[k].
+  auto before = [&](int64_t e) {
+    return curve.At(TimelinePoint::Before(static_cast<uint32_t>(e)));
+  };
+  double swing = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int64_t high = before(steps.begin[k]);
+    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, before(e + 1));
+    swing += static_cast<double>(high - before(steps.begin[k])) / static_cast<double>(n);
+  }
+  const double growth = static_cast<double>(before(steps.end[n - 1]) - before(steps.end[0])) /
+                        static_cast<double>(n - 1);
+  return growth > 0.5 * swing;
+}
+
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
                                      const StepOptions& options) {
   StepInfo info;
@@ -290,6 +333,9 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
     if (absl::Status s = StepsByAnnotation(snapshot, *dt, options.annotation, info); !s.ok()) {
       return s;
     }
+  } else if (options.steps <= 0 && HasAnnotation(snapshot, kProfilerStepAnnotation)) {
+    // torch.profiler marks each step it records: the steps as the run itself named them.
+    RETURN_IF_ERROR(StepsByAnnotation(snapshot, *dt, std::string(kProfilerStepAnnotation), info));
   } else if (options.steps > 0) {
     StepsBySlices(snapshot, *dt, options.steps, info);
   } else if (StepsByPhases(snapshot, *dt, info)) {
@@ -300,6 +346,19 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
       return absl::InternalError("finding steps by periodicity needs a timeline with its curve");
     }
     StepsByPeriodicity(snapshot, *dt, *curve, info);
+    if (ClimbsAtEveryStepEnd(*curve, info) && ForwardOnlyRun(snapshot, *dt)) {
+      // A model that only runs forward and keeps what each repeat made: the layers of one
+      // forward pass (keeping activations), not steps. One pass is one step.
+      const int64_t period = info.period_events;
+      info = StepInfo{};
+      info.device = dt->device;
+      info.method = "forward pass";
+      AddStep(snapshot, *dt, 0, dt->num_events, info);
+      info.note = absl::StrCat(
+          "the trace holds one forward pass: live memory climbs at every repeat of ~", period,
+          " events (its layers), so they are not steps; give --step-annotation GLOB or --steps N "
+          "to choose the step");
+    }
   }
   return info;
 }

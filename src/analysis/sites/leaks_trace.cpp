@@ -59,20 +59,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
 // A found period whose step ends climb by more than half of a step's own swing is more likely the
 // layers of one pass (a forward pass keeps activations for backward) than training steps.
 std::string LayerWarning(const LiveCurveRef& curve, const StepInfo& steps, std::string note) {
-  const size_t n = steps.begin.size();
-  // Step k is events [begin[k], end[k]): it starts at the point before begin[k].
-  auto before = [&](int64_t e) {
-    return curve.At(TimelinePoint::Before(static_cast<uint32_t>(e)));
-  };
-  double swing = 0;
-  for (size_t k = 0; k < n; ++k) {
-    int64_t high = before(steps.begin[k]);
-    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, before(e + 1));
-    swing += static_cast<double>(high - before(steps.begin[k])) / n;
-  }
-  const double growth =
-      static_cast<double>(before(steps.end[n - 1]) - before(steps.end[0])) / (n - 1);
-  if (growth <= 0.5 * swing) return note;
+  if (!ClimbsAtEveryStepEnd(curve, steps)) return note;
   return absl::StrCat(note, note.empty() ? "" : "; ",
                       "live memory climbs at every detected step end by more than half of a "
                       "step's own swing: the repeating pattern may be the layers of one pass (a "

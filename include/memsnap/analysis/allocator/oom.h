@@ -198,6 +198,11 @@ struct OomDevice {
   /// What is live at that peak by category (site empty), largest first: what has to shrink when
   /// the peak itself does not fit. Empty without the device's lifetimes.
   std::vector<OomHolder> peak_categories;
+  /// The trace ran to its end (no recorded OOM) and its model ran forward passes only
+  /// (ForwardOnlyRun): inference; levers through the backward pass (activation checkpointing) do
+  /// not apply. A recorded OOM in a forward pass may be a training step that never got to its
+  /// backward: not inference.
+  bool inference = false;
   /// When no setting fits: the largest share s (to within 1/128) such that the trace replays on
   /// the capacity under the recorded settings with every allocation that grows with the batch
   /// (activation, temporary, input: the attribution model's categories) at s times its size, and

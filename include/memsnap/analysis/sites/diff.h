@@ -5,7 +5,9 @@
 // PyTorch builds compare. Also used by `check` for its "top growing sites".
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,10 @@ struct DiffOptions {
   /// Pair a compiled site only on one side with the eager sites only on the other that have the
   /// same user frames (MatchSites, PairCompiledSites; by site only).
   bool pair_compiled = true;
+  /// Each file's own moment, before and after, in place of `at` (`diff --step N`: the same
+  /// training step of two runs lies at other events in each); `at_label` then says what they are.
+  std::optional<std::array<Moment, 2>> at_each;
+  std::string at_label;  // "the peak of step 3 (before: event:85, after: event:90)"
 };
 
 enum class Presence : uint8_t { kBoth, kOnlyBefore, kOnlyAfter };

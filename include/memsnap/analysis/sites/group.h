@@ -115,6 +115,9 @@ struct DeviceMoment {
 struct GroupReport {
   GroupOptions options;
   Moment moment;
+  /// The moment as the user named it when that was a training step (query::ResolveMomentArg):
+  /// "step 3 (events 69..90, found by training steps): its peak, event:85 (+0.085 s)"; else empty.
+  std::string moment_described;
   std::vector<DeviceMoment> devices;
   std::vector<GroupRow> rows;  // sorted by bytes desc, then count desc, then key
   int64_t total_bytes = 0;

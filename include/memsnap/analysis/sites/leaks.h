@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -164,8 +165,15 @@ struct LeakReport {
 /// already has a row in the same point starts a site of its own.
 LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& options);
 
+/// The annotation torch.profiler writes around each step it records (`ProfilerStep#12`): taken
+/// as the steps when the file has it and no other way was asked for.
+inline constexpr std::string_view kProfilerStepAnnotation = "ProfilerStep#*";
+
 struct StepOptions {
-  std::string annotation;         // --step-annotation NAME
+  /// --step-annotation NAME or GLOB: steps are the START..END ranges of the annotations it names
+  /// (a glob such as "ProfilerStep#*" names one range per step); empty: ProfilerStep#* when the
+  /// file has it, else the training step's phases, else periodicity.
+  std::string annotation;
   int steps = 0;                  // --steps N (equal slices of the device's events)
   std::optional<int32_t> device;  // default: the device with the most trace events
 };
@@ -177,9 +185,16 @@ struct StepOptions {
 /// optimizer.
 bool StepsByPhases(const Snapshot& snapshot, const DeviceTimeline& dt, StepInfo& info);
 
+/// Whether live memory climbs at every step end by more than half of a step's own swing: the
+/// steps found are more likely the layers of one pass (a forward pass keeps activations for
+/// backward) than training steps.
+bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps);
+
 /// Finds the repeating step of one device's trace: by annotation START/END pairs, by N equal
 /// slices, by the training step's phases (StepsByPhases), or by the periodicity of the live-bytes
 /// curve (autocorrelation of the detrended, downsampled curve; boundaries snapped to local minima).
+/// A periodicity that climbs at every step end (ClimbsAtEveryStepEnd) in a trace whose model ran
+/// forward passes only is the layers of one pass: one step, "forward pass".
 /// Returns no steps (with a note) when none is found; errors for an unknown device or an annotation
 /// name the file does not have.
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,
