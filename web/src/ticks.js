@@ -31,7 +31,7 @@ function xAxis(lo, hi, kind, count) {
   const span = Math.max(hi - lo, 1e-9);
   const step = niceStep(span, count || 7);
   const ticks = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) ticks.push(v);
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) ticks.push(v === 0 ? 0 : v);
   let label;
   if (kind === "time") {
     // One unit for the whole axis, chosen by its largest value; decimals by the step.

@@ -342,6 +342,14 @@ class TimelineChart {
         ctx.strokeStyle = "#000";
         ctx.lineWidth = 1.5 * devicePixelRatio;
         ctx.stroke();
+        // A band under a few pixels tall: its outline alone would be a hairline, so a box of at
+        // least 6 px around it shows which band was clicked.
+        const yTopPx = Y(bot[k0 - off] + size), thin = 6 * devicePixelRatio;
+        if (y - yTopPx < thin) {
+          const mid = (y + yTopPx) / 2;
+          ctx.strokeRect(edge[k0], mid - thin / 2, Math.max(edge[k1 + 1] - edge[k0], 2 * devicePixelRatio), thin);
+          this.fig.selectedBox = thin / devicePixelRatio;
+        }
       }
       drawnBands++;
     }
@@ -403,9 +411,13 @@ class TimelineChart {
       this.u.over.append(this.cursorEl);
     }
     const x = this.cursorX;
-    const show = x != null && x >= this.a && x <= this.b;
+    // On the peak's own line the cursor would hide it (the state view opens at the peak): the
+    // dashed peak line marks that moment already.
+    const px = (v) => Math.round(this.u.valToPos(this.map.fwd(v), "x"));
+    const onPeak = x != null && this.dev.peak && px(x) === px(this.dev.peak.x);
+    const show = x != null && x >= this.a && x <= this.b && !onPeak;
     this.cursorEl.style.display = show ? "block" : "none";
-    if (show) this.cursorEl.style.left = Math.round(this.u.valToPos(this.map.fwd(x), "x")) + "px";
+    if (show) this.cursorEl.style.left = px(x) + "px";
   }
   // The column under a raw x, with the band stack there: what the tooltip and the tests read.
   columnAt(x) {
