@@ -133,15 +133,18 @@ class StateView {
       group.segs.push(s);
       group.size += s.size;
     }
-    // Pack the boxes into rows, left to right.
-    let x = 0, row = 0;
+    // Pack the boxes into rows, largest first, each into the first row with room for it (first
+    // fit): a row ends short only by less than any box drawn below it, so rows do not end ragged
+    // where a later, smaller segment would have filled them.
+    const used = [];
     for (const b of boxes) {
       const w = b.size / bpp;
-      if (x > 0 && x + w > W + 0.01) { row++; x = 0; }
-      b.x = x; b.row = row; b.w = w;
-      x += w;
+      let row = used.findIndex((u) => u + w <= W + 0.01);
+      if (row < 0) { row = used.length; used.push(0); }
+      b.x = used[row]; b.row = row; b.w = w;
+      used[row] += w;
     }
-    const rows = boxes.length ? row + 1 : 0;
+    const rows = used.length;
     const H = Math.max(rowH, rows * (rowH + gap));
     const dpr = devicePixelRatio;
     this.canvas.width = Math.round(W * dpr);
@@ -185,7 +188,9 @@ class StateView {
     this.boxes = boxes;
     this.layout = { bpp, rowH, gap };
     this.fig = { device: this.dev.device, event: m.event, labels: m.labels || [], figures: m.figures, drawn,
-      bytes_per_px: bpp, rows, width: W, height: H, outside };
+      bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.slice(),
+      // The narrowest box of each row: a row's gap must be narrower than every box below it.
+      row_min_box: used.map((u, r) => Math.min(...boxes.filter((q) => q.row === r).map((q) => q.w))) };
   }
   onHover(e) {
     const r = this.canvas.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
