@@ -380,6 +380,8 @@ async function checkWords(name, page) {
   const got = await page.evaluate(() => ({
     text: document.getElementById("app").innerText,
     ticks: __memsnap.timelines.map((t) => t.xTicks ? t.xTicks.ticks.map((v) => t.xTicks.label(v)) : []).flat(),
+    repeated: __memsnap.timelines.map((t) => t.xTicks ? t.xTicks.ticks.map((v) => t.xTicks.label(v)) : [])
+      .filter((l) => l.some((v, i) => i > 0 && v === l[i - 1])).map((l) => l.join(" ")),
     titles: [...document.querySelectorAll("h3.moment")].map((e) => e.textContent),
     zeroKinds: [...document.querySelectorAll("table.cats tbody tr")].filter((r) => /(^|\s)0\u00a0B/.test(r.textContent)).length,
     hidden: __memsnap.timelines.filter((t) => {
@@ -394,6 +396,7 @@ async function checkWords(name, page) {
   if (odd.length) fail(name, `sizes written another way than the CLI's one decimal: ${[...new Set(odd)].slice(0, 5).join(", ")}`);
   const minus = got.ticks.filter((l) => /^-0(\D|$)/.test(l));
   if (minus.length) fail(name, `an axis reads ${minus[0]}`);
+  if (got.repeated.length) fail(name, `an axis repeats a label: ${got.repeated[0]}`);
   for (const t of got.titles) {
     const m = /event ([\d,]+) \(event \1\)/.exec(t);
     if (m) fail(name, `the state's title says ${m[0]}`);
