@@ -251,6 +251,8 @@ async function checkBandHover(name, page, index, want) {
     return { shown: t.style.display !== "none", head: head ? head.textContent : null, text: t.textContent };
   });
   if (!tip.shown) { fail(name, "hovering a band shows no tooltip"); return; }
+  const outlined = await page.evaluate((i) => __memsnap.timelines[i].fig.hoveredDrawn, index);
+  if (outlined !== tallest.id) fail(name, `the band under the pointer (${tallest.id}) is not outlined (${outlined})`);
   if (tip.head !== tallest.site) fail(name, `the band's tooltip leads with ${JSON.stringify(tip.head)}, its site is ${JSON.stringify(tallest.site)}`);
   if (/CUDACachingAllocator|DeviceCachingAllocator|c10::|at::detail::empty/.test(tip.head || "")) {
     fail(name, `the band's tooltip names an allocator frame: ${tip.head}`);

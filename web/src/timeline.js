@@ -202,7 +202,7 @@ class TimelineChart {
     this.u = new uPlot(opts, this.data(), this.host);
     this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
     this.u.over.addEventListener("mousemove", (e) => this.onHover(e));
-    this.u.over.addEventListener("mouseleave", hideTip);
+    this.u.over.addEventListener("mouseleave", () => { hideTip(); this.setHovered(null); });
     this.u.over.addEventListener("click", (e) => this.onClick(e));
     this.host.tabIndex = 0;
     this.host.setAttribute("aria-label", "memory timeline of device " + this.dev.device +
@@ -314,6 +314,7 @@ class TimelineChart {
     let last = n - 1;
     while (last > first && c.x[last] >= this.b) last--;
     let drawnBands = 0;
+    this.fig.hoveredDrawn = null;
     for (const vb of this.viewBands) {
       const k0 = Math.max(vb.c0, first), k1 = Math.min(vb.c1, last);
       if (k1 < k0) continue;
@@ -338,6 +339,13 @@ class TimelineChart {
       if (Y(bot[k0 - off] + size) < bb.top - 0.5 || y > base + 0.5) outside++;
       ctx.fillStyle = stackColor(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
       ctx.fill();
+      if (this.hovered === vb.band.id && this.selected !== vb.band.id) {
+        // The band under the pointer: outlined, so that a thin one among many is found.
+        ctx.strokeStyle = "#101828";
+        ctx.lineWidth = devicePixelRatio;
+        ctx.stroke();
+        this.fig.hoveredDrawn = vb.band.id;
+      }
       if (this.selected === vb.band.id) {
         ctx.strokeStyle = "#000";
         ctx.lineWidth = 1.5 * devicePixelRatio;
@@ -478,6 +486,7 @@ class TimelineChart {
     const col = this.columnAt(x);
     const y = this.u.posToVal(e.clientY - r.top, "y");
     const b = this.bandAt(col, y);
+    this.setHovered(b ? b.id : null);
     if (b) {
       showTip(e, this.bandTip(b));
       return;
@@ -488,6 +497,11 @@ class TimelineChart {
       "\nlive " + fmtBytes(col.live) + range + "\nreserved " + fmtBytes(col.reserved) +
       "\nin bands " + fmtBytes(col.bands_sum) + ", smaller allocations (grey) " + fmtBytes(col.rest) +
       (y <= col.live ? "" : "\nclick to see the allocator's segments here"));
+  }
+  setHovered(id) {
+    if (this.hovered === id) return;
+    this.hovered = id;
+    this.u.redraw(false, false);
   }
   onClick(e) {
     if (this.downAt && Math.hypot(e.clientX - this.downAt[0], e.clientY - this.downAt[1]) > 4) return;  // a drag
