@@ -27,8 +27,13 @@ Json ReplayJson(const analysis::ReportAnalysis& a) {
     run["peak_allocated"] = r.peak_allocated;
     run["cuda_mallocs"] = r.cuda_mallocs;
     run["ooms"] = r.ooms.size();
+    // Fragmentation in one meaning on the page, `frag`'s: the share of reserved memory stranded
+    // (free blocks inside segments that hold allocations: the inactive split bytes) at the peak.
+    const double stranded = r.peak_reserved > 0 ? static_cast<double>(r.inactive_split_at_peak) /
+                                                      static_cast<double>(r.peak_reserved)
+                                                : 0.0;
     std::string note = absl::StrCat(r.cuda_mallocs, " cudaMalloc, fragmentation at peak ",
-                                    FormatPercent(r.FragmentationAtPeak()));
+                                    FormatPercent(stranded), " stranded");
     if (!r.ooms.empty()) absl::StrAppend(&note, ", ", r.ooms.size(), " OOM");
     run["note"] = note;
     if (i < a.replay_curves.size() && !a.replay_curves[i].x.empty()) {

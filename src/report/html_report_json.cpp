@@ -185,6 +185,10 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["device"] = dt.device;
   j["num_events"] = dt.num_events;
   j["lifetimes"] = dt.blocks.size();
+  // The allocations the trace records (its alloc events, `summary`'s actions.alloc): the lifetimes
+  // that start in the trace, not those older than it (ghosts, blocks only freed in it).
+  j["mallocs"] = dt.by_class[static_cast<int>(analysis::LifetimeClass::kInWindow)].count +
+                 dt.by_class[static_cast<int>(analysis::LifetimeClass::kOpen)].count;
   j["end_live"] = dt.end_requested;
   j["end_reserved"] = dt.end_reserved;
   Json counted;

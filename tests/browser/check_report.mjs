@@ -10,7 +10,13 @@
 //     frame), its category and size, and the user's frames before the rest; a click keeps them;
 //   - the allocator state at the peak matches `memsnap frag --at peak --json`;
 //   - the diff page's deltas match `memsnap diff --at peak --json`;
-//   - the view survives a reload through the URL hash, follows a resize, and resets with a key.
+//   - the view survives a reload through the URL hash, follows a resize, and resets with a key;
+//   - every figure the page shows is the CLI's: the peaks and their moments, the allocations (the
+//     trace's mallocs), ghost and pre-trace blocks (`summary --json`), the live and reserved curves
+//     column by column (`timeline --csv`), fragmentation as `frag` measures it;
+//   - "Memory by kind" is never negative and never above the live curve, on an inconsistent trace too;
+//   - every section says what it is (data-section), and the words read right: no "1 blocks", no
+//     "-0" on an axis, sizes written one way, no empty kind listed, the peak line not hidden.
 //
 // Usage: node check_report.mjs MEMSNAP SOURCE_DIR [--keep DIR] [--corpus DIR]
 // Without --corpus it checks pages of the project's fixtures; with it, pages of corpus files only,
@@ -245,6 +251,8 @@ async function checkBandHover(name, page, index, want) {
     return { shown: t.style.display !== "none", head: head ? head.textContent : null, text: t.textContent };
   });
   if (!tip.shown) { fail(name, "hovering a band shows no tooltip"); return; }
+  const outlined = await page.evaluate((i) => __memsnap.timelines[i].fig.hoveredDrawn, index);
+  if (outlined !== tallest.id) fail(name, `the band under the pointer (${tallest.id}) is not outlined (${outlined})`);
   if (tip.head !== tallest.site) fail(name, `the band's tooltip leads with ${JSON.stringify(tip.head)}, its site is ${JSON.stringify(tallest.site)}`);
   if (/CUDACachingAllocator|DeviceCachingAllocator|c10::|at::detail::empty/.test(tip.head || "")) {
     fail(name, `the band's tooltip names an allocator frame: ${tip.head}`);
@@ -281,6 +289,12 @@ async function checkStateAtPeak(name, page, input) {
     if (d.stranded + d.releasable !== want.free_bytes) fail(name, `the map draws ${d.stranded + d.releasable} free bytes of ${want.free_bytes}`);
     if (d.allocated !== want.allocated_bytes) fail(name, `the map draws ${d.allocated} allocated bytes of ${want.allocated_bytes}`);
     if (fig.outside) fail(name, `the segment map draws ${fig.outside} boxes outside its canvas`);
+    // Rows do not end ragged: a row's gap is narrower than every box drawn in the rows below it.
+    if (!fig.row_ends) fail(name, "the segment map exports no row ends");
+    for (let r = 0; fig.row_ends && r + 1 < fig.row_ends.length; r++) {
+      const gap = fig.width - fig.row_ends[r], below = Math.min(...fig.row_min_box.slice(r + 1));
+      if (gap >= below + 0.01) { fail(name, `segment map row ${r} ends ${gap.toFixed(1)} px short, and a ${below.toFixed(1)} px box is drawn below it`); break; }
+    }
     const cursor = await page.evaluate((dev) => {
       const t = __memsnap.timelines.find((c) => c.dev.device === dev);
       return t ? t.cursorX : null;
@@ -347,9 +361,186 @@ async function checkCategories(name, page) {
   if (got.sites.length && !got.cats_shown) fail(name, "site tables show no category");
 }
 
+// Every section says what it is; the names are the same on every device and page.
+async function checkSections(name, page) {
+  const got = await page.evaluate(() => {
+    const D = JSON.parse(document.getElementById("memsnap-data").textContent);
+    return { unnamed: [...document.querySelectorAll("#app > section")].filter((s) => !s.dataset.section).map((s) => s.id),
+      names: [...document.querySelectorAll("[data-section]")].map((s) => s.dataset.section),
+      want: D.mode === "diff" ? ["timeline", "sites"] : [].concat(
+        D.devices.some((d) => d.tiles) ? ["timeline"] : [], D.devices.some((d) => d.categories) ? ["categories"] : [],
+        D.devices.some((d) => d.states) ? ["state"] : [], ["sites"], D.replay ? ["replay"] : []) };
+  });
+  if (got.unnamed.length) fail(name, `sections without data-section: ${got.unnamed.join(", ")}`);
+  for (const w of got.want) if (!got.names.includes(w)) fail(name, `no data-section="${w}"`);
+}
+
+// The words, read as a reader would: counts agree with their nouns, sizes are written one way
+// (as the CLI writes them: one decimal), the axes never read "-0", the state's title names its
+// moment once, no kind of memory is listed at 0 B, and the state cursor leaves the peak line seen.
+async function checkWords(name, page) {
+  const got = await page.evaluate(() => ({
+    text: document.getElementById("app").innerText,
+    ticks: __memsnap.timelines.map((t) => t.xTicks ? t.xTicks.ticks.map((v) => t.xTicks.label(v)) : []).flat(),
+    repeated: __memsnap.timelines.map((t) => t.xTicks ? t.xTicks.ticks.map((v) => t.xTicks.label(v)) : [])
+      .filter((l) => l.some((v, i) => i > 0 && v === l[i - 1])).map((l) => l.join(" ")),
+    titles: [...document.querySelectorAll("h3.moment")].map((e) => e.textContent),
+    zeroKinds: [...document.querySelectorAll("table.cats tbody tr")].filter((r) => /(^|\s)0\u00a0B/.test(r.textContent)).length,
+    hidden: __memsnap.timelines.filter((t) => {
+      if (!t.dev.peak || t.cursorX == null || !t.cursorEl || t.cursorEl.style.display === "none") return false;
+      return Math.abs(parseFloat(t.cursorEl.style.left) - t.u.valToPos(t.map.fwd(t.dev.peak.x), "x")) < 1.5;
+    }).length,
+  }));
+  const plural = got.text.match(/(^|[^\d.,])1[\s\u00a0](blocks|segments|allocations|events|sites|trace events|small segments)\b/);
+  if (plural) fail(name, `the page reads "${plural[0].trim()}"`);
+  const sizes = got.text.match(/\d+(\.\d+)?[\s\u00a0](KiB|MiB|GiB|TiB|PiB)\b/g) || [];
+  const odd = sizes.filter((t) => !/^\d+\.\d[\s\u00a0]/.test(t));
+  if (odd.length) fail(name, `sizes written another way than the CLI's one decimal: ${[...new Set(odd)].slice(0, 5).join(", ")}`);
+  const minus = got.ticks.filter((l) => /^-0(\D|$)/.test(l));
+  if (minus.length) fail(name, `an axis reads ${minus[0]}`);
+  if (got.repeated.length) fail(name, `an axis repeats a label: ${got.repeated[0]}`);
+  for (const t of got.titles) {
+    const m = /event ([\d,]+) \(event \1\)/.exec(t);
+    if (m) fail(name, `the state's title says ${m[0]}`);
+  }
+  if (got.zeroKinds) fail(name, `${got.zeroKinds} kinds of memory listed at 0 B at the peak`);
+  if (got.hidden) fail(name, `the state cursor hides the peak line on ${got.hidden} timelines`);
+}
+
+// The page's figures against the CLI's, every device: `summary --json` (peaks and their moments,
+// mallocs, ghosts, blocks only freed in the trace) and `timeline --csv` (the live and reserved
+// curves: each drawn column of the whole trace is the highest value of the events in it, or the
+// value carried from the last event before it). Only for traces the final state explains, where
+// the page draws the timeline's own curve.
+async function checkFigures(name, page, input) {
+  const summary = JSON.parse(run(["summary", "--json", input]));
+  const csv = run(["timeline", "--csv", input]).trim().split("\n");
+  const head = csv[0].split(",");
+  const col = (k) => head.indexOf(k);
+  const rows = new Map();
+  for (const line of csv.slice(1)) {
+    const f = line.split(",");
+    const d = Number(f[col("device")]);
+    if (!rows.has(d)) rows.set(d, []);
+    rows.get(d).push({ event: Number(f[col("event")]), t: Number(f[col("time_rel_us")]), live: Number(f[col("live_requested")]), res: Number(f[col("reserved")]) });
+  }
+  const devs = await page.evaluate(() => {
+    const D = JSON.parse(document.getElementById("memsnap-data").textContent);
+    return D.devices.map((d) => {
+      const t = __memsnap.timelines.find((c) => c.dev.device === d.device);
+      if (t) t.reset();
+      const cards = Object.fromEntries([...document.querySelectorAll(`#timeline-${d.device} > .cards .card`)].map((c) =>
+        [c.querySelector(".k").textContent, c.querySelector(".v").textContent]));
+      return { device: d.device, peak: d.peak, counted: d.counted, mallocs: d.mallocs, has_time: d.has_time, cards, tiles_shown: !!d.tiles,
+        cols: t ? { x: t.cols.x.slice(), max: t.cols.max.slice(), res: t.cols.res.slice(), span: t.span, w: t.cols.w } : null };
+    });
+  });
+  for (const d of devs) {
+    const want = summary.devices.find((s) => s.device === d.device);
+    if (!want) { fail(name, `summary has no device ${d.device}`); continue; }
+    const tag = `${name} device ${d.device}`;
+    const mallocs = (want.actions && want.actions.alloc) || 0;
+    if (d.mallocs !== mallocs) fail(tag, `${d.mallocs} allocations on the page, the trace has ${mallocs} mallocs`);
+    if (d.cards.allocations !== undefined && d.cards.allocations !== fmtCount(mallocs)) {
+      fail(tag, `the allocations card reads ${d.cards.allocations}, the trace has ${mallocs} mallocs`);
+    }
+    // (The page's ghost bytes are requested bytes, as its curve counts them; summary's are the
+    // blocks' sizes.)
+    if (d.tiles_shown && d.counted.ghosts !== want.ghost_blocks) {
+      fail(tag, `${d.counted.ghosts} ghosts, summary says ${want.ghost_blocks}`);
+    }
+    if (d.counted.frees_without_alloc !== want.frees_without_alloc) {
+      fail(tag, `${d.counted.frees_without_alloc} frees without alloc, summary says ${want.frees_without_alloc}`);
+    }
+    if (!d.peak || !want.peaks) continue;
+    const p = want.peaks;
+    if (d.peak.bytes !== p.live_bytes || d.peak.event !== p.live_event) {
+      fail(tag, `peak live ${d.peak.bytes} after event ${d.peak.event}, summary says ${p.live_bytes} after ${p.live_event}`);
+    }
+    if (d.peak.reserved_bytes !== p.reserved_bytes || d.peak.reserved_event !== p.reserved_event) {
+      fail(tag, `peak reserved ${d.peak.reserved_bytes} after event ${d.peak.reserved_event}, summary says ${p.reserved_bytes} after ${p.reserved_event}`);
+    }
+    if (d.has_time && d.peak.x !== p.live_time_rel_us) fail(tag, `the peak is drawn at ${d.peak.x} us, summary says +${p.live_time_rel_us} us`);
+    for (const [k, v] of [["peak live", p.live_bytes], ["peak reserved", p.reserved_bytes]]) {
+      if (d.cards[k] !== fmtBytes(v)) fail(tag, `the ${k} card reads ${d.cards[k]}, summary's figure is ${fmtBytes(v)}`);
+    }
+    // The curves, column by column, against timeline --csv.
+    const ev = rows.get(d.device) || [];
+    if (!d.cols || !ev.length) continue;
+    // The last bucket holds the trace's end (x == span).
+    const xOf = (e, i) => Math.min(d.has_time ? e.t : i, d.cols.span - d.cols.w / 2);
+    let j = 0, bad = 0, first = null;
+    let lastLive = d.counted.end_live_counted, lastRes = null;  // before event 0: unknown here
+    for (let k = 0; k < d.cols.x.length; k++) {
+      const lo = d.cols.x[k], hi = k + 1 < d.cols.x.length ? d.cols.x[k + 1] : d.cols.span + 1;
+      let live = -Infinity, res = -Infinity, any = false;
+      while (j < ev.length && xOf(ev[j], j) < hi) {
+        if (xOf(ev[j], j) >= lo) { live = Math.max(live, ev[j].live); res = Math.max(res, ev[j].res); any = true; }
+        lastLive = ev[j].live; lastRes = ev[j].res;
+        j++;
+      }
+      if (!any) { if (lastRes == null) continue; live = lastLive; res = lastRes; }
+      // The first column starts before event 0: reserved then is in the CSV only as summary's
+      // peak when the peak is there ("reserved_event": -1).
+      if (k === 0 && p.reserved_event === -1) res = Math.max(res, p.reserved_bytes);
+      if (live !== d.cols.max[k] || res !== d.cols.res[k]) {
+        bad++;
+        if (!first) first = `at x ${lo}: live ${d.cols.max[k]} reserved ${d.cols.res[k]}, timeline --csv ${live} and ${res}`;
+      }
+    }
+    if (bad) fail(tag, `${bad} of ${d.cols.x.length} columns differ from timeline --csv (first ${first})`);
+  }
+  // Fragmentation means one thing: the state's card at the reserved peak is frag's stranded share.
+  const frag = JSON.parse(run(["frag", "--at", "peak", "--json", input]));
+  for (const a of frag.answers || []) {
+    const button = page.locator(`#state-${a.device} button[data-moment="peak reserved"]`);
+    if (await button.count() === 0) continue;
+    await button.click();
+    const shown = await page.evaluate((dev) => {
+      const c = [...document.querySelectorAll(`#state-${dev} .card`)].find((e) => e.querySelector(".k").textContent === "fragmentation");
+      return c ? c.querySelector(".v").textContent : null;
+    }, a.device);
+    if (shown == null || Math.abs(parseFloat(shown) - 100 * a.stranded_share) > 0.051) {
+      fail(`${name} device ${a.device}`, `the state card's fragmentation reads ${shown}, frag's stranded share is ${(100 * a.stranded_share).toFixed(2)}%`);
+    }
+  }
+}
+
+// The page's own ways of writing a size and a count (web/src/format.js), for the checks above.
+function fmtBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let v = Math.abs(n), i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (n < 0 ? "-" : "") + (i === 0 ? v.toFixed(0) : v.toFixed(1)) + "\u00a0" + units[i];
+}
+function fmtCount(n) { return Number(n).toLocaleString("en-US"); }
+
+// Memory by kind never goes negative and never rises above the live curve of its timeline.
+async function checkKindsUnderCurve(name, page) {
+  const got = await page.evaluate(() => (__memsnap.categories || []).map((c) => {
+    const t = __memsnap.timelines.find((q) => q.dev.device === c.device);
+    if (!t || !c.xs) return { device: c.device, missing: true };
+    t.reset();
+    let over = 0, first = null;
+    c.xs.forEach((x, i) => {
+      const col = t.columnAt(x);
+      if (c.totals[i] > col.live) { over++; if (!first) first = [x, c.totals[i], col.live]; }
+    });
+    return { device: c.device, negative: c.negative, over, first, peak_total: c.peak_total, peak: t.dev.peak && t.dev.peak.bytes };
+  }));
+  for (const c of got) {
+    if (c.missing) { fail(name, `device ${c.device}: the kinds of memory chart exports no columns to check`); continue; }
+    if (c.negative) fail(name, `device ${c.device}: ${c.negative} negative values of a kind of memory`);
+    if (c.over) fail(name, `device ${c.device}: kinds of memory above the live curve in ${c.over} columns (first at ${c.first})`);
+    if (c.peak_total < 0 || (c.peak != null && c.peak_total > c.peak)) fail(name, `device ${c.device}: kinds at the peak add up to ${c.peak_total}, the peak is ${c.peak}`);
+  }
+}
+
 async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
+  await checkSections(name, page);
+  await checkWords(name, page);
   await checkTimelines(name, page);
   const count = await page.evaluate(() => __memsnap.timelines.length);
   let zoomed = null;
@@ -363,9 +554,27 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   await checkCategories(name, page);
   checkConsole(name, page);
   if (zoomed) await checkHashAndKeys(name, page, zoomed.index, zoomed.fig);
+  // These reset the view: after the zoomed view's link was checked.
+  await checkKindsUnderCurve(name, page);
+  await checkFigures(name, page, input);
+  checkConsole(name, page);
   await page.close();
   console.log(`checked ${name}: ${html}`);
   return html;
+}
+
+// A page too small to zoom into (a few events): its sections, words and figures.
+async function checkPlainPage(name, input) {
+  const html = report(name, [input]);
+  const page = await open(name, html);
+  await checkSections(name, page);
+  await checkWords(name, page);
+  await checkTimelines(name, page);
+  await checkStateAtPeak(name, page, input);
+  await checkFigures(name, page, input);
+  checkConsole(name, page);
+  await page.close();
+  console.log(`checked ${name}: ${html}`);
 }
 
 async function checkDiffPage(name, a, b) {
@@ -413,6 +622,8 @@ async function checkInconsistent(name, input) {
   if (!words || !/cannot be reconciled/.test(words)) fail(name, "the page does not say what the trace cannot explain");
   const sites = await page.evaluate(() => [__memsnap.timelines[0].dev.peak.bytes, JSON.parse(document.getElementById("memsnap-data").textContent).peak_sites.total_bytes]);
   if (sites[1] > sites[0] * 1.01 + 1e6) fail(name, `alive at the peak lists ${sites[1]} against a ${sites[0]} peak`);
+  await checkKindsUnderCurve(name, page);
+  await checkWords(name, page);
   if (figs.length) await zoomIntoPeak(name, page, 0);
   checkConsole(name, page);
   await page.close();
@@ -427,6 +638,9 @@ try {
     await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
     await checkSinglePage("attribution", path.join(testdata, "attribution_training.json"), [],
       /^linear \u2190 model\/net\.py:15 forward$/);
+    // A trace without times: its x axis counts events (an axis that read "-0", a state title
+    // that said "after event 3 (event 3)").
+    await checkPlainPage("events-only", path.join(testdata, "timeline_legacy_2_0.json"));
     await checkDiffPage("diff", path.join(testdata, "summary_basic.json"), basic);
     await checkInconsistent("inconsistent-basic", path.join(testdata, "frag_trace.json"));
   } else {
@@ -436,6 +650,9 @@ try {
     await checkSinglePage("corpus-largest", largest);
     const oom = pick(/oom|ConstructorSun/);
     if (oom) await checkSinglePage("corpus-oom", oom);
+    // Three devices, expandable segments, an OOM on a full card (issue 36 §1).
+    const expandable = pick(/ConstructorSun.*b5ef67ce/);
+    if (expandable && expandable !== oom) await checkSinglePage("corpus-expandable", expandable);
     const fullstep = pick(/ctx256_fullstep/);
     if (fullstep) await checkSinglePage("corpus-fullstep", fullstep);
     const other = pick(/medium_256_training/);

@@ -230,6 +230,49 @@ TEST_SUITE("report") {
     CheckLodInvariants(dt, lod, "inconsistent");
   }
 
+  TEST_CASE(
+      "memory by kind adds up to the drawn curve, never negative, on a trace that cannot be "
+      "reconciled") {
+    // As above: A and B allocated and never freed (not live at the end), C freed and never
+    // allocated. The drawn curve leaves them out; the kinds of memory under it must too.
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kAlloc, 0xA00, 100),
+        Ev(Action::kFreeCompleted, 0xC00, 50),
+        Ev(Action::kAlloc, 0xD00, 20),
+        Ev(Action::kFreeCompleted, 0xD00, 20),
+        Ev(Action::kAlloc, 0xB00, 30),
+    });
+    analysis::ReportAnalysisOptions options;
+    auto a = analysis::AnalyzeForReport(snap, options);
+    REQUIRE_MESSAGE(a.ok(), a.status().message());
+    const analysis::DeviceReportAnalysis& d = a->devices[0];
+    REQUIRE(d.categories.has_value());
+    REQUIRE(d.lod.counted.any_left_out());
+    auto total = [](const analysis::CategoryBytes& b) {
+      int64_t t = 0;
+      for (int64_t v : b) {
+        CHECK(v >= 0);
+        t += v;
+      }
+      return t;
+    };
+    CHECK(total(d.categories->peak) == d.lod.peak_bytes);
+    // Each column is sampled at its bucket's sample event: the kinds add up to the curve there.
+    const DeviceTimeline& dt = a->timeline.devices[d.timeline_index];
+    int64_t start = 0;
+    std::vector<int64_t> curve = analysis::CountedCurve(dt, d.lod.counted, start);
+    size_t k = 0;
+    for (const analysis::LodTile& t : d.lod.tiles) {
+      if (t.level != 0) continue;
+      for (const LodBucket& b : t.buckets) {
+        REQUIRE(k < d.categories->columns.size());
+        const int64_t live = b.sample_event.is_start() ? start : curve[b.sample_event.index()];
+        CHECK(total(d.categories->columns[k++]) == live);
+      }
+    }
+    CHECK(k == d.categories->columns.size());
+  }
+
   TEST_CASE("a consistent trace's drawn curve is the timeline's live curve") {
     Snapshot snap = LoadFixture("frag_trace.json");
     analysis::Timeline tl = TimelineOf(snap);

@@ -30,7 +30,7 @@ function renderDiff() {
   document.title = "memsnap diff: " + A.path.split("/").pop() + " \u2192 " + B.path.split("/").pop();
   document.getElementById("title").textContent = "memsnap diff";
   document.getElementById("meta").replaceChildren("before: ", breakable(A.path), " \u00b7 after: ", breakable(B.path));
-  const top = section("Totals", "totals");
+  const top = section("Totals", "totals", null, "totals");
   const dl = D.live_bytes[1] - D.live_bytes[0];
   const cards = h("div", { class: "cards" }, card("live before (" + D.moment + ")", fmtBytes(D.live_bytes[0])),
     card("live after (" + D.moment + ")", fmtBytes(D.live_bytes[1])), card("change", fmtDelta(dl)),
@@ -51,7 +51,7 @@ function renderDiff() {
 }
 
 function renderDiffDevice(device, pair) {
-  const sec = section("Device " + device + ": before and after", "diff-timeline-" + device);
+  const sec = section("Device " + device + ": before and after", "diff-timeline-" + device, null, "timeline");
   const sides = [["before", pair.before, D.before], ["after", pair.after, D.after]].filter((s) => s[1] && s[1].tiles);
   if (!sides.length) { sec.append(note("No trace events on this device in either file.")); return; }
   const both = sides.length === 2;
@@ -112,8 +112,8 @@ function renderDiffDevice(device, pair) {
 
 // The sites that changed most, as a diverging bar chart (growth right, shrink left).
 function renderSiteDeltas() {
-  const ss = section("What changed at the " + D.moment + ", by allocation site", "diff-sites");
-  ss.append(note(fmtCount(D.sites_total) + " sites changed, " + fmtCount(D.sites_unchanged) + " unchanged; " +
+  const ss = section("What changed at the " + D.moment + ", by allocation site", "diff-sites", null, "sites");
+  ss.append(note(fmtCountOf(D.sites_total, "site") + " changed, " + fmtCount(D.sites_unchanged) + " unchanged; " +
     "the largest changes first. Sites are matched by their frames' text, as `memsnap diff` does."));
   const rows = D.sites;
   let top = 1;
@@ -131,7 +131,7 @@ function renderSiteDeltas() {
       h("span", { class: "n", text: fmtBytes(r.before) }), h("span", { class: "n", text: fmtBytes(r.after) }),
       h("span", { class: "n " + (d > 0 ? "grow" : "shrink"), text: fmtDelta(d) }), axis,
       h("span", { class: "site" }, siteCell(rowFrames(r, { frames: [] }), r.synthetic, r), presence));
-    row.addEventListener("mousemove", (e) => showTip(e, fmtDelta(d) + " (" + fmtCount(r.before_count) + " \u2192 " + fmtCount(r.after_count) + " blocks)\n" + r.key.split(";").reverse().slice(0, 6).join("\n")));
+    row.addEventListener("mousemove", (e) => showTip(e, fmtDelta(d) + " (" + fmtCount(r.before_count) + " \u2192 " + fmtCountOf(r.after_count, "block") + ")\n" + r.key.split(";").reverse().slice(0, 6).join("\n")));
     row.addEventListener("mouseleave", hideTip);
     chart.append(row);
   }
@@ -140,7 +140,7 @@ function renderSiteDeltas() {
 }
 
 function renderScopes() {
-  const sc = section("Per device, pool and stream (end of each snapshot)", "diff-scopes");
+  const sc = section("Per device, pool and stream (end of each snapshot)", "diff-scopes", null, "scopes");
   const cls = (d) => "n " + (d > 0 ? "grow" : d < 0 ? "shrink" : "");
   const st = h("table", {}, h("tr", {}, h("th", { text: "scope" }), h("th", { class: "n", text: "reserved" }), h("th", { class: "n", text: "\u0394 reserved" }),
     h("th", { class: "n", text: "allocated" }), h("th", { class: "n", text: "\u0394 allocated" }), h("th", { class: "n", text: "segments" })));
@@ -152,7 +152,7 @@ function renderScopes() {
   }
   sc.append(h("div", { class: "table-wrap" }, st));
   if (D.settings.length) {
-    const se = section("Allocator settings that differ", "diff-settings");
+    const se = section("Allocator settings that differ", "diff-settings", null, "settings");
     const tt = h("table", {}, h("tr", {}, h("th", { text: "setting" }), h("th", { text: "before" }), h("th", { text: "after" })));
     for (const [k, a, b] of D.settings) tt.append(h("tr", {}, h("td", { text: k }), h("td", { text: a }), h("td", { text: b })));
     se.append(tt);

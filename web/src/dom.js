@@ -25,8 +25,10 @@ function card(k, v, title) {
   return h("div", { class: "card", title: title },
     h("div", { class: "k", text: k }), h("div", { class: "v", text: v }));
 }
-function section(title, id, parent) {
-  const sec = h("section", { id: id }, h("h2", { text: title }));
+// `name`: what the section is (data-section: timeline, categories, state, sites, replay,
+// annotations...), the same on every device, for links and tests.
+function section(title, id, parent, name) {
+  const sec = h("section", { id: id, "data-section": name }, h("h2", { text: title }));
   (parent || app).append(sec);
   return sec;
 }

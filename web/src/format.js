@@ -1,15 +1,20 @@
 // Numbers as people read them: sizes in powers of 1024, counts with separators, times in one unit.
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
+// Written as the CLI writes them (util/format.cc FormatBytes: whole bytes, else one decimal), so
+// a size on the page reads the same as in `memsnap summary` and in the OOM answer's lines.
 function fmtBytes(n) {
   const neg = n < 0;
   let v = Math.abs(n), i = 0;
   while (v >= 1024 && i < UNITS.length - 1) { v /= 1024; i++; }
-  const s = i === 0 ? v.toFixed(0) : v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2);
+  const s = i === 0 ? v.toFixed(0) : v.toFixed(1);
   return (neg ? "-" : "") + s + "\u00a0" + UNITS[i];  // a size never wraps inside
 }
 function fmtDelta(n) { return (n > 0 ? "+" : "") + fmtBytes(n); }
-function fmtCount(n) { return Number(n).toLocaleString("en-US"); }
+// -0 (an axis origin rounded from a hair below 0) reads 0.
+function fmtCount(n) { const v = Number(n); return (v === 0 ? 0 : v).toLocaleString("en-US"); }
+// "1 block", "2 blocks".
+function fmtCountOf(n, one, many) { return fmtCount(n) + "\u00a0" + (Number(n) === 1 ? one : many || one + "s"); }
 function fmtPct(f) { return (100 * f).toFixed(1) + "%"; }
 // A duration or a position in microseconds, in the unit that suits its size.
 function fmtMicros(us) {
@@ -25,7 +30,7 @@ function fmtX(x, hasTime) {
   return fmtMicros(x);
 }
 function fmtSpan(dx, hasTime) {
-  if (!hasTime) return fmtCount(Math.round(dx)) + " events";
+  if (!hasTime) return fmtCountOf(Math.round(dx), "event");
   return fmtMicros(dx);
 }
 function hex(n) { return "0x" + Math.round(n).toString(16); }

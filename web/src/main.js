@@ -17,15 +17,15 @@ function traceNotes(dev) {
     if (c.timeline_max_over_reserved > 0) wrong.push("live memory would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved));
     const items = [];
     if (c.open_left_out > 0) {
-      items.push(fmtCount(c.open_left_out) + " allocations (" + fmtBytes(c.open_left_out_bytes) +
+      items.push(fmtCountOf(c.open_left_out, "allocation") + " (" + fmtBytes(c.open_left_out_bytes) +
         ") that the trace never frees although the final state does not hold them: their frees were not recorded, so when they ended is unknown;");
     }
     if (c.pre_window_left_out > 0) {
-      items.push(fmtCount(c.pre_window_left_out) + " blocks (" + fmtBytes(c.pre_window_left_out_bytes) +
+      items.push(fmtCountOf(c.pre_window_left_out, "block") + " (" + fmtBytes(c.pre_window_left_out_bytes) +
         ") that the trace frees but never allocates (the recording began mid-run or its ring buffer dropped events): they cannot all have been live from the start, as that would be more than was reserved;");
     }
     if (c.segments_left_out > 0) {
-      items.push(fmtCount(c.segments_left_out) + " segments (" + fmtBytes(c.segments_left_out_bytes) +
+      items.push(fmtCountOf(c.segments_left_out, "segment") + " (" + fmtBytes(c.segments_left_out_bytes) +
         ") that the trace creates and never releases although the final state does not hold them (so does `memsnap timeline`).");
     }
     const box = h("div", { class: "note warn" },
@@ -42,11 +42,11 @@ function traceNotes(dev) {
       " not explained by the trace (block sizes that differ from the recorded requests); the chart shows what the trace records.", "warn"));
   }
   if (c.pre_window > 0 && c.pre_window_left_out === 0) {
-    out.push(note(fmtCount(c.pre_window) + " blocks (" + fmtBytes(c.pre_window_bytes) + ") are freed in the trace but were allocated before it began " +
+    out.push(note(fmtCountOf(c.pre_window, "block") + " (" + fmtBytes(c.pre_window_bytes) + ") are freed in the trace but were allocated before it began " +
       "(only their free is recorded): they count as live from the start, labelled \u201callocated before the trace\u201d."));
   }
   if (c.ghosts > 0) {
-    out.push(note(fmtCount(c.ghosts) + " blocks (" + fmtBytes(c.ghost_bytes) + ") are live at the end but never appear in the trace " +
+    out.push(note(fmtCountOf(c.ghosts, "block") + " (" + fmtBytes(c.ghost_bytes) + ") are live at the end but never appear in the trace " +
       "(\u201cghosts\u201d: allocated before the recording began and never freed): they count as live from the start."));
   }
   return out;
@@ -74,14 +74,14 @@ function oomAnswer(dev) {
 }
 
 function renderDevice(dev, tables) {
-  const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device);
+  const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device, null, "timeline");
   const cards = h("div", { class: "cards" });
   if (dev.peak) {
     cards.append(card("peak live", fmtBytes(dev.peak.bytes), "highest live (requested) bytes, at " + fmtX(dev.peak.x, dev.has_time)),
       card("peak reserved", fmtBytes(dev.peak.reserved_bytes)));
   }
   cards.append(card("live at end", fmtBytes(dev.end_live)), card("reserved at end", fmtBytes(dev.end_reserved)),
-    card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.lifetimes), "block lifetimes: one per malloc, live until its free"));
+    card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.mallocs), "allocations the trace records (its alloc events, as memsnap summary counts them)"));
   sec.append(cards, ...oomAnswer(dev), ...traceNotes(dev));
   let chart = null;
   if (dev.tiles) {
@@ -109,7 +109,7 @@ function renderDevice(dev, tables) {
       "(record with torch.cuda.memory._record_memory_history() to get a timeline)."));
   }
   if (dev.states) {
-    const ss = section("Device " + dev.device + ": the allocator's segments at a moment", "state-" + dev.device);
+    const ss = section("Device " + dev.device + ": the allocator's segments at a moment", "state-" + dev.device, null, "state");
     const view = new StateView(ss, dev, tables);
     M.states.push(view);
     if (chart) {
@@ -137,6 +137,8 @@ const CATEGORIES = [
 function renderCategories(sec, dev, timeline) {
   const c = dev.categories;
   const cats = CATEGORIES.filter(([k]) => c.series[k]);
+  // The table at the peak lists the kinds that hold memory there, not "temporaries 0 B 0.0%".
+  const atPeak = cats.filter(([k]) => c.series[k].peak > 0);
   if (!cats.length || !c.n) return;
   const width = c.column_width;
   const xs = [];
@@ -144,16 +146,18 @@ function renderCategories(sec, dev, timeline) {
   for (const d of unpackVarints(c.columns)) { col += d; xs.push(col * width); }
   const values = cats.map(([k]) => unpackVarints(c.series[k].bytes));
   const peakTotal = cats.reduce((s, [k]) => s + c.series[k].peak, 0);
-  const box = h("div", { class: "categories" });
+  const box = h("div", { class: "categories", "data-section": "categories" });
   sec.append(box);
   box.append(h("h3", { text: "Memory by kind" }), note("Live memory split by what it is, as " +
     "memsnap top --by category names it (inferred from each allocation's stack and lifetime); " +
-    "each column at its highest point, so the top edge is the live curve above."));
+    "each column at its highest point, so the top edge is the live curve above." +
+    (dev.counted.open_left_out > 0 || dev.counted.pre_window_left_out > 0
+      ? " The allocations the trace cannot place (see the note above) are left out here as they are from the curve." : "")));
   // At the peak: one row per category, largest first.
   const t = h("table", { class: "cats" }, h("thead", {}, h("tr", {}, h("th", { text: "at the peak" }),
     h("th", { class: "n", text: "bytes" }), h("th", { class: "n", text: "share" }))));
   const body = h("tbody");
-  for (const [k, label, color, title] of cats.slice().sort((p, q) => c.series[q[0]].peak - c.series[p[0]].peak)) {
+  for (const [k, label, color, title] of atPeak.slice().sort((p, q) => c.series[q[0]].peak - c.series[p[0]].peak)) {
     const v = c.series[k].peak;
     const bar = h("span", { class: "bar" });
     bar.style.width = Math.max(1, (80 * v) / Math.max(1, peakTotal)) + "px";
@@ -216,12 +220,12 @@ function renderCategories(sec, dev, timeline) {
   // For the browser test: the peak's categories, and each column's total against the live curve.
   M.categories = M.categories || [];
   M.categories.push({ device: dev.device, peak: Object.fromEntries(cats.map(([k]) => [k, c.series[k].peak])),
-    peak_total: peakTotal, columns: n, max_total: Math.max(...cum[cum.length - 1]),
+    peak_total: peakTotal, columns: n, max_total: Math.max(...cum[cum.length - 1]), xs, totals: cum[cum.length - 1],
     negative: values.reduce((m, v) => m + v.filter((x) => x < 0).length, 0) });
 }
 
 function glossary() {
-  const sec = section("Terms used on this page", "terms");
+  const sec = section("Terms used on this page", "terms", null, "terms");
   const terms = [
     ["live", "requested bytes of blocks that are allocated or pending free: what the program holds, as PyTorch's Active Memory Timeline plots it"],
     ["reserved", "bytes the caching allocator obtained from CUDA (cudaMalloc'd segments); it includes free cached blocks"],
@@ -229,7 +233,7 @@ function glossary() {
     ["pending free", "freed by the program but waiting for work queued on other streams (record_stream) before it can be reused"],
     ["releasable", "free memory in whole free segments (whole free pages of expandable ones): torch.cuda.empty_cache() returns it to CUDA"],
     ["stranded", "free blocks inside segments that still hold allocations: empty_cache() cannot release them, and only requests that fit them can use them"],
-    ["fragmentation", "1 - largest free block / free bytes, per pool and stream: near 0% the free memory is one piece"],
+    ["fragmentation", "the share of reserved memory stranded: free but inside segments that still hold allocations, so neither empty_cache() nor a request that does not fit can use it (as memsnap frag measures it)"],
     ["band", "one allocation drawn from its malloc to its free, stacked in allocation order; the grey band sums all smaller ones"],
     ["allocated before the trace", "a block the trace frees but never allocates: the recording began after it (or the ring buffer dropped its malloc)"],
     ["ghost", "a block live at the end that never appears in the trace: allocated before the recording began and never freed"],
@@ -323,20 +327,20 @@ function renderSingle() {
   const tables = { frames: D.frames, stacks: D.stacks, kinds: D.frame_kinds, sites: D.band_sites, categories: D.category_names };
   document.title = "memsnap report: " + file.path.split("/").pop();
   document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
-    fmtCount(file.segments) + "\u00a0segments \u00b7 " + fmtCount(file.blocks) + "\u00a0blocks \u00b7 " + fmtCount(file.events) + "\u00a0trace events" +
+    fmtCountOf(file.segments, "segment") + " \u00b7 " + fmtCountOf(file.blocks, "block") + " \u00b7 " + fmtCountOf(file.events, "trace event") +
     (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : ""));
   for (const dev of D.devices) renderDevice(dev, tables);
   const ps = D.peak_sites;
-  const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites");
-  sp.append(note(fmtBytes(ps.total_bytes) + " in " + fmtCount(ps.total_count) + " blocks" +
+  const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites", null, "sites");
+  sp.append(note(fmtBytes(ps.total_bytes) + " in " + fmtCountOf(ps.total_count, "block") +
     (ps.moment === "peak" ? " (each device at the peak of its live curve above)." : ".")));
   sp.append(siteTable(ps, tables));
   const as = D.alloc_sites;
-  const sa = section("Top allocation sites over the trace", "alloc-sites");
-  sa.append(note(fmtBytes(as.total_bytes) + " allocated in " + fmtCount(as.total_count) + " allocations (every allocation counts once, live or freed)."));
+  const sa = section("Top allocation sites over the trace", "alloc-sites", null, "sites");
+  sa.append(note(fmtBytes(as.total_bytes) + " allocated in " + fmtCountOf(as.total_count, "allocation") + " (every allocation counts once, live or freed)."));
   sa.append(siteTable(as, tables));
   if (D.replay) {
-    renderReplay(section("Replay under other allocator settings", "replay"), D.replay,
+    renderReplay(section("Replay under other allocator settings", "replay", null, "replay"), D.replay,
       D.devices.find((d) => d.device === D.replay.device && d.tiles));
   }
   glossary();

@@ -92,18 +92,21 @@ class StateView {
     this.current = i;
     const m = this.moments[i], f = m.figures, ht = this.dev.has_time;
     if (this.slider) this.slider.value = i;
-    const when = m.event < 0 ? "before the first event" : "after event " + fmtCount(m.event) + " (" + fmtX(m.x, ht) + ")";
+    // Without times x is the event index: "after event 5,136", not "after event 5,136 (event 5,136)".
+    const when = m.event < 0 ? "before the first event" : "after event " + fmtCount(m.event) + (ht ? " (" + fmtX(m.x, ht) + ")" : "");
     this.title.textContent = "State " + when + (m.labels ? " \u2014 " + m.labels.join(", ") : "");
     const share = (v) => (f.reserved_bytes > 0 ? " (" + fmtPct(v / f.reserved_bytes) + ")" : "");
     this.cards.replaceChildren(
-      card("reserved", fmtBytes(f.reserved_bytes), fmtCount(f.segments) + " segments, " + fmtCount(f.blocks) + " blocks"),
+      card("reserved", fmtBytes(f.reserved_bytes), fmtCountOf(f.segments, "segment") + ", " + fmtCountOf(f.blocks, "block")),
       card("allocated", fmtBytes(f.allocated_bytes) + share(f.allocated_bytes)),
       card("free, releasable", fmtBytes(f.releasable_bytes), "whole free segments: empty_cache() would release them"),
       card("free, stranded", fmtBytes(f.stranded_bytes), "free blocks inside segments in use"),
       card("pending free", fmtBytes(f.pending_free_bytes)),
       card("largest free block", fmtBytes(f.largest_free_bytes)),
       card("segments", fmtCount(f.segments) + " (" + fmtCount(f.free_segments) + " free)"),
-      card("fragmentation", fmtPct(f.external_fragmentation), "1 - largest free block / free bytes, per pool and stream"));
+      // One meaning of fragmentation on the page, frag's: the share of reserved memory stranded.
+      card("fragmentation", fmtPct(f.reserved_bytes > 0 ? f.stranded_bytes / f.reserved_bytes : 0),
+        "free memory stranded inside segments in use, as a share of reserved memory (memsnap frag's stranded share)"));
     this.draw();
     if (this.timeline) this.timeline.setCursor(m.x);
     if (fromUser) setHashPart("s" + this.dev.device, String(m.event));
@@ -130,15 +133,18 @@ class StateView {
       group.segs.push(s);
       group.size += s.size;
     }
-    // Pack the boxes into rows, left to right.
-    let x = 0, row = 0;
+    // Pack the boxes into rows, largest first, each into the first row with room for it (first
+    // fit): a row ends short only by less than any box drawn below it, so rows do not end ragged
+    // where a later, smaller segment would have filled them.
+    const used = [];
     for (const b of boxes) {
       const w = b.size / bpp;
-      if (x > 0 && x + w > W + 0.01) { row++; x = 0; }
-      b.x = x; b.row = row; b.w = w;
-      x += w;
+      let row = used.findIndex((u) => u + w <= W + 0.01);
+      if (row < 0) { row = used.length; used.push(0); }
+      b.x = used[row]; b.row = row; b.w = w;
+      used[row] += w;
     }
-    const rows = boxes.length ? row + 1 : 0;
+    const rows = used.length;
     const H = Math.max(rowH, rows * (rowH + gap));
     const dpr = devicePixelRatio;
     this.canvas.width = Math.round(W * dpr);
@@ -182,7 +188,9 @@ class StateView {
     this.boxes = boxes;
     this.layout = { bpp, rowH, gap };
     this.fig = { device: this.dev.device, event: m.event, labels: m.labels || [], figures: m.figures, drawn,
-      bytes_per_px: bpp, rows, width: W, height: H, outside };
+      bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.slice(),
+      // The narrowest box of each row: a row's gap must be narrower than every box below it.
+      row_min_box: used.map((u, r) => Math.min(...boxes.filter((q) => q.row === r).map((q) => q.w))) };
   }
   onHover(e) {
     const r = this.canvas.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
@@ -194,7 +202,7 @@ class StateView {
     if (b.segs.length > 1) {
       const by = [0, 0, 0, 0];
       for (const s of b.segs) for (const p of s.spans) by[p.kind] += p.size;
-      showTip(e, b.segs.length + " small segments, " + fmtBytes(b.size) + " (" + (b.small ? "small" : "large") + " pool)\n" +
+      showTip(e, fmtCountOf(b.segs.length, "small segment") + ", " + fmtBytes(b.size) + " (" + (b.small ? "small" : "large") + " pool)\n" +
         SPAN_KINDS.map((k, i) => k.text + " " + fmtBytes(by[i])).join("\n"));
       return;
     }

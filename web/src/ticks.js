@@ -29,9 +29,10 @@ function byteAxis(max, count) {
 // x axis ticks between lo and hi (microseconds or events, or already-mapped units).
 function xAxis(lo, hi, kind, count) {
   const span = Math.max(hi - lo, 1e-9);
-  const step = niceStep(span, count || 7);
+  // Events are whole: a step under one would label "0 0 0 1 1 1".
+  const step = kind === "events" ? Math.max(1, niceStep(span, count || 7)) : niceStep(span, count || 7);
   const ticks = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) ticks.push(v);
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) ticks.push(v === 0 ? 0 : v);
   let label;
   if (kind === "time") {
     // One unit for the whole axis, chosen by its largest value; decimals by the step.

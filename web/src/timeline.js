@@ -202,7 +202,7 @@ class TimelineChart {
     this.u = new uPlot(opts, this.data(), this.host);
     this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
     this.u.over.addEventListener("mousemove", (e) => this.onHover(e));
-    this.u.over.addEventListener("mouseleave", hideTip);
+    this.u.over.addEventListener("mouseleave", () => { hideTip(); this.setHovered(null); });
     this.u.over.addEventListener("click", (e) => this.onClick(e));
     this.host.tabIndex = 0;
     this.host.setAttribute("aria-label", "memory timeline of device " + this.dev.device +
@@ -314,6 +314,7 @@ class TimelineChart {
     let last = n - 1;
     while (last > first && c.x[last] >= this.b) last--;
     let drawnBands = 0;
+    this.fig.hoveredDrawn = null;
     for (const vb of this.viewBands) {
       const k0 = Math.max(vb.c0, first), k1 = Math.min(vb.c1, last);
       if (k1 < k0) continue;
@@ -338,10 +339,25 @@ class TimelineChart {
       if (Y(bot[k0 - off] + size) < bb.top - 0.5 || y > base + 0.5) outside++;
       ctx.fillStyle = stackColor(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
       ctx.fill();
+      if (this.hovered === vb.band.id && this.selected !== vb.band.id) {
+        // The band under the pointer: outlined, so that a thin one among many is found.
+        ctx.strokeStyle = "#101828";
+        ctx.lineWidth = devicePixelRatio;
+        ctx.stroke();
+        this.fig.hoveredDrawn = vb.band.id;
+      }
       if (this.selected === vb.band.id) {
         ctx.strokeStyle = "#000";
         ctx.lineWidth = 1.5 * devicePixelRatio;
         ctx.stroke();
+        // A band under a few pixels tall: its outline alone would be a hairline, so a box of at
+        // least 6 px around it shows which band was clicked.
+        const yTopPx = Y(bot[k0 - off] + size), thin = 6 * devicePixelRatio;
+        if (y - yTopPx < thin) {
+          const mid = (y + yTopPx) / 2;
+          ctx.strokeRect(edge[k0], mid - thin / 2, Math.max(edge[k1 + 1] - edge[k0], 2 * devicePixelRatio), thin);
+          this.fig.selectedBox = thin / devicePixelRatio;
+        }
       }
       drawnBands++;
     }
@@ -403,9 +419,13 @@ class TimelineChart {
       this.u.over.append(this.cursorEl);
     }
     const x = this.cursorX;
-    const show = x != null && x >= this.a && x <= this.b;
+    // On the peak's own line the cursor would hide it (the state view opens at the peak): the
+    // dashed peak line marks that moment already.
+    const px = (v) => Math.round(this.u.valToPos(this.map.fwd(v), "x"));
+    const onPeak = x != null && this.dev.peak && px(x) === px(this.dev.peak.x);
+    const show = x != null && x >= this.a && x <= this.b && !onPeak;
     this.cursorEl.style.display = show ? "block" : "none";
-    if (show) this.cursorEl.style.left = Math.round(this.u.valToPos(this.map.fwd(x), "x")) + "px";
+    if (show) this.cursorEl.style.left = px(x) + "px";
   }
   // The column under a raw x, with the band stack there: what the tooltip and the tests read.
   columnAt(x) {
@@ -466,6 +486,7 @@ class TimelineChart {
     const col = this.columnAt(x);
     const y = this.u.posToVal(e.clientY - r.top, "y");
     const b = this.bandAt(col, y);
+    this.setHovered(b ? b.id : null);
     if (b) {
       showTip(e, this.bandTip(b));
       return;
@@ -476,6 +497,11 @@ class TimelineChart {
       "\nlive " + fmtBytes(col.live) + range + "\nreserved " + fmtBytes(col.reserved) +
       "\nin bands " + fmtBytes(col.bands_sum) + ", smaller allocations (grey) " + fmtBytes(col.rest) +
       (y <= col.live ? "" : "\nclick to see the allocator's segments here"));
+  }
+  setHovered(id) {
+    if (this.hovered === id) return;
+    this.hovered = id;
+    this.u.redraw(false, false);
   }
   onClick(e) {
     if (this.downAt && Math.hypot(e.clientX - this.downAt[0], e.clientY - this.downAt[1]) > 4) return;  // a drag

@@ -78,7 +78,9 @@ absl::Status AddReplay(const Snapshot& snap, const ReportAnalysisOptions& option
 ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline& dt,
                                     const TimelineLod& lod) {
   ReportCategories out;
-  CategoryCurve curve = BuildCategoryCurve(context, dt);
+  // The lifetimes the page's live curve counts, and only those: kinds of memory then add up to
+  // that curve and are never negative, even on a trace that cannot be reconciled.
+  CategoryCurve curve = BuildCategoryCurve(context, dt, lod.counted.counted);
   std::vector<const LodBucket*> buckets;
   for (const LodTile& t : lod.tiles) {
     if (t.level != 0) continue;

@@ -7,7 +7,11 @@
 
 namespace memsnap::analysis {
 
-CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt) {
+namespace {
+
+// counted: nullptr for every lifetime, the unexplained rest of the start counted as unknown.
+CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
+                         const std::vector<bool>* counted) {
   CategoryCurve curve;
   curve.device = dt.device;
   curve.category.assign(dt.num_events, static_cast<uint8_t>(kNumCategories));
@@ -22,7 +26,9 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
     }
   };
   int64_t explained = 0;
-  for (const BlockLifetime& lt : dt.blocks) {
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    if (counted != nullptr && (i >= counted->size() || !(*counted)[i])) continue;
+    const BlockLifetime& lt = dt.blocks[i];
     const auto c = static_cast<uint8_t>(context.Categorize(dt, lt).category);
     if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
       curve.start[c] += lt.requested_size;
@@ -36,8 +42,21 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
   }
   std::stable_sort(curve.extra.begin(), curve.extra.end(),
                    [](const auto& a, const auto& b) { return a.event < b.event; });
-  curve.start[static_cast<size_t>(Category::kUnknown)] += dt.start_requested - explained;
+  if (counted == nullptr) {
+    curve.start[static_cast<size_t>(Category::kUnknown)] += dt.start_requested - explained;
+  }
   return curve;
+}
+
+}  // namespace
+
+CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt) {
+  return BuildCurve(context, dt, nullptr);
+}
+
+CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt,
+                                 const std::vector<bool>& counted) {
+  return BuildCurve(context, dt, &counted);
 }
 
 void CategoryCurve::Apply(uint32_t e, CategoryBytes& bytes, size_t& next_extra) const {

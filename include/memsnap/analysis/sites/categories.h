@@ -40,6 +40,12 @@ struct CategoryCurve {
 
 /// Builds the curve of `dt`, which must have kept every lifetime (KeepLifetimes::kAll).
 CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt);
+/// The curve of the lifetimes `counted` marks (one flag per DeviceTimeline::blocks entry, as
+/// CountedLifetimes::counted): Σ categories == that counted curve at every event, so each value is
+/// one the trace supports (never negative, never above the counted live curve); nothing is added
+/// for bytes the trace cannot explain. What the report's "Memory by kind" draws under its curve.
+CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt,
+                                 const std::vector<bool>& counted);
 
 /// Bytes per category at each of `points` (ascending).
 std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
