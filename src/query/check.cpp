@@ -52,7 +52,7 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
     report.growing_sites = std::move(sites->sites);
     report.growing_kinds = sites->kinds;
   } else {
-    report.notes.push_back(absl::StrCat("growing sites unavailable: ", sites.status().message()));
+    report.growing_sites_error = std::string(sites.status().message());
   }
 }
 

@@ -4,9 +4,43 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::query {
+
+std::string StepsNote(const analysis::StepInfo& steps) {
+  using analysis::StepsFinding;
+  switch (steps.finding) {
+    case StepsFinding::kNone:
+      return "";
+    case StepsFinding::kFewerThanTwo:
+      return "fewer than two steps";
+    case StepsFinding::kNoEvents:
+      return absl::StrCat("device ", steps.device, " has no trace events");
+    case StepsFinding::kTooShort:
+      return absl::StrCat("the trace has only ", steps.finding_events,
+                          " events: too short to find a repeating step");
+    case StepsFinding::kFlat:
+      return "live bytes do not vary along the trace: no repeating step";
+    case StepsFinding::kNoPattern:
+      return absl::StrFormat(
+          "no repeating pattern in the live-bytes curve (best autocorrelation %.2f < %.2f); "
+          "use --steps N or --step-annotation NAME",
+          steps.best_score, analysis::kMinPeriodScore);
+    case StepsFinding::kFewerThanTwoWhole:
+      return "fewer than two whole steps in the trace";
+    case StepsFinding::kOneTrainingStep:
+      return "the trace holds one training step";
+    case StepsFinding::kOneForwardPass:
+      return absl::StrCat(
+          "the trace holds one forward pass: live memory climbs at every repeat of ~",
+          steps.finding_events,
+          " events (its layers), so they are not steps; give --step-annotation GLOB or --steps N "
+          "to choose the step");
+  }
+  return "";
+}
 
 absl::StatusOr<analysis::LeakReport> LeaksQuery(const LeaksRequest& request, Session& session) {
   auto r = analysis::AnalyzeTraceLeaks(session.snapshot(), request.options, request.steps);

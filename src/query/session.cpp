@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/model/copy.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/query/leaks.h"
 #include "memsnap/util/parallel.h"
 #include "memsnap/util/progress.h"
 #include "memsnap/util/status_macros.h"
@@ -250,7 +251,7 @@ absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Sn
   if (n == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         arg.flag, " ", arg.text, ": no steps found on device ", dt.device,
-        info.note.empty() ? "" : absl::StrCat(" (", info.note, ")"),
+        StepsNote(info).empty() ? "" : absl::StrCat(" (", StepsNote(info), ")"),
         "; give --step-annotation GLOB, or a moment of another kind (event:N, a time)"));
   }
   const int64_t k = step.number < 0 ? n + step.number : step.number;
@@ -258,7 +259,7 @@ absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Sn
     return absl::InvalidArgumentError(absl::StrCat(
         arg.flag, " ", arg.text, ": out of range: device ", dt.device, " has ", n,
         n == 1 ? " step" : " steps", " (step:0 to step:", n - 1, ", found by ", info.method, ")",
-        n == 1 && !info.note.empty() ? absl::StrCat("; ", info.note) : ""));
+        n == 1 && !StepsNote(info).empty() ? absl::StrCat("; ", StepsNote(info)) : ""));
   }
   const int64_t begin = info.begin[static_cast<size_t>(k)];
   const int64_t end = info.end[static_cast<size_t>(k)];  // exclusive

@@ -176,7 +176,7 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
     x << "    </testcase>\n";
   }
   std::string notes;
-  for (const auto& n : r.notes) absl::StrAppend(&notes, n, "\n");
+  for (const auto& n : CheckNotes(r)) absl::StrAppend(&notes, n, "\n");
   if (!notes.empty()) x << "    <system-out>" << XmlEscape(notes) << "</system-out>\n";
   x << "  </testsuite>\n";
 }
@@ -193,7 +193,7 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
                       : absl::StrCat("**FAIL** (", Overshoot(c), ")"))
       << " |\n";
   }
-  for (const auto& n : r.notes) m << "\n> " << MarkdownCell(n) << "\n";
+  for (const auto& n : CheckNotes(r)) m << "\n> " << MarkdownCell(n) << "\n";
   for (const auto& c : r.checks) {
     if (c.passed || !IsFits(c) || !r.fits) continue;
     m << "\n**" << MarkdownCell(FailureMessage(c)) << "**\n\n```\n" << OomBrief(*r.fits) << "```\n";
@@ -273,6 +273,17 @@ void JunitLeftOut(const analysis::LeftOutFile& f, bool error, std::ostream& x) {
 
 }  // namespace
 
+std::vector<std::string> CheckNotes(const CheckReport& r) {
+  std::vector<std::string> notes;
+  if (!r.peak_uncompared_file.empty()) {
+    notes.push_back(absl::StrCat("peak not compared: ", r.peak_uncompared_file, " has no trace"));
+  }
+  if (!r.growing_sites_error.empty()) {
+    notes.push_back(absl::StrCat("growing sites unavailable: ", r.growing_sites_error));
+  }
+  return notes;
+}
+
 Json CheckToJson(const CheckReport& r) {
   Json j;
   j["passed"] = r.passed();
@@ -328,7 +339,7 @@ Json CheckToJson(const CheckReport& r) {
   j["growing_live_bytes_by_category"] =
       r.growing_kinds ? KindChangesJson(r.growing_kinds->before, r.growing_kinds->after)
                       : Json(nullptr);
-  j["notes"] = r.notes;
+  j["notes"] = CheckNotes(r);
   if (r.fits) j["fits"] = OomToJson(*r.fits);
   return j;
 }
@@ -351,7 +362,7 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
       for (std::string l; std::getline(brief, l);) out << "      " << l << "\n";
     }
   }
-  for (const auto& n : r.notes) out << "  note: " << n << "\n";
+  for (const auto& n : CheckNotes(r)) out << "  note: " << n << "\n";
   if (const std::string kinds = KindsText(r); !kinds.empty()) {
     out << "grew by kind (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
         << ", baseline -> new): " << kinds << "\n";

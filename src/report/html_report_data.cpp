@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "memsnap/report/html_report.h"
 #include "memsnap/report/oom_render.h"
+#include "memsnap/report/replay_render.h"
 #include "memsnap/util/format.h"
 #include "report/html_report_internal.h"
 
@@ -17,7 +18,7 @@ Json ReplayJson(const analysis::ReportAnalysis& a) {
   const analysis::ReplayReport& rep = *a.replay;
   Json j;
   j["device"] = rep.device;
-  j["notes"] = rep.notes;
+  j["notes"] = ReplayNotes(rep);
   Json runs = Json::array();
   for (size_t i = 0; i < rep.results.size(); ++i) {
     const analysis::ConfigResult& r = rep.results[i];

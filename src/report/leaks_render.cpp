@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "memsnap/query/leaks.h"
 #include "memsnap/report/site_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -209,6 +211,32 @@ bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
 
 }  // namespace
 
+std::string LeaksNote(const LeakReport& r) {
+  if (r.steps && r.steps->begin.size() < 2) return query::StepsNote(*r.steps);
+  std::vector<std::string> parts;
+  if (r.too_few_steps) {
+    parts.push_back(absl::StrCat("only ", *r.too_few_steps,
+                                 " step(s): growth cannot be told apart from a warm-up; leaks need "
+                                 "at least ",
+                                 r.options.min_steps + 1, " snapshots (or steps)"));
+  }
+  if (r.out_of_order_point > 0) {
+    const size_t i = r.out_of_order_point;
+    parts.push_back(absl::StrCat("snapshot ", i, "'s trace ends ",
+                                 FormatDuration(r.out_of_order_by_us), " before snapshot ", i - 1,
+                                 "'s: the series is compared in the order given, not in time "
+                                 "order (--sort time orders it by the traces' times)"));
+  }
+  if (r.layers_suspected) {
+    parts.push_back(
+        "live memory climbs at every detected step end by more than half of a step's own swing: "
+        "the repeating pattern may be the layers of one pass (a forward pass keeps activations "
+        "for backward) rather than training steps; give --step-annotation NAME or --steps N to "
+        "choose the step");
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 Json LeaksToJson(const LeakReport& r) {
   Json j;
   j["mode"] = r.mode;
@@ -230,7 +258,7 @@ Json LeaksToJson(const LeakReport& r) {
     s["device"] = st.device;
     s["period_events"] = st.period_events;
     s["score"] = st.score;
-    s["note"] = st.note;
+    s["note"] = query::StepsNote(st);
     s["steps"] = Json::array();
     for (size_t k = 0; k < st.begin.size(); ++k) {
       s["steps"].push_back(Json{{"begin_event", st.begin[k]},
@@ -268,7 +296,7 @@ Json LeaksToJson(const LeakReport& r) {
   j["leaks"] = Json::array();
   j["other_sites"] = Json::array();
   for (const LeakSite& s : r.sites) j[s.leak ? "leaks" : "other_sites"].push_back(SiteToJson(s, r));
-  j["note"] = r.note;
+  j["note"] = LeaksNote(r);
   return j;
 }
 
@@ -285,7 +313,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     RenderSteps(r, out);
   }
   if (r.labels.size() < 2) {
-    out << "\nNo leak analysis: " << r.note << "\n";
+    out << "\nNo leak analysis: " << LeaksNote(r) << "\n";
     return;
   }
   out << "\nTotal live: " << Series(r.live_bytes, [](int64_t b) { return FormatBytes(b); }) << " ("
@@ -296,7 +324,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     if (r.full_at_step) out << "; at the leak rate, " << FullAtText(r.full_at_step, r);
     out << "\n";
   }
-  if (!r.note.empty()) out << "Note: " << r.note << "\n";
+  if (const std::string note = LeaksNote(r); !note.empty()) out << "Note: " << note << "\n";
   out << "\n";
   if (r.num_leaks == 0) {
     out << "No leak: no site grows in every step by at least " << FormatBytes(r.options.min_growth)

@@ -23,6 +23,25 @@ std::string BytesOr(const std::optional<int64_t>& v, const char* none) {
 
 }  // namespace
 
+std::vector<std::string> CudaReplayNotes(const analysis::CudaReplayReport& rep) {
+  std::vector<std::string> notes;
+  if (rep.scale != 1.0) {
+    notes.push_back(absl::StrCat("every request size was multiplied by ", rep.scale));
+  }
+  if (rep.warm_start_refused) {
+    notes.push_back(
+        "--start warm is not available on the GPU (recorded addresses may collide with this "
+        "card's): starting cold");
+  }
+  if (rep.suggested_scale) {
+    notes.push_back(absl::StrCat(
+        "the trace needs at least ", FormatBytes(rep.peak_live), " live at once but this card has ",
+        FormatBytes(rep.gpu_free_before), " free: expect OOMs, or shrink it with --scale ",
+        absl::StrFormat("%.2g", *rep.suggested_scale)));
+  }
+  return notes;
+}
+
 Json CudaReplayToJson(const analysis::CudaReplayReport& rep) {
   Json j;
   j["file"] = rep.file;
@@ -34,7 +53,7 @@ Json CudaReplayToJson(const analysis::CudaReplayReport& rep) {
               {"total", rep.gpu_total},
               {"free_before", rep.gpu_free_before}};
   j["scale"] = rep.scale;
-  j["notes"] = rep.notes;
+  j["notes"] = CudaReplayNotes(rep);
   Json configs = Json::array();
   for (const analysis::CudaConfigResult& r : rep.results) {
     Json c;
@@ -73,7 +92,7 @@ void RenderCudaReplayText(const analysis::CudaReplayReport& rep, std::ostream& o
   out << rep.file << ": device " << rep.trace_device << " trace, " << FormatCount(rep.events)
       << " events, replayed on GPU " << rep.gpu << " (" << rep.gpu_name << ", "
       << FormatBytes(rep.gpu_total) << ", " << FormatBytes(rep.gpu_free_before) << " free)\n";
-  for (const std::string& n : rep.notes) out << "note: " << n << "\n";
+  for (const std::string& n : CudaReplayNotes(rep)) out << "note: " << n << "\n";
   for (const analysis::CudaConfigResult& r : rep.results) {
     out << "\n"
         << r.config.label << "  [" << r.allocator << "; "

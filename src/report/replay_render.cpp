@@ -45,6 +45,43 @@ double Rate(const VerifyResult& v) {
 
 }  // namespace
 
+std::vector<std::string> ReplayNotes(const analysis::ReplayReport& rep) {
+  std::vector<std::string> notes;
+  if (rep.warm_start_refused) {
+    notes.push_back("warm start needs cudaMalloc segments only: starting cold");
+  }
+  if (rep.preexisting_blocks > 0) {
+    notes.push_back(absl::StrCat(
+        rep.preexisting_blocks, " blocks (", FormatBytes(rep.preexisting_bytes),
+        ") were allocated before the trace began; ",
+        rep.warm_start
+            ? absl::StrCat("replay starts from the ", rep.warm_segments, " segments alive then")
+            : std::string("they are allocated first, in address order")));
+  }
+  if (rep.ring_overflowed) {
+    notes.push_back("the trace ring buffer overflowed: the oldest events are missing");
+  }
+  if (rep.private_pool_segments > 0) {
+    notes.push_back(absl::StrCat(
+        rep.private_pool_segments,
+        " segments belong to private pools (CUDA graphs, MemPool); the trace does "
+        "not say which allocations went there, so all are replayed into the default pools"));
+  }
+  for (const ConfigResult& r : rep.results) {
+    if (r.gc_threshold_inert) {
+      notes.push_back(absl::StrCat("configuration \"", r.config.label,
+                                   "\": garbage_collection_threshold acts only under a memory "
+                                   "fraction (per_process_memory_fraction); it does nothing here"));
+    }
+    if (r.backend_not_simulated) {
+      notes.push_back(absl::StrCat(
+          "configuration \"", r.config.label,
+          "\" names backend:cudaMallocAsync; the simulator models the native allocator only"));
+    }
+  }
+  return notes;
+}
+
 Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   Json j;
   j["file"] = rep.file;
@@ -60,7 +97,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   j["preexisting_bytes"] = rep.preexisting_bytes;
   j["inferred_empty_cache"] = rep.inferred_empty_cache;
   j["start"] = rep.warm_start ? "warm" : "cold";
-  j["notes"] = rep.notes;
+  j["notes"] = ReplayNotes(rep);
   j["recorded"] = {{"peak_reserved", rep.recorded.peak_reserved},
                    {"final_reserved", rep.recorded.final_reserved},
                    {"cuda_malloc", rep.recorded.segment_allocs},
@@ -183,7 +220,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   if (rep.inferred_empty_cache > 0) {
     out << "inferred empty_cache() calls: " << rep.inferred_empty_cache << "\n";
   }
-  for (const std::string& n : rep.notes) out << "note: " << n << "\n";
+  for (const std::string& n : ReplayNotes(rep)) out << "note: " << n << "\n";
   out << "\n";
   // Table: metric column, the trace's own figures, then one simulated column per configuration,
   // each labelled by what it is: the recorded settings replayed are a simulation, not the

@@ -7,6 +7,7 @@
 
 #include "cuda_fake_driver.h"
 #include "memsnap/analysis/allocator/replay_cuda.h"
+#include "memsnap/report/replay_cuda_render.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/util/build_info.h"
 #include "memsnap/util/strings.h"
@@ -263,7 +264,8 @@ TEST_SUITE("cuda_backend") {
     CHECK(d.Calls("MemAllocAsync") == std::vector<std::string>{"MemAllocAsync 2000000",
                                                                "MemAllocAsync 2000000",
                                                                "MemAllocAsync 500"});
-    CHECK(rep.notes.size() == 1);
+    CHECK(report::CudaReplayNotes(rep) ==
+          std::vector<std::string>{"every request size was multiplied by 0.5"});
   }
 
   TEST_CASE("a recorded OOM is a malloc that is given back at once when the card can serve it") {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "memsnap/parse/reader.h"
+#include "memsnap/report/leaks_render.h"
 #include "test_util.h"
 #include "timeline_points.h"
 
@@ -172,7 +173,8 @@ TEST_SUITE("leaks") {
     }
     LeakReport r = analysis::AnalyzeSeries(std::move(points), {});
     CHECK(r.num_leaks == 0);
-    CHECK(r.note.find("only 1 step") != std::string::npos);
+    CHECK(r.too_few_steps == 1);
+    CHECK(report::LeaksNote(r).find("only 1 step") != std::string::npos);
     REQUIRE(!r.sites.empty());
     CHECK(r.sites[0].verdict == Verdict::kGrowing);
   }
@@ -185,14 +187,15 @@ TEST_SUITE("leaks") {
     }
     const std::vector<analysis::SeriesPoint> given = points;
     LeakReport r = analysis::AnalyzeSeries(points, {});
-    CHECK(r.note.find("snapshot 1's trace ends") != std::string::npos);
-    CHECK(r.note.find("--sort time") != std::string::npos);
+    CHECK(r.out_of_order_point == 1);
+    CHECK(report::LeaksNote(r).find("snapshot 1's trace ends") != std::string::npos);
+    CHECK(report::LeaksNote(r).find("--sort time") != std::string::npos);
     std::swap(points[0], points[1]);  // 1, 6, 2: still out of order, at snapshot 2
     r = analysis::AnalyzeSeries(points, {});
-    CHECK(r.note.find("snapshot 2's trace ends") != std::string::npos);
+    CHECK(report::LeaksNote(r).find("snapshot 2's trace ends") != std::string::npos);
     points = {given[1], given[2], given[0]};  // 1, 2, 6
     r = analysis::AnalyzeSeries(points, {});
-    CHECK(r.note.find("time order") == std::string::npos);
+    CHECK(report::LeaksNote(r).find("time order") == std::string::npos);
   }
 
   TEST_CASE("--device-memory projects the step at which the device is full") {

@@ -9,6 +9,7 @@
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/analysis/sites/summary.h"
+#include "memsnap/query/leaks.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -203,7 +204,7 @@ TEST_SUITE("modules-phases") {
     CHECK(info.begin[1] == 15);
     CHECK(info.end[1] == 30);
     CHECK(info.end[2] == 45);
-    CHECK(info.note.empty());
+    CHECK(info.finding == StepsFinding::kNone);
     auto steps = DetectSteps(three, *tl, StepOptions{});
     REQUIRE(steps.ok());
     CHECK(steps->method == "training steps");
@@ -221,7 +222,8 @@ TEST_SUITE("modules-phases") {
     StepInfo single;
     REQUIRE(StepsByPhases(one, tl1->devices[0], single));
     CHECK(single.begin.size() == 1);
-    CHECK(single.note == "the trace holds one training step");
+    CHECK(single.finding == StepsFinding::kOneTrainingStep);
+    CHECK(query::StepsNote(single) == "the trace holds one training step");
     CHECK(StepPeaks(one, tl1->devices[0], nullptr).empty());
   }
 

@@ -17,6 +17,10 @@ struct LeaksRequest {
   bool sort_by_time = false;    // series mode: order by the traces' last times
 };
 
+/// What the step finder found, in words: why there are fewer than two steps, or what was found
+/// instead (empty for StepsFinding::kNone). Errors of step moments and `leaks` both say it.
+std::string StepsNote(const analysis::StepInfo& steps);
+
 /// Single-trace mode: the steps of one file's trace.
 absl::StatusOr<analysis::LeakReport> LeaksQuery(const LeaksRequest& request, Session& session);
 

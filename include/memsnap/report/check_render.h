@@ -2,6 +2,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "memsnap/analysis/compose/check.h"
 #include "memsnap/analysis/compose/rank_tables.h"
@@ -12,6 +13,10 @@ namespace memsnap::report {
 /// The `check --json` object: passed, failures, file, baseline, checks[{name, metric, kind,
 /// value, limit, baseline, passed}], growing_sites[...], notes.
 nlohmann::ordered_json CheckToJson(const analysis::CheckReport& report);
+
+/// The check's caveats in words ("note:" lines in text, `notes` in JSON, quotes in Markdown,
+/// system-out in JUnit).
+std::vector<std::string> CheckNotes(const analysis::CheckReport& report);
 
 /// The short verdict: one line per check (value, limit, PASS/FAIL), then the top growing sites.
 void RenderCheckText(const analysis::CheckReport& report, std::ostream& out);

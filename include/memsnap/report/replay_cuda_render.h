@@ -2,6 +2,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "memsnap/analysis/allocator/replay_cuda.h"
 #include "nlohmann/json.hpp"
@@ -13,6 +15,9 @@ namespace memsnap::report {
 /// driver_after, pool_reserved_high, pool_used_high, peak_reserved, predicted_peak_reserved,
 /// peak_live, allocs, ooms, predicted_ooms, driver_ooms, alloc_calls_ns,
 /// calls[{name, calls, total_ns, p50_ns, p99_ns}], error}]. Absent values are null.
+/// The GPU replay's caveats in words, one sentence each ("note:" lines; `notes` in JSON).
+std::vector<std::string> CudaReplayNotes(const analysis::CudaReplayReport& report);
+
 nlohmann::ordered_json CudaReplayToJson(const analysis::CudaReplayReport& report);
 
 /// The GPU and notes, then per configuration: the driver's peak beside the simulator's

@@ -3,11 +3,16 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "memsnap/analysis/allocator/replay.h"
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
+
+/// The replay's caveats in words, one sentence each: what `replay` prints as "note:" lines and
+/// the JSON and the page carry as `notes`.
+std::vector<std::string> ReplayNotes(const analysis::ReplayReport& report);
 
 /// The `replay --json` object: file, device, events, device_memory, preexisting_blocks,
 /// inferred_empty_cache, notes, configs[{label, conf, peak_reserved, ...}], and `verify`

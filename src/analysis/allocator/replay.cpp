@@ -394,44 +394,11 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   report.preexisting_bytes = prepared.preexisting_bytes;
   report.inferred_empty_cache = prepared.inferred_empty_cache;
   report.warm_start = options.warm_start && prepared.warm_ok;
-  if (options.warm_start && !prepared.warm_ok) {
-    report.notes.push_back("warm start needs cudaMalloc segments only: starting cold");
-  }
-  if (prepared.preexisting_blocks > 0 && report.warm_start) {
-    report.notes.push_back(absl::StrCat(
-        prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
-        ") were allocated before the trace began; replay starts from the ", prepared.warm.size(),
-        " segments alive then"));
-  } else if (prepared.preexisting_blocks > 0) {
-    report.notes.push_back(absl::StrCat(
-        prepared.preexisting_blocks, " blocks (", FormatBytes(prepared.preexisting_bytes),
-        ") were allocated before the trace began; they are allocated first, in address order"));
-  }
-  if (snap.settings.trace_alloc_overflowed.value_or(false)) {
-    report.notes.push_back("the trace ring buffer overflowed: the oldest events are missing");
-  }
-  int64_t private_segments = 0;
+  report.warm_start_refused = options.warm_start && !prepared.warm_ok;
+  if (report.warm_start) report.warm_segments = static_cast<int64_t>(prepared.warm.size());
+  report.ring_overflowed = snap.settings.trace_alloc_overflowed.value_or(false);
   for (const Segment& s : snap.segments) {
-    private_segments += s.device == trace->device && !s.pool.is_default();
-  }
-  if (private_segments > 0) {
-    report.notes.push_back(absl::StrCat(
-        private_segments,
-        " segments belong to private pools (CUDA graphs, MemPool); the trace does "
-        "not say which allocations went there, so all are replayed into the default pools"));
-  }
-  for (const ReplayConfig& c : configs) {
-    if (c.config.garbage_collection_threshold > 0 && !c.config.memory_fraction) {
-      report.notes.push_back(
-          absl::StrCat("configuration \"", c.label,
-                       "\": garbage_collection_threshold acts only under a memory fraction "
-                       "(per_process_memory_fraction); it does nothing here"));
-    }
-    if (c.config.backend != "native") {
-      report.notes.push_back(absl::StrCat(
-          "configuration \"", c.label,
-          "\" names backend:cudaMallocAsync; the simulator models the native allocator only"));
-    }
+    report.private_pool_segments += s.device == trace->device && !s.pool.is_default();
   }
 
   std::vector<SegmentEventRecord> real;
@@ -455,7 +422,11 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
       verify->warm = ro.warm;
       return;
     }
-    report.results[k] = RunConfig(prepared, configs[k], base).result;
+    ConfigResult& r = report.results[k];
+    r = RunConfig(prepared, configs[k], base).result;
+    r.gc_threshold_inert =
+        configs[k].config.garbage_collection_threshold > 0 && !configs[k].config.memory_fraction;
+    r.backend_not_simulated = configs[k].config.backend != "native";
   };
   const size_t runs = configs.size() + (options.verify ? 1 : 0);
   size_t threads = options.max_threads > 0 ? static_cast<size_t>(options.max_threads)

@@ -261,22 +261,13 @@ absl::StatusOr<CudaReplayReport> RunCudaReplay(const Snapshot& snapshot,
                                         sim::ConfigFromSettings(snapshot.settings), true);
   ScaleTrace(prepared, options.scale);
   const int64_t peak_live = PeakLive(prepared);
-  if (options.scale != 1.0) {
-    report.notes.push_back(absl::StrCat("every request size was multiplied by ", options.scale));
-  }
+  report.peak_live = peak_live;
   // A warm start would hand the simulator the recorded segment addresses beside this card's
   // real ones, and the two can collide: the GPU replay starts cold.
-  if (options.warm_start) {
-    report.notes.push_back(
-        "--start warm is not available on the GPU (recorded addresses may collide with this "
-        "card's): starting cold");
-  }
+  report.warm_start_refused = options.warm_start;
   if (peak_live > report.gpu_free_before) {
-    report.notes.push_back(absl::StrCat(
-        "the trace needs at least ", FormatBytes(peak_live), " live at once but this card has ",
-        FormatBytes(report.gpu_free_before), " free: expect OOMs, or shrink it with --scale ",
-        absl::StrFormat("%.2g", 0.9 * static_cast<double>(report.gpu_free_before) /
-                                    static_cast<double>(peak_live))));
+    report.suggested_scale =
+        0.9 * static_cast<double>(report.gpu_free_before) / static_cast<double>(peak_live);
   }
   for (const ReplayConfig& c : configs) {
     CudaConfigResult r;

@@ -199,8 +199,7 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
       r.checks.push_back(
           Baseline(CheckMetric::kPeak, *cur.peak_bytes, *base->peak_bytes, o.tolerance));
     } else {
-      r.notes.push_back(absl::StrCat("peak not compared: ", cur.peak_bytes ? base->path : cur.path,
-                                     " has no trace"));
+      r.peak_uncompared_file = cur.peak_bytes ? base->path : cur.path;
     }
     r.checks.push_back(
         Baseline(CheckMetric::kReserved, cur.reserved_bytes, base->reserved_bytes, o.tolerance));

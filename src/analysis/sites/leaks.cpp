@@ -179,10 +179,7 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     }
   }
   if (steps < options.min_steps) {
-    report.note = absl::StrCat("only ", steps,
-                               " step(s): growth cannot be told apart from a "
-                               "warm-up; leaks need at least ",
-                               options.min_steps + 1, " snapshots (or steps)");
+    report.too_few_steps = steps;
   }
   // Growth read along a series out of time order is not growth: say so (a shell glob orders
   // files by name, not by when they were written).
@@ -190,10 +187,8 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     const int64_t before = report.times[i - 1];
     const int64_t after = report.times[i];
     if (before == kNoTime || after == kNoTime || after >= before) continue;
-    absl::StrAppend(&report.note, report.note.empty() ? "" : "; ", "snapshot ", i, "'s trace ends ",
-                    memsnap::FormatDuration(before - after), " before snapshot ", i - 1,
-                    "'s: the series is compared in the order given, not in time order (--sort "
-                    "time orders it by the traces' times)");
+    report.out_of_order_point = i;
+    report.out_of_order_by_us = before - after;
     break;
   }
   return report;

@@ -22,7 +22,6 @@ namespace {
 
 constexpr int kMaxBuckets = 2048;
 constexpr int kMinEventsForPeriodicity = 64;
-constexpr double kMinScore = 0.5;           // autocorrelation a period needs to count
 constexpr double kFundamentalRatio = 0.85;  // prefer the shortest lag this close to the best
 
 // The device with the most trace events (lowest ordinal on ties).
@@ -157,8 +156,8 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   info.method = "periodicity";
   const int64_t events = dt.num_events;
   if (events < kMinEventsForPeriodicity) {
-    info.note =
-        absl::StrCat("the trace has only ", events, " events: too short to find a repeating step");
+    info.finding = StepsFinding::kTooShort;
+    info.finding_events = events;
     return;
   }
   const int m = static_cast<int>(std::min<int64_t>(events, kMaxBuckets));
@@ -172,7 +171,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   for (double& v : d) v -= mean_d, energy += v * v;
   const int nd = m - 1;
   if (energy <= 1e-9 * nd) {
-    info.note = "live bytes do not vary along the trace: no repeating step";
+    info.finding = StepsFinding::kFlat;
     return;
   }
   // Unbiased, normalized; at least three periods must fit.
@@ -187,11 +186,9 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   for (int lag = 2; lag <= max_lag; ++lag) {
     if (r[lag] > r[lag - 1] && r[lag] >= r[lag + 1]) best = std::max(best, r[lag]);
   }
-  if (best < kMinScore) {
-    info.note = absl::StrFormat(
-        "no repeating pattern in the live-bytes curve (best autocorrelation %.2f < %.2f); "
-        "use --steps N or --step-annotation NAME",
-        best, kMinScore);
+  if (best < kMinPeriodScore) {
+    info.finding = StepsFinding::kNoPattern;
+    info.best_score = best;
     return;
   }
   int lag = 2;
@@ -228,7 +225,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   }
   for (size_t i = 0; i + 1 < cuts.size(); ++i)
     AddStep(snap, dt, cuts[i] + 1, cuts[i + 1] + 1, info);
-  if (info.begin.size() < 2) info.note = "fewer than two whole steps in the trace";
+  if (info.begin.size() < 2) info.finding = StepsFinding::kFewerThanTwoWhole;
 }
 
 // Steps from the phases of a training step (docs/leaks.md, "Finding the step"): a step ends where
@@ -290,7 +287,7 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
     begin = cut;
   }
   if (info.begin.size() < 2) {
-    info.note = "the trace holds one training step";
+    info.finding = StepsFinding::kOneTrainingStep;
   }
   return true;
 }
@@ -326,7 +323,7 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
   info.device = dt->device;
   if (dt->num_events == 0) {
     info.method = "none";
-    info.note = absl::StrCat("device ", dt->device, " has no trace events");
+    info.finding = StepsFinding::kNoEvents;
     return info;
   }
   if (!options.annotation.empty()) {
@@ -354,10 +351,8 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
       info.device = dt->device;
       info.method = "forward pass";
       AddStep(snapshot, *dt, 0, dt->num_events, info);
-      info.note = absl::StrCat(
-          "the trace holds one forward pass: live memory climbs at every repeat of ~", period,
-          " events (its layers), so they are not steps; give --step-annotation GLOB or --steps N "
-          "to choose the step");
+      info.finding = StepsFinding::kOneForwardPass;
+      info.finding_events = period;
     }
   }
   return info;

@@ -56,17 +56,6 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
   return site_of;
 }
 
-// A found period whose step ends climb by more than half of a step's own swing is more likely the
-// layers of one pass (a forward pass keeps activations for backward) than training steps.
-std::string LayerWarning(const LiveCurveRef& curve, const StepInfo& steps, std::string note) {
-  if (!ClimbsAtEveryStepEnd(curve, steps)) return note;
-  return absl::StrCat(note, note.empty() ? "" : "; ",
-                      "live memory climbs at every detected step end by more than half of a "
-                      "step's own swing: the repeating pattern may be the layers of one pass (a "
-                      "forward pass keeps activations for backward) rather than training steps; "
-                      "give --step-annotation NAME or --steps N to choose the step");
-}
-
 }  // namespace
 
 absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const LeakOptions& options,
@@ -83,8 +72,7 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
     LeakReport report;
     report.options = options;
     report.mode = "single-trace";
-    if (steps.note.empty()) steps.note = "fewer than two steps";
-    report.note = steps.note;
+    if (steps.finding == StepsFinding::kNone) steps.finding = StepsFinding::kFewerThanTwo;
     report.steps = std::move(steps);
     return report;
   }
@@ -137,7 +125,7 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   report.mode = "single-trace";
   if (!options.device_memory && report.device_memory > 0) report.device_memory_source = "OOM entry";
   if (std::optional<LiveCurveRef> curve = dt.live_curve(); curve && steps.method == "periodicity")
-    report.note = LayerWarning(*curve, steps, report.note);
+    report.layers_suspected = ClimbsAtEveryStepEnd(*curve, steps);
   report.steps = std::move(steps);
   return report;
 }

@@ -88,6 +88,10 @@ struct ConfigResult {
   int64_t alloc_retries = 0;
   std::vector<ReplayOom> ooms;
   std::vector<CurvePoint> curve;
+  /// garbage_collection_threshold is set but acts only under a memory fraction: it did nothing.
+  bool gc_threshold_inert = false;
+  /// The configuration names backend:cudaMallocAsync; the native allocator was simulated.
+  bool backend_not_simulated = false;
   /// 1 - allocated/reserved at the reserved peak (0 when nothing was reserved).
   double FragmentationAtPeak() const;
 };
@@ -138,8 +142,12 @@ struct ReplayReport {
   int64_t preexisting_blocks = 0;    // allocated at t0 (cold start)
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
-  bool warm_start = false;         // the configurations started warm
-  std::vector<std::string> notes;  // caveats (backend, truncation, ...)
+  bool warm_start = false;  // the configurations started warm
+  /// Caveats, as facts; report::ReplayNotes writes them in words.
+  bool warm_start_refused = false;    // --start warm asked, but not every segment is cudaMalloc'd
+  int64_t warm_segments = 0;          // warm start: the segments alive when the trace began
+  bool ring_overflowed = false;       // the trace's ring buffer dropped its oldest events
+  int64_t private_pool_segments = 0;  // segments of private pools, replayed into the default ones
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;
   RecordedFigures recorded;

@@ -63,7 +63,11 @@ struct CudaReplayReport {
   int64_t gpu_total = 0;
   int64_t gpu_free_before = 0;
   double scale = 1.0;
-  std::vector<std::string> notes;
+  /// Caveats, as facts; report::CudaReplayNotes writes them in words.
+  bool warm_start_refused = false;  // --start warm asked: the GPU replay starts cold
+  int64_t peak_live = 0;            // the (scaled) trace's most bytes live at once
+  /// peak_live exceeds the card's free memory: the scale that would fit it with 10% to spare.
+  std::optional<double> suggested_scale;
   std::vector<CudaConfigResult> results;
 };
 

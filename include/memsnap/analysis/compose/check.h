@@ -127,9 +127,12 @@ struct CheckReport {
   /// With growing_sites: the live bytes by kind of memory in the baseline and this file, at the
   /// same moment (what grew in the user's terms).
   std::optional<KindBytes> growing_kinds;
-  bool sites_at_peak = false;      // growing_sites compare the peaks rather than the ends
-  std::vector<std::string> notes;  // e.g. a baseline peak skipped because a file has no trace
-  std::optional<OomReport> fits;   // --fits: the replay on that capacity and its explanation
+  bool sites_at_peak = false;  // growing_sites compare the peaks rather than the ends
+  /// The file (this one or the baseline) without a trace, when the peaks were not compared.
+  std::string peak_uncompared_file;
+  /// Why growing_sites could not be found (the diff's error), empty when they were or not asked.
+  std::string growing_sites_error;
+  std::optional<OomReport> fits;  // --fits: the replay on that capacity and its explanation
   bool passed() const;
   int failures() const;
 };

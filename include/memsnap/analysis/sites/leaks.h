@@ -122,16 +122,36 @@ struct LineMoves {
   int64_t sites = 0;               // sites paired between these two points
 };
 
+/// Why a step finder found fewer than two steps, or what it found instead (query::StepsNote says
+/// it in words).
+enum class StepsFinding {
+  kNone,
+  kFewerThanTwo,       // fewer than two steps, and no finder said why
+  kNoEvents,           // the device has no trace events
+  kTooShort,           // periodicity: the trace has only `finding_events` events
+  kFlat,               // periodicity: live bytes do not vary along the trace
+  kNoPattern,          // periodicity: the best autocorrelation `best_score` < kMinPeriodScore
+  kFewerThanTwoWhole,  // --steps N: fewer than two whole steps
+  kOneTrainingStep,    // the training step's phases: the trace holds one step
+  kOneForwardPass,     // one forward pass whose layers repeat every `finding_events` events
+};
+
+/// The lowest autocorrelation a repeating pattern of the live curve must reach to be taken as
+/// steps.
+inline constexpr double kMinPeriodScore = 0.5;
+
 /// Step boundaries of a single trace.
 struct StepInfo {
   std::string method;  // "annotation NAME", "--steps N", "periodicity", "none"
   int32_t device = 0;
   /// Device-local event indices: step k is events [begin[k], end[k]). Empty when none was found.
   std::vector<int64_t> begin, end;
-  std::vector<int64_t> begin_time, end_time;  // time_us of the first / last event, or kNoTime
-  int64_t period_events = 0;                  // periodicity: the detected period in events
-  double score = 0.0;                         // periodicity: autocorrelation at that period (0..1)
-  std::string note;                           // why no steps were found, or what was dropped
+  std::vector<int64_t> begin_time, end_time;   // time_us of the first / last event, or kNoTime
+  int64_t period_events = 0;                   // periodicity: the detected period in events
+  double score = 0.0;                          // periodicity: autocorrelation at that period (0..1)
+  StepsFinding finding = StepsFinding::kNone;  // why no steps were found, or what was found
+  int64_t finding_events = 0;                  // kTooShort, kOneForwardPass: see StepsFinding
+  double best_score = 0.0;                     // kNoPattern: the best autocorrelation found
 };
 
 struct LeakReport {
@@ -156,7 +176,16 @@ struct LeakReport {
   /// the moves of every step that has some, in step order.
   int64_t sites_moved = 0;
   std::vector<LineMoves> moves;
-  std::string note;  // e.g. "only one step: growth cannot be told from warm-up"
+  /// Caveats, as facts (report::LeaksNote says them in words).
+  /// Single trace: the steps climb at every end by more than half a step's swing (the pattern may
+  /// be the layers of one pass).
+  bool layers_suspected = false;
+  /// Fewer steps than options.min_steps: growth cannot be told apart from a warm-up.
+  std::optional<int64_t> too_few_steps;
+  /// Series: the first point (index > 0) whose trace ends before the previous point's, and by
+  /// how many microseconds; 0 when the series is in time order.
+  size_t out_of_order_point = 0;
+  int64_t out_of_order_by_us = 0;
 };
 
 /// Compares the points in the order given. Needs at least 2 points. A site is matched by key over
