@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "memsnap/report/answer.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
@@ -559,6 +560,41 @@ Json FragFiguresToJson(const FragFigures& f) {
   return j;
 }
 
+std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& c) {
+  std::vector<std::string> out;
+  if (c.pre_window_blocks > 0) {
+    out.push_back(absl::StrCat(
+        "device ", c.device, ": the trace begins mid-run (", c.pre_window_blocks, " block(s), ",
+        FormatBytes(c.pre_window_bytes),
+        ", are freed in it but were allocated before it): peaks and the timeline cover the "
+        "trace window only"));
+  }
+  if (c.problems.any()) {
+    const analysis::UndoProblems& p = c.problems;
+    std::vector<std::string> parts;
+    auto add = [&](int64_t n, const char* what) {
+      if (n > 0) parts.push_back(absl::StrCat(n, " ", what));
+    };
+    add(p.alloc_without_block, "alloc(s) of a block not live");
+    add(p.free_of_live_block, "free(s) of a block already live");
+    add(p.block_outside_segment, "event(s) outside any known segment");
+    add(p.segment_with_blocks, "segment creation(s) over live blocks");
+    add(p.segment_overlap, "segment release(s) over a live segment");
+    out.push_back(absl::StrCat(
+        "device ", c.device, ": the trace could not be undone consistently (",
+        absl::StrJoin(parts, ", "), "); states reconstructed before those events are approximate"));
+  }
+  return out;
+}
+
+std::vector<std::string> FragWarnings(const FragReport& r) {
+  std::vector<std::string> out;
+  for (const analysis::RewindCaveats& c : r.rewind) {
+    for (std::string& w : RewindWarnings(c)) out.push_back(std::move(w));
+  }
+  return out;
+}
+
 Json FragToJson(const FragReport& r) {
   Json j;
   j["file"] = r.source.path;
@@ -615,7 +651,7 @@ Json FragToJson(const FragReport& r) {
     segs.push_back(sj);
   }
   j["segments_detail"] = segs;
-  j["warnings"] = r.warnings;
+  j["warnings"] = FragWarnings(r);
   return j;
 }
 
@@ -675,9 +711,9 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   out << "\nsegment map (" << shown << " of " << r.segments.size()
       << " segments, most stranded first; # allocated, % pending free, . free; * expandable)\n";
   RenderTableText(SegmentMapTable(r, shown, o.bar_width), out, indented);
-  if (!r.warnings.empty()) {
+  if (const std::vector<std::string> warnings = FragWarnings(r); !warnings.empty()) {
     out << "\nwarnings\n";
-    for (const auto& w : r.warnings) out << "  - " << w << "\n";
+    for (const auto& w : warnings) out << "  - " << w << "\n";
   }
 }
 

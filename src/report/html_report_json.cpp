@@ -370,7 +370,7 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["peak_allocated_event"] = st.peak_allocated_event;
   j["samples"] = st.samples;
   j["reduced"] = st.reduced.empty() ? Json(nullptr) : Json(st.reduced);
-  j["warnings"] = st.warnings;
+  j["warnings"] = RewindWarnings(st.rewind);
   return j;
 }
 

@@ -223,8 +223,38 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
   }
   j["devices"] = devices;
   j["allocator_settings"] = SettingsToJson(r.settings);
-  j["warnings"] = r.warnings;
+  j["warnings"] = SummaryWarnings(r);
   return j;
+}
+
+std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
+  std::vector<std::string> out;
+  for (const analysis::DeviceSummary& dev : r.devices) {
+    if (dev.frees_without_alloc > 0) {
+      out.push_back(absl::StrCat(
+          "device ", dev.device, ": ", dev.frees_without_alloc,
+          " free(s) whose alloc is not in the trace (the trace began mid-run or the ring buffer "
+          "overflowed)"));
+    }
+    if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
+      out.push_back(absl::StrCat("device ", dev.device, ": ", dev.ghost_blocks, " live block(s) (",
+                                 FormatBytes(dev.ghost_bytes),
+                                 ") were allocated before the trace began"));
+    }
+  }
+  if (r.ring_overflowed) {
+    out.push_back(
+        "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
+        "lost its oldest events");
+  }
+  for (const analysis::DeviceSummary& dev : r.devices) {
+    if (!dev.ring_likely_overflowed) continue;
+    out.push_back(absl::StrCat("device ", dev.device, ": the trace ring buffer likely overflowed (",
+                               FormatPercent(static_cast<double>(dev.frees_without_alloc) /
+                                             static_cast<double>(dev.totals.trace_entries)),
+                               " of events are frees without an alloc)"));
+  }
+  return out;
 }
 
 void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool warnings) {
@@ -333,9 +363,9 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
       if (main || !t.is_default) out << absl::StrFormat("  %-29s %s\n", t.name, t.value);
     }
   }
-  if (warnings && !r.warnings.empty()) {
+  if (const std::vector<std::string> words = SummaryWarnings(r); warnings && !words.empty()) {
     out << "\nwarnings\n";
-    for (const auto& w : r.warnings) out << "  - " << w << "\n";
+    for (const auto& w : words) out << "  - " << w << "\n";
   }
 }
 

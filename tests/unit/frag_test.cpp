@@ -167,7 +167,7 @@ TEST_SUITE("frag") {
     CHECK(r.timeline[1].figures.reserved_bytes == 20 * kMiB);
     CHECK(r.timeline[13].event_index == 12);
     CHECK(r.timeline[13].figures.allocated_bytes == 2 * kMiB);
-    CHECK(r.warnings.empty());
+    CHECK(report::FragWarnings(r).empty());
     CheckInvariants(r, "frag_trace.json at peak");
   }
 
@@ -178,11 +178,15 @@ TEST_SUITE("frag") {
     REQUIRE(r.peaks.size() == 1);
     CHECK(r.peaks[0].peak_allocated.event_index == -1);
     CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == 8 * kMiB);
-    REQUIRE(r.warnings.size() == 2);
-    CHECK(r.warnings[0] ==
+    REQUIRE(r.rewind.size() == 1);
+    CHECK(r.rewind[0].pre_window_blocks == 1);
+    CHECK(r.rewind[0].problems.alloc_without_block == 1);
+    const std::vector<std::string> warnings = report::FragWarnings(r);
+    REQUIRE(warnings.size() == 2);
+    CHECK(warnings[0] ==
           "device 0: the trace begins mid-run (1 block(s), 8.0 MiB, are freed in it but were "
           "allocated before it): peaks and the timeline cover the trace window only");
-    CHECK(r.warnings[1] ==
+    CHECK(warnings[1] ==
           "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "
           "live); states reconstructed before those events are approximate");
   }

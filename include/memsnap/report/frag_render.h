@@ -23,6 +23,13 @@ struct FragRenderOptions {
 /// them), peaks, timeline, warnings. Byte figures end in _bytes.
 nlohmann::ordered_json FragToJson(const analysis::FragReport& report);
 
+/// A device's reconstruction caveats in words (0 to 2 sentences): `frag`'s warnings and the
+/// page's "Reconstruction:" notes.
+std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& caveats);
+
+/// Every device's RewindWarnings, in device order: `warnings` in `frag --json`, text and ranks.
+std::vector<std::string> FragWarnings(const analysis::FragReport& report);
+
 /// The human-readable report: totals, free space per pool and stream, what fits, peaks, the
 /// free-block histogram and the segment map (`options.top` largest segments).
 void RenderFragText(const analysis::FragReport& report, const FragRenderOptions& options,

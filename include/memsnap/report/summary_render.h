@@ -1,6 +1,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/summary.h"
@@ -8,6 +10,11 @@
 #include "nlohmann/json.hpp"
 
 namespace memsnap::report {
+
+/// The summary's findings worth a user's attention, in words and a fixed order: per device, frees
+/// whose alloc is not in the trace and blocks allocated before it; then the ring buffer's
+/// overflow (recorded, or likely per device). `warnings` in JSON, "warnings" in text.
+std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& report);
 
 /// The `summary --json` object: segments, blocks, reserved_bytes, allocated_bytes, active_bytes,
 /// requested_bytes, trace_entries, actions, unique_stacks, unique_frames, devices[...].

@@ -186,7 +186,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
       if (labelled.count(i) || even.count(i)) capture(rw.Layout(), i);
       if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
     }
-    out.warnings = frag_internal::RewindWarnings(rw, dt.device);
+    out.rewind = frag_internal::CaveatsOf(rw, dt.device);
     std::reverse(states.begin(), states.end());
   }
 

@@ -257,43 +257,12 @@ int64_t FindAllocatedPeak(const Snapshot& snap, const DeviceTrace& trace) {
   return peak_a;
 }
 
-namespace {
-
-std::string ProblemText(const UndoProblems& p) {
-  std::vector<std::string> parts;
-  if (p.alloc_without_block)
-    parts.push_back(absl::StrCat(p.alloc_without_block, " alloc(s) of a block not live"));
-  if (p.free_of_live_block)
-    parts.push_back(absl::StrCat(p.free_of_live_block, " free(s) of a block already live"));
-  if (p.block_outside_segment)
-    parts.push_back(absl::StrCat(p.block_outside_segment, " event(s) outside any known segment"));
-  if (p.segment_with_blocks)
-    parts.push_back(absl::StrCat(p.segment_with_blocks, " segment creation(s) over live blocks"));
-  if (p.segment_overlap)
-    parts.push_back(absl::StrCat(p.segment_overlap, " segment release(s) over a live segment"));
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? ", " : "", parts[i]);
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::string> RewindWarnings(const DeviceRewind& rw, int32_t device) {
-  std::vector<std::string> out;
-  auto [pre_count, pre_bytes] = rw.PreWindowBlocks();
-  if (pre_count > 0) {
-    out.push_back(absl::StrCat(
-        "device ", device, ": the trace begins mid-run (", pre_count, " block(s), ",
-        FormatBytes(pre_bytes),
-        ", are freed in it but were allocated before it): peaks and the timeline cover the "
-        "trace window only"));
-  }
-  if (rw.problems().any()) {
-    out.push_back(absl::StrCat("device ", device, ": the trace could not be undone consistently (",
-                               ProblemText(rw.problems()),
-                               "); states reconstructed before those events are approximate"));
-  }
-  return out;
+RewindCaveats CaveatsOf(const DeviceRewind& rw, int32_t device) {
+  RewindCaveats c;
+  c.device = device;
+  std::tie(c.pre_window_blocks, c.pre_window_bytes) = rw.PreWindowBlocks();
+  c.problems = rw.problems();
+  return c;
 }
 
 }  // namespace frag_internal
@@ -483,9 +452,7 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   }
   r.costs.push_back(std::move(cost));
   r.peaks.push_back(peaks);
-  for (std::string& w : frag_internal::RewindWarnings(rw, trace.device)) {
-    r.warnings.push_back(std::move(w));
-  }
+  r.rewind.push_back(frag_internal::CaveatsOf(rw, trace.device));
 }
 
 }  // namespace

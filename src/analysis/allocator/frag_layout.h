@@ -38,21 +38,6 @@ struct LSegment {
 /// The snapshot's own segments and blocks (all devices, file order).
 std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot);
 
-/// Counts of events the backward reconstruction could not undo consistently.
-struct UndoProblems {
-  int64_t alloc_without_block = 0;    // undoing an alloc whose block is not live
-  int64_t free_of_live_block = 0;     // undoing a free_completed whose block is already live
-  int64_t block_outside_segment = 0;  // a block that lies in no reconstructed segment
-  int64_t segment_with_blocks = 0;    // undoing a segment_alloc/map that still holds blocks
-  int64_t segment_overlap = 0;        // undoing a segment_free/unmap over an existing segment
-  int64_t estimated_sizes = 0;        // blocks whose size was estimated from the request
-  bool any() const {
-    return alloc_without_block + free_of_live_block + block_outside_segment + segment_with_blocks +
-               segment_overlap >
-           0;
-  }
-};
-
 /// One device's allocator state, undone event by event from the end of its trace.
 class DeviceRewind {
  public:
@@ -112,7 +97,7 @@ FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t
 /// bytes (-1: before the first event). The reserved peak is the timeline's (docs/figures.md).
 int64_t FindAllocatedPeak(const Snapshot& snapshot, const DeviceTrace& trace);
 
-/// The warnings `frag` prints for a device once its trace is undone to the start.
-std::vector<std::string> RewindWarnings(const DeviceRewind& rewind, int32_t device);
+/// What undoing a device's trace to its start found (report::RewindWarnings says it in words).
+RewindCaveats CaveatsOf(const DeviceRewind& rewind, int32_t device);
 
 }  // namespace memsnap::analysis::frag_internal

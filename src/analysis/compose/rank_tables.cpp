@@ -9,13 +9,19 @@
 
 namespace memsnap::analysis {
 
+namespace {
+
+int64_t RewindWarningCount(const FragReport& report) {
+  int64_t n = 0;
+  for (const RewindCaveats& c : report.rewind) n += c.count();
+  return n;
+}
+
+}  // namespace
+
 FragRank FragRankOf(const FragReport& report) {
-  FragRank rank{report.source.path,
-                report.totals,
-                report.external_fragmentation,
-                static_cast<int64_t>(report.warnings.size()),
-                std::nullopt,
-                report.costs.size() > 1};
+  FragRank rank{report.source.path,         report.totals, report.external_fragmentation,
+                RewindWarningCount(report), std::nullopt,  report.costs.size() > 1};
   // The device fragmentation costs the most, relative to what it reserves.
   std::optional<FragAnswer> worst;
   for (const FragCost& c : report.costs) {

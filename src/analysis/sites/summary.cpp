@@ -379,39 +379,21 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       dev.streams.push_back(StreamSummary{stream, totals});
     }
     report.totals += dev.totals;
-    if (dev.frees_without_alloc > 0) {
-      report.warnings.push_back(absl::StrCat(
-          "device ", device, ": ", dev.frees_without_alloc,
-          " free(s) whose alloc is not in the trace (the trace began mid-run or the ring buffer "
-          "overflowed)"));
-    }
-    if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
-      report.warnings.push_back(absl::StrCat("device ", device, ": ", dev.ghost_blocks,
-                                             " live block(s) (", FormatBytes(dev.ghost_bytes),
-                                             ") were allocated before the trace began"));
-    }
     report.devices.push_back(std::move(dev));
   }
-  if (snap.settings.trace_alloc_overflowed.value_or(false)) {
-    report.warnings.push_back(
-        "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
-        "lost its oldest events");
-  } else {
+  report.ring_overflowed = snap.settings.trace_alloc_overflowed.value_or(false);
+  if (!report.ring_overflowed) {
     // Frees without an alloc also come from recording that began mid-run, so a guess needs a
     // trace long enough to be a full ring buffer: at least trace_alloc_max_entries events when
     // the file records it, else at least kMinEventsForOverflow.
     constexpr int64_t kMinEventsForOverflow = 1000;
     const std::optional<int64_t> max_entries = snap.settings.trace_alloc_max_entries;
-    for (const DeviceSummary& dev : report.devices) {
+    for (DeviceSummary& dev : report.devices) {
       const int64_t n = dev.totals.trace_entries;
       const bool full =
           max_entries ? *max_entries > 0 && n >= *max_entries : n >= kMinEventsForOverflow;
-      if (full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n) {
-        report.warnings.push_back(absl::StrCat(
-            "device ", dev.device, ": the trace ring buffer likely overflowed (",
-            FormatPercent(static_cast<double>(dev.frees_without_alloc) / static_cast<double>(n)),
-            " of events are frees without an alloc)"));
-      }
+      dev.ring_likely_overflowed =
+          full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n;
     }
   }
   return report;

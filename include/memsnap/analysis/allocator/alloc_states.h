@@ -74,9 +74,9 @@ struct AllocatorStates {
   std::vector<AllocatorState> states;  // ascending event
   int64_t peak_reserved_event = -1;    // as `frag --at peak` picks it
   int64_t peak_allocated_event = -1;
-  int samples = 0;                    // evenly spaced states kept
-  std::string reduced;                // what the budget left out, in words
-  std::vector<std::string> warnings;  // the reconstruction's, as `frag` prints them
+  int samples = 0;       // evenly spaced states kept
+  std::string reduced;   // what the budget left out, in words
+  RewindCaveats rewind;  // the reconstruction's caveats, as `frag` finds them
 };
 
 /// The events after which `dt`'s device has its peak reserved bytes (the timeline's reserved

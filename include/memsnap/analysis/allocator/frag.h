@@ -238,6 +238,33 @@ struct FragFix {
 /// A candidate counts as a fix when it fits on at least this share less memory.
 inline constexpr double kFragFixMinGain = 0.01;
 
+/// Counts of events the backward reconstruction could not undo consistently.
+struct UndoProblems {
+  int64_t alloc_without_block = 0;    // undoing an alloc whose block is not live
+  int64_t free_of_live_block = 0;     // undoing a free_completed whose block is already live
+  int64_t block_outside_segment = 0;  // a block that lies in no reconstructed segment
+  int64_t segment_with_blocks = 0;    // undoing a segment_alloc/map that still holds blocks
+  int64_t segment_overlap = 0;        // undoing a segment_free/unmap over an existing segment
+  int64_t estimated_sizes = 0;        // blocks whose size was estimated from the request
+  bool any() const {
+    return alloc_without_block + free_of_live_block + block_outside_segment + segment_with_blocks +
+               segment_overlap >
+           0;
+  }
+};
+
+/// What undoing a device's trace to its start found that makes the states before some events
+/// approximate: blocks freed in the trace but allocated before it, and events that could not be
+/// undone consistently. report::RewindWarnings says them in words.
+struct RewindCaveats {
+  int32_t device = 0;
+  int64_t pre_window_blocks = 0;
+  int64_t pre_window_bytes = 0;
+  UndoProblems problems;
+  /// The warnings these make (0 to 2).
+  int64_t count() const { return (pre_window_blocks > 0 ? 1 : 0) + (problems.any() ? 1 : 0); }
+};
+
 struct FragReport {
   SourceInfo source;
   FragMoment at = FragMoment::kEnd;
@@ -254,8 +281,8 @@ struct FragReport {
   std::vector<DevicePeaks> peaks;         // devices that have a trace
   std::vector<FragSample> timeline;       // by device, then event index
   int64_t max_split_size = -1;            // from allocator_settings; -1 = unlimited
-  /// Events the reconstruction could not undo consistently (ring-buffer gaps, estimates...).
-  std::vector<std::string> warnings;
+  /// Per device, what the reconstruction could not undo consistently (ring-buffer gaps...).
+  std::vector<RewindCaveats> rewind;
   /// The answer: per device (ascending), what fragmentation costs at its reserved peak.
   std::vector<FragCost> costs;
   /// Per device with a trace, the setting that lowers its peak (FindFragFixes; the command fills

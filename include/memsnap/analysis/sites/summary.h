@@ -121,6 +121,9 @@ struct DeviceSummary {
   int64_t last_time_us = kNoTime;
   int64_t frees_without_alloc = 0;  // frees whose alloc is older than the trace window
   int64_t ghost_blocks = 0;         // live blocks at the end whose alloc is not in the trace
+  /// The trace is as long as a full ring buffer and over 1% of its events are frees without an
+  /// alloc: the buffer likely overflowed (only when the file does not say it did).
+  bool ring_likely_overflowed = false;
   int64_t ghost_bytes = 0;
   int64_t segments_expandable = 0;
   std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
@@ -142,7 +145,10 @@ struct SummaryReport {
   int64_t annotations = 0;
   std::vector<DeviceSummary> devices;  // ascending device
   AllocatorSettings settings;
-  std::vector<std::string> warnings;  // findings worth a user's attention, in a fixed order
+  /// allocator_settings.trace_alloc_overflowed is set: the ring buffer lost its oldest events.
+  /// With the devices' frees_without_alloc, ghost_blocks and ring_likely_overflowed, the findings
+  /// report::SummaryWarnings writes in words.
+  bool ring_overflowed = false;
 };
 
 /// Counts and totals of `snapshot`; with SummaryOptions::peaks it rebuilds the timeline for them
