@@ -47,8 +47,7 @@ TEST_CASE("gradients of the same forward lines made by another node are one row"
   CHECK(m.before_keys == std::vector<std::string>{"mm"});
   CHECK(m.after_keys == std::vector<std::string>{"tocopy"});
   CHECK(m.info.owner == "mm \u2192 tocopy");
-  CHECK(m.info.forward_lines ==
-        std::vector<std::string>{"net.py:15 forward", "net.py:16 forward"});
+  CHECK(m.info.forward_lines == std::vector<std::string>{"net.py:15 forward", "net.py:16 forward"});
   CHECK(rows[0].key == "other");  // its lines meet no row of the other side
   CHECK(!rows[0].by_parameter);
 }
