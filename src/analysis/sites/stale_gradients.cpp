@@ -24,8 +24,8 @@ std::optional<StaleGradients> FindStaleGradients(GroupContext& context, const De
     out.lifetimes.push_back(i);
     out.bytes += lt.requested_size;
     ++out.blocks;
-    const LocalEvent free = lt.free_requested_event.seen() ? lt.free_requested_event
-                                                           : lt.free_completed_event;
+    const LocalEvent free =
+        lt.free_requested_event.seen() ? lt.free_requested_event : lt.free_completed_event;
     const uint32_t f = *free.index();
     if (f < num_events &&
         context.attribution().Site(snap.events[dt.event_begin + f].stack).zero_grad) {
