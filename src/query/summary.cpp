@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::query {
@@ -33,23 +34,43 @@ absl::StatusOr<SummaryRanksResult> SummaryRanksQuery(const std::vector<InputFile
                                                      const ReadSettings& settings) {
   analysis::SummaryOptions so;
   so.threads = ThreadsPerFile(settings, files.size());
+  // The peaks, and the lifetimes live at the dump: what each rank's memory is made of, which
+  // says what makes an outlier differ from the median rank (ExplainOutliers).
+  analysis::TimelineOptions to = analysis::SummaryTimelineOptions();
+  to.keep = analysis::KeepLifetimes::kLiveAt;
+  to.moment = analysis::Moment{analysis::Moment::Kind::kEnd, 0};
+  struct Rank {
+    analysis::SummaryReport summary;
+    analysis::RankProfile profile;
+  };
   LeftOut left_out;
-  ASSIGN_OR_RETURN(PerFile<analysis::SummaryReport> results,
-                   ForEachFile<analysis::SummaryReport>(
-                       files, NeedsTimeline(analysis::SummaryTimelineOptions()), settings,
-                       [&](Session& s) -> absl::StatusOr<analysis::SummaryReport> {
-                         const auto& tl = s.timeline_status();
-                         return analysis::Summarize(s.snapshot(), tl.ok() ? &*tl : nullptr, so);
-                       },
-                       &left_out));
+  ASSIGN_OR_RETURN(
+      PerFile<Rank> results,
+      ForEachFile<Rank>(
+          files, NeedsTimeline(to), settings,
+          [&](Session& s) -> absl::StatusOr<Rank> {
+            const auto& tl = s.timeline_status();
+            Rank r{analysis::Summarize(s.snapshot(), tl.ok() ? &*tl : nullptr, so), {}};
+            if (tl.ok()) {
+              auto p = analysis::RankProfileAt(s.snapshot(), *tl, to.moment);
+              if (p.ok()) r.profile = std::move(*p);
+            }
+            return r;
+          },
+          &left_out));
   SummaryRanksResult r;
-  for (auto& [path, rep] : results) r.files.push_back(std::move(rep));
+  std::vector<analysis::RankProfile> profiles;
+  for (auto& [path, rank] : results) {
+    r.files.push_back(std::move(rank.summary));
+    profiles.push_back(std::move(rank.profile));
+  }
   std::vector<analysis::RankFigures> figures;
   for (const auto& f : r.files) {
     figures.push_back(analysis::RankFigures{f.source.path, f.totals.reserved_bytes,
                                             f.totals.allocated_bytes, -1, ""});
   }
   r.ranks = analysis::CompareRanks(std::move(figures));
+  analysis::ExplainOutliers(r.ranks, profiles);
   r.skipped = std::move(left_out.skipped);
   return r;
 }

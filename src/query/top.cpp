@@ -1,5 +1,6 @@
 #include "memsnap/query/top.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,16 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
   r.at = at.arg;  // a step is now the point it names
   ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, r.at.moment, request.group));
   r.report.moment_described = r.at.described;
+  // Last step's gradients alive in this forward pass: the lever is zero_grad before it.
+  ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
+                   analysis::GroupContext::Create(snap, request.group));
+  for (const analysis::DeviceMoment& dm : r.report.devices) {
+    const analysis::DeviceTimeline* dt = tl->Find(dm.device);
+    if (dt == nullptr) continue;
+    if (auto stale = analysis::FindStaleGradients(*context, *dt, dm.event)) {
+      r.stale_gradients.push_back(std::move(*stale));
+    }
+  }
   if (request.folded) {
     // Flame graphs need whole stacks, whatever the table is grouped by.
     if (request.group.by == analysis::GroupBy::kStack) {

@@ -34,6 +34,26 @@ std::string MomentHeader(const analysis::DiffReport& rep) {
   }
   return s;
 }
+// "gradients", "optimizer states": the rows of one kind, as a sentence names them.
+std::string_view KindPlural(analysis::Category c) {
+  switch (c) {
+    case analysis::Category::kParameter:
+      return "parameters";
+    case analysis::Category::kGradient:
+      return "gradients";
+    case analysis::Category::kOptimizerState:
+      return "optimizer states";
+    case analysis::Category::kActivation:
+      return "activations";
+    case analysis::Category::kTemporary:
+      return "temporaries";
+    case analysis::Category::kInput:
+      return "inputs";
+    case analysis::Category::kUnknown:
+      break;
+  }
+  return "memory of unknown kind";
+}
 // What grew in the user's terms, before the sites say where. Nothing when no kind changed.
 void RenderKinds(const analysis::DiffReport& rep, std::ostream& out) {
   const std::string text = KindChangesText(rep.before_by_category, rep.after_by_category);
@@ -104,6 +124,7 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
                       : s.presence == analysis::Presence::kOnlyAfter    ? " [new]"
                       : s.compile == analysis::CompileChange::kCompiled ? " [compiled]"
                       : s.compile == analysis::CompileChange::kEager    ? " [eager]"
+                      : s.by_parameter                                  ? " [same parameters]"
                       : s.before_key.empty()                            ? ""
                                              : MovedTag(s.site, s.info, s.label, s.moved, kCallers);
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
@@ -130,7 +151,17 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
     out << ", " << rep.sites_compiled << " run eagerly in one file and compiled in the other";
     if (same > 0) out << " (" << same << " unchanged)";
   }
-  out << "\n\n";
+  if (rep.sites_by_parameter > 0) {
+    out << ", " << rep.sites_by_parameter
+        << (rep.sites_by_parameter == 1 ? " gradient row" : " gradient rows")
+        << " of the same parameters made by other autograd nodes";
+  }
+  out << "\n";
+  for (const analysis::FoldedRows& f : rep.folded) {
+    out << f.rows << " rows that cancel within " << KindPlural(f.category) << " folded (\u00b1"
+        << FormatBytes(f.bytes) << ")\n";
+  }
+  out << "\n";
 
   out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", "totals", "before", "after", "delta",
                          "segments");
@@ -177,6 +208,14 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["sites_unchanged"] = rep.sites_unchanged;
   j["sites_moved"] = rep.sites_moved;
   j["sites_compiled"] = rep.sites_compiled;
+  j["sites_by_parameter"] = rep.sites_by_parameter;
+  Json folded = Json::array();
+  for (const analysis::FoldedRows& f : rep.folded) {
+    folded.push_back({{"category", std::string(analysis::CategoryName(f.category))},
+                      {"rows", f.rows},
+                      {"bytes", f.bytes}});
+  }
+  j["folded"] = folded;
   Json sites = Json::array();
   for (const SiteDelta& s : rep.sites) {
     Json o;
@@ -193,6 +232,9 @@ Json DiffToJson(const analysis::DiffReport& rep) {
                       {"eager_ops", s.eager_ops},
                       {"before_keys", s.before_keys},
                       {"after_keys", s.after_keys}};
+    }
+    if (s.by_parameter) {
+      o["by_parameter"] = {{"before_keys", s.before_keys}, {"after_keys", s.after_keys}};
     }
     o["before_bytes"] = s.before_bytes;
     o["after_bytes"] = s.after_bytes;

@@ -331,6 +331,20 @@ void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
   }
 }
 
+// Last step's gradients alive in the peak's forward pass, and what zero_grad before it does when
+// replayed on the device (analysis::ZeroGradLever).
+void RenderZeroGradLever(const OomDevice& d, std::ostream& out) {
+  if (!d.zero_grad) return;
+  const analysis::ZeroGradLever& z = *d.zero_grad;
+  out << "  lever       last step's gradients are still alive in the peak's forward pass (from "
+      << "event:" << z.forward_start << "): " << FormatBytes(z.bytes) << " in "
+      << Plural(z.blocks, "block", "blocks")
+      << (z.freed_by_zero_grad > 0 ? ", freed by zero_grad after it" : ", freed after it")
+      << "; optimizer.zero_grad(set_to_none=True) before the forward: replayed, "
+      << (z.fits ? "the run fits (peak reserved " : "it still does not fit (reserved ")
+      << FormatBytes(z.peak_reserved) << (z.fits ? ")" : " at the first failure)") << "\n";
+}
+
 void RenderOne(const OomExplanation& o, size_t index, size_t count, bool category_levers,
                bool inference, std::ostream& out) {
   out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
@@ -544,6 +558,16 @@ Json OomToJson(const OomReport& r) {
           {{"category", Cat(c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
     }
     dj["trace_peak_categories"] = peak_categories;
+    if (d.zero_grad) {  // only where it applies: other files' JSON is unchanged
+      const analysis::ZeroGradLever& z = *d.zero_grad;
+      dj["last_step_gradients"] = {{"forward_start_event", z.forward_start},
+                                   {"bytes", z.bytes},
+                                   {"blocks", z.blocks},
+                                   {"freed_by_zero_grad", z.freed_by_zero_grad},
+                                   {"lever", "optimizer.zero_grad(set_to_none=True)"},
+                                   {"replay_fits", z.fits},
+                                   {"replay_peak_reserved_bytes", z.peak_reserved}};
+    }
     Json remedies = Json::array();
     for (const OomRemedy& m : d.remedies) remedies.push_back(RemedyJson(m));
     dj["remedies"] = remedies;
@@ -582,6 +606,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     const bool peak_too_big = d.answer && d.answer->peak_too_big;
     RenderAnswerLines(OomAnswerLines(r, d), out);
     if (peak_too_big) RenderPeakKinds(d, out);
+    RenderZeroGradLever(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
       RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, d.inference, out);
     out << "\n";

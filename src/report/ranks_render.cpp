@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::report {
 
@@ -19,6 +20,11 @@ std::string Show(double v, bool is_ratio) {
 std::string Above(double v, double median, bool is_ratio) {
   if (is_ratio) return absl::StrFormat("%.1f points", (v - median) * 100.0);
   return FormatPercent((v - median) / median);
+}
+// How far below the median, in the same units.
+std::string Below(double v, double median, bool is_ratio) {
+  if (is_ratio) return absl::StrFormat("%.1f points", (median - v) * 100.0);
+  return FormatPercent((median - v) / median);
 }
 
 Cell Value(double v, Unit unit) {
@@ -47,6 +53,58 @@ void RenderOutliers(const std::vector<analysis::Outlier>& outliers, std::ostream
   for (const auto& o : outliers) out << "  " << o.file << ": " << OutlierReason(o) << "\n";
 }
 
+// "activation +4.0 MiB, gradient -1.0 MiB": the kinds that differ, largest first.
+std::string KindsText(const std::vector<analysis::RankKindDelta>& kinds) {
+  std::string text;
+  for (const analysis::RankKindDelta& k : kinds) {
+    absl::StrAppend(&text, text.empty() ? "" : ", ", Sv(analysis::CategoryName(k.category)), " ",
+                    FormatDelta(k.delta_bytes));
+  }
+  return text;
+}
+
+// Each outlier against the median rank: its kinds on one line, then its sites, one a line.
+void RenderDifferences(const std::vector<analysis::RankDifference>& differences,
+                       std::ostream& out) {
+  for (const analysis::RankDifference& d : differences) {
+    out << "\n" << d.file << " against the median rank " << d.median_file << ":\n";
+    if (d.kinds.empty()) {
+      out << "  the same bytes of every kind and site\n";
+      continue;
+    }
+    out << "  by kind: " << KindsText(d.kinds) << "\n";
+    for (const analysis::RankSiteDelta& s : d.sites) {
+      out << absl::StrFormat("  %12s  %-16s %s\n", FormatDelta(s.delta_bytes()),
+                             analysis::CategoryName(s.category), s.site);
+    }
+  }
+}
+
+Json DifferencesToJson(const std::vector<analysis::RankDifference>& differences) {
+  Json out = Json::array();
+  for (const analysis::RankDifference& d : differences) {
+    Json kinds = Json::array();
+    for (const analysis::RankKindDelta& k : d.kinds) {
+      kinds.push_back({{"category", std::string(analysis::CategoryName(k.category))},
+                       {"delta_bytes", k.delta_bytes}});
+    }
+    Json sites = Json::array();
+    for (const analysis::RankSiteDelta& s : d.sites) {
+      sites.push_back({{"site", s.site},
+                       {"category", std::string(analysis::CategoryName(s.category))},
+                       {"bytes", s.bytes},
+                       {"median_bytes", s.median_bytes},
+                       {"delta_bytes", s.delta_bytes()}});
+    }
+    out.push_back({{"file", d.file},
+                   {"median_file", d.median_file},
+                   {"metric", d.metric},
+                   {"kinds", std::move(kinds)},
+                   {"sites", std::move(sites)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string OutlierReason(const analysis::Outlier& o) {
@@ -57,6 +115,10 @@ std::string OutlierReason(const analysis::Outlier& o) {
     case analysis::OutlierKind::kAboveMedian:
       return absl::StrCat(o.metric, " ", Show(o.value, is_ratio), " is ",
                           Above(o.value, o.median, is_ratio), " above the median ",
+                          Show(o.median, is_ratio));
+    case analysis::OutlierKind::kBelowMedian:
+      return absl::StrCat(o.metric, " ", Show(o.value, is_ratio), " is ",
+                          Below(o.value, o.median, is_ratio), " below the median ",
                           Show(o.median, is_ratio));
     case analysis::OutlierKind::kHighest:
     case analysis::OutlierKind::kHighestAbove:
@@ -109,12 +171,14 @@ Json RankTableToJson(const analysis::RankTable& t) {
   for (const auto& m : t.metrics) medians[m.name] = CellToJson(Value(m.median, m.unit), m.unit);
   j["ranks"] = TableToJson(RankTableToTable(t));
   j["outliers"] = OutliersToJson(t.outliers);
+  if (t.explained) j["differences"] = DifferencesToJson(t.differences);
   return j;
 }
 
 void RenderRankTableText(const analysis::RankTable& t, std::ostream& out) {
   RenderTableText(RankTableToTable(t), out);
   RenderOutliers(t.outliers, out);
+  RenderDifferences(t.differences, out);
 }
 
 }  // namespace memsnap::report

@@ -31,18 +31,84 @@ RankTable OneMetric(std::vector<double> values, bool is_ratio) {
 }
 
 TEST_SUITE("ranks") {
-  TEST_CASE("a byte metric names the highest rank and ranks more than 10% above the median") {
-    // Sorted 100 100 105 200 120: the lower median is 105.
+  TEST_CASE("a byte metric calls out the ranks beyond the spread of the others, the highest so") {
+    // Sorted 100 100 105 120 200: the lower median is 105; the distances 0 5 5 15 95 have the
+    // median 5, so a rank stands out beyond 3 x 1.4826 x 5 = 22.2 B: 200, not 120 (15 above).
     RankTable t = analysis::CompareMetrics(OneMetric({100, 100, 200, 105, 120}, false));
     CHECK(t.metrics[0].median == 105);
-    REQUIRE(t.outliers.size() == 2);
+    REQUIRE(t.outliers.size() == 1);
     CHECK(t.outliers[0].file == "rank2");
     CHECK(t.outliers[0].value == 200);
     CHECK(report::OutlierReason(t.outliers[0]) ==
           "highest m: 200 B (median 105 B), 90.5% above it");
-    // 120 is 14.3% above 105; 105 itself and 100 are not called out.
-    CHECK(t.outliers[1].file == "rank4");
-    CHECK(report::OutlierReason(t.outliers[1]) == "m 120 B is 14.3% above the median 105 B");
+  }
+
+  TEST_CASE("two ranks 27% above the median of eight are called out, one 0.2% above it is not") {
+    const double mib = 1 << 20;
+    RankTable t =
+        analysis::CompareMetrics(OneMetric({1000 * mib, 1000 * mib, 1270 * mib, 1000 * mib,
+                                            1002 * mib, 1000 * mib, 1270 * mib, 1000 * mib},
+                                           false));
+    CHECK(t.metrics[0].median == 1000 * mib);
+    REQUIRE(t.outliers.size() == 2);
+    CHECK(t.outliers[0].file == "rank2");
+    CHECK(t.outliers[0].kind == analysis::OutlierKind::kHighestAbove);
+    CHECK(t.outliers[1].file == "rank6");
+    CHECK(t.outliers[1].kind == analysis::OutlierKind::kAboveMedian);
+    CHECK(report::OutlierReason(t.outliers[1]) == "m 1.2 GiB is 27.0% above the median 1000.0 MiB");
+  }
+
+  TEST_CASE("ranks that spread widely are called out only beyond their spread") {
+    // Median 100, median distance 10: 135 is 35% above the median but within 3 x 1.4826 x 10.
+    RankTable t = analysis::CompareMetrics(OneMetric({100, 85, 115, 90, 110, 95, 105, 135}, false));
+    CHECK(t.outliers.empty());
+    // Far beyond the spread, it is.
+    t = analysis::CompareMetrics(OneMetric({100, 85, 115, 90, 110, 95, 105, 250}, false));
+    REQUIRE(t.outliers.size() == 1);
+    CHECK(t.outliers[0].file == "rank7");
+  }
+
+  TEST_CASE("a rank far below the median is called out where the metric asks for it") {
+    RankTable t = OneMetric({100, 100, 27, 100}, false);
+    t = analysis::CompareMetrics(t);
+    CHECK(t.outliers.empty());  // call_out_below is off: less is only better
+    t = OneMetric({100, 100, 27, 100}, false);
+    t.metrics[0].call_out_below = true;
+    t = analysis::CompareMetrics(std::move(t));
+    REQUIRE(t.outliers.size() == 1);
+    CHECK(t.outliers[0].file == "rank2");
+    CHECK(t.outliers[0].kind == analysis::OutlierKind::kBelowMedian);
+    CHECK(report::OutlierReason(t.outliers[0]) == "m 27 B is 73.0% below the median 100 B");
+  }
+
+  TEST_CASE(
+      "an outlier rank is explained by the kinds and sites that differ from the median rank") {
+    RankTable t = analysis::CompareRanks(
+        {{"a", 100, 100, -1, ""}, {"b", 100, 100, -1, ""}, {"c", 100, 160, -1, ""}});
+    REQUIRE(t.outliers.size() == 1);
+    auto profile = [](int64_t act, int64_t grad, int64_t extra) {
+      analysis::RankProfile p;
+      p.known = true;
+      p.by_category[static_cast<int>(analysis::Category::kActivation)] = act + extra;
+      p.by_category[static_cast<int>(analysis::Category::kGradient)] = grad;
+      p.sites = {{"k1", "linear", analysis::Category::kActivation, act},
+                 {"k2", "MmBackward0 (mm)", analysis::Category::kGradient, grad}};
+      if (extra > 0) p.sites.push_back({"k3", "cat", analysis::Category::kActivation, extra});
+      return p;
+    };
+    analysis::ExplainOutliers(t, {profile(60, 40, 0), profile(60, 40, 0), profile(60, 40, 60)});
+    CHECK(t.explained);
+    REQUIRE(t.differences.size() == 1);
+    const analysis::RankDifference& d = t.differences[0];
+    CHECK(d.file == "c");
+    CHECK(d.median_file == "a");
+    CHECK(d.metric == "allocated_bytes");
+    REQUIRE(d.kinds.size() == 1);
+    CHECK(d.kinds[0].category == analysis::Category::kActivation);
+    CHECK(d.kinds[0].delta_bytes == 60);
+    REQUIRE(d.sites.size() == 1);
+    CHECK(d.sites[0].site == "cat");
+    CHECK(d.sites[0].delta_bytes() == 60);
   }
 
   TEST_CASE("a ratio metric deviates by percentage points, not by a fraction of the median") {

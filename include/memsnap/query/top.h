@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/stale_gradients.h"
 #include "memsnap/query/session.h"
 
 namespace memsnap::query {
@@ -26,6 +27,9 @@ struct TopResult {
   analysis::GroupReport report;                 // every row
   std::vector<analysis::GroupRow> rows;         // the rows shown: report.rows with the tail folded
   std::optional<analysis::GroupReport> stacks;  // with `folded`: grouped by stack
+  /// Per device whose moment lies in a forward pass: last step's gradients still alive then
+  /// (analysis::FindStaleGradients), the memory zero_grad(set_to_none=True) before it frees.
+  std::vector<analysis::StaleGradients> stale_gradients;
 };
 
 Needs TopNeeds(const TopRequest& request);

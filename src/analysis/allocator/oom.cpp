@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <span>
 
 #include "absl/container/flat_hash_map.h"
@@ -12,6 +13,7 @@
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/site.h"
+#include "memsnap/analysis/sites/stale_gradients.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/parallel.h"
@@ -305,6 +307,45 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+// The recorded settings' replay with `stale`'s frees moved before its forward pass: what
+// zero_grad(set_to_none=True) before the forward would do. The frees are the program's own (the
+// trace frees those blocks later), so nothing else changes.
+ConfigResult ReplayZeroGradEarlier(const DeviceJob& job, const DeviceTimeline& dt,
+                                   const StaleGradients& stale) {
+  std::set<uint32_t> free_events;
+  for (uint32_t i : stale.lifetimes) {
+    const BlockLifetime& lt = dt.blocks[i];
+    for (LocalEvent e : {lt.free_requested_event, lt.free_completed_event}) {
+      if (e.seen()) free_events.insert(*e.index());
+    }
+  }
+  PreparedTrace p = job.prepared;
+  std::vector<Op> moved, ops;
+  for (const Op& op : job.prepared.ops) {
+    const bool is_free = op.kind == OpKind::kFree || op.kind == OpKind::kFreeRequested ||
+                         op.kind == OpKind::kFreeCompleted;
+    if (is_free && free_events.count(op.event) > 0) moved.push_back(op);
+  }
+  ops.reserve(job.prepared.ops.size());
+  bool placed = false;
+  for (const Op& op : job.prepared.ops) {
+    const bool is_free = op.kind == OpKind::kFree || op.kind == OpKind::kFreeRequested ||
+                         op.kind == OpKind::kFreeCompleted;
+    if (is_free && free_events.count(op.event) > 0) continue;
+    if (!placed && op.event != kPreexisting && op.event >= stale.forward_start) {
+      ops.insert(ops.end(), moved.begin(), moved.end());
+      placed = true;
+    }
+    ops.push_back(op);
+  }
+  if (!placed) ops.insert(ops.end(), moved.begin(), moved.end());
+  p.ops = std::move(ops);
+  RunOptions ro = job.run;
+  ro.stop_at_first_oom = true;
+  ro.on_oom = nullptr;
+  return RunConfig(p, job.configs[0], ro).result;
 }
 
 // No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
@@ -670,6 +711,16 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       }
       if (dt->kept == KeepLifetimes::kAll) {
         job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event);
+        // Last step's gradients alive in the peak's forward pass: replay zero_grad before it.
+        auto context = GroupContext::Create(snap, GroupOptions{});
+        if (context.ok()) {
+          if (auto stale = FindStaleGradients(**context, *dt, dt->peak_event)) {
+            const ConfigResult r = ReplayZeroGradEarlier(job, *dt, *stale);
+            job.dev.zero_grad =
+                ZeroGradLever{stale->bytes,         stale->blocks,  stale->freed_by_zero_grad,
+                              stale->forward_start, r.ooms.empty(), r.peak_reserved};
+          }
+        }
       }
       // A trace that ran to its end (no recorded OOM) with forward passes only is inference; one
       // that failed in its first forward pass may be training that never reached backward.

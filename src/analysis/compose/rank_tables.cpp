@@ -19,6 +19,20 @@ int64_t RewindWarningCount(const FragReport& report) {
 
 }  // namespace
 
+absl::StatusOr<RankProfile> RankProfileAt(const Snapshot& snap, const Timeline& timeline,
+                                          const Moment& moment) {
+  GroupOptions by_site;
+  by_site.by = GroupBy::kSite;
+  ASSIGN_OR_RETURN(GroupReport g, GroupLive(snap, timeline, moment, by_site));
+  RankProfile p;
+  p.known = true;
+  for (const GroupRow& r : g.rows) {
+    for (int c = 0; c < kNumCategories; ++c) p.by_category[c] += r.category_bytes[c];
+    p.sites.push_back({r.key, r.site, DominantCategory(r.category_bytes), r.bytes});
+  }
+  return p;
+}
+
 FragRank FragRankOf(const FragReport& report) {
   FragRank rank{report.source.path,         report.totals, report.external_fragmentation,
                 RewindWarningCount(report), std::nullopt,  report.costs.size() > 1};

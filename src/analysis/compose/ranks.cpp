@@ -1,6 +1,7 @@
 #include "memsnap/analysis/compose/ranks.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace memsnap::analysis {
@@ -15,27 +16,44 @@ double Median(std::vector<double> v) {
 
 bool IsRatio(const RankMetric& m) { return m.unit == Unit::kRatio; }
 
+// The distance from the median beyond which a rank stands out (RankOptions): the floor, or the
+// spread of the known values (1.4826 MAD estimates a standard deviation), whichever is larger.
+double Threshold(const RankMetric& m, const RankOptions& options) {
+  std::vector<double> distances;
+  for (double v : m.values) {
+    if (v >= 0) distances.push_back(v > m.median ? v - m.median : m.median - v);
+  }
+  const double mad = Median(distances);
+  const double floor = IsRatio(m) ? options.deviation : m.median * options.deviation;
+  return std::max(floor, options.mad_factor * 1.4826 * std::max(mad, 0.0));
+}
+
 void FindOutliers(const std::vector<std::string>& files, const RankMetric& m,
                   const RankOptions& options, std::vector<Outlier>& out) {
   if (m.median < 0) return;
-  // The highest rank is named (first in input order on ties) unless it is no higher than the
-  // median: when every rank holds the same figure, none stands out.
-  size_t best = 0;
-  for (size_t i = 1; i < m.values.size(); ++i) {
-    if (m.values[i] > m.values[best]) best = i;
-  }
-  const bool name_best = m.values[best] > m.median;
+  const double threshold = Threshold(m, options);
+  // A byte metric whose median is 0 has no scale: any rank above it stands out.
+  auto above = [&](double v) { return v > m.median + threshold || (threshold == 0 && v > 0); };
+  auto below = [&](double v) { return m.call_out_below && v < m.median - threshold; };
+  // The highest rank that stands out is named so (first in input order on ties).
+  size_t best = m.values.size();
   for (size_t i = 0; i < m.values.size(); ++i) {
-    double v = m.values[i];
+    if (m.values[i] >= 0 && above(m.values[i]) &&
+        (best == m.values.size() || m.values[i] > m.values[best])) {
+      best = i;
+    }
+  }
+  for (size_t i = 0; i < m.values.size(); ++i) {
+    const double v = m.values[i];
     if (v < 0) continue;
-    const bool is_ratio = IsRatio(m);
-    bool deviates = is_ratio ? v > m.median + options.deviation
-                             : m.median > 0 && v > m.median * (1.0 + options.deviation);
-    bool is_best = i == best && name_best;
-    if (!is_best && !deviates) continue;
-    const OutlierKind kind = !is_best   ? OutlierKind::kAboveMedian
-                             : deviates ? OutlierKind::kHighestAbove
-                                        : OutlierKind::kHighest;
+    OutlierKind kind;
+    if (above(v)) {
+      kind = i == best ? OutlierKind::kHighestAbove : OutlierKind::kAboveMedian;
+    } else if (below(v)) {
+      kind = OutlierKind::kBelowMedian;
+    } else {
+      continue;
+    }
     out.push_back(Outlier{files[i], m.name, v, m.median, m.unit, kind, {}, {}});
   }
 }
@@ -57,9 +75,10 @@ RankTable CompareMetrics(RankTable table, const RankOptions& options) {
 RankTable CompareRanks(std::vector<RankFigures> ranks, const RankOptions& options) {
   RankTable t;
   if (ranks.empty()) return t;
-  t.metrics = {{"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1},
-               {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1},
-               {"peak_bytes", "peak", Unit::kBytes, true, {}, -1}};
+  // A rank far below the others held a fraction of their memory: it ran less, or other work.
+  t.metrics = {{"reserved_bytes", "reserved", Unit::kBytes, true, {}, -1, true},
+               {"allocated_bytes", "allocated", Unit::kBytes, true, {}, -1, true},
+               {"peak_bytes", "peak", Unit::kBytes, true, {}, -1, true}};
   // The top site is the table's last column: the user's line that holds most memory on the rank.
   t.notes = {{"top_site", "top site", {}, true}};
   for (const auto& f : ranks) {
@@ -93,6 +112,81 @@ RankTable CompareRanks(std::vector<RankFigures> ranks, const RankOptions& option
     }
   }
   return t;
+}
+
+}  // namespace memsnap::analysis
+
+namespace memsnap::analysis {
+
+void ExplainOutliers(RankTable& table, const std::vector<RankProfile>& profiles, size_t top_sites) {
+  table.explained = true;
+  table.differences.clear();
+  std::vector<std::string> done;
+  for (const Outlier& o : table.outliers) {
+    if (o.unit != Unit::kBytes) continue;
+    if (std::find(done.begin(), done.end(), o.file) != done.end()) continue;
+    auto metric = std::find_if(table.metrics.begin(), table.metrics.end(),
+                               [&](const RankMetric& m) { return m.name == o.metric; });
+    auto file = std::find(table.files.begin(), table.files.end(), o.file);
+    if (metric == table.metrics.end() || file == table.files.end()) continue;
+    const size_t rank = static_cast<size_t>(file - table.files.begin());
+    // The median rank: the first whose figure is the median (the lower median is a rank's own).
+    size_t median = table.files.size();
+    for (size_t i = 0; i < metric->values.size(); ++i) {
+      if (metric->values[i] == metric->median) {
+        median = i;
+        break;
+      }
+    }
+    if (median == table.files.size() || median == rank || rank >= profiles.size() ||
+        median >= profiles.size() || !profiles[rank].known || !profiles[median].known) {
+      continue;
+    }
+    done.push_back(o.file);
+    const RankProfile& a = profiles[rank];
+    const RankProfile& b = profiles[median];
+    RankDifference d;
+    d.file = o.file;
+    d.median_file = table.files[median];
+    d.metric = o.metric;
+    for (int c = 0; c < kNumCategories; ++c) {
+      const int64_t delta = a.by_category[c] - b.by_category[c];
+      if (delta != 0) d.kinds.push_back({static_cast<Category>(c), delta});
+    }
+    std::stable_sort(d.kinds.begin(), d.kinds.end(),
+                     [](const RankKindDelta& x, const RankKindDelta& y) {
+                       return std::llabs(x.delta_bytes) > std::llabs(y.delta_bytes);
+                     });
+    std::map<std::string, RankSiteDelta> sites;  // by key
+    for (const RankSiteBytes& s : a.sites) {
+      RankSiteDelta& r = sites[s.key];
+      r.site = s.site;
+      r.category = s.category;
+      r.bytes += s.bytes;
+    }
+    for (const RankSiteBytes& s : b.sites) {
+      auto [it, inserted] = sites.try_emplace(s.key);
+      if (inserted) {
+        it->second.site = s.site;
+        it->second.category = s.category;
+      }
+      it->second.median_bytes += s.bytes;
+    }
+    std::vector<std::pair<std::string, RankSiteDelta>> rows;
+    for (auto& [key, r] : sites) {
+      if (r.delta_bytes() != 0) rows.emplace_back(key, std::move(r));
+    }
+    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) {
+      const int64_t dx = std::llabs(x.second.delta_bytes()),
+                    dy = std::llabs(y.second.delta_bytes());
+      if (dx != dy) return dx > dy;
+      return x.first < y.first;
+    });
+    for (size_t i = 0; i < rows.size() && i < top_sites; ++i) {
+      d.sites.push_back(std::move(rows[i].second));
+    }
+    table.differences.push_back(std::move(d));
+  }
 }
 
 }  // namespace memsnap::analysis

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string_view>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "memsnap/analysis/sites/moved_sites.h"
 #include "memsnap/analysis/sites/summary.h"
 #include "memsnap/util/strings.h"
@@ -58,7 +60,8 @@ Category SiteDelta::category() const {
 }
 
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
-                                  const std::vector<GroupRow>& after, bool pair_compiled) {
+                                  const std::vector<GroupRow>& after, bool pair_compiled,
+                                  bool match_gradients) {
   std::map<std::string, SiteDelta> merged;
   const std::vector<GroupRow>* sides[2] = {&before, &after};
   for (int side = 0; side < 2; ++side) {
@@ -136,6 +139,7 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
   std::vector<SiteDelta> out;
   out.reserve(merged.size());
   for (auto& [key, s] : merged) out.push_back(std::move(s));
+  if (match_gradients) MatchGradientsByParameter(out);
   std::vector<const SiteInfo*> infos;
   for (const SiteDelta& s : out) infos.push_back(&s.info);
   std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
@@ -143,6 +147,187 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
     out[i].site = labels[i].text;
     out[i].label = std::move(labels[i]);
   }
+  return out;
+}
+
+namespace {
+
+// A gradient row of one side only that names the parameter it belongs to: made in backward by a
+// node whose forward lines the file shows (MatchGradientsByParameter).
+bool ParameterGradientRow(const SiteDelta& s) {
+  return s.presence != Presence::kBoth && s.compile == CompileChange::kNone &&
+         s.category() == Category::kGradient && s.info.phase == Phase::kBackward &&
+         !s.info.forward_lines.empty();
+}
+
+// The distinct owners of one side's rows, in key order: "MmBackward0 (mm), AddmmBackward0 (addmm)".
+std::string OwnersText(const std::vector<const SiteDelta*>& rows) {
+  std::vector<std::string> owners;
+  for (const SiteDelta* r : rows) {
+    if (std::find(owners.begin(), owners.end(), r->info.owner) == owners.end()) {
+      owners.push_back(r->info.owner);
+    }
+  }
+  return absl::StrJoin(owners, ", ");
+}
+
+}  // namespace
+
+void MatchGradientsByParameter(std::vector<SiteDelta>& rows) {
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (ParameterGradientRow(rows[i])) candidates.push_back(i);
+  }
+  if (candidates.size() < 2) return;
+  // Groups of rows whose forward lines meet (union-find over the candidates).
+  std::vector<size_t> parent(candidates.size());
+  for (size_t k = 0; k < parent.size(); ++k) parent[k] = k;
+  auto find = [&](size_t k) {
+    while (parent[k] != k) k = parent[k] = parent[parent[k]];
+    return k;
+  };
+  std::map<std::string, size_t> first_with_line;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    for (const std::string& line : rows[candidates[k]].info.forward_lines) {
+      auto [it, inserted] = first_with_line.emplace(line, k);
+      if (!inserted) parent[find(k)] = find(it->second);
+    }
+  }
+  std::map<size_t, std::vector<size_t>> groups;  // root -> rows, in row (key) order
+  for (size_t k = 0; k < candidates.size(); ++k) groups[find(k)].push_back(candidates[k]);
+  std::vector<bool> merged_away(rows.size(), false);
+  std::vector<SiteDelta> merged;
+  for (const auto& [root, members] : groups) {
+    std::vector<const SiteDelta*> sides[2];
+    for (size_t i : members) {
+      sides[rows[i].presence == Presence::kOnlyAfter ? 1 : 0].push_back(&rows[i]);
+    }
+    if (sides[0].empty() || sides[1].empty()) continue;
+    SiteDelta m;
+    m.presence = Presence::kBoth;
+    m.by_parameter = true;
+    const SiteDelta* named = sides[1].front();  // after's first key names the row
+    m.key = named->key;
+    m.frames = named->frames;
+    m.info = named->info;
+    m.info.key = m.key;
+    m.info.what.clear();
+    m.info.op.clear();
+    m.info.callers.clear();
+    m.info.inner.clear();
+    m.info.owner = absl::StrCat(OwnersText(sides[0]), " → ", OwnersText(sides[1]));
+    // The lines both sides' nodes share: the parameters' uses that made them, in after's order.
+    std::set<std::string> before_lines;
+    for (const SiteDelta* r : sides[0]) {
+      before_lines.insert(r->info.forward_lines.begin(), r->info.forward_lines.end());
+    }
+    m.info.forward_lines.clear();
+    for (const SiteDelta* r : sides[1]) {
+      for (const std::string& line : r->info.forward_lines) {
+        if (before_lines.count(line) > 0 &&
+            std::find(m.info.forward_lines.begin(), m.info.forward_lines.end(), line) ==
+                m.info.forward_lines.end()) {
+          m.info.forward_lines.push_back(line);
+        }
+      }
+    }
+    for (int side = 0; side < 2; ++side) {
+      for (const SiteDelta* r : sides[side]) {
+        (side == 0 ? m.before_keys : m.after_keys).push_back(r->key);
+        m.before_bytes += r->before_bytes;
+        m.after_bytes += r->after_bytes;
+        m.before_count += r->before_count;
+        m.after_count += r->after_count;
+        for (int c = 0; c < kNumCategories; ++c) {
+          m.before_categories[c] += r->before_categories[c];
+          m.after_categories[c] += r->after_categories[c];
+        }
+      }
+    }
+    for (size_t i : members) merged_away[i] = true;
+    merged.push_back(std::move(m));
+  }
+  if (merged.empty()) return;
+  std::vector<SiteDelta> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!merged_away[i]) out.push_back(std::move(rows[i]));
+  }
+  for (SiteDelta& m : merged) out.push_back(std::move(m));
+  std::sort(out.begin(), out.end(),
+            [](const SiteDelta& a, const SiteDelta& b) { return a.key < b.key; });
+  rows = std::move(out);
+}
+
+std::vector<FoldedRows> FoldCancellingRows(std::vector<SiteDelta>& rows,
+                                           std::vector<SiteDelta>& folded_out) {
+  std::vector<FoldedRows> out;
+  std::vector<bool> fold(rows.size(), false);
+  for (int c = 0; c < kNumCategories; ++c) {
+    std::vector<size_t> gone, added;
+    int64_t gone_bytes = 0, added_bytes = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const SiteDelta& s = rows[i];
+      // Only memory an autograd node or the engine named: a line of the user's code gone and
+      // another new are a change to show, whatever their sizes.
+      const bool named_by_backward =
+          s.info.kind == SiteKind::kBackward || s.info.kind == SiteKind::kEngine;
+      if (s.presence == Presence::kBoth || s.compile != CompileChange::kNone || s.by_parameter ||
+          !named_by_backward || s.delta_bytes() == 0 || static_cast<int>(s.category()) != c) {
+        continue;
+      }
+      if (s.presence == Presence::kOnlyBefore) {
+        gone.push_back(i);
+        gone_bytes += s.before_bytes;
+      } else {
+        added.push_back(i);
+        added_bytes += s.after_bytes;
+      }
+    }
+    if (gone.empty() || added.empty()) continue;
+    FoldedRows f;
+    f.category = static_cast<Category>(c);
+    auto take = [&](size_t i) {
+      fold[i] = true;
+      ++f.rows;
+      f.bytes += rows[i].after_bytes;
+    };
+    if (gone_bytes == added_bytes) {
+      for (size_t i : gone) take(i);
+      for (size_t i : added) take(i);
+    } else {
+      // Largest first, then by key: each row gone takes the first new row of exactly its size.
+      auto order = [&](size_t a, size_t b) {
+        const int64_t x = std::max(rows[a].before_bytes, rows[a].after_bytes);
+        const int64_t y = std::max(rows[b].before_bytes, rows[b].after_bytes);
+        if (x != y) return x > y;
+        return rows[a].key < rows[b].key;
+      };
+      std::sort(gone.begin(), gone.end(), order);
+      std::sort(added.begin(), added.end(), order);
+      std::vector<bool> used(added.size(), false);
+      for (size_t i : gone) {
+        for (size_t k = 0; k < added.size(); ++k) {
+          if (!used[k] && rows[added[k]].after_bytes == rows[i].before_bytes) {
+            used[k] = true;
+            take(i);
+            take(added[k]);
+            break;
+          }
+        }
+      }
+    }
+    if (f.rows > 0) out.push_back(f);
+  }
+  std::vector<SiteDelta> kept;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (fold[i]) {
+      rows[i].folded = true;
+      folded_out.push_back(std::move(rows[i]));
+    } else {
+      kept.push_back(std::move(rows[i]));
+    }
+  }
+  rows = std::move(kept);
   return out;
 }
 
@@ -277,8 +462,16 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
                   stackless(groups[1]);
   rep.live_count = {groups[0].total_count, groups[1].total_count};
 
-  std::vector<SiteDelta> merged = MatchSites(groups[0].rows, groups[1].rows,
-                                             options.pair_compiled && group.by == GroupBy::kSite);
+  const bool by_site = group.by == GroupBy::kSite;
+  std::vector<SiteDelta> merged =
+      MatchSites(groups[0].rows, groups[1].rows, options.pair_compiled && by_site, by_site);
+  // Rows that cancel within one kind are the same memory named by other code (the label says
+  // how many and how much; FoldCancellingRows).
+  std::vector<SiteDelta> folded;
+  rep.folded = FoldCancellingRows(merged, folded);
+  for (SiteDelta& s : folded) merged.push_back(std::move(s));
+  std::stable_sort(merged.begin(), merged.end(),
+                   [](const SiteDelta& a, const SiteDelta& b) { return a.key < b.key; });
   for (SiteDelta& s : merged) {
     for (int c = 0; c < kNumCategories; ++c) {
       rep.before_by_category[c] += s.before_categories[c];
@@ -288,9 +481,10 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
     if (s.presence == Presence::kOnlyAfter) ++rep.sites_only_after;
     if (!s.before_key.empty()) ++rep.sites_moved;
     if (s.compile != CompileChange::kNone) ++rep.sites_compiled;
+    if (s.by_parameter) ++rep.sites_by_parameter;
     int64_t d = s.delta_bytes();
     if (d == 0 && s.delta_count() == 0) ++rep.sites_unchanged;
-    bool shown = d != 0 && (d >= options.min_delta || -d >= options.min_delta);
+    bool shown = !s.folded && d != 0 && (d >= options.min_delta || -d >= options.min_delta);
     (shown ? rep.sites : rep.other_sites).push_back(std::move(s));
   }
   std::sort(rep.sites.begin(), rep.sites.end(), [](const SiteDelta& a, const SiteDelta& b) {

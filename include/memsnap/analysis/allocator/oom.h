@@ -177,6 +177,18 @@ enum class CapacitySource {
   kOomEntry,  // the trace's oom entry: device_free + reserved
 };
 
+/// Last step's gradients alive in the forward pass of the trace's live peak (FindStaleGradients,
+/// stale_gradients.h), and the recorded settings replayed on the capacity with them freed before
+/// that forward: what `optimizer.zero_grad(set_to_none=True)` there would change.
+struct ZeroGradLever {
+  int64_t bytes = 0;  // requested bytes live at the peak
+  int64_t blocks = 0;
+  int64_t freed_by_zero_grad = 0;  // of the blocks, those the trace frees under zero_grad
+  uint32_t forward_start = 0;      // device event: the forward pass's first
+  bool fits = false;               // the replay runs the whole trace on the capacity
+  int64_t peak_reserved = 0;       // the replay's (up to its first failure when it does not fit)
+};
+
 /// At most this many failed allocations per device are explained (OomDevice::unexplained_ooms).
 inline constexpr size_t kMaxExplainedOoms = 20;
 
@@ -210,6 +222,9 @@ struct OomDevice {
   /// trace) as recorded. 0: not even with none of them. nullopt: not searched (a setting fits,
   /// no lifetimes, OomOptions::batch_search off, or no such allocation).
   std::optional<double> batch_share_fits;
+  /// Set when last step's gradients are alive in the forward pass of the live peak (needs the
+  /// device's lifetimes): the zero_grad lever, replayed.
+  std::optional<ZeroGradLever> zero_grad;
   /// The recorded settings first, then every candidate, in order.
   std::vector<OomRemedy> remedies;
   /// Index into `remedies` of the candidate (not the recorded settings) that fits with the lowest

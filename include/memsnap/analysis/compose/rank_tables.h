@@ -13,6 +13,11 @@
 
 namespace memsnap::analysis {
 
+/// What one rank's memory live at `moment` is made of (by kind, and by site over every device),
+/// for ExplainOutliers. The timeline keeps the lifetimes live at `moment`.
+absl::StatusOr<RankProfile> RankProfileAt(const Snapshot& snap, const Timeline& timeline,
+                                          const Moment& moment);
+
 /// One rank's fragmentation headline: frag's totals at the chosen moment.
 struct FragRank {
   std::string file;

@@ -69,6 +69,13 @@ struct SiteDelta {
   CompileChange compile = CompileChange::kNone;
   std::vector<std::string> eager_ops;
   std::vector<std::string> before_keys, after_keys;
+  /// Set when the row is the gradients of the same parameters made by other autograd nodes in
+  /// each file (MatchGradientsByParameter; presence kBoth): `before_keys` and `after_keys` hold
+  /// every key of each side, `info.forward_lines` the forward lines both sides' nodes share.
+  bool by_parameter = false;
+  /// Set on a row folded with others of its kind that cancel it (FoldCancellingRows); such rows
+  /// are in DiffReport::other_sites, never in `sites`.
+  bool folded = false;
   bool synthetic = false;
   int64_t delta_bytes() const { return after_bytes - before_bytes; }
   int64_t delta_count() const { return after_count - before_count; }
@@ -98,6 +105,14 @@ struct DeviceDelta {
   Delta live;             // live requested bytes at the chosen moment
 };
 
+/// Rows of one kind of memory folded because they cancel (FoldCancellingRows): "3 rows that cancel
+/// within gradients folded (±2.0 MiB)".
+struct FoldedRows {
+  Category category = Category::kUnknown;
+  int64_t rows = 0;
+  int64_t bytes = 0;  // the bytes that moved each way (the sum of the growing rows' deltas)
+};
+
 struct DiffReport {
   DiffOptions options;
   std::string before_path, after_path;
@@ -109,6 +124,12 @@ struct DiffReport {
   int64_t sites_moved = 0;  // sites paired across moved lines (counted once, as present in both)
   /// Rows pairing eager sites with a compiled one (each counted once, as present in both).
   int64_t sites_compiled = 0;
+  /// Rows that are the gradients of the same parameters made by other nodes in each file
+  /// (MatchGradientsByParameter), each counted once, as present in both.
+  int64_t sites_by_parameter = 0;
+  /// Rows folded because they cancel within their kind (FoldCancellingRows), by kind in enum
+  /// order; the rows themselves are in `other_sites` (SiteDelta::folded).
+  std::vector<FoldedRows> folded;
   Delta live_bytes, live_count;  // totals over all sites (before min-delta filtering)
   /// Live bytes by kind of memory (parameter, gradient, ...; attribution.h), over all sites.
   CategoryBytes before_by_category{}, after_by_category{};
@@ -137,8 +158,36 @@ struct DiffReport {
 /// (presence kBoth, `compile`, `eager_ops`, `before_keys` and `after_keys` set) whose figures are
 /// the sums of each side's rows and whose label says what changed: "mul, sigmoid → torch.compile
 /// ← model.py:22 forward".
+///
+/// Then, with `match_gradients`, merges the gradients of the same parameters made by other
+/// autograd nodes in each file (MatchGradientsByParameter).
 std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
-                                  const std::vector<GroupRow>& after, bool pair_compiled = false);
+                                  const std::vector<GroupRow>& after, bool pair_compiled = false,
+                                  bool match_gradients = false);
+
+/// Gradients are named after the autograd node that wrote them, so the same gradients made by
+/// another node in the other file (mixed precision adds a `ToCopyBackward0` between a weight and
+/// its use: the fp32 `.grad` is then that node's output, not `MmBackward0`'s) are a site only
+/// before and a site only after, of equal and opposite size. A gradient belongs to the parameter
+/// the forward pass used where the node was made, which the file shows as the node's forward lines
+/// (SiteInfo::forward_lines, docs/attribution.md rule L2). This merges the gradient rows present
+/// on one side only (category gradient, made in backward, with forward lines) whose forward lines
+/// meet, directly or through other such rows, into one row per group that has rows on both sides:
+/// presence kBoth, `by_parameter`, `before_keys`/`after_keys` set, figures each side's sums,
+/// labelled "MmBackward0 (mm) → ToCopyBackward0 (_to_copy) for model.py:15 forward" (the lines
+/// both sides share). Rows without forward lines are left to FoldCancellingRows.
+void MatchGradientsByParameter(std::vector<SiteDelta>& rows);
+
+/// Folds the rows of one kind of memory that cancel each other: among the rows present on one
+/// side only (a site on both sides is the same code, and its change is real) named by an
+/// autograd node or the engine (SiteKind kBackward, kEngine: a user's line gone and another new
+/// are a change to show), of one category, either all of them when the bytes gone equal the
+/// bytes new, or else each row gone paired with a new row of exactly its size (largest first,
+/// then by key). Such rows are the same memory named by another node (AccumulateGrad in one file,
+/// the engine's sum in the other), not a change. Folded rows get `folded` set and move to
+/// `folded_out`; returns per category how many and how much.
+std::vector<FoldedRows> FoldCancellingRows(std::vector<SiteDelta>& rows,
+                                           std::vector<SiteDelta>& folded_out);
 
 /// Compares two snapshots. Errors: --at peak when a file has no trace; invalid filter regexes.
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
