@@ -104,6 +104,14 @@ class Lod {
         }
       }
     }
+    // The state after the last loaded bucket holds to the end of its tile (nothing happened there):
+    // the lines reach the window's edge rather than stop as if the trace ended.
+    const m = cols.x.length;
+    const end = Math.min((t1 + 1) * this.C * w, this.span);
+    if (m && cols.x[m - 1] < end) {
+      cols.x.push(end);
+      for (const k of ["max", "min", "res", "sample"]) cols[k].push(cols[k][m - 1]);
+    }
     // x must increase: a carried point at the very end can meet the trace's end.
     for (let i = cols.x.length - 1; i > 0; i--) {
       if (cols.x[i] <= cols.x[i - 1]) {

@@ -86,9 +86,44 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
     if (t.level != 0) continue;
     for (const LodBucket& b : t.buckets) buckets.push_back(&b);
   }
+  // The deeper tiles' samples: per group of kGroup buckets, the highest bucket's sample event,
+  // and the group's last state when the next group has no events.
+  const int64_t group = ReportCategories::kGroup;
+  std::vector<std::vector<TimelinePoint>> tile_points;
+  for (const LodTile& t : lod.tiles) {
+    if (t.level == 0) continue;
+    ReportCategories::Tile out_tile;
+    out_tile.level = t.level;
+    out_tile.tile = t.tile;
+    std::vector<TimelinePoint> tp;
+    const int64_t first = t.tile * lod.columns, end = first + lod.columns;
+    for (size_t k = 0; k < t.buckets.size();) {
+      const int64_t g = (t.buckets[k].index - first) / group;
+      const LodBucket* best = &t.buckets[k];
+      size_t q = k;
+      for (; q < t.buckets.size() && (t.buckets[q].index - first) / group == g; ++q) {
+        if (t.buckets[q].live_max > best->live_max) best = &t.buckets[q];
+      }
+      out_tile.column.push_back(first + g * group);
+      tp.push_back(best->sample_event);
+      const int64_t group_end = first + (g + 1) * group;
+      const bool next_empty =
+          q == t.buckets.size() ? group_end < end : t.buckets[q].index >= group_end + group;
+      if (next_empty && group_end < end) {
+        out_tile.column.push_back(group_end);
+        tp.push_back(t.buckets[q - 1].last_event);
+      }
+      k = q;
+    }
+    out.tiles.push_back(std::move(out_tile));
+    tile_points.push_back(std::move(tp));
+  }
   // Sample events ascend with the columns but for the initial state; sort to sample once.
   std::vector<TimelinePoint> points;
   for (const LodBucket* b : buckets) points.push_back(b->sample_event);
+  for (const std::vector<TimelinePoint>& tp : tile_points) {
+    points.insert(points.end(), tp.begin(), tp.end());
+  }
   points.push_back(lod.peak_event);
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
@@ -101,6 +136,9 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
     out.columns.push_back(at(b->sample_event));
   }
   out.peak = at(lod.peak_event);
+  for (size_t i = 0; i < out.tiles.size(); ++i) {
+    for (TimelinePoint p : tile_points[i]) out.tiles[i].columns.push_back(at(p));
+  }
   return out;
 }
 
