@@ -215,6 +215,8 @@ function renderCategories(sec, dev, timeline) {
       let all = true;
       for (let t = t0; t <= t1 && all; t++) all = tiles.has(level + ":" + t);
       if (!all) continue;
+      const key = level + ":" + t0 + ":" + t1;
+      if (lastFiner && lastFiner.key === key) return lastFiner;
       const lo = t0 * lod.C * lod.width(level), hi = Math.min((t1 + 1) * lod.C * lod.width(level), span);
       const fx = [], fv = cats.map(() => []);
       const take = (x, i, src) => { fx.push(x); cats.forEach((_, s) => fv[s].push(src(s, i))); };
@@ -227,11 +229,12 @@ function renderCategories(sec, dev, timeline) {
       let i0 = 0;
       while (i0 < xs0.length && xs0[i0] < hi) i0++;
       for (let i = i0; i < xs0.length; i++) take(xs0[i], i, (s, j) => values0[s][j]);
-      return { level, xs: fx, values: fv };
+      lastFiner = { key, level, xs: fx, values: fv };
+      return lastFiner;
     }
     return null;
   };
-  let shownLevel = 0;
+  let shownLevel = 0, lastFiner = null, shown = null;
   const host = h("div", { class: "chart" });
   box.append(host, h("div", { class: "legend" }, ...cats.map(([k, label, color, title]) => swatch(color, label, title))));
   const stepped = uPlot.paths.stepped({ align: 1 });
@@ -265,11 +268,11 @@ function renderCategories(sec, dev, timeline) {
   u.over.addEventListener("mouseleave", hideTip);
   const follow = (a, b) => {
     const f = finer(a, b);
-    const level = f ? f.level : 0;
-    if (level !== shownLevel || level > 0) {
+    if (f !== shown) {  // other samples than those drawn (the same tiles keep theirs)
       xs = f ? f.xs : xs0;
       values = f ? f.values : values0;
-      shownLevel = level;
+      shownLevel = f ? f.level : 0;
+      shown = f;
       u.setData(stackUp(), false);
     }
     let top = 1;

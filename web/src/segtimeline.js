@@ -1,7 +1,7 @@
 // The cached segment timeline (memory_viz's "Active Cached Segment Timeline"): every segment the
 // allocator reserved, and every mapping of an expandable segment, as a band of its size over its
-// lifetime, stacked in the order they were reserved at each column of the memory timeline above,
-// so the top edge is the reserved memory. It follows that timeline's zoom; the data is the
+// lifetime, each on the ones reserved before it that are still there, so the top edge is the
+// reserved memory. It follows that timeline's zoom; the data is the
 // timeline analysis's segment lifetimes (`memsnap timeline` sums them into its reserved curve).
 
 // Segment lifetimes, 8 numbers each (report::internal::SegmentLifetimesJson, docs/report.md).
@@ -35,7 +35,7 @@ class SegmentTimeline {
         "): the segments are drawn as the events place them, so their top edge differs from the reserved curve above by up to that much.", "warn"));
     }
     sec.append(note("Each " + (mappings ? "segment (and each mapped run of an expandable segment, in green)" : "segment") +
-      " the allocator reserved from CUDA, over its lifetime: stacked in the order they were reserved, so the top edge is " +
+      " the allocator reserved from CUDA, over its lifetime, each on those reserved before it that are still there, so the top edge is " +
       "the reserved memory of the timeline above, whose zoom this chart follows. " + fmtCountOf(this.segs.length, "segment") +
       (mappings ? " (" + fmtCountOf(mappings, "mapping") + ")" : "") + "; hover one for its address and lifetime."));
     this.host = h("div", { class: "chart segtl" });
@@ -49,41 +49,75 @@ class SegmentTimeline {
     new ResizeObserver(() => this.draw(this.timeline.a, this.timeline.b)).observe(this.host);
     this.draw(timeline.a, timeline.b);
   }
-  // Bottoms of the segments live at each of the timeline's columns (at the column's sampled event).
-  stack() {
-    const c = this.timeline.cols, n = c.x.length, acc = new Float64Array(n);
-    this.rows = [];
-    for (const s of this.segs) {
-      let lo = 0, hi = n;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < s.begin) lo = m + 1; else hi = m; }
-      const c0 = lo;
-      hi = n;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < s.end) lo = m + 1; else hi = m; }
-      const c1 = lo - 1;
-      if (c1 < c0) continue;
-      const bottom = new Float64Array(c1 - c0 + 1);
-      for (let k = c0; k <= c1; k++) { bottom[k - c0] = acc[k]; acc[k] += s.size; }
-      this.rows.push({ seg: s, c0, c1, bottom });
+  // Where each segment sits: stacked on the segments reserved before it that are still there,
+  // so its bottom changes only when one of those comes or goes. One sweep over the segment events
+  // (releases before reservations at the same event: a segment is there after event e when
+  // begin <= e < end) gives each segment its pieces [x, bottom], computed once for every zoom.
+  layout() {
+    const segs = this.segs, ev = [];
+    segs.forEach((s, i) => {
+      ev.push([s.begin, 1, i, s.begin < 0 ? 0 : s.begin_x]);
+      if (s.end !== Infinity) ev.push([s.end, 0, i, s.end_x]);
+    });
+    ev.sort((p, q) => p[0] - q[0] || p[1] - q[1] || p[2] - q[2]);
+    const alive = [];  // indices, ascending
+    this.pieces = segs.map(() => ({ x: [], bottom: [] }));
+    for (const [, begin, i, x] of ev) {
+      let lo = 0, hi = alive.length;
+      while (lo < hi) { const m = (lo + hi) >> 1; if (alive[m] < i) lo = m + 1; else hi = m; }
+      if (begin) {
+        let below = 0;
+        for (let k = 0; k < lo; k++) below += segs[alive[k]].size;
+        alive.splice(lo, 0, i);
+        this.pieces[i].x.push(x);
+        this.pieces[i].bottom.push(below);
+        for (let k = lo + 1; k < alive.length; k++) {
+          const p = this.pieces[alive[k]];
+          p.x.push(x);
+          p.bottom.push(p.bottom[p.bottom.length - 1] + segs[i].size);
+        }
+      } else {
+        alive.splice(lo, 1);
+        for (let k = lo; k < alive.length; k++) {
+          const p = this.pieces[alive[k]];
+          p.x.push(x);
+          p.bottom.push(p.bottom[p.bottom.length - 1] - segs[i].size);
+        }
+      }
     }
-    this.top = acc;
+    // The stack's height after any event: its changes in event order.
+    this.changes = ev.map(([e, begin, i]) => [e, begin ? segs[i].size : -segs[i].size]);
+    let acc = 0;
+    this.heightAfter = this.changes.map(([e, d]) => { acc += d; return [e, acc]; });
+  }
+  // Bytes stacked after event e (the start: e = -1).
+  heightAt(e) {
+    const h = this.heightAfter;
+    let lo = 0, hi = h.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (h[m][0] <= e) lo = m + 1; else hi = m; }
+    return lo ? h[lo - 1][1] : 0;
   }
   draw(a, b) {
     const t = this.timeline, u = t.u, c = t.cols, n = c.x.length, dpr = devicePixelRatio;
     this.a = a;
     this.b = b;
-    this.stack();
+    if (!this.pieces) this.layout();
     const W = Math.max(320, this.host.clientWidth || u.width), H = 180;
-    this.canvas.width = W * dpr;
-    this.canvas.height = H * dpr;
-    this.canvas.style.width = W + "px";
-    this.canvas.style.height = H + "px";
+    if (this.canvas.width !== Math.round(W * dpr) || this.canvas.height !== Math.round(H * dpr)) {
+      this.canvas.width = Math.round(W * dpr);
+      this.canvas.height = Math.round(H * dpr);
+      this.canvas.style.width = W + "px";
+      this.canvas.style.height = H + "px";
+    }
     const left = u.bbox.left / dpr, width = u.bbox.width / dpr, top = 8, height = H - 24;
     this.plot = { left, width, top, height };
+    // The scale: the most stacked or reserved in view (at each column's sampled event).
     let ymax = 1, over = 0;
     for (let k = 0; k < n; k++) {
       if (t.colRight(k) < a || c.x[k] > b) continue;
-      ymax = Math.max(ymax, this.top[k], c.res[k]);
-      if (this.top[k] > c.res[k]) over++;
+      const stacked = this.heightAt(c.sample[k]);
+      ymax = Math.max(ymax, stacked, c.res[k]);
+      if (stacked > c.res[k]) over++;
     }
     this.axis = byteAxis(ymax);
     const ctx = this.canvas.getContext("2d");
@@ -96,23 +130,21 @@ class SegmentTimeline {
     ctx.rect(left, top, width, height);
     ctx.clip();
     let drawn = 0;
-    for (const r of this.rows) {
-      const k0 = r.c0, k1 = r.c1;
-      if (t.colRight(k1) < a || c.x[k0] > b) continue;
-      ctx.fillStyle = r.seg.mapping ? "hsl(150,45%," + (48 + (r.seg.id % 5) * 6) + "%)" : stackColor(r.seg.id + 7);
+    this.segs.forEach((s, i) => {
+      const end = s.end === Infinity ? t.span : s.end_x;
+      if (end < a || (s.begin < 0 ? 0 : s.begin_x) > b) return;
+      const p = this.pieces[i];
+      ctx.fillStyle = s.mapping ? "hsl(150,45%," + (48 + (s.id % 5) * 6) + "%)" : stackColor(s.id + 7);
       ctx.beginPath();
-      // One rectangle per run of columns where the segments below it do not change.
-      for (let k = k0; k <= k1;) {
-        const bot = r.bottom[k - k0];
-        let q = k + 1;
-        while (q <= k1 && r.bottom[q - k0] === bot) q++;
-        const x0 = X(c.x[k]), x1 = X(t.colRight(q - 1)), y0 = Y(bot), y1 = Y(bot + r.seg.size);
-        if (x1 > x0) ctx.rect(x0, y1, x1 - x0, y0 - y1);
-        k = q;
+      for (let q = 0; q < p.x.length; q++) {
+        const x0 = p.x[q], x1 = q + 1 < p.x.length ? p.x[q + 1] : end;
+        if (x1 < a || x0 > b) continue;
+        const px0 = X(x0), px1 = X(x1), y0 = Y(p.bottom[q]), y1 = Y(p.bottom[q] + s.size);
+        ctx.rect(px0, y1, Math.max(px1 - px0, 0.5), y0 - y1);
       }
       ctx.fill();
       drawn++;
-    }
+    });
     ctx.restore();
     ctx.fillStyle = "#667085";
     ctx.font = "11px system-ui, sans-serif";
@@ -130,12 +162,14 @@ class SegmentTimeline {
     if (!p || px < p.left || px > p.left + p.width) { hideTip(); return; }
     const x = this.a + ((px - p.left) / p.width) * (this.b - this.a);
     const v = ((p.top + p.height - py) / p.height) * this.axis.top;
-    const col = this.timeline.columnAt(x).index;
-    for (const row of this.rows) {
-      if (col < row.c0 || col > row.c1) continue;
-      const bot = row.bottom[col - row.c0];
-      if (v < bot || v >= bot + row.seg.size) continue;
-      const s = row.seg, ht = this.dev.has_time;
+    for (let i = 0; i < this.segs.length; i++) {
+      const s = this.segs[i], pc = this.pieces[i];
+      const end = s.end === Infinity ? this.timeline.span : s.end_x;
+      if (!pc.x.length || x < pc.x[0] || x >= end) continue;
+      let q = 0;
+      while (q + 1 < pc.x.length && pc.x[q + 1] <= x) q++;
+      if (v < pc.bottom[q] || v >= pc.bottom[q] + s.size) continue;
+      const ht = this.dev.has_time;
       showTip(e, (s.mapping ? "expandable segment mapping " : "segment ") + hex(s.addr) + ", " + fmtBytes(s.size) +
         ", stream " + s.stream + "\n" + (s.begin < 0 ? "reserved before the trace" : (s.mapping ? "mapped " : "reserved ") + fmtX(s.begin_x, ht)) +
         (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped " : "released ") + fmtX(s.end_x, ht)));
