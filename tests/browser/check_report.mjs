@@ -583,9 +583,16 @@ async function checkKindsUnderCurve(name, page) {
     if (!t || !c.xs) return { device: c.device, missing: true };
     t.reset();
     let over = 0, first = null;
+    // Each sample holds until the next one: no higher than the curve anywhere in between (the
+    // state a column carries on over columns without events included).
+    const cols = t.cols;
+    let j = 0;
     c.xs.forEach((x, i) => {
-      const col = t.columnAt(x);
-      if (c.totals[i] > col.live) { over++; if (!first) first = [x, c.totals[i], col.live]; }
+      const hi = i + 1 < c.xs.length ? c.xs[i + 1] : t.span;
+      let live = t.columnAt(x).live;
+      while (j < cols.x.length && t.colRight(j) <= x) j++;
+      for (let q = j; q < cols.x.length && cols.x[q] < hi; q++) live = Math.min(live, cols.max[q]);
+      if (c.totals[i] > live) { over++; if (!first) first = [x, c.totals[i], live]; }
     });
     return { device: c.device, negative: c.negative, over, first, peak_total: c.peak_total, peak: t.dev.peak && t.dev.peak.bytes };
   }));

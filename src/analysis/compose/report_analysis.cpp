@@ -81,10 +81,18 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   // The lifetimes the page's live curve counts, and only those: kinds of memory then add up to
   // that curve and are never negative, even on a trace that cannot be reconciled.
   CategoryCurve curve = BuildCategoryCurve(context, dt, lod.counted.counted);
-  std::vector<const LodBucket*> buckets;
+  // Level 0's columns at their highest point; a column followed by columns without events also
+  // gives the state it carries on (its last event) at the next column, as the timeline draws it:
+  // held over that gap, its highest point would rise above the curve.
+  std::vector<std::pair<int64_t, TimelinePoint>> level0;
   for (const LodTile& t : lod.tiles) {
     if (t.level != 0) continue;
-    for (const LodBucket& b : t.buckets) buckets.push_back(&b);
+    for (size_t k = 0; k < t.buckets.size(); ++k) {
+      const LodBucket& b = t.buckets[k];
+      level0.emplace_back(b.index, b.sample_event);
+      const int64_t next = k + 1 < t.buckets.size() ? t.buckets[k + 1].index : lod.columns;
+      if (next > b.index + 1) level0.emplace_back(b.index + 1, b.last_event);
+    }
   }
   // The deeper tiles' samples: per group of kGroup buckets, the highest bucket's sample event,
   // and the group's last state when the next group has no events.
@@ -120,7 +128,7 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   }
   // Sample events ascend with the columns but for the initial state; sort to sample once.
   std::vector<TimelinePoint> points;
-  for (const LodBucket* b : buckets) points.push_back(b->sample_event);
+  for (const auto& [column, p] : level0) points.push_back(p);
   for (const std::vector<TimelinePoint>& tp : tile_points) {
     points.insert(points.end(), tp.begin(), tp.end());
   }
@@ -131,9 +139,9 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   auto at = [&](TimelinePoint p) {
     return sampled[std::lower_bound(points.begin(), points.end(), p) - points.begin()];
   };
-  for (const LodBucket* b : buckets) {
-    out.column.push_back(b->index);
-    out.columns.push_back(at(b->sample_event));
+  for (const auto& [column, p] : level0) {
+    out.column.push_back(column);
+    out.columns.push_back(at(p));
   }
   out.peak = at(lod.peak_event);
   for (size_t i = 0; i < out.tiles.size(); ++i) {
