@@ -14,7 +14,7 @@ string(JSON MEMSNAP_UPLOT_VERSION GET "${MEMSNAP_UPLOT_PACKAGE}" version)
 
 # The page's script, in this order (one scope: later files use earlier ones).
 set(MEMSNAP_PAGE_SCRIPTS
-    codec.js format.js dom.js ticks.js timeline.js segments.js sites.js diff.js main.js)
+    codec.js format.js dom.js ticks.js timeline.js segments.js segtimeline.js sites.js diff.js main.js)
 list(TRANSFORM MEMSNAP_PAGE_SCRIPTS PREPEND ${MEMSNAP_WEB_DIR}/src/)
 
 set(MEMSNAP_WEB_ASSETS_CPP ${CMAKE_BINARY_DIR}/generated/web_assets.cpp)

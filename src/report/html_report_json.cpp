@@ -176,6 +176,45 @@ std::string PackAscending(const std::vector<uint32_t>& ids) {
 
 int ClassCode(analysis::LifetimeClass c) { return static_cast<int>(c); }
 
+// The cached segment timeline (issue 36 §3): every segment and expandable mapping the timeline
+// analysis found (`memsnap timeline`'s reserved curve sums the ones not left out), 8 varints each
+// in order of their first event (docs/report.md).
+Json SegmentLifetimesJson(const Snapshot& snap, const DeviceTimeline& dt,
+                          const analysis::TimelineLod& lod) {
+  std::vector<size_t> order(dt.segments.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto begin_of = [&](size_t i) { return EventOrNone(dt.segments[i].begin_event); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return begin_of(a) < begin_of(b); });
+  std::vector<int64_t> v;
+  v.reserve(order.size() * 8);
+  int64_t prev_begin = -1, prev_x = 0;
+  for (size_t i : order) {
+    const analysis::SegmentLifetime& s = dt.segments[i];
+    const int64_t begin = EventOrNone(s.begin_event), end = EventOrNone(s.end_event);
+    const auto bx = static_cast<int64_t>(
+        begin < 0 ? 0.0 : lod.EventX(snap, dt, TimelinePoint::FromIndex(begin)));
+    const auto ex =
+        static_cast<int64_t>(end < 0 ? static_cast<double>(lod.x_span)
+                                     : lod.EventX(snap, dt, TimelinePoint::FromIndex(end)));
+    v.push_back(begin - prev_begin);
+    v.push_back(end < 0 ? -1 : end - begin);
+    v.push_back(bx - prev_x);
+    v.push_back(ex - bx);
+    v.push_back(s.size);
+    v.push_back(static_cast<int64_t>(s.address));
+    v.push_back(s.stream);
+    v.push_back((s.mapping ? 1 : 0) | (s.left_out ? 2 : 0));
+    prev_begin = begin;
+    prev_x = bx;
+  }
+  // Negative when the trace releases more than the reserved curve, anchored at the final state,
+  // can have held before it: the page then leaves out the lifetimes older than the trace.
+  return Json{{"n", order.size()},
+              {"data", PackVarints(v)},
+              {"unreconciled_bytes", dt.unreconciled_reserved_bytes}};
+}
+
 }  // namespace
 
 Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
@@ -267,6 +306,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   }
   j["bands"] = Json{{"n", lod.bands.size()}, {"data", PackVarints(v)}};
   j["reduced"] = lod.reduced.empty() ? Json(nullptr) : Json(lod.reduced);
+  j["segment_lifetimes"] = SegmentLifetimesJson(snap, dt, lod);
   if (!d.steps.begin.empty()) {
     Json steps = Json::array();
     // x of each step's first event, then of the event after the last step (x_span at the end).
@@ -282,6 +322,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   if (d.categories) {
     const analysis::ReportCategories& c = *d.categories;
     Json series = Json::object();
+    std::vector<int> shown;  // the categories in "series", in its order
     for (int k = 0; k < analysis::kNumCategories; ++k) {
       std::vector<int64_t> values;
       bool any = c.peak[k] != 0;
@@ -289,10 +330,33 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
         values.push_back(b[k]);
         any = any || b[k] != 0;
       }
+      for (const analysis::ReportCategories::Tile& t : c.tiles) {
+        for (const analysis::CategoryBytes& b : t.columns) any = any || b[k] != 0;
+      }
       if (any) {
         series[std::string(analysis::CategoryName(static_cast<analysis::Category>(k)))] =
             Json{{"peak", c.peak[k]}, {"bytes", PackVarints(values)}};
+        shown.push_back(k);
       }
+    }
+    // The deeper tiles' samples, for the zoom: [level, tile, samples, packed], each sample its
+    // column (delta from the previous, the first from the tile's first bucket) and the bytes of
+    // each category of "series", in its order (deltas from the previous sample).
+    Json tiles = Json::array();
+    for (const analysis::ReportCategories::Tile& t : c.tiles) {
+      std::vector<int64_t> v;
+      v.reserve(t.column.size() * (shown.size() + 1));
+      int64_t col = t.tile * lod.columns;
+      analysis::CategoryBytes prev{};
+      for (size_t i = 0; i < t.column.size(); ++i) {
+        v.push_back(t.column[i] - col);
+        col = t.column[i];
+        for (int k : shown) {
+          v.push_back(t.columns[i][k] - prev[k]);
+          prev[k] = t.columns[i][k];
+        }
+      }
+      tiles.push_back(Json::array({t.level, t.tile, t.column.size(), PackVarints(v)}));
     }
     // Column k's x is column[k] * column_width: the column indices, delta-coded.
     std::vector<int64_t> dcol;
@@ -302,7 +366,9 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     j["categories"] = Json{{"n", c.column.size()},
                            {"column_width", lod.BucketWidth(0)},
                            {"columns", PackVarints(dcol)},
-                           {"series", std::move(series)}};
+                           {"series", std::move(series)},
+                           {"group", analysis::ReportCategories::kGroup},
+                           {"tiles", std::move(tiles)}};
   } else {
     j["categories"] = nullptr;
   }

@@ -137,6 +137,7 @@ TEST_SUITE("report") {
     analysis::LodOptions options;
     options.columns = 3;
     options.bands = 2;
+    options.cover_points = 0;  // only the per-tile choice (the browser test checks the covering)
     TimelineLod lod = analysis::BuildTimelineLod(snap, dt, options);
     const analysis::LodTile* top = FindTile(lod, 0, 0);
     REQUIRE(top->bands.size() == 2);
@@ -261,16 +262,31 @@ TEST_SUITE("report") {
     const DeviceTimeline& dt = a->timeline.devices[d.timeline_index];
     int64_t start = 0;
     std::vector<int64_t> curve = analysis::CountedCurve(dt, d.lod.counted, start);
+    // A column followed by columns without events also gives the state it carries on (its last
+    // event) at the next column, as the curve draws it.
+    auto at = [&](analysis::TimelinePoint p) { return p.is_start() ? start : curve[p.index()]; };
     size_t k = 0;
     for (const analysis::LodTile& t : d.lod.tiles) {
       if (t.level != 0) continue;
-      for (const LodBucket& b : t.buckets) {
+      for (size_t i = 0; i < t.buckets.size(); ++i) {
+        const LodBucket& b = t.buckets[i];
         REQUIRE(k < d.categories->columns.size());
-        const int64_t live = b.sample_event.is_start() ? start : curve[b.sample_event.index()];
-        CHECK(total(d.categories->columns[k++]) == live);
+        CHECK(d.categories->column[k] == b.index);
+        CHECK(total(d.categories->columns[k++]) == at(b.sample_event));
+        const int64_t next = i + 1 < t.buckets.size() ? t.buckets[i + 1].index : d.lod.columns;
+        if (next > b.index + 1) {
+          REQUIRE(k < d.categories->columns.size());
+          CHECK(d.categories->column[k] == b.index + 1);
+          CHECK(total(d.categories->columns[k++]) == at(b.last_event));
+        }
       }
     }
     CHECK(k == d.categories->columns.size());
+    // The finer samples of the deeper tiles: never negative, never above the highest bucket of
+    // their group.
+    for (const analysis::ReportCategories::Tile& t : d.categories->tiles) {
+      for (const analysis::CategoryBytes& c : t.columns) CHECK(total(c) <= d.lod.peak_bytes);
+    }
   }
 
   TEST_CASE("a consistent trace's drawn curve is the timeline's live curve") {

@@ -102,6 +102,11 @@ function renderDevice(dev, tables) {
       "Click the chart to see the allocator's segments at that moment below." }));
     if (dev.reduced) sec.append(note(dev.reduced));
     if (dev.categories) renderCategories(sec, dev, chart);
+    if (dev.segment_lifetimes && dev.segment_lifetimes.n) {
+      const st = section("Device " + dev.device + ": cached segments over time", "segtl-" + dev.device, null, "segment-timeline");
+      M.segmentTimelines = M.segmentTimelines || [];
+      M.segmentTimelines.push(new SegmentTimeline(st, dev, chart));
+    }
     const v = getHashPart("t" + dev.device);
     if (v) { const [a, b] = v.split(",").map(Number); if (isFinite(a) && isFinite(b) && b > a) chart.setView(a, b, true); }
   } else {
@@ -141,10 +146,11 @@ function renderCategories(sec, dev, timeline) {
   const atPeak = cats.filter(([k]) => c.series[k].peak > 0);
   if (!cats.length || !c.n) return;
   const width = c.column_width;
-  const xs = [];
+  const xs0 = [];
   let col = 0;
-  for (const d of unpackVarints(c.columns)) { col += d; xs.push(col * width); }
-  const values = cats.map(([k]) => unpackVarints(c.series[k].bytes));
+  for (const d of unpackVarints(c.columns)) { col += d; xs0.push(col * width); }
+  const values0 = cats.map(([k]) => unpackVarints(c.series[k].bytes));
+  let xs = xs0, values = values0;
   const peakTotal = cats.reduce((s, [k]) => s + c.series[k].peak, 0);
   const box = h("div", { class: "categories", "data-section": "categories" });
   sec.append(box);
@@ -169,12 +175,66 @@ function renderCategories(sec, dev, timeline) {
   t.append(body);
   box.append(h("div", { class: "table-wrap" }, t));
   // Over time: cumulative sums, drawn from the top series down so each fills over the next.
-  const n = xs.length, span = dev.x_span;
-  const cum = [];
-  let acc = new Array(n).fill(0);
-  for (const v of values) { acc = acc.map((a, i) => a + v[i]); cum.push(acc); }
-  const data = [xs.concat([span])];
-  for (let s = cum.length - 1; s >= 0; s--) data.push(cum[s].concat([cum[s][n - 1]]));
+  const span = dev.x_span;
+  let n = 0, cum = [], acc = [];
+  const stackUp = () => {
+    n = xs.length;
+    cum = [];
+    acc = new Array(n).fill(0);
+    for (const v of values) { acc = acc.map((a, i) => a + v[i]); cum.push(acc); }
+    const out = [xs.concat([span])];
+    for (let s = cum.length - 1; s >= 0; s--) out.push(cum[s].concat([cum[s][n - 1]]));
+    return out;
+  };
+  const data = stackUp();
+  // Zoomed in, the samples of the timeline's finer tiles (kinds per group of a few of its
+  // columns), decoded on first use; the whole-trace samples elsewhere.
+  const names = Object.keys(c.series);
+  const slot = cats.map(([k]) => names.indexOf(k));
+  const tiles = new Map((c.tiles || []).map((t) => [t[0] + ":" + t[1], { level: t[0], tile: t[1], n: t[2], packed: t[3], d: null }]));
+  const tileSamples = (e, lod) => {
+    if (!e.d) {
+      const v = unpackVarints(e.packed), m = names.length, w = lod.width(e.level);
+      const d = { x: [], v: names.map(() => []) };
+      let colIdx = e.tile * lod.C;
+      const prev = new Array(m).fill(0);
+      for (let i = 0; i + m < v.length && d.x.length < e.n; i += m + 1) {
+        colIdx += v[i];
+        d.x.push(colIdx * w);
+        for (let q = 0; q < m; q++) { prev[q] += v[i + 1 + q]; d.v[q].push(prev[q]); }
+      }
+      e.d = d;
+    }
+    return e.d;
+  };
+  const finer = (a, b) => {
+    const lod = timeline && timeline.lod;
+    if (!lod || !tiles.size) return null;
+    for (let level = timeline.cols.level; level > 0; level--) {
+      const t0 = lod.tileOf(a, level), t1 = lod.tileOf(b, level);
+      let all = true;
+      for (let t = t0; t <= t1 && all; t++) all = tiles.has(level + ":" + t);
+      if (!all) continue;
+      const key = level + ":" + t0 + ":" + t1;
+      if (lastFiner && lastFiner.key === key) return lastFiner;
+      const lo = t0 * lod.C * lod.width(level), hi = Math.min((t1 + 1) * lod.C * lod.width(level), span);
+      const fx = [], fv = cats.map(() => []);
+      const take = (x, i, src) => { fx.push(x); cats.forEach((_, s) => fv[s].push(src(s, i))); };
+      for (let i = 0; i < xs0.length && xs0[i] < lo; i++) take(xs0[i], i, (s, j) => values0[s][j]);
+      for (let t = t0; t <= t1; t++) {
+        const d = tileSamples(tiles.get(level + ":" + t), lod);
+        for (let i = 0; i < d.x.length; i++) take(d.x[i], i, (s, j) => d.v[slot[s]][j]);
+      }
+      // The whole-trace samples again from the first column at or past the tiles' end.
+      let i0 = 0;
+      while (i0 < xs0.length && xs0[i0] < hi) i0++;
+      for (let i = i0; i < xs0.length; i++) take(xs0[i], i, (s, j) => values0[s][j]);
+      lastFiner = { key, level, xs: fx, values: fv };
+      return lastFiner;
+    }
+    return null;
+  };
+  let shownLevel = 0, lastFiner = null, shown = null;
   const host = h("div", { class: "chart" });
   box.append(host, h("div", { class: "legend" }, ...cats.map(([k, label, color, title]) => swatch(color, label, title))));
   const stepped = uPlot.paths.stepped({ align: 1 });
@@ -207,6 +267,14 @@ function renderCategories(sec, dev, timeline) {
   });
   u.over.addEventListener("mouseleave", hideTip);
   const follow = (a, b) => {
+    const f = finer(a, b);
+    if (f !== shown) {  // other samples than those drawn (the same tiles keep theirs)
+      xs = f ? f.xs : xs0;
+      values = f ? f.values : values0;
+      shownLevel = f ? f.level : 0;
+      shown = f;
+      u.setData(stackUp(), false);
+    }
     let top = 1;
     for (let i = 0; i < n; i++) {
       const right = i + 1 < n ? xs[i + 1] : span;
@@ -221,7 +289,10 @@ function renderCategories(sec, dev, timeline) {
   M.categories = M.categories || [];
   M.categories.push({ device: dev.device, peak: Object.fromEntries(cats.map(([k]) => [k, c.series[k].peak])),
     peak_total: peakTotal, columns: n, max_total: Math.max(...cum[cum.length - 1]), xs, totals: cum[cum.length - 1],
-    negative: values.reduce((m, v) => m + v.filter((x) => x < 0).length, 0) });
+    negative: values.reduce((m, v) => m + v.filter((x) => x < 0).length, 0),
+    // What the chart draws now (it follows the timeline's zoom).
+    now: () => ({ level: shownLevel, xs, totals: cum[cum.length - 1],
+      negative: values.reduce((m, v) => m + v.filter((x) => x < 0).length, 0) }) });
 }
 
 function glossary() {

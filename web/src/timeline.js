@@ -69,7 +69,10 @@ class Lod {
   }
   // The columns that draw [a, b] at `px` pixels: the coarsest level whose buckets are at most a
   // pixel wide, or the finest stored for the whole range.
-  view(a, b, px) {
+  view(a, b, px) { return this.columnsAt(this.levelFor(a, b, px), a, b); }
+  // The coarsest level whose columns are at most a pixel wide over [a, b], or the finest stored
+  // for the whole range.
+  levelFor(a, b, px) {
     let level = 0;
     while (level + 1 < this.levels && this.width(level) > (b - a) / Math.max(px, 1)) level++;
     for (; level > 0; level--) {
@@ -79,6 +82,10 @@ class Lod {
       }
       if (all) break;
     }
+    return level;
+  }
+  // The columns of `level` that draw [a, b].
+  columnsAt(level, a, b) {
     const w = this.width(level);
     const cols = { level, w, x: [], max: [], min: [], res: [], sample: [], bandIds: new Set() };
     const t0 = this.tileOf(a, level), t1 = this.tileOf(b, level);
@@ -103,6 +110,14 @@ class Lod {
           cols.sample.push(d.last[k]);
         }
       }
+    }
+    // The state after the last loaded bucket holds to the end of its tile (nothing happened there):
+    // the lines reach the window's edge rather than stop as if the trace ended.
+    const m = cols.x.length;
+    const end = Math.min((t1 + 1) * this.C * w, this.span);
+    if (m && cols.x[m - 1] < end) {
+      cols.x.push(end);
+      for (const k of ["max", "min", "res", "sample"]) cols[k].push(cols[k][m - 1]);
     }
     // x must increase: a carried point at the very end can meet the trace's end.
     for (let i = cols.x.length - 1; i > 0; i--) {
@@ -238,8 +253,15 @@ class TimelineChart {
     this.a = a;
     this.b = b;
     const px = this.u.bbox.width / devicePixelRatio;
-    this.cols = this.lod.view(a, b, px);
-    this.stackBands();
+    // A wheel notch mostly stays on the same level and tiles: their columns and band stack are
+    // then those already built, and only the scales change.
+    const level = this.lod.levelFor(a, b, px);
+    const key = level + ":" + this.lod.tileOf(a, level) + ":" + this.lod.tileOf(b, level);
+    if (key !== this.viewKey || !this.cols) {
+      this.cols = this.lod.view(a, b, px);
+      this.stackBands();
+      this.viewKey = key;
+    }
     let top = 1;
     const c = this.cols;
     for (let i = 0; i < c.x.length; i++) {

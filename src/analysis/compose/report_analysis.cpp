@@ -81,14 +81,57 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   // The lifetimes the page's live curve counts, and only those: kinds of memory then add up to
   // that curve and are never negative, even on a trace that cannot be reconciled.
   CategoryCurve curve = BuildCategoryCurve(context, dt, lod.counted.counted);
-  std::vector<const LodBucket*> buckets;
+  // Level 0's columns at their highest point; a column followed by columns without events also
+  // gives the state it carries on (its last event) at the next column, as the timeline draws it:
+  // held over that gap, its highest point would rise above the curve.
+  std::vector<std::pair<int64_t, TimelinePoint>> level0;
   for (const LodTile& t : lod.tiles) {
     if (t.level != 0) continue;
-    for (const LodBucket& b : t.buckets) buckets.push_back(&b);
+    for (size_t k = 0; k < t.buckets.size(); ++k) {
+      const LodBucket& b = t.buckets[k];
+      level0.emplace_back(b.index, b.sample_event);
+      const int64_t next = k + 1 < t.buckets.size() ? t.buckets[k + 1].index : lod.columns;
+      if (next > b.index + 1) level0.emplace_back(b.index + 1, b.last_event);
+    }
+  }
+  // The deeper tiles' samples: per group of kGroup buckets, the highest bucket's sample event,
+  // and the group's last state when the next group has no events.
+  const int64_t group = ReportCategories::kGroup;
+  std::vector<std::vector<TimelinePoint>> tile_points;
+  for (const LodTile& t : lod.tiles) {
+    if (t.level == 0) continue;
+    ReportCategories::Tile out_tile;
+    out_tile.level = t.level;
+    out_tile.tile = t.tile;
+    std::vector<TimelinePoint> tp;
+    const int64_t first = t.tile * lod.columns, end = first + lod.columns;
+    for (size_t k = 0; k < t.buckets.size();) {
+      const int64_t g = (t.buckets[k].index - first) / group;
+      const LodBucket* best = &t.buckets[k];
+      size_t q = k;
+      for (; q < t.buckets.size() && (t.buckets[q].index - first) / group == g; ++q) {
+        if (t.buckets[q].live_max > best->live_max) best = &t.buckets[q];
+      }
+      out_tile.column.push_back(first + g * group);
+      tp.push_back(best->sample_event);
+      const int64_t group_end = first + (g + 1) * group;
+      const bool next_empty =
+          q == t.buckets.size() ? group_end < end : t.buckets[q].index >= group_end + group;
+      if (next_empty && group_end < end) {
+        out_tile.column.push_back(group_end);
+        tp.push_back(t.buckets[q - 1].last_event);
+      }
+      k = q;
+    }
+    out.tiles.push_back(std::move(out_tile));
+    tile_points.push_back(std::move(tp));
   }
   // Sample events ascend with the columns but for the initial state; sort to sample once.
   std::vector<TimelinePoint> points;
-  for (const LodBucket* b : buckets) points.push_back(b->sample_event);
+  for (const auto& [column, p] : level0) points.push_back(p);
+  for (const std::vector<TimelinePoint>& tp : tile_points) {
+    points.insert(points.end(), tp.begin(), tp.end());
+  }
   points.push_back(lod.peak_event);
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
@@ -96,11 +139,14 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   auto at = [&](TimelinePoint p) {
     return sampled[std::lower_bound(points.begin(), points.end(), p) - points.begin()];
   };
-  for (const LodBucket* b : buckets) {
-    out.column.push_back(b->index);
-    out.columns.push_back(at(b->sample_event));
+  for (const auto& [column, p] : level0) {
+    out.column.push_back(column);
+    out.columns.push_back(at(p));
   }
   out.peak = at(lod.peak_event);
+  for (size_t i = 0; i < out.tiles.size(); ++i) {
+    for (TimelinePoint p : tile_points[i]) out.tiles[i].columns.push_back(at(p));
+  }
   return out;
 }
 

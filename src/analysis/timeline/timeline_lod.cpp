@@ -266,8 +266,20 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     alloc_x[i] = alloc ? x[*alloc] : 0;
     free_x[i] = free ? x[*free] : bld.axis.span;
   }
+  // Events of each lifetime as the counted curve sees them: live after event e when
+  // alloc_e <= e < free_e (-1: before the trace; INT64_MAX: never freed).
+  std::vector<int64_t> alloc_e(dt.blocks.size()), free_e(dt.blocks.size());
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    std::optional<uint32_t> alloc = b.alloc_event.index(), free = b.free_completed_event.index();
+    alloc_e[i] = alloc ? static_cast<int64_t>(*alloc) : -1;
+    free_e[i] = free ? static_cast<int64_t>(*free) : INT64_MAX;
+  }
+  std::vector<uint8_t> covered(dt.blocks.size(), 0);
+  int64_t cover_used = 0;
   std::vector<int32_t> slot_of(dt.blocks.size(), -1);  // index into chosen, or -1
   std::vector<uint32_t> chosen;
+  int64_t chosen_uncovered = 0;  // chosen lifetimes that count against max_band_lifetimes
   std::vector<std::vector<uint32_t>> tile_bands(lod.tiles.size());
   for (int level = 0; level < lod.levels; ++level) {
     // Stored tiles of this level, in tile order (lod.tiles is sorted by level, tile).
@@ -328,18 +340,66 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
       });
       by_size[j].assign(c.begin(), c.begin() + n_size);
     }
+    // Per tile, the lifetimes that make up most of the live bytes at its highest moments (see
+    // LodOptions::cover_share): zoomed in there, the bands are the memory, not a grey band.
+    std::vector<std::vector<uint32_t>> must(slots.size());
+    const int points = std::max(0, bld.options.cover_points);
+    for (size_t j = 0; j < slots.size() && points > 0; ++j) {
+      const LodTile& t = lod.tiles[slots[j]];
+      std::vector<const LodBucket*> best(static_cast<size_t>(points), nullptr);
+      for (const LodBucket& b : t.buckets) {
+        int64_t g = (b.index - t.tile * lod.columns) * points / lod.columns;
+        const LodBucket*& slot = best[static_cast<size_t>(std::clamp<int64_t>(g, 0, points - 1))];
+        if (slot == nullptr || b.live_max > slot->live_max) slot = &b;
+      }
+      std::vector<uint32_t> live;
+      for (const LodBucket* b : best) {
+        if (b == nullptr || cover_used >= bld.options.max_cover_lifetimes) continue;
+        const int64_t e = b->sample_event.index();
+        const int64_t target =
+            static_cast<int64_t>(static_cast<double>(bld.Live(e)) * bld.options.cover_share);
+        live.clear();
+        for (uint32_t i : cand[j]) {
+          if (alloc_e[i] <= e && free_e[i] > e) live.push_back(i);
+        }
+        std::sort(live.begin(), live.end(), [&](uint32_t a, uint32_t b) {
+          int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
+          return sa != sb ? sa > sb : a < b;
+        });
+        int64_t sum = 0, taken = 0;
+        for (uint32_t i : live) {
+          if (sum >= target || taken >= bld.options.cover_per_point) break;
+          sum += dt.blocks[i].requested_size;
+          ++taken;
+          if (covered[i] == 0) {
+            if (cover_used >= bld.options.max_cover_lifetimes) break;
+            covered[i] = 1;
+            ++cover_used;
+          }
+          must[j].push_back(i);
+        }
+      }
+      std::sort(must[j].begin(), must[j].end());
+      must[j].erase(std::unique(must[j].begin(), must[j].end()), must[j].end());
+    }
     // The tiles' bands for k per tile; long-lived lifetimes repeat from tile to tile, so only the
     // new ones count against max_band_lifetimes. k halves until they fit.
     std::vector<uint32_t> stamp(dt.blocks.size(), 0);
     uint32_t round = 0;
     auto pick = [&](size_t j, int64_t k, std::vector<uint32_t>& out) {
       ++round;
+      for (uint32_t i : must[j]) {
+        out.push_back(i);
+        stamp[i] = round;
+      }
+      const size_t limit = must[j].size() + static_cast<size_t>(k);
       size_t n_area = std::min<size_t>(by_area[j].size(), static_cast<size_t>(k) * 3 / 4);
       for (size_t q = 0; q < n_area; ++q) {
+        if (stamp[by_area[j][q]] == round) continue;
         out.push_back(by_area[j][q]);
         stamp[by_area[j][q]] = round;
       }
-      for (size_t q = 0; q < by_size[j].size() && out.size() < static_cast<size_t>(k); ++q) {
+      for (size_t q = 0; q < by_size[j].size() && out.size() < limit; ++q) {
         if (stamp[by_size[j][q]] != round) out.push_back(by_size[j][q]);
       }
     };
@@ -351,14 +411,13 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
         std::vector<uint32_t> out;
         pick(j, k, out);
         for (uint32_t i : out) {
-          if (slot_of[i] < 0 && !fresh[i]) {
+          if (slot_of[i] < 0 && !fresh[i] && !covered[i]) {  // covered: a budget of its own
             fresh[i] = 1;
             ++added;
           }
         }
       }
-      if (static_cast<int64_t>(chosen.size()) + added <= bld.options.max_band_lifetimes ||
-          k <= 16) {
+      if (chosen_uncovered + added <= bld.options.max_band_lifetimes || k <= 16) {
         break;
       }
     }
@@ -369,6 +428,7 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
         if (slot_of[i] < 0) {
           slot_of[i] = static_cast<int32_t>(chosen.size());
           chosen.push_back(i);
+          if (!covered[i]) ++chosen_uncovered;
         }
         tile_bands[slots[j]].push_back(i);
       }

@@ -54,6 +54,19 @@ struct ReportCategories {
   std::vector<int64_t> column;         // the sampled columns (level-0 bucket indices), ascending
   std::vector<CategoryBytes> columns;  // live bytes per category at each column's sample event
   CategoryBytes peak{};                // at the drawn curve's peak (TimelineLod::peak_event)
+  /// The same for the zoom (issue 36 §2), per stored tile of the deeper levels: one sample per
+  /// group of kGroup buckets, at the sample event of the group's highest bucket, so that the
+  /// stacked kinds reach the highest line the timeline draws over the group and never pass it.
+  /// A group followed by a group without events gets a second sample at its end: the state its
+  /// last bucket carries on.
+  static constexpr int kGroup = 4;
+  struct Tile {
+    int level = 0;
+    int64_t tile = 0;
+    std::vector<int64_t> column;  // bucket indices of the level where each sample starts
+    std::vector<CategoryBytes> columns;
+  };
+  std::vector<Tile> tiles;
 };
 
 struct DeviceReportAnalysis {

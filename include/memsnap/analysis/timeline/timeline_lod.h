@@ -38,6 +38,14 @@ struct LodOptions {
   int64_t max_buckets = 200000;
   /// Distinct band lifetimes in all tiles; tiles of deep levels get fewer bands past it.
   int64_t max_band_lifetimes = 40000;
+  /// Zoomed in, the bands must show what builds a peak, not a grey band (issue 36 §2): at
+  /// cover_points moments of every stored tile (the highest of each stretch of it), the largest
+  /// lifetimes live there become bands until they make up cover_share of the live bytes, at most
+  /// cover_per_point of them; these come on top of `bands`, up to max_cover_lifetimes in all.
+  int cover_points = 4;
+  double cover_share = 0.95;
+  int64_t cover_per_point = 2000;
+  int64_t max_cover_lifetimes = 40000;
   /// Points whose tiles are refined first (an OOM, say), after the peaks.
   std::vector<TimelinePoint> focus_events;
 };
