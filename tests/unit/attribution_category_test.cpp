@@ -264,7 +264,10 @@ TEST_SUITE("attribution-categories") {
     CHECK(bad.status().message().find("invalid regex 'cache['") != std::string_view::npos);
     UserCategories list;
     for (int i = 0; i < kMaxUserCategories; ++i) {
-      auto c = ParseUserCategory("c" + std::to_string(i) + "=x");
+      std::string text = "c";
+      text += std::to_string(i);
+      text += "=x";
+      auto c = ParseUserCategory(text);
       REQUIRE(c.ok());
       REQUIRE(AddUserCategory(list, std::move(*c)).ok());
     }
@@ -280,6 +283,32 @@ TEST_SUITE("attribution-categories") {
     }
     CHECK(NumCategories() == kNumCategories);
     CHECK(ActiveUserCategories().empty());
+  }
+
+  TEST_CASE(
+      "state made in an optimizer's constructor or a comprehension in its file is its state") {
+    // class MyAdam: def __init__(self, params): self.m = [torch.zeros_like(p) for p in params]
+    const F ctor{"__init__", "/home/a/my_optimizers.py", 12};
+    const F comp{"<listcomp>", "/home/a/my_optimizers.py", 13};
+    MiniTrace t;
+    StackId state = t.Stack({comp, ctor, kOther}), direct = t.Stack({ctor, kOther});
+    StackId f = t.Stack({kForward});
+    t.Alloc(0x1000, 100, state);
+    t.Alloc(0x2000, 100, direct);
+    t.Alloc(0x3000, 100, direct);  // scratch of the constructor, freed in it
+    t.Free(0x3000, 100);
+    t.Alloc(0x4000, 100, f);
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    CHECK(v[0].category == Category::kOptimizerState);
+    CHECK(v[0].rule == CategoryRule::kOptimizerKept);
+    CHECK(v[1].category == Category::kOptimizerState);
+    CHECK(v[2].category == Category::kTemporary);
+    CHECK(v[2].rule == CategoryRule::kOptimizerFreed);
+    // A module's constructor (a file that is no optimizer's) stays init: a parameter.
+    MiniTrace u;
+    u.Alloc(0x1000, 100, u.Stack({{"__init__", "/home/a/model.py", 7}, kOther}));
+    u.Alloc(0x2000, 100, u.Stack({kForward}));
+    CHECK(Verdicts(u.Finish())[0].category == Category::kParameter);
   }
 }
 

@@ -117,6 +117,14 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
     return Marker::kBackward;
   }
   std::string lower = Lower(file);
+  // An optimizer's own file (its name says optim: optimizers.py, my_optim.py): its constructor
+  // and the comprehensions in it make the state, one tensor per parameter, and its methods do the
+  // update's arithmetic. None of it is module init or the training loop's code.
+  const std::string_view base = std::string_view(lower).substr(lower.rfind('/') + 1);
+  const bool optimizer_file = Has(base, "optim") && base.ends_with(".py");
+  const bool comprehension =
+      name == "<listcomp>" || name == "<dictcomp>" || name == "<setcomp>" || name == "<genexpr>";
+  if (optimizer_file && (name == "__init__" || comprehension)) return Marker::kOptimizer;
   if (Has(file, "torch/optim/") || name == "zero_grad" ||
       file.ends_with("torch/nn/utils/clip_grad.py") ||
       (Has(lower, "optim") &&
