@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,18 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
                  "checked as the reader's arrays grow. Default: 75% of physical memory; files "
                  "read side by side share it");
 
+  std::vector<std::string> category_flags, categories_files;
+  app.add_option("--category", category_flags,
+                 "A category of your own, NAME=REGEX (repeatable): memory whose allocation stack "
+                 "has a frame whose 'filename:line:function' the regex finds is NAME, before the "
+                 "built-in rules, wherever categories appear, e.g. --category "
+                 "kv_cache=cache_utils\\.py (docs/attribution.md, \"User categories\")")
+      ->allow_extra_args(false);
+  app.add_option("--categories", categories_files,
+                 "A file of NAME=REGEX lines, as --category ('#' comments, blank lines); its "
+                 "categories come before those of --category")
+      ->allow_extra_args(false);
+
   std::map<CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.description);
@@ -101,8 +114,15 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
     ctx.max_memory = static_cast<uint64_t>(*bytes);
   }
   if (embedded == nullptr) SetProgressEnabled(!ctx.quiet);
+  // The user's categories, installed once for the whole command (the vocabulary every analysis
+  // and renderer names categories in); restored when the command returns.
+  absl::StatusOr<analysis::UserCategories> user_categories =
+      ReadUserCategories(categories_files, category_flags);
+  std::optional<analysis::ScopedUserCategories> categories_scope;
+  if (user_categories.ok()) categories_scope.emplace(std::move(*user_categories));
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
+    if (!user_categories.ok()) return fail(*sub, user_categories.status());
     // Once per invocation, before anything is read: no output may replace an input.
     if (absl::Status st = CheckOutputs(*sub, ctx); !st.ok()) return fail(*sub, st);
     absl::StatusOr<ExitCode> result;

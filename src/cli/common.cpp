@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +23,46 @@
 #include "memsnap/util/strings.h"
 
 namespace memsnap::cli {
+
+absl::StatusOr<analysis::UserCategories> ReadUserCategories(const std::vector<std::string>& files,
+                                                            const std::vector<std::string>& flags) {
+  analysis::UserCategories list;
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--categories ", path, ": cannot read: ", std::strerror(errno)));
+    }
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const size_t first = line.find_first_not_of(" \t");
+      if (first == std::string::npos || line[first] == '#') continue;
+      const size_t last = line.find_last_not_of(" \t");
+      auto where = [&] { return absl::StrCat("--categories ", path, ":", number, ": "); };
+      absl::StatusOr<analysis::UserCategory> c =
+          analysis::ParseUserCategory(std::string_view(line).substr(first, last - first + 1));
+      if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(where(), c.status().message()));
+      if (absl::Status st = analysis::AddUserCategory(list, std::move(*c)); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(where(), st.message()));
+      }
+    }
+    if (in.bad()) {
+      return absl::InvalidArgumentError(absl::StrCat("--categories ", path, ": read failed"));
+    }
+  }
+  for (const std::string& flag : flags) {
+    absl::StatusOr<analysis::UserCategory> c = analysis::ParseUserCategory(flag);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--category ", flag, ": ", c.status().message()));
+    }
+    if (absl::Status st = analysis::AddUserCategory(list, std::move(*c)); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--category ", flag, ": ", st.message()));
+    }
+  }
+  return list;
+}
 
 query::ReadSettings ReadSettingsOf(const Context& ctx, ReadAnalysisClock* clock) {
   query::ReadSettings s;

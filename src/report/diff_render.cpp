@@ -65,7 +65,7 @@ std::string KindChangesText(const analysis::CategoryBytes& before,
                             const analysis::CategoryBytes& after) {
   std::vector<int> kinds;
   std::string same;  // the kinds that did not change, after those that did
-  for (int c = 0; c < analysis::kNumCategories; ++c) {
+  for (int c = 0; c < analysis::NumCategories(); ++c) {
     if (before[c] != after[c]) {
       kinds.push_back(c);
     } else if (after[c] != 0) {
@@ -89,7 +89,7 @@ std::string KindChangesText(const analysis::CategoryBytes& before,
 
 Json KindChangesJson(const analysis::CategoryBytes& before, const analysis::CategoryBytes& after) {
   Json kinds = Json::object();
-  for (int c = 0; c < analysis::kNumCategories; ++c) {
+  for (int c = 0; c < analysis::NumCategories(); ++c) {
     kinds[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] =
         DeltaJson({before[c], after[c]});
   }

@@ -130,7 +130,7 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
 
 Json CategoriesJson(const analysis::CategoryBytes& bytes) {
   Json j = Json::object();
-  for (int c = 0; c < analysis::kNumCategories; ++c) {
+  for (int c = 0; c < analysis::NumCategories(); ++c) {
     if (bytes[c] != 0)
       j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = bytes[c];
   }

@@ -91,7 +91,7 @@ Json BandSitesJson(const analysis::ReportAnalysis& a) { return Json(a.band_sites
 
 Json CategoryNamesJson() {
   Json names = Json::array();
-  for (int k = 0; k < analysis::kNumCategories; ++k) {
+  for (int k = 0; k < analysis::NumCategories(); ++k) {
     names.push_back(std::string(analysis::CategoryName(static_cast<analysis::Category>(k))));
   }
   return names;
@@ -323,7 +323,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     const analysis::ReportCategories& c = *d.categories;
     Json series = Json::object();
     std::vector<int> shown;  // the categories in "series", in its order
-    for (int k = 0; k < analysis::kNumCategories; ++k) {
+    for (int k = 0; k < analysis::NumCategories(); ++k) {
       std::vector<int64_t> values;
       bool any = c.peak[k] != 0;
       for (const analysis::CategoryBytes& b : c.columns) {

@@ -379,7 +379,7 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
                                  : absl::StrCat("peak (after event ", d.event.index(), ")"))
         << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";
     std::vector<int> order;
-    for (int c = 0; c < analysis::kNumCategories; ++c) {
+    for (int c = 0; c < analysis::NumCategories(); ++c) {
       if (d.bytes[c] != 0) order.push_back(c);
     }
     std::stable_sort(order.begin(), order.end(),

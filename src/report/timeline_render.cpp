@@ -258,7 +258,7 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
 void RenderTimelineCsvHeader(std::ostream& out, bool categories) {
   out << "device,event,time_us,time_rel_us,live_requested,live_rounded,reserved";
   if (categories) {
-    for (int c = 0; c < analysis::kNumCategories; ++c) {
+    for (int c = 0; c < analysis::NumCategories(); ++c) {
       out << "," << analysis::CategoryName(static_cast<analysis::Category>(c));
     }
   }
@@ -287,7 +287,7 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
       for (; applied <= e; ++applied) {
         categories->Apply(static_cast<uint32_t>(applied), now, next_extra);
       }
-      for (int64_t b : now) absl::StrAppend(&buf, ",", b);
+      for (int c = 0; c < analysis::NumCategories(); ++c) absl::StrAppend(&buf, ",", now[c]);
     }
     buf += '\n';
     if (buf.size() > (1 << 16)) {
@@ -350,7 +350,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
       times.push_back(t == kNoTime ? Json(nullptr) : Json(t));
     }
     s["time_us"] = times;
-    for (int c = 0; c < analysis::kNumCategories; ++c) {
+    for (int c = 0; c < analysis::NumCategories(); ++c) {
       std::vector<int64_t> values;
       bool any = false;
       for (const analysis::CategoryBytes& b : series) {

@@ -211,6 +211,105 @@ TEST_SUITE("attribution-categories") {
     CHECK(seen.count(CategoryRule::kNoEvidence) == 1);
     CHECK(seen.count(CategoryRule::kPreTracePersistent) == 0);
   }
+
+  TEST_CASE("a user category is decided before the built-in rules, the first given winning") {
+    Snapshot snap = testing::LoadFixture("attribution_training.json");
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    UserCategories list;
+    auto never = ParseUserCategory("never=no/such/frame");
+    auto init = ParseUserCategory("first_init=optim/adam\\.py:95:_init_group");
+    auto adam = ParseUserCategory("adam=optim/adam\\.py");
+    REQUIRE(never.ok());
+    REQUIRE(init.ok());
+    REQUIRE(adam.ok());
+    REQUIRE(AddUserCategory(list, std::move(*never)).ok());
+    REQUIRE(AddUserCategory(list, std::move(*init)).ok());
+    REQUIRE(AddUserCategory(list, std::move(*adam)).ok());
+    ScopedUserCategories scope(std::move(list));
+    CHECK(NumCategories() == kNumCategories + 3);
+    CHECK(CategoryName(UserCategoryAt(2)) == "adam");
+    auto parsed = ParseCategory("first_init");
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == UserCategoryAt(1));
+    BlockQuery q;
+    q.all = true;
+    auto rep = SelectBlocks(snap, *tl, q);
+    REQUIRE(rep.ok());
+    std::map<std::string, int> counts;
+    for (const BlockRow& r : rep->rows) {
+      const std::string name(CategoryName(r.category.category));
+      ++counts[name];
+      if (name == "adam" || name == "first_init") {
+        CHECK(CategoryRuleName(r.category.rule) == "user_category");
+      }
+      // The step's state and its temporaries both run adam.py; the free of last step's
+      // gradients (zero_grad, in optimizer.py) is older than the trace and keeps its rule.
+      if (r.site == "[allocated before the trace]") CHECK(name == "gradient");
+    }
+    CHECK(counts["never"] == 0);
+    CHECK(counts["first_init"] == 1);  // exp_avg, line 95; exp_avg_sq (96) is adam
+    CHECK(counts["adam"] > 0);
+    CHECK(counts["optimizer_state"] == 0);
+  }
+
+  TEST_CASE("user categories are checked when given and gone when their scope ends") {
+    CHECK(!ParseUserCategory("noequals").ok());
+    CHECK(!ParseUserCategory("=x").ok());
+    CHECK(!ParseUserCategory("a b=x").ok());
+    CHECK(!ParseUserCategory("gradient=x").ok());
+    CHECK(!ParseUserCategory("kv=").ok());
+    auto bad = ParseUserCategory("kv=cache[");
+    REQUIRE(!bad.ok());
+    CHECK(bad.status().message().find("invalid regex 'cache['") != std::string_view::npos);
+    UserCategories list;
+    for (int i = 0; i < kMaxUserCategories; ++i) {
+      std::string text = "c";
+      text += std::to_string(i);
+      text += "=x";
+      auto c = ParseUserCategory(text);
+      REQUIRE(c.ok());
+      REQUIRE(AddUserCategory(list, std::move(*c)).ok());
+    }
+    auto again = ParseUserCategory("c0=y");
+    REQUIRE(again.ok());
+    CHECK(!AddUserCategory(list, std::move(*again)).ok());
+    auto extra = ParseUserCategory("extra=y");
+    REQUIRE(extra.ok());
+    CHECK(!AddUserCategory(list, std::move(*extra)).ok());
+    {
+      ScopedUserCategories scope(std::move(list));
+      CHECK(NumCategories() == kMaxCategories);
+    }
+    CHECK(NumCategories() == kNumCategories);
+    CHECK(ActiveUserCategories().empty());
+  }
+
+  TEST_CASE(
+      "state made in an optimizer's constructor or a comprehension in its file is its state") {
+    // class MyAdam: def __init__(self, params): self.m = [torch.zeros_like(p) for p in params]
+    const F ctor{"__init__", "/home/a/my_optimizers.py", 12};
+    const F comp{"<listcomp>", "/home/a/my_optimizers.py", 13};
+    MiniTrace t;
+    StackId state = t.Stack({comp, ctor, kOther}), direct = t.Stack({ctor, kOther});
+    StackId f = t.Stack({kForward});
+    t.Alloc(0x1000, 100, state);
+    t.Alloc(0x2000, 100, direct);
+    t.Alloc(0x3000, 100, direct);  // scratch of the constructor, freed in it
+    t.Free(0x3000, 100);
+    t.Alloc(0x4000, 100, f);
+    std::vector<CategoryVerdict> v = Verdicts(t.Finish());
+    CHECK(v[0].category == Category::kOptimizerState);
+    CHECK(v[0].rule == CategoryRule::kOptimizerKept);
+    CHECK(v[1].category == Category::kOptimizerState);
+    CHECK(v[2].category == Category::kTemporary);
+    CHECK(v[2].rule == CategoryRule::kOptimizerFreed);
+    // A module's constructor (a file that is no optimizer's) stays init: a parameter.
+    MiniTrace u;
+    u.Alloc(0x1000, 100, u.Stack({{"__init__", "/home/a/model.py", 7}, kOther}));
+    u.Alloc(0x2000, 100, u.Stack({kForward}));
+    CHECK(Verdicts(u.Finish())[0].category == Category::kParameter);
+  }
 }
 
 }  // namespace

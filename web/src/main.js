@@ -139,6 +139,14 @@ const CATEGORIES = [
   ["input", "inputs", "#039855", "allocated by the data loading (batches moved to the GPU)"],
   ["unknown", "unknown", "#d0d5dd", "no stack or no rule applies"],
 ];
+// The user's own categories (--category NAME=REGEX) come after the built-in ones, coloured from a
+// fixed palette in the order given (docs/attribution.md, "User categories").
+const USER_CATEGORY_COLORS = ["#e31a1c", "#ff7f00", "#6a3d9a", "#b15928", "#1f78b4", "#33a02c", "#f768a1", "#8c6d31"];
+for (const name of D.category_names || []) {
+  if (CATEGORIES.some(([k]) => k === name)) continue;
+  const color = USER_CATEGORY_COLORS[(CATEGORIES.length - 7) % USER_CATEGORY_COLORS.length];
+  CATEGORIES.push([name, name, color, "your category: a frame of the stack matches --category " + name]);
+}
 function renderCategories(sec, dev, timeline) {
   const c = dev.categories;
   const cats = CATEGORIES.filter(([k]) => c.series[k]);

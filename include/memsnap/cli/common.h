@@ -12,6 +12,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/cli/command.h"
 #include "memsnap/model/snapshot.h"
@@ -24,6 +25,11 @@ namespace memsnap::cli {
 /// The read settings of the global flags: --strict, -j/--threads, --max-memory, and the read's
 /// warnings printed to ctx.err ("warning: FILE: ...") unless --quiet. `clock`: told when the read
 /// ends (--timings).
+/// The user categories of --categories FILE lines (in file order) then --category flags. Errors
+/// name the flag, or the FILE:LINE, and an unreadable file.
+absl::StatusOr<analysis::UserCategories> ReadUserCategories(const std::vector<std::string>& files,
+                                                            const std::vector<std::string>& flags);
+
 query::ReadSettings ReadSettingsOf(const Context& ctx, ReadAnalysisClock* clock = nullptr);
 
 /// Opens one input file for a query (query::Session::Open with the global flags).

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -116,6 +117,14 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
     return Marker::kBackward;
   }
   std::string lower = Lower(file);
+  // An optimizer's own file (its name says optim: optimizers.py, my_optim.py): its constructor
+  // and the comprehensions in it make the state, one tensor per parameter, and its methods do the
+  // update's arithmetic. None of it is module init or the training loop's code.
+  const std::string_view base = std::string_view(lower).substr(lower.rfind('/') + 1);
+  const bool optimizer_file = Has(base, "optim") && base.ends_with(".py");
+  const bool comprehension =
+      name == "<listcomp>" || name == "<dictcomp>" || name == "<setcomp>" || name == "<genexpr>";
+  if (optimizer_file && (name == "__init__" || comprehension)) return Marker::kOptimizer;
   if (Has(file, "torch/optim/") || name == "zero_grad" ||
       file.ends_with("torch/nn/utils/clip_grad.py") ||
       (Has(lower, "optim") &&
@@ -163,15 +172,92 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
 
 }  // namespace
 
-std::string_view CategoryName(Category c) { return kCategoryNames[static_cast<size_t>(c)]; }
+namespace {
+
+UserCategories& ActiveList() {
+  static UserCategories* list = new UserCategories();
+  return *list;
+}
+
+bool IsCategoryNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+}  // namespace
+
+const UserCategories& ActiveUserCategories() { return ActiveList(); }
+
+int NumCategories() {
+  return kNumCategories + static_cast<int>(std::min<size_t>(
+                              ActiveList().size(), static_cast<size_t>(kMaxUserCategories)));
+}
+
+ScopedUserCategories::ScopedUserCategories(UserCategories list)
+    : previous_(std::exchange(ActiveList(), std::move(list))) {}
+
+ScopedUserCategories::~ScopedUserCategories() { ActiveList() = std::move(previous_); }
+
+absl::StatusOr<UserCategory> ParseUserCategory(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", Sv(text), "': expected NAME=REGEX, e.g. kv_cache=cache_utils\\.py"));
+  }
+  UserCategory c;
+  c.name = std::string(text.substr(0, eq));
+  c.pattern = std::string(text.substr(eq + 1));
+  if (c.name.empty() || !std::all_of(c.name.begin(), c.name.end(), IsCategoryNameChar)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", c.name, "': a category name is letters, digits, '_', '-' and '.'"));
+  }
+  for (std::string_view n : kCategoryNames) {
+    if (n == c.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", c.name, "' is a built-in category; give yours another name"));
+    }
+  }
+  if (c.pattern.empty()) {
+    return absl::InvalidArgumentError("the regex is empty");
+  }
+  try {
+    c.regex = std::regex(c.pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid regex '", c.pattern, "': ", e.what()));
+  }
+  return c;
+}
+
+absl::Status AddUserCategory(UserCategories& list, UserCategory category) {
+  for (const UserCategory& c : list) {
+    if (c.name == category.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("category ", category.name, " is given twice"));
+    }
+  }
+  if (list.size() >= static_cast<size_t>(kMaxUserCategories)) {
+    return absl::InvalidArgumentError(absl::StrCat("category ", category.name, ": at most ",
+                                                   kMaxUserCategories, " categories of your own"));
+  }
+  list.push_back(std::move(category));
+  return absl::OkStatus();
+}
+
+std::string_view CategoryName(Category c) {
+  const auto i = static_cast<size_t>(c);
+  if (i < kCategoryNames.size()) return kCategoryNames[i];
+  const UserCategories& user = ActiveList();
+  if (i - kCategoryNames.size() < user.size()) return user[i - kCategoryNames.size()].name;
+  return "unknown";
+}
 
 absl::StatusOr<Category> ParseCategory(std::string_view text) {
-  for (size_t i = 0; i < kCategoryNames.size(); ++i) {
-    if (kCategoryNames[i] == text) return static_cast<Category>(i);
+  for (int i = 0; i < NumCategories(); ++i) {
+    if (CategoryName(static_cast<Category>(i)) == text) return static_cast<Category>(i);
   }
   std::string names;
-  for (std::string_view n : kCategoryNames)
-    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(n));
+  for (int i = 0; i < NumCategories(); ++i)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(CategoryName(static_cast<Category>(i))));
   return absl::InvalidArgumentError(
       absl::StrCat("category ", Sv(text), ": expected one of ", names));
 }
@@ -179,7 +265,7 @@ absl::StatusOr<Category> ParseCategory(std::string_view text) {
 Category DominantCategory(const CategoryBytes& bytes) {
   int best = static_cast<int>(Category::kUnknown);
   int64_t most = 0;
-  for (int c = 0; c < kNumCategories; ++c) {
+  for (int c = 0; c < kMaxCategories; ++c) {
     if (bytes[c] > most) {
       most = bytes[c];
       best = c;
@@ -549,10 +635,35 @@ const SiteInfo& Attribution::Site(StackId stack) {
   int32_t& slot = site_slot_[stack.v];
   if (slot < 0) {
     SiteInfo site = Build(stack);
+    site.user_category = UserCategoryOf(stack);
     slot = static_cast<int32_t>(sites_.size());
     sites_.push_back(std::move(site));
   }
   return sites_[slot];
+}
+
+int Attribution::UserCategoryOf(StackId stack) {
+  const UserCategories& user = ActiveUserCategories();
+  if (user.empty()) return -1;
+  if (user_frame_.empty()) user_frame_.assign(snap_.frames.size(), -1);
+  int best = -1;
+  for (FrameId f : snap_.stacks.Get(stack)) {
+    if (!f.valid() || f.v >= user_frame_.size()) continue;
+    int8_t& memo = user_frame_[f.v];
+    if (memo < 0) {
+      // Once per distinct frame: the first category (in the order given) whose regex finds it.
+      memo = 0;
+      const std::string text = snap_.FrameText(f);
+      for (size_t i = 0; i < user.size() && i < static_cast<size_t>(kMaxUserCategories); ++i) {
+        if (std::regex_search(text, user[i].regex)) {
+          memo = static_cast<int8_t>(i + 1);
+          break;
+        }
+      }
+    }
+    if (memo > 0 && (best < 0 || memo - 1 < best)) best = memo - 1;
+  }
+  return best;
 }
 
 const std::vector<std::string>& Attribution::ForwardLines(const std::string& base) {

@@ -21,7 +21,8 @@ constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
     "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
     "data_freed",         "before_forward",     "saved_for_backward",   "forward_kept",
     "forward_freed",      "other_freed",        "pre_trace_persistent", "freed_by_backward",
-    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence"};
+    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence",
+    "user_category"};
 
 constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 
@@ -186,6 +187,7 @@ bool ForwardOnlyRun(const Snapshot& snap, const DeviceTimeline& dt) {
 CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
   using C = Category;
   using R = CategoryRule;
+  if (site.user_category >= 0) return {UserCategoryAt(site.user_category), R::kUserCategory};
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
   switch (site.phase) {
     case Phase::kBackward:
@@ -215,6 +217,9 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     if (site.phase == Phase::kOptimizer) return {C::kOptimizerState, R::kFreedByOptimizer};
     return {C::kUnknown, R::kNoEvidence};
   }
+  // The user's categories come first (docs/attribution.md, "User categories"); a pre-window
+  // lifetime's stack is its free's, so they are not asked about it above.
+  if (site.user_category >= 0) return {UserCategoryAt(site.user_category), R::kUserCategory};
   if (lt.cls == LifetimeClass::kGhost || !lt.alloc_event.seen()) {
     // Alive since before the trace and never freed in it.
     if (!has_stack) {

@@ -14,9 +14,9 @@ CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
                          const std::vector<bool>* counted) {
   CategoryCurve curve;
   curve.device = dt.device;
-  curve.category.assign(dt.num_events, static_cast<uint8_t>(kNumCategories));
+  curve.category.assign(dt.num_events, static_cast<uint8_t>(kMaxCategories));
   curve.delta.assign(dt.num_events, 0);
-  const auto none = static_cast<uint8_t>(kNumCategories);
+  const auto none = static_cast<uint8_t>(kMaxCategories);
   auto change = [&](uint32_t e, uint8_t c, int64_t delta) {
     if (curve.category[e] == none || curve.category[e] == c) {
       curve.category[e] = c;
@@ -60,7 +60,7 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
 }
 
 void CategoryCurve::Apply(uint32_t e, CategoryBytes& bytes, size_t& next_extra) const {
-  if (category[e] < kNumCategories) bytes[category[e]] += delta[e];
+  if (category[e] < kMaxCategories) bytes[category[e]] += delta[e];
   while (next_extra < extra.size() && extra[next_extra].event <= e) {
     bytes[extra[next_extra].category] += extra[next_extra].delta;
     ++next_extra;

@@ -82,7 +82,7 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
       (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
       (side == 0 ? s.before_count : s.after_count) += r.count;
       CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
-      for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+      for (int k = 0; k < kMaxCategories; ++k) c[k] += r.category_bytes[k];
     }
   }
   // Sites whose lines moved become one row (moved_sites.h): after's, with before's figures.
@@ -124,7 +124,7 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
           (side == 0 ? s.before_bytes : s.after_bytes) += r.bytes;
           (side == 0 ? s.before_count : s.after_count) += r.count;
           CategoryBytes& c = side == 0 ? s.before_categories : s.after_categories;
-          for (int k = 0; k < kNumCategories; ++k) c[k] += r.category_bytes[k];
+          for (int k = 0; k < kMaxCategories; ++k) c[k] += r.category_bytes[k];
         }
       }
       std::sort(s.before_keys.begin(), s.before_keys.end());
@@ -473,7 +473,7 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
   std::stable_sort(merged.begin(), merged.end(),
                    [](const SiteDelta& a, const SiteDelta& b) { return a.key < b.key; });
   for (SiteDelta& s : merged) {
-    for (int c = 0; c < kNumCategories; ++c) {
+    for (int c = 0; c < kMaxCategories; ++c) {
       rep.before_by_category[c] += s.before_categories[c];
       rep.after_by_category[c] += s.after_categories[c];
     }

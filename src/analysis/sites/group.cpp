@@ -313,7 +313,7 @@ void SortAndMergeRows(std::vector<GroupRow>& rows) {
       m.count += r.count;
       m.bytes += r.bytes;
       m.rounded_bytes += r.rounded_bytes;
-      for (int c = 0; c < kNumCategories; ++c) m.category_bytes[c] += r.category_bytes[c];
+      for (int c = 0; c < kMaxCategories; ++c) m.category_bytes[c] += r.category_bytes[c];
     } else {
       merged.push_back(std::move(r));
     }
@@ -374,7 +374,7 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
     report.total_bytes += r.bytes;
     report.total_rounded_bytes += r.rounded_bytes;
     report.total_count += r.count;
-    for (int c = 0; c < kNumCategories; ++c) report.category_bytes[c] += r.category_bytes[c];
+    for (int c = 0; c < kMaxCategories; ++c) report.category_bytes[c] += r.category_bytes[c];
   }
   if (report.options.by == GroupBy::kModule) report.rows = ModuleTree(std::move(report.rows));
   return report;
@@ -394,7 +394,7 @@ void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
     others.count += rows[i].count;
     others.bytes += rows[i].bytes;
     others.rounded_bytes += rows[i].rounded_bytes;
-    for (int c = 0; c < kNumCategories; ++c) others.category_bytes[c] += rows[i].category_bytes[c];
+    for (int c = 0; c < kMaxCategories; ++c) others.category_bytes[c] += rows[i].category_bytes[c];
   }
   others.site = others.key;
   rows.resize(top);
@@ -407,7 +407,7 @@ void AddFigures(GroupRow& to, const GroupRow& from) {
   to.count += from.count;
   to.bytes += from.bytes;
   to.rounded_bytes += from.rounded_bytes;
-  for (int c = 0; c < kNumCategories; ++c) to.category_bytes[c] += from.category_bytes[c];
+  for (int c = 0; c < kMaxCategories; ++c) to.category_bytes[c] += from.category_bytes[c];
 }
 
 // A tree of rows: children by index, roots under the pseudo-node kRoot.

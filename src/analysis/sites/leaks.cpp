@@ -311,7 +311,7 @@ LeakReport AnalyzeSeries(std::vector<SeriesPoint> points, const LeakOptions& opt
       w.last_row = r;
       site.bytes[i] += row.bytes;
       site.counts[i] += row.count;
-      for (int c = 0; c < kNumCategories; ++c) site.category_bytes[c] += row.category_bytes[c];
+      for (int c = 0; c < kMaxCategories; ++c) site.category_bytes[c] += row.category_bytes[c];
     }
   }
   // Name every site by its first row, or a site paired across moved lines by its last row with

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,7 +49,9 @@ inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
 /// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
 
-/// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`.
+/// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
+/// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
+/// is the i-th of the active UserCategories, in the order they were given.
 enum class Category : uint8_t {
   kParameter,
   kGradient,
@@ -58,13 +61,52 @@ enum class Category : uint8_t {
   kInput,
   kUnknown,
 };
+/// The built-in categories.
 inline constexpr int kNumCategories = 7;
-/// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown".
+/// How many user categories one run may define, and the size of every per-category array.
+inline constexpr int kMaxUserCategories = 16;
+inline constexpr int kMaxCategories = kNumCategories + kMaxUserCategories;
+/// The built-in categories and then the active user categories: what outputs list.
+int NumCategories();
+/// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown", and
+/// a user category's NAME.
 std::string_view CategoryName(Category c);
 absl::StatusOr<Category> ParseCategory(std::string_view text);
+inline Category UserCategoryAt(int i) { return static_cast<Category>(kNumCategories + i); }
 
-/// Bytes (or counts) per category, indexed by Category.
-using CategoryBytes = std::array<int64_t, kNumCategories>;
+/// A category of the user's own: memory whose allocation stack has a frame whose
+/// "filename:line:function" text (Snapshot::FrameText, the path as recorded) the regex finds
+/// (ECMAScript, search) is NAME, before any built-in rule.
+struct UserCategory {
+  std::string name;
+  std::string pattern;
+  std::regex regex;
+};
+using UserCategories = std::vector<UserCategory>;
+/// Parses "NAME=REGEX". NAME: letters, digits, '_', '-', '.', not a built-in category's name.
+/// Errors say what is wrong (the caller names the flag or FILE:LINE).
+absl::StatusOr<UserCategory> ParseUserCategory(std::string_view text);
+/// Appends `category` to `list`; an error when NAME is already there or the list is full.
+absl::Status AddUserCategory(UserCategories& list, UserCategory category);
+/// The user categories of this invocation (empty unless a ScopedUserCategories is alive).
+const UserCategories& ActiveUserCategories();
+/// Makes `list` the active user categories for its lifetime (one command line: the CLI installs
+/// them once, before anything is read, so that every command and every analysis sees the same
+/// vocabulary; CategoryName is a free function called from every renderer). Not thread-safe to
+/// construct; analyses running on other threads meanwhile only read.
+class ScopedUserCategories {
+ public:
+  explicit ScopedUserCategories(UserCategories list);
+  ~ScopedUserCategories();
+  ScopedUserCategories(const ScopedUserCategories&) = delete;
+  ScopedUserCategories& operator=(const ScopedUserCategories&) = delete;
+
+ private:
+  UserCategories previous_;
+};
+
+/// Bytes (or counts) per category, indexed by Category (built-in, then user categories).
+using CategoryBytes = std::array<int64_t, kMaxCategories>;
 /// The category holding the most bytes (ties: the first in enum order); kUnknown when all are 0.
 Category DominantCategory(const CategoryBytes& bytes);
 
@@ -202,6 +244,8 @@ struct SiteInfo {
   /// One of them created the node; empty when the file shows none. Not part of the key.
   std::vector<std::string> forward_lines;
   Phase phase = Phase::kNone;
+  /// The first active user category one of the stack's frames matches; -1 for none.
+  int user_category = -1;
   bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
   bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
   bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
@@ -306,6 +350,8 @@ class Attribution {
   const PythonFacts& Python(FrameId frame);
   StackFacts Facts(std::span<const FrameId> frames);
   SiteInfo Build(StackId stack);
+  /// The first active user category a frame of `stack` matches (SiteInfo::user_category).
+  int UserCategoryOf(StackId stack);
   /// The user's lines that called operators whose nodes are named `<base>Backward<N>`, from every
   /// forward stack of the snapshot (indexed on first use).
   const std::vector<std::string>& ForwardLines(const std::string& base);
@@ -321,6 +367,7 @@ class Attribution {
   absl::node_hash_map<uint32_t, FileFacts> files_;
   std::vector<int32_t> site_slot_;  // StackId -> index into sites_; -1 = not built
   std::vector<uint8_t> phase_;      // StackId -> Phase + 1; 0 = not computed
+  std::vector<int8_t> user_frame_;  // FrameId -> first matching user category + 1; -1 = not run
   std::deque<SiteInfo> sites_;      // a deque: Site() hands out references that must stay valid
   SiteInfo no_stack_;
   std::string user_prefix_;
@@ -359,8 +406,9 @@ enum class CategoryRule : uint8_t {
   kFreedByOptimizer,    // optimizer_state: allocated before the trace, freed by an optimizer step
   kStackPhase,          // older than the trace: the category its stack's phase implies
   kNoEvidence,          // unknown
+  kUserCategory,        // a user category: a frame of the allocation's stack matches its regex
 };
-inline constexpr int kNumCategoryRules = 20;
+inline constexpr int kNumCategoryRules = 21;
 std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
 
 struct CategoryVerdict {

@@ -23,7 +23,7 @@ struct CategoryCurve {
   /// Live before event 0: lifetimes older than the trace, by category; the bytes the trace cannot
   /// explain (DeviceTimeline::unreconciled_requested_bytes) are `unknown`.
   CategoryBytes start{};
-  /// Per event: the category whose live bytes it changes (kNumCategories: none) and by how much.
+  /// Per event: the category whose live bytes it changes (kMaxCategories: none) and by how much.
   std::vector<uint8_t> category;
   std::vector<int64_t> delta;
   /// Second changes of an event (an alloc over an address whose free was never seen ends the old
