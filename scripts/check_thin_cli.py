@@ -11,7 +11,10 @@ the helpers beside them) that calls the reader, rebuilds a timeline, or parses o
 moment on its own is named here with the line, and the exit status is 1. So is a command or a
 renderer (src/report, include/memsnap/report) that groups or categorizes lifetimes itself: a
 block's site and kind are decided once, by analysis through the query layer (issue 32), and a
-renderer only prints them."""
+renderer only prints them. Rows of figures are a typed Table (docs/coding-guidelines.md §15,
+docs/tables.md): a renderer that writes a Markdown table by hand, or pads the columns of a text
+table with printf widths, is named too (the files in HAND_TABLES_LEFT still pad their text tables:
+they are to move, not to grow)."""
 import os
 import re
 import sys
@@ -34,11 +37,25 @@ RENDERER_FORBIDDEN = [
     (re.compile(r'\bSiteLabels\b'), "labels sites itself (read the query's result)"),
 ]
 
+# A table written by hand instead of through report/table_render.h: a Markdown separator row, or
+# a format string with two or more padded fields ("%12s %-16s").
+HAND_TABLE_RULES = [
+    (re.compile(r'"[^"\n]*\|\s*:?---'), "writes a Markdown table by hand (build a Table)"),
+    (re.compile(r'"[^"\n]*%-?(\*|\d+)[sd][^"\n]*%-?(\*|\d+)[sd]'),
+     "pads table columns by hand (build a Table)"),
+]
+# The generic renderers themselves, and the renderers whose text tables are still padded by hand.
+HAND_TABLES_ALLOWED = {"table_render.cpp"}
+# (replay_render.cpp pads the fields of one event line, not a table.)
+HAND_TABLES_LEFT = {"blocks_render.cpp", "check_render.cpp", "diff_render.cpp", "group_render.cpp",
+                    "ranks_render.cpp", "replay_cuda_render.cpp", "replay_render.cpp",
+                    "summary_render.cpp"}
 
-def scan(root, folder, suffixes, rules, problems):
+
+def scan(root, folder, suffixes, rules, problems, skip=()):
     where = os.path.join(root, folder)
     for name in sorted(os.listdir(where)):
-        if not name.endswith(suffixes):
+        if not name.endswith(suffixes) or name in skip:
             continue
         with open(os.path.join(where, name), encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
@@ -55,6 +72,10 @@ def main():
     scan(root, os.path.join("src", "cli"), (".cpp",), FORBIDDEN, problems)
     scan(root, os.path.join("src", "report"), (".cpp", ".h"), RENDERER_FORBIDDEN, problems)
     scan(root, os.path.join("include", "memsnap", "report"), (".h",), RENDERER_FORBIDDEN, problems)
+    report = os.path.join("src", "report")
+    scan(root, report, (".cpp",), HAND_TABLE_RULES[:1], problems, HAND_TABLES_ALLOWED)
+    scan(root, report, (".cpp",), HAND_TABLE_RULES[1:], problems,
+         HAND_TABLES_ALLOWED | HAND_TABLES_LEFT)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
