@@ -84,7 +84,7 @@ RunFn SetupExport(CLI::App& sub) {
     bar.StartTicker();
     // The formats but json need the timeline; its event pass runs beside the reader.
     analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
+    to.device = DeviceFlag(opts->device);
     ASSIGN_OR_RETURN(
         query::Session session,
         OpenSession(opts->file, opts->format == "json" ? query::Needs{} : query::NeedsTimeline(to),

@@ -45,6 +45,13 @@ def is_sentence(lit):
     return lit.rstrip().endswith(".") and not lit.rstrip().endswith("..") and len(words) >= 4
 
 
+# A device filter is analysis::DeviceFilter (include/memsnap/analysis/timeline/timeline.h), in the
+# headers of the analyses and queries: no "-1: every device", no optional of its own.
+OPTION_DIRS = ("include/memsnap/analysis/", "include/memsnap/query/")
+DEVICE_SENTINEL = re.compile(
+    r"\b(int|int32_t)\s+device\s*=\s*-1\b|std::optional<\s*(int|int32_t)\s*>\s+device\b")
+
+
 SYNTHETIC_TESTS = [
     re.compile(r"\[\s*0\s*\]\s*[!=]=\s*'\['"),
     re.compile(r"'\['\s*[!=]=\s*\w[\w.>-]*\s*\[\s*0\s*\]"),
@@ -99,6 +106,8 @@ def check_text(rel, text):
                 if lit in CATEGORY_NAMES and (rel, lit) not in OTHER_MEANINGS:
                     problems.append(f'{rel}:{n}: the kind of memory "{lit}" spelled as a string; '
                                     "use analysis::Category (CategoryName() to print it)")
+        if rel.startswith(OPTION_DIRS) and DEVICE_SENTINEL.search(code):
+            problems.append(f"{rel}:{n}: a device filter of its own; use analysis::DeviceFilter")
         if rel.startswith(ANALYSIS_DIRS):
             for m in LITERAL.finditer(code):
                 if is_sentence(m.group(1)):
@@ -160,10 +169,21 @@ def self_test():
         if got != want:
             print(f"self-test: {text!r} in an analysis: {got} problems, expected {want}")
             failed += 1
+    devices = {
+        "  int32_t device = -1;  // -1: every device": 1,
+        "  std::optional<int32_t> device;  // nullopt: all": 1,
+        "  DeviceFilter device;  // default: every device": 0,
+        "  int32_t device = 0;  // the device of this row": 0,
+    }
+    for text, want in devices.items():
+        got = len(check_text("include/memsnap/query/x.h", text))
+        if got != want:
+            print(f"self-test: {text!r} in a query header: {got} problems, expected {want}")
+            failed += 1
     if check_text("src/report/x.cpp", 'note = "The allocator\'s state is kept at the marked ones.";'):
         print("self-test: a sentence in src/report was flagged")
         failed += 1
-    total = len(bad) + 1 + len(analysis) + 1
+    total = len(bad) + 1 + len(analysis) + len(devices) + 1
     print(f"check_vocabulary self-test: {total - failed} of {total} cases right")
     return 1 if failed else 0
 
