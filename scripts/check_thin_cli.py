@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when a command file of src/cli does work that belongs to the query layer.
+"""Fails when a command file of src/cli does work that belongs to the query layer, or a renderer
+of src/report decides what it prints.
 
   check_thin_cli.py SOURCE_DIR
 
@@ -7,7 +8,13 @@ docs/design.md ("Queries"): every file is read through query::Session, timelines
 the session, and moments are resolved by query::ResolveMomentArg, so that every command, the page
 and the Python module answer from the same reading. A command file (src/cli/*_command.cpp, and
 the helpers beside them) that calls the reader, rebuilds a timeline, or parses or resolves a
-moment on its own is named here with the line, and the exit status is 1."""
+moment on its own is named here with the line, and the exit status is 1. So is a command or a
+renderer (src/report, include/memsnap/report) that groups or categorizes lifetimes itself: a
+block's site and kind are decided once, by analysis through the query layer (issue 32), and a
+renderer only prints them. Rows of figures are a typed Table (docs/coding-guidelines.md §15,
+docs/tables.md): a renderer that writes a Markdown table by hand, or pads the columns of a text
+table with printf widths, is named too (the files in HAND_TABLES_LEFT still pad their text tables:
+they are to move, not to grow)."""
 import os
 import re
 import sys
@@ -19,21 +26,56 @@ FORBIDDEN = [
     (re.compile(r'\banalysis::ParseMoment\b'), "parses a moment itself (MomentFlag / query::ParseMomentArg)"),
     (re.compile(r'\banalysis::(ResolveMoment|CheckMoment)\b'),
      "resolves a moment itself (query::ResolveMomentArg)"),
+    (re.compile(r'\bGroupContext\b'), "groups or categorizes lifetimes itself (a query decides)"),
 ]
+
+# What a renderer may not do: decide a lifetime's site or category (that is analysis, asked
+# through a query: query::ExportQuery, analysis::LifetimeSitesOf).
+RENDERER_FORBIDDEN = [
+    (re.compile(r'\bGroupContext\b'), "categorizes or groups lifetimes itself (read the query's result)"),
+    (re.compile(r'\bCategoriz(e|er|ers)\b'), "categorizes lifetimes itself (read the query's result)"),
+    (re.compile(r'\bSiteLabels\b'), "labels sites itself (read the query's result)"),
+]
+
+# A table written by hand instead of through report/table_render.h: a Markdown separator row, or
+# a format string with two or more padded fields ("%12s %-16s").
+HAND_TABLE_RULES = [
+    (re.compile(r'"[^"\n]*\|\s*:?---'), "writes a Markdown table by hand (build a Table)"),
+    (re.compile(r'"[^"\n]*%-?(\*|\d+)[sd][^"\n]*%-?(\*|\d+)[sd]'),
+     "pads table columns by hand (build a Table)"),
+]
+# The generic renderers themselves, and the renderers whose text tables are still padded by hand.
+HAND_TABLES_ALLOWED = {"table_render.cpp"}
+# (replay_render.cpp pads the fields of one event line, not a table.)
+HAND_TABLES_LEFT = {"blocks_render.cpp", "check_render.cpp", "diff_render.cpp", "group_render.cpp",
+                    "ranks_render.cpp", "replay_cuda_render.cpp", "replay_render.cpp",
+                    "summary_render.cpp"}
+
+
+def scan(root, folder, suffixes, rules, problems, skip=()):
+    where = os.path.join(root, folder)
+    for name in sorted(os.listdir(where)):
+        if not name.endswith(suffixes) or name in skip:
+            continue
+        with open(os.path.join(where, name), encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if line.lstrip().startswith("//"):
+                    continue  # a comment may name what the code must not do
+                for pattern, why in rules:
+                    if pattern.search(line):
+                        problems.append(f"{folder}/{name}:{lineno}: {why}: {line.strip()}")
 
 
 def main():
     root = sys.argv[1]
-    cli = os.path.join(root, "src", "cli")
     problems = []
-    for name in sorted(os.listdir(cli)):
-        if not name.endswith(".cpp"):
-            continue
-        with open(os.path.join(cli, name), encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                for pattern, why in FORBIDDEN:
-                    if pattern.search(line):
-                        problems.append(f"src/cli/{name}:{lineno}: {why}: {line.strip()}")
+    scan(root, os.path.join("src", "cli"), (".cpp",), FORBIDDEN, problems)
+    scan(root, os.path.join("src", "report"), (".cpp", ".h"), RENDERER_FORBIDDEN, problems)
+    scan(root, os.path.join("include", "memsnap", "report"), (".h",), RENDERER_FORBIDDEN, problems)
+    report = os.path.join("src", "report")
+    scan(root, report, (".cpp",), HAND_TABLE_RULES[:1], problems, HAND_TABLES_ALLOWED)
+    scan(root, report, (".cpp",), HAND_TABLE_RULES[1:], problems,
+         HAND_TABLES_ALLOWED | HAND_TABLES_LEFT)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:

@@ -63,9 +63,8 @@ RunFn SetupBlocks(CLI::App& sub) {
     query::BlocksRequest request;
     analysis::BlockQuery& q = request.query;
     q.all = opts->all;
-    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at, &opts->steps,
-                                            opts->device >= 0 ? std::optional<int32_t>(opts->device)
-                                                              : std::nullopt));
+    ASSIGN_OR_RETURN(request.at,
+                     MomentFlag("--at", opts->at, &opts->steps, DeviceFlag(opts->device)));
     q.at = request.at.moment;
     ASSIGN_OR_RETURN(std::optional<int64_t> min_size, SizeFlag("--min-size", opts->min_size));
     q.min_size = min_size.value_or(0);
@@ -83,7 +82,7 @@ RunFn SetupBlocks(CLI::App& sub) {
     ASSIGN_OR_RETURN(analysis::GroupOptions g, opts->filter.Resolve());
     q.filter = g.filter;
     if (opts->limit < 0) return absl::InvalidArgumentError("--limit: must be >= 0");
-    if (opts->device >= 0) request.device = opts->device;
+    request.device = DeviceFlag(opts->device);
     // The timeline's event pass runs beside the reader, as in `timeline`.
     ASSIGN_OR_RETURN(query::Session session,
                      OpenSession(opts->file, query::BlocksNeeds(request), ctx));

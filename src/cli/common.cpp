@@ -126,7 +126,7 @@ void AddStepFlags(CLI::App& sub, StepFlags& flags) {
 }
 
 absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text,
-                                            const StepFlags* steps, std::optional<int32_t> device) {
+                                            const StepFlags* steps, analysis::DeviceFilter device) {
   ASSIGN_OR_RETURN(query::MomentArg arg, query::ParseMomentArg(flag, text));
   if (arg.step && steps == nullptr) {
     return absl::InvalidArgumentError(

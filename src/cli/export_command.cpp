@@ -3,10 +3,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "memsnap/analysis/sites/group.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
+#include "memsnap/query/export.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
 #include "memsnap/report/timeline_render.h"
@@ -25,6 +25,7 @@ struct ExportCommandOptions {
   std::string at = "peak";
   int device = -1;
   report::PerfettoOptions perfetto;
+  int top_slices = 500;
   GroupFlags group;
   bool no_streams = false;
   bool json = false;
@@ -50,7 +51,7 @@ RunFn SetupExport(CLI::App& sub) {
                  "time_us as recorded")
       ->capture_default_str();
   sub.add_option("--device", opts->device, "Only this device (default: all)");
-  sub.add_option("--top", opts->perfetto.top_slices,
+  sub.add_option("--top", opts->top_slices,
                  "perfetto: the largest lifetimes drawn as slices (0 = all)")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
@@ -75,7 +76,6 @@ RunFn SetupExport(CLI::App& sub) {
     opts->perfetto.per_stream = !opts->no_streams;
     ASSIGN_OR_RETURN(analysis::GroupOptions group, opts->group.Resolve());
     ASSIGN_OR_RETURN(query::MomentArg at, MomentFlag("--at", opts->at));
-    const analysis::Moment& moment = at.moment;
     ProgressOptions popts = ProgressOptions::Default();
     popts.enabled = !ctx.quiet;
     Context quiet_ctx = ctx;
@@ -84,7 +84,7 @@ RunFn SetupExport(CLI::App& sub) {
     bar.StartTicker();
     // The formats but json need the timeline; its event pass runs beside the reader.
     analysis::TimelineOptions to;
-    if (opts->device >= 0) to.device = opts->device;
+    to.device = DeviceFlag(opts->device);
     ASSIGN_OR_RETURN(
         query::Session session,
         OpenSession(opts->file, opts->format == "json" ? query::Needs{} : query::NeedsTimeline(to),
@@ -110,21 +110,25 @@ RunFn SetupExport(CLI::App& sub) {
     }
     bar.SetLabel("export: analyzing");
     ASSIGN_OR_RETURN(const analysis::Timeline* timeline, session.timeline());
-    // Folded stacks are whole stacks; the other formats name sites the way `top` does.
-    group.by = analysis::GroupBy::kStack;
-    ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
-                     analysis::GroupContext::Create(snap, group));
+    query::ExportRequest request;
+    request.format = opts->format == "perfetto" ? query::ExportFormat::kPerfetto
+                     : opts->format == "folded" ? query::ExportFormat::kFolded
+                                                : query::ExportFormat::kCsv;
+    request.group = group;
+    request.at = at;
+    request.top_slices = opts->top_slices;
+    ASSIGN_OR_RETURN(query::ExportResult lifetimes, query::ExportQuery(request, session));
     bar.SetLabel(absl::StrCat("export: writing ", opts->output));
     ScopedTimer timer("export");
     nlohmann::ordered_json info;
     info["format"] = opts->format;
     info["output"] = opts->output;
     absl::Status st;
-    if (opts->format == "perfetto") {
+    if (request.format == query::ExportFormat::kPerfetto) {
       st = WriteOutput(opts->output, ctx, [&](std::ostream& out) -> absl::Status {
         ASSIGN_OR_RETURN(
             report::PerfettoStats stats,
-            report::WritePerfettoTrace(snap, *timeline, *context, opts->perfetto, out));
+            report::WritePerfettoTrace(snap, *timeline, lifetimes, opts->perfetto, out));
         info["counter_events"] = stats.counter_events;
         info["slice_events"] = stats.slice_events;
         info["annotation_events"] = stats.annotation_events;
@@ -132,9 +136,8 @@ RunFn SetupExport(CLI::App& sub) {
         info["lanes"] = stats.lanes;
         return absl::OkStatus();
       });
-    } else if (opts->format == "folded") {
-      RETURN_IF_ERROR(query::ResolveMomentArg(at, snap, *timeline).status());
-      ASSIGN_OR_RETURN(analysis::GroupReport rep, analysis::GroupLive(*context, *timeline, moment));
+    } else if (request.format == query::ExportFormat::kFolded) {
+      const analysis::GroupReport& rep = *lifetimes.folded;
       info["rows"] = rep.rows.size();
       info["total_bytes"] = rep.total_bytes;
       st = WriteOutput(opts->output, ctx, [&](std::ostream& out) {
@@ -142,11 +145,9 @@ RunFn SetupExport(CLI::App& sub) {
         return absl::OkStatus();
       });
     } else {
-      int64_t rows = 0;
-      for (const auto& dt : timeline->devices) rows += static_cast<int64_t>(dt.blocks.size());
-      info["rows"] = rows;
+      info["rows"] = lifetimes.lifetimes.site.size();
       st = WriteOutput(opts->output, ctx, [&](std::ostream& out) {
-        report::WriteLifetimesCsv(snap, *timeline, *context, out);
+        report::WriteLifetimesCsv(snap, *timeline, lifetimes.lifetimes, out);
         return absl::OkStatus();
       });
     }

@@ -100,7 +100,7 @@ RunFn SetupLeaks(CLI::App& sub) {
     request.options = options;
     request.steps.annotation = opts->step_annotation;
     request.steps.steps = opts->steps;
-    if (opts->device >= 0) request.steps.device = opts->device;
+    request.steps.device = DeviceFlag(opts->device);
     request.sort_by_time = opts->sort == "time";
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
     analysis::LeakReport report;

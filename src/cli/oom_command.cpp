@@ -53,7 +53,7 @@ RunFn SetupOom(CLI::App& sub) {
       "  memsnap oom crash.pickle --json | jq '.ooms[0].verdict'");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::OomRequest request;
-    if (opts->device >= 0) request.device = opts->device;
+    request.device = DeviceFlag(opts->device);
     request.candidates = opts->allocator.confs;
     request.top_holders = opts->top;
     request.threads = ctx.threads;  // the global -j: replays at once

@@ -95,7 +95,7 @@ RunFn SetupReplay(CLI::App& sub) {
     if (opts->backend == "cuda") {
       CudaReplayCliOptions co{opts->files, {}, opts->json, opts->verify, !opts->csv.empty()};
       co.replay.gpu = opts->gpu;
-      co.replay.device = opts->device;
+      co.replay.device = DeviceFlag(opts->device);
       co.replay.scale = opts->scale;
       co.replay.warm_start = opts->start == "warm";
       co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
@@ -109,7 +109,7 @@ RunFn SetupReplay(CLI::App& sub) {
     }
     query::ReplayRequest request = RequestOf(*opts);
     analysis::ReplayOptions& ro = request.options;
-    ro.device = opts->device;
+    ro.device = DeviceFlag(opts->device);
     ro.verify = opts->verify;
     ro.curve = !opts->csv.empty();
     ro.max_threads = ctx.threads;  // --threads, a global option

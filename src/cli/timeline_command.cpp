@@ -59,7 +59,7 @@ RunFn SetupTimeline(CLI::App& sub) {
       "  memsnap timeline --csv snap.pickle > curve.csv");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::TimelineRequest request;
-    if (opts->device >= 0) request.device = opts->device;
+    request.device = DeviceFlag(opts->device);
     if (!opts->from.empty()) {
       ASSIGN_OR_RETURN(request.from, MomentFlag("--from", opts->from, &opts->steps));
     }

@@ -71,13 +71,12 @@ RunFn SetupTop(CLI::App& sub) {
       "  memsnap top ranks/          # per-rank peak and top site, outliers called out");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::TopRequest request;
-    ASSIGN_OR_RETURN(request.at, MomentFlag("--at", opts->at, &opts->steps,
-                                            opts->device >= 0 ? std::optional<int32_t>(opts->device)
-                                                              : std::nullopt));
+    ASSIGN_OR_RETURN(request.at,
+                     MomentFlag("--at", opts->at, &opts->steps, DeviceFlag(opts->device)));
     ASSIGN_OR_RETURN(request.group, opts->group.Resolve());
     if (opts->top < 0) return absl::InvalidArgumentError("--top: must be >= 0 (0 = all)");
     request.top = static_cast<size_t>(opts->top);
-    if (opts->device >= 0) request.device = opts->device;
+    request.device = DeviceFlag(opts->device);
     request.folded = !opts->folded.empty();
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
     if (inputs.size() > 1) {

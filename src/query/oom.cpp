@@ -14,7 +14,7 @@ Needs OomNeeds(const OomRequest&) {
 absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session& session) {
   ASSIGN_OR_RETURN(const analysis::Timeline* tl, session.TimelineFor(*OomNeeds(request).timeline));
   analysis::OomOptions o;
-  o.device = request.device.value_or(-1);
+  o.device = request.device;
   o.device_memory = request.device_memory;
   o.candidates = request.candidates;
   o.top_holders = request.top_holders;

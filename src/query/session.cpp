@@ -248,18 +248,19 @@ absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Sn
   }
   const analysis::StepInfo& info = *found;
   const int64_t n = static_cast<int64_t>(info.begin.size());
+  const std::string why = StepsNote(info);  // why so few steps were found, when it is known
   if (n == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         arg.flag, " ", arg.text, ": no steps found on device ", dt.device,
-        StepsNote(info).empty() ? "" : absl::StrCat(" (", StepsNote(info), ")"),
+        why.empty() ? "" : absl::StrCat(" (", why, ")"),
         "; give --step-annotation GLOB, or a moment of another kind (event:N, a time)"));
   }
   const int64_t k = step.number < 0 ? n + step.number : step.number;
   if (k < 0 || k >= n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        arg.flag, " ", arg.text, ": out of range: device ", dt.device, " has ", n,
-        n == 1 ? " step" : " steps", " (step:0 to step:", n - 1, ", found by ", info.method, ")",
-        n == 1 && !StepsNote(info).empty() ? absl::StrCat("; ", StepsNote(info)) : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(arg.flag, " ", arg.text, ": out of range: device ", dt.device, " has ", n,
+                     n == 1 ? " step" : " steps", " (step:0 to step:", n - 1, ", found by ",
+                     info.method, ")", n == 1 && !why.empty() ? absl::StrCat("; ", why) : ""));
   }
   const int64_t begin = info.begin[static_cast<size_t>(k)];
   const int64_t end = info.end[static_cast<size_t>(k)];  // exclusive

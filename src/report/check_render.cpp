@@ -7,8 +7,10 @@
 #include "memsnap/report/diff_render.h"
 #include "memsnap/report/oom_render.h"
 #include "memsnap/report/ranks_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -181,18 +183,46 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
   x << "  </testsuite>\n";
 }
 
+// A figure of a check as a cell of a kBytes column: a ratio check's figure is a percent (text).
+Cell FigureCell(double v, bool is_ratio) {
+  if (is_ratio) return FormatPercent(v);
+  return static_cast<int64_t>(v);
+}
+
+// The checks of one file, as Markdown shows them.
+Table ChecksTable(const CheckReport& r) {
+  Table t;
+  t.AddColumn("check", "Check", Unit::kText);
+  t.AddColumn("value", "Value", Unit::kText).align = Align::kRight;
+  t.AddColumn("limit", "Limit", Unit::kBytes);
+  t.AddColumn("baseline", "Baseline", Unit::kBytes);
+  t.AddColumn("result", "Result", Unit::kText);
+  for (const auto& c : r.checks) {
+    t.AddRow({CheckName(c), ValueCell(c), FigureCell(c.limit, c.is_ratio),
+              c.baseline ? FigureCell(*c.baseline, c.is_ratio) : Cell(std::string()),
+              c.passed    ? std::string("PASS")
+              : IsFits(c) ? std::string("**FAIL**")
+                          : absl::StrCat("**FAIL** (", Overshoot(c), ")")});
+  }
+  return t;
+}
+
+// The sites that grew most since the baseline.
+Table GrowingSitesTable(const CheckReport& r) {
+  Table t;
+  t.AddColumn("growth_bytes", "Growth", Unit::kDelta);
+  t.AddColumn("baseline_bytes", "Baseline", Unit::kBytes);
+  t.AddColumn("new_bytes", "New", Unit::kBytes);
+  t.AddColumn("site", "Site", Unit::kText).code = true;
+  for (const auto& s : r.growing_sites) {
+    t.AddRow({s.delta_bytes(), s.before_bytes, s.after_bytes, SiteName(s)});
+  }
+  return t;
+}
+
 // The checks table, the notes and the growing sites of one file.
 void MarkdownChecks(const CheckReport& r, std::ostream& m) {
-  m << "| Check | Value | Limit | Baseline | Result |\n|---|---:|---:|---:|---|\n";
-  for (const auto& c : r.checks) {
-    m << "| " << MarkdownCell(CheckName(c)) << " | " << ValueCell(c) << " | "
-      << Show(c.limit, c.is_ratio) << " | " << (c.baseline ? Show(*c.baseline, c.is_ratio) : "")
-      << " | "
-      << (c.passed    ? "PASS"
-          : IsFits(c) ? std::string("**FAIL**")
-                      : absl::StrCat("**FAIL** (", Overshoot(c), ")"))
-      << " |\n";
-  }
+  RenderTableMarkdown(ChecksTable(r), m);
   for (const auto& n : CheckNotes(r)) m << "\n> " << MarkdownCell(n) << "\n";
   for (const auto& c : r.checks) {
     if (c.passed || !IsFits(c) || !r.fits) continue;
@@ -204,12 +234,8 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
   }
   if (!r.growing_sites.empty()) {
     m << "\n**Top growing sites** (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
-      << ")\n\n"
-         "| Growth | Baseline | New | Site |\n|---:|---:|---:|---|\n";
-    for (const auto& s : r.growing_sites) {
-      m << "| " << FormatDelta(s.delta_bytes()) << " | " << FormatBytes(s.before_bytes) << " | "
-        << FormatBytes(s.after_bytes) << " | `" << MarkdownCell(SiteName(s)) << "` |\n";
-    }
+      << ")\n\n";
+    RenderTableMarkdown(GrowingSitesTable(r), m);
   }
 }
 
@@ -454,25 +480,28 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
   m << "### memsnap check: " << (r.passed() ? "✅ " : "❌ ") << RanksVerdict(r) << "\n\n";
   m << FilesOf(r) << " files";
   if (!r.baseline.empty()) m << ", baseline: `" << r.baseline << "`";
-  m << "\n\n| File |";
-  for (const auto& metric : r.table.metrics) m << " " << metric.label << " |";
-  m << " Result |\n|---|";
-  for (size_t i = 0; i < r.table.metrics.size(); ++i) m << "---:|";
-  m << "---|\n";
+  m << "\n\n";
+  Table t;
+  t.AddColumn("file", "File", Unit::kText).code = true;
+  for (const auto& metric : r.table.metrics) t.AddColumn(metric.name, metric.label, Unit::kBytes);
+  t.AddColumn("result", "Result", Unit::kText);
   for (size_t i = 0; i < r.ranks.size(); ++i) {
-    m << "| `" << MarkdownCell(r.table.files[i]) << "` |";
+    std::vector<Cell> row = {r.table.files[i]};
     for (const auto& metric : r.table.metrics) {
-      double v = metric.values[i];
-      m << " " << (v < 0 ? std::string("-") : Show(v, metric.unit == Unit::kRatio)) << " |";
+      const double v = metric.values[i];
+      row.push_back(v < 0 ? Cell() : FigureCell(v, metric.unit == Unit::kRatio));
     }
     const std::string note = RankVerdict(r.ranks[i].report);
-    m << " " << (r.ranks[i].report.passed() ? note : "**" + MarkdownCell(note) + "**") << " |\n";
+    row.push_back(r.ranks[i].report.passed() ? note : "**" + note + "**");
+    t.AddRow(std::move(row));
   }
   for (const auto& f : r.unreadable) {
-    m << "| `" << MarkdownCell(f.path) << "` |";
-    for (size_t i = 0; i < r.table.metrics.size(); ++i) m << " - |";
-    m << " **UNREADABLE**: " << MarkdownCell(f.reason) << " |\n";
+    std::vector<Cell> row = {f.path};
+    row.resize(1 + r.table.metrics.size());  // unknown cells: "-"
+    row.push_back(absl::StrCat("**UNREADABLE**: ", f.reason));
+    t.AddRow(std::move(row));
   }
+  RenderTableMarkdown(t, m);
   if (!r.skipped.empty()) {
     m << "\n**Skipped** (not snapshots)\n\n";
     for (const auto& f : r.skipped) {

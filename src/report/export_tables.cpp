@@ -39,32 +39,24 @@ std::string TimeFields(const Snapshot& snap, const analysis::DeviceTimeline& dt,
 }  // namespace
 
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
-                       analysis::GroupContext& context, std::ostream& out) {
+                       const analysis::LifetimeSites& sites, std::ostream& out) {
   out << "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
          "free_requested_event,free_completed_event,alloc_time_us,alloc_time_rel_us,free_time_us,"
          "free_time_rel_us,site,category\n";
-  // Labels distinct among the file's sites: collect every lifetime's site first.
-  analysis::SiteLabels labels(context.attribution());
-  std::vector<std::vector<uint32_t>> site_of(timeline.devices.size());
-  for (size_t d = 0; d < timeline.devices.size(); ++d) {
-    for (const analysis::BlockLifetime& b : timeline.devices[d].blocks) {
-      site_of[d].push_back(static_cast<uint32_t>(labels.Add(timeline.devices[d], b)));
-    }
-  }
-  labels.Finish();
   std::string line;
+  size_t row = 0;  // sites lists every lifetime in this order (query::ExportQuery)
   for (size_t d = 0; d < timeline.devices.size(); ++d) {
     const analysis::DeviceTimeline& dt = timeline.devices[d];
-    for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    for (size_t i = 0; i < dt.blocks.size(); ++i, ++row) {
       const analysis::BlockLifetime& b = dt.blocks[i];
-      std::string_view category = analysis::CategoryName(context.Categorize(dt, b).category);
       line = absl::StrCat(
           dt.device, ",", FormatAddress(b.address), ",", b.version, ",",
           Sv(analysis::LifetimeClassName(b.cls)), ",", b.requested_size, ",", b.rounded_size, ",",
           b.stream, ",", EventField(b.alloc_event), ",", EventField(b.free_requested_event), ",",
           EventField(b.free_completed_event), ",", TimeFields(snap, dt, b.alloc_event), ",",
-          TimeFields(snap, dt, b.free_completed_event), ",", CsvField(labels.Label(site_of[d][i])),
-          ",", Sv(category), "\n");
+          TimeFields(snap, dt, b.free_completed_event), ",",
+          CsvField(sites.labels[sites.site[row]]), ",",
+          Sv(analysis::CategoryName(sites.category[row])), "\n");
       out << line;
     }
   }

@@ -2,9 +2,11 @@
 // timeline and its allocator states. Large arrays are packed (PackVarints); web/src/codec.js reads
 // them back. The field layout is documented in docs/report.md, "The page's data".
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/report/frag_render.h"
 #include "memsnap/report/html_report.h"
@@ -14,6 +16,42 @@
 #include "report/html_report_internal.h"
 
 namespace memsnap::report {
+
+namespace {
+
+// The width of a column of `level`: "1.25 ms", or "3 events" for a trace without times.
+std::string LevelWidthText(const analysis::TimelineLod& lod, int level) {
+  double w = lod.BucketWidth(level);
+  if (!lod.has_time)
+    return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
+  auto num = [](double v) {
+    return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
+  };
+  if (w >= 1e6) return absl::StrCat(num(w / 1e6), " s");
+  if (w >= 1e3) return absl::StrCat(num(w / 1e3), " ms");
+  return absl::StrCat(num(w), " \u00b5s");
+}
+
+}  // namespace
+
+std::string LodReducedNote(const analysis::TimelineLod& lod) {
+  if (!lod.reduced || lod.levels < 1 || lod.complete_levels < 1) return "";
+  std::string where =
+      lod.levels > lod.complete_levels
+          ? absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column around the peaks and ",
+                         LevelWidthText(lod, lod.complete_levels - 1), " elsewhere")
+          : absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column");
+  return absl::StrCat("To keep the page small, zooming shows down to ", where,
+                      "; closer in, a column shows the lowest and highest of its events (up to ",
+                      FormatCount(lod.finest_events_per_bucket), ").");
+}
+
+std::string StatesReducedNote(const analysis::AllocatorStates& states) {
+  if (states.samples >= states.even_moments) return "";
+  return absl::StrCat("The allocator's state is kept at ", states.samples,
+                      " evenly spaced moments (of ", states.even_moments,
+                      ") and at the marked ones, to keep the page small.");
+}
 
 std::string PackVarints(const std::vector<int64_t>& values) {
   std::string bytes;
@@ -305,7 +343,8 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     prev_x = ax;
   }
   j["bands"] = Json{{"n", lod.bands.size()}, {"data", PackVarints(v)}};
-  j["reduced"] = lod.reduced.empty() ? Json(nullptr) : Json(lod.reduced);
+  const std::string lod_reduced = LodReducedNote(lod);
+  j["reduced"] = lod_reduced.empty() ? Json(nullptr) : Json(lod_reduced);
   j["segment_lifetimes"] = SegmentLifetimesJson(snap, dt, lod);
   if (!d.steps.begin.empty()) {
     Json steps = Json::array();
@@ -435,7 +474,8 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["peak_reserved_event"] = st.peak_reserved_event;
   j["peak_allocated_event"] = st.peak_allocated_event;
   j["samples"] = st.samples;
-  j["reduced"] = st.reduced.empty() ? Json(nullptr) : Json(st.reduced);
+  const std::string states_reduced = StatesReducedNote(st);
+  j["reduced"] = states_reduced.empty() ? Json(nullptr) : Json(states_reduced);
   j["warnings"] = RewindWarnings(st.rewind);
   return j;
 }

@@ -7,8 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "memsnap/query/leaks.h"
 #include "memsnap/report/site_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -97,19 +99,28 @@ void RenderSteps(const LeakReport& r, std::ostream& out) {
   out << "\n";
   if (st.begin.empty()) return;
   const int64_t t0 = FirstTime(st.begin_time);
-  out << absl::StrFormat("  %5s  %17s  %11s  %12s  %9s\n", "step", "events", "end time",
-                         "live at end", "blocks");
+  // Widths one more than the gap-free columns they follow: two spaces between figures.
+  Table t;
+  t.AddColumn("step", "step", Unit::kId).min_width = 5;
+  Column& events = t.AddColumn("events", "events", Unit::kText);
+  events.align = Align::kRight;
+  events.min_width = 18;
+  Column& end = t.AddColumn("end_time", "end time", Unit::kText);
+  end.align = Align::kRight;
+  end.min_width = 12;
+  t.AddColumn("live_bytes", "live at end", Unit::kBytes).min_width = 13;
+  t.AddColumn("blocks", "blocks", Unit::kCount).min_width = 10;
   for (size_t k = 0; k < st.begin.size(); ++k) {
     if (st.begin.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
-      out << absl::StrFormat("  %5s\n", "...");
+      t.AddRow({std::string("..."), std::string(), std::string(), std::string(), std::string()});
       k = st.begin.size() - 2;
     }
-    const std::string events = absl::StrCat(st.begin[k], "..", st.end[k] - 1);
-    out << absl::StrFormat("  %5d  %17s  %11s  %12s  %9s\n", k, events,
-                           Relative(st.end_time[k], t0),
-                           k < r.live_bytes.size() ? FormatBytes(r.live_bytes[k]) : "-",
-                           k < r.live_counts.size() ? FormatCount(r.live_counts[k]) : "-");
+    t.AddRow({static_cast<int64_t>(k), absl::StrCat(st.begin[k], "..", st.end[k] - 1),
+              Relative(st.end_time[k], t0),
+              k < r.live_bytes.size() ? Cell(r.live_bytes[k]) : Cell(),
+              k < r.live_counts.size() ? Cell(r.live_counts[k]) : Cell()});
   }
+  RenderTableText(t, out, {"  ", true});
 }
 
 // The directory every label starts with ("runs/a/" of "runs/a/1.pickle" and "runs/a/2.pickle"),
@@ -129,19 +140,19 @@ size_t CommonDirLength(const std::vector<std::string>& labels) {
 // The series' snapshots, their paths without the directory `dir` they all share.
 void RenderPoints(const LeakReport& r, size_t dir, std::ostream& out) {
   const int64_t t0 = FirstTime(r.times);
-  size_t width = 8;
-  for (const std::string& l : r.labels) width = std::max(width, l.size() - dir);
-  std::vector<std::string> times;
-  size_t time_width = 11;
-  for (int64_t t : r.times)
-    time_width = std::max(time_width, times.emplace_back(Relative(t, t0)).size());
-  out << absl::StrFormat("  %2s  %-*s  %*s  %12s  %9s\n", "#", width, "snapshot", time_width,
-                         "time", "live", "blocks");
+  Table t;
+  t.AddColumn("index", "#", Unit::kId).min_width = 2;
+  t.AddColumn("snapshot", "snapshot", Unit::kText).min_width = 8;
+  Column& time = t.AddColumn("time", "time", Unit::kText);
+  time.align = Align::kRight;
+  time.min_width = 12;
+  t.AddColumn("live_bytes", "live", Unit::kBytes).min_width = 13;
+  t.AddColumn("blocks", "blocks", Unit::kCount).min_width = 10;
   for (size_t i = 0; i < r.labels.size(); ++i) {
-    out << absl::StrFormat("  %2d  %-*s  %*s  %12s  %9s\n", i, width, r.labels[i].substr(dir),
-                           time_width, times[i], FormatBytes(r.live_bytes[i]),
-                           FormatCount(r.live_counts[i]));
+    t.AddRow({static_cast<int64_t>(i), r.labels[i].substr(dir), Relative(r.times[i], t0),
+              r.live_bytes[i], r.live_counts[i]});
   }
+  RenderTableText(t, out, {"  ", true});
 }
 
 // "dir/benchmark.py:222→223, :327→335, other.py:5→7": a move of the file before shows its line.
@@ -348,14 +359,18 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
   if (others > 0) {
     out << absl::StrFormat("\nOther sites that changed by at least %s:\n",
                            FormatBytes(r.options.min_growth));
-    out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", "verdict", "growth", "first", "last",
-                           "site (category)");
+    Table t;
+    t.AddColumn("verdict", "verdict", Unit::kText).min_width = 20;
+    t.AddColumn("growth_bytes", "growth", Unit::kDelta).min_width = 12;
+    t.AddColumn("first_bytes", "first", Unit::kBytes).min_width = 12;
+    t.AddColumn("last_bytes", "last", Unit::kBytes).min_width = 12;
+    t.AddColumn("site", "site (category)", Unit::kText);
     for (const LeakSite& s : r.sites) {
       if (s.leak) continue;
-      out << absl::StrFormat("  %-20s  %11s  %11s  %11s  %s\n", analysis::VerdictName(s.verdict),
-                             FormatDelta(s.growth()), FormatBytes(s.bytes.front()),
-                             FormatBytes(s.bytes.back()), SiteName(s) + MovedTagOf(s, 0));
+      t.AddRow({std::string(analysis::VerdictName(s.verdict)), s.growth(), s.bytes.front(),
+                s.bytes.back(), SiteName(s) + MovedTagOf(s, 0)});
     }
+    RenderTableText(t, out, {"  ", true});
   }
   out << "\nSites: " << FormatCount(r.sites_total);
   std::string sep = " (";

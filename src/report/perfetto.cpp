@@ -156,10 +156,13 @@ int64_t WriteStreamCounters(const Snapshot& snap, const DeviceTimeline& dt, cons
   return written;
 }
 
-Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack, int max_frames) {
+Json StackArg(const Snapshot& snap, const analysis::LifetimeSites& sites, StackId stack,
+              int max_frames) {
   Json frames = Json::array();
   if (!stack.valid()) return frames;
-  for (FrameId f : filter.Filtered(stack)) {
+  auto it = sites.stacks.find(stack.v);
+  if (it == sites.stacks.end()) return frames;
+  for (FrameId f : it->second) {
     if (static_cast<int>(frames.size()) >= max_frames) {
       frames.push_back("...");
       break;
@@ -170,19 +173,11 @@ Json StackArg(const Snapshot& snap, analysis::FrameFilter& filter, StackId stack
 }
 
 void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& clock, int pid,
-                 analysis::GroupContext& context, const PerfettoOptions& options, EventSink& sink,
+                 const query::DeviceSlices& slices, const PerfettoOptions& options, EventSink& sink,
                  PerfettoStats& stats) {
   if (dt.num_events == 0) return;
-  std::vector<uint32_t> order(dt.blocks.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  size_t n = options.top_slices <= 0
-                 ? order.size()  // 0: every lifetime
-                 : std::min(order.size(), static_cast<size_t>(options.top_slices));
-  std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](uint32_t a, uint32_t b) {
-    int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
-    return sa != sb ? sa > sb : a < b;
-  });
-  order.resize(n);
+  const std::vector<uint32_t>& order = slices.lifetimes;  // the largest, chosen by the query
+  const size_t n = order.size();
   int64_t end_ts = clock.Ts(snap, dt, TimelinePoint::End(dt.num_events));
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (uint32_t i : order) {
@@ -201,23 +196,20 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
   for (size_t k : by_start) sorted.push_back(spans[k]);
   int lanes = 0;
   std::vector<int> lane = PackLanes(sorted, /*nest=*/false, lanes);
-  // Slices are named by site, distinct among this device's slices.
-  analysis::SiteLabels labels(context.attribution());
-  std::vector<size_t> site_of(n);
-  for (size_t j = 0; j < n; ++j) site_of[j] = labels.Add(dt, dt.blocks[order[by_start[j]]]);
-  labels.Finish();
   stats.lanes += lanes;
   for (int l = 0; l < lanes; ++l) {
     sink.Add(Meta("thread_name", pid, 100 + l, absl::StrCat("allocations ", l)));
   }
   for (size_t j = 0; j < n; ++j) {
-    const auto& b = dt.blocks[order[by_start[j]]];
+    const size_t k = by_start[j];  // the slice's index in the query's order
+    const auto& b = dt.blocks[order[k]];
     const auto& [t0, t1] = sorted[j];
-    const analysis::CategoryVerdict category = context.Categorize(dt, b);
-    std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", labels.Label(site_of[j]));
+    // Slices are named by site, distinct among this device's slices.
+    const std::string& site = slices.sites.labels[slices.sites.site[k]];
+    std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", site);
     Json args;
-    args["site"] = labels.Label(site_of[j]);
-    args["category"] = std::string(analysis::CategoryName(category.category));
+    args["site"] = site;
+    args["category"] = std::string(analysis::CategoryName(slices.sites.category[k]));
     args["requested_bytes"] = b.requested_size;
     args["rounded_bytes"] = b.rounded_size;
     args["address"] = FormatAddress(b.address);
@@ -225,7 +217,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     args["class"] = std::string(analysis::LifetimeClassName(b.cls));
     // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
     args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
-        StackArg(snap, context.filter(), b.stack, options.max_stack_frames);
+        StackArg(snap, slices.sites, b.stack, options.max_stack_frames);
     sink.Add(absl::StrCat(
         "{\"ph\":\"X\",\"name\":", Quote(name), ",\"cat\":\"allocation\",\"pid\":", pid,
         ",\"tid\":", 100 + lane[j], ",\"ts\":", t0, ",\"dur\":", t1 - t0,
@@ -301,7 +293,7 @@ void WriteAnnotations(const Snapshot& snap, const Clock& clock, EventSink& sink,
 
 absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                                                  const analysis::Timeline& timeline,
-                                                 analysis::GroupContext& context,
+                                                 const query::ExportResult& lifetimes,
                                                  const PerfettoOptions& options,
                                                  std::ostream& out) {
   PerfettoStats stats;
@@ -337,7 +329,8 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     sink.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":", device + 1,
                           ",\"tid\":0,\"args\":{\"sort_index\":", device, "}}"));
   }
-  for (const DeviceTimeline& dt : timeline.devices) {
+  for (size_t d = 0; d < timeline.devices.size(); ++d) {
+    const DeviceTimeline& dt = timeline.devices[d];
     int pid = dt.device + 1;
     if (dt.num_events == 0) {
       sink.Add(Counter("live", pid, 0, dt.end_requested));
@@ -381,7 +374,9 @@ absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
     if (options.per_stream) {
       stats.counter_events += WriteStreamCounters(snap, dt, clock, pid, sink);
     }
-    WriteSlices(snap, dt, clock, pid, context, options, sink, stats);
+    if (d < lifetimes.slices.size()) {
+      WriteSlices(snap, dt, clock, pid, lifetimes.slices[d], options, sink, stats);
+    }
   }
   WriteAnnotations(snap, clock, sink, stats);
   Json other;

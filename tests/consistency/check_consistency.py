@@ -8,13 +8,17 @@ For each snapshot it compares, per device with a trace:
   - the live peak and its event: summary, top --json, timeline --json, the page;
   - the reserved peak and its event: summary, frag --json, timeline --json, the page;
   - the kinds of memory live at the peak: summary's categories_at_peak, top --by category, the
-    category breakdown of top's rows, timeline --json's categories at the peak;
+    category breakdown of top's rows, timeline --json's categories at the peak, and the category
+    of each lifetime live then in `export --format csv`;
+  - the category of every lifetime: `export --format perfetto --top 0`'s slices against the CSV;
 and, for the file, that a failing `check --fits` reports a value over its limit with a positive
 `over`, and gives the reason of oom's first failure on the same card. A directory is read file by
 file (files that are not snapshots are left out, as the commands do). Prints one line per
 disagreement and exits 1 when there is any; --expect-fail inverts the exit code, so that the test
 of the test (a deliberately broken path) can be run the same way.
 """
+import csv
+import io
 import json
 import os
 import re
@@ -117,6 +121,41 @@ def check_file(memsnap, path, tmp):
     if rows and nonzero(rows) != nonzero(want):
         bad.append(f"{name}: the categories of top's rows {nonzero(rows)} != summary's "
                    f"{nonzero(want)}")
+    # The exports: the kind of each lifetime live at top's moment, as the CSV names it, adds up to
+    # top --by category; and the Perfetto trace gives every lifetime the CSV's kind.
+    moments = {d["device"]: d.get("event_index") for d in by_cat.get("devices", [])}
+    lifetimes = list(csv.DictReader(io.StringIO(run(memsnap, "export", "-f", "csv", path))))
+    exported = {}
+    for r in lifetimes:
+        dev = int(r["device"])
+        if dev not in moments:
+            continue
+        e = moments[dev]
+        alloc, free = r["alloc_event"], r["free_completed_event"]
+        if e is None or e < 0:  # the file's state (no trace) or the start: what was there
+            live = alloc == "" and (free == "" if e is None else True)
+        else:
+            live = (alloc == "" or int(alloc) <= e) and (free == "" or int(free) > e)
+        if live:
+            exported[r["category"]] = exported.get(r["category"], 0) + int(r["requested_bytes"])
+    if nonzero(exported) != nonzero(got):
+        bad.append(f"{name}: export --format csv's categories at the peak {nonzero(exported)} != "
+                   f"top --by category's {nonzero(got)}")
+    trace = json.loads(run(memsnap, "export", "-f", "perfetto", "--top", "0", path))
+    sliced = {}
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") == "X" and e.get("cat") == "allocation":
+            key = (e["pid"] - 1, e["args"]["category"])
+            sliced[key] = sliced.get(key, 0) + e["args"]["requested_bytes"]
+    traced = {dev for dev, _ in sliced}
+    from_csv = {}
+    for r in lifetimes:
+        if int(r["device"]) in traced:
+            key = (int(r["device"]), r["category"])
+            from_csv[key] = from_csv.get(key, 0) + int(r["requested_bytes"])
+    if sliced != from_csv:
+        bad.append(f"{name}: export --format perfetto's categories {sorted(sliced.items())} != "
+                   f"the CSV's {sorted(from_csv.items())}")
     # check --fits on a card below the live peak: a failure whose figures say so.
     dev, p = sorted(devices.items())[0]
     card = int(p["live_bytes"] * 0.8)

@@ -12,6 +12,7 @@
 #include "memsnap/analysis/sites/diff.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/leaks.h"
+#include "memsnap/analysis/sites/lifetime_sites.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
 #include "test_util.h"
@@ -137,7 +138,11 @@ TEST_SUITE("attribution-corpus") {
         CHECK((inserted || it->second == key));
       }
       std::ostringstream csv;
-      report::WriteLifetimesCsv(*snap, *tl, **context, csv);
+      std::vector<LifetimeRef> all;
+      for (uint32_t d = 0; d < tl->devices.size(); ++d) {
+        for (uint32_t i = 0; i < tl->devices[d].blocks.size(); ++i) all.push_back({d, i});
+      }
+      report::WriteLifetimesCsv(*snap, *tl, LifetimeSitesOf(**context, *tl, all, false), csv);
       CHECK(!csv.str().empty());
       if (!snap->events.empty()) {
         auto leaks = AnalyzeTraceLeaks(*snap, LeakOptions{}, StepOptions{});

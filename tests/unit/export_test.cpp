@@ -1,3 +1,5 @@
+#include "memsnap/query/export.h"
+
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -10,6 +12,7 @@
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
+#include "memsnap/query/session.h"
 #include "memsnap/report/export_tables.h"
 #include "memsnap/report/perfetto.h"
 #include "nlohmann/json.hpp"
@@ -22,13 +25,28 @@ using Json = nlohmann::json;
 using testing::ParseOrFail;
 using testing::PythonPickle;
 
-Json Perfetto(const Snapshot& snap, const report::PerfettoOptions& options = {}) {
-  auto tl = analysis::ReconstructTimeline(snap);
+/// What `export` writes: the query decides each lifetime's site and category, the writer prints.
+query::ExportResult Lifetimes(query::Session& session, query::ExportFormat format,
+                              int top_slices = 500) {
+  query::ExportRequest request;
+  request.format = format;
+  request.top_slices = top_slices;
+  auto result = query::ExportQuery(request, session);
+  REQUIRE_MESSAGE(result.ok(), result.status().message());
+  return *std::move(result);
+}
+
+query::Session Open(Snapshot snap) {
+  return query::Session::FromSnapshot(std::move(snap), query::NeedsTimeline({}));
+}
+
+Json Perfetto(query::Session& session, int top_slices = 500) {
+  auto tl = session.timeline();
   REQUIRE(tl.ok());
-  auto context = analysis::GroupContext::Create(snap, {});
-  REQUIRE(context.ok());
+  const query::ExportResult lifetimes =
+      Lifetimes(session, query::ExportFormat::kPerfetto, top_slices);
   std::ostringstream out;
-  auto stats = report::WritePerfettoTrace(snap, *tl, **context, options, out);
+  auto stats = report::WritePerfettoTrace(session.snapshot(), **tl, lifetimes, {}, out);
   REQUIRE(stats.ok());
   return Json::parse(out.str());
 }
@@ -90,7 +108,7 @@ std::map<std::pair<int, std::string>, int64_t> CheckTraceStructure(const Json& t
 
 TEST_SUITE("export") {
   TEST_CASE("perfetto export has per-device counters that end at the snapshot's live bytes") {
-    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    query::Session snap = Open(ParseOrFail(PythonPickle("load_json('report_basic.json')")));
     Json trace = Perfetto(snap);
     auto last = CheckTraceStructure(trace);
     CHECK(last[{1, "live"}] == 8000000 + 1000 + 8388608);
@@ -104,10 +122,8 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("perfetto export draws the largest lifetimes, annotations and OOMs as events") {
-    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
-    report::PerfettoOptions options;
-    options.top_slices = 3;
-    Json trace = Perfetto(snap, options);
+    query::Session snap = Open(ParseOrFail(PythonPickle("load_json('report_basic.json')")));
+    Json trace = Perfetto(snap, 3);
     CheckTraceStructure(trace);
     std::vector<Json> allocations, annotations, ooms;
     for (const Json& e : trace["traceEvents"]) {
@@ -133,12 +149,10 @@ TEST_SUITE("export") {
   }
 
   TEST_CASE("perfetto export with --top 0 draws every lifetime, as 0 means all for every --top") {
-    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
+    query::Session snap = Open(ParseOrFail(PythonPickle("load_json('report_basic.json')")));
     auto count = [&](int top) {
-      report::PerfettoOptions options;
-      options.top_slices = top;
       size_t n = 0;
-      const Json trace = Perfetto(snap, options);
+      const Json trace = Perfetto(snap, top);
       for (const Json& e : trace["traceEvents"]) {
         n += e["ph"] == "X" && e["cat"] == "allocation";
       }
@@ -156,23 +170,22 @@ TEST_SUITE("export") {
       CAPTURE(path);
       auto snap = parse::ReadSnapshot(path);
       REQUIRE_MESSAGE(snap.ok(), snap.status().message());
-      report::PerfettoOptions options;
-      options.top_slices = 50;
-      Json trace = Perfetto(*snap, options);
+      query::Session session = Open(*std::move(snap));
+      Json trace = Perfetto(session, 50);
       auto last = CheckTraceStructure(trace);
-      for (const auto& [device, bytes] : LiveBytes(*snap)) {
+      for (const auto& [device, bytes] : LiveBytes(session.snapshot())) {
         CHECK(last[{device + 1, "live"}] == bytes);
       }
     }
   }
 
   TEST_CASE("the lifetimes CSV has one row per lifetime with its events, site and category") {
-    Snapshot snap = ParseOrFail(PythonPickle("load_json('report_basic.json')"));
-    auto tl = analysis::ReconstructTimeline(snap);
-    auto context = analysis::GroupContext::Create(snap, {});
-    REQUIRE(context.ok());
+    query::Session session = Open(ParseOrFail(PythonPickle("load_json('report_basic.json')")));
+    auto tl = session.timeline();
+    REQUIRE(tl.ok());
     std::ostringstream out;
-    report::WriteLifetimesCsv(snap, *tl, **context, out);
+    report::WriteLifetimesCsv(session.snapshot(), **tl,
+                              Lifetimes(session, query::ExportFormat::kCsv).lifetimes, out);
     CHECK(out.str() ==
           "device,address,version,class,requested_bytes,rounded_bytes,stream,alloc_event,"
           "free_requested_event,free_completed_event,alloc_time_us,alloc_time_rel_us,free_time_us,"

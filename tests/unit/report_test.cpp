@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/allocator/alloc_states.h"
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/analysis/compose/report_analysis.h"
@@ -113,7 +114,8 @@ TEST_SUITE("report") {
     CHECK(lod.levels == 2);
     CHECK(lod.complete_levels == 2);
     CHECK(lod.finest_events_per_bucket == 1);
-    CHECK(lod.reduced.empty());
+    CHECK(!lod.reduced);
+    CHECK(report::LodReducedNote(lod).empty());
     // Tile 3 of level 1 (buckets 9..11) starts in an empty bucket: it carries the state after
     // event 6 so that it can be drawn alone.
     const analysis::LodTile* t3 = FindTile(lod, 1, 3);
@@ -199,7 +201,8 @@ TEST_SUITE("report") {
       for (const LodBucket& b : t.buckets) holds_peak |= b.live_max == lod.peak_bytes;
     }
     CHECK(holds_peak);
-    CHECK(lod.reduced.find("around the peaks") != std::string::npos);
+    CHECK(lod.reduced);
+    CHECK(report::LodReducedNote(lod).find("around the peaks") != std::string::npos);
     CheckLodInvariants(dt, lod, "budget");
   }
 
@@ -357,6 +360,26 @@ TEST_SUITE("report") {
     }
     CHECK(found_peak);
     CHECK(found_mine);
+  }
+
+  TEST_CASE("allocator states thinned by the budget say how many were kept, in the page's words") {
+    Snapshot snap = LoadFixture("frag_trace.json");
+    analysis::Timeline tl = TimelineOf(snap);
+    analysis::AllocatorStatesOptions options;
+    options.samples = 8;
+    const analysis::AllocatorStates all =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    CHECK(all.samples == all.even_moments);
+    CHECK(report::StatesReducedNote(all).empty());
+    options.max_spans = 1;  // no room: the evenly spaced states are thinned to the fewest
+    const analysis::AllocatorStates thinned =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    CHECK(thinned.even_moments == all.even_moments);
+    REQUIRE(thinned.samples < thinned.even_moments);
+    CHECK(report::StatesReducedNote(thinned) ==
+          absl::StrCat("The allocator's state is kept at ", thinned.samples,
+                       " evenly spaced moments (of ", thinned.even_moments,
+                       ") and at the marked ones, to keep the page small."));
   }
 
   TEST_CASE("frag --at event:N describes the same state as the report's moment there") {

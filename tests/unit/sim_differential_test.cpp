@@ -308,7 +308,8 @@ struct FitTotals {
 // Every setting's smallest fitting capacity on `snap`'s first trace, cold and warm, searched both
 // ways: the answers must agree; the totals say what the shared prefix saved.
 void CompareFitSearches(const Snapshot& snap, FitTotals& t) {
-  absl::StatusOr<const DeviceTrace*> trace = SelectTrace(snap, -1);
+  // The first device with trace events.
+  absl::StatusOr<const DeviceTrace*> trace = SelectTrace(snap, std::nullopt);
   if (!trace.ok()) return;
   const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
   PreparedTrace p = PrepareTrace(snap, **trace, EmptyCacheMode::kHeuristic, recorded, false);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One vocabulary (issue 32, docs/figures.md "Kinds of memory"): fails when a C++ source spells a
-kind of memory as a string instead of using analysis::Category, or tells a synthetic row from a
-site by its first character instead of its `synthetic` flag.
+kind of memory as a string instead of using analysis::Category, tells a synthetic row from a
+site by its first character instead of its `synthetic` flag, or when an analysis writes a
+sentence for the reader.
 
     check_vocabulary.py REPO_ROOT            check src/ and include/
     check_vocabulary.py --self-test          check that each rule catches what it is meant to
@@ -9,6 +10,12 @@ site by its first character instead of its `synthetic` flag.
 A kind of memory is named in one place, the enum's own mapping (kCategoryNames in
 src/analysis/attribution/attribution.cpp); everything else holds an analysis::Category and prints
 analysis::CategoryName(c). Comments are not code and are skipped.
+
+An analysis (src/analysis, include/memsnap/analysis) returns typed findings; the words are written
+once, by src/report (docs/design.md, "Queries"). A string literal there that reads as a sentence
+to the reader (it opens with a capitalised word and goes on for two more, or it ends a sentence
+of four words or more with a full stop) is a problem. Error messages (absl::Status) are not
+sentences in this sense: they open in lower case, after the flag or file they name.
 """
 import pathlib
 import re
@@ -24,6 +31,27 @@ OTHER_MEANINGS = {
     ("src/cli/convert_command.cpp", "input"): "a JSON key: the input file of `convert --json`",
 }
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+ANALYSIS_DIRS = ("src/analysis/", "include/memsnap/analysis/")
+WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+
+
+def is_sentence(lit):
+    """Whether a literal reads as prose for the reader rather than a name, key or format."""
+    words = lit.split()
+    if len([w for w in words if WORD.match(w)]) < 3:
+        return False
+    if re.match(r"[A-Z][a-z'’]+\s", lit):
+        return True
+    return lit.rstrip().endswith(".") and not lit.rstrip().endswith("..") and len(words) >= 4
+
+
+# A device filter is analysis::DeviceFilter (include/memsnap/analysis/timeline/timeline.h), in the
+# headers of the analyses and queries: no "-1: every device", no optional of its own.
+OPTION_DIRS = ("include/memsnap/analysis/", "include/memsnap/query/")
+DEVICE_SENTINEL = re.compile(
+    r"\b(int|int32_t)\s+device\s*=\s*-1\b|std::optional<\s*(int|int32_t)\s*>\s+device\b")
+
+
 SYNTHETIC_TESTS = [
     re.compile(r"\[\s*0\s*\]\s*[!=]=\s*'\['"),
     re.compile(r"'\['\s*[!=]=\s*\w[\w.>-]*\s*\[\s*0\s*\]"),
@@ -78,6 +106,13 @@ def check_text(rel, text):
                 if lit in CATEGORY_NAMES and (rel, lit) not in OTHER_MEANINGS:
                     problems.append(f'{rel}:{n}: the kind of memory "{lit}" spelled as a string; '
                                     "use analysis::Category (CategoryName() to print it)")
+        if rel.startswith(OPTION_DIRS) and DEVICE_SENTINEL.search(code):
+            problems.append(f"{rel}:{n}: a device filter of its own; use analysis::DeviceFilter")
+        if rel.startswith(ANALYSIS_DIRS):
+            for m in LITERAL.finditer(code):
+                if is_sentence(m.group(1)):
+                    problems.append(f'{rel}:{n}: an analysis writes a sentence ("{m.group(1)}"); '
+                                    "return typed fields and let src/report write the words")
         for rx in SYNTHETIC_TESTS:
             if rx.search(code):
                 problems.append(f"{rel}:{n}: a synthetic row told by its first character "
@@ -122,7 +157,34 @@ def self_test():
     if check_text(MAPPING, 'constexpr a = {"parameter", "gradient"};'):
         print("self-test: the enum's own mapping was flagged")
         failed += 1
-    print(f"check_vocabulary self-test: {len(bad) + 1 - failed} of {len(bad) + 1} cases right")
+    analysis = {
+        'out.note = absl::StrCat("The allocator\'s state is kept at ", n, " moments");': 1,
+        'out.note = absl::StrCat("kept at the marked ones, to keep the page small.");': 1,
+        'return absl::InvalidArgumentError("the snapshot has no trace events");': 0,
+        'labels.push_back("peak reserved");': 0,
+        'x = absl::StrFormat("%.0f", v);  // "To keep the page small."': 0,
+    }
+    for text, want in analysis.items():
+        got = len(check_text("src/analysis/timeline/x.cpp", text))
+        if got != want:
+            print(f"self-test: {text!r} in an analysis: {got} problems, expected {want}")
+            failed += 1
+    devices = {
+        "  int32_t device = -1;  // -1: every device": 1,
+        "  std::optional<int32_t> device;  // nullopt: all": 1,
+        "  DeviceFilter device;  // default: every device": 0,
+        "  int32_t device = 0;  // the device of this row": 0,
+    }
+    for text, want in devices.items():
+        got = len(check_text("include/memsnap/query/x.h", text))
+        if got != want:
+            print(f"self-test: {text!r} in a query header: {got} problems, expected {want}")
+            failed += 1
+    if check_text("src/report/x.cpp", 'note = "The allocator\'s state is kept at the marked ones.";'):
+        print("self-test: a sentence in src/report was flagged")
+        failed += 1
+    total = len(bad) + 1 + len(analysis) + len(devices) + 1
+    print(f"check_vocabulary self-test: {total - failed} of {total} cases right")
     return 1 if failed else 0
 
 

@@ -52,12 +52,18 @@ struct StepFlags {
 };
 void AddStepFlags(CLI::App& sub, StepFlags& flags);
 
+/// `--device N` as every query and analysis takes it (analysis::DeviceFilter): the flag's value,
+/// nullopt when it was not given (its storage's -1, or any negative number).
+inline analysis::DeviceFilter DeviceFlag(int flag) {
+  return flag >= 0 ? analysis::DeviceFilter(flag) : std::nullopt;
+}
+
 /// A moment of the grammar (query::ParseMomentArg). `steps`: the command takes step moments
 /// (`step:N`), found as these flags say on `device` (nullopt: the busiest); nullptr: a step moment
 /// is a usage error naming the flag.
 absl::StatusOr<query::MomentArg> MomentFlag(std::string_view flag, const std::string& text,
                                             const StepFlags* steps = nullptr,
-                                            std::optional<int32_t> device = std::nullopt);
+                                            analysis::DeviceFilter device = std::nullopt);
 
 /// `--max-output SIZE` and `--force` of the commands whose output can be far larger than their
 /// input (convert and export to JSON: JSON repeats every stack a pickle shares through its memo).

@@ -12,7 +12,7 @@ namespace memsnap::query {
 struct BlocksRequest {
   analysis::BlockQuery query;     // query.at is at.moment
   MomentArg at;                   // when !query.all
-  std::optional<int32_t> device;  // nullopt: every device
+  analysis::DeviceFilter device;  // nullopt: every device
 };
 
 Needs BlocksNeeds(const BlocksRequest& request);

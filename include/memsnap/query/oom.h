@@ -14,7 +14,7 @@ namespace memsnap::query {
 
 struct OomRequest {
   std::optional<int64_t> device_memory;  // nullopt: the capacity each oom entry implies
-  std::optional<int32_t> device;         // nullopt: every device with a trace
+  analysis::DeviceFilter device;         // nullopt: every device with a trace
   std::vector<std::string> candidates;   // empty: analysis::DefaultOomCandidates
   int top_holders = 5;                   // 0: all
   int threads = 0;                       // replays at once; 0: all cores

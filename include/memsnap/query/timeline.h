@@ -27,7 +27,7 @@ absl::StatusOr<EventWindow> ResolveWindow(const Snapshot& snap, const analysis::
                                           const std::optional<MomentArg>& to);
 
 struct TimelineRequest {
-  std::optional<int32_t> device;  // nullopt: every device
+  analysis::DeviceFilter device;  // nullopt: every device
   std::optional<MomentArg> from;  // nullopt: the start
   std::optional<MomentArg> to;    // nullopt: the end
   bool categories = false;        // the categories of live memory over time (and the lifetimes)

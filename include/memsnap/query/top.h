@@ -16,7 +16,7 @@ namespace memsnap::query {
 struct TopRequest {
   MomentArg at;
   analysis::GroupOptions group;
-  std::optional<int32_t> device;  // nullopt: every device, each at its own moment
+  analysis::DeviceFilter device;  // nullopt: every device, each at its own moment
   size_t top = 20;                // rows kept; the rest fold into one "[N others]" row; 0: all
   bool folded = false;            // also group by whole stacks (for a flame graph)
 };

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "memsnap/analysis/sites/group.h"
+#include "memsnap/analysis/sites/lifetime_sites.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 
@@ -19,8 +19,9 @@ namespace memsnap::report {
 ///   free_requested_event,free_completed_event,alloc_time_us,free_time_us,site,category
 /// Events are device-local indices, times the trace's time_us (of alloc and free_completed);
 /// empty when not seen. `site` is the site's label (distinct among the file's sites, as `top`
-/// names them), `category` the lifetime's category of memory (attribution.h).
+/// names them), `category` the lifetime's category of memory (attribution.h): both read from
+/// `sites`, which lists every lifetime of `timeline` in the order above (query::ExportQuery).
 void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
-                       analysis::GroupContext& context, std::ostream& out);
+                       const analysis::LifetimeSites& sites, std::ostream& out);
 
 }  // namespace memsnap::report

@@ -33,6 +33,13 @@ nlohmann::ordered_json BuildDiffData(const Snapshot& before, const Snapshot& aft
 /// Writes the page: the template with `data` embedded (made safe for a <script> element).
 void WriteHtmlPage(const nlohmann::ordered_json& data, std::ostream& out);
 
+/// What the budget left out of a device's curve, in the page's words ("To keep the page small,
+/// zooming shows down to 1.25 ms per column ..."); empty when lod.reduced is false.
+std::string LodReducedNote(const analysis::TimelineLod& lod);
+/// What the budget left out of a device's allocator states ("The allocator's state is kept at 50
+/// evenly spaced moments (of 200) ..."); empty when every evenly spaced state was kept.
+std::string StatesReducedNote(const analysis::AllocatorStates& states);
+
 /// Packs integers as base64 of zigzag LEB128 varints (the page's decoder reads them back).
 std::string PackVarints(const std::vector<int64_t>& values);
 

@@ -25,15 +25,13 @@
 #include <ostream>
 
 #include "absl/status/statusor.h"
-#include "memsnap/analysis/sites/group.h"
-#include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
+#include "memsnap/query/export.h"
 
 namespace memsnap::report {
 
 struct PerfettoOptions {
-  int top_slices = 500;       // lifetimes drawn as slices (largest requested size first); 0 = all
   bool per_stream = true;     // per-stream counters when a device used several streams
   int max_stack_frames = 64;  // frames kept in a slice's "stack" arg
 };
@@ -47,12 +45,12 @@ struct PerfettoStats {
   int lanes = 0;  // allocation lanes used, all devices together
 };
 
-/// Streams the trace to `out`. `context` (made for `snap`) names slices by site (labels distinct
-/// among a device's slices), gives their category, and its filter decides which frames the stacks
-/// keep. Errors: a failed stream.
+/// Streams the trace to `out`. `lifetimes` (query::ExportQuery, kPerfetto, over `timeline`) says
+/// which lifetimes are slices, their sites (labels distinct among a device's slices), categories
+/// and the frames their stacks keep. Errors: a failed stream.
 absl::StatusOr<PerfettoStats> WritePerfettoTrace(const Snapshot& snap,
                                                  const analysis::Timeline& timeline,
-                                                 analysis::GroupContext& context,
+                                                 const query::ExportResult& lifetimes,
                                                  const PerfettoOptions& options, std::ostream& out);
 
 }  // namespace memsnap::report

@@ -215,11 +215,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
       ++j;
     }
   }
-  if (kept_even < static_cast<int64_t>(even.size())) {
-    out.reduced =
-        absl::StrCat("The allocator's state is kept at ", kept_even, " evenly spaced moments (of ",
-                     even.size(), ") and at the marked ones, to keep the page small.");
-  }
+  out.even_moments = static_cast<int64_t>(even.size());
   // Renumber the distinct segments the kept states use, in first-use order.
   std::vector<int64_t> remap(distinct.size(), -1);
   for (size_t s = 0; s < states.size(); ++s) {

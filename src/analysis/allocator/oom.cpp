@@ -357,7 +357,7 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
   SiteNamer namer(snap);
   std::map<std::string, int64_t> by_site;
   for (const Segment& seg : snap.segments) {
-    if (options.device >= 0 && seg.device != options.device) continue;
+    if (options.device && seg.device != *options.device) continue;
     reserved += seg.total_size;
     for (const Block& b : snap.BlocksOf(seg)) {
       if (b.state == BlockState::kActiveAllocated) {
@@ -526,7 +526,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   std::vector<DeviceJob> jobs;
   bool any_trace = false;
   for (const DeviceTrace& t : snap.traces) {
-    if (t.size() == 0 || (options.device >= 0 && t.device != options.device)) continue;
+    if (t.size() == 0 || (options.device && t.device != *options.device)) continue;
     any_trace = true;
     std::optional<int64_t> capacity = options.device_memory;
     CapacitySource source = CapacitySource::kFlag;
@@ -547,9 +547,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     for (const TraceEvent& e : snap.EventsOf(t)) job.dev.recorded_ooms += e.action == Action::kOom;
   }
   if (!any_trace) {
-    if (options.device >= 0) {
+    if (options.device) {
       return absl::FailedPreconditionError(
-          absl::StrCat("device ", options.device, " has no trace events"));
+          absl::StrCat("device ", *options.device, " has no trace events"));
     }
     return absl::FailedPreconditionError(
         "the snapshot has no trace (record with torch.cuda.memory._record_memory_history): "
@@ -593,7 +593,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
           TimelineOptions to;
           to.keep = KeepLifetimes::kAll;  // the holders' categories read their lifetimes
           to.curve = false;
-          if (options.device >= 0) to.device = options.device;
+          to.device = options.device;
           own_timeline = ReconstructTimeline(snap, to);
           return;
         }

@@ -354,11 +354,11 @@ absl::StatusOr<std::vector<std::string>> ExpandSweep(std::string_view spec) {
   return out;
 }
 
-absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device) {
-  if (device >= 0) {
-    const DeviceTrace* trace = snap.TraceOf(device);
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, DeviceFilter device) {
+  if (device) {
+    const DeviceTrace* trace = snap.TraceOf(*device);
     if (trace == nullptr || trace->size() == 0) {
-      return absl::NotFoundError(absl::StrCat("device ", device, " has no trace events"));
+      return absl::NotFoundError(absl::StrCat("device ", *device, " has no trace events"));
     }
     return trace;
   }

@@ -249,7 +249,7 @@ struct RunOutput {
 
 /// The trace a replay runs: `device`'s (>= 0), else the first device with events. NotFound
 /// ("device 3 has no trace events") or FailedPrecondition when there is none.
-absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, int32_t device);
+absl::StatusOr<const DeviceTrace*> SelectTrace(const Snapshot& snap, DeviceFilter device);
 
 /// True for the operations that call Malloc: kAlloc and kOomMalloc (a recorded OOM).
 constexpr bool IsMalloc(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kOomMalloc; }

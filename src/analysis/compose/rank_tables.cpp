@@ -126,7 +126,7 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
   return out;
 }
 
-TimelineOptions TopRankTimelineOptions(const Moment& moment, std::optional<int32_t> device) {
+TimelineOptions TopRankTimelineOptions(const Moment& moment, DeviceFilter device) {
   TimelineOptions to;
   to.device = device;
   to.keep = KeepLifetimes::kLiveAt;
@@ -137,7 +137,7 @@ TimelineOptions TopRankTimelineOptions(const Moment& moment, std::optional<int32
 
 absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& moment,
                                            std::string_view at_text, const GroupOptions& options,
-                                           std::optional<int32_t> device) {
+                                           DeviceFilter device) {
   return TopRankFigures(snap, ReconstructTimeline(snap, TopRankTimelineOptions(moment, device)),
                         moment, at_text, options);
 }

@@ -243,18 +243,6 @@ struct Builder {
   }
 };
 
-std::string LevelWidthText(const TimelineLod& lod, int level) {
-  double w = lod.BucketWidth(level);
-  if (!lod.has_time)
-    return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
-  auto num = [](double v) {
-    return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
-  };
-  if (w >= 1e6) return absl::StrCat(num(w / 1e6), " s");
-  if (w >= 1e3) return absl::StrCat(num(w / 1e3), " ms");
-  return absl::StrCat(num(w), " \u00b5s");
-}
-
 // Chooses each stored tile's band lifetimes (see LodOptions::bands) and fills lod.bands.
 void ChooseBands(const Builder& bld, TimelineLod& lod) {
   const DeviceTimeline& dt = bld.dt;
@@ -664,17 +652,8 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   }
   for (LodTile& t : deeper) lod.tiles.push_back(std::move(t));
   lod.finest_events_per_bucket = most;
-  if (most > 1 && !below_resolution(lod.levels)) {
-    std::string where =
-        lod.levels > lod.complete_levels
-            ? absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column around the peaks and ",
-                           LevelWidthText(lod, lod.complete_levels - 1), " elsewhere")
-            : absl::StrCat(LevelWidthText(lod, lod.levels - 1), " per column");
-    lod.reduced = absl::StrCat("To keep the page small, zooming shows down to ", where,
-                               "; closer in, a column shows the lowest and highest of its events "
-                               "(up to ",
-                               FormatCount(most), ").");
-  }
+  // The budget, not the resolution, stopped the zoom: a column still holds several events.
+  lod.reduced = most > 1 && !below_resolution(lod.levels);
   ChooseBands(bld, lod);
   return lod;
 }

@@ -74,8 +74,10 @@ struct AllocatorStates {
   std::vector<AllocatorState> states;  // ascending event
   int64_t peak_reserved_event = -1;    // as `frag --at peak` picks it
   int64_t peak_allocated_event = -1;
-  int samples = 0;       // evenly spaced states kept
-  std::string reduced;   // what the budget left out, in words
+  int samples = 0;  // evenly spaced states kept
+  /// Evenly spaced states asked for: `samples` < even_moments when the budget (max_spans) thinned
+  /// them; labelled states are always kept. The page says so (report, StatesReducedNote).
+  int64_t even_moments = 0;
   RewindCaveats rewind;  // the reconstruction's caveats, as `frag` finds them
 };
 

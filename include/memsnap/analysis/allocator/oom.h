@@ -30,7 +30,7 @@ enum class OomVerdict : uint8_t {
 std::string_view OomVerdictName(OomVerdict v);
 
 struct OomOptions {
-  int32_t device = -1;  // -1: every device with a trace
+  DeviceFilter device;  // default: every device with a trace
   /// The device's capacity; nullopt: implied by each device's first oom entry (device_free +
   /// reserved), and devices without one are not analysed.
   std::optional<int64_t> device_memory;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline/device_filter.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/allocator.h"
 #include "memsnap/sim/config.h"
@@ -33,7 +34,7 @@ enum class EmptyCacheMode : uint8_t {
 };
 
 struct ReplayOptions {
-  int32_t device = -1;  // -1: the first device with trace events
+  DeviceFilter device;  // default: the first device with trace events
   /// Device capacity in bytes; nullopt: implied by the snapshot (an oom entry), else unlimited.
   std::optional<int64_t> device_memory;
   bool verify = false;  // compare the first configuration's segment events with the trace

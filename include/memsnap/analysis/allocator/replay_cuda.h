@@ -20,7 +20,7 @@ namespace memsnap::analysis {
 
 struct CudaReplayOptions {
   int gpu = 0;          // CUDA device ordinal
-  int32_t device = -1;  // trace device; -1: the first with trace events
+  DeviceFilter device;  // trace device; default: the first with trace events
   double scale = 1.0;   // every request size is multiplied by this (0 < scale <= 1 usually)
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
   /// --start warm was asked for: the GPU replay still starts cold (see RunCudaReplay) and says so.

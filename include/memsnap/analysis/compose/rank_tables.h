@@ -73,11 +73,11 @@ CheckRanksReport CompareCheckRanks(std::vector<CheckRank> ranks, std::string bas
 /// `at_text`: the --at flag as the user wrote it, for the error when the moment is out of range.
 absl::StatusOr<RankFigures> TopRankFigures(const Snapshot& snap, const Moment& moment,
                                            std::string_view at_text, const GroupOptions& options,
-                                           std::optional<int32_t> device);
+                                           DeviceFilter device);
 
 /// The timeline TopRankFigures rebuilds, for a caller that rebuilds it during the read
 /// (cli::AnalyzeEachWithTimeline).
-TimelineOptions TopRankTimelineOptions(const Moment& moment, std::optional<int32_t> device);
+TimelineOptions TopRankTimelineOptions(const Moment& moment, DeviceFilter device);
 
 /// TopRankFigures with the timeline already rebuilt with TopRankTimelineOptions(moment, device);
 /// a timeline's error is returned as TopRankFigures would return it.

@@ -203,8 +203,8 @@ struct StepOptions {
   /// (a glob such as "ProfilerStep#*" names one range per step); empty: ProfilerStep#* when the
   /// file has it, else the training step's phases, else periodicity.
   std::string annotation;
-  int steps = 0;                  // --steps N (equal slices of the device's events)
-  std::optional<int32_t> device;  // default: the device with the most trace events
+  int steps = 0;        // --steps N (equal slices of the device's events)
+  DeviceFilter device;  // default: the device with the most trace events
 };
 
 /// Steps from the phases of a training step (docs/leaks.md, "Finding the step"): each ends where

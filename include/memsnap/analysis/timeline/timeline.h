@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/timeline/device_filter.h"
 #include "memsnap/analysis/timeline/event_index.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/sizes.h"
@@ -283,7 +284,7 @@ std::vector<int64_t> LiveRoundedCurve(const DeviceTimeline& dt);
 
 struct TimelineOptions {
   /// Only this device (others are left out of `devices`); nullopt = all.
-  std::optional<int32_t> device;
+  DeviceFilter device;
   KeepLifetimes keep = KeepLifetimes::kAll;
   Moment moment;  // kLiveAt only: the moment whose live lifetimes are kept (peak by default)
   /// Store the live curve (DeviceTimeline::live_net, 8 bytes per event). Without it

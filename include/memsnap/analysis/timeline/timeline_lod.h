@@ -116,7 +116,11 @@ struct TimelineLod {
   int64_t end_live = 0;  // counted live bytes after the last event
   /// Most events in one bucket of the finest stored level (1: nothing finer to show).
   int64_t finest_events_per_bucket = 0;
-  std::string reduced;  // what the budget left out, in words; empty when nothing was
+  /// The budget stopped the zoom before each column held one event: the finest columns are
+  /// BucketWidth(levels - 1) wide around the peaks (when levels > complete_levels) and
+  /// BucketWidth(complete_levels - 1) elsewhere, each showing the lowest and highest of up to
+  /// finest_events_per_bucket events. The page says so (report, LodReducedNote).
+  bool reduced = false;
   /// x of every kXCheckpoint-th event (EventX starts from the nearest one).
   static constexpr int64_t kXCheckpoint = 4096;
   std::vector<int64_t> x_checkpoints;
