@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "analysis/allocator/frag_layout.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/frag_render.h"
@@ -189,6 +190,62 @@ TEST_SUITE("frag") {
     CHECK(warnings[1] ==
           "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "
           "live); states reconstructed before those events are approximate");
+  }
+
+  TEST_CASE("frag rewinds a device's trace once, finding the allocated peak on the way") {
+    // Before issue 37 a first rewind found the allocated peak and a second took the figures.
+    Snapshot snap = LoadFixture("frag_trace.json");
+    REQUIRE(snap.traces.size() == 1);
+    const int64_t n = snap.traces[0].size();
+    const int64_t want_peak = frag_internal::FindAllocatedPeak(snap, snap.traces[0]);
+    for (FragMoment at : {FragMoment::kPeakReserved, FragMoment::kPeakAllocated}) {
+      FragOptions options;
+      options.at = at;
+      const int64_t before = frag_internal::UndoneEvents();
+      FragReport r = Analyze(snap, options);
+      CHECK(frag_internal::UndoneEvents() - before == n);
+      REQUIRE(r.peaks.size() == 1);
+      CHECK(r.peaks[0].peak_allocated.event_index == want_peak);
+      if (at == FragMoment::kPeakAllocated) {
+        REQUIRE(r.devices.size() == 1);
+        CHECK(r.devices[0].event_index == want_peak);
+      }
+    }
+  }
+
+  TEST_CASE("a teardown's many allocated-peak candidates find the peak by a second rewind") {
+    // Going back through a teardown, every undone free raises the allocated bytes: each state is
+    // a candidate, too many to keep each one's layout, so the peak's figures come from a second
+    // rewind, to the peak only, and are those of the first moment with the most allocated.
+    using testing::Ev;
+    constexpr int kSegments = 200;
+    std::vector<TraceEvent> events;
+    auto base = [](int i) { return 0x7f0000000000 + static_cast<uint64_t>(i) * 2 * kMiB; };
+    for (int i = 0; i < kSegments; ++i) {
+      events.push_back(Ev(Action::kSegmentAlloc, base(i), 2 * kMiB));
+      events.push_back(Ev(Action::kAlloc, base(i), kMiB));
+    }
+    for (int i = 0; i < kSegments; ++i) {
+      events.push_back(Ev(Action::kFreeRequested, base(i), kMiB));
+      events.push_back(Ev(Action::kFreeCompleted, base(i), kMiB));
+      events.push_back(Ev(Action::kSegmentFree, base(i), 2 * kMiB));
+    }
+    Snapshot snap = testing::TraceSnapshot(std::move(events));
+    const int64_t n = snap.traces[0].size();
+    const int64_t peak = 2 * kSegments - 1;  // after the last alloc
+    CHECK(frag_internal::FindAllocatedPeak(snap, snap.traces[0]) == peak);
+    FragOptions options;
+    options.at = FragMoment::kPeakAllocated;
+    const int64_t before = frag_internal::UndoneEvents();
+    FragReport r = Analyze(snap, options);
+    CHECK(frag_internal::UndoneEvents() - before == n + (n - 1 - peak));
+    REQUIRE(r.peaks.size() == 1);
+    CHECK(r.peaks[0].peak_allocated.event_index == peak);
+    CHECK(r.peaks[0].peak_allocated.figures.allocated_bytes == kSegments * kMiB);
+    CHECK(r.peaks[0].peak_allocated.figures.reserved_bytes == 2 * kSegments * kMiB);
+    REQUIRE(r.devices.size() == 1);
+    CHECK(r.devices[0].event_index == peak);
+    CHECK(r.devices[0].figures.allocated_bytes == kSegments * kMiB);
   }
 
   TEST_CASE("frag --at peak on a file without a trace is an error naming the file") {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/allocator/frag_layout.h"
 #include "memsnap/analysis/allocator/alloc_states.h"
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/analysis/compose/report_analysis.h"
@@ -380,6 +381,76 @@ TEST_SUITE("report") {
           absl::StrCat("The allocator's state is kept at ", thinned.samples,
                        " evenly spaced moments (of ", thinned.even_moments,
                        ") and at the marked ones, to keep the page small."));
+  }
+
+  TEST_CASE("the allocator states find the allocated peak in their one rewind, as given peaks do") {
+    // Before issue 37 the peaks took a rewind of their own (FindStatePeaks) before the states'.
+    // A fixture, and a teardown whose every undone free makes a new candidate: too many to keep
+    // each one's layout, so the peak is captured by a second rewind to it (unless another moment
+    // captures it: the caller's).
+    constexpr int64_t kMiB = 1 << 20;
+    constexpr int kSegments = 200;
+    std::vector<TraceEvent> teardown;
+    auto base = [](int i) { return 0x7f0000000000 + static_cast<uint64_t>(i) * 4 * kMiB; };
+    for (int i = 0; i < kSegments; ++i) {
+      teardown.push_back(Ev(Action::kSegmentAlloc, base(i), 4 * kMiB));
+      teardown.push_back(Ev(Action::kAlloc, base(i), 2 * kMiB));
+    }
+    // A segment held for a moment: the reserved peak, after the allocated one.
+    teardown.push_back(Ev(Action::kSegmentAlloc, base(kSegments), 4 * kMiB));
+    teardown.push_back(Ev(Action::kSegmentFree, base(kSegments), 4 * kMiB));
+    for (int i = 0; i < kSegments; ++i) {
+      teardown.push_back(Ev(Action::kFreeRequested, base(i), 2 * kMiB));
+      teardown.push_back(Ev(Action::kFreeCompleted, base(i), 2 * kMiB));
+      teardown.push_back(Ev(Action::kSegmentFree, base(i), 4 * kMiB));
+    }
+    const Snapshot snaps[] = {LoadFixture("frag_trace.json"),
+                              testing::TraceSnapshot(std::move(teardown))};
+    for (const Snapshot& snap : snaps) {
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      const int64_t n = static_cast<int64_t>(dt.num_events);
+      const std::pair<int64_t, int64_t> peaks = analysis::FindStatePeaks(snap, dt);
+      const bool is_teardown = n == 5 * kSegments + 2;
+      if (is_teardown) {
+        CHECK(peaks.first == 2 * kSegments);
+        CHECK(peaks.second == 2 * kSegments - 1);
+      }
+      // A caller's moment at the allocated peak shares its state and comes after its label.
+      for (int with_moment = 0; with_moment < 2; ++with_moment) {
+        analysis::AllocatorStatesOptions options;
+        options.samples = 5;
+        if (with_moment == 1) {
+          if (peaks.second < 0) continue;
+          options.moments = {
+              {analysis::TimelinePoint::After(static_cast<uint32_t>(peaks.second)), "mine"}};
+        }
+        analysis::AllocatorStatesOptions given = options;
+        given.peaks = peaks;
+        const analysis::AllocatorStates want =
+            analysis::ReconstructAllocatorStates(snap, dt, given);
+        const int64_t before = analysis::frag_internal::UndoneEvents();
+        const analysis::AllocatorStates got =
+            analysis::ReconstructAllocatorStates(snap, dt, options);
+        const int64_t undone = analysis::frag_internal::UndoneEvents() - before;
+        INFO("events " << n << ", moment " << with_moment);
+        CHECK(undone == (is_teardown && with_moment == 0 ? n + (n - 1 - peaks.second) : n));
+        CHECK(got.peak_reserved_event == want.peak_reserved_event);
+        CHECK(got.peak_allocated_event == peaks.second);
+        CHECK(got.segments == want.segments);
+        REQUIRE(got.states.size() == want.states.size());
+        for (size_t k = 0; k < got.states.size(); ++k) {
+          INFO("state " << k);
+          CHECK(got.states[k].event == want.states[k].event);
+          CHECK(got.states[k].labels == want.states[k].labels);
+          CHECK(got.states[k].segments == want.states[k].segments);
+          CHECK(got.states[k].sample.figures.allocated_bytes ==
+                want.states[k].sample.figures.allocated_bytes);
+        }
+        CHECK(got.samples == want.samples);
+        CHECK(got.even_moments == want.even_moments);
+      }
+    }
   }
 
   TEST_CASE("frag --at event:N describes the same state as the report's moment there") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -129,12 +130,16 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
 
   // The moments: labelled ones, then evenly spaced ones.
   std::map<int64_t, std::vector<std::string>> labelled;
+  // Without the caller's peaks, the allocated peak is found during the rewind below (issue 37: a
+  // rewind of its own was a tenth of `report`), and labelled when it is known.
+  const bool find_peak_a = n > 0 && !options.peaks;
+  int64_t peak_r = -1;
+  int64_t peak_a = -1;
   if (n > 0) {
-    auto [peak_r, peak_a] = options.peaks ? *options.peaks : FindStatePeaks(snap, dt);
-    out.peak_reserved_event = peak_r;
-    out.peak_allocated_event = peak_a;
+    std::tie(peak_r, peak_a) =
+        options.peaks ? *options.peaks : std::pair{dt.peak_reserved_event.index(), int64_t{-1}};
     labelled[peak_r].push_back("peak reserved");
-    labelled[peak_a].push_back("peak allocated");
+    if (!find_peak_a) labelled[peak_a].push_back("peak allocated");
   }
   for (const auto& [p, label] : options.moments) {
     if (p.index() < n) labelled[p.index()].push_back(label);
@@ -182,12 +187,65 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   } else {
     frag_internal::DeviceRewind rw(snap, dt.device);
     tags.TagFinal(dt, rw);
+    auto wanted = [&](int64_t i) { return labelled.count(i) > 0 || even.count(i) > 0; };
+    // The allocated peak as FindAllocatedPeak defines it: going back, each moment at or above the
+    // best so far is the candidate. A candidate no other moment captures is captured aside, while
+    // the candidates' layouts cost less than about one rewind; past that, a second rewind to the
+    // peak captures it.
+    int64_t best_a = 0;
+    std::optional<AllocatorState> candidate;
+    int64_t capture_budget = n + 1024;
     for (int64_t i = n - 1; i >= -1; --i) {
-      if (labelled.count(i) || even.count(i)) capture(rw.Layout(), i);
+      if (find_peak_a && (i == n - 1 || rw.allocated() >= best_a)) {
+        best_a = rw.allocated();
+        peak_a = i;
+        candidate.reset();
+        if (!wanted(i) && capture_budget >= 0) {
+          std::vector<LSegment> layout = rw.Layout();
+          for (const LSegment& seg : layout) {
+            capture_budget -= 1 + static_cast<int64_t>(seg.blocks.size());
+          }
+          if (capture_budget >= 0) {
+            capture(layout, i);
+            candidate = std::move(states.back());
+            states.pop_back();
+          }
+        }
+      }
+      if (wanted(i)) capture(rw.Layout(), i);
       if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
     }
     out.rewind = frag_internal::CaveatsOf(rw, dt.device);
+    if (find_peak_a) {
+      if (!candidate && !wanted(peak_a)) {
+        frag_internal::DeviceRewind again(snap, dt.device);
+        tags.TagFinal(dt, again);
+        for (int64_t i = n - 1; i > peak_a; --i) again.Undo(events[i], tags.by_free[i]);
+        capture(again.Layout(), peak_a);
+        candidate = std::move(states.back());
+        states.pop_back();
+      }
+      if (candidate) {
+        // A moment of its own: its only label. States are in descending event order here.
+        candidate->labels = {"peak allocated"};
+        auto at = std::find_if(states.begin(), states.end(),
+                               [&](const AllocatorState& st) { return st.event < peak_a; });
+        states.insert(at, std::move(*candidate));
+      } else {
+        // Captured as another moment: its label goes where the labelled map would have put it,
+        // after "peak reserved" and before the caller's moments and "end".
+        for (AllocatorState& st : states) {
+          if (st.event != peak_a) continue;
+          st.labels.insert(st.labels.begin() + (peak_r == peak_a ? 1 : 0), "peak allocated");
+          break;
+        }
+      }
+    }
     std::reverse(states.begin(), states.end());
+  }
+  if (n > 0) {
+    out.peak_reserved_event = peak_r;
+    out.peak_allocated_event = peak_a;
   }
 
   // Thin the evenly spaced states until the distinct segments fit the budget.

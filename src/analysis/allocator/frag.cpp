@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -386,8 +387,13 @@ absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap, int3
   return out;
 }
 
-// Rewinds one device's trace: finds the allocated peak (pass 1), then computes the figures at the
-// peaks and at the timeline samples and, when asked, the layout at the chosen moment (pass 2).
+// Rewinds one device's trace once: computes the figures at the peaks and at the timeline samples
+// and, when asked, the layout at the chosen moment. The allocated peak is found on the way (the
+// first moment with the most allocated bytes, as FindAllocatedPeak defines it: going back, each
+// moment at or above the best so far becomes the candidate), and each candidate's figures are
+// taken as it is passed, instead of a rewind of its own to find it first (issue 37: the rewind was
+// a sixth of `frag`). Candidates' layouts cost at most about one rewind's work in all; past that
+// the peak is found the old way, by a second rewind.
 // `at_event`: the chosen moment's device-local event when the options name one (kMoment);
 // `peak_r`: the timeline's reserved peak (-1: before the first event).
 void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
@@ -398,11 +404,10 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
   // The reserved peak is the timeline's (one definition: docs/figures.md); the allocated peak,
   // a figure of frag's own, comes from the rewind.
-  const int64_t peak_a = frag_internal::FindAllocatedPeak(snap, trace);
-  int64_t chosen = options.at == FragMoment::kPeakAllocated ? peak_a
-                   : options.at == FragMoment::kMoment      ? at_event
-                                                            : peak_r;
-  std::set<int64_t> wanted = {peak_r, peak_a, chosen};
+  const bool at_peak_a = options.at == FragMoment::kPeakAllocated;
+  int64_t chosen = options.at == FragMoment::kMoment ? at_event : peak_r;
+  std::set<int64_t> wanted = {peak_r};
+  if (!at_peak_a) wanted.insert(chosen);
   std::set<int64_t> samples;
   if (options.timeline_samples > 0) {
     int64_t k = std::min<int64_t>(options.timeline_samples, n + 1);
@@ -414,23 +419,60 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   peaks.trace_start_us = n > 0 ? events[0].time_us : kNoTime;
   std::vector<FragSample> series;
   std::vector<LSegment> stranded_at_peak;  // the segments the answer's pins come from
+  // The allocated peak's candidate: its figures and, for `--at peak-allocated`, its layout.
+  int64_t peak_a = n - 1;
+  int64_t best_a = 0;
+  FragSample sample_a;
+  std::vector<LSegment> layout_a;
+  int64_t capture_budget = n + 1024;  // layout entries the candidates may cost
+  bool captured = true;
   frag_internal::DeviceRewind rw(snap, trace.device);
   for (int64_t i = n - 1; i >= -1; --i) {  // the state is the one after event i
+    std::optional<std::vector<LSegment>> layout;
+    auto layout_now = [&]() -> std::vector<LSegment>& {
+      if (!layout) layout = rw.Layout();
+      return *layout;
+    };
+    if (i == n - 1 || rw.allocated() >= best_a) {
+      best_a = rw.allocated();
+      peak_a = i;
+      if (captured) {
+        std::vector<LSegment>& l = layout_now();
+        for (const LSegment& seg : l) capture_budget -= 1 + static_cast<int64_t>(seg.blocks.size());
+        captured = capture_budget >= 0;
+        if (captured) {
+          sample_a = SampleOf(l, trace.device, i, time_after(i));
+          if (at_peak_a && layout_at) layout_a = l;
+        }
+      }
+    }
     if (wanted.count(i)) {
-      std::vector<LSegment> layout = rw.Layout();
-      FragSample s = SampleOf(layout, trace.device, i, time_after(i));
-      if (i == peak_r && namer != nullptr)
-        stranded_at_peak = StrandedSegments(layout, trace.device);
+      std::vector<LSegment>& l = layout_now();
+      FragSample s = SampleOf(l, trace.device, i, time_after(i));
+      if (i == peak_r && namer != nullptr) stranded_at_peak = StrandedSegments(l, trace.device);
       if (i == peak_r) peaks.peak_reserved = s;
-      if (i == peak_a) peaks.peak_allocated = s;
       if (samples.count(i)) series.push_back(s);
-      if (layout_at && i == chosen) {
-        for (auto& seg : layout) layout_at->push_back(std::move(seg));
+      if (!at_peak_a && layout_at && i == chosen) {
+        for (auto& seg : l) layout_at->push_back(std::move(seg));
         where->event_index = i;
         where->time_us = time_after(i);
       }
     }
     if (i >= 0) rw.Undo(events[i]);
+  }
+  if (!captured) {
+    // Too many candidates to keep each one's layout: rewind again to the peak now known.
+    frag_internal::DeviceRewind again(snap, trace.device);
+    for (int64_t i = n - 1; i > peak_a; --i) again.Undo(events[i]);
+    std::vector<LSegment> l = again.Layout();
+    sample_a = SampleOf(l, trace.device, peak_a, time_after(peak_a));
+    if (at_peak_a && layout_at) layout_a = std::move(l);
+  }
+  peaks.peak_allocated = sample_a;
+  if (at_peak_a && layout_at) {
+    for (auto& seg : layout_a) layout_at->push_back(std::move(seg));
+    where->event_index = peak_a;
+    where->time_us = time_after(peak_a);
   }
   if (peaks.peak_reserved.figures.reserved_bytes > 0) {
     peaks.peak_overhead = 1.0 - static_cast<double>(peaks.peak_allocated.figures.allocated_bytes) /

@@ -1,6 +1,7 @@
 #include "analysis/allocator/frag_layout.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/sim/sizes.h"
@@ -43,6 +44,14 @@ DeviceRewind::DeviceRewind(const Snapshot& snap, int32_t device) : snap_(snap), 
     }
   }
 }
+
+namespace {
+std::atomic<int64_t> undone_events{0};
+}  // namespace
+
+DeviceRewind::~DeviceRewind() { undone_events.fetch_add(undone_, std::memory_order_relaxed); }
+
+int64_t UndoneEvents() { return undone_events.load(std::memory_order_relaxed); }
 
 std::map<uint64_t, DeviceRewind::Seg>::iterator DeviceRewind::SegmentAt(uint64_t address) {
   auto it = segments_.upper_bound(address);
@@ -90,6 +99,7 @@ void DeviceRewind::Tag(uint64_t address, int64_t tag) {
 }
 
 void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
+  ++undone_;
   switch (e.action) {
     case Action::kAlloc: {
       auto it = live_.find(e.addr);

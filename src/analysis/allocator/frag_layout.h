@@ -42,6 +42,9 @@ std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot);
 class DeviceRewind {
  public:
   DeviceRewind(const Snapshot& snapshot, int32_t device);
+  ~DeviceRewind();
+  DeviceRewind(const DeviceRewind&) = delete;
+  DeviceRewind& operator=(const DeviceRewind&) = delete;
   /// Undoes `event`: afterwards the state is the one before it. A block that reappears (undoing
   /// its free) gets `tag`, which Layout() reports with it.
   void Undo(const TraceEvent& event, int64_t tag = -1);
@@ -83,8 +86,13 @@ class DeviceRewind {
   std::map<uint64_t, Live> live_;
   int64_t reserved_ = 0;
   int64_t allocated_ = 0;
+  int64_t undone_ = 0;  // Undo calls, added to UndoneEvents() at destruction
   UndoProblems problems_;
 };
+
+/// Events undone by the DeviceRewinds of this process so far (counted as each is destroyed): what
+/// a rewind costs, for tests (issue 37: `frag` rewinds each device's trace once).
+int64_t UndoneEvents();
 
 /// Figures of one segment (docs/fragmentation.md, "What empty_cache releases").
 FragFigures SegmentFigures(const LSegment& segment);

@@ -162,24 +162,19 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   int64_t traced = 0;
   for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
   const int64_t share = std::max<int64_t>(traced, 1);
-  // Per device: the level-of-detail summary, while a second core finds the allocator's peaks;
-  // then the allocator states on that core while this one groups the sites.
+  // Per device: the level-of-detail summary; then the allocator states, whose one rewind also
+  // finds the allocated peak, on a second core while this one groups the sites.
   for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
     const DeviceTimeline& dt = out.timeline.devices[i];
     DeviceReportAnalysis d;
     d.device = dt.device;
     d.timeline_index = i;
     d.oom_events = OomEvents(snap, dt);
-    std::future<std::pair<int64_t, int64_t>> peaks;
-    if (options.with_states && dt.num_events > 0) {
-      peaks = std::async(std::launch::async, [&snap, &dt] { return FindStatePeaks(snap, dt); });
-    }
     LodOptions lod = options.lod;
     lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);
     lod.max_band_lifetimes = std::max<int64_t>(lod.max_band_lifetimes / share, 4 * lod.bands);
     lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());
     d.lod = BuildTimelineLod(snap, dt, lod);
-    if (peaks.valid()) d.peaks = peaks.get();
     if (options.with_steps && dt.num_events > 0) {
       StepOptions so;
       so.device = dt.device;
@@ -207,7 +202,6 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
       for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
-      if (d.peaks) so.peaks = d.peaks;
       states.push_back(std::async(std::launch::deferred, [&snap, &dt, so] {
         return ReconstructAllocatorStates(snap, dt, so);
       }));

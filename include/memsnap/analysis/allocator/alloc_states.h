@@ -64,7 +64,8 @@ struct AllocatorStatesOptions {
   int64_t max_spans = 150000;
   /// Further moments to include with a label ("peak live", "OOM").
   std::vector<std::pair<TimelinePoint, std::string>> moments;
-  /// FindStatePeaks' answer when the caller already has it (it costs a pass over the trace).
+  /// FindStatePeaks' answer when the caller already has it; without it the states' rewind finds
+  /// the allocated peak on the way (FindStatePeaks would cost a rewind of its own).
   std::optional<std::pair<int64_t, int64_t>> peaks;
 };
 

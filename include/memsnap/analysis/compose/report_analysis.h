@@ -73,9 +73,8 @@ struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
   TimelineLod lod;
-  AllocatorStates states;                            // empty without options.with_states
-  std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
-  std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
+  AllocatorStates states;                 // empty without options.with_states
+  std::vector<TimelinePoint> oom_events;  // the points just after the OOMs
   /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
   StepInfo steps;
   /// Categories over time and at the peak (with_sites, devices with events).
