@@ -522,6 +522,7 @@ const Attribution::FileFacts& Attribution::File(StrId filename) {
     it->second.normal = NormalPath(raw);
     it->second.library = IsLibraryPath(raw);
     it->second.compiled = IsCompiledCode(it->second.normal);
+    it->second.model = IsModelLibraryPath(it->second.normal);
   }
   return it->second;
 }
@@ -810,9 +811,25 @@ SiteInfo Attribution::Build(StackId stack) {
     s.kind = SiteKind::kPython;
     s.op = facts.op_inner_to_python;
     size_t owner = facts.python[0];
+    size_t user = SIZE_MAX;  // the innermost user frame
     for (size_t i : facts.python) {
       if (!file_of(i).library) {
+        owner = user = i;
+        break;
+      }
+    }
+    // A model library's layer inside the user's call (transformers' `modeling_llama.py:615
+    // forward` under a notebook cell's `model(**batch)`) is the model code that allocated: it
+    // owns the site, and the user's frame is its caller. Its wrappers (`__call__`, `wrapper`...)
+    // name nothing.
+    bool model_owned = false;
+    for (size_t i : facts.python) {
+      if (i >= owner && user != SIZE_MAX) break;
+      const std::string_view name = name_of(i);
+      if (file_of(i).model && !plumbing(i) &&
+          (!IsGenericFunction(name) || name == "forward" || name == "_forward")) {
         owner = i;
+        model_owned = true;
         break;
       }
     }
@@ -857,6 +874,9 @@ SiteInfo Attribution::Build(StackId stack) {
         continue;
       }
       if (past_owner && file_of(i).compiled) traced = false;
+      // A model-owned site's caller is the user's frame: the library frames between them (the
+      // model's outer modules, its wrappers) are the module tree's (`top --by module`).
+      if (model_owned && user != SIZE_MAX && i < user) continue;
       // Machinery that ran the user's code (IPython, runpy, threading) is never a caller.
       if (past_owner && !plumbing(i) && !file_of(i).compiled && !machinery(i)) {
         s.callers.push_back(PythonFrameText(frames[i]));

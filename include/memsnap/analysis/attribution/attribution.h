@@ -338,6 +338,7 @@ class Attribution {
     std::string normal;  // NormalPath
     bool library = false;
     bool compiled = false;  // code torch.compile runs
+    bool model = false;     // a model library's code (transformers, peft, diffusers...)
   };
   const FileFacts& File(StrId filename);
   /// Per Python frame, computed once: display text, key text, phase marker.
