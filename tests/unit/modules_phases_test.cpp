@@ -319,17 +319,23 @@ TEST_SUITE("modules-phases") {
     // The innermost model frame owns the site; the model's outer modules and wrappers are not
     // callers, IPython's machinery neither: the cell is the only one.
     const SiteInfo& a = attr.Site(q);
-    CHECK(a.BaseLabel() == "linear \u2190 " + llama_short + ":615 forward");
+    CHECK(a.BaseLabel() ==
+          "linear \u2190 " + llama_short + ":615 forward \u2190 cell 3105878423.py:21 <module>");
     CHECK(a.callers == std::vector<std::string>{"cell 3105878423.py:21 <module>"});
     CHECK(a.phase == Phase::kForward);
+    CHECK(a.model_owned);
+    // The one-line label (JSON `site`, oom's lines) names the user's frame too.
+    CHECK(DistinctLabels({&a})[0] ==
+          "linear \u2190 " + llama_short + ":615 forward \u2190 cell 3105878423.py:21 <module>");
     // Two sites whose stacks differ only in the model's outer frames stay two sites.
     const SiteInfo& a2 = attr.Site(q2);
     CHECK(a2.key != a.key);
     CHECK(DistinctLabels({&a, &a2})[0] != DistinctLabels({&a, &a2})[1]);
     // bitsandbytes' 4-bit layer under peft's LoRA layer: the innermost is the layer that ran.
-    CHECK(attr.Site(lora).BaseLabel() == "matmul \u2190 bitsandbytes/nn/modules.py:474 forward");
+    CHECK(attr.Site(lora).owner == "bitsandbytes/nn/modules.py:474 forward");
+    CHECK(attr.Site(lora).what == "matmul");
     // accelerate's hook is no layer: the Llama layer around it owns the site.
-    CHECK(attr.Site(hook).BaseLabel() == "add \u2190 " + llama_short + ":330 forward");
+    CHECK(attr.Site(hook).owner == llama_short + ":330 forward");
     CHECK(attr.Site(hook).callers == std::vector<std::string>{"cell 3105878423.py:21 <module>"});
     // transformers' own `to` is its base class, not a layer: the user's line keeps the site.
     CHECK(attr.Site(to).BaseLabel() == "to \u2190 train.py:9 train");

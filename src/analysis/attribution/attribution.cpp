@@ -308,8 +308,10 @@ std::string SiteInfo::ForwardClause(bool bracket) const {
 }
 
 std::string SiteInfo::BaseLabel() const {
+  // A model library's layer: the user's frame that ran the model too ("Model libraries").
   return absl::StrCat(what.empty() ? owner : absl::StrCat(what, Sv(kLabelArrow), owner),
-                      ForwardClause(false));
+                      ForwardClause(false),
+                      model_owned ? absl::StrCat(Sv(kLabelArrow), callers[0]) : std::string());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,6 +417,12 @@ std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& si
     e.site = s;
     e.label = e.head =
         s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
+    // A model library's layer: the one-line label names the user's frame that ran the model too,
+    // as BaseLabel does (a text table shows it under the row).
+    if (s->model_owned) {
+      absl::StrAppend(&e.label, Sv(kLabelArrow), s->callers[0]);
+      e.next_caller = 1;
+    }
   }
   const size_t n_entries = entries.size();
   std::vector<size_t> clause_at(n_entries);
@@ -891,6 +899,7 @@ SiteInfo Attribution::Build(StackId stack) {
       owner_out.push_back(key_text(facts.python[k]));
       if (unlined) unlined_out.push_back(unlined_parts[k]);
     }
+    s.model_owned = model_owned && user != SIZE_MAX && !s.callers.empty();
     s.key = absl::StrCat("py|", s.what, "|", absl::StrJoin(owner_out, ";"), "|", s.op);
     if (unlined) {
       set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op),
