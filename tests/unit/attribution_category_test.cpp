@@ -1,6 +1,7 @@
 // Categories of memory: every rule of docs/attribution.md ("Categories") on a training loop with
 // known answers (testdata/attribution_training.json) and on small traces made for one rule each.
 #include <map>
+#include <set>
 
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
@@ -51,7 +52,8 @@ TEST_SUITE("attribution-categories") {
     };
     std::vector<Expect> expected = {
         {"[allocated before recording started]", "parameter", "pre_trace_persistent"},
-        {"[allocated before the trace]", "gradient", "freed_by_zero_grad"},
+        {"[allocated before the trace, freed by zero_grad: last step's gradients]", "gradient",
+         "freed_by_zero_grad"},
         {to + "train.py:12 <module>", "parameter", "init_kept"}};
     expected.insert(expected.end(), std::begin(step), std::end(step));
     expected.push_back({"step" + arrow + "train.py:25 train", "optimizer_state", "optimizer_kept"});
@@ -111,6 +113,47 @@ TEST_SUITE("attribution-categories") {
   const F kMm{"torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"};
   const F kAdam{"step", "/v/lib/python3.11/site-packages/torch/optim/adam.py", 220};
   const F kInit{"__init__", "/v/lib/python3.11/site-packages/torch/nn/modules/linear.py", 99};
+
+  TEST_CASE("a block from before the trace is named by what its free shows it was") {
+    MiniTrace t;
+    const StackId zero_grad = t.Stack(
+        {{"zero_grad", "/v/lib/python3.11/site-packages/torch/optim/optimizer.py", 900}, kOther});
+    const StackId backward = t.Stack({kMm, kEngine});
+    const StackId optimizer = t.Stack({kAdam, kOther});
+    const StackId other = t.Stack({kOther});
+    t.Alloc(0x9000, 8, t.Stack({kForward, kOther}));
+    t.Free(0x1000, 16, zero_grad);
+    t.Free(0x2000, 32, backward);
+    t.Free(0x3000, 64, optimizer);
+    t.Free(0x4000, 128, other);
+    Snapshot snap = t.Finish();
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    BlockQuery q;
+    q.all = true;
+    auto rep = SelectBlocks(snap, *tl, q);
+    REQUIRE(rep.ok());
+    std::map<int64_t, std::pair<std::string, std::string>> by_size;
+    for (const BlockRow& r : rep->rows) {
+      by_size[r.lifetime.requested_size] = {r.site, std::string(CategoryName(r.category.category))};
+    }
+    CHECK(by_size[16] ==
+          std::make_pair(std::string(kPreWindowZeroGradRow), std::string("gradient")));
+    CHECK(by_size[32] ==
+          std::make_pair(std::string(kPreWindowBackwardRow), std::string("activation")));
+    CHECK(by_size[64] ==
+          std::make_pair(std::string(kPreWindowOptimizerRow), std::string("optimizer_state")));
+    // A free that says nothing keeps the plain row.
+    CHECK(by_size[128].first == std::string(kPreWindowRow));
+    // `top` names them the same way.
+    GroupOptions o;
+    auto top = GroupLive(snap, *tl, Moment{Moment::Kind::kEvent, 0}, o);
+    REQUIRE(top.ok());
+    std::set<std::string> labels;
+    for (const GroupRow& r : top->rows) labels.insert(r.site);
+    CHECK(labels.count(std::string(kPreWindowZeroGradRow)) == 1);
+    CHECK(labels.count(std::string(kPreWindowOptimizerRow)) == 1);
+  }
 
   std::vector<CategoryVerdict> Verdicts(const Snapshot& snap) {
     auto tl = ReconstructTimeline(snap);

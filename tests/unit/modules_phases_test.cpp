@@ -251,13 +251,13 @@ TEST_SUITE("modules-phases") {
     Snapshot snap = t.Finish();
     Attribution attr(snap, nullptr);
     const SiteInfo& a = attr.Site(linear);
-    CHECK(a.BaseLabel() == "linear \u2190 cell 3105878423:21 <module>");
+    CHECK(a.BaseLabel() == "linear \u2190 cell 3105878423.py:21 <module>");
     CHECK(a.callers.empty());
     const SiteInfo& b = attr.Site(helper);
     // The user's own files are shown relative to their folder, not to "/" shared with the cell's.
     CHECK(b.owner == "utils.py:5 helper");
     REQUIRE(b.callers.size() == 1);
-    CHECK(b.callers[0] == "cell 3105878423:22 <module>");
+    CHECK(b.callers[0] == "cell 3105878423.py:22 <module>");
 
     CHECK(NotebookCellName("<ipython-input-21-3105878423>") == "cell [21]");
     CHECK(NotebookCellName("/home/u/proj/train.py").empty());
@@ -265,6 +265,88 @@ TEST_SUITE("modules-phases") {
     CHECK(IsPythonMachineryPath("/usr/lib/python3.11/threading.py"));
     CHECK_FALSE(IsPythonMachineryPath(site + "transformers/models/llama/modeling_llama.py"));
     CHECK_FALSE(IsPythonMachineryPath("/home/u/proj/threading.py"));
+  }
+
+  TEST_CASE("a model library's layer owns its site and the user's notebook cell is its caller") {
+    MiniTrace t;
+    const std::string site = "/opt/conda/lib/python3.10/site-packages/";
+    const std::string llama = site + "transformers/models/llama/modeling_llama.py";
+    const F call{"_call_impl", site + "torch/nn/modules/module.py", 1527};
+    const F cell{"<module>", "/tmp/ipykernel_4821/3105878423.py", 21};
+    const F run_code{"run_code", site + "IPython/core/interactiveshell.py", 3577};
+    const std::vector<F> outer = {call,
+                                  {"forward", llama, 330},
+                                  call,
+                                  {"__call__", site + "transformers/modeling_layers.py", 93},
+                                  {"forward", llama, 405},
+                                  {"wrapper", site + "transformers/utils/generic.py", 1083},
+                                  call,
+                                  {"forward", site + "peft/peft_model.py", 1850},
+                                  call,
+                                  cell,
+                                  run_code};
+    auto stack = [&](std::vector<F> inner) {
+      inner.insert(inner.end(), outer.begin(), outer.end());
+      return t.Stack(inner);
+    };
+    StackId q = stack({{"at::_ops::linear::call(at::Tensor const&)"},
+                       {"forward", site + "torch/nn/modules/linear.py", 116},
+                       call,
+                       {"forward", llama, 615}});
+    StackId q2 = stack({{"at::_ops::linear::call(at::Tensor const&)"},
+                        {"forward", site + "torch/nn/modules/linear.py", 116},
+                        call,
+                        {"forward", llama, 615},
+                        call,
+                        {"forward", llama, 700}});
+    StackId lora = stack({{"at::_ops::matmul::call(at::Tensor const&)"},
+                          {"forward", site + "bitsandbytes/nn/modules.py", 474},
+                          call,
+                          {"forward", site + "peft/tuners/lora/bnb.py", 230}});
+    StackId hook = stack({{"at::_ops::add::call(at::Tensor const&)"},
+                          {"new_forward", site + "accelerate/hooks.py", 170}});
+    StackId to = t.Stack({{"at::_ops::to::call(at::Tensor const&)"},
+                          {"to", site + "transformers/modeling_utils.py", 4346},
+                          {"train", "/home/u/proj/train.py", 9}});
+    StackId user = t.Stack({{"at::_ops::mm::call(at::Tensor const&)"},
+                            {"attn", "/home/u/proj/my_attn.py", 7},
+                            {"forward", llama, 300},
+                            {"train", "/home/u/proj/train.py", 10}});
+    for (StackId s : {q, q2, lora, hook, to, user}) t.Alloc(0x1000 + 0x100 * s.v, 16, s);
+    Snapshot snap = t.Finish();
+    Attribution attr(snap, nullptr);
+    const std::string llama_short = "transformers/models/llama/modeling_llama.py";
+    // The innermost model frame owns the site; the model's outer modules and wrappers are not
+    // callers, IPython's machinery neither: the cell is the only one.
+    const SiteInfo& a = attr.Site(q);
+    CHECK(a.BaseLabel() ==
+          "linear \u2190 " + llama_short + ":615 forward \u2190 cell 3105878423.py:21 <module>");
+    CHECK(a.callers == std::vector<std::string>{"cell 3105878423.py:21 <module>"});
+    CHECK(a.phase == Phase::kForward);
+    CHECK(a.model_owned);
+    // The one-line label (JSON `site`, oom's lines) names the user's frame too.
+    CHECK(DistinctLabels({&a})[0] ==
+          "linear \u2190 " + llama_short + ":615 forward \u2190 cell 3105878423.py:21 <module>");
+    // Two sites whose stacks differ only in the model's outer frames stay two sites.
+    const SiteInfo& a2 = attr.Site(q2);
+    CHECK(a2.key != a.key);
+    CHECK(DistinctLabels({&a, &a2})[0] != DistinctLabels({&a, &a2})[1]);
+    // bitsandbytes' 4-bit layer under peft's LoRA layer: the innermost is the layer that ran.
+    CHECK(attr.Site(lora).owner == "bitsandbytes/nn/modules.py:474 forward");
+    CHECK(attr.Site(lora).what == "matmul");
+    // accelerate's hook is no layer: the Llama layer around it owns the site.
+    CHECK(attr.Site(hook).owner == llama_short + ":330 forward");
+    CHECK(attr.Site(hook).callers == std::vector<std::string>{"cell 3105878423.py:21 <module>"});
+    // transformers' own `to` is its base class, not a layer: the user's line keeps the site.
+    CHECK(attr.Site(to).BaseLabel() == "to \u2190 train.py:9 train");
+    // A user frame inside a model layer (a custom attention) still owns its site.
+    CHECK(attr.Site(user).BaseLabel() == "mm \u2190 my_attn.py:7 attn");
+
+    CHECK(IsModelLibraryPath(site + "peft/tuners/lora/bnb.py"));
+    CHECK(IsModelLibraryPath(site + "diffusers/models/attention_processor.py"));
+    CHECK_FALSE(IsModelLibraryPath(site + "accelerate/hooks.py"));
+    CHECK_FALSE(IsModelLibraryPath(site + "torch/nn/modules/linear.py"));
+    CHECK_FALSE(IsModelLibraryPath("/home/u/proj/lib/transformers/models/bert/modeling_bert.py"));
   }
 
   TEST_CASE("a trace that runs no model has no phase peaks") {

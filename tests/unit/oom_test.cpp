@@ -285,9 +285,12 @@ TEST_SUITE("oom") {
     StackId b = s.stacks.Intern(torch_only);
     StackId c = s.stacks.Intern(native);
     SiteNamer namer(s);
-    // The attribution model's labels (docs/attribution.md): the user's frame owns the memory, the
-    // library call it made says what; the allocator's own frames never name a site.
-    CHECK(namer.Label(a) == "torch/nn/modules/linear.py:116 forward \u2190 train.py:30 train_step");
+    // The attribution model's labels (docs/attribution.md): the model library's layer (timm's
+    // MLP) owns the memory, the library call it made says what, and the user's frame that ran the
+    // model follows; the allocator's own frames never name a site.
+    CHECK(namer.Label(a) ==
+          "torch/nn/modules/linear.py:116 forward \u2190 timm/layers/mlp.py:44 forward \u2190 "
+          "train.py:30 train_step");
     CHECK(namer.Label(b) == "torch/nn/modules/linear.py:116 forward");
     CHECK(namer.Label(c) == kMachineryOnlyRow);
     CHECK(namer.Label(StackTable::kEmpty) == kTracedNoStackRow);

@@ -83,6 +83,14 @@ class HolderNamer {
     }
     return Category::kUnknown;
   }
+  // Its row: what its free says it was (PreWindowRow, as `top` and `blocks` name it).
+  std::string PreWindowLabel(uint64_t addr) {
+    if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
+      const StackId free_stack = dt_->blocks[it->second].stack;
+      return std::string(analysis::PreWindowRow(namer.attribution().Site(free_stack)));
+    }
+    return std::string(kPreWindowRow);
+  }
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
   analysis::Category CategoryOf(StackId stack, uint32_t alloc_event, uint64_t addr) {
@@ -135,7 +143,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
       synthetic = namer.IsSynthetic(g->second);
       category = names.CategoryOf(g->second, kPreexistingEvent, addr);
     } else {
-      site = std::string(kPreWindowRow);  // only its free is in the trace
+      site = names.PreWindowLabel(addr);  // only its free is in the trace
       category = names.PreWindowCategory(addr);
     }
     OomHolder& h = by_site[site];

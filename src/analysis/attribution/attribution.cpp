@@ -308,8 +308,10 @@ std::string SiteInfo::ForwardClause(bool bracket) const {
 }
 
 std::string SiteInfo::BaseLabel() const {
+  // A model library's layer: the user's frame that ran the model too ("Model libraries").
   return absl::StrCat(what.empty() ? owner : absl::StrCat(what, Sv(kLabelArrow), owner),
-                      ForwardClause(false));
+                      ForwardClause(false),
+                      model_owned ? absl::StrCat(Sv(kLabelArrow), callers[0]) : std::string());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,6 +417,12 @@ std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& si
     e.site = s;
     e.label = e.head =
         s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
+    // A model library's layer: the one-line label names the user's frame that ran the model too,
+    // as BaseLabel does (a text table shows it under the row).
+    if (s->model_owned) {
+      absl::StrAppend(&e.label, Sv(kLabelArrow), s->callers[0]);
+      e.next_caller = 1;
+    }
   }
   const size_t n_entries = entries.size();
   std::vector<size_t> clause_at(n_entries);
@@ -522,6 +530,7 @@ const Attribution::FileFacts& Attribution::File(StrId filename) {
     it->second.normal = NormalPath(raw);
     it->second.library = IsLibraryPath(raw);
     it->second.compiled = IsCompiledCode(it->second.normal);
+    it->second.model = IsModelLibraryPath(it->second.normal);
   }
   return it->second;
 }
@@ -810,9 +819,25 @@ SiteInfo Attribution::Build(StackId stack) {
     s.kind = SiteKind::kPython;
     s.op = facts.op_inner_to_python;
     size_t owner = facts.python[0];
+    size_t user = SIZE_MAX;  // the innermost user frame
     for (size_t i : facts.python) {
       if (!file_of(i).library) {
+        owner = user = i;
+        break;
+      }
+    }
+    // A model library's layer inside the user's call (transformers' `modeling_llama.py:615
+    // forward` under a notebook cell's `model(**batch)`) is the model code that allocated: it
+    // owns the site, and the user's frame is its caller. Its wrappers (`__call__`, `wrapper`...)
+    // name nothing.
+    bool model_owned = false;
+    for (size_t i : facts.python) {
+      if (i >= owner && user != SIZE_MAX) break;
+      const std::string_view name = name_of(i);
+      if (file_of(i).model && !plumbing(i) &&
+          (!IsGenericFunction(name) || name == "forward" || name == "_forward")) {
         owner = i;
+        model_owned = true;
         break;
       }
     }
@@ -857,6 +882,9 @@ SiteInfo Attribution::Build(StackId stack) {
         continue;
       }
       if (past_owner && file_of(i).compiled) traced = false;
+      // A model-owned site's caller is the user's frame: the library frames between them (the
+      // model's outer modules, its wrappers) are the module tree's (`top --by module`).
+      if (model_owned && user != SIZE_MAX && i < user) continue;
       // Machinery that ran the user's code (IPython, runpy, threading) is never a caller.
       if (past_owner && !plumbing(i) && !file_of(i).compiled && !machinery(i)) {
         s.callers.push_back(PythonFrameText(frames[i]));
@@ -871,6 +899,7 @@ SiteInfo Attribution::Build(StackId stack) {
       owner_out.push_back(key_text(facts.python[k]));
       if (unlined) unlined_out.push_back(unlined_parts[k]);
     }
+    s.model_owned = model_owned && user != SIZE_MAX && !s.callers.empty();
     s.key = absl::StrCat("py|", s.what, "|", absl::StrJoin(owner_out, ";"), "|", s.op);
     if (unlined) {
       set_unlined(absl::StrCat("py|", s.what, "|", absl::StrJoin(unlined_out, ";"), "|", s.op),

@@ -184,6 +184,15 @@ bool ForwardOnlyRun(const Snapshot& snap, const DeviceTimeline& dt) {
   return forward;
 }
 
+std::string_view PreWindowRow(const SiteInfo& free_site) {
+  // The order Categorize reads a pre-window lifetime's free in.
+  if (free_site.zero_grad) return kPreWindowZeroGradRow;
+  if (free_site.accumulate_grad) return kPreWindowAccumulateGradRow;
+  if (free_site.phase == Phase::kBackward) return kPreWindowBackwardRow;
+  if (free_site.phase == Phase::kOptimizer) return kPreWindowOptimizerRow;
+  return kPreWindowRow;
+}
+
 CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
   using C = Category;
   using R = CategoryRule;

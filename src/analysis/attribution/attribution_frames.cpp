@@ -415,6 +415,23 @@ bool IsPythonMachineryPath(std::string_view path) {
   return short_path == "runpy.py" || short_path == "threading.py" || short_path == "code.py";
 }
 
+bool IsModelLibraryPath(std::string_view path) {
+  const std::string p = NormalPath(path);
+  if (!IsLibraryPath(p)) return false;
+  const std::string short_path = ShortPath(p, "");
+  // accelerate's hooks wrap a module's forward (device placement, offload), and a library's
+  // modeling_utils.py is its models' base class (from_pretrained, its own `to`): no layer.
+  if (short_path.starts_with("accelerate/hooks.py") || short_path.ends_with("/modeling_utils.py")) {
+    return false;
+  }
+  for (std::string_view dir :
+       {"transformers/", "peft/", "diffusers/", "timm/", "accelerate/", "bitsandbytes/nn/",
+        "torchvision/models/", "sentence_transformers/", "open_clip/", "trl/"}) {
+    if (short_path.starts_with(dir)) return true;
+  }
+  return false;
+}
+
 std::string NotebookCellName(std::string_view path) {
   const std::string p = NormalPath(path);
   // IPython < 7.x (and plain IPython): "<ipython-input-21-3105878423>".
@@ -434,7 +451,9 @@ std::string NotebookCellName(std::string_view path) {
   if (kernel == std::string::npos || !p.ends_with(".py")) return "";
   const size_t slash = p.rfind('/');
   if (slash <= kernel) return "";
-  return absl::StrCat("cell ", p.substr(slash + 1, p.size() - slash - 4));
+  // The frames carry nothing else (no execution count): the file's own name, which the user finds
+  // in /tmp/ipykernel_PID/ and which stays the same while the cell's code does.
+  return absl::StrCat("cell ", p.substr(slash + 1));
 }
 
 std::string NormalPath(std::string_view path) {

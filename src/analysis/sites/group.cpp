@@ -174,7 +174,10 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
     return phase ? PlainRow(std::string(StepPhaseName(*phase)), false)
                  : PlainRow(std::string(kPreWindowRow), true);
   }
-  if (lt.cls == LifetimeClass::kPreWindow) return PlainRow(std::string(kPreWindowRow), true);
+  if (lt.cls == LifetimeClass::kPreWindow) {
+    // Its stack is its free's: the row says what that free shows it was.
+    return PlainRow(std::string(PreWindowRow(attribution_.Site(lt.stack))), true);
+  }
   switch (options_.by) {
     case GroupBy::kAnnotation: {
       std::string name = AnnotationAt(dt, lt);
@@ -250,7 +253,12 @@ std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
 }
 
 SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
-  pre_window_.key = pre_window_.owner = std::string(kPreWindowRow);
+  const std::string_view pre_rows[] = {kPreWindowRow, kPreWindowZeroGradRow,
+                                       kPreWindowAccumulateGradRow, kPreWindowBackwardRow,
+                                       kPreWindowOptimizerRow};
+  for (size_t i = 0; i < pre_window_.size(); ++i) {
+    pre_window_[i].key = pre_window_[i].owner = std::string(pre_rows[i]);
+  }
   const std::string_view rows[] = {kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow};
   for (size_t i = 0; i < no_stack_.size(); ++i) {
     no_stack_[i].key = no_stack_[i].owner = std::string(rows[i]);
@@ -258,8 +266,13 @@ SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
 }
 
 size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt) {
-  const SiteInfo* found =
-      lt.cls == LifetimeClass::kPreWindow ? &pre_window_ : &attribution_.Site(lt.stack);
+  const SiteInfo* found = &attribution_.Site(lt.stack);
+  if (lt.cls == LifetimeClass::kPreWindow) {
+    const std::string_view row = PreWindowRow(*found);
+    for (const SiteInfo& s : pre_window_) {
+      if (s.key == row) found = &s;
+    }
+  }
   if (found->kind == SiteKind::kNoStack && lt.cls != LifetimeClass::kPreWindow) {
     const std::string_view row = NoStackRow(attribution_.snapshot(), dt, lt);
     for (const SiteInfo& s : no_stack_) {

@@ -48,6 +48,16 @@ inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
 /// Pre-window lifetimes (only their free is in the trace): the allocation site is unknown. Upstream
 /// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
+/// Pre-window lifetimes whose free says what they were (the rules freed_by_zero_grad,
+/// freed_by_backward and freed_by_optimizer, docs/attribution.md "Rules"): the row says it too.
+inline constexpr std::string_view kPreWindowZeroGradRow =
+    "[allocated before the trace, freed by zero_grad: last step's gradients]";
+inline constexpr std::string_view kPreWindowAccumulateGradRow =
+    "[allocated before the trace, replaced by AccumulateGrad: last step's gradients]";
+inline constexpr std::string_view kPreWindowBackwardRow =
+    "[allocated before the trace, freed by backward: saved for it]";
+inline constexpr std::string_view kPreWindowOptimizerRow =
+    "[allocated before the trace, freed by the optimizer step: its state]";
 
 /// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
 /// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
@@ -246,6 +256,9 @@ struct SiteInfo {
   Phase phase = Phase::kNone;
   /// The first active user category one of the stack's frames matches; -1 for none.
   int user_category = -1;
+  /// A model library's layer owns the site and `callers[0]` is the user's frame that ran the
+  /// model (docs/attribution.md, "Model libraries"): one-line labels always show that caller.
+  bool model_owned = false;
   bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
   bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
   bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
@@ -338,6 +351,7 @@ class Attribution {
     std::string normal;  // NormalPath
     bool library = false;
     bool compiled = false;  // code torch.compile runs
+    bool model = false;     // a model library's code (transformers, peft, diffusers...)
   };
   const FileFacts& File(StrId filename);
   /// Per Python frame, computed once: display text, key text, phase marker.
@@ -383,6 +397,12 @@ class Attribution {
   absl::flat_hash_map<std::string, std::vector<std::string>> line_chain_;
   bool line_chain_done_ = false;
 };
+
+struct SiteInfo;
+/// The row of a lifetime allocated before the trace, whose stack at hand is its free's: what that
+/// free says of it, by the same rules Categorize decides its category with (kPreWindowZeroGradRow
+/// ...), else kPreWindowRow.
+std::string_view PreWindowRow(const SiteInfo& free_site);
 
 /// Why a lifetime has its category: the rule that decided (docs/attribution.md, "Categories").
 enum class CategoryRule : uint8_t {

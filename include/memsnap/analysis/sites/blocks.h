@@ -27,8 +27,8 @@ struct BlockRow {
   int32_t device = 0;
   BlockLifetime lifetime;
   int64_t alloc_time_us = kNoTime, free_time_us = kNoTime;
-  /// The site's label (distinct among the report's sites; "[allocated before the trace]" for
-  /// pre-window lifetimes, whose stack is the free's) and the lifetime's category.
+  /// The site's label (distinct among the report's sites; PreWindowRow for pre-window lifetimes,
+  /// whose stack is the free's) and the lifetime's category.
   std::string site;
   std::string head;  // the first line of `site` in text output (SiteLabel::head)
   CategoryVerdict category;

@@ -176,8 +176,8 @@ class GroupContext {
 class SiteLabels {
  public:
   explicit SiteLabels(Attribution& attribution);
-  /// The index of the lifetime's site (pre-window lifetimes: "[allocated before the trace]", as
-  /// their stack is the free's; lifetimes without a stack: NoStackRow).
+  /// The index of the lifetime's site (pre-window lifetimes: PreWindowRow, as their stack is
+  /// the free's; lifetimes without a stack: NoStackRow).
   size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime);
   /// Computes the labels (DistinctLabels); call once, after the last Add.
   void Finish();
@@ -188,8 +188,8 @@ class SiteLabels {
 
  private:
   Attribution& attribution_;
-  SiteInfo pre_window_;
-  std::array<SiteInfo, 3> no_stack_;  // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
+  std::array<SiteInfo, 5> pre_window_;  // kPreWindowRow and what a free says (PreWindowRow)
+  std::array<SiteInfo, 3> no_stack_;    // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
   absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
   std::vector<const SiteInfo*> sites_;
   std::vector<SiteLabel> labels_;

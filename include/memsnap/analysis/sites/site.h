@@ -43,6 +43,8 @@ class SiteNamer {
   /// no stack that outlives a trace running a model is a parameter, a backward allocation kept
   /// after backward a gradient, one freed inside its phase a temporary, and so on.
   analysis::Category CategoryOf(const DeviceTimeline& device, const BlockLifetime& lifetime);
+  /// The attribution model the labels come from.
+  Attribution& attribution() { return attribution_; }
 
  private:
   Attribution attribution_;
