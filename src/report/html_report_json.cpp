@@ -204,12 +204,13 @@ Json SegmentLifetimesJson(const Snapshot& snap, const DeviceTimeline& dt,
     v.push_back(s.size);
     v.push_back(static_cast<int64_t>(s.address));
     v.push_back(s.stream);
-    v.push_back((s.mapping ? 1 : 0) | (s.left_out ? 2 : 0));
+    v.push_back((s.mapping ? 1 : 0) | (s.left_out ? 2 : 0) | (s.split ? 4 : 0));
     prev_begin = begin;
     prev_x = bx;
   }
   // Negative when the trace releases more than the reserved curve, anchored at the final state,
-  // can have held before it: the page then leaves out the lifetimes older than the trace.
+  // can have held before it: the lifetimes then add up to more than the curve, and the page says
+  // so. (It is never positive: final segments the trace does not explain are ghost lifetimes.)
   return Json{{"n", order.size()},
               {"data", PackVarints(v)},
               {"unreconciled_bytes", dt.unreconciled_reserved_bytes}};
