@@ -421,9 +421,20 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["pools"] = pools;
   j["segments"] = Json{{"n", st.segments.size()}, {"data", PackVarints(v)}};
   Json moments = Json::array();
+  const DeviceTrace* trace = snap.TraceOf(dt.device);
+  const auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
   for (const analysis::AllocatorState& s : st.states) {
     Json m;
     m["event"] = s.event;
+    // What the event did, for the list of events around the cursor.
+    if (s.event >= 0 && static_cast<size_t>(s.event) < events.size()) {
+      const TraceEvent& e = events[static_cast<size_t>(s.event)];
+      const int stack = e.stack.valid() ? stacks.Add(e.stack) : -1;
+      m["what"] = Json{{"action", ActionName(e.action)},
+                       {"addr", absl::StrCat("0x", absl::Hex(e.addr))},
+                       {"size", e.size},
+                       {"stack", stack}};
+    }
     m["x"] = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(s.event));
     if (s.time_us != kNoTime) m["time_us"] = s.time_us;
     if (!s.labels.empty()) m["labels"] = s.labels;

@@ -662,6 +662,64 @@ async function checkSegmentTimeline(name, page, input = null) {
   }
 }
 
+// The allocator state event by event (issue 36 §3): around the peak the arrow keys and the
+// previous/next buttons step one event, and the state changes by exactly that event's block (an
+// alloc adds it with the requested bytes, free_requested makes it pending, free_completed removes
+// it, a segment event leaves the blocks alone); the list of events around the cursor follows.
+async function checkStateSteps(name, page) {
+  const got = await page.evaluate(() => __memsnap.states.map((v) => {
+    const active = (i) => {
+      const out = new Map();
+      for (const s of v.momentSegments(i)) {
+        let off = 0;
+        for (const p of s.spans) {
+          if (p.kind <= 1) out.set(s.addr + off, { kind: p.kind, size: p.size, requested: p.requested });
+          off += p.size;
+        }
+      }
+      return out;
+    };
+    const start = v.moments.findIndex((m) => (m.labels || []).includes("peak live"));
+    if (start < 0) return { device: v.dev.device, none: true };
+    v.show(start, true);
+    const sec = v.host.closest("section");
+    const steps = [], problems = [];
+    const press = (key) => sec.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+    for (const [how, d] of [["key", 1], ["key", 1], ["button", 1], ["key", -1], ["button", -1], ["button", -1], ["key", -1], ["key", -1]]) {
+      const before = v.current, e0 = v.moments[before].event;
+      if (how === "key") press(d > 0 ? "ArrowRight" : "ArrowLeft");
+      else if (sec.querySelector(`button[data-step="${d}"]`)) sec.querySelector(`button[data-step="${d}"]`).click();
+      else { problems.push(`no button steps ${d > 0 ? "forward" : "back"} one event`); continue; }
+      const after = v.current, e1 = v.moments[after].event;
+      if (after === before) { problems.push(`${how} ${d} at event ${e0} did not move`); continue; }
+      if (Math.abs(e1 - e0) !== 1) { steps.push({ skipped: e1 - e0 }); continue; }
+      // The later state's event is the one that made the difference.
+      const [lo, hi] = e1 > e0 ? [before, after] : [after, before];
+      const w = v.moments[hi].what, A = active(lo), B = active(hi);
+      const changed = [];
+      for (const [a, x] of B) { const y = A.get(a); if (!y || y.kind !== x.kind || y.size !== x.size) changed.push(["+", a, x, y]); }
+      for (const [a, y] of A) if (!B.has(a)) changed.push(["-", a, null, y]);
+      const addr = parseInt(w.addr, 16);
+      let ok;
+      if (w.action === "alloc") ok = changed.length === 1 && changed[0][0] === "+" && changed[0][1] === addr && !changed[0][3] && changed[0][2].kind === 0 && changed[0][2].requested === w.size;
+      else if (w.action === "free_requested") ok = changed.length === 1 && changed[0][1] === addr && changed[0][2] && changed[0][2].kind === 1 && changed[0][3].kind === 0;
+      else if (w.action === "free_completed") ok = changed.length === 1 && changed[0][0] === "-" && changed[0][1] === addr;
+      else ok = changed.length === 0;
+      if (!ok) problems.push(`event ${v.moments[hi].event} (${w.action} ${w.size} at ${w.addr}) changed ${changed.length} blocks: ${JSON.stringify(changed.map((c) => [c[0], c[1].toString(16)]))}`);
+      const current = sec.querySelector(".events .event.current");
+      if (!current || Number(current.dataset.event) !== e1) problems.push(`the list of events does not mark event ${e1}`);
+      else if ((v.moments[after].what || { stack: -1 }).stack >= 0 && !current.querySelector("details pre")) problems.push(`event ${e1} lists no raw stack`);
+      steps.push({ event: e1, action: w.action });
+    }
+    return { device: v.dev.device, steps, problems };
+  }));
+  for (const g of got) {
+    if (g.none) continue;
+    for (const p of g.problems) fail(name, `device ${g.device}: stepping the allocator state: ${p}`);
+    if (!g.steps.some((s) => s.action)) fail(name, `device ${g.device}: no step of one event from the peak (${JSON.stringify(g.steps)})`);
+  }
+}
+
 async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
@@ -676,6 +734,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   }
   if (zoomed) await checkBandHover(name, page, zoomed.index, wantBand);
   await checkStateAtPeak(name, page, input);
+  await checkStateSteps(name, page);
   await checkSites(name, page);
   await checkCategories(name, page);
   checkConsole(name, page);

@@ -36,8 +36,14 @@
 namespace memsnap::analysis {
 
 struct ReportAnalysisOptions {
-  LodOptions lod;                 // curve columns and bands
-  AllocatorStatesOptions states;  // how many allocator states the page keeps
+  LodOptions lod;  // curve columns and bands
+  /// How many allocator states the page keeps; 16 events either side of each labelled moment
+  /// (the peaks, the OOM, the end) so that the page can step through them event by event.
+  AllocatorStatesOptions states = [] {
+    AllocatorStatesOptions o;
+    o.around = 16;
+    return o;
+  }();
   int top_sites = 25;  // rows of the site tables (the tail folds into "[N others]"); 0 = all
   GroupOptions group;  // how sites are keyed (frame filters, depth)
   /// PYTORCH_CUDA_ALLOC_CONF strings to replay the trace under (besides the recorded settings).
