@@ -720,6 +720,23 @@ async function checkStateSteps(name, page) {
   }
 }
 
+// An OOM chart draws the card's capacity (issue 36 §3): a line inside the plot at `memsnap oom`'s
+// usable capacity, on every device with an OOM.
+async function checkCapacity(name, page) {
+  const got = await page.evaluate(() => __memsnap.timelines.map((t) => {
+    t.reset();
+    return { device: t.dev.device, ooms: (t.dev.ooms || []).length, want: t.dev.capacity, drawn: t.fig.capacity || null };
+  }));
+  for (const g of got) {
+    if (!g.ooms) continue;
+    if (!g.want) { fail(name, `device ${g.device}: an OOM and no capacity on the page`); continue; }
+    if (!g.drawn) { fail(name, `device ${g.device}: the OOM chart draws no capacity line`); continue; }
+    if (g.drawn.bytes !== g.want.bytes || g.drawn.y < g.drawn.top - 0.5 || g.drawn.y > g.drawn.bottom + 0.5) {
+      fail(name, `device ${g.device}: the capacity line ${JSON.stringify(g.drawn)} is not inside the plot at ${g.want.bytes}`);
+    }
+  }
+}
+
 async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
@@ -741,6 +758,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   if (zoomed) await checkHashAndKeys(name, page, zoomed.index, zoomed.fig);
   // These reset the view: after the zoomed view's link was checked.
   await checkKindsUnderCurve(name, page);
+  await checkCapacity(name, page);
   await checkSegmentTimeline(name, page, input);
   await checkFigures(name, page, input);
   checkConsole(name, page);

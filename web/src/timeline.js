@@ -269,6 +269,9 @@ class TimelineChart {
       if (right < a || c.x[i] > b) continue;
       top = Math.max(top, c.max[i], c.res[i]);
     }
+    // An OOM chart shows how far the card's memory is (memsnap oom's capacity, capped by the
+    // recorded memory fraction): the scale reaches it.
+    if (this.dev.capacity) top = Math.max(top, this.dev.capacity.bytes);
     this.yFmt.axis = byteAxis(top);
     this.guard = true;
     this.u.batch(() => {
@@ -398,6 +401,25 @@ class TimelineChart {
     this.fig.drawnBands = drawnBands;
     this.draws = (this.draws || 0) + 1;
   }
+  // The card's capacity across the plot, labelled at its left end.
+  capacityLine(u, cap) {
+    const ctx = u.ctx, bb = u.bbox, py = Math.round(u.valToPos(cap.bytes, "y", true)) + 0.5;
+    ctx.save();
+    ctx.strokeStyle = COLORS.oom;
+    ctx.lineWidth = devicePixelRatio;
+    ctx.setLineDash([2 * devicePixelRatio, 2 * devicePixelRatio]);
+    ctx.beginPath();
+    ctx.moveTo(bb.left, py);
+    ctx.lineTo(bb.left + bb.width, py);
+    ctx.stroke();
+    ctx.font = "600 " + 11 * devicePixelRatio + "px system-ui, sans-serif";
+    ctx.fillStyle = COLORS.oom;
+    ctx.textAlign = "left";
+    const text = cap.what + " " + fmtBytes(cap.bytes);
+    ctx.fillText(text, bb.left + 4 * devicePixelRatio, py + (py - bb.top < 16 * devicePixelRatio ? 13 : -4) * devicePixelRatio);
+    ctx.restore();
+    this.fig.capacity = { bytes: cap.bytes, y: py / devicePixelRatio, top: bb.top / devicePixelRatio, bottom: (bb.top + bb.height) / devicePixelRatio, label: text };
+  }
   marker(u, x, color, text, dash) {
     if (x < this.a || x > this.b) return;
     const ctx = u.ctx, bb = u.bbox, px = Math.round(u.valToPos(this.map.fwd(x), "x", true)) + 0.5;
@@ -431,6 +453,7 @@ class TimelineChart {
     this.labelRows = [];
     if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
+    if (dev.capacity) this.capacityLine(u, dev.capacity);
     this.placeCursor();
   }
   // The state view's moment: a line over the plot (a DOM element, so moving it redraws nothing).
