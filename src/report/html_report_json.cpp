@@ -318,6 +318,20 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     steps.push_back(x_of(d.steps.end.back()));
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
+  // The annotation regions: [begin x, end x, name, 1 when its END was not recorded], at most
+  // kMaxAnnotationRegions (the first ones), and how many there are.
+  if (!d.annotations.empty() && lod.has_time) {
+    constexpr size_t kMaxAnnotationRegions = 5000;
+    Json regions = Json::array();
+    auto x_of = [&](int64_t t) {
+      return std::clamp<int64_t>(t - lod.t0_us, 0, static_cast<int64_t>(lod.x_span));
+    };
+    for (size_t k = 0; k < d.annotations.size() && k < kMaxAnnotationRegions; ++k) {
+      const analysis::AnnotationRegion& r = d.annotations[k];
+      regions.push_back(Json::array({x_of(r.begin_us), x_of(r.end_us), r.name, r.open ? 1 : 0}));
+    }
+    j["annotations"] = Json{{"n", d.annotations.size()}, {"regions", std::move(regions)}};
+  }
   // Memory by category over time and at the peak (parameters, gradients, optimizer state,
   // activations...): per category that holds bytes anywhere, its live bytes at each sampled column.
   if (d.categories) {

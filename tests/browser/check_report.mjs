@@ -737,6 +737,35 @@ async function checkCapacity(name, page) {
   }
 }
 
+// Training steps and annotation regions over the timeline (issue 36 §3): the steps are those
+// `leaks` (and `--at step:N`) finds, each drawn; every annotation region in view is drawn.
+async function checkStepsAndAnnotations(name, page, input) {
+  const got = await page.evaluate(() => __memsnap.timelines.map((t) => {
+    t.reset();
+    return { device: t.dev.device, steps: t.fig.steps, annotations: t.fig.annotations,
+      starts: null };
+  }));
+  let leaks = null;
+  try { leaks = JSON.parse(run(["leaks", "--json", input])); } catch (e) { leaks = null; }
+  const want = leaks && leaks.steps && leaks.steps.steps ? leaks.steps : null;
+  let starts = null;
+  if (input.endsWith(".json")) {
+    const doc = JSON.parse(fs.readFileSync(input, "utf8"));
+    starts = (doc.external_annotations || []).filter((a) => a.stage === "START").length;
+  }
+  for (const g of got) {
+    if (!g.steps) { fail(name, `device ${g.device}: the timeline does not say what steps it drew`); continue; }
+    if (want && want.device === g.device && want.steps.length > 1) {
+      if (g.steps.n !== want.steps.length) fail(name, `device ${g.device}: ${g.steps.n} steps drawn, leaks finds ${want.steps.length}`);
+      if (g.steps.drawn !== g.steps.n) fail(name, `device ${g.device}: ${g.steps.drawn} of ${g.steps.n} steps drawn over the whole trace`);
+    }
+    if (starts != null && got.length === 1) {
+      if (g.annotations.n !== starts) fail(name, `device ${g.device}: ${g.annotations.n} annotation regions for ${starts} START entries`);
+      if (starts && !g.annotations.drawn) fail(name, `device ${g.device}: no annotation region drawn`);
+    }
+  }
+}
+
 async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
@@ -759,6 +788,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   // These reset the view: after the zoomed view's link was checked.
   await checkKindsUnderCurve(name, page);
   await checkCapacity(name, page);
+  await checkStepsAndAnnotations(name, page, input);
   await checkSegmentTimeline(name, page, input);
   await checkFigures(name, page, input);
   checkConsole(name, page);

@@ -401,6 +401,65 @@ class TimelineChart {
     this.fig.drawnBands = drawnBands;
     this.draws = (this.draws || 0) + 1;
   }
+  // The training steps (the steps `--at step:N` finds): every other step shaded, each labelled
+  // at the bottom where there is room.
+  drawSteps(u) {
+    const steps = this.dev.steps;
+    this.fig.steps = { n: steps ? steps.x.length - 1 : 0, drawn: 0, method: steps ? steps.method : null };
+    if (!steps) return;
+    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    ctx.save();
+    ctx.font = 10 * dpr + "px system-ui, sans-serif";
+    ctx.textAlign = "left";
+    for (let k = 0; k + 1 < steps.x.length; k++) {
+      const x0 = steps.x[k], x1 = steps.x[k + 1];
+      if (x1 < this.a || x0 > this.b) continue;
+      const p0 = X(x0), p1 = X(x1);
+      this.fig.steps.drawn++;
+      if (k % 2) { ctx.fillStyle = "rgba(16,24,40,0.045)"; ctx.fillRect(p0, bb.top, p1 - p0, bb.height); }
+      ctx.strokeStyle = "rgba(16,24,40,0.25)";
+      ctx.lineWidth = dpr;
+      ctx.beginPath();
+      ctx.moveTo(Math.round(p0) + 0.5, bb.top + bb.height - 14 * dpr);
+      ctx.lineTo(Math.round(p0) + 0.5, bb.top + bb.height);
+      ctx.stroke();
+      const label = "step " + k;
+      if (p1 - p0 > ctx.measureText(label).width + 8 * dpr) {
+        ctx.fillStyle = "#475467";
+        ctx.fillText(label, p0 + 3 * dpr, bb.top + bb.height - 4 * dpr);
+      }
+    }
+    ctx.restore();
+  }
+  // The program's annotation regions (record_function ranges) as bars along the top of the plot,
+  // nested ranges on lanes below their parents, named where there is room.
+  drawAnnotations(u) {
+    const an = this.dev.annotations;
+    this.fig.annotations = { n: an ? an.n : 0, drawn: 0 };
+    if (!an || !this.dev.has_time) return;
+    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, laneH = 12 * dpr, lanes = [];
+    const X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    ctx.save();
+    ctx.font = 10 * dpr + "px system-ui, sans-serif";
+    ctx.textAlign = "left";
+    for (const [x0, x1, name] of an.regions) {
+      // Lane: the first whose last range has ended (ranges come in order of their begin).
+      let lane = lanes.findIndex((end) => end <= x0);
+      if (lane < 0) { lane = lanes.length; lanes.push(x1); } else lanes[lane] = x1;
+      if (lane > 3 || x1 < this.a || x0 > this.b) continue;
+      const p0 = X(x0), p1 = Math.max(X(x1), p0 + dpr), y = bb.top + lane * laneH;
+      let hash = 0;
+      for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
+      ctx.fillStyle = "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)";
+      ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
+      this.fig.annotations.drawn++;
+      if (p1 - p0 > ctx.measureText(name).width + 6 * dpr) {
+        ctx.fillStyle = "#344054";
+        ctx.fillText(name, p0 + 3 * dpr, y + laneH - 3 * dpr);
+      }
+    }
+    ctx.restore();
+  }
   // The card's capacity across the plot, labelled at its left end.
   capacityLine(u, cap) {
     const ctx = u.ctx, bb = u.bbox, py = Math.round(u.valToPos(cap.bytes, "y", true)) + 0.5;
@@ -454,6 +513,8 @@ class TimelineChart {
     if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
     if (dev.capacity) this.capacityLine(u, dev.capacity);
+    this.drawSteps(u);
+    this.drawAnnotations(u);
     this.placeCursor();
   }
   // The state view's moment: a line over the plot (a DOM element, so moving it redraws nothing).

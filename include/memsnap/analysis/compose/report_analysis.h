@@ -50,7 +50,9 @@ struct ReportAnalysisOptions {
   std::vector<std::string> replay_confs;
   bool with_states = true;  // the diff page leaves the allocator states and sites out
   bool with_sites = true;
-  bool with_steps = false;  // the diff page aligns the two timelines on their steps
+  /// The steps: the single page draws them over the timeline, the diff page aligns the two
+  /// timelines on them.
+  bool with_steps = true;
 };
 
 /// Live memory by category (attribution.h) across one device's trace: one sample per stored column
@@ -75,6 +77,14 @@ struct ReportCategories {
   std::vector<Tile> tiles;
 };
 
+/// A range of the program's annotations (record_function and friends: the trace's
+/// external_annotations), paired START to END by name, the innermost open one first.
+struct AnnotationRegion {
+  std::string name;
+  int64_t begin_us = 0, end_us = 0;  // times; an END never seen ends at the device's last time
+  bool open = false;                 // its END was not recorded
+};
+
 struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
@@ -82,8 +92,11 @@ struct DeviceReportAnalysis {
   AllocatorStates states;                            // empty without options.with_states
   std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
   std::optional<std::pair<int64_t, int64_t>> peaks;  // FindStatePeaks (with_states)
-  /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
+  /// The device's training steps, when found: DetectSteps with the default options, as
+  /// `--at step:N` finds them (with_steps).
   StepInfo steps;
+  /// The device's annotation regions, in order of their begin (a trace with times).
+  std::vector<AnnotationRegion> annotations;
   /// Categories over time and at the peak (with_sites, devices with events).
   std::optional<ReportCategories> categories;
   /// Per band (parallel to lod.bands): its site, an index into ReportAnalysis::band_sites, and its
