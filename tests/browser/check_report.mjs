@@ -197,7 +197,8 @@ async function checkZoomedKinds(name, page, index, dev) {
 async function zoomIntoPeak(name, page, index) {
   const dev = await page.evaluate((i) => __memsnap.timelines[i].dev, index);
   if (!dev.peak) return;
-  const before = await page.evaluate((i) => __memsnap.timelines[i].figures(), index);
+  // From the whole trace (devices share one zoom: another device's may have moved this one).
+  const before = await page.evaluate((i) => { __memsnap.timelines[i].reset(); return __memsnap.timelines[i].figures(); }, index);
   let box = await chartBox(page, index);
   for (let k = 0; k < 5; k++) {
     const px = await pixelOf(page, index, dev.peak.x);
@@ -373,8 +374,9 @@ async function checkHashAndKeys(name, page, index, expected) {
   // Keyboard: 0 resets the view.
   await again.evaluate((i) => __memsnap.timelines[i].host.focus(), index);
   await again.keyboard.press("0");
-  const reset = await again.evaluate((i) => { const t = __memsnap.timelines[i]; return [t.figures().view, t.span]; }, index);
-  if (reset[0][0] !== 0 || reset[0][1] !== reset[1]) fail(name, `the 0 key did not reset the view (${reset[0]})`);
+  // The whole trace, or the stretch the devices share (a multi-device page).
+  const reset = await again.evaluate((i) => { const t = __memsnap.timelines[i]; return [t.figures().view, t.fullView()]; }, index);
+  if (reset[0][0] !== reset[1][0] || reset[0][1] !== reset[1][1]) fail(name, `the 0 key did not reset the view (${reset[0]}, not ${reset[1]})`);
   // Resize: the chart follows the window.
   const wide = await again.evaluate((i) => __memsnap.timelines[i].figures().plot.width, index);
   await again.setViewportSize({ width: 800, height: 1000 });
@@ -766,6 +768,27 @@ async function checkStepsAndAnnotations(name, page, input) {
   }
 }
 
+// Devices share one time axis and one zoom (issue 36 §3): every timeline of a multi-device page
+// shows the same stretch of time, before and after zooming one of them.
+async function checkSharedAxis(name, page) {
+  const got = await page.evaluate(() => {
+    const ts = __memsnap.timelines.filter((t) => t.dev.has_time);
+    const views = () => ts.map((t) => [t.map.fwd(t.a), t.map.fwd(t.b)].map((v) => Math.round(v)));
+    ts.forEach((t) => t.reset());
+    const whole = views();
+    if (ts.length < 2) return { n: ts.length };
+    const t = ts[ts.length - 1], x = t.dev.peak ? t.dev.peak.x : t.span / 2, w = Math.max(t.span / 40, 10);
+    t.setView(x - w / 2, x + w / 2);
+    const zoomed = views();
+    ts.forEach((q) => q.reset());
+    return { n: ts.length, whole, zoomed };
+  });
+  if (got.n < 2) return;
+  const same = (vs) => vs.every((v) => Math.abs(v[0] - vs[0][0]) <= 1 && Math.abs(v[1] - vs[0][1]) <= 1);
+  if (!same(got.whole)) fail(name, `the devices' timelines show different stretches of time: ${JSON.stringify(got.whole)}`);
+  if (!same(got.zoomed)) fail(name, `zooming one device leaves the others elsewhere: ${JSON.stringify(got.zoomed)}`);
+}
+
 async function checkSinglePage(name, input, extra = [], wantBand = null) {
   const html = report(name, [input, ...extra]);
   const page = await open(name, html);
@@ -778,6 +801,8 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
     const z = await zoomIntoPeak(name, page, i);
     if (z && !zoomed) zoomed = { index: i, fig: z };
   }
+  // Devices share one zoom: the last one zoomed moved the first; back to its peak.
+  if (zoomed && count > 1) zoomed.fig = await zoomIntoPeak(name, page, zoomed.index);
   if (zoomed) await checkBandHover(name, page, zoomed.index, wantBand);
   await checkStateAtPeak(name, page, input);
   await checkStateSteps(name, page);
@@ -789,6 +814,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   await checkKindsUnderCurve(name, page);
   await checkCapacity(name, page);
   await checkStepsAndAnnotations(name, page, input);
+  await checkSharedAxis(name, page);
   await checkSegmentTimeline(name, page, input);
   await checkFigures(name, page, input);
   checkConsole(name, page);

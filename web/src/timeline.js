@@ -262,13 +262,17 @@ class TimelineChart {
       this.stackBands();
       this.viewKey = key;
     }
-    let top = 1;
+    let top = 1, last = -1;
     const c = this.cols;
     for (let i = 0; i < c.x.length; i++) {
+      if (c.x[i] <= a) last = i;
       const right = i + 1 < c.x.length ? c.x[i + 1] : this.span;
       if (right < a || c.x[i] > b) continue;
       top = Math.max(top, c.max[i], c.res[i]);
+      last = -2;
     }
+    // A view past this device's trace (devices share one zoom): the value it ended at.
+    if (last >= 0) top = Math.max(top, c.max[last], c.res[last]);
     // An OOM chart shows how far the card's memory is (memsnap oom's capacity, capped by the
     // recorded memory fraction): the scale reaches it.
     if (this.dev.capacity) top = Math.max(top, this.dev.capacity.bytes);
