@@ -281,8 +281,13 @@ function renderCategories(sec, dev, timeline) {
     scales: { x: { time: false, auto: false, min: 0, max: span }, y: { auto: false, min: 0, max: axis.top } },
     axes: [
       { stroke: "#667085", grid: { show: false }, size: 36,
-        splits: (u, i, lo, hi) => { ticks = xAxis(lo, hi, dev.has_time ? "time" : "events", Math.max(3, u.bbox.width / devicePixelRatio / 120)); return ticks.ticks; },
-        values: (u, s) => s.map((v) => ticks.label(v)) },
+        // On the devices' shared time axis (sharedTimeAxis) when the timeline is on it.
+        splits: (u, i, lo, hi) => {
+          const off = (timeline && timeline.map.offset) || 0;
+          ticks = xAxis(lo + off, hi + off, dev.has_time ? "time" : "events", Math.max(3, u.bbox.width / devicePixelRatio / 120));
+          return ticks.ticks.map((t) => t - off);
+        },
+        values: (u, s) => s.map((v) => ticks.label(v + ((timeline && timeline.map.offset) || 0))) },
       { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 78,
         splits: () => axis.ticks, values: (u, s) => s.map((v) => axis.label(v)) },
     ],
