@@ -60,6 +60,19 @@ Json OomAnswerJson(const analysis::ReportAnalysis& a, int32_t device) {
   return lines;
 }
 
+// The card's memory the OOM analysis judges against (`memsnap oom`'s usable capacity: the
+// capacity, capped by the recorded per-process memory fraction), for the timeline's capacity
+// line; null on a device without an OOM.
+Json CapacityJson(const analysis::ReportAnalysis& a, int32_t device) {
+  if (!a.oom) return Json(nullptr);
+  for (const analysis::OomExplanation& o : a.oom->ooms) {
+    if (o.device != device || o.usable_capacity <= 0) continue;
+    return Json{{"bytes", o.usable_capacity},
+                {"what", o.usable_capacity < o.capacity ? "usable memory" : "the card's memory"}};
+  }
+  return Json(nullptr);
+}
+
 }  // namespace
 
 Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
@@ -73,6 +86,7 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
     Json dj = internal::TimelineJson(snap, dt, d, stacks);
     dj["states"] = internal::StatesJson(snap, dt, d, stacks);
     dj["oom_answer"] = OomAnswerJson(a, d.device);
+    dj["capacity"] = CapacityJson(a, d.device);
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);

@@ -242,12 +242,13 @@ Json SegmentLifetimesJson(const Snapshot& snap, const DeviceTimeline& dt,
     v.push_back(s.size);
     v.push_back(static_cast<int64_t>(s.address));
     v.push_back(s.stream);
-    v.push_back((s.mapping ? 1 : 0) | (s.left_out ? 2 : 0));
+    v.push_back((s.mapping ? 1 : 0) | (s.left_out ? 2 : 0) | (s.split ? 4 : 0));
     prev_begin = begin;
     prev_x = bx;
   }
   // Negative when the trace releases more than the reserved curve, anchored at the final state,
-  // can have held before it: the page then leaves out the lifetimes older than the trace.
+  // can have held before it: the lifetimes then add up to more than the curve, and the page says
+  // so. (It is never positive: final segments the trace does not explain are ghost lifetimes.)
   return Json{{"n", order.size()},
               {"data", PackVarints(v)},
               {"unreconciled_bytes", dt.unreconciled_reserved_bytes}};
@@ -356,6 +357,20 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     steps.push_back(x_of(d.steps.end.back()));
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
+  // The annotation regions: [begin x, end x, name, 1 when its END was not recorded], at most
+  // kMaxAnnotationRegions (the first ones), and how many there are.
+  if (!d.annotations.empty() && lod.has_time) {
+    constexpr size_t kMaxAnnotationRegions = 5000;
+    Json regions = Json::array();
+    auto x_of = [&](int64_t t) {
+      return std::clamp<int64_t>(t - lod.t0_us, 0, static_cast<int64_t>(lod.x_span));
+    };
+    for (size_t k = 0; k < d.annotations.size() && k < kMaxAnnotationRegions; ++k) {
+      const analysis::AnnotationRegion& r = d.annotations[k];
+      regions.push_back(Json::array({x_of(r.begin_us), x_of(r.end_us), r.name, r.open ? 1 : 0}));
+    }
+    j["annotations"] = Json{{"n", d.annotations.size()}, {"regions", std::move(regions)}};
+  }
   // Memory by category over time and at the peak (parameters, gradients, optimizer state,
   // activations...): per category that holds bytes anywhere, its live bytes at each sampled column.
   if (d.categories) {
@@ -459,9 +474,20 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["pools"] = pools;
   j["segments"] = Json{{"n", st.segments.size()}, {"data", PackVarints(v)}};
   Json moments = Json::array();
+  const DeviceTrace* trace = snap.TraceOf(dt.device);
+  const auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
   for (const analysis::AllocatorState& s : st.states) {
     Json m;
     m["event"] = s.event;
+    // What the event did, for the list of events around the cursor.
+    if (s.event >= 0 && static_cast<size_t>(s.event) < events.size()) {
+      const TraceEvent& e = events[static_cast<size_t>(s.event)];
+      const int stack = e.stack.valid() ? stacks.Add(e.stack) : -1;
+      m["what"] = Json{{"action", ActionName(e.action)},
+                       {"addr", absl::StrCat("0x", absl::Hex(e.addr))},
+                       {"size", e.size},
+                       {"stack", stack}};
+    }
     m["x"] = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(s.event));
     if (s.time_us != kNoTime) m["time_us"] = s.time_us;
     if (!s.labels.empty()) m["labels"] = s.labels;

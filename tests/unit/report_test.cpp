@@ -2,6 +2,7 @@
 // traces and fixtures, the page's data and its packing, and invariants on every corpus file.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -451,6 +452,31 @@ TEST_SUITE("report") {
         CHECK(got.even_moments == want.even_moments);
       }
     }
+  }
+
+  TEST_CASE("the states around a labelled moment are kept event by event, apart from the samples") {
+    Snapshot snap = LoadFixture("frag_trace.json");
+    analysis::Timeline tl = TimelineOf(snap);
+    analysis::AllocatorStatesOptions options;
+    options.samples = 2;  // before the first event and the end
+    options.moments = {{analysis::TimelinePoint::After(4), "mine"}};
+    options.around = 2;
+    analysis::AllocatorStates st =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    std::map<int64_t, bool> step;  // event -> a step state
+    for (const analysis::AllocatorState& s : st.states) step[s.event] = s.step;
+    for (int64_t e : {2, 3, 5, 6}) {
+      INFO("event " << e);
+      REQUIRE(step.count(e));
+      CHECK(step[e]);
+    }
+    CHECK_FALSE(step[4]);   // the labelled moment itself
+    CHECK_FALSE(step[-1]);  // an evenly spaced one
+    CHECK(st.samples == 2);
+    options.around = 0;
+    analysis::AllocatorStates without =
+        analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
+    CHECK(without.states.size() + 4 <= st.states.size());
   }
 
   TEST_CASE("frag --at event:N describes the same state as the report's moment there") {

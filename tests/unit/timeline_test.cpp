@@ -113,6 +113,48 @@ TEST_SUITE("timeline") {
     CHECK(dt.segments[1].cls == LifetimeClass::kInWindow);
   }
 
+  // PyTorch's expandable segments unmap pages from any offset: on the corpus's three-device file
+  // most unmaps start inside a mapping. Each mapping the unmap overlaps ends there, and what it
+  // keeps mapped begins again, so the lifetimes there after any event add up to the reserved curve
+  // (they once counted the unmapped range as a second, pre-trace segment).
+  TEST_CASE(
+      "an unmap inside and across mappings leaves lifetimes that add up to the reserved curve") {
+    // Two mappings of 20 MiB at A and A+20, then an unmap of [A+10, A+30): what stays mapped is
+    // [A, A+10) and [A+30, A+40), the two segments of the final state.
+    // (testdata/timeline_expandable_unmap.json; an allocation in between gives the page a curve.)
+    Snapshot snap = LoadFixture("timeline_expandable_unmap.json");
+    DeviceTimeline dt = Device0(snap);
+    const std::vector<int64_t> curve = ReservedCurve(dt);
+    CHECK(curve == std::vector<int64_t>{20 * kMiB, 40 * kMiB, 40 * kMiB, 40 * kMiB, 40 * kMiB,
+                                        20 * kMiB, 20 * kMiB});
+    CHECK(dt.start_reserved == 0);
+    CHECK(dt.unreconciled_reserved_bytes == 0);
+    auto stacked = [&](TimelinePoint p) {
+      int64_t sum = 0;
+      for (const SegmentLifetime& s : dt.segments) {
+        const bool begun = !s.begin_event.seen() || s.begin_event.SeenBy(p);
+        if (begun && !s.end_event.SeenBy(p) && !s.left_out) sum += s.size;
+      }
+      return sum;
+    };
+    CHECK(stacked(TimelinePoint::Start()) == dt.start_reserved);
+    for (uint32_t e = 0; e < dt.num_events; ++e) {
+      CAPTURE(e);
+      CHECK(stacked(TimelinePoint::After(e)) == curve[e]);
+    }
+    // The two mappings end at the unmap; their unmapped-around rests begin there.
+    REQUIRE(dt.segments.size() == 4);
+    for (int k = 0; k < 2; ++k) CHECK(dt.segments[k].end_event == LocalEvent(5));
+    CHECK(dt.segments[2].address == 1073741824);
+    CHECK(dt.segments[3].address == 1105199104);
+    for (int k = 2; k < 4; ++k) {
+      CHECK(dt.segments[k].split);
+      CHECK(dt.segments[k].size == 10 * kMiB);
+      CHECK(dt.segments[k].begin_event == LocalEvent(5));
+      CHECK(dt.segments[k].segment.valid());
+    }
+  }
+
   TEST_CASE("moments resolve to device-local event indices") {
     Snapshot snap = LoadFixture("timeline_training.json");
     DeviceTimeline dt = Device0(snap);

@@ -73,6 +73,21 @@ function oomAnswer(dev) {
     note("memsnap oom FILE prints the evidence: the allocator's state at the failure, who held the memory, and every setting replayed."))];
 }
 
+// Devices share one time axis: microseconds since the first event of any device (each device's
+// own x counts from its first event, as the CLI's times do), and one zoom. Null unless two or
+// more devices have timed traces.
+function sharedTimeAxis(devices) {
+  const timed = devices.filter((d) => d.tiles && d.has_time && d.t0_us != null);
+  if (timed.length < 2) return null;
+  const t0 = Math.min(...timed.map((d) => d.t0_us)), t1 = Math.max(...timed.map((d) => d.t0_us + d.x_span));
+  const maps = new Map();
+  for (const d of timed) {
+    const off = d.t0_us - t0;
+    maps.set(d.device, { fwd: (x) => x + off, inv: (v) => v - off, kind: "time", lo: 0, limit: t1 - t0, offset: off });
+  }
+  return { maps, charts: [], span: t1 - t0 };
+}
+
 function renderDevice(dev, tables) {
   const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device, null, "timeline");
   const cards = h("div", { class: "cards" });
@@ -89,10 +104,20 @@ function renderDevice(dev, tables) {
     const host = h("div", { class: "chart" });
     const details = h("div", { class: "details" }, h("span", { class: "note", text: "Click a band to keep its allocation stack here." }));
     sec.append(tools, host, timelineLegend(dev), details);
+    const shared = M.shared && M.shared.maps.get(dev.device);
+    if (shared) sec.append(note("The devices share one time axis, from the first event of any of them, and one zoom; the times in the figures " +
+      "count from this device's own first event" + (shared.offset ? " (" + fmtSpan(shared.offset, true) + " after the first)" : "") + ", as the CLI's do."));
     chart = new TimelineChart(host, dev, {
-      tables, details,
-      onView: (c, a, b) => setHashPart("t" + dev.device, a <= 0 && b >= c.span ? null : +a.toFixed(1) + "," + +b.toFixed(1)),
+      tables, details, mapping: shared || undefined,
+      onView: (c, a, b) => {
+        setHashPart("t" + dev.device, a <= 0 && b >= c.span ? null : +a.toFixed(1) + "," + +b.toFixed(1));
+        if (shared) {
+          const lo = c.map.fwd(a), hi = c.map.fwd(b);
+          for (const o of M.shared.charts) if (o !== c) o.setView(o.map.inv(lo), o.map.inv(hi), true);
+        }
+      },
     });
+    if (shared) M.shared.charts.push(chart);
     M.timelines.push(chart);
     const button = (text, fn, title) => { const b = h("button", { type: "button", text, title }); b.addEventListener("click", fn); tools.append(b); return b; };
     button("whole trace", () => chart.reset(), "or double-click the chart, or press 0");
@@ -256,8 +281,13 @@ function renderCategories(sec, dev, timeline) {
     scales: { x: { time: false, auto: false, min: 0, max: span }, y: { auto: false, min: 0, max: axis.top } },
     axes: [
       { stroke: "#667085", grid: { show: false }, size: 36,
-        splits: (u, i, lo, hi) => { ticks = xAxis(lo, hi, dev.has_time ? "time" : "events", Math.max(3, u.bbox.width / devicePixelRatio / 120)); return ticks.ticks; },
-        values: (u, s) => s.map((v) => ticks.label(v)) },
+        // On the devices' shared time axis (sharedTimeAxis) when the timeline is on it.
+        splits: (u, i, lo, hi) => {
+          const off = (timeline && timeline.map.offset) || 0;
+          ticks = xAxis(lo + off, hi + off, dev.has_time ? "time" : "events", Math.max(3, u.bbox.width / devicePixelRatio / 120));
+          return ticks.ticks.map((t) => t - off);
+        },
+        values: (u, s) => s.map((v) => ticks.label(v + ((timeline && timeline.map.offset) || 0))) },
       { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 78,
         splits: () => axis.ticks, values: (u, s) => s.map((v) => axis.label(v)) },
     ],
@@ -408,6 +438,7 @@ function renderSingle() {
   document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
     fmtCountOf(file.segments, "segment") + " \u00b7 " + fmtCountOf(file.blocks, "block") + " \u00b7 " + fmtCountOf(file.events, "trace event") +
     (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : ""));
+  M.shared = sharedTimeAxis(D.devices);
   for (const dev of D.devices) renderDevice(dev, tables);
   const ps = D.peak_sites;
   const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites", null, "sites");

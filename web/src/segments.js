@@ -48,6 +48,24 @@ class StateView {
       b.addEventListener("click", () => this.show(i, true));
       bar.append(b);
     }
+    // Event by event: around the labelled moments the state after every event is stored
+    // (AllocatorStatesOptions::around); elsewhere a step goes to the next stored moment and says so.
+    if (this.moments.length > 1) {
+      this.prevButton = h("button", { type: "button", text: "\u25c0 previous event", "data-step": "-1", title: "or the left arrow key" });
+      this.nextButton = h("button", { type: "button", text: "next event \u25b6", "data-step": "1", title: "or the right arrow key" });
+      this.prevButton.addEventListener("click", () => this.step(-1));
+      this.nextButton.addEventListener("click", () => this.step(1));
+      bar.append(this.prevButton, this.nextButton);
+      sec.setAttribute("tabindex", "0");
+      sec.addEventListener("keydown", (e) => {
+        if (e.target !== sec && e.target.tagName === "INPUT") return;
+        if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
+          this.step(e.key === "ArrowLeft" ? -1 : 1);
+          e.preventDefault();
+          e.stopPropagation();
+        }
+      });
+    }
     if (this.moments.length > 1) {
       this.slider = h("input", { type: "range", min: 0, max: this.moments.length - 1, step: 1, value: 0,
         "aria-label": "moment of the allocator state" });
@@ -63,7 +81,9 @@ class StateView {
       swatch(COLORS.pending, "pending free", "freed by the program, waiting for work on other streams (record_stream) before reuse"),
       swatch(COLORS.releasable, "free, releasable", "whole free segments (or whole free pages of expandable segments): torch.cuda.empty_cache() returns them to CUDA"),
       swatch(COLORS.stranded, "free, stranded", "free blocks inside segments that still hold allocations: empty_cache() cannot release them; only requests that fit them can reuse them"));
-    sec.append(this.title, bar, this.cards, legend, this.host);
+    this.stepNote = h("p", { class: "note step" });
+    this.events = h("div", { class: "events" });
+    sec.append(this.title, bar, this.stepNote, this.cards, legend, this.host, this.events);
     sec.append(note("Every segment is drawn to scale, largest first, packed into rows; segments too small to see are " +
       "grouped into one box per pool, still to scale. Releasable memory is what empty_cache() would give back; " +
       "stranded memory is free but stuck inside segments in use. The states are reconstructed from the trace " +
@@ -83,6 +103,13 @@ class StateView {
     return best;
   }
   pick(x, e) { this.show(this.nearest(e), true); }
+  // The stored state one event before or after this one when there is one, else the next stored
+  // moment that way.
+  step(d) {
+    const i = this.current + d;
+    if (i < 0 || i >= this.moments.length) return;
+    this.show(i, true);
+  }
   showLabel(label) {
     const i = this.moments.findIndex((m) => (m.labels || []).includes(label));
     if (i >= 0) this.show(i, true);
@@ -108,12 +135,57 @@ class StateView {
       card("fragmentation", fmtPct(f.reserved_bytes > 0 ? f.stranded_bytes / f.reserved_bytes : 0),
         "free memory stranded inside segments in use, as a share of reserved memory (memsnap frag's stranded share)"));
     this.draw();
+    const prev = this.moments[i - 1], next = this.moments[i + 1];
+    const gap = (o) => (o ? Math.abs(o.event - m.event) : 0);
+    if (this.prevButton) {
+      this.prevButton.disabled = !prev;
+      this.nextButton.disabled = !next;
+      this.prevButton.textContent = gap(prev) > 1 ? "\u25c0 previous stored moment" : "\u25c0 previous event";
+      this.nextButton.textContent = gap(next) > 1 ? "next stored moment \u25b6" : "next event \u25b6";
+      this.stepNote.textContent = gap(prev) > 1 || gap(next) > 1 ?
+        "The state is stored after every event around the peaks, the OOM and the end, and at " + fmtCount(this.st.samples) +
+        " evenly spaced moments elsewhere: " + (gap(prev) > 1 ? "the previous one is " + fmtCountOf(gap(prev), "event") + " earlier" : "") +
+        (gap(prev) > 1 && gap(next) > 1 ? ", " : "") + (gap(next) > 1 ? "the next one " + fmtCountOf(gap(next), "event") + " later" : "") + "." : "";
+    }
+    this.renderEvents();
     if (this.timeline) this.timeline.setCursor(m.x);
     if (fromUser) setHashPart("s" + this.dev.device, String(m.event));
   }
+  // The events around the cursor, each with what it did and where in the user's code (the whole
+  // stack one click further); the stored states only, with the events between them counted.
+  renderEvents() {
+    const rows = [], ht = this.dev.has_time, lo = Math.max(0, this.current - 6), hi = Math.min(this.moments.length - 1, this.current + 6);
+    for (let k = lo; k <= hi; k++) {
+      const m = this.moments[k];
+      if (k > lo && m.event - this.moments[k - 1].event > 1) {
+        rows.push(h("div", { class: "note gap", text: "\u2026 " + fmtCountOf(m.event - this.moments[k - 1].event - 1, "event") + " not stored \u2026" }));
+      }
+      const w = m.what;
+      const head = (m.event < 0 ? "before the first event" : "event " + fmtCount(m.event) + (ht ? " (" + fmtX(m.x, ht) + ")" : "")) +
+        (w ? ": " + w.action.replace("_", " ") + " " + fmtBytes(w.size) + " at " + w.addr : "") + (m.labels ? " \u2014 " + m.labels.join(", ") : "");
+      const parts = w ? stackParts(this.tables, w.stack) : null;
+      const row = h("div", { class: "event" + (k === this.current ? " current" : ""), "data-event": String(m.event) });
+      const go = h("button", { type: "button", class: "link", text: head });
+      go.addEventListener("click", () => this.show(k, true));
+      row.append(go);
+      if (parts && k !== this.current) {
+        const first = parts.user[0] || parts.library[0] || parts.native[0] || parts.all[0];
+        if (first) row.append(h("span", { class: "note", text: " " + frameShort(first) }));
+      } else if (parts) {
+        const user = h("pre", { class: "user", text: stackSummary(parts) });
+        const raw = h("details", {}, h("summary", { text: "raw stack (" + fmtCountOf(parts.all.length, "frame") + ", innermost first)" }),
+          h("pre", { text: stackText(parts.all) }));
+        row.append(user, raw);
+      }
+      rows.push(row);
+    }
+    this.events.replaceChildren(h("h4", { text: "Events around the cursor" }), ...rows);
+  }
+  // The segments of stored state i, in address order.
+  momentSegments(i) { return unpackVarints(this.moments[i].segments).map((id) => this.segments[id]); }
   draw() {
     const m = this.moments[this.current];
-    const segs = unpackVarints(m.segments).map((id) => this.segments[id]);
+    const segs = this.momentSegments(this.current);
     segs.sort((p, q) => (p.small - q.small) || (q.size - p.size) || (p.addr - q.addr));
     const W = Math.max(200, this.host.clientWidth || 800);
     this.drawnWidth = this.host.clientWidth;
@@ -187,7 +259,7 @@ class StateView {
     }
     this.boxes = boxes;
     this.layout = { bpp, rowH, gap };
-    this.fig = { device: this.dev.device, event: m.event, labels: m.labels || [], figures: m.figures, drawn,
+    this.fig = { device: this.dev.device, event: m.event, index: this.current, labels: m.labels || [], figures: m.figures, drawn,
       bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.slice(),
       // The narrowest box of each row: a row's gap must be narrower than every box below it.
       row_min_box: used.map((u, r) => Math.min(...boxes.filter((q) => q.row === r).map((q) => q.w))) };

@@ -13,7 +13,7 @@ function decodeSegmentLifetimes(packed) {
     bx += v[i + 2];
     out.push({ id: out.length, begin, end: v[i + 1] < 0 ? Infinity : begin + v[i + 1], begin_x: bx,
       end_x: bx + v[i + 3], size: v[i + 4], addr: v[i + 5], stream: v[i + 6], mapping: (v[i + 7] & 1) !== 0,
-      left_out: (v[i + 7] & 2) !== 0 });
+      left_out: (v[i + 7] & 2) !== 0, split: (v[i + 7] & 4) !== 0 });
   }
   return out;
 }
@@ -27,12 +27,15 @@ class SegmentTimeline {
     // A trace whose segment events do not add up to its final state: the reserved curve is
     // anchored at the final state (docs/figures.md), the segments are drawn where the events put
     // them, so the two differ by what the trace cannot explain; say so rather than hide it.
+    // The segments alive after any event add up to the reserved curve (the timeline analysis
+    // reconciles them), less what the trace cannot explain: only a trace that holds more at its
+    // end than its final state is off, by a constant.
     const unexplained = dev.segment_lifetimes.unreconciled_bytes || 0;
     this.unexplained = unexplained;
     if (unexplained !== 0) {
       sec.append(note("The trace's segment events do not add up to its final state (" + fmtBytes(Math.abs(unexplained)) +
-        (unexplained < 0 ? " more released than the reserved memory before the trace can hold" : " reserved that no event explains") +
-        "): the segments are drawn as the events place them, so their top edge differs from the reserved curve above by up to that much.", "warn"));
+        (unexplained < 0 ? " more held than its final state and the reserved curve explain" : " reserved that no event explains") +
+        "): the segments are drawn as the events place them, so their top edge differs from the reserved curve above by that much.", "warn"));
     }
     sec.append(note("Each " + (mappings ? "segment (and each mapped run of an expandable segment, in green)" : "segment") +
       " the allocator reserved from CUDA, over its lifetime, each on those reserved before it that are still there, so the top edge is " +
@@ -171,7 +174,8 @@ class SegmentTimeline {
       if (v < pc.bottom[q] || v >= pc.bottom[q] + s.size) continue;
       const ht = this.dev.has_time;
       showTip(e, (s.mapping ? "expandable segment mapping " : "segment ") + hex(s.addr) + ", " + fmtBytes(s.size) +
-        ", stream " + s.stream + "\n" + (s.begin < 0 ? "reserved before the trace" : (s.mapping ? "mapped " : "reserved ") + fmtX(s.begin_x, ht)) +
+        ", stream " + s.stream + "\n" + (s.begin < 0 ? "reserved before the trace" : s.split ? "mapped before " + fmtX(s.begin_x, ht) +
+        " (where part of its mapping was unmapped)" : (s.mapping ? "mapped " : "reserved ") + fmtX(s.begin_x, ht)) +
         (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped " : "released ") + fmtX(s.end_x, ht)));
       return;
     }

@@ -262,13 +262,20 @@ class TimelineChart {
       this.stackBands();
       this.viewKey = key;
     }
-    let top = 1;
+    let top = 1, last = -1;
     const c = this.cols;
     for (let i = 0; i < c.x.length; i++) {
+      if (c.x[i] <= a) last = i;
       const right = i + 1 < c.x.length ? c.x[i + 1] : this.span;
       if (right < a || c.x[i] > b) continue;
       top = Math.max(top, c.max[i], c.res[i]);
+      last = -2;
     }
+    // A view past this device's trace (devices share one zoom): the value it ended at.
+    if (last >= 0) top = Math.max(top, c.max[last], c.res[last]);
+    // An OOM chart shows how far the card's memory is (memsnap oom's capacity, capped by the
+    // recorded memory fraction): the scale reaches it.
+    if (this.dev.capacity) top = Math.max(top, this.dev.capacity.bytes);
     this.yFmt.axis = byteAxis(top);
     this.guard = true;
     this.u.batch(() => {
@@ -398,6 +405,84 @@ class TimelineChart {
     this.fig.drawnBands = drawnBands;
     this.draws = (this.draws || 0) + 1;
   }
+  // The training steps (the steps `--at step:N` finds): every other step shaded, each labelled
+  // at the bottom where there is room.
+  drawSteps(u) {
+    const steps = this.dev.steps;
+    this.fig.steps = { n: steps ? steps.x.length - 1 : 0, drawn: 0, method: steps ? steps.method : null };
+    if (!steps) return;
+    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    ctx.save();
+    ctx.font = 10 * dpr + "px system-ui, sans-serif";
+    ctx.textAlign = "left";
+    for (let k = 0; k + 1 < steps.x.length; k++) {
+      const x0 = steps.x[k], x1 = steps.x[k + 1];
+      if (x1 < this.a || x0 > this.b) continue;
+      const p0 = X(x0), p1 = X(x1);
+      this.fig.steps.drawn++;
+      if (k % 2) { ctx.fillStyle = "rgba(16,24,40,0.045)"; ctx.fillRect(p0, bb.top, p1 - p0, bb.height); }
+      ctx.strokeStyle = "rgba(16,24,40,0.25)";
+      ctx.lineWidth = dpr;
+      ctx.beginPath();
+      ctx.moveTo(Math.round(p0) + 0.5, bb.top + bb.height - 14 * dpr);
+      ctx.lineTo(Math.round(p0) + 0.5, bb.top + bb.height);
+      ctx.stroke();
+      const label = "step " + k;
+      if (p1 - p0 > ctx.measureText(label).width + 8 * dpr) {
+        ctx.fillStyle = "#475467";
+        ctx.fillText(label, p0 + 3 * dpr, bb.top + bb.height - 4 * dpr);
+      }
+    }
+    ctx.restore();
+  }
+  // The program's annotation regions (record_function ranges) as bars along the top of the plot,
+  // nested ranges on lanes below their parents, named where there is room.
+  drawAnnotations(u) {
+    const an = this.dev.annotations;
+    this.fig.annotations = { n: an ? an.n : 0, drawn: 0 };
+    if (!an || !this.dev.has_time) return;
+    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, laneH = 12 * dpr, lanes = [];
+    const X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    ctx.save();
+    ctx.font = 10 * dpr + "px system-ui, sans-serif";
+    ctx.textAlign = "left";
+    for (const [x0, x1, name] of an.regions) {
+      // Lane: the first whose last range has ended (ranges come in order of their begin).
+      let lane = lanes.findIndex((end) => end <= x0);
+      if (lane < 0) { lane = lanes.length; lanes.push(x1); } else lanes[lane] = x1;
+      if (lane > 3 || x1 < this.a || x0 > this.b) continue;
+      const p0 = X(x0), p1 = Math.max(X(x1), p0 + dpr), y = bb.top + lane * laneH;
+      let hash = 0;
+      for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
+      ctx.fillStyle = "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)";
+      ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
+      this.fig.annotations.drawn++;
+      if (p1 - p0 > ctx.measureText(name).width + 6 * dpr) {
+        ctx.fillStyle = "#344054";
+        ctx.fillText(name, p0 + 3 * dpr, y + laneH - 3 * dpr);
+      }
+    }
+    ctx.restore();
+  }
+  // The card's capacity across the plot, labelled at its left end.
+  capacityLine(u, cap) {
+    const ctx = u.ctx, bb = u.bbox, py = Math.round(u.valToPos(cap.bytes, "y", true)) + 0.5;
+    ctx.save();
+    ctx.strokeStyle = COLORS.oom;
+    ctx.lineWidth = devicePixelRatio;
+    ctx.setLineDash([2 * devicePixelRatio, 2 * devicePixelRatio]);
+    ctx.beginPath();
+    ctx.moveTo(bb.left, py);
+    ctx.lineTo(bb.left + bb.width, py);
+    ctx.stroke();
+    ctx.font = "600 " + 11 * devicePixelRatio + "px system-ui, sans-serif";
+    ctx.fillStyle = COLORS.oom;
+    ctx.textAlign = "left";
+    const text = cap.what + " " + fmtBytes(cap.bytes);
+    ctx.fillText(text, bb.left + 4 * devicePixelRatio, py + (py - bb.top < 16 * devicePixelRatio ? 13 : -4) * devicePixelRatio);
+    ctx.restore();
+    this.fig.capacity = { bytes: cap.bytes, y: py / devicePixelRatio, top: bb.top / devicePixelRatio, bottom: (bb.top + bb.height) / devicePixelRatio, label: text };
+  }
   marker(u, x, color, text, dash) {
     if (x < this.a || x > this.b) return;
     const ctx = u.ctx, bb = u.bbox, px = Math.round(u.valToPos(this.map.fwd(x), "x", true)) + 0.5;
@@ -431,6 +516,9 @@ class TimelineChart {
     this.labelRows = [];
     if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
+    if (dev.capacity) this.capacityLine(u, dev.capacity);
+    this.drawSteps(u);
+    this.drawAnnotations(u);
     this.placeCursor();
   }
   // The state view's moment: a line over the plot (a DOM element, so moving it redraws nothing).

@@ -148,6 +148,17 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   std::set<int64_t> even;
   const int64_t k = std::min<int64_t>(std::max(options.samples, 2), n + 1);
   for (int64_t j = 0; j < k && n > 0; ++j) even.insert(-1 + j * n / (k - 1));
+  // The states around each labelled moment, by their distance from the nearest one.
+  std::map<int64_t, int64_t> steps;  // event -> distance
+  for (const auto& [e, labels] : labelled) {
+    for (int64_t d = 1; d <= options.around && n > 0; ++d) {
+      for (int64_t s : {e - d, e + d}) {
+        if (s < -1 || s >= n || labelled.count(s)) continue;
+        auto [it, inserted] = steps.try_emplace(s, d);
+        if (!inserted) it->second = std::min(it->second, d);
+      }
+    }
+  }
 
   // One backward pass; states are collected from the end.
   std::vector<AllocatorState> states;
@@ -159,6 +170,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     st.time_us = e >= 0 ? events[e].time_us : kNoTime;
     auto it = labelled.find(e);
     if (it != labelled.end()) st.labels = it->second;
+    st.step = st.labels.empty() && steps.count(e) > 0 && !even.count(e);
     st.sample = frag_internal::SampleOf(layout, dt.device, e, st.time_us);
     for (const LSegment& s : layout) {
       StateSegment seg = ToStateSegment(s, frag_internal::SegmentFigures(s));
@@ -187,7 +199,9 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   } else {
     frag_internal::DeviceRewind rw(snap, dt.device);
     tags.TagFinal(dt, rw);
-    auto wanted = [&](int64_t i) { return labelled.count(i) > 0 || even.count(i) > 0; };
+    auto wanted = [&](int64_t i) {
+      return labelled.count(i) > 0 || even.count(i) > 0 || steps.count(i) > 0;
+    };
     // The allocated peak as FindAllocatedPeak defines it: going back, each moment at or above the
     // best so far is the candidate. A candidate no other moment captures is captured aside, while
     // the candidates' layouts cost less than about one rewind; past that, a second rewind to the
@@ -248,7 +262,8 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     out.peak_allocated_event = peak_a;
   }
 
-  // Thin the evenly spaced states until the distinct segments fit the budget.
+  // Thin the evenly spaced states until the distinct segments fit the budget; first the states
+  // around the labelled moments, farthest first, to a quarter of it.
   auto spans_used = [&](const std::vector<bool>& keep) {
     std::vector<bool> seen(distinct.size(), false);
     int64_t spans = 0;
@@ -262,12 +277,21 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     return spans;
   };
   std::vector<bool> keep(states.size(), true);
+  auto is_step = [&](size_t s) { return states[s].step; };
+  for (int64_t d = options.around; d > 0; --d) {
+    std::vector<bool> only_steps(states.size(), false);
+    for (size_t s = 0; s < states.size(); ++s) only_steps[s] = keep[s] && is_step(s);
+    if (spans_used(only_steps) <= options.max_spans / 4) break;
+    for (size_t s = 0; s < states.size(); ++s) {
+      if (is_step(s) && steps[states[s].event] >= d) keep[s] = false;
+    }
+  }
   int64_t kept_even = static_cast<int64_t>(even.size());
   for (int stride = 2; spans_used(keep) > options.max_spans && kept_even > 2; stride *= 2) {
     kept_even = 0;
     int64_t j = 0;
     for (size_t s = 0; s < states.size(); ++s) {
-      if (!states[s].labels.empty()) continue;
+      if (!states[s].labels.empty() || is_step(s)) continue;
       keep[s] = j % stride == 0;
       kept_even += keep[s];
       ++j;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,43 @@
 namespace memsnap::analysis {
 
 namespace {
+
+// START/END annotations of one device paired by name, the innermost open one first (as the
+// Perfetto export pairs them); an END without a START is left out, a START without an END runs to
+// the device's last annotation or event time.
+std::vector<AnnotationRegion> AnnotationRegionsOf(const Snapshot& snap, int32_t device) {
+  std::vector<const Annotation*> list;
+  for (const Annotation& a : snap.annotations) {
+    if (a.device == device && a.time_us != kNoTime) list.push_back(&a);
+  }
+  std::stable_sort(list.begin(), list.end(), [](const Annotation* a, const Annotation* b) {
+    return a->time_us < b->time_us;
+  });
+  std::vector<AnnotationRegion> out;
+  std::map<std::string_view, std::vector<int64_t>> open;
+  int64_t last = kNoTime;
+  if (const DeviceTrace* t = snap.TraceOf(device); t != nullptr) {
+    for (const TraceEvent& e : snap.EventsOf(*t)) last = std::max(last, e.time_us);
+  }
+  for (const Annotation* a : list) {
+    const std::string_view stage = a->stage.valid() ? snap.strings.Get(a->stage) : "";
+    const std::string_view name = a->name.valid() ? snap.strings.Get(a->name) : "";
+    last = std::max(last, a->time_us);
+    if (stage == "START") {
+      open[name].push_back(a->time_us);
+    } else if (auto it = open.find(name); it != open.end() && !it->second.empty()) {
+      out.push_back({std::string(name), it->second.back(), a->time_us, false});
+      it->second.pop_back();
+    }
+  }
+  for (const auto& [name, starts] : open) {
+    for (int64_t b : starts) out.push_back({std::string(name), b, std::max(b, last), true});
+  }
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const AnnotationRegion& a, const AnnotationRegion& b) { return a.begin_us < b.begin_us; });
+  return out;
+}
 
 std::vector<TimelinePoint> OomEvents(const Snapshot& snap, const DeviceTimeline& dt) {
   std::vector<TimelinePoint> out;
@@ -178,8 +216,12 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     if (options.with_steps && dt.num_events > 0) {
       StepOptions so;
       so.device = dt.device;
-      ASSIGN_OR_RETURN(d.steps, DetectSteps(snap, out.timeline, so));
+      // No steps is an answer, not an error: the page then draws none.
+      if (absl::StatusOr<StepInfo> steps = DetectSteps(snap, out.timeline, so); steps.ok()) {
+        d.steps = *std::move(steps);
+      }
     }
+    if (dt.has_time) d.annotations = AnnotationRegionsOf(snap, dt.device);
     out.devices.push_back(std::move(d));
   }
   // Each band's site and category, for its hover (the same labels and categories as `top`).

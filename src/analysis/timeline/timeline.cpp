@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -393,43 +394,104 @@ class DeviceBuilder {
   }
 
   void SegmentEvent(const TraceEvent& e, uint32_t i) {
-    AddrState& st = seg_addrs_[e.addr];
-    if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) {
-      if (st.open != kNone) dt_.segments[st.open].end_event = LocalEvent(i);  // missing free
-      st.open = static_cast<uint32_t>(dt_.segments.size());
-      SegmentLifetime& s = dt_.segments.emplace_back();
-      s.address = e.addr;
-      s.version = st.next_version++;
-      s.mapping = e.action == Action::kSegmentMap;
-      s.size = e.size;
-      s.stream = streams_[e.stream.v];
-      s.begin_event = LocalEvent(i);
+    if (e.action == Action::kSegmentMap || e.action == Action::kSegmentUnmap) {
+      MappingEvent(e, i);
+      return;
+    }
+    const uint32_t open = seg_addrs_[e.addr].open;
+    if (e.action == Action::kSegmentAlloc) {
+      if (open != kNone) dt_.segments[open].end_event = LocalEvent(i);  // missing free
+      const auto index = static_cast<uint32_t>(dt_.segments.size());
+      Begin(e.addr, e.size, e.stream, false, i);
+      seg_addrs_[e.addr].open = index;
       cur_res_ += e.size;
       dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
       return;
     }
-    if (st.open == kNone) {
-      st.open = static_cast<uint32_t>(dt_.segments.size());
-      SegmentLifetime& s = dt_.segments.emplace_back();
-      s.address = e.addr;
-      s.version = st.next_version++;
-      s.cls = LifetimeClass::kPreWindow;
-      s.mapping = e.action == Action::kSegmentUnmap;
-      s.size = e.size;
-      s.stream = streams_[e.stream.v];
-      pre_res_ += e.size;
-    }
-    SegmentLifetime& s = dt_.segments[st.open];
-    s.end_event = LocalEvent(i);
+    const uint32_t ended = open != kNone ? open : static_cast<uint32_t>(dt_.segments.size());
+    if (open == kNone) PreWindow(e.addr, e.size, e.stream, false);
+    dt_.segments[ended].end_event = LocalEvent(i);
+    seg_addrs_[e.addr].open = kNone;
     cur_res_ -= e.size;
     dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
-    // An unmap of part of a mapping leaves the rest mapped (a shrunk lifetime).
-    if (s.mapping && e.size < s.size) {
-      s.size -= e.size;
-      s.end_event = LocalEvent::None();
-    } else {
-      st.open = kNone;
+  }
+
+  // A new segment lifetime that begins at event `i`.
+  SegmentLifetime& Begin(uint64_t addr, int64_t size, StreamId stream, bool mapping, uint32_t i) {
+    SegmentLifetime& s = dt_.segments.emplace_back();
+    s.address = addr;
+    s.version = seg_addrs_[addr].next_version++;
+    s.mapping = mapping;
+    s.size = size;
+    s.stream = streams_[stream.v];
+    s.begin_event = LocalEvent(i);
+    return s;
+  }
+  // A segment lifetime older than the trace, released in it.
+  SegmentLifetime& PreWindow(uint64_t addr, int64_t size, StreamId stream, bool mapping) {
+    SegmentLifetime& s = dt_.segments.emplace_back();
+    s.address = addr;
+    s.version = seg_addrs_[addr].next_version++;
+    s.cls = LifetimeClass::kPreWindow;
+    s.mapping = mapping;
+    s.size = size;
+    s.stream = streams_[stream.v];
+    pre_res_ += size;
+    return s;
+  }
+
+  // Expandable segments map and unmap address ranges, and an unmap need not match a map: it may
+  // release the end or the middle of a mapped range, or span several (PyTorch's
+  // ExpandableSegment::unmapHandles releases whole pages from any offset; 12 of 16 unmaps on the
+  // corpus's three-device expandable file start inside a mapping). So the open mappings are kept
+  // by address range: an unmap ends every mapping it overlaps at its event, and what those
+  // mappings keep mapped begins again at that event as a new lifetime (SegmentLifetime::split),
+  // so the lifetimes alive after any event add up to the reserved curve. Bytes unmapped that no
+  // mapping of the trace holds were mapped before it.
+  void MappingEvent(const TraceEvent& e, uint32_t i) {
+    const uint64_t u0 = e.addr, u1 = e.addr + static_cast<uint64_t>(e.size);
+    if (e.action == Action::kSegmentMap) {
+      auto it = open_maps_.find(u0);
+      if (it != open_maps_.end()) {  // the same range mapped again: its unmap was not recorded
+        dt_.segments[it->second].end_event = LocalEvent(i);
+        open_maps_.erase(it);
+      }
+      open_maps_[u0] = static_cast<uint32_t>(dt_.segments.size());
+      Begin(u0, e.size, e.stream, true, i);
+      cur_res_ += e.size;
+      dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
+      return;
     }
+    int64_t unexplained = e.size;
+    auto it = open_maps_.upper_bound(u0);
+    if (it != open_maps_.begin()) --it;
+    while (it != open_maps_.end() && it->first < u1) {
+      const uint32_t k = it->second;
+      const uint64_t m0 = dt_.segments[k].address;
+      const uint64_t m1 = m0 + static_cast<uint64_t>(dt_.segments[k].size);
+      if (m1 <= u0) {
+        ++it;
+        continue;
+      }
+      const int64_t stream = dt_.segments[k].stream;
+      dt_.segments[k].end_event = LocalEvent(i);
+      it = open_maps_.erase(it);
+      unexplained -= static_cast<int64_t>(std::min(m1, u1) - std::max(m0, u0));
+      auto rest = [&](uint64_t r0, uint64_t r1) {
+        open_maps_[r0] = static_cast<uint32_t>(dt_.segments.size());
+        SegmentLifetime& s = Begin(r0, static_cast<int64_t>(r1 - r0), e.stream, true, i);
+        s.stream = stream;
+        s.split = true;
+      };
+      if (m0 < u0) rest(m0, u0);
+      if (u1 < m1) {
+        rest(u1, m1);
+        break;  // the unmapped range ends inside this mapping
+      }
+    }
+    if (unexplained > 0) PreWindow(u0, unexplained, e.stream, true).end_event = LocalEvent(i);
+    cur_res_ -= e.size;
+    dt_.reserved_steps.push_back(ReservedStep(i, cur_res_));
   }
 
   // Lifetimes still open at the end meet the final blocks: each takes its block's size; the rest
@@ -605,8 +667,9 @@ class DeviceBuilder {
   DeviceTimeline& dt_;
   FinalState fin_;            // set by Finish
   BlockAddrTable addrs_;      // block address -> open lifetime (small: it should stay in cache)
-  BlockAddrTable seg_addrs_;  // segment address -> open segment lifetime
-  std::vector<BlockLifetime> pool_;  // open lifetimes unless everything is kept
+  BlockAddrTable seg_addrs_;  // segment address -> open segment lifetime (and versions)
+  std::map<uint64_t, uint32_t> open_maps_;  // open expandable mappings by address (few)
+  std::vector<BlockLifetime> pool_;         // open lifetimes unless everything is kept
   std::vector<uint32_t> free_slots_;
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
   TimelinePoint target_;

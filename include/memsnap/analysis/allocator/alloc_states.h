@@ -55,6 +55,9 @@ struct AllocatorState {
   std::vector<std::string> labels;  // "peak reserved", "peak allocated", "end", and the caller's
   FragSample sample;                // the figures, as `frag --at event:N` prints them
   std::vector<uint32_t> segments;   // indices into AllocatorStates::segments, address order
+  /// One of the states event by event around a labelled moment (AllocatorStatesOptions::around):
+  /// kept with the labelled ones; false for an evenly spaced one.
+  bool step = false;
 };
 
 struct AllocatorStatesOptions {
@@ -64,6 +67,10 @@ struct AllocatorStatesOptions {
   int64_t max_spans = 150000;
   /// Further moments to include with a label ("peak live", "OOM").
   std::vector<std::pair<TimelinePoint, std::string>> moments;
+  /// The states after each of the `around` events before and after every labelled moment too, so
+  /// that a reader can step through them event by event. Those farthest from their moment are
+  /// left out first when their distinct segments would take more than a quarter of max_spans.
+  int around = 0;
   /// FindStatePeaks' answer when the caller already has it; without it the states' rewind finds
   /// the allocated peak on the way (FindStatePeaks would cost a rewind of its own).
   std::optional<std::pair<int64_t, int64_t>> peaks;

@@ -36,15 +36,23 @@
 namespace memsnap::analysis {
 
 struct ReportAnalysisOptions {
-  LodOptions lod;                 // curve columns and bands
-  AllocatorStatesOptions states;  // how many allocator states the page keeps
+  LodOptions lod;  // curve columns and bands
+  /// How many allocator states the page keeps; 16 events either side of each labelled moment
+  /// (the peaks, the OOM, the end) so that the page can step through them event by event.
+  AllocatorStatesOptions states = [] {
+    AllocatorStatesOptions o;
+    o.around = 16;
+    return o;
+  }();
   int top_sites = 25;  // rows of the site tables (the tail folds into "[N others]"); 0 = all
   GroupOptions group;  // how sites are keyed (frame filters, depth)
   /// PYTORCH_CUDA_ALLOC_CONF strings to replay the trace under (besides the recorded settings).
   std::vector<std::string> replay_confs;
   bool with_states = true;  // the diff page leaves the allocator states and sites out
   bool with_sites = true;
-  bool with_steps = false;  // the diff page aligns the two timelines on their steps
+  /// The steps: the single page draws them over the timeline, the diff page aligns the two
+  /// timelines on them.
+  bool with_steps = true;
 };
 
 /// Live memory by category (attribution.h) across one device's trace: one sample per stored column
@@ -69,14 +77,25 @@ struct ReportCategories {
   std::vector<Tile> tiles;
 };
 
+/// A range of the program's annotations (record_function and friends: the trace's
+/// external_annotations), paired START to END by name, the innermost open one first.
+struct AnnotationRegion {
+  std::string name;
+  int64_t begin_us = 0, end_us = 0;  // times; an END never seen ends at the device's last time
+  bool open = false;                 // its END was not recorded
+};
+
 struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
   TimelineLod lod;
-  AllocatorStates states;                 // empty without options.with_states
-  std::vector<TimelinePoint> oom_events;  // the points just after the OOMs
-  /// The device's repeating step, when one is found (DetectSteps by periodicity; with_steps).
+  AllocatorStates states;                            // empty without options.with_states
+  std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
+  /// The device's training steps, when found: DetectSteps with the default options, as
+  /// `--at step:N` finds them (with_steps).
   StepInfo steps;
+  /// The device's annotation regions, in order of their begin (a trace with times).
+  std::vector<AnnotationRegion> annotations;
   /// Categories over time and at the peak (with_sites, devices with events).
   std::optional<ReportCategories> categories;
   /// Per band (parallel to lod.bands): its site, an index into ReportAnalysis::band_sites, and its

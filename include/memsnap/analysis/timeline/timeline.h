@@ -111,6 +111,9 @@ struct SegmentLifetime {
   LocalEvent end_event;    // segment_free / segment_unmap; none: still there
   SegmentId segment;       // the final-state segment at this address when still there, else invalid
   bool left_out = false;   // not in the reserved curve (DeviceTimeline::segments_left_out)
+  /// What an unmap at begin_event left mapped of an older mapping (which ended there): mapped
+  /// before begin_event, a new lifetime only so that lifetimes keep one size.
+  bool split = false;
   friend bool operator==(const SegmentLifetime&, const SegmentLifetime&) = default;
 };
 
