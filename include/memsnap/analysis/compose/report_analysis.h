@@ -89,8 +89,8 @@ struct DeviceReportAnalysis {
   int32_t device = 0;
   size_t timeline_index = 0;  // into ReportAnalysis::timeline.devices
   TimelineLod lod;
-  AllocatorStates states;                            // empty without options.with_states
-  std::vector<TimelinePoint> oom_events;             // the points just after the OOMs
+  AllocatorStates states;                 // empty without options.with_states
+  std::vector<TimelinePoint> oom_events;  // the points just after the OOMs
   /// The device's training steps, when found: DetectSteps with the default options, as
   /// `--at step:N` finds them (with_steps).
   StepInfo steps;
