@@ -137,6 +137,17 @@ def check_repo(root):
     return 1 if problems else 0
 
 
+def count_mismatches(path, where, cases):
+    """Self-test cases {text: problems expected} checked as if in PATH; prints and counts misses."""
+    missed = 0
+    for text, want in cases.items():
+        got = len(check_text(path, text))
+        if got != want:
+            print(f"self-test: {text!r} in {where}: {got} problems, expected {want}")
+            missed += 1
+    return missed
+
+
 def self_test():
     bad = {
         'if (category == "activation") return;': 1,
@@ -164,22 +175,14 @@ def self_test():
         'labels.push_back("peak reserved");': 0,
         'x = absl::StrFormat("%.0f", v);  // "To keep the page small."': 0,
     }
-    for text, want in analysis.items():
-        got = len(check_text("src/analysis/timeline/x.cpp", text))
-        if got != want:
-            print(f"self-test: {text!r} in an analysis: {got} problems, expected {want}")
-            failed += 1
+    failed += count_mismatches("src/analysis/timeline/x.cpp", "an analysis", analysis)
     devices = {
         "  int32_t device = -1;  // -1: every device": 1,
         "  std::optional<int32_t> device;  // nullopt: all": 1,
         "  DeviceFilter device;  // default: every device": 0,
         "  int32_t device = 0;  // the device of this row": 0,
     }
-    for text, want in devices.items():
-        got = len(check_text("include/memsnap/query/x.h", text))
-        if got != want:
-            print(f"self-test: {text!r} in a query header: {got} problems, expected {want}")
-            failed += 1
+    failed += count_mismatches("include/memsnap/query/x.h", "a query header", devices)
     if check_text("src/report/x.cpp", 'note = "The allocator\'s state is kept at the marked ones.";'):
         print("self-test: a sentence in src/report was flagged")
         failed += 1
