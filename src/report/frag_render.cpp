@@ -564,10 +564,8 @@ std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& c) {
   std::vector<std::string> out;
   if (c.pre_window_blocks > 0) {
     out.push_back(absl::StrCat(
-        "device ", c.device, ": the trace begins mid-run (", c.pre_window_blocks, " block(s), ",
-        FormatBytes(c.pre_window_bytes),
-        ", are freed in it but were allocated before it): peaks and the timeline cover the "
-        "trace window only"));
+        TraceStartWarning(c.device, c.trace_start, c.pre_window_blocks, c.pre_window_bytes),
+        ": peaks and the timeline cover the trace window only"));
   }
   if (c.problems.any()) {
     const analysis::UndoProblems& p = c.problems;

@@ -227,32 +227,46 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
   return j;
 }
 
+std::string TraceStartWarning(int32_t device, analysis::TraceStart why, int64_t blocks,
+                              int64_t bytes) {
+  const std::string what =
+      absl::StrCat(FormatCount(blocks), blocks == 1 ? " block" : " blocks",
+                   bytes >= 0 ? absl::StrCat(", ", FormatBytes(bytes), ",") : std::string(),
+                   blocks == 1 ? " is freed in it but was" : " are freed in it but were",
+                   " allocated before it");
+  switch (why) {
+    case analysis::TraceStart::kMidRun:
+      return absl::StrCat("device ", device, ": the trace begins mid-run (", what, ")");
+    case analysis::TraceStart::kRingOverflowed:
+      return absl::StrCat("device ", device,
+                          ": the trace's ring buffer overflowed and dropped its oldest events (",
+                          what, ")");
+    case analysis::TraceStart::kRingLikelyOverflowed:
+      return absl::StrCat("device ", device,
+                          ": the trace's ring buffer likely overflowed and dropped its oldest "
+                          "events (the trace is as long as a full buffer, and ",
+                          what, ")");
+  }
+  return {};
+}
+
 std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
   std::vector<std::string> out;
   for (const analysis::DeviceSummary& dev : r.devices) {
     if (dev.frees_without_alloc > 0) {
-      out.push_back(absl::StrCat(
-          "device ", dev.device, ": ", dev.frees_without_alloc,
-          " free(s) whose alloc is not in the trace (the trace began mid-run or the ring buffer "
-          "overflowed)"));
+      out.push_back(TraceStartWarning(dev.device, dev.trace_start, dev.frees_without_alloc, -1));
     }
     if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
-      out.push_back(absl::StrCat("device ", dev.device, ": ", dev.ghost_blocks, " live block(s) (",
-                                 FormatBytes(dev.ghost_bytes),
-                                 ") were allocated before the trace began"));
+      out.push_back(absl::StrCat(
+          "device ", dev.device, ": ", FormatCount(dev.ghost_blocks),
+          dev.ghost_blocks == 1 ? " live block (" : " live blocks (", FormatBytes(dev.ghost_bytes),
+          ") ", dev.ghost_blocks == 1 ? "was" : "were", " allocated before the trace began"));
     }
   }
   if (r.ring_overflowed) {
     out.push_back(
         "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
         "lost its oldest events");
-  }
-  for (const analysis::DeviceSummary& dev : r.devices) {
-    if (!dev.ring_likely_overflowed) continue;
-    out.push_back(absl::StrCat("device ", dev.device, ": the trace ring buffer likely overflowed (",
-                               FormatPercent(static_cast<double>(dev.frees_without_alloc) /
-                                             static_cast<double>(dev.totals.trace_entries)),
-                               " of events are frees without an alloc)"));
   }
   return out;
 }

@@ -185,7 +185,7 @@ TEST_SUITE("frag") {
     const std::vector<std::string> warnings = report::FragWarnings(r);
     REQUIRE(warnings.size() == 2);
     CHECK(warnings[0] ==
-          "device 0: the trace begins mid-run (1 block(s), 8.0 MiB, are freed in it but were "
+          "device 0: the trace begins mid-run (1 block, 8.0 MiB, is freed in it but was "
           "allocated before it): peaks and the timeline cover the trace window only");
     CHECK(warnings[1] ==
           "device 0: the trace could not be undone consistently (1 alloc(s) of a block not "

@@ -350,26 +350,49 @@ TEST_SUITE("summary") {
     }
   }
 
-  TEST_CASE("the ring-buffer guess needs a trace as long as a full ring buffer") {
-    // One free without its alloc: recording began mid-run, nothing says the buffer overflowed.
-    Snapshot one;
-    TraceEvent e;
-    e.action = Action::kFreeCompleted;
-    e.addr = 0x1000;
-    e.size = 512;
-    one.events.push_back(e);
-    one.traces.push_back({0, 0, 1});
-    auto overflow = [](const analysis::SummaryReport& r) {
-      const std::vector<std::string> words = report::SummaryWarnings(r);
-      return r.devices.size() == 1 && r.devices[0].ring_likely_overflowed &&
-             std::any_of(words.begin(), words.end(), [](const std::string& w) {
-               return w.find("likely overflowed") != std::string::npos;
-             });
+  TEST_CASE("the ring-buffer guess needs a trace exactly as long as a full ring buffer") {
+    // `n` frees of blocks the trace never allocated: every event is one.
+    auto frees = [](int64_t n) {
+      Snapshot snap;
+      for (int64_t i = 0; i < n; ++i) {
+        TraceEvent e;
+        e.action = Action::kFreeCompleted;
+        e.addr = 0x100000 + static_cast<uint64_t>(i) * 512;
+        e.size = 512;
+        snap.events.push_back(e);
+      }
+      snap.traces.push_back({0, 0, static_cast<uint32_t>(n)});
+      return snap;
     };
-    CHECK_FALSE(overflow(analysis::Summarize(one)));
+    auto start = [](const Snapshot& snap) {
+      const analysis::SummaryReport r = analysis::Summarize(snap);
+      REQUIRE(r.devices.size() == 1);
+      return r.devices[0].trace_start;
+    };
+    auto said = [](const Snapshot& snap) {
+      const std::vector<std::string> words = report::SummaryWarnings(analysis::Summarize(snap));
+      REQUIRE_FALSE(words.empty());
+      return words[0];
+    };
+    // One free without its alloc: recording began mid-run, nothing says the buffer overflowed.
+    Snapshot one = frees(1);
+    CHECK(start(one) == analysis::TraceStart::kMidRun);
+    CHECK(said(one) ==
+          "device 0: the trace begins mid-run (1 block is freed in it but was allocated before "
+          "it)");
     // The same trace when the file says the buffer holds one entry: it is full.
     one.settings.trace_alloc_max_entries = 1;
-    CHECK(overflow(analysis::Summarize(one)));
+    CHECK(start(one) == analysis::TraceStart::kRingLikelyOverflowed);
+    CHECK(said(one).find("likely overflowed") != std::string::npos);
+    // A buffer that overflowed holds exactly its capacity: 22,332 events is no capacity anyone
+    // passes, so those frees say the recording began mid-run; 20,000 and 16,384 are.
+    CHECK(start(frees(22332)) == analysis::TraceStart::kMidRun);
+    CHECK(start(frees(20000)) == analysis::TraceStart::kRingLikelyOverflowed);
+    CHECK(start(frees(16384)) == analysis::TraceStart::kRingLikelyOverflowed);
+    // The file's own flag wins.
+    Snapshot flagged = frees(3);
+    flagged.settings.trace_alloc_overflowed = true;
+    CHECK(start(flagged) == analysis::TraceStart::kRingOverflowed);
   }
 
   TEST_CASE("settings are described in the words summary and diff share") {

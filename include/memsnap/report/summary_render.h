@@ -11,10 +11,17 @@
 
 namespace memsnap::report {
 
-/// The summary's findings worth a user's attention, in words and a fixed order: per device, frees
-/// whose alloc is not in the trace and blocks allocated before it; then the ring buffer's
-/// overflow (recorded, or likely per device). `warnings` in JSON, "warnings" in text.
+/// The summary's findings worth a user's attention, in words and a fixed order: per device, where
+/// the trace begins (TraceStartWarning) and the blocks still live that were allocated before it;
+/// then the file's own ring-buffer flag. `warnings` in JSON, "warnings" in text.
 std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& report);
+
+/// Where a device's trace begins, given `blocks` freed in it but allocated before it (and their
+/// bytes when known, or -1): "device 0: the trace begins mid-run (438 blocks are freed in it but
+/// were allocated before it)", or the ring buffer's overflow. `summary` and `frag` (and the page,
+/// through frag's warnings) write it with this one function.
+std::string TraceStartWarning(int32_t device, analysis::TraceStart why, int64_t blocks,
+                              int64_t bytes);
 
 /// The `summary --json` object: segments, blocks, reserved_bytes, allocated_bytes, active_bytes,
 /// requested_bytes, trace_entries, actions, unique_stacks, unique_frames, devices[...].

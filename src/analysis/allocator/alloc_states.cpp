@@ -229,7 +229,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
       if (wanted(i)) capture(rw.Layout(), i);
       if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
     }
-    out.rewind = frag_internal::CaveatsOf(rw, dt.device);
+    out.rewind = frag_internal::CaveatsOf(rw, dt.device, snap.settings, dt.num_events);
     if (find_peak_a) {
       if (!candidate && !wanted(peak_a)) {
         frag_internal::DeviceRewind again(snap, dt.device);

@@ -258,10 +258,12 @@ int64_t FindAllocatedPeak(const Snapshot& snap, const DeviceTrace& trace) {
   return peak_a;
 }
 
-RewindCaveats CaveatsOf(const DeviceRewind& rw, int32_t device) {
+RewindCaveats CaveatsOf(const DeviceRewind& rw, int32_t device, const AllocatorSettings& settings,
+                        int64_t trace_entries) {
   RewindCaveats c;
   c.device = device;
   std::tie(c.pre_window_blocks, c.pre_window_bytes) = rw.PreWindowBlocks();
+  c.trace_start = ExplainTraceStart(settings, trace_entries, c.pre_window_blocks);
   c.problems = rw.problems();
   return c;
 }
@@ -494,7 +496,7 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   }
   r.costs.push_back(std::move(cost));
   r.peaks.push_back(peaks);
-  r.rewind.push_back(frag_internal::CaveatsOf(rw, trace.device));
+  r.rewind.push_back(frag_internal::CaveatsOf(rw, trace.device, snap.settings, trace.size()));
 }
 
 }  // namespace

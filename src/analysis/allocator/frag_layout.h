@@ -106,6 +106,8 @@ FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t
 int64_t FindAllocatedPeak(const Snapshot& snapshot, const DeviceTrace& trace);
 
 /// What undoing a device's trace to its start found (report::RewindWarnings says it in words).
-RewindCaveats CaveatsOf(const DeviceRewind& rewind, int32_t device);
+/// `trace_entries` and the file's settings say why blocks were allocated before the trace.
+RewindCaveats CaveatsOf(const DeviceRewind& rewind, int32_t device,
+                        const AllocatorSettings& settings, int64_t trace_entries);
 
 }  // namespace memsnap::analysis::frag_internal

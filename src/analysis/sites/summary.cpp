@@ -382,19 +382,9 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     report.devices.push_back(std::move(dev));
   }
   report.ring_overflowed = snap.settings.trace_alloc_overflowed.value_or(false);
-  if (!report.ring_overflowed) {
-    // Frees without an alloc also come from recording that began mid-run, so a guess needs a
-    // trace long enough to be a full ring buffer: at least trace_alloc_max_entries events when
-    // the file records it, else at least kMinEventsForOverflow.
-    constexpr int64_t kMinEventsForOverflow = 1000;
-    const std::optional<int64_t> max_entries = snap.settings.trace_alloc_max_entries;
-    for (DeviceSummary& dev : report.devices) {
-      const int64_t n = dev.totals.trace_entries;
-      const bool full =
-          max_entries ? *max_entries > 0 && n >= *max_entries : n >= kMinEventsForOverflow;
-      dev.ring_likely_overflowed =
-          full && dev.frees_without_alloc > 0 && dev.frees_without_alloc * 100 > n;
-    }
+  for (DeviceSummary& dev : report.devices) {
+    dev.trace_start =
+        ExplainTraceStart(snap.settings, dev.totals.trace_entries, dev.frees_without_alloc);
   }
   return report;
 }

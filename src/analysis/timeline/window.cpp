@@ -57,4 +57,24 @@ WindowFigures ComputeWindow(const DeviceTimeline& dt, const EventWindow& w) {
   return f;
 }
 
+bool TraceFillsRingBuffer(const AllocatorSettings& settings, int64_t trace_entries) {
+  if (settings.trace_alloc_max_entries) {
+    return *settings.trace_alloc_max_entries > 0 &&
+           trace_entries >= *settings.trace_alloc_max_entries;
+  }
+  constexpr int64_t kSmallestRing = 1000;
+  const bool power_of_two = (trace_entries & (trace_entries - 1)) == 0;
+  return trace_entries >= kSmallestRing && (trace_entries % 1000 == 0 || power_of_two);
+}
+
+TraceStart ExplainTraceStart(const AllocatorSettings& settings, int64_t trace_entries,
+                             int64_t frees_without_alloc) {
+  if (settings.trace_alloc_overflowed.value_or(false)) return TraceStart::kRingOverflowed;
+  const bool many = frees_without_alloc * 100 > trace_entries;  // over 1% of the events
+  if (many && TraceFillsRingBuffer(settings, trace_entries)) {
+    return TraceStart::kRingLikelyOverflowed;
+  }
+  return TraceStart::kMidRun;
+}
+
 }  // namespace memsnap::analysis

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -260,6 +261,8 @@ struct RewindCaveats {
   int32_t device = 0;
   int64_t pre_window_blocks = 0;
   int64_t pre_window_bytes = 0;
+  /// Why those blocks were allocated before the trace (read when pre_window_blocks > 0).
+  TraceStart trace_start = TraceStart::kMidRun;
   UndoProblems problems;
   /// The warnings these make (0 to 2).
   int64_t count() const { return (pre_window_blocks > 0 ? 1 : 0) + (problems.any() ? 1 : 0); }

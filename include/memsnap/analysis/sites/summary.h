@@ -12,6 +12,7 @@
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/event_index.h"
 #include "memsnap/analysis/timeline/timeline.h"
+#include "memsnap/analysis/timeline/window.h"
 #include "memsnap/model/snapshot.h"
 
 namespace memsnap::analysis {
@@ -121,9 +122,8 @@ struct DeviceSummary {
   int64_t last_time_us = kNoTime;
   int64_t frees_without_alloc = 0;  // frees whose alloc is older than the trace window
   int64_t ghost_blocks = 0;         // live blocks at the end whose alloc is not in the trace
-  /// The trace is as long as a full ring buffer and over 1% of its events are frees without an
-  /// alloc: the buffer likely overflowed (only when the file does not say it did).
-  bool ring_likely_overflowed = false;
+  /// Why the trace frees blocks it never allocated (read only when frees_without_alloc > 0).
+  TraceStart trace_start = TraceStart::kMidRun;
   int64_t ghost_bytes = 0;
   int64_t segments_expandable = 0;
   std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
@@ -146,7 +146,7 @@ struct SummaryReport {
   std::vector<DeviceSummary> devices;  // ascending device
   AllocatorSettings settings;
   /// allocator_settings.trace_alloc_overflowed is set: the ring buffer lost its oldest events.
-  /// With the devices' frees_without_alloc, ghost_blocks and ring_likely_overflowed, the findings
+  /// With the devices' frees_without_alloc, ghost_blocks and trace_start, the findings
   /// report::SummaryWarnings writes in words.
   bool ring_overflowed = false;
 };

@@ -38,4 +38,24 @@ WindowFigures WindowStartFigures(const DeviceTimeline& dt, const EventWindow& w)
 int64_t MaxLiveNet(const DeviceTimeline& dt, int64_t a, int64_t b);
 void RaiseWindowPeak(const DeviceTimeline& dt, int64_t top, int64_t a, int64_t b, WindowFigures& f);
 
+/// Why a device's trace frees blocks it never allocated. `summary` and `frag` (and the page) say
+/// it in the same words (report::TraceStartWarning); docs/figures.md, "Where the trace begins".
+enum class TraceStart : uint8_t {
+  kMidRun,                // recording began after those blocks were allocated
+  kRingOverflowed,        // the file says its ring buffer overflowed (trace_alloc_overflowed)
+  kRingLikelyOverflowed,  // the trace is as long as a full ring buffer, and over 1% of it are
+                          // frees without an alloc
+};
+
+/// The trace holds as many events as a full ring buffer: at least `trace_alloc_max_entries` when
+/// the file records it; otherwise a capacity people pass to `_record_memory_history(max_entries=)`
+/// (a multiple of 1,000 or a power of two, from 1,000 up). A buffer that overflowed keeps exactly
+/// its capacity, so a trace of 22,332 events did not overflow one.
+bool TraceFillsRingBuffer(const AllocatorSettings& settings, int64_t trace_entries);
+
+/// What a trace of `trace_entries` events with `frees_without_alloc` frees of blocks it never
+/// allocated says about where it begins.
+TraceStart ExplainTraceStart(const AllocatorSettings& settings, int64_t trace_entries,
+                             int64_t frees_without_alloc);
+
 }  // namespace memsnap::analysis
