@@ -341,8 +341,8 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
       const int64_t saved = base.fits_on - best.fits_on;
       text = absl::StrCat(
           "PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": the run fits on ",
-          FormatBytes(best.fits_on), " instead of ", FormatBytes(base.fits_on), " (-",
-          FormatBytes(saved), ", -",
+          FormatBytesApart(best.fits_on, base.fits_on), " instead of ",
+          FormatBytesApart(base.fits_on, best.fits_on), " (-", FormatBytes(saved), ", -",
           FormatPercent(static_cast<double>(saved) / static_cast<double>(base.fits_on)),
           "), replayed (the best of ", tried, " settings; ", live, ")");
     } else {

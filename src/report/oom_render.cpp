@@ -106,11 +106,21 @@ Table RemediesTable(const OomDevice& d) {
   t.AddColumn("headroom_bytes", "headroom", Unit::kBytes);
   const bool searched = std::any_of(d.remedies.begin(), d.remedies.end(),
                                     [](const OomRemedy& m) { return m.fits_on > 0; });
-  if (searched) t.AddColumn("fits_on_bytes", "fits on", Unit::kBytes);
+  if (searched) {
+    // In text with the decimals it takes not to read as the device's own size: a setting that
+    // fails on 11.0 GiB fits on 11.03 GiB, not on "11.0 GiB".
+    t.AddColumn("fits_on_bytes", "fits on", Unit::kBytes).in_text = false;
+    Column& text = t.AddColumn("fits_on", "fits on", Unit::kText);
+    text.align = Align::kRight;
+    text.in_data = false;
+  }
   for (const OomRemedy& m : d.remedies) {
     std::vector<Cell> row = {SettingName(m), RemedyResult(m), m.peak_reserved,
                              m.fits ? Cell(m.headroom) : Cell()};
-    if (searched) row.push_back(m.fits_on > 0 ? Cell(m.fits_on) : Cell());
+    if (searched) {
+      row.push_back(m.fits_on > 0 ? Cell(m.fits_on) : Cell());
+      row.push_back(m.fits_on > 0 ? Cell(FormatBytesApart(m.fits_on, d.capacity)) : Cell());
+    }
     t.AddRow(std::move(row));
   }
   return t;
@@ -160,17 +170,19 @@ std::string PeakWhere(const OomDevice& d) {
 void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
   if (d.smallest_fit < 0) return;
   const OomRemedy* best = &d.remedies[d.smallest_fit];
-  out << "  smallest device memory the run fits on, by replay: " << FormatBytes(best->fits_on);
+  out << "  smallest device memory the run fits on, by replay: "
+      << FormatBytesApart(best->fits_on, d.capacity);
   if (best != &d.remedies[0]) {
     out << " with PYTORCH_CUDA_ALLOC_CONF=" << best->settings;
     if (d.remedies[0].fits_on > 0) {
-      out << " (" << FormatBytes(d.remedies[0].fits_on) << " with the recorded settings)";
+      out << " (" << FormatBytesApart(d.remedies[0].fits_on, d.capacity)
+          << " with the recorded settings)";
     }
   } else {
     out << " with the recorded settings (no candidate needs over " << analysis::kFitsOnTiePercent
         << "% less)";
   }
-  out << "; the live peak alone is " << FormatBytes(d.trace_peak_live) << "\n";
+  out << "; the live peak alone is " << FormatBytesApart(d.trace_peak_live, d.capacity) << "\n";
 }
 
 void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
@@ -269,7 +281,7 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
       Plural(static_cast<int64_t>(d.remedies.size()), "setting", "settings"), " replayed)");
   if (d.smallest_fit >= 0) {
     const OomRemedy& smallest = d.remedies[d.smallest_fit];
-    absl::StrAppend(&fix, "; the run needs ", FormatBytes(smallest.fits_on),
+    absl::StrAppend(&fix, "; the run needs ", FormatBytesApart(smallest.fits_on, d.capacity),
                     d.smallest_fit == 0
                         ? std::string(" with its recorded settings")
                         : absl::StrCat(" with PYTORCH_CUDA_ALLOC_CONF=", smallest.settings));

@@ -12,7 +12,9 @@
 
 namespace memsnap {
 
-std::string FormatBytes(int64_t bytes) {
+namespace {
+
+std::string BytesWithDecimals(int64_t bytes, int decimals) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double magnitude = std::fabs(static_cast<double>(bytes));
   if (magnitude < 1024) return absl::StrCat(bytes, " B");
@@ -21,7 +23,20 @@ std::string FormatBytes(int64_t bytes) {
     magnitude /= 1024;
     ++unit;
   }
-  return absl::StrFormat("%s%.1f %s", bytes < 0 ? "-" : "", magnitude, kUnits[unit]);
+  return absl::StrFormat("%s%.*f %s", bytes < 0 ? "-" : "", decimals, magnitude, kUnits[unit]);
+}
+
+}  // namespace
+
+std::string FormatBytes(int64_t bytes) { return BytesWithDecimals(bytes, 1); }
+
+std::string FormatBytesApart(int64_t bytes, int64_t other) {
+  std::string text = FormatBytes(bytes);
+  for (int decimals = 2; bytes != other && decimals <= 3; ++decimals) {
+    if (text != BytesWithDecimals(other, decimals - 1)) break;
+    text = BytesWithDecimals(bytes, decimals);
+  }
+  return text;
 }
 
 absl::StatusOr<int64_t> ParseDurationUs(std::string_view text) {

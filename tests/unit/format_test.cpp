@@ -22,6 +22,17 @@ TEST_SUITE("format") {
     CHECK(FormatRelativeTime(-1'500'000) == "-1.500 s");
     CHECK(FormatRelativeTime(int64_t{-9} * 86'400'000'000) == "-9.0 days");
   }
+
+  TEST_CASE("a size set beside another does not read as it when the two differ") {
+    constexpr int64_t kGiB = int64_t{1} << 30;
+    const int64_t card = 11 * kGiB;
+    CHECK(FormatBytes(card + 28 * (kGiB >> 10)) == "11.0 GiB");
+    CHECK(FormatBytesApart(card + 28 * (kGiB >> 10), card) == "11.03 GiB");
+    CHECK(FormatBytesApart(card + 2 * (kGiB >> 10), card) == "11.002 GiB");
+    CHECK(FormatBytesApart(card, card) == "11.0 GiB");             // the same size
+    CHECK(FormatBytesApart(card + kGiB / 2, card) == "11.5 GiB");  // already apart
+    CHECK(FormatBytesApart(card - 40 * (kGiB >> 10), card) == "10.96 GiB");
+  }
 }
 
 }  // namespace

@@ -14,6 +14,9 @@ std::string FormatBytes(int64_t bytes);
 /// A duration with its unit: "25ms", "+1.5s", "250us", "2min", "-5s" -> microseconds (signed).
 /// Errors say what is wrong ("a time needs a unit: us, ms, s or min").
 absl::StatusOr<int64_t> ParseDurationUs(std::string_view text);
+/// FormatBytes, with as many decimals (up to 3) as it takes not to read as `other` when the two
+/// differ: a run that needs 11.03 GiB does not read "fits on 11.0 GiB" beside an 11.0 GiB device.
+std::string FormatBytesApart(int64_t bytes, int64_t other);
 /// Bytes exactly, with thousands separators: 3865470566 -> "3,865,470,566 B".
 std::string FormatExactBytes(int64_t bytes);
 /// A length of time in microseconds, unsigned: 350 -> "350 us", 25300 -> "25.3 ms", 1500000 ->
