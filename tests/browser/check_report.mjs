@@ -670,9 +670,9 @@ async function checkSegmentTimeline(name, page, input = null) {
 // it, a segment event leaves the blocks alone); the list of events around the cursor follows.
 async function checkStateSteps(name, page) {
   const got = await page.evaluate(() => __memsnap.states.map((v) => {
-    const active = (i) => {
+    const active = (view) => {
       const out = new Map();
-      for (const s of v.momentSegments(i)) {
+      for (const s of view.segs) {
         let off = 0;
         for (const p of s.spans) {
           if (p.kind <= 1) out.set(s.addr + off, { kind: p.kind, size: p.size, requested: p.requested });
@@ -688,16 +688,16 @@ async function checkStateSteps(name, page) {
     const steps = [], problems = [];
     const press = (key) => sec.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
     for (const [how, d] of [["key", 1], ["key", 1], ["button", 1], ["key", -1], ["button", -1], ["button", -1], ["key", -1], ["key", -1]]) {
-      const before = v.current, e0 = v.moments[before].event;
+      const before = v.view, e0 = before.event;
       if (how === "key") press(d > 0 ? "ArrowRight" : "ArrowLeft");
       else if (sec.querySelector(`button[data-step="${d}"]`)) sec.querySelector(`button[data-step="${d}"]`).click();
       else { problems.push(`no button steps ${d > 0 ? "forward" : "back"} one event`); continue; }
-      const after = v.current, e1 = v.moments[after].event;
-      if (after === before) { problems.push(`${how} ${d} at event ${e0} did not move`); continue; }
+      const after = v.view, e1 = after.event;
+      if (e1 === e0) { problems.push(`${how} ${d} at event ${e0} did not move`); continue; }
       if (Math.abs(e1 - e0) !== 1) { steps.push({ skipped: e1 - e0 }); continue; }
       // The later state's event is the one that made the difference.
       const [lo, hi] = e1 > e0 ? [before, after] : [after, before];
-      const w = v.moments[hi].what, A = active(lo), B = active(hi);
+      const w = hi.what, A = active(lo), B = active(hi);
       const changed = [];
       for (const [a, x] of B) { const y = A.get(a); if (!y || y.kind !== x.kind || y.size !== x.size) changed.push(["+", a, x, y]); }
       for (const [a, y] of A) if (!B.has(a)) changed.push(["-", a, null, y]);
@@ -707,10 +707,10 @@ async function checkStateSteps(name, page) {
       else if (w.action === "free_requested") ok = changed.length === 1 && changed[0][1] === addr && changed[0][2] && changed[0][2].kind === 1 && changed[0][3].kind === 0;
       else if (w.action === "free_completed") ok = changed.length === 1 && changed[0][0] === "-" && changed[0][1] === addr;
       else ok = changed.length === 0;
-      if (!ok) problems.push(`event ${v.moments[hi].event} (${w.action} ${w.size} at ${w.addr}) changed ${changed.length} blocks: ${JSON.stringify(changed.map((c) => [c[0], c[1].toString(16)]))}`);
+      if (!ok) problems.push(`event ${hi.event} (${w.action} ${w.size} at ${w.addr}) changed ${changed.length} blocks: ${JSON.stringify(changed.map((c) => [c[0], c[1].toString(16)]))}`);
       const current = sec.querySelector(".events .event.current");
       if (!current || Number(current.dataset.event) !== e1) problems.push(`the list of events does not mark event ${e1}`);
-      else if ((v.moments[after].what || { stack: -1 }).stack >= 0 && !current.querySelector("details pre")) problems.push(`event ${e1} lists no raw stack`);
+      else if ((after.what || { stack: -1 }).stack >= 0 && !current.querySelector("details pre")) problems.push(`event ${e1} lists no raw stack`);
       steps.push({ event: e1, action: w.action });
     }
     return { device: v.dev.device, steps, problems };
@@ -719,6 +719,64 @@ async function checkStateSteps(name, page) {
     if (g.none) continue;
     for (const p of g.problems) fail(name, `device ${g.device}: stepping the allocator state: ${p}`);
     if (!g.steps.some((s) => s.action)) fail(name, `device ${g.device}: no step of one event from the peak (${JSON.stringify(g.steps)})`);
+  }
+}
+
+// The allocator state at any event exactly (issue 36 §3): typed into "go to event", an event that
+// is none of the stored moments shows the blocks `memsnap blocks --at event:N` lists (address and
+// requested bytes; the sizes are the allocator's blocks, frag's) and `frag --at event:N`'s figures;
+// stepping on from there stays exact. Without the events' changes on the page (`exact` false: a
+// trace too long), the page gives the command that answers it.
+async function checkStateAtEvent(name, page, input, exact = true) {
+  const views = await page.evaluate(() => __memsnap.states.map((v) => ({ device: v.dev.device,
+    events: v.moments[v.moments.length - 1].event + 1, stored: v.moments.map((m) => m.event) })));
+  for (const [k, g] of views.entries()) {
+    if (g.events < 8) continue;
+    const stored = new Set(g.stored);
+    const wanted = [];
+    for (const share of [0.37, 0.61, 0.83]) {
+      let e = Math.floor(g.events * share);
+      while (stored.has(e) && e > 0) e--;
+      if (!stored.has(e)) wanted.push(e);
+    }
+    if (!wanted.length) continue;  // a short trace: every event is a stored moment
+    for (const e of wanted) {
+      const sec = page.locator(`#state-${g.device}`);
+      const box = sec.locator("input.goto");
+      if (await box.count() === 0) { fail(name, `device ${g.device}: no "go to event" box`); break; }
+      await box.fill(String(e));
+      await box.press("Enter");
+      const got = await page.evaluate(([i]) => {
+        const v = __memsnap.states[i], blocks = [];
+        for (const s of v.view.segs) {
+          let off = 0;
+          for (const p of s.spans) { if (p.kind <= 1) blocks.push([s.addr + off, p.requested, p.size]); off += p.size; }
+        }
+        const note = v.host.closest("section").querySelector(".note.exact");
+        return { event: v.view.event, title: v.title.textContent, figures: v.fig.figures, blocks, note: note ? note.textContent : null };
+      }, [k]);
+      if (!exact) {
+        const want = `memsnap blocks ${input} --at event:${e}`;
+        if (!got.note || !got.note.includes(want)) fail(name, `device ${g.device}: event ${e} without the exact state on the page, and no line saying "${want}" (${got.note})`);
+        continue;
+      }
+      if (got.event !== e) { fail(name, `device ${g.device}: going to event ${e} shows event ${got.event}`); continue; }
+      if (!got.title.includes(`after event ${e.toLocaleString("en-US")}`)) fail(name, `device ${g.device}: the state title at event ${e} reads "${got.title}"`);
+      const cli = JSON.parse(run(["blocks", input, "--at", `event:${e}`, "--device", String(g.device), "--limit", "0", "--json"]));
+      const want = new Map(cli.blocks.map((b) => [b.address, b]));
+      const shown = new Map(got.blocks.map((b) => [b[0], b]));
+      const missing = [...want.keys()].filter((a) => !shown.has(a));
+      const extra = [...shown.keys()].filter((a) => !want.has(a));
+      const other = [...want.values()].filter((b) => shown.has(b.address) && (shown.get(b.address)[1] !== b.requested_size || shown.get(b.address)[2] < b.size));
+      if (missing.length || extra.length || other.length) {
+        fail(name, `device ${g.device}: the state after event ${e} shows ${shown.size} blocks, memsnap blocks --at event:${e} lists ${want.size}: ` +
+          `${missing.length} missing (${missing.slice(0, 3).map((a) => a.toString(16))}), ${extra.length} not listed (${extra.slice(0, 3).map((a) => a.toString(16))}), ${other.length} of other bytes`);
+      }
+      const frag = JSON.parse(run(["frag", "--at", `event:${e}`, "--json", input])).devices.find((d) => d.device === g.device);
+      for (const key of ["segments", "reserved_bytes", "allocated_bytes", "pending_free_bytes", "releasable_bytes", "stranded_bytes", "largest_free_bytes"]) {
+        if (frag && got.figures[key] !== frag[key]) fail(name, `device ${g.device}: the state after event ${e}: ${key} ${got.figures[key]}, frag --at event:${e} says ${frag[key]}`);
+      }
+    }
   }
 }
 
@@ -806,6 +864,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   if (zoomed) await checkBandHover(name, page, zoomed.index, wantBand);
   await checkStateAtPeak(name, page, input);
   await checkStateSteps(name, page);
+  await checkStateAtEvent(name, page, input);
   await checkSites(name, page);
   await checkCategories(name, page);
   checkConsole(name, page);
@@ -916,6 +975,8 @@ async function checkGenerated(name) {
   await checkTimelines(name, page);
   await zoomIntoPeak(name, page, 0);
   await checkSegmentTimeline(name, page);
+  // Too long to carry every event's change: the page gives the command for the exact state.
+  await checkStateAtEvent(name, page, input, false);
   checkConsole(name, page);
   await page.close();
   console.log(`checked ${name}: ${html}`);

@@ -146,10 +146,10 @@ function renderDevice(dev, tables) {
       view.timeline = chart;
       chart.state = view;
       chart.opts.onPick = (x, e) => view.pick(x, e);
-      chart.setCursor(view.moments[view.current].x);
+      chart.setCursor(view.x);
     }
     const s = getHashPart("s" + dev.device);
-    if (s != null && isFinite(Number(s))) view.show(view.nearest(Number(s)), false);
+    if (s != null && isFinite(Number(s))) view.showEvent(Number(s), false);
   }
 }
 
