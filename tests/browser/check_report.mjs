@@ -780,6 +780,57 @@ async function checkStateAtEvent(name, page, input, exact = true) {
   }
 }
 
+// The replay chart (issue 36 §3): hovering it reads out each configuration's reserved bytes at the
+// cursor (the curve's value there), its zoom is the timeline's both ways, and a curve that is the
+// same as another's at every point says so in the legend (else it hides under the other).
+async function checkReplay(name, page) {
+  if (!(await page.evaluate(() => !!__memsnap.replay))) return;
+  await page.locator("[data-section=replay]").scrollIntoViewIfNeeded();
+  const box = await page.evaluate(() => { const r = __memsnap.replay.over.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; });
+  await page.mouse.move(box[0] + box[2] * 0.6, box[1] + box[3] / 2);
+  const hover = await page.evaluate(() => {
+    const u = __memsnap.replay, r = u.readout;
+    const el = document.querySelector("[data-readout=replay]");
+    return { r, text: el ? el.textContent : "",
+      want: r ? u.valuesAt(r.x) : null,
+      confs: [...document.querySelectorAll("[data-section=replay] .legend-item")].map((e) => e.textContent),
+      curves: JSON.parse(document.getElementById("memsnap-data").textContent).replay.runs.filter((q) => q.curve) };
+  });
+  if (!hover.r) fail(name, "hovering the replay chart reads nothing out");
+  else {
+    hover.curves.forEach((c, i) => {
+      const part = `${c.conf} ${fmtBytes(hover.want[i])}`;
+      if (!hover.text.includes(part)) fail(name, `the replay readout "${hover.text}" does not say "${part}"`);
+    });
+  }
+  // Coinciding curves: the legend of each later one names the first.
+  hover.curves.forEach((c, i) => {
+    const first = hover.curves.findIndex((o) => JSON.stringify(o.curve) === JSON.stringify(c.curve));
+    const says = /same as /.test(hover.confs[i] || "");
+    if (first < i && !says) fail(name, `the replay curve of ${c.conf} is ${hover.curves[first].conf}'s, and its legend does not say so`);
+    if (first === i && says) fail(name, `the replay legend says ${c.conf}'s curve is another's, and it is not`);
+  });
+  // The timeline's zoom moves the replay chart, and the replay's wheel moves the timeline.
+  const linked = await page.evaluate(() => {
+    const u = __memsnap.replay, t = __memsnap.timelines.find((c) => c.dev.device === JSON.parse(document.getElementById("memsnap-data").textContent).replay.device);
+    if (!t) return null;
+    t.setView(t.span * 0.25, t.span * 0.5);
+    return { t: [t.a, t.b], r: [u.scales.x.min, u.scales.x.max] };
+  });
+  if (!linked) { fail(name, "no timeline for the replayed device"); return; }
+  const near = (p, q) => Math.abs(p[0] - q[0]) <= 1e-6 * Math.max(1, Math.abs(q[1])) && Math.abs(p[1] - q[1]) <= 1e-6 * Math.max(1, Math.abs(q[1]));
+  if (!near(linked.r, linked.t)) fail(name, `zooming the timeline to ${linked.t} leaves the replay chart at ${linked.r}`);
+  await page.mouse.move(box[0] + box[2] * 0.5, box[1] + box[3] / 2);
+  await page.mouse.wheel(0, -300);
+  const back = await page.evaluate(() => {
+    const u = __memsnap.replay, t = __memsnap.timelines.find((c) => c.dev.device === JSON.parse(document.getElementById("memsnap-data").textContent).replay.device);
+    return { t: [t.a, t.b], r: [u.scales.x.min, u.scales.x.max] };
+  });
+  if (near(back.r, linked.r)) fail(name, "a wheel notch over the replay chart does not zoom it");
+  if (!near(back.t, back.r)) fail(name, `zooming the replay chart to ${back.r} leaves the timeline at ${back.t}`);
+  await page.evaluate(() => __memsnap.timelines.forEach((t) => t.reset()));
+}
+
 // An OOM chart draws the card's capacity (issue 36 §3): a line inside the plot at `memsnap oom`'s
 // usable capacity, on every device with an OOM.
 async function checkCapacity(name, page) {
@@ -870,6 +921,7 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   checkConsole(name, page);
   if (zoomed) await checkHashAndKeys(name, page, zoomed.index, zoomed.fig);
   // These reset the view: after the zoomed view's link was checked.
+  await checkReplay(name, page);
   await checkKindsUnderCurve(name, page);
   await checkCapacity(name, page);
   await checkStepsAndAnnotations(name, page, input);
@@ -988,7 +1040,8 @@ try {
     const testdata = path.join(sourceDir, "testdata");
     const basic = path.join(testdata, "report_basic.json");
     await checkSinglePage("basic", basic);
-    await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True"]);
+    // Two configurations whose curves are the recorded one's: the legend says so.
+    await checkSinglePage("replay", basic, ["--replay", "expandable_segments:True", "--replay", "expandable_segments:False"]);
     await checkSinglePage("attribution", path.join(testdata, "attribution_training.json"), [],
       /^linear \u2190 model\/net\.py:15 forward$/);
     // A trace without times: its x axis counts events (an axis that read "-0", a state title
