@@ -4,7 +4,9 @@
 // (the browser driver of tests/browser). The page stamps each wheel event with its timeStamp; a
 // requestAnimationFrame callback followed by a task marks the painted frame. Median and 90th
 // percentile of --notches notches (zooming in and out around the peak, the mouse still), and the
-// JS heap after them. Speed is a benchmark, not a test: nothing here runs in CI.
+// JS heap after them: as it is (garbage not yet collected included), and after a collection
+// (HeapProfiler.collectGarbage), what the page holds. Speed is a benchmark, not a test: nothing
+// here runs in CI.
 //
 // Usage: node bench/zoom_bench.mjs [--memsnap build/memsnap] [--notches 40] FILE...
 import { execFileSync } from "node:child_process";
@@ -24,8 +26,8 @@ const browser = await chromium.launch({ executablePath: process.env.MEMSNAP_CHRO
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "memsnap-zoom-bench-"));
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const p90 = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * 0.9))]; };
-console.log("| file | page (MB) | wheel notch to painted frame, median (ms) | 90th percentile (ms) | JS heap after (MB) |");
-console.log("|---|---:|---:|---:|---:|");
+console.log("| file | page (MB) | wheel notch to painted frame, median (ms) | 90th percentile (ms) | JS heap after (MB) | after a GC (MB) |");
+console.log("|---|---:|---:|---:|---:|---:|");
 try {
   for (const file of args) {
     const html = path.join(tmp, "page.html");
@@ -58,8 +60,11 @@ try {
     }
     const [times, heap] = await page.evaluate(() => [window.__zoomTimes,
       performance.memory ? performance.memory.usedJSHeapSize / 1e6 : NaN]);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("HeapProfiler.collectGarbage");
+    const kept = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize / 1e6 : NaN));
     const mb = fs.statSync(html).size / 1e6;
-    console.log(`| ${path.basename(file)} | ${mb.toFixed(1)} | ${median(times).toFixed(1)} | ${p90(times).toFixed(1)} | ${heap.toFixed(0)} |`);
+    console.log(`| ${path.basename(file)} | ${mb.toFixed(1)} | ${median(times).toFixed(1)} | ${p90(times).toFixed(1)} | ${heap.toFixed(0)} | ${kept.toFixed(0)} |`);
     await page.close();
   }
 } finally {
