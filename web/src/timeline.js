@@ -338,9 +338,9 @@ class TimelineChart {
   // The bands and the grey band, painted into a pixel buffer of the plot and drawn as one image
   // (issue 36 §4): thousands of anti-aliased step polygons cost the browser hundreds of ms to
   // rasterize on every notch, the buffer a few. Each column covers the whole pixels its rounded
-  // edges bound, each band the rows its rounded top and bottom bound; the grey band fills the
-  // area under the live curve first, so a band under a pixel tall stays grey. Only the band under
-  // the pointer and the clicked one are drawn again as paths, for their outlines.
+  // edges bound, each band the rows its rounded top and bottom bound (stacked, they tile), over the
+  // grey band. Only the band under the pointer and the clicked one are drawn again as paths, for
+  // their outlines.
   drawBands(u) {
     const ctx = u.ctx, bb = u.bbox, c = this.cols, n = c.x.length;
     // Pixel edges of the columns (clamped to the view) and a linear y: no per-vertex lookups.
@@ -383,8 +383,8 @@ class TimelineChart {
     let drawnBands = 0, thinBands = 0;
     this.fig.hoveredDrawn = null;
     const outlined = [];
-    // The grey band first, under the whole curve: a band under a pixel tall is left grey (it
-    // would be a sliver of rounding), and walking its columns was most of a redraw.
+    // The grey band first, under the whole curve; the bands over it, each from its rounded top to
+    // its rounded bottom (a band under a fiftieth of a pixel would never own a row: left grey).
     const grey = rgbaOfCss(COLORS.rest);
     for (let k = first; k <= last; k++) {
       const y0 = Y(this.bandSum[k]), y1 = Y(c.max[k]);
@@ -399,7 +399,7 @@ class TimelineChart {
       if (Y(bot[k0 - off] + size) < bb.top - 0.5 || Y(bot[k1 - off]) > base + 0.5) outside++;
       if (this.hovered === vb.band.id || this.selected === vb.band.id) outlined.push([vb, k0, k1]);
       drawnBands++;
-      if (size * scale < 1) { thinBands++; continue; }
+      if (size * scale < 0.02) { thinBands++; continue; }  // a fiftieth of a pixel: no row of its own
       const color = rgbaOf(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
       for (let k = k0; k <= k1; k++) {
         if (P[k + 1] === P[k]) continue;  // a column narrower than a pixel that another covers
