@@ -50,6 +50,15 @@ function showTip(ev, content) {
   tip.style.top = y + "px";
 }
 function hideTip() { tip.style.display = "none"; }
+// ctx.measureText(text).width in ctx's font, remembered: labels of steps and annotations are
+// measured on every redraw, thousands of them on a long trace.
+const textWidths = new Map();
+function textWidth(ctx, text) {
+  const key = ctx.font + "\u0000" + text;
+  let w = textWidths.get(key);
+  if (w === undefined) { w = ctx.measureText(text).width; textWidths.set(key, w); }
+  return w;
+}
 // A stable colour per allocation stack (golden-angle hues, muted).
 function stackColor(i) { return "hsl(" + ((i * 137.508) % 360).toFixed(1) + ",55%,64%)"; }
 // The same colour as a pixel of an ImageData's Uint32Array (little-endian RGBA), cached.

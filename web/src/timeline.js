@@ -142,7 +142,9 @@ class TimelineChart {
     this.dev = dev;
     this.opts = opts;
     this.tables = opts.tables;
-    this.lod = new Lod(dev);
+    // One decoding of the data per device: the diff page builds its charts again on every switch
+    // of alignment, and decoding 40,000 bands was most of it (issue 36 §4).
+    this.lod = dev.lodCache || (dev.lodCache = new Lod(dev));
     this.map = opts.mapping || identityMap(dev.has_time);
     this.span = dev.x_span;
     this.a = 0;
@@ -485,7 +487,7 @@ class TimelineChart {
       ctx.lineTo(Math.round(p0) + 0.5, bb.top + bb.height);
       ctx.stroke();
       const label = "step " + k;
-      if (p1 - p0 > ctx.measureText(label).width + 8 * dpr) {
+      if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, label) + 8 * dpr) {
         ctx.fillStyle = "#475467";
         ctx.fillText(label, p0 + 3 * dpr, bb.top + bb.height - 4 * dpr);
       }
@@ -514,7 +516,7 @@ class TimelineChart {
       ctx.fillStyle = "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)";
       ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
       this.fig.annotations.drawn++;
-      if (p1 - p0 > ctx.measureText(name).width + 6 * dpr) {
+      if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, name) + 6 * dpr) {
         ctx.fillStyle = "#344054";
         ctx.fillText(name, p0 + 3 * dpr, y + laneH - 3 * dpr);
       }
