@@ -476,8 +476,7 @@ Json StreamJson(const Snapshot& snap, const DeviceTimeline& dt,
       const int64_t flags = (g.is_small ? 1 : 0) | (g.is_expandable ? 2 : 0);
       auto key = std::tuple(g.address, edit.op == analysis::StateEdit::Op::kRemove ? 0 : g.size,
                             g.stream, pool, flags);
-      auto [it, inserted] =
-          header_ids.try_emplace(key, static_cast<int64_t>(header_ids.size()));
+      auto [it, inserted] = header_ids.try_emplace(key, static_cast<int64_t>(header_ids.size()));
       if (inserted) {
         headers.push_back(static_cast<int64_t>(g.address));
         headers.push_back(std::get<1>(key));
@@ -513,14 +512,12 @@ Json StreamJson(const Snapshot& snap, const DeviceTimeline& dt,
     prev_x = x;
     // The figures the state view shows, as deltas from the previous event's.
     const analysis::FragFigures& f = s.figures[e];
-    for (auto field : {&analysis::FragFigures::segments, &analysis::FragFigures::blocks,
-                       &analysis::FragFigures::reserved_bytes,
-                       &analysis::FragFigures::allocated_bytes,
-                       &analysis::FragFigures::pending_free_bytes,
-                       &analysis::FragFigures::largest_free_bytes,
-                       &analysis::FragFigures::stranded_bytes,
-                       &analysis::FragFigures::releasable_bytes,
-                       &analysis::FragFigures::free_segments}) {
+    for (auto field :
+         {&analysis::FragFigures::segments, &analysis::FragFigures::blocks,
+          &analysis::FragFigures::reserved_bytes, &analysis::FragFigures::allocated_bytes,
+          &analysis::FragFigures::pending_free_bytes, &analysis::FragFigures::largest_free_bytes,
+          &analysis::FragFigures::stranded_bytes, &analysis::FragFigures::releasable_bytes,
+          &analysis::FragFigures::free_segments}) {
       figures.push_back(f.*field - prev.*field);
     }
     prev = f;

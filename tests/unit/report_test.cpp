@@ -535,19 +535,24 @@ TEST_SUITE("report") {
     // Segments, blocks split and merged, pending frees, and an expandable segment mapped,
     // grown, partly unmapped.
     const uint64_t b = 0x7f0000000000, x = 0x7f1000000000;
-    std::vector<TraceEvent> ev = {
-        Ev(Action::kSegmentAlloc, b, 20 * kMiB),     Ev(Action::kAlloc, b, 4 * kMiB),
-        Ev(Action::kAlloc, b + 4 * kMiB, 4 * kMiB),  Ev(Action::kAlloc, b + 8 * kMiB, 2 * kMiB),
-        Ev(Action::kFreeRequested, b + 4 * kMiB, 4 * kMiB),
-        Ev(Action::kFreeCompleted, b + 4 * kMiB, 4 * kMiB),
-        Ev(Action::kSegmentMap, x, 40 * kMiB),       Ev(Action::kAlloc, x, 30 * kMiB),
-        Ev(Action::kSegmentMap, x + 40 * kMiB, 20 * kMiB),
-        Ev(Action::kAlloc, x + 30 * kMiB, 24 * kMiB), Ev(Action::kFreeRequested, x, 30 * kMiB),
-        Ev(Action::kFreeCompleted, x, 30 * kMiB),    Ev(Action::kSegmentUnmap, x, 20 * kMiB),
-        Ev(Action::kFreeRequested, b, 4 * kMiB),     Ev(Action::kFreeCompleted, b, 4 * kMiB),
-        Ev(Action::kFreeRequested, b + 8 * kMiB, 2 * kMiB),
-        Ev(Action::kFreeCompleted, b + 8 * kMiB, 2 * kMiB),
-        Ev(Action::kSegmentFree, b, 20 * kMiB)};
+    std::vector<TraceEvent> ev = {Ev(Action::kSegmentAlloc, b, 20 * kMiB),
+                                  Ev(Action::kAlloc, b, 4 * kMiB),
+                                  Ev(Action::kAlloc, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kAlloc, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeRequested, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kSegmentMap, x, 40 * kMiB),
+                                  Ev(Action::kAlloc, x, 30 * kMiB),
+                                  Ev(Action::kSegmentMap, x + 40 * kMiB, 20 * kMiB),
+                                  Ev(Action::kAlloc, x + 30 * kMiB, 24 * kMiB),
+                                  Ev(Action::kFreeRequested, x, 30 * kMiB),
+                                  Ev(Action::kFreeCompleted, x, 30 * kMiB),
+                                  Ev(Action::kSegmentUnmap, x, 20 * kMiB),
+                                  Ev(Action::kFreeRequested, b, 4 * kMiB),
+                                  Ev(Action::kFreeCompleted, b, 4 * kMiB),
+                                  Ev(Action::kFreeRequested, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kSegmentFree, b, 20 * kMiB)};
     const Snapshot snaps[] = {LoadFixture("frag_trace.json"), testing::TraceSnapshot(ev)};
     for (const Snapshot& snap : snaps) {
       analysis::Timeline tl = TimelineOf(snap);

@@ -227,7 +227,8 @@ std::pair<int64_t, int64_t> DeviceRewind::PreWindowBlocks() const {
 }
 
 LSegment DeviceRewind::LayoutOf(uint64_t address, const Seg& seg) const {
-  LSegment ls{device_, address, seg.size, seg.stream, seg.is_small, seg.is_expandable, seg.pool, {}};
+  LSegment ls{device_,      address,           seg.size, seg.stream,
+              seg.is_small, seg.is_expandable, seg.pool, {}};
   uint64_t end = address + static_cast<uint64_t>(seg.size);
   uint64_t cursor = address;
   for (auto it = live_.lower_bound(address); it != live_.end() && it->first < end; ++it) {
@@ -266,7 +267,8 @@ std::vector<LSegment> DeviceRewind::LayoutIn(uint64_t begin, uint64_t end) const
     auto prev = std::prev(it);
     if (prev->first + static_cast<uint64_t>(prev->second.size) > begin) it = prev;
   }
-  for (; it != segments_.end() && it->first < end; ++it) out.push_back(LayoutOf(it->first, it->second));
+  for (; it != segments_.end() && it->first < end; ++it)
+    out.push_back(LayoutOf(it->first, it->second));
   return out;
 }
 
