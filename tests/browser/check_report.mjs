@@ -455,6 +455,8 @@ async function checkWords(name, page) {
       return Math.abs(parseFloat(t.cursorEl.style.left) - t.u.valToPos(t.map.fwd(t.dev.peak.x), "x")) < 1.5;
     }).length,
   }));
+  const junk = got.text.match(/(^|\s)(null|undefined|NaN|\[object Object\])(\s|$)/);
+  if (junk) fail(name, `the page reads "${junk[2]}"`);
   const plural = got.text.match(/(^|[^\d.,])1[\s\u00a0](blocks|segments|allocations|events|sites|trace events|small segments)\b/);
   if (plural) fail(name, `the page reads "${plural[0].trim()}"`);
   const sizes = got.text.match(/\d+(\.\d+)?[\s\u00a0](KiB|MiB|GiB|TiB|PiB)\b/g) || [];

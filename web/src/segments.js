@@ -138,7 +138,7 @@ class StateView {
     this.events_ = h("div", { class: "events" });
     this.exactNote = this.events > 0 ? null : h("p", { class: "note exact", "data-exact": "cli" });
     this.lastEvent = this.moments[this.moments.length - 1].event;
-    sec.append(this.title, bar, this.stepNote, this.exactNote, this.cards, legend, this.host, this.events_);
+    sec.append(...[this.title, bar, this.stepNote, this.exactNote, this.cards, legend, this.host, this.events_].filter((e) => e));
     sec.append(note("Every segment is drawn to scale, largest first, packed into rows; segments too small to see are " +
       "grouped into one box per pool, still to scale. Releasable memory is what empty_cache() would give back; " +
       "stranded memory is free but stuck inside segments in use. The states are reconstructed from the trace " +
