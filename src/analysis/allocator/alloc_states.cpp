@@ -156,6 +156,45 @@ void AppendEdits(const std::vector<LSegment>& before, const std::vector<LSegment
   }
 }
 
+// The figures of a layout kept as its segments change: sums, and the largest free block as the
+// largest of the segments' (a multiset), so that each event costs the segments it changes only.
+class RunningFigures {
+ public:
+  void Add(uint64_t address, const FragFigures& f) {
+    Remove(address);
+    Apply(f, 1);
+    largest_.insert(f.largest_free_bytes);
+    by_segment_[address] = f;
+  }
+  void Remove(uint64_t address) {
+    auto it = by_segment_.find(address);
+    if (it == by_segment_.end()) return;
+    Apply(it->second, -1);
+    largest_.erase(largest_.find(it->second.largest_free_bytes));
+    by_segment_.erase(it);
+  }
+  FragFigures Total() const {
+    FragFigures t = sum_;
+    t.largest_free_bytes = largest_.empty() ? 0 : *largest_.rbegin();
+    return t;
+  }
+
+ private:
+  void Apply(const FragFigures& f, int64_t sign) {
+    for (auto field :
+         {&FragFigures::segments, &FragFigures::blocks, &FragFigures::reserved_bytes,
+          &FragFigures::allocated_bytes, &FragFigures::pending_free_bytes, &FragFigures::free_bytes,
+          &FragFigures::requested_bytes, &FragFigures::internal_waste_bytes,
+          &FragFigures::free_blocks, &FragFigures::stranded_bytes, &FragFigures::releasable_bytes,
+          &FragFigures::free_segments}) {
+      sum_.*field += sign * f.*field;
+    }
+  }
+  FragFigures sum_;
+  std::multiset<int64_t> largest_;
+  std::map<uint64_t, FragFigures> by_segment_;
+};
+
 // The range of segments an event's undo can change: its own bytes, the segment holding its
 // address, and the segments touching them (an unmap's undo merges with its neighbours).
 std::pair<uint64_t, uint64_t> TouchedRange(const frag_internal::DeviceRewind& rw,
@@ -268,13 +307,12 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     const bool with_stream = options.stream_max_events > 0 && n <= options.stream_max_events;
     std::vector<std::vector<StateEdit>> edits_of;
     std::vector<FragFigures> figures_of;
-    std::map<uint64_t, FragFigures> segment_figures;
+    RunningFigures running;
     if (with_stream) {
       edits_of.resize(static_cast<size_t>(n));
       figures_of.resize(static_cast<size_t>(n));
-      for (const LSegment& s : rw.Layout()) {
-        segment_figures[s.address] = frag_internal::SegmentFigures(s);
-      }
+      for (const LSegment& s : rw.Layout())
+        running.Add(s.address, frag_internal::SegmentFigures(s));
     }
     for (int64_t i = n - 1; i >= -1; --i) {
       if (find_peak_a && (i == n - 1 || rw.allocated() >= best_a)) {
@@ -295,18 +333,14 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
       }
       if (wanted(i)) capture(rw.Layout(), i);
       if (i >= 0 && with_stream) {
-        FragFigures total;
-        for (const auto& [address, f] : segment_figures) total += f;
-        figures_of[static_cast<size_t>(i)] = total;
+        figures_of[static_cast<size_t>(i)] = running.Total();
         auto [begin, end] = TouchedRange(rw, events[i]);
         std::vector<LSegment> after = rw.LayoutIn(begin, end);
         rw.Undo(events[i], tags.by_free[i]);
         std::vector<LSegment> before = rw.LayoutIn(begin, end);
         AppendEdits(before, after, edits_of[static_cast<size_t>(i)]);
-        for (const LSegment& s : after) segment_figures.erase(s.address);
-        for (const LSegment& s : before) {
-          segment_figures[s.address] = frag_internal::SegmentFigures(s);
-        }
+        for (const LSegment& s : after) running.Remove(s.address);
+        for (const LSegment& s : before) running.Add(s.address, frag_internal::SegmentFigures(s));
       } else if (i >= 0) {
         rw.Undo(events[i], tags.by_free[i]);
       }
