@@ -3,6 +3,8 @@
 // them back. The field layout is documented in docs/report.md, "The page's data".
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -439,6 +441,98 @@ Json FiguresJson(const analysis::FragSample& s) {
   return j;
 }
 
+// Every event's change to the allocator state (analysis::StateStream), packed (docs/report.md,
+// `states.stream`).
+template <typename PoolIndex>
+Json StreamJson(const Snapshot& snap, const DeviceTimeline& dt,
+                const analysis::DeviceReportAnalysis& d, std::span<const TraceEvent> events,
+                StackTableJson& stacks, PoolIndex& pool_index) {
+  const analysis::StateStream& s = *d.states.stream;
+  const size_t n = s.figures.size();
+  std::vector<int64_t> headers, edits, what, figures;
+  absl::flat_hash_map<std::tuple<uint64_t, int64_t, int64_t, std::string, int64_t>, int64_t>
+      header_ids;
+  auto push_spans = [&](const std::vector<analysis::StateSpan>& spans) {
+    edits.push_back(static_cast<int64_t>(spans.size()));
+    for (const analysis::StateSpan& p : spans) {
+      edits.push_back(p.size);
+      edits.push_back(static_cast<int64_t>(p.kind));
+      edits.push_back(p.requested);
+      int stack = -1;
+      if (p.lifetime >= 0) stack = stacks.Add(dt.blocks[p.lifetime].stack);
+      edits.push_back(stack + 1);
+    }
+  };
+  std::vector<std::string> actions;
+  int64_t prev_addr = 0;
+  double prev_x = 0;
+  analysis::FragFigures prev{};
+  for (size_t e = 0; e < n; ++e) {
+    edits.push_back(static_cast<int64_t>(s.first_edit[e + 1] - s.first_edit[e]));
+    for (uint32_t k = s.first_edit[e]; k < s.first_edit[e + 1]; ++k) {
+      const analysis::StateEdit& edit = s.edits[k];
+      const analysis::StateSegment& g = edit.segment;
+      const std::string pool = edit.op == analysis::StateEdit::Op::kRemove ? "" : PoolName(g.pool);
+      const int64_t flags = (g.is_small ? 1 : 0) | (g.is_expandable ? 2 : 0);
+      auto key = std::tuple(g.address, edit.op == analysis::StateEdit::Op::kRemove ? 0 : g.size,
+                            g.stream, pool, flags);
+      auto [it, inserted] = header_ids.try_emplace(key, static_cast<int64_t>(header_ids.size()));
+      if (inserted) {
+        headers.push_back(static_cast<int64_t>(g.address));
+        headers.push_back(std::get<1>(key));
+        headers.push_back(g.stream);
+        headers.push_back(pool.empty() ? 0 : pool_index(pool));
+        headers.push_back(flags);
+      }
+      edits.push_back(it->second * 3 + static_cast<int64_t>(edit.op));
+      if (edit.op == analysis::StateEdit::Op::kSpans) {
+        edits.push_back(edit.keep);
+        edits.push_back(edit.erase);
+      }
+      if (edit.op != analysis::StateEdit::Op::kRemove) push_spans(g.spans);
+    }
+    // What the event did: its action, address (delta), size, stack, x (delta).
+    const TraceEvent& ev = events[e];
+    const std::string name(ActionName(ev.action));
+    auto a = std::find(actions.begin(), actions.end(), name);
+    if (a == actions.end()) a = actions.insert(a, name);
+    what.push_back(a - actions.begin());
+    what.push_back(static_cast<int64_t>(ev.addr) - prev_addr);
+    prev_addr = static_cast<int64_t>(ev.addr);
+    what.push_back(ev.size);
+    what.push_back((ev.stack.valid() ? stacks.Add(ev.stack) : -1) + 1);
+    // EventX's figure, kept incrementally: the latest time so far (checked every kXCheckpoint).
+    double x = static_cast<double>(e);
+    if (e % analysis::TimelineLod::kXCheckpoint == 0) {
+      x = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(static_cast<int64_t>(e)));
+    } else if (d.lod.has_time) {
+      x = std::max(prev_x, static_cast<double>(ev.time_us - d.lod.t0_us));
+    }
+    what.push_back(static_cast<int64_t>(x - prev_x));
+    prev_x = x;
+    // The figures the state view shows, as deltas from the previous event's.
+    const analysis::FragFigures& f = s.figures[e];
+    for (auto field :
+         {&analysis::FragFigures::segments, &analysis::FragFigures::blocks,
+          &analysis::FragFigures::reserved_bytes, &analysis::FragFigures::allocated_bytes,
+          &analysis::FragFigures::pending_free_bytes, &analysis::FragFigures::largest_free_bytes,
+          &analysis::FragFigures::stranded_bytes, &analysis::FragFigures::releasable_bytes,
+          &analysis::FragFigures::free_segments}) {
+      figures.push_back(f.*field - prev.*field);
+    }
+    prev = f;
+  }
+  return Json{{"n", n},
+              {"figure_fields",
+               {"segments", "blocks", "reserved_bytes", "allocated_bytes", "pending_free_bytes",
+                "largest_free_bytes", "stranded_bytes", "releasable_bytes", "free_segments"}},
+              {"actions", actions},
+              {"headers", PackVarints(headers)},
+              {"edits", PackVarints(edits)},
+              {"what", PackVarints(what)},
+              {"figures", PackVarints(figures)}};
+}
+
 }  // namespace
 
 Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
@@ -455,6 +549,7 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   };
   // Distinct segments: 6 varints of header, then 4 per span (docs/report.md).
   std::vector<int64_t> v;
+  j["pools"] = nullptr;  // filled at the end: the stream's segments may add pools
   for (const analysis::StateSegment& s : st.segments) {
     v.push_back(static_cast<int64_t>(s.address));
     v.push_back(s.size);
@@ -471,7 +566,6 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
       v.push_back(stack + 1);
     }
   }
-  j["pools"] = pools;
   j["segments"] = Json{{"n", st.segments.size()}, {"data", PackVarints(v)}};
   Json moments = Json::array();
   const DeviceTrace* trace = snap.TraceOf(dt.device);
@@ -497,6 +591,8 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
     moments.push_back(std::move(m));
   }
   j["moments"] = std::move(moments);
+  if (st.stream) j["stream"] = StreamJson(snap, dt, d, events, stacks, pool_index);
+  j["pools"] = pools;
   j["peak_reserved_event"] = st.peak_reserved_event;
   j["peak_allocated_event"] = st.peak_allocated_event;
   j["samples"] = st.samples;

@@ -84,6 +84,57 @@ void CheckLodInvariants(const DeviceTimeline& dt, const TimelineLod& lod, const 
   CHECK(uncounted == 0);
 }
 
+/// Replays the stream's edits from each stored state to the next: every stored state and its
+/// figures must come out (issue 36 §3: the page shows the state after any event exactly).
+void CheckStreamReplays(const analysis::AllocatorStates& st, const std::string& name) {
+  INFO(name);
+  REQUIRE(st.stream.has_value());
+  const analysis::StateStream& s = *st.stream;
+  REQUIRE(s.first_edit.size() == s.figures.size() + 1);
+  REQUIRE(!st.states.empty());
+  std::map<uint64_t, analysis::StateSegment> now;
+  for (uint32_t id : st.states[0].segments) now[st.segments[id].address] = st.segments[id];
+  int64_t e = st.states[0].event;
+  int64_t mismatched = 0, bad_figures = 0;
+  for (const analysis::AllocatorState& state : st.states) {
+    for (; e < state.event; ++e) {
+      const size_t ev = static_cast<size_t>(e + 1);
+      for (uint32_t k = s.first_edit[ev]; k < s.first_edit[ev + 1]; ++k) {
+        const analysis::StateEdit& edit = s.edits[k];
+        const uint64_t a = edit.segment.address;
+        if (edit.op == analysis::StateEdit::Op::kRemove) {
+          CHECK(now.erase(a) == 1);
+        } else if (edit.op == analysis::StateEdit::Op::kSet) {
+          now[a] = edit.segment;
+        } else {
+          REQUIRE(now.count(a) == 1);
+          auto& spans = now[a].spans;
+          REQUIRE(edit.keep + edit.erase <= spans.size());
+          spans.erase(spans.begin() + edit.keep, spans.begin() + edit.keep + edit.erase);
+          spans.insert(spans.begin() + edit.keep, edit.segment.spans.begin(),
+                       edit.segment.spans.end());
+        }
+      }
+    }
+    std::map<uint64_t, analysis::StateSegment> want;
+    for (uint32_t id : state.segments) want[st.segments[id].address] = st.segments[id];
+    if (now != want) ++mismatched;
+    if (state.event >= 0) {
+      const analysis::FragFigures& f = s.figures[static_cast<size_t>(state.event)];
+      const analysis::FragFigures& g = state.sample.figures;
+      if (f.segments != g.segments || f.blocks != g.blocks ||
+          f.reserved_bytes != g.reserved_bytes || f.allocated_bytes != g.allocated_bytes ||
+          f.pending_free_bytes != g.pending_free_bytes ||
+          f.largest_free_bytes != g.largest_free_bytes || f.stranded_bytes != g.stranded_bytes ||
+          f.releasable_bytes != g.releasable_bytes || f.free_segments != g.free_segments) {
+        ++bad_figures;
+      }
+    }
+  }
+  CHECK(mismatched == 0);
+  CHECK(bad_figures == 0);
+}
+
 TEST_SUITE("report") {
   TEST_CASE("the level-of-detail curve keeps each bucket's lowest, highest and last state") {
     Snapshot snap = Basic();
@@ -479,6 +530,43 @@ TEST_SUITE("report") {
     CHECK(without.states.size() + 4 <= st.states.size());
   }
 
+  TEST_CASE("every event's change carries each stored allocator state to the next exactly") {
+    constexpr int64_t kMiB = 1 << 20;
+    // Segments, blocks split and merged, pending frees, and an expandable segment mapped,
+    // grown, partly unmapped.
+    const uint64_t b = 0x7f0000000000, x = 0x7f1000000000;
+    std::vector<TraceEvent> ev = {Ev(Action::kSegmentAlloc, b, 20 * kMiB),
+                                  Ev(Action::kAlloc, b, 4 * kMiB),
+                                  Ev(Action::kAlloc, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kAlloc, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeRequested, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 4 * kMiB, 4 * kMiB),
+                                  Ev(Action::kSegmentMap, x, 40 * kMiB),
+                                  Ev(Action::kAlloc, x, 30 * kMiB),
+                                  Ev(Action::kSegmentMap, x + 40 * kMiB, 20 * kMiB),
+                                  Ev(Action::kAlloc, x + 30 * kMiB, 24 * kMiB),
+                                  Ev(Action::kFreeRequested, x, 30 * kMiB),
+                                  Ev(Action::kFreeCompleted, x, 30 * kMiB),
+                                  Ev(Action::kSegmentUnmap, x, 20 * kMiB),
+                                  Ev(Action::kFreeRequested, b, 4 * kMiB),
+                                  Ev(Action::kFreeCompleted, b, 4 * kMiB),
+                                  Ev(Action::kFreeRequested, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 8 * kMiB, 2 * kMiB),
+                                  Ev(Action::kSegmentFree, b, 20 * kMiB)};
+    const Snapshot snaps[] = {LoadFixture("frag_trace.json"), testing::TraceSnapshot(ev)};
+    for (const Snapshot& snap : snaps) {
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      analysis::AllocatorStatesOptions options;
+      options.samples = 1000;  // every event a stored state: each edit is checked
+      options.stream_max_events = dt.num_events;
+      CheckStreamReplays(analysis::ReconstructAllocatorStates(snap, dt, options),
+                         absl::StrCat(dt.num_events, " events"));
+      options.stream_max_events = dt.num_events - 1;  // over the budget: none
+      CHECK_FALSE(analysis::ReconstructAllocatorStates(snap, dt, options).stream.has_value());
+    }
+  }
+
   TEST_CASE("frag --at event:N describes the same state as the report's moment there") {
     Snapshot snap = LoadFixture("frag_trace.json");
     analysis::Timeline tl = TimelineOf(snap);
@@ -696,6 +784,11 @@ TEST_SUITE("report") {
         // Real traces are consistent: the drawn peak is the timeline's.
         CHECK_MESSAGE(!lod.counted.any_left_out(), path);
         CHECK_MESSAGE(lod.peak_bytes == dt.peak_requested, path);
+        // The page's event-by-event state replays to every stored state (issue 36 §3).
+        analysis::AllocatorStatesOptions options;
+        options.stream_max_events = dt.num_events;
+        CheckStreamReplays(analysis::ReconstructAllocatorStates(*snap, dt, options),
+                           absl::StrCat(path, " device ", dt.device));
       }
     }
   }

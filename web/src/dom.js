@@ -50,8 +50,34 @@ function showTip(ev, content) {
   tip.style.top = y + "px";
 }
 function hideTip() { tip.style.display = "none"; }
+// ctx.measureText(text).width in ctx's font, remembered: labels of steps and annotations are
+// measured on every redraw, thousands of them on a long trace.
+const textWidths = new Map();
+function textWidth(ctx, text) {
+  const key = ctx.font + "\u0000" + text;
+  let w = textWidths.get(key);
+  if (w === undefined) { w = ctx.measureText(text).width; textWidths.set(key, w); }
+  return w;
+}
 // A stable colour per allocation stack (golden-angle hues, muted).
 function stackColor(i) { return "hsl(" + ((i * 137.508) % 360).toFixed(1) + ",55%,64%)"; }
+// The same colour as a pixel of an ImageData's Uint32Array (little-endian RGBA), cached.
+const rgbaCache = new Map();
+function rgbaOf(i) {
+  let v = rgbaCache.get(i);
+  if (v !== undefined) return v;
+  const hue = +((i * 137.508) % 360).toFixed(1), s = 0.55, l = 0.64;
+  const a = s * Math.min(l, 1 - l);
+  const f = (n) => { const k = (n + hue / 30) % 12; return Math.round(255 * (l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1)))); };
+  v = ((255 << 24) | (f(4) << 16) | (f(8) << 8) | f(0)) >>> 0;
+  rgbaCache.set(i, v);
+  return v;
+}
+// A "#rrggbb" colour as such a pixel.
+function rgbaOfCss(hex6) {
+  const n = parseInt(hex6.slice(1), 16);
+  return ((255 << 24) | ((n & 0xff) << 16) | (n & 0xff00) | (n >> 16)) >>> 0;
+}
 const COLORS = {
   live: "#1f5fbf", reserved: "#b54708", peak: "#d92d20", oom: "#7a271a", rest: "#c5cbd6",
   cursor: "#101828", allocated: "#2e6fd1", pending: "#f79009", releasable: "#9fd8b4",
@@ -122,6 +148,7 @@ function stackSummary(p, limit) {
 }
 // The view state in the URL's hash ("#t0=12.5,40&s0=1200"), so a zoomed view can be linked.
 function hashParts() {
+  if (hashPending) return Object.assign({}, hashPending);
   const out = {};
   for (const kv of location.hash.replace(/^#/, "").split("&")) {
     const i = kv.indexOf("=");
@@ -130,9 +157,18 @@ function hashParts() {
   return out;
 }
 function getHashPart(key) { return hashParts()[key]; }
+// Written at most every 150 ms: a wheel notch each frame would otherwise replace the URL each time
+// (a same-document navigation that cost as much as the redraw).
+let hashPending = null;
 function setHashPart(key, value) {
-  const parts = hashParts();
-  if (value == null) delete parts[key]; else parts[key] = value;
-  const text = Object.keys(parts).sort().map((k) => encodeURIComponent(k) + "=" + encodeURIComponent(parts[k])).join("&");
-  history.replaceState(null, "", text ? "#" + text : location.pathname + location.search);
+  if (!hashPending) {
+    hashPending = hashParts();
+    setTimeout(() => {
+      const parts = hashPending;
+      hashPending = null;
+      const text = Object.keys(parts).sort().map((k) => encodeURIComponent(k) + "=" + encodeURIComponent(parts[k])).join("&");
+      history.replaceState(null, "", text ? "#" + text : location.pathname + location.search);
+    }, 150);
+  }
+  if (value == null) delete hashPending[key]; else hashPending[key] = value;
 }

@@ -34,3 +34,5 @@ function fmtSpan(dx, hasTime) {
   return fmtMicros(dx);
 }
 function hex(n) { return "0x" + Math.round(n).toString(16); }
+// A word for a POSIX shell: quoted unless it is made of safe characters only.
+function shellWord(w) { return /^[\w@%+=:,.\/-]+$/.test(w) ? w : "'" + String(w).replace(/'/g, "'\\''") + "'"; }

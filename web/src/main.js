@@ -146,10 +146,10 @@ function renderDevice(dev, tables) {
       view.timeline = chart;
       chart.state = view;
       chart.opts.onPick = (x, e) => view.pick(x, e);
-      chart.setCursor(view.moments[view.current].x);
+      chart.setCursor(view.x);
     }
     const s = getHashPart("s" + dev.device);
-    if (s != null && isFinite(Number(s))) view.show(view.nearest(Number(s)), false);
+    if (s != null && isFinite(Number(s))) view.showEvent(Number(s), false);
   }
 }
 
@@ -368,16 +368,38 @@ function renderReplay(sec, rp, dev) {
   for (const n of rp.notes || []) sec.append(note(n));
   const runs = rp.runs.filter((r) => r.curve);
   if (!runs.length || !dev) return;
+  // Curves that coincide point for point are said to (and drawn dashed over the first): one line
+  // that hides another would read as a configuration missing.
+  const sameCurve = (p, q) => p.x.length === q.x.length && p.x.every((v, k) => v === q.x[k] && p.reserved[k] === q.reserved[k]);
+  const same = runs.map((r, i) => runs.findIndex((o, j) => j < i && sameCurve(o.curve, r.curve)));
   const host = h("div", { class: "chart" });
-  sec.append(host);
-  sec.append(h("div", { class: "legend" }, ...runs.map((r, i) => swatch(colors[i % colors.length], "reserved: " + r.conf))));
-  M.replay = lineChart(host, runs.map((r, i) => ({ x: r.curve.x, y: r.curve.reserved, color: colors[i % colors.length] })),
-    dev.x_span, dev.has_time ? "time" : "events");
+  const readout = h("div", { class: "readout note", "data-readout": "replay" });
+  sec.append(host, readout);
+  sec.append(h("div", { class: "legend" }, ...runs.map((r, i) => swatch(colors[i % colors.length],
+    "reserved: " + r.conf + (same[i] >= 0 ? " \u2014 same as " + runs[same[i]].conf + " (drawn dashed over it)" : ""),
+    same[i] >= 0 ? "this configuration's reserved curve is the same as " + runs[same[i]].conf + "'s at every point" : null))));
+  const timeline = M.timelines.find((c) => c.dev.device === dev.device);
+  M.replay = lineChart(host, runs.map((r, i) => ({ x: r.curve.x, y: r.curve.reserved, color: colors[i % colors.length],
+    name: r.conf, dash: same[i] >= 0 ? [7, 5] : null })), dev.x_span, dev.has_time ? "time" : "events", {
+    readout: (x, values) => {
+      readout.textContent = x == null ? "Hover the chart for each configuration's reserved bytes at that moment." :
+        (dev.has_time ? "at " + fmtX(x, true) : "after event " + fmtCount(Math.floor(x))) + ": " +
+        values.map((v, i) => runs[i].conf + " " + fmtBytes(v)).join(" \u00b7 ");
+    },
+    // The zoom is the timeline's: either chart's zoom moves the other.
+    onView: timeline ? (a, b) => timeline.setView(a, b) : null,
+  });
+  M.replay.same = same.map((j) => (j >= 0 ? runs[j].conf : null));
+  if (timeline) {
+    timeline.followers.push((a, b) => M.replay.follow(a, b));
+    M.replay.follow(timeline.a, timeline.b);  // a view from the page's address
+  }
 }
 
 // Step curves that share an x axis (the replay runs): uPlot draws them from all their points, so
-// zooming redraws from the full data.
-function lineChart(host, series, span, kind) {
+// zooming redraws from the full data. opts: readout(x, values at x) as the cursor moves (x null
+// when it leaves), onView(a, b) after the user zoomed; follow(a, b) shows [a, b] without onView.
+function lineChart(host, series, span, kind, opts = {}) {
   const xs = [...new Set([0, span].concat(...series.map((s) => s.x)))].sort((p, q) => p - q);
   const data = [xs];
   let top = 1;
@@ -393,6 +415,13 @@ function lineChart(host, series, span, kind) {
   }
   let axis = byteAxis(top), ticks = null, view = [0, span], guard = false;
   const stepped = uPlot.paths.stepped({ align: 1 });
+  let chart = null;
+  // Each curve's value at x: the last point at or before it (the curves are steps).
+  const valuesAt = (x) => {
+    let lo = 0, hi = xs.length - 1;
+    while (lo < hi) { const m = (lo + hi + 1) >> 1; if (xs[m] <= x) lo = m; else hi = m - 1; }
+    return data.slice(1).map((y) => y[lo]);
+  };
   const u = new uPlot({
     width: Math.max(320, host.clientWidth || 900), height: 280, legend: { show: false },
     scales: { x: { time: false, auto: false, min: 0, max: span }, y: { auto: false, min: 0, max: axis.top } },
@@ -403,15 +432,28 @@ function lineChart(host, series, span, kind) {
       { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 78,
         splits: () => axis.ticks, values: (u, s) => s.map((v) => axis.label(v)) },
     ],
-    series: [{}].concat(series.map((s) => ({ stroke: s.color, width: 1.5, paths: stepped, points: { show: false }, spanGaps: true }))),
+    series: [{}].concat(series.map((s) => ({ stroke: s.color, width: s.dash ? 2 : 1.5, dash: s.dash || undefined, paths: stepped, points: { show: false }, spanGaps: true }))),
     cursor: { drag: { x: true, y: false, setScale: true }, points: { show: false }, y: false,
-      bind: { dblclick: () => () => { setX(0, span); return null; } } },
-    hooks: { setScale: [(u, key) => { if (key === "x" && !guard) setX(u.scales.x.min, u.scales.x.max); }] },
+      bind: { dblclick: () => () => { setX(0, span, true); return null; } } },
+    hooks: {
+      setScale: [(u, key) => { if (key === "x" && !guard) setX(u.scales.x.min, u.scales.x.max, true); }],
+      setCursor: [(u) => {
+        if (!opts.readout) return;
+        const left = u.cursor.left;
+        if (left == null || left < 0) { if (chart) chart.readout = null; opts.readout(null, null); return; }
+        const x = Math.max(0, Math.min(span, u.posToVal(left, "x"))), values = valuesAt(x);
+        if (chart) chart.readout = { x, values };
+        opts.readout(x, values);
+      }],
+    },
   }, data, host);
-  function setX(a, b) {
+  chart = u;
+  if (opts.readout) opts.readout(null, null);
+  function setX(a, b, fromUser) {
     a = Math.max(0, a); b = Math.min(span, b);
     if (b - a < 1e-6) return;
     view = [a, b];
+    chart.view = view;
     let m = 1;
     for (let s = 1; s < data.length; s++) for (let i = 0; i < xs.length; i++) {
       if ((i + 1 < xs.length ? xs[i + 1] : span) >= a && xs[i] <= b) m = Math.max(m, data[s][i]);
@@ -420,12 +462,16 @@ function lineChart(host, series, span, kind) {
     guard = true;
     u.batch(() => { u.setScale("x", { min: a, max: b }); u.setScale("y", { min: 0, max: axis.top }); });
     guard = false;
+    if (fromUser && chart && opts.onView) opts.onView(a, b);
   }
+  u.follow = (a, b) => setX(a, b, false);
+  u.valuesAt = valuesAt;
+  u.view = view;
   u.over.addEventListener("wheel", (e) => {
     e.preventDefault();
     const r = u.over.getBoundingClientRect(), at = u.posToVal(e.clientX - r.left, "x");
     const f = Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.002)));
-    setX(at - (at - view[0]) * f, at + (view[1] - at) * f);
+    setX(at - (at - view[0]) * f, at + (view[1] - at) * f, true);
   }, { passive: false });
   new ResizeObserver(() => { if (Math.abs(host.clientWidth - u.width) >= 1) u.setSize({ width: Math.max(320, host.clientWidth), height: u.height }); }).observe(host);
   return u;

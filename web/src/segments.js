@@ -22,6 +22,40 @@ function decodeSegments(states) {
   return out;
 }
 
+// Every event's change to the state (states.stream, docs/report.md), decoded on first use: the
+// state after any event is the stored state before it with the edits of the events between.
+function decodeStream(st) {
+  const z = st.stream, n = z.n, pools = st.pools;
+  const hv = unpackVarints(z.headers), headers = [];
+  for (let i = 0; i < hv.length; i += 5) {
+    headers.push({ addr: hv[i], size: hv[i + 1], stream: hv[i + 2], pool: pools[hv[i + 3]],
+      small: (hv[i + 4] & 1) !== 0, expandable: (hv[i + 4] & 2) !== 0 });
+  }
+  const edits = Float64Array.from(unpackVarints(z.edits)), at = new Int32Array(n + 1);
+  for (let e = 0, i = 0; e < n; e++) {
+    at[e] = i;
+    const k = edits[i++];
+    for (let j = 0; j < k; j++) {
+      const op = edits[i++] % 3;
+      if (op === 0) i += 2;
+      if (op !== 2) i += 1 + 4 * edits[i];
+    }
+    at[e + 1] = i;
+  }
+  const wv = unpackVarints(z.what), action = new Uint8Array(n), addr = new Float64Array(n),
+    size = new Float64Array(n), stack = new Int32Array(n), x = new Float64Array(n);
+  for (let e = 0, a = 0, t = 0; e < n; e++) {
+    action[e] = wv[5 * e];
+    addr[e] = a += wv[5 * e + 1];
+    size[e] = wv[5 * e + 2];
+    stack[e] = wv[5 * e + 3] - 1;
+    x[e] = t += wv[5 * e + 4];
+  }
+  const fv = unpackVarints(z.figures), k = z.figure_fields.length, figures = new Float64Array(n * k);
+  for (let i = 0; i < n * k; i++) figures[i] = (i >= k ? figures[i - k] : 0) + fv[i];
+  return { n, headers, edits, at, action, addr, size, stack, x, figures, fields: z.figure_fields, actions: z.actions };
+}
+
 class StateView {
   constructor(sec, dev, tables) {
     this.dev = dev;
@@ -29,6 +63,9 @@ class StateView {
     this.tables = tables;
     this.segments = decodeSegments(this.st);
     this.moments = this.st.moments;
+    this.stream = null;  // decoded on first use
+    this.events = this.st.stream ? this.st.stream.n : 0;  // exact at any event when > 0
+    this.file = (typeof D !== "undefined" && D.file && D.file.path) || "FILE";
     this.timeline = null;
     this.fig = { device: dev.device };
     this.build(sec);
@@ -48,9 +85,10 @@ class StateView {
       b.addEventListener("click", () => this.show(i, true));
       bar.append(b);
     }
-    // Event by event: around the labelled moments the state after every event is stored
-    // (AllocatorStatesOptions::around); elsewhere a step goes to the next stored moment and says so.
-    if (this.moments.length > 1) {
+    // Event by event: with the stream (states.stream) any event exactly; else around the labelled
+    // moments the state after every event is stored (AllocatorStatesOptions::around), and elsewhere
+    // a step goes to the next stored moment and says so.
+    if (this.moments.length > 1 || this.events > 0) {
       this.prevButton = h("button", { type: "button", text: "\u25c0 previous event", "data-step": "-1", title: "or the left arrow key" });
       this.nextButton = h("button", { type: "button", text: "next event \u25b6", "data-step": "1", title: "or the right arrow key" });
       this.prevButton.addEventListener("click", () => this.step(-1));
@@ -66,11 +104,26 @@ class StateView {
         }
       });
     }
-    if (this.moments.length > 1) {
+    if (this.events > 0) {
+      this.slider = h("input", { type: "range", min: -1, max: this.events - 1, step: 1, value: -1,
+        "aria-label": "event of the allocator state" });
+      this.slider.addEventListener("input", () => this.showEvent(Number(this.slider.value), true));
+      bar.append(h("label", { class: "slider" }, "event ", this.slider));
+    } else if (this.moments.length > 1) {
       this.slider = h("input", { type: "range", min: 0, max: this.moments.length - 1, step: 1, value: 0,
         "aria-label": "moment of the allocator state" });
       this.slider.addEventListener("input", () => this.show(Number(this.slider.value), true));
       bar.append(h("label", { class: "slider" }, "moment ", this.slider));
+    }
+    // Go to an event by its number (the CLI's event:N).
+    const last = this.moments[this.moments.length - 1].event;
+    if (last >= 0) {
+      this.gotoInput = h("input", { type: "number", min: -1, max: last, step: 1, class: "goto", "aria-label": "go to event", placeholder: "event" });
+      const go = h("button", { type: "button", text: "go to event", "data-goto": "1" });
+      const jump = () => { const v = Math.round(Number(this.gotoInput.value)); if (this.gotoInput.value !== "" && isFinite(v)) this.showEvent(Math.max(-1, Math.min(last, v)), true); };
+      go.addEventListener("click", jump);
+      this.gotoInput.addEventListener("keydown", (e) => { if (e.key === "Enter") jump(); });
+      bar.append(h("label", { class: "goto" }, this.gotoInput), go);
     }
     this.cards = h("div", { class: "cards" });
     this.host = h("div", { class: "segmap" });
@@ -82,8 +135,10 @@ class StateView {
       swatch(COLORS.releasable, "free, releasable", "whole free segments (or whole free pages of expandable segments): torch.cuda.empty_cache() returns them to CUDA"),
       swatch(COLORS.stranded, "free, stranded", "free blocks inside segments that still hold allocations: empty_cache() cannot release them; only requests that fit them can reuse them"));
     this.stepNote = h("p", { class: "note step" });
-    this.events = h("div", { class: "events" });
-    sec.append(this.title, bar, this.stepNote, this.cards, legend, this.host, this.events);
+    this.events_ = h("div", { class: "events" });
+    this.exactNote = this.events > 0 ? null : h("p", { class: "note exact", "data-exact": "cli" });
+    this.lastEvent = this.moments[this.moments.length - 1].event;
+    sec.append(...[this.title, bar, this.stepNote, this.exactNote, this.cards, legend, this.host, this.events_].filter((e) => e));
     sec.append(note("Every segment is drawn to scale, largest first, packed into rows; segments too small to see are " +
       "grouped into one box per pool, still to scale. Releasable memory is what empty_cache() would give back; " +
       "stranded memory is free but stuck inside segments in use. The states are reconstructed from the trace " +
@@ -92,7 +147,7 @@ class StateView {
     for (const w of st.warnings || []) sec.append(note("Reconstruction: " + w));
     this.canvas.addEventListener("mousemove", (e) => this.onHover(e));
     this.canvas.addEventListener("mouseleave", hideTip);
-    new ResizeObserver(() => { if (this.current != null && Math.abs(this.host.clientWidth - this.drawnWidth) >= 1) this.draw(); }).observe(this.host);
+    new ResizeObserver(() => { if (this.view && Math.abs(this.host.clientWidth - this.drawnWidth) >= 1) this.draw(); }).observe(this.host);
     const start = this.moments.findIndex((m) => (m.labels || []).includes("peak live"));
     this.show(start >= 0 ? start : this.moments.length - 1, false);
   }
@@ -102,27 +157,100 @@ class StateView {
     this.moments.forEach((m, i) => { if (Math.abs(m.event - e) < Math.abs(this.moments[best].event - e)) best = i; });
     return best;
   }
-  pick(x, e) { this.show(this.nearest(e), true); }
-  // The stored state one event before or after this one when there is one, else the next stored
-  // moment that way.
+  pick(x, e) { this.showEvent(e, true); }
+  // One event before or after this one: exactly with the stream, else the stored state one event
+  // away when there is one, or the next stored moment that way.
   step(d) {
-    const i = this.current + d;
-    if (i < 0 || i >= this.moments.length) return;
-    this.show(i, true);
+    if (this.events > 0) {
+      const e = this.view.event + d;
+      if (e >= -1 && e < this.events) this.showEvent(e, true);
+      return;
+    }
+    const i = this.view.index + d;
+    if (i >= 0 && i < this.moments.length) this.show(i, true);
   }
   showLabel(label) {
     const i = this.moments.findIndex((m) => (m.labels || []).includes(label));
     if (i >= 0) this.show(i, true);
     return i >= 0;
   }
-  show(i, fromUser) {
-    this.current = i;
-    const m = this.moments[i], f = m.figures, ht = this.dev.has_time;
-    if (this.slider) this.slider.value = i;
+  get current() { return this.view ? this.view.index : -1; }
+  get x() { return this.view ? this.view.x : 0; }
+  // The segments of stored state i, in address order.
+  momentSegments(i) { return unpackVarints(this.moments[i].segments).map((id) => this.segments[id]); }
+  // The state of stored moment i.
+  momentView(i) {
+    const m = this.moments[i];
+    return { event: m.event, x: m.x, labels: m.labels || null, figures: m.figures, segs: this.momentSegments(i), index: i,
+      what: m.what || null, exact: true, asked: m.event };
+  }
+  // What event e did, from the stream or a stored moment.
+  whatOf(e) {
+    if (e < 0) return null;
+    const z = this.stream;
+    if (z) return { action: z.actions[z.action[e]], addr: hex(z.addr[e]), size: z.size[e], stack: z.stack[e] };
+    const m = this.moments.find((q) => q.event === e);
+    return m ? m.what || null : null;
+  }
+  // The state after device-local event e (-1: before the first): exact from the stream, starting
+  // from the stored moment at or before it (or the state shown, when that is nearer); without the
+  // stream, the nearest stored moment.
+  stateAt(e) {
+    const ms = this.moments;
+    e = Math.max(-1, Math.min(this.lastEvent, Math.round(Number(e))));
+    if (!isFinite(e)) e = ms[0].event;
+    if (this.events === 0) {
+      const v = this.momentView(this.nearest(e));
+      v.asked = e;
+      v.exact = v.event === e;
+      return v;
+    }
+    if (!this.stream) this.stream = decodeStream(this.st);
+    const z = this.stream;
+    let lo = 0, hi = ms.length - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (ms[mid].event <= e) lo = mid; else hi = mid - 1; }
+    const i = lo;
+    if (ms[i].event === e) return this.momentView(i);
+    let from = ms[i].event, segs;
+    if (this.live && this.live.event <= e && this.live.event >= from) {
+      from = this.live.event;
+      segs = this.live.segs;
+    } else {
+      segs = new Map();
+      for (const s of this.momentSegments(i)) segs.set(s.addr, Object.assign({}, s, { spans: s.spans.slice() }));
+    }
+    const E = z.edits;
+    for (let ev = from + 1; ev <= e; ev++) {
+      let p = z.at[ev];
+      const k = E[p++];
+      for (let j = 0; j < k; j++) {
+        const code = E[p++], hd = z.headers[Math.floor(code / 3)], op = code % 3;
+        if (op === 2) { segs.delete(hd.addr); continue; }
+        let keep = 0, erase = 0;
+        if (op === 0) { keep = E[p++]; erase = E[p++]; }
+        const cnt = E[p++], spans = [];
+        for (let c = 0; c < cnt; c++, p += 4) spans.push({ size: E[p], kind: E[p + 1], requested: E[p + 2], stack: E[p + 3] - 1 });
+        if (op === 1) segs.set(hd.addr, Object.assign({}, hd, { spans }));
+        else segs.get(hd.addr).spans.splice(keep, erase, ...spans);
+      }
+    }
+    this.live = { event: e, segs };
+    const f = {}, base = e * z.fields.length;
+    z.fields.forEach((name, k) => { f[name] = z.figures[base + k]; });
+    return { event: e, x: z.x[e], labels: null, figures: f, segs: [...segs.values()].sort((p, q) => p.addr - q.addr),
+      index: -1, what: this.whatOf(e), exact: true, asked: e };
+  }
+  show(i, fromUser) { this.render(this.momentView(i), fromUser); }
+  showEvent(e, fromUser) { this.render(this.stateAt(e), fromUser); }
+  render(v, fromUser) {
+    this.view = v;
+    const f = v.figures, ht = this.dev.has_time;
+    if (this.slider) this.slider.value = this.events > 0 ? v.event : v.index;
+    if (this.gotoInput && document.activeElement !== this.gotoInput) this.gotoInput.value = v.event;
     // Without times x is the event index: "after event 5,136", not "after event 5,136 (event 5,136)".
-    const when = m.event < 0 ? "before the first event" : "after event " + fmtCount(m.event) + (ht ? " (" + fmtX(m.x, ht) + ")" : "");
-    this.title.textContent = "State " + when + (m.labels ? " \u2014 " + m.labels.join(", ") : "");
-    const share = (v) => (f.reserved_bytes > 0 ? " (" + fmtPct(v / f.reserved_bytes) + ")" : "");
+    const when = v.event < 0 ? "before the first event" : "after event " + fmtCount(v.event) + (ht ? " (" + fmtX(v.x, ht) + ")" : "");
+    this.title.textContent = "State " + when + (v.labels ? " \u2014 " + v.labels.join(", ") : "");
+    const share = (x) => (f.reserved_bytes > 0 ? " (" + fmtPct(x / f.reserved_bytes) + ")" : "");
     this.cards.replaceChildren(
       card("reserved", fmtBytes(f.reserved_bytes), fmtCountOf(f.segments, "segment") + ", " + fmtCountOf(f.blocks, "block")),
       card("allocated", fmtBytes(f.allocated_bytes) + share(f.allocated_bytes)),
@@ -135,9 +263,13 @@ class StateView {
       card("fragmentation", fmtPct(f.reserved_bytes > 0 ? f.stranded_bytes / f.reserved_bytes : 0),
         "free memory stranded inside segments in use, as a share of reserved memory (memsnap frag's stranded share)"));
     this.draw();
-    const prev = this.moments[i - 1], next = this.moments[i + 1];
-    const gap = (o) => (o ? Math.abs(o.event - m.event) : 0);
-    if (this.prevButton) {
+    if (this.prevButton && this.events > 0) {
+      this.prevButton.disabled = v.event <= -1;
+      this.nextButton.disabled = v.event >= this.events - 1;
+      this.stepNote.textContent = "";
+    } else if (this.prevButton) {
+      const i = v.index, prev = this.moments[i - 1], next = this.moments[i + 1];
+      const gap = (o) => (o ? Math.abs(o.event - v.event) : 0);
       this.prevButton.disabled = !prev;
       this.nextButton.disabled = !next;
       this.prevButton.textContent = gap(prev) > 1 ? "\u25c0 previous stored moment" : "\u25c0 previous event";
@@ -147,45 +279,72 @@ class StateView {
         " evenly spaced moments elsewhere: " + (gap(prev) > 1 ? "the previous one is " + fmtCountOf(gap(prev), "event") + " earlier" : "") +
         (gap(prev) > 1 && gap(next) > 1 ? ", " : "") + (gap(next) > 1 ? "the next one " + fmtCountOf(gap(next), "event") + " later" : "") + "." : "";
     }
+    // A trace too long for the page to carry every event: the exact state of the event asked for
+    // is one command away.
+    if (this.events === 0 && this.exactNote) {
+      const n = this.lastEvent + 1, asked = Math.max(0, v.asked);
+      this.exactNote.replaceChildren(
+        (v.exact ? "" : "Event " + fmtCount(v.asked) + " is not stored: this is the nearest stored state, " +
+          fmtCountOf(Math.abs(v.event - v.asked), "event") + (v.event > v.asked ? " later" : " earlier") + ". ") +
+        "This trace's " + fmtCountOf(n, "event") + " are too many for the page to carry each one's change; " +
+        "it stores the state after every event around the peaks, the OOM and the end. The state after any event exactly: ",
+        h("code", { text: "memsnap blocks " + shellWord(this.file) + " --at event:" + asked }),
+        " (and its figures: ", h("code", { text: "memsnap frag " + shellWord(this.file) + " --at event:" + asked }), ").");
+    }
     this.renderEvents();
-    if (this.timeline) this.timeline.setCursor(m.x);
-    if (fromUser) setHashPart("s" + this.dev.device, String(m.event));
+    if (this.timeline) this.timeline.setCursor(v.x);
+    if (fromUser) setHashPart("s" + this.dev.device, String(v.event));
+  }
+  // One line of the list of events: what event e did.
+  eventHead(e, x, w, labels) {
+    const ht = this.dev.has_time;
+    return (e < 0 ? "before the first event" : "event " + fmtCount(e) + (ht ? " (" + fmtX(x, ht) + ")" : "")) +
+      (w ? ": " + w.action.replace("_", " ") + " " + fmtBytes(w.size) + " at " + w.addr : "") + (labels ? " \u2014 " + labels.join(", ") : "");
+  }
+  eventRow(e, x, w, labels, current, go) {
+    const parts = w ? stackParts(this.tables, w.stack) : null;
+    const row = h("div", { class: "event" + (current ? " current" : ""), "data-event": String(e) });
+    const b = h("button", { type: "button", class: "link", text: this.eventHead(e, x, w, labels) });
+    b.addEventListener("click", go);
+    row.append(b);
+    if (parts && !current) {
+      const first = parts.user[0] || parts.library[0] || parts.native[0] || parts.all[0];
+      if (first) row.append(h("span", { class: "note", text: " " + frameShort(first) }));
+    } else if (parts) {
+      const user = h("pre", { class: "user", text: stackSummary(parts) });
+      const raw = h("details", {}, h("summary", { text: "raw stack (" + fmtCountOf(parts.all.length, "frame") + ", innermost first)" }),
+        h("pre", { text: stackText(parts.all) }));
+      row.append(user, raw);
+    }
+    return row;
   }
   // The events around the cursor, each with what it did and where in the user's code (the whole
-  // stack one click further); the stored states only, with the events between them counted.
+  // stack one click further): every event with the stream, else the stored states only, with the
+  // events between them counted.
   renderEvents() {
-    const rows = [], ht = this.dev.has_time, lo = Math.max(0, this.current - 6), hi = Math.min(this.moments.length - 1, this.current + 6);
-    for (let k = lo; k <= hi; k++) {
-      const m = this.moments[k];
-      if (k > lo && m.event - this.moments[k - 1].event > 1) {
-        rows.push(h("div", { class: "note gap", text: "\u2026 " + fmtCountOf(m.event - this.moments[k - 1].event - 1, "event") + " not stored \u2026" }));
+    const rows = [], v = this.view;
+    if (this.events > 0) {
+      if (!this.stream) this.stream = decodeStream(this.st);
+      const lo = Math.max(-1, v.event - 6), hi = Math.min(this.events - 1, v.event + 6);
+      for (let e = lo; e <= hi; e++) {
+        const m = this.moments.find((q) => q.event === e);
+        rows.push(this.eventRow(e, e < 0 ? 0 : this.stream.x[e], this.whatOf(e), m ? m.labels : null, e === v.event, () => this.showEvent(e, true)));
       }
-      const w = m.what;
-      const head = (m.event < 0 ? "before the first event" : "event " + fmtCount(m.event) + (ht ? " (" + fmtX(m.x, ht) + ")" : "")) +
-        (w ? ": " + w.action.replace("_", " ") + " " + fmtBytes(w.size) + " at " + w.addr : "") + (m.labels ? " \u2014 " + m.labels.join(", ") : "");
-      const parts = w ? stackParts(this.tables, w.stack) : null;
-      const row = h("div", { class: "event" + (k === this.current ? " current" : ""), "data-event": String(m.event) });
-      const go = h("button", { type: "button", class: "link", text: head });
-      go.addEventListener("click", () => this.show(k, true));
-      row.append(go);
-      if (parts && k !== this.current) {
-        const first = parts.user[0] || parts.library[0] || parts.native[0] || parts.all[0];
-        if (first) row.append(h("span", { class: "note", text: " " + frameShort(first) }));
-      } else if (parts) {
-        const user = h("pre", { class: "user", text: stackSummary(parts) });
-        const raw = h("details", {}, h("summary", { text: "raw stack (" + fmtCountOf(parts.all.length, "frame") + ", innermost first)" }),
-          h("pre", { text: stackText(parts.all) }));
-        row.append(user, raw);
+    } else {
+      const c = v.index, lo = Math.max(0, c - 6), hi = Math.min(this.moments.length - 1, c + 6);
+      for (let k = lo; k <= hi; k++) {
+        const m = this.moments[k];
+        if (k > lo && m.event - this.moments[k - 1].event > 1) {
+          rows.push(h("div", { class: "note gap", text: "\u2026 " + fmtCountOf(m.event - this.moments[k - 1].event - 1, "event") + " not stored \u2026" }));
+        }
+        rows.push(this.eventRow(m.event, m.x, m.what, m.labels, k === c, () => this.show(k, true)));
       }
-      rows.push(row);
     }
-    this.events.replaceChildren(h("h4", { text: "Events around the cursor" }), ...rows);
+    this.events_.replaceChildren(h("h4", { text: "Events around the cursor" }), ...rows);
   }
-  // The segments of stored state i, in address order.
-  momentSegments(i) { return unpackVarints(this.moments[i].segments).map((id) => this.segments[id]); }
   draw() {
-    const m = this.moments[this.current];
-    const segs = this.momentSegments(this.current);
+    const v = this.view;
+    const segs = v.segs.slice();
     segs.sort((p, q) => (p.small - q.small) || (q.size - p.size) || (p.addr - q.addr));
     const W = Math.max(200, this.host.clientWidth || 800);
     this.drawnWidth = this.host.clientWidth;
@@ -259,7 +418,7 @@ class StateView {
     }
     this.boxes = boxes;
     this.layout = { bpp, rowH, gap };
-    this.fig = { device: this.dev.device, event: m.event, index: this.current, labels: m.labels || [], figures: m.figures, drawn,
+    this.fig = { device: this.dev.device, event: v.event, index: v.index, labels: v.labels || [], figures: v.figures, drawn,
       bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.slice(),
       // The narrowest box of each row: a row's gap must be narrower than every box below it.
       row_min_box: used.map((u, r) => Math.min(...boxes.filter((q) => q.row === r).map((q) => q.w))) };

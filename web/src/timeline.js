@@ -142,7 +142,9 @@ class TimelineChart {
     this.dev = dev;
     this.opts = opts;
     this.tables = opts.tables;
-    this.lod = new Lod(dev);
+    // One decoding of the data per device: the diff page builds its charts again on every switch
+    // of alignment, and decoding 40,000 bands was most of it (issue 36 §4).
+    this.lod = dev.lodCache || (dev.lodCache = new Lod(dev));
     this.map = opts.mapping || identityMap(dev.has_time);
     this.span = dev.x_span;
     this.a = 0;
@@ -293,20 +295,32 @@ class TimelineChart {
     const acc = new Float64Array(n);
     const ids = [...c.bandIds].sort((p, q) => p - q);
     this.viewBands = [];
-    for (const id of ids) {
+    // Each band's run of columns first, then every bottom in one buffer (one allocation, not one
+    // per band: the heap of a zoom, issue 36 §4).
+    const runs = new Int32Array(2 * ids.length);
+    let total = 0;
+    ids.forEach((id, j) => {
       const b = this.lod.bands[id];
       // Samples never decrease: the columns where the band is live are one run.
       let lo = 0, hi = n;
       while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.alloc) lo = m + 1; else hi = m; }
-      let c0 = lo;
-      lo = c0; hi = n;
+      const c0 = lo;
+      hi = n;
       while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.free) lo = m + 1; else hi = m; }
-      const c1 = lo - 1;
-      if (c1 < c0) continue;
-      const bottom = new Float64Array(c1 - c0 + 1);
+      runs[2 * j] = c0;
+      runs[2 * j + 1] = lo - 1;
+      if (lo - 1 >= c0) total += lo - c0;
+    });
+    const bottoms = new Float64Array(total);
+    let at = 0;
+    ids.forEach((id, j) => {
+      const b = this.lod.bands[id], c0 = runs[2 * j], c1 = runs[2 * j + 1];
+      if (c1 < c0) return;
+      const bottom = bottoms.subarray(at, at + c1 - c0 + 1);
+      at += c1 - c0 + 1;
       for (let k = c0; k <= c1; k++) { bottom[k - c0] = acc[k]; acc[k] += b.size; }
       this.viewBands.push({ band: b, c0, c1, bottom });
-    }
+    });
     this.bandSum = acc;
     this.rest = new Float64Array(n);
     let negative = 0;
@@ -323,6 +337,12 @@ class TimelineChart {
   }
   reset() { const [lo, hi] = this.fullView(); this.setView(lo, hi); }
   colRight(k) { return k + 1 < this.cols.x.length ? this.cols.x[k + 1] : this.span; }
+  // The bands and the grey band, painted into a pixel buffer of the plot and drawn as one image
+  // (issue 36 §4): thousands of anti-aliased step polygons cost the browser hundreds of ms to
+  // rasterize on every notch, the buffer a few. Each column covers the whole pixels its rounded
+  // edges bound, each band the rows its rounded top and bottom bound (stacked, they tile), over the
+  // grey band. Only the band under the pointer and the clicked one are drawn again as paths, for
+  // their outlines.
   drawBands(u) {
     const ctx = u.ctx, bb = u.bbox, c = this.cols, n = c.x.length;
     // Pixel edges of the columns (clamped to the view) and a linear y: no per-vertex lookups.
@@ -333,20 +353,73 @@ class TimelineChart {
     }
     const yTop = this.yFmt.axis.top, base = bb.top + bb.height, scale = bb.height / yTop;
     const Y = (v) => base - v * scale;
+    const W = Math.max(1, Math.round(bb.width)), H = Math.max(1, Math.round(bb.height));
+    if (!this.img || this.img.width !== W || this.img.height !== H) {
+      this.img = new ImageData(W, H);
+      this.px = new Uint32Array(this.img.data.buffer);
+      this.off = document.createElement("canvas");
+      this.off.width = W;
+      this.off.height = H;
+      this.offCtx = this.off.getContext("2d");
+    }
+    const px = this.px;
+    px.fill(0);
+    const P = new Int32Array(n + 1);
+    for (let k = 0; k <= n; k++) P[k] = Math.max(0, Math.min(W, Math.round(edge[k] - bb.left)));
+    // Rows of the buffer: row(v) is the first row at or below the value v (rounded), clamped.
+    const r0 = base - bb.top + 0.5;
+    const fill = (k, ra, rb, color) => {
+      const x0 = P[k], x1 = P[k + 1];
+      if (x1 <= x0 || rb <= ra) return;
+      if (x1 - x0 === 1) {
+        for (let i = ra * W + x0, end = rb * W + x0; i < end; i += W) px[i] = color;
+      } else {
+        for (let r = ra; r < rb; r++) px.fill(color, r * W + x0, r * W + x1);
+      }
+    };
     let outside = 0;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(bb.left, bb.top, bb.width, bb.height);
-    ctx.clip();
     let first = 0;
     while (first + 1 < n && this.colRight(first) <= this.a) first++;
     let last = n - 1;
     while (last > first && c.x[last] >= this.b) last--;
-    let drawnBands = 0;
+    let drawnBands = 0, thinBands = 0;
     this.fig.hoveredDrawn = null;
+    const outlined = [];
+    // The grey band first, under the whole curve; the bands over it, each from its rounded top to
+    // its rounded bottom (a band under a fiftieth of a pixel would never own a row: left grey).
+    const grey = rgbaOfCss(COLORS.rest);
+    for (let k = first; k <= last; k++) {
+      const y0 = Y(this.bandSum[k]), y1 = Y(c.max[k]);
+      if (y1 < bb.top - 0.5 || y0 > base + 0.5) outside++;
+      if (base - y1 < 0.05) continue;
+      fill(k, Math.max(0, Math.floor(y1 - bb.top + 0.5)), H, grey);
+    }
     for (const vb of this.viewBands) {
       const k0 = Math.max(vb.c0, first), k1 = Math.min(vb.c1, last);
       if (k1 < k0) continue;
+      const size = vb.band.size, bot = vb.bottom, off = vb.c0;
+      if (Y(bot[k0 - off] + size) < bb.top - 0.5 || Y(bot[k1 - off]) > base + 0.5) outside++;
+      if (this.hovered === vb.band.id || this.selected === vb.band.id) outlined.push([vb, k0, k1]);
+      drawnBands++;
+      if (size * scale < 0.02) { thinBands++; continue; }  // a fiftieth of a pixel: no row of its own
+      const color = rgbaOf(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
+      for (let k = k0; k <= k1; k++) {
+        if (P[k + 1] === P[k]) continue;  // a column narrower than a pixel that another covers
+        const b = bot[k - off];
+        let ra = Math.floor(r0 - (b + size) * scale), rb = Math.floor(r0 - b * scale);
+        if (ra < 0) ra = 0;
+        if (rb > H) rb = H;
+        if (rb > ra) fill(k, ra, rb, color);
+      }
+    }
+    this.fig.thinBands = thinBands;
+    this.offCtx.putImageData(this.img, 0, 0);
+    ctx.drawImage(this.off, bb.left, bb.top);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bb.left, bb.top, bb.width, bb.height);
+    ctx.clip();
+    for (const [vb, k0, k1] of outlined) {
       const size = vb.band.size, bot = vb.bottom, off = vb.c0;
       // The band is a step shape: vertices only where the bands below it change.
       ctx.beginPath();
@@ -365,9 +438,6 @@ class TimelineChart {
       }
       ctx.lineTo(edge[k0], y);
       ctx.closePath();
-      if (Y(bot[k0 - off] + size) < bb.top - 0.5 || y > base + 0.5) outside++;
-      ctx.fillStyle = stackColor(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
-      ctx.fill();
       if (this.hovered === vb.band.id && this.selected !== vb.band.id) {
         // The band under the pointer: outlined, so that a thin one among many is found.
         ctx.strokeStyle = "#101828";
@@ -388,18 +458,7 @@ class TimelineChart {
           this.fig.selectedBox = thin / devicePixelRatio;
         }
       }
-      drawnBands++;
     }
-    // The grey band: every lifetime not drawn on its own, on top of the bands.
-    ctx.beginPath();
-    for (let k = first; k <= last; k++) {
-      const y0 = Y(this.bandSum[k]), y1 = Y(c.max[k]);
-      if (y1 < bb.top - 0.5 || y0 > base + 0.5) outside++;
-      if (y0 - y1 < 0.05) continue;
-      ctx.rect(edge[k], y1, edge[k + 1] - edge[k], y0 - y1);
-    }
-    ctx.fillStyle = COLORS.rest;
-    ctx.fill();
     ctx.restore();
     this.fig.outside = outside;
     this.fig.drawnBands = drawnBands;
@@ -428,7 +487,7 @@ class TimelineChart {
       ctx.lineTo(Math.round(p0) + 0.5, bb.top + bb.height);
       ctx.stroke();
       const label = "step " + k;
-      if (p1 - p0 > ctx.measureText(label).width + 8 * dpr) {
+      if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, label) + 8 * dpr) {
         ctx.fillStyle = "#475467";
         ctx.fillText(label, p0 + 3 * dpr, bb.top + bb.height - 4 * dpr);
       }
@@ -457,7 +516,7 @@ class TimelineChart {
       ctx.fillStyle = "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)";
       ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
       this.fig.annotations.drawn++;
-      if (p1 - p0 > ctx.measureText(name).width + 6 * dpr) {
+      if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, name) + 6 * dpr) {
         ctx.fillStyle = "#344054";
         ctx.fillText(name, p0 + 3 * dpr, y + laneH - 3 * dpr);
       }

@@ -111,6 +111,100 @@ struct SegmentHash {
   }
 };
 
+// The forward edits that turn `before` (the segments of a range before an event) into `after`
+// (the same range after it), both in address order.
+void AppendEdits(const std::vector<LSegment>& before, const std::vector<LSegment>& after,
+                 std::vector<StateEdit>& out) {
+  std::map<uint64_t, const LSegment*> old;
+  for (const LSegment& s : before) old[s.address] = &s;
+  for (const LSegment& s : after) {
+    StateSegment now = ToStateSegment(s, frag_internal::SegmentFigures(s));
+    auto it = old.find(s.address);
+    if (it == old.end()) {
+      out.push_back(StateEdit{StateEdit::Op::kSet, std::move(now), 0, 0});
+      continue;
+    }
+    StateSegment was = ToStateSegment(*it->second, frag_internal::SegmentFigures(*it->second));
+    old.erase(it);
+    if (was.size != now.size || was.stream != now.stream || was.pool != now.pool ||
+        was.is_small != now.is_small || was.is_expandable != now.is_expandable) {
+      out.push_back(StateEdit{StateEdit::Op::kSet, std::move(now), 0, 0});
+      continue;
+    }
+    if (was.spans == now.spans) continue;
+    size_t front = 0;
+    while (front < was.spans.size() && front < now.spans.size() &&
+           was.spans[front] == now.spans[front]) {
+      ++front;
+    }
+    size_t back = 0;
+    while (back < was.spans.size() - front && back < now.spans.size() - front &&
+           was.spans[was.spans.size() - 1 - back] == now.spans[now.spans.size() - 1 - back]) {
+      ++back;
+    }
+    StateEdit e{StateEdit::Op::kSpans, now, static_cast<uint32_t>(front),
+                static_cast<uint32_t>(was.spans.size() - front - back)};
+    e.segment.spans.assign(now.spans.begin() + static_cast<std::ptrdiff_t>(front),
+                           now.spans.end() - static_cast<std::ptrdiff_t>(back));
+    out.push_back(std::move(e));
+  }
+  for (const auto& [address, seg] : old) {
+    StateEdit e;
+    e.op = StateEdit::Op::kRemove;
+    e.segment.address = address;
+    out.push_back(std::move(e));
+  }
+}
+
+// The figures of a layout kept as its segments change: sums, and the largest free block as the
+// largest of the segments' (a multiset), so that each event costs the segments it changes only.
+class RunningFigures {
+ public:
+  void Add(uint64_t address, const FragFigures& f) {
+    Remove(address);
+    Apply(f, 1);
+    largest_.insert(f.largest_free_bytes);
+    by_segment_[address] = f;
+  }
+  void Remove(uint64_t address) {
+    auto it = by_segment_.find(address);
+    if (it == by_segment_.end()) return;
+    Apply(it->second, -1);
+    largest_.erase(largest_.find(it->second.largest_free_bytes));
+    by_segment_.erase(it);
+  }
+  FragFigures Total() const {
+    FragFigures t = sum_;
+    t.largest_free_bytes = largest_.empty() ? 0 : *largest_.rbegin();
+    return t;
+  }
+
+ private:
+  void Apply(const FragFigures& f, int64_t sign) {
+    for (auto field :
+         {&FragFigures::segments, &FragFigures::blocks, &FragFigures::reserved_bytes,
+          &FragFigures::allocated_bytes, &FragFigures::pending_free_bytes, &FragFigures::free_bytes,
+          &FragFigures::requested_bytes, &FragFigures::internal_waste_bytes,
+          &FragFigures::free_blocks, &FragFigures::stranded_bytes, &FragFigures::releasable_bytes,
+          &FragFigures::free_segments}) {
+      sum_.*field += sign * f.*field;
+    }
+  }
+  FragFigures sum_;
+  std::multiset<int64_t> largest_;
+  std::map<uint64_t, FragFigures> by_segment_;
+};
+
+// The range of segments an event's undo can change: its own bytes, the segment holding its
+// address, and the segments touching them (an unmap's undo merges with its neighbours).
+std::pair<uint64_t, uint64_t> TouchedRange(const frag_internal::DeviceRewind& rw,
+                                           const TraceEvent& e) {
+  auto [begin, end] = rw.SegmentExtent(e.addr);
+  begin = std::min(begin, e.addr);
+  end = std::max(end, e.addr + static_cast<uint64_t>(std::max<int64_t>(e.size, 1)));
+  return {begin > 0 ? begin - 1 : 0, end + 1};
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTimeline& dt) {
@@ -209,6 +303,17 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     int64_t best_a = 0;
     std::optional<AllocatorState> candidate;
     int64_t capture_budget = n + 1024;
+    // Every event's edit and figures, collected backwards (issue 36 §3).
+    const bool with_stream = options.stream_max_events > 0 && n <= options.stream_max_events;
+    std::vector<std::vector<StateEdit>> edits_of;
+    std::vector<FragFigures> figures_of;
+    RunningFigures running;
+    if (with_stream) {
+      edits_of.resize(static_cast<size_t>(n));
+      figures_of.resize(static_cast<size_t>(n));
+      for (const LSegment& s : rw.Layout())
+        running.Add(s.address, frag_internal::SegmentFigures(s));
+    }
     for (int64_t i = n - 1; i >= -1; --i) {
       if (find_peak_a && (i == n - 1 || rw.allocated() >= best_a)) {
         best_a = rw.allocated();
@@ -227,7 +332,29 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
         }
       }
       if (wanted(i)) capture(rw.Layout(), i);
-      if (i >= 0) rw.Undo(events[i], tags.by_free[i]);
+      if (i >= 0 && with_stream) {
+        figures_of[static_cast<size_t>(i)] = running.Total();
+        auto [begin, end] = TouchedRange(rw, events[i]);
+        std::vector<LSegment> after = rw.LayoutIn(begin, end);
+        rw.Undo(events[i], tags.by_free[i]);
+        std::vector<LSegment> before = rw.LayoutIn(begin, end);
+        AppendEdits(before, after, edits_of[static_cast<size_t>(i)]);
+        for (const LSegment& s : after) running.Remove(s.address);
+        for (const LSegment& s : before) running.Add(s.address, frag_internal::SegmentFigures(s));
+      } else if (i >= 0) {
+        rw.Undo(events[i], tags.by_free[i]);
+      }
+    }
+    if (with_stream) {
+      StateStream stream;
+      stream.first_edit.reserve(static_cast<size_t>(n) + 1);
+      for (std::vector<StateEdit>& edits : edits_of) {
+        stream.first_edit.push_back(static_cast<uint32_t>(stream.edits.size()));
+        for (StateEdit& e : edits) stream.edits.push_back(std::move(e));
+      }
+      stream.first_edit.push_back(static_cast<uint32_t>(stream.edits.size()));
+      stream.figures = std::move(figures_of);
+      out.stream = std::move(stream);
     }
     out.rewind = frag_internal::CaveatsOf(rw, dt.device, snap.settings, dt.num_events);
     if (find_peak_a) {

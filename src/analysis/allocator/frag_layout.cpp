@@ -226,36 +226,59 @@ std::pair<int64_t, int64_t> DeviceRewind::PreWindowBlocks() const {
   return out;
 }
 
+LSegment DeviceRewind::LayoutOf(uint64_t address, const Seg& seg) const {
+  LSegment ls{device_,      address,           seg.size, seg.stream,
+              seg.is_small, seg.is_expandable, seg.pool, {}};
+  uint64_t end = address + static_cast<uint64_t>(seg.size);
+  uint64_t cursor = address;
+  for (auto it = live_.lower_bound(address); it != live_.end() && it->first < end; ++it) {
+    if (it->first > cursor) {
+      ls.blocks.push_back(
+          LBlock{cursor, static_cast<int64_t>(it->first - cursor), 0, BlockState::kInactive});
+    }
+    uint64_t block_end = std::min(end, it->first + static_cast<uint64_t>(it->second.size));
+    auto next = std::next(it);
+    if (next != live_.end() && next->first < block_end) block_end = next->first;
+    int64_t size = static_cast<int64_t>(block_end - it->first);
+    ls.blocks.push_back(
+        LBlock{it->first, size, std::min(it->second.requested, size),
+               it->second.pending ? BlockState::kActivePendingFree : BlockState::kActiveAllocated,
+               it->second.tag});
+    cursor = block_end;
+  }
+  if (cursor < end) {
+    ls.blocks.push_back(
+        LBlock{cursor, static_cast<int64_t>(end - cursor), 0, BlockState::kInactive});
+  }
+  return ls;
+}
+
 std::vector<LSegment> DeviceRewind::Layout() const {
   std::vector<LSegment> out;
   out.reserve(segments_.size());
-  for (const auto& [address, seg] : segments_) {
-    LSegment ls{device_,      address,           seg.size, seg.stream,
-                seg.is_small, seg.is_expandable, seg.pool, {}};
-    uint64_t end = address + static_cast<uint64_t>(seg.size);
-    uint64_t cursor = address;
-    for (auto it = live_.lower_bound(address); it != live_.end() && it->first < end; ++it) {
-      if (it->first > cursor) {
-        ls.blocks.push_back(
-            LBlock{cursor, static_cast<int64_t>(it->first - cursor), 0, BlockState::kInactive});
-      }
-      uint64_t block_end = std::min(end, it->first + static_cast<uint64_t>(it->second.size));
-      auto next = std::next(it);
-      if (next != live_.end() && next->first < block_end) block_end = next->first;
-      int64_t size = static_cast<int64_t>(block_end - it->first);
-      ls.blocks.push_back(
-          LBlock{it->first, size, std::min(it->second.requested, size),
-                 it->second.pending ? BlockState::kActivePendingFree : BlockState::kActiveAllocated,
-                 it->second.tag});
-      cursor = block_end;
-    }
-    if (cursor < end) {
-      ls.blocks.push_back(
-          LBlock{cursor, static_cast<int64_t>(end - cursor), 0, BlockState::kInactive});
-    }
-    out.push_back(std::move(ls));
-  }
+  for (const auto& [address, seg] : segments_) out.push_back(LayoutOf(address, seg));
   return out;
+}
+
+std::vector<LSegment> DeviceRewind::LayoutIn(uint64_t begin, uint64_t end) const {
+  std::vector<LSegment> out;
+  auto it = segments_.upper_bound(begin);
+  if (it != segments_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + static_cast<uint64_t>(prev->second.size) > begin) it = prev;
+  }
+  for (; it != segments_.end() && it->first < end; ++it)
+    out.push_back(LayoutOf(it->first, it->second));
+  return out;
+}
+
+std::pair<uint64_t, uint64_t> DeviceRewind::SegmentExtent(uint64_t address) const {
+  auto it = segments_.upper_bound(address);
+  if (it == segments_.begin()) return {address, address};
+  --it;
+  uint64_t end = it->first + static_cast<uint64_t>(it->second.size);
+  if (address >= end) return {address, address};
+  return {it->first, end};
 }
 
 }  // namespace memsnap::analysis::frag_internal

@@ -54,6 +54,10 @@ class DeviceRewind {
   int64_t allocated() const { return allocated_; }
   /// Materializes the state as segments whose gaps between live blocks are inactive blocks.
   std::vector<LSegment> Layout() const;
+  /// The same for the segments that overlap [begin, end) only, in address order.
+  std::vector<LSegment> LayoutIn(uint64_t begin, uint64_t end) const;
+  /// The extent [begin, end) of the segment holding `address`, or {address, address}.
+  std::pair<uint64_t, uint64_t> SegmentExtent(uint64_t address) const;
   const UndoProblems& problems() const { return problems_; }
   /// Live blocks of the current state that the trace freed but never allocated (the trace began
   /// after them): after undoing every event, the blocks allocated before the trace window.
@@ -76,6 +80,7 @@ class DeviceRewind {
     int64_t tag = -1;
   };
   std::map<uint64_t, Seg>::iterator SegmentAt(uint64_t address);
+  LSegment LayoutOf(uint64_t address, const Seg& seg) const;
   int64_t EstimateSize(uint64_t address, int64_t requested, const Seg& seg,
                        uint64_t seg_address) const;
   void DropBlocksIn(uint64_t begin, uint64_t end);

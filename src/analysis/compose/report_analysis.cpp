@@ -238,8 +238,14 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
   std::vector<std::future<AllocatorStates>> states;  // deferred: run by the worker below
   if (options.with_states) {
+    // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
+    int64_t file_events = 0;
+    for (const DeviceReportAnalysis& d : out.devices) {
+      file_events += out.timeline.devices[d.timeline_index].num_events;
+    }
     for (const DeviceReportAnalysis& d : out.devices) {
       AllocatorStatesOptions so = options.states;
+      if (file_events > so.stream_max_events) so.stream_max_events = 0;
       so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});

@@ -60,6 +60,29 @@ struct AllocatorState {
   bool step = false;
 };
 
+/// What one event changes in the state (AllocatorStates::stream), as the script of the page
+/// applies it: a segment's spans from `keep` on replaced, a segment set whole (new, or its
+/// extent or settings changed), or a segment gone.
+struct StateEdit {
+  enum class Op : uint8_t { kSpans, kSet, kRemove };
+  Op op = Op::kSpans;
+  /// kSet: the whole segment; kSpans: the segment's header and its new spans from `keep` on
+  /// (up to the unchanged tail); kRemove: its address.
+  StateSegment segment;
+  uint32_t keep = 0;   // kSpans: the first spans, kept as they were
+  uint32_t erase = 0;  // kSpans: the spans of the old layout that `segment.spans` replace
+  friend bool operator==(const StateEdit&, const StateEdit&) = default;
+};
+
+/// Every event's change to the state, in order, so that the state after any event is the stored
+/// state before it with the edits of the events between applied (issue 36 §3: any event exactly),
+/// and the figures after each event, `frag --at event:N`'s.
+struct StateStream {
+  std::vector<uint32_t> first_edit;  // per event, its first edit in `edits`; one more at the end
+  std::vector<StateEdit> edits;
+  std::vector<FragFigures> figures;  // after each event
+};
+
 struct AllocatorStatesOptions {
   int samples = 200;  // evenly spaced states from before the first event to the end
   /// Spans stored in all, over the distinct segments; past it, evenly spaced states are thinned
@@ -74,6 +97,9 @@ struct AllocatorStatesOptions {
   /// FindStatePeaks' answer when the caller already has it; without it the states' rewind finds
   /// the allocated peak on the way (FindStatePeaks would cost a rewind of its own).
   std::optional<std::pair<int64_t, int64_t>> peaks;
+  /// Every event's change (AllocatorStates::stream) when the device's trace has at most this many
+  /// events; 0: never.
+  int64_t stream_max_events = 0;
 };
 
 struct AllocatorStates {
@@ -87,6 +113,8 @@ struct AllocatorStates {
   /// them; labelled states are always kept. The page says so (report, StatesReducedNote).
   int64_t even_moments = 0;
   RewindCaveats rewind;  // the reconstruction's caveats, as `frag` finds them
+  /// Every event's change (AllocatorStatesOptions::stream_max_events), for a trace short enough.
+  std::optional<StateStream> stream;
 };
 
 /// The events after which `dt`'s device has its peak reserved bytes (the timeline's reserved

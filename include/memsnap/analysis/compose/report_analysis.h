@@ -35,13 +35,20 @@
 
 namespace memsnap::analysis {
 
+/// The most trace events (all devices of a file) whose every change the page carries: about 50
+/// bytes an event, so at most about 3 MB on a page (docs/report.md).
+inline constexpr int64_t kStateStreamMaxEvents = 60000;
+
 struct ReportAnalysisOptions {
   LodOptions lod;  // curve columns and bands
   /// How many allocator states the page keeps; 16 events either side of each labelled moment
-  /// (the peaks, the OOM, the end) so that the page can step through them event by event.
+  /// (the peaks, the OOM, the end) so that the page can step through them event by event; and
+  /// every event's change when the file's traces have at most stream_max_events events in all
+  /// (the page then shows the state after any event exactly).
   AllocatorStatesOptions states = [] {
     AllocatorStatesOptions o;
     o.around = 16;
+    o.stream_max_events = kStateStreamMaxEvents;
     return o;
   }();
   int top_sites = 25;  // rows of the site tables (the tail folds into "[N others]"); 0 = all
