@@ -391,6 +391,43 @@ TEST_SUITE("sim differential") {
     CHECK(t.fraction_ops_after <= t.fraction_ops_before);
   }
 
+  TEST_CASE("a replay with resized mallocs takes the decisions of a replay of the resized trace") {
+    // What oom's batch-share search replays: some mallocs at a share of their size, given as
+    // RunOptions::resized over the shared trace instead of a copy of it.
+    for (uint64_t seed : {1, 2, 3}) {
+      CAPTURE(seed);
+      const Snapshot snap = RandomTrace(seed, 20000);
+      const PreparedTrace p =
+          PrepareTrace(snap, snap.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+      for (double share : {0.0, 0.37, 0.5, 1.6}) {
+        CAPTURE(share);
+        PreparedTrace copy = p;
+        std::vector<std::pair<size_t, int64_t>> resized;
+        for (size_t i = 0; i < p.ops.size(); ++i) {
+          if (!IsMalloc(p.ops[i].kind) || i % 3 != 0) continue;
+          const auto size = std::max<int64_t>(
+              1, static_cast<int64_t>(static_cast<double>(p.ops[i].size) * share));
+          copy.ops[i].size = size;
+          resized.emplace_back(i, size);
+        }
+        ReplayConfig rc;
+        RunOptions ro;
+        ro.curve = true;
+        // Under pressure: three quarters of what the resized trace reserves unbounded.
+        ro.capacity = RunConfig(copy, rc, ro).result.peak_reserved / 4 * 3;
+        const ConfigResult want = RunConfig(copy, rc, ro).result;
+        ro.resized = resized;
+        const ConfigResult got = RunConfig(p, rc, ro).result;
+        CHECK(got.peak_reserved == want.peak_reserved);
+        CHECK(got.peak_allocated == want.peak_allocated);
+        CHECK(got.ooms.size() == want.ooms.size());
+        CHECK(got.curve.size() == want.curve.size());
+        CHECK(got.cuda_mallocs == want.cuda_mallocs);
+        CHECK(got.final_allocated == want.final_allocated);
+      }
+    }
+  }
+
   TEST_CASE("random traces take the decisions the btree simulator took") {
     // seed -> digest, recorded from main b4a1704.
     const std::vector<std::pair<uint64_t, uint64_t>> expected = {

@@ -291,21 +291,25 @@ int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t st
 // which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
 // even none of them does not fit. The frees need no change: the simulator frees by address.
 double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled) {
-  // One copy of the trace, its scaled mallocs rewritten from the recorded sizes at each share.
-  PreparedTrace p = job.prepared;
-  std::vector<size_t> ops;
+  // The scaled mallocs' sizes at each share, replayed over the shared trace (no copy of it: the
+  // settings' searches read it beside this one).
+  const PreparedTrace& p = job.prepared;
+  std::vector<std::pair<size_t, int64_t>> resized;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
-    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) ops.push_back(i);
+    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) {
+      resized.emplace_back(i, op.size);
+    }
   }
   auto fits = [&](double share) {
-    for (size_t i : ops) {
-      const auto recorded = static_cast<double>(job.prepared.ops[i].size);
-      p.ops[i].size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
+    for (auto& [i, size] : resized) {
+      const auto recorded = static_cast<double>(p.ops[i].size);
+      size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
     }
     RunOptions ro = job.run;
     ro.stop_at_first_oom = true;
     ro.on_oom = nullptr;
+    ro.resized = resized;
     return RunConfig(p, job.configs[0], ro).result.ooms.empty();
   };
   if (!fits(0.0)) return 0.0;

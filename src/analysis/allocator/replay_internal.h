@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -230,6 +231,9 @@ struct RunOptions {
   std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
   /// Keep RunOutput::reserved_records (what SmallestFittingCapacity bounds its replays with).
   bool reserved_records = false;
+  /// Operations of PreparedTrace::ops replayed with another size: {index, size}, by index (the
+  /// batch-share search's scaled mallocs, without a copy of the trace).
+  std::span<const std::pair<size_t, int64_t>> resized;
 };
 
 /// A new high of reserved bytes: after the operation at `position` (an index into the run's

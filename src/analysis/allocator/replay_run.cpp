@@ -113,8 +113,17 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
   const size_t total_ops = pre.size() + prepared.ops.size();
   out.ops_applied = total_ops;
+  size_t next_resized = 0;
+  Op resized_op;
   for (size_t opi = 0; opi < total_ops; ++opi) {
-    const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
+    const Op* opp = opi < pre.size() ? &pre[opi] : &prepared.ops[opi - pre.size()];
+    if (next_resized < options.resized.size() &&
+        options.resized[next_resized].first + pre.size() == opi) {
+      resized_op = *opp;
+      resized_op.size = options.resized[next_resized++].second;
+      opp = &resized_op;
+    }
+    const Op& op = *opp;
     if (!hints_installed && op.event != kPreexisting) {
       install_hints();
       hints_installed = true;
