@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/sim/allocator.h"
@@ -389,6 +390,30 @@ TEST_SUITE("sim differential") {
     MESSAGE("memory fraction: ", t.fraction_ops_after, " operations with the shared prefix, ",
             t.fraction_ops_before, " from the start");
     CHECK(t.fraction_ops_after <= t.fraction_ops_before);
+  }
+
+  TEST_CASE("the fit search says which of its replays fitted and so ran to the trace's end") {
+    // Expandable segments replay every capacity from the start: a replay that fits applies every
+    // operation, one that fails stops at its failed malloc.
+    const Snapshot snap = RandomTrace(3, 20000);
+    const PreparedTrace p =
+        PrepareTrace(snap, snap.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+    const auto total = static_cast<int64_t>(p.cold.size() + p.ops.size());
+    ReplayConfig rc;
+    rc.config.expandable_segments = true;
+    FitSearchStats stats;
+    const int64_t fits =
+        SmallestFittingCapacity(p, rc, RunOptions{}, -1, 2 * kMiB, nullptr, &stats);
+    CHECK(fits > 0);
+    CHECK(stats.unbounded == 1);
+    CHECK(stats.fitted >= 1);  // the unbounded peak, verified
+    CHECK(stats.fitted_ops == stats.fitted * total);
+    const int failed = stats.replays - stats.unbounded - stats.fitted;
+    CHECK(failed >= 1);
+    CHECK(stats.ops - total - stats.fitted_ops < failed * total);
+    CHECK(FitSearchNote("t", {stats})
+              .find(absl::StrCat(stats.fitted, " fitted: ", stats.fitted_ops, " operations")) !=
+          std::string::npos);
   }
 
   TEST_CASE("a replay with resized mallocs takes the decisions of a replay of the resized trace") {

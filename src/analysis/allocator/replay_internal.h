@@ -325,15 +325,20 @@ bool SharesUnboundedPrefix(const sim::AllocatorConfig& config);
 
 /// What a SmallestFittingCapacity search cost (tests and benchmarks).
 struct FitSearchStats {
-  int replays = 0;  // replays run (the unbounded one included when the search made it), whole
-                    // or resumed from a saved state
-  int64_t ops = 0;  // operations they applied
-  int proven = 0;   // capacities known to fit without a replay (SharesUnboundedPrefix)
-  int resumed = 0;  // replays that started from a saved state past the trace's start
+  int replays = 0;    // replays run (the unbounded one included when the search made it), whole
+                      // or resumed from a saved state
+  int64_t ops = 0;    // operations they applied
+  int proven = 0;     // capacities known to fit without a replay (SharesUnboundedPrefix)
+  int resumed = 0;    // replays that started from a saved state past the trace's start
+  int unbounded = 0;  // of `replays`: the unbounded one
+  int fitted = 0;     // of `replays`: bounded ones that fit, so ran to the trace's end
+  int64_t fitted_ops = 0;  // the operations those applied (the rest failed, most of them early)
 };
 
-/// "WHO: N bounded replays (R resumed from a saved state), M operations, P capacities proven
-/// without a replay": what the searches cost, for --timings.
+/// "WHO: N bounded replays (R resumed from a saved state; U unbounded, F fitted: X operations),
+/// M operations, P capacities proven without a replay": what the searches cost and which of
+/// their replays did (a replay that fits runs to the trace's end, one that fails stops at its
+/// first failed malloc), for --timings.
 std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
 
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed
