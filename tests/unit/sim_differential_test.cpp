@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/sim/allocator.h"
@@ -389,6 +390,67 @@ TEST_SUITE("sim differential") {
     MESSAGE("memory fraction: ", t.fraction_ops_after, " operations with the shared prefix, ",
             t.fraction_ops_before, " from the start");
     CHECK(t.fraction_ops_after <= t.fraction_ops_before);
+  }
+
+  TEST_CASE("the fit search says which of its replays fitted and so ran to the trace's end") {
+    // Expandable segments replay every capacity from the start: a replay that fits applies every
+    // operation, one that fails stops at its failed malloc.
+    const Snapshot snap = RandomTrace(3, 20000);
+    const PreparedTrace p =
+        PrepareTrace(snap, snap.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+    const auto total = static_cast<int64_t>(p.cold.size() + p.ops.size());
+    ReplayConfig rc;
+    rc.config.expandable_segments = true;
+    FitSearchStats stats;
+    const int64_t fits =
+        SmallestFittingCapacity(p, rc, RunOptions{}, -1, 2 * kMiB, nullptr, &stats);
+    CHECK(fits > 0);
+    CHECK(stats.unbounded == 1);
+    CHECK(stats.fitted >= 1);  // the unbounded peak, verified
+    CHECK(stats.fitted_ops == stats.fitted * total);
+    const int failed = stats.replays - stats.unbounded - stats.fitted;
+    CHECK(failed >= 1);
+    CHECK(stats.ops - total - stats.fitted_ops < failed * total);
+    CHECK(FitSearchNote("t", {stats})
+              .find(absl::StrCat(stats.fitted, " fitted: ", stats.fitted_ops, " operations")) !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a replay with resized mallocs takes the decisions of a replay of the resized trace") {
+    // What oom's batch-share search replays: some mallocs at a share of their size, given as
+    // RunOptions::resized over the shared trace instead of a copy of it.
+    for (uint64_t seed : {1, 2, 3}) {
+      CAPTURE(seed);
+      const Snapshot snap = RandomTrace(seed, 20000);
+      const PreparedTrace p =
+          PrepareTrace(snap, snap.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+      for (double share : {0.0, 0.37, 0.5, 1.6}) {
+        CAPTURE(share);
+        PreparedTrace copy = p;
+        std::vector<std::pair<size_t, int64_t>> resized;
+        for (size_t i = 0; i < p.ops.size(); ++i) {
+          if (!IsMalloc(p.ops[i].kind) || i % 3 != 0) continue;
+          const auto size = std::max<int64_t>(
+              1, static_cast<int64_t>(static_cast<double>(p.ops[i].size) * share));
+          copy.ops[i].size = size;
+          resized.emplace_back(i, size);
+        }
+        ReplayConfig rc;
+        RunOptions ro;
+        ro.curve = true;
+        // Under pressure: three quarters of what the resized trace reserves unbounded.
+        ro.capacity = RunConfig(copy, rc, ro).result.peak_reserved / 4 * 3;
+        const ConfigResult want = RunConfig(copy, rc, ro).result;
+        ro.resized = resized;
+        const ConfigResult got = RunConfig(p, rc, ro).result;
+        CHECK(got.peak_reserved == want.peak_reserved);
+        CHECK(got.peak_allocated == want.peak_allocated);
+        CHECK(got.ooms.size() == want.ooms.size());
+        CHECK(got.curve.size() == want.curve.size());
+        CHECK(got.cuda_mallocs == want.cuda_mallocs);
+        CHECK(got.final_allocated == want.final_allocated);
+      }
+    }
   }
 
   TEST_CASE("random traces take the decisions the btree simulator took") {

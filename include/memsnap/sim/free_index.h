@@ -1,15 +1,19 @@
 // The free blocks of one pool in upstream's BlockComparatorSize order (stream, size, address):
 // what the caching allocator's best-fit search walks (docs/simulator.md, "The free-block index").
 //
-// Flat and cache friendly: one set per stream (a trace has one to four), each a sorted sequence
-// of chunks of up to kChunk entries {size, ptr, ref} with the chunks' largest keys in a separate
-// array, so a search is a binary search over a few keys, then one within a chunk, and an insert or
-// erase moves at most one chunk's entries. Chunks come from a per-set arena reused after erases,
-// so a replay in steady state allocates nothing. Semantics are those of the std::set it replaces
-// (absl::btree_set of {stream, size, ptr}): an insert of a key already present does nothing, an
-// erase of an absent key does nothing.
+// Segregated by size: one set per stream (a trace has one to four), each an array of buckets
+// indexed by a monotone function of the size, with a two-level bitmap of the non-empty buckets.
+// Below 2 MiB a bucket is one exact size (sizes are multiples of 512: 4,096 buckets), so a
+// best-fit search is the first block of the first non-empty bucket at or above the request's,
+// found with two count-trailing-zeros, and its lowest address is the bucket's first entry; from
+// 2 MiB up each power of two is split in 16 buckets. Inside a bucket, blocks stay in (size, ptr)
+// order, so ties by address are kept exactly as upstream's set keeps them. A bucket's entries
+// reuse their storage, so a replay in steady state allocates nothing. Semantics are those of the
+// std::set this replaced (absl::btree_set of {stream, size, ptr}): an insert of a key already
+// present does nothing, an erase of an absent key does nothing.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -24,140 +28,134 @@ class FreeIndex {
     uint32_t ref;
   };
 
+  /// The bucket of a size: exact (size / 512) below 2 MiB, then 16 per power of two; monotone
+  /// non-decreasing in the size, which is all the order needs (a size that is not a multiple of
+  /// 512 shares a bucket, ordered inside it).
+  static uint32_t Bucket(int64_t size) {
+    if (size < kExactLimit) return size <= 0 ? 0 : static_cast<uint32_t>(size >> 9);
+    const auto u = static_cast<uint64_t>(size);
+    const int e = 63 - std::countl_zero(u);  // >= 21
+    const auto sub = static_cast<uint32_t>((u >> (e - 4)) & 15);
+    return kExactBuckets + static_cast<uint32_t>(e - 21) * 16 + sub;
+  }
+  static constexpr uint32_t kBuckets = 4096 + 42 * 16;  // up to 2^63
+
  private:
-  static constexpr uint32_t kChunk = 32;
-  struct Key {
-    int64_t size;
-    uint64_t ptr;
-  };
+  static constexpr int64_t kExactLimit = int64_t{1} << 21;
+  static constexpr uint32_t kExactBuckets = 4096;
+  static constexpr uint32_t kWords = (kBuckets + 63) / 64;
+  static constexpr uint32_t kSummaryWords = (kWords + 63) / 64;
   static bool Less(int64_t as, uint64_t ap, int64_t bs, uint64_t bp) {
     return as < bs || (as == bs && ap < bp);
   }
-  struct Chunk {
-    uint32_t n = 0;
-    Entry e[kChunk];
-  };
+  using Bin = std::vector<Entry>;
   // The free blocks of one stream.
   struct Set {
     uint64_t stream = 0;
-    std::vector<uint32_t> order;  // chunk ids in key order
-    std::vector<Key> last;        // the largest key of each chunk of `order`
-    std::vector<Chunk> chunks;    // arena
-    std::vector<uint32_t> spare;  // chunk ids not in `order`
+    std::vector<Bin> bins = std::vector<Bin>(kBuckets);
+    uint64_t bits[kWords] = {};            // bit b: bins[b] is not empty
+    uint64_t summary[kSummaryWords] = {};  // bit w: bits[w] is not 0
     size_t size = 0;
 
-    // Index into `order` of the first chunk whose largest key is >= (s, p); order.size() if none.
-    uint32_t ChunkFor(int64_t s, uint64_t p) const {
+    void Mark(uint32_t b) {
+      bits[b >> 6] |= uint64_t{1} << (b & 63);
+      summary[b >> 12] |= uint64_t{1} << ((b >> 6) & 63);
+    }
+    void Unmark(uint32_t b) {
+      const uint32_t w = b >> 6;
+      bits[w] &= ~(uint64_t{1} << (b & 63));
+      if (bits[w] == 0) summary[w >> 6] &= ~(uint64_t{1} << (w & 63));
+    }
+    // The first non-empty bucket >= b; kBuckets if none.
+    uint32_t NextBin(uint32_t b) const {
+      uint32_t w = b >> 6;
+      if (w >= kWords) return kBuckets;
+      const uint64_t m = bits[w] & (~uint64_t{0} << (b & 63));
+      if (m != 0) return (w << 6) + static_cast<uint32_t>(std::countr_zero(m));
+      ++w;
+      for (uint32_t sw = w >> 6; sw < kSummaryWords; ++sw) {
+        uint64_t sm = summary[sw];
+        if (sw == w >> 6) sm &= ~uint64_t{0} << (w & 63);
+        if (sm != 0) {
+          const uint32_t word = (sw << 6) + static_cast<uint32_t>(std::countr_zero(sm));
+          return (word << 6) + static_cast<uint32_t>(std::countr_zero(bits[word]));
+        }
+      }
+      return kBuckets;
+    }
+    // The last non-empty bucket < b; kBuckets if none.
+    uint32_t PrevBin(uint32_t b) const {
+      if (b == 0) return kBuckets;
+      --b;  // the last bucket that may qualify
+      uint32_t w = b >> 6;
+      const uint64_t m = bits[w] & (~uint64_t{0} >> (63 - (b & 63)));
+      if (m != 0) return (w << 6) + 63 - static_cast<uint32_t>(std::countl_zero(m));
+      if (w == 0) return kBuckets;
+      --w;  // the last word that may qualify
+      for (uint32_t sw = (w >> 6) + 1; sw-- > 0;) {
+        uint64_t sm = summary[sw];
+        if (sw == w >> 6) sm &= ~uint64_t{0} >> (63 - (w & 63));
+        if (sm != 0) {
+          const uint32_t word = (sw << 6) + 63 - static_cast<uint32_t>(std::countl_zero(sm));
+          return (word << 6) + 63 - static_cast<uint32_t>(std::countl_zero(bits[word]));
+        }
+      }
+      return kBuckets;
+    }
+    // The first position of `bin` whose key is >= (s, p) (bin.size() if none).
+    static uint32_t PosIn(const Bin& bin, int64_t s, uint64_t p) {
       uint32_t lo = 0;
-      uint32_t hi = static_cast<uint32_t>(last.size());
+      auto hi = static_cast<uint32_t>(bin.size());
       while (lo < hi) {
         const uint32_t mid = (lo + hi) / 2;
-        if (Less(last[mid].size, last[mid].ptr, s, p)) {
+        if (Less(bin[mid].size, bin[mid].ptr, s, p)) {
           lo = mid + 1;
         } else {
           hi = mid;
         }
       }
       return lo;
-    }
-    // The first position of `c` whose key is >= (s, p) (c.n if none).
-    static uint32_t PosIn(const Chunk& c, int64_t s, uint64_t p) {
-      uint32_t lo = 0;
-      uint32_t hi = c.n;
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (Less(c.e[mid].size, c.e[mid].ptr, s, p)) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      return lo;
-    }
-    uint32_t NewChunk() {
-      if (!spare.empty()) {
-        const uint32_t id = spare.back();
-        spare.pop_back();
-        chunks[id].n = 0;
-        return id;
-      }
-      chunks.emplace_back();
-      return static_cast<uint32_t>(chunks.size() - 1);
     }
     void Insert(int64_t s, uint64_t p, uint32_t ref) {
-      if (order.empty()) {
-        order.push_back(NewChunk());
-        last.push_back({s, p});
-      }
-      uint32_t ci = ChunkFor(s, p);
-      if (ci == order.size()) --ci;  // larger than every key: append to the last chunk
-      Chunk* c = &chunks[order[ci]];
-      uint32_t i = PosIn(*c, s, p);
-      if (i < c->n && c->e[i].size == s && c->e[i].ptr == p) return;  // already present
-      if (c->n == kChunk) {
-        // Split: the upper half moves to a new chunk right after this one.
-        const uint32_t id = NewChunk();
-        c = &chunks[order[ci]];  // NewChunk may have moved the arena
-        Chunk& hi = chunks[id];
-        constexpr uint32_t kHalf = kChunk / 2;
-        std::memcpy(hi.e, c->e + kHalf, sizeof(Entry) * (kChunk - kHalf));
-        hi.n = kChunk - kHalf;
-        c->n = kHalf;
-        const Key upper = last[ci];
-        order.insert(order.begin() + ci + 1, id);
-        last.insert(last.begin() + ci + 1, upper);
-        last[ci] = {c->e[kHalf - 1].size, c->e[kHalf - 1].ptr};
-        if (i > kHalf) {  // else it goes at or before the end of the lower half
-          ++ci;
-          c = &hi;
-          i -= kHalf;
-        }
-      }
-      std::memmove(c->e + i + 1, c->e + i, sizeof(Entry) * (c->n - i));
-      c->e[i] = {s, p, ref};
-      ++c->n;
-      if (i + 1 == c->n) last[ci] = {s, p};
+      const uint32_t b = Bucket(s);
+      Bin& bin = bins[b];
+      const uint32_t i = PosIn(bin, s, p);
+      if (i < bin.size() && bin[i].size == s && bin[i].ptr == p) return;  // already present
+      if (bin.empty()) Mark(b);
+      bin.insert(bin.begin() + i, Entry{s, p, ref});
       ++size;
     }
-    // Re-keys entry i of chunk ci to (s, p), a key below its own: where it belongs in the same
-    // chunk, the entries between move up one place; a key that belongs in an earlier chunk (or
-    // equals another) is erased and inserted.
-    void ShrinkAt(uint32_t ci, uint32_t i, int64_t s, uint64_t p, uint32_t ref) {
-      Chunk& c = chunks[order[ci]];
+    // Re-keys entry i of bucket b to (s, p), a key below its own: in place when it stays in the
+    // bucket (the entries between move up one place), else erased and inserted.
+    void ShrinkAt(uint32_t b, uint32_t i, int64_t s, uint64_t p, uint32_t ref) {
+      if (Bucket(s) != b) {
+        EraseAt(b, i);
+        Insert(s, p, ref);
+        return;
+      }
+      Bin& bin = bins[b];
       uint32_t lo = 0;
       uint32_t hi = i;
       while (lo < hi) {  // PosIn over [0, i)
         const uint32_t mid = (lo + hi) / 2;
-        if (Less(c.e[mid].size, c.e[mid].ptr, s, p)) {
+        if (Less(bin[mid].size, bin[mid].ptr, s, p)) {
           lo = mid + 1;
         } else {
           hi = mid;
         }
       }
-      const bool below_chunk =
-          lo == 0 && ci > 0 && !Less(last[ci - 1].size, last[ci - 1].ptr, s, p);
-      const bool duplicate = lo < i && c.e[lo].size == s && c.e[lo].ptr == p;
-      if (below_chunk || duplicate) {
-        EraseAt(ci, i);
-        Insert(s, p, ref);
+      if (lo < i && bin[lo].size == s && bin[lo].ptr == p) {  // the key is there already
+        EraseAt(b, i);
         return;
       }
-      std::memmove(c.e + lo + 1, c.e + lo, sizeof(Entry) * (i - lo));
-      c.e[lo] = {s, p, ref};
-      if (i + 1 == c.n) last[ci] = {c.e[i].size, c.e[i].ptr};
+      std::memmove(bin.data() + lo + 1, bin.data() + lo, sizeof(Entry) * (i - lo));
+      bin[lo] = {s, p, ref};
     }
-    void EraseAt(uint32_t ci, uint32_t i) {
-      Chunk& c = chunks[order[ci]];
-      std::memmove(c.e + i, c.e + i + 1, sizeof(Entry) * (c.n - i - 1));
-      --c.n;
+    void EraseAt(uint32_t b, uint32_t i) {
+      Bin& bin = bins[b];
+      bin.erase(bin.begin() + i);
       --size;
-      if (c.n == 0) {
-        spare.push_back(order[ci]);
-        order.erase(order.begin() + ci);
-        last.erase(last.begin() + ci);
-      } else if (i == c.n) {
-        last[ci] = {c.e[i - 1].size, c.e[i - 1].ptr};
-      }
+      if (bin.empty()) Unmark(b);
     }
   };
 
@@ -165,13 +163,13 @@ class FreeIndex {
   /// A position in one stream's blocks, in (size, ptr) order; valid until the index changes.
   class Cursor {
    public:
-    bool valid() const { return set_ != nullptr && ci_ < set_->order.size(); }
-    const Entry& operator*() const { return set_->chunks[set_->order[ci_]].e[i_]; }
+    bool valid() const { return set_ != nullptr && b_ < kBuckets; }
+    const Entry& operator*() const { return set_->bins[b_][i_]; }
     const Entry* operator->() const { return &**this; }
     /// Moves to the next block of the stream; false (and invalid) past its last.
     bool Next() {
-      if (++i_ == set_->chunks[set_->order[ci_]].n) {
-        ++ci_;
+      if (++i_ == set_->bins[b_].size()) {
+        b_ = set_->NextBin(b_ + 1);
         i_ = 0;
       }
       return valid();
@@ -179,20 +177,21 @@ class FreeIndex {
     /// Moves to the previous block of the stream; false (staying put) at its first.
     bool Prev() {
       if (set_ == nullptr) return false;
-      if (i_ > 0) {
+      if (b_ < kBuckets && i_ > 0) {
         --i_;
         return true;
       }
-      if (ci_ == 0) return false;
-      --ci_;
-      i_ = set_->chunks[set_->order[ci_]].n - 1;
+      const uint32_t b = set_->PrevBin(b_);
+      if (b == kBuckets) return false;
+      b_ = b;
+      i_ = static_cast<uint32_t>(set_->bins[b].size()) - 1;
       return true;
     }
 
    private:
     friend class FreeIndex;
     Set* set_ = nullptr;
-    uint32_t ci_ = 0;
+    uint32_t b_ = kBuckets;
     uint32_t i_ = 0;
   };
 
@@ -203,8 +202,16 @@ class FreeIndex {
     Set* s = Find(stream);
     if (s == nullptr) return c;
     c.set_ = s;
-    c.ci_ = s->ChunkFor(size, 0);
-    if (c.ci_ < s->order.size()) c.i_ = Set::PosIn(s->chunks[s->order[c.ci_]], size, 0);
+    const uint32_t b = Bucket(size);
+    const Bin& bin = s->bins[b];
+    // An exact bucket's blocks are all of one size: the best fit is its first, at the lowest
+    // address. Else the first of the bucket not below the size, or the next bucket's first.
+    if (!bin.empty() && bin.back().size >= size) {
+      c.b_ = b;
+      c.i_ = bin.front().size >= size ? 0 : Set::PosIn(bin, size, 0);
+    } else {
+      c.b_ = s->NextBin(b + 1);
+    }
     return c;
   }
   void Insert(uint64_t stream, int64_t size, uint64_t ptr, uint32_t ref) {
@@ -213,30 +220,28 @@ class FreeIndex {
     s->Insert(size, ptr, ref);
   }
   /// Removes the block the cursor is on (the cursor and every other become invalid).
-  void Erase(const Cursor& c) { c.set_->EraseAt(c.ci_, c.i_); }
+  void Erase(const Cursor& c) { c.set_->EraseAt(c.b_, c.i_); }
   /// Gives the block the cursor is on the smaller key (size, ptr) of the same stream, as Erase(c)
-  /// then Insert would, in place when the key stays in its chunk (the remainder of a split block:
+  /// then Insert would, in place when the key stays in its bucket (the remainder of a split block:
   /// the search found it, the front is taken, the rest goes back). Every cursor becomes invalid.
   void Shrink(const Cursor& c, int64_t size, uint64_t ptr, uint32_t ref) {
-    c.set_->ShrinkAt(c.ci_, c.i_, size, ptr, ref);
+    c.set_->ShrinkAt(c.b_, c.i_, size, ptr, ref);
   }
   /// Removes the block with this key, if present.
   void Erase(uint64_t stream, int64_t size, uint64_t ptr) {
     Set* s = Find(stream);
     if (s == nullptr) return;
-    const uint32_t ci = s->ChunkFor(size, ptr);
-    if (ci == s->order.size()) return;
-    const Chunk& c = s->chunks[s->order[ci]];
-    const uint32_t i = Set::PosIn(c, size, ptr);
-    if (i < c.n && c.e[i].size == size && c.e[i].ptr == ptr) s->EraseAt(ci, i);
+    const uint32_t b = Bucket(size);
+    const Bin& bin = s->bins[b];
+    const uint32_t i = Set::PosIn(bin, size, ptr);
+    if (i < bin.size() && bin[i].size == size && bin[i].ptr == ptr) s->EraseAt(b, i);
   }
   /// Calls fn(stream, entry) for every block in (stream, size, ptr) order.
   template <class Fn>
   void ForEach(Fn&& fn) const {
     for (const Set& s : sets_) {
-      for (uint32_t id : s.order) {
-        const Chunk& c = s.chunks[id];
-        for (uint32_t i = 0; i < c.n; ++i) fn(s.stream, c.e[i]);
+      for (uint32_t b = s.NextBin(0); b < kBuckets; b = s.NextBin(b + 1)) {
+        for (const Entry& e : s.bins[b]) fn(s.stream, e);
       }
     }
   }

@@ -290,23 +290,35 @@ int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t st
 // The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
 // which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
 // even none of them does not fit. The frees need no change: the simulator frees by address.
-double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled) {
-  // One copy of the trace, its scaled mallocs rewritten from the recorded sizes at each share.
-  PreparedTrace p = job.prepared;
-  std::vector<size_t> ops;
+double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled,
+                         FitSearchStats& stats) {
+  // The scaled mallocs' sizes at each share, replayed over the shared trace (no copy of it: the
+  // settings' searches read it beside this one).
+  const PreparedTrace& p = job.prepared;
+  std::vector<std::pair<size_t, int64_t>> resized;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
-    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) ops.push_back(i);
+    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) {
+      resized.emplace_back(i, op.size);
+    }
   }
   auto fits = [&](double share) {
-    for (size_t i : ops) {
-      const auto recorded = static_cast<double>(job.prepared.ops[i].size);
-      p.ops[i].size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
+    for (auto& [i, size] : resized) {
+      const auto recorded = static_cast<double>(p.ops[i].size);
+      size = std::max<int64_t>(1, static_cast<int64_t>(recorded * share));
     }
     RunOptions ro = job.run;
     ro.stop_at_first_oom = true;
     ro.on_oom = nullptr;
-    return RunConfig(p, job.configs[0], ro).result.ooms.empty();
+    ro.resized = resized;
+    const RunOutput out = RunConfig(p, job.configs[0], ro);
+    ++stats.replays;
+    stats.ops += static_cast<int64_t>(out.ops_applied);
+    if (out.result.ooms.empty()) {
+      ++stats.fitted;
+      stats.fitted_ops += static_cast<int64_t>(out.ops_applied);
+    }
+    return out.result.ooms.empty();
   };
   if (!fits(0.0)) return 0.0;
   double lo = 0.0, hi = 1.0;  // fits at lo; at hi (the recorded run) it does not
@@ -686,13 +698,15 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(),
                                " settings, batch share for ", batch_searches.size(), " devices"));
     std::vector<FitSearchStats> stats(searches.size());
+    std::vector<FitSearchStats> batch_stats(batch_searches.size());
     // The batch shares first: each is the longest chain of replays.
     ParallelFor(
         batch_searches.size() + searches.size(),
         [&](size_t i) {
           if (i < batch_searches.size()) {
             DeviceJob& job = jobs[batch_searches[i].first];
-            job.dev.batch_share_fits = LargestBatchShare(job, batch_searches[i].second);
+            job.dev.batch_share_fits =
+                LargestBatchShare(job, batch_searches[i].second, batch_stats[i]);
             return;
           }
           i -= batch_searches.size();
@@ -701,6 +715,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
     if (!searches.empty()) ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings
+    if (!batch_searches.empty()) ScopedTimer note(FitSearchNote("oom batch share", batch_stats));
   }
 
   phase.emplace("oom: explain");

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -230,6 +231,9 @@ struct RunOptions {
   std::function<void(const Op&, const sim::CachingAllocator&, const LiveBlocks&)> on_oom;
   /// Keep RunOutput::reserved_records (what SmallestFittingCapacity bounds its replays with).
   bool reserved_records = false;
+  /// Operations of PreparedTrace::ops replayed with another size: {index, size}, by index (the
+  /// batch-share search's scaled mallocs, without a copy of the trace).
+  std::span<const std::pair<size_t, int64_t>> resized;
 };
 
 /// A new high of reserved bytes: after the operation at `position` (an index into the run's
@@ -321,15 +325,20 @@ bool SharesUnboundedPrefix(const sim::AllocatorConfig& config);
 
 /// What a SmallestFittingCapacity search cost (tests and benchmarks).
 struct FitSearchStats {
-  int replays = 0;  // replays run (the unbounded one included when the search made it), whole
-                    // or resumed from a saved state
-  int64_t ops = 0;  // operations they applied
-  int proven = 0;   // capacities known to fit without a replay (SharesUnboundedPrefix)
-  int resumed = 0;  // replays that started from a saved state past the trace's start
+  int replays = 0;    // replays run (the unbounded one included when the search made it), whole
+                      // or resumed from a saved state
+  int64_t ops = 0;    // operations they applied
+  int proven = 0;     // capacities known to fit without a replay (SharesUnboundedPrefix)
+  int resumed = 0;    // replays that started from a saved state past the trace's start
+  int unbounded = 0;  // of `replays`: the unbounded one
+  int fitted = 0;     // of `replays`: bounded ones that fit, so ran to the trace's end
+  int64_t fitted_ops = 0;  // the operations those applied (the rest failed, most of them early)
 };
 
-/// "WHO: N bounded replays (R resumed from a saved state), M operations, P capacities proven
-/// without a replay": what the searches cost, for --timings.
+/// "WHO: N bounded replays (R resumed from a saved state; U unbounded, F fitted: X operations),
+/// M operations, P capacities proven without a replay": what the searches cost and which of
+/// their replays did (a replay that fits runs to the trace's end, one that fails stops at its
+/// first failed malloc), for --timings.
 std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
 
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed

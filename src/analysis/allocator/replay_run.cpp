@@ -113,8 +113,17 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
   const size_t total_ops = pre.size() + prepared.ops.size();
   out.ops_applied = total_ops;
+  size_t next_resized = 0;
+  Op resized_op;
   for (size_t opi = 0; opi < total_ops; ++opi) {
-    const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
+    const Op* opp = opi < pre.size() ? &pre[opi] : &prepared.ops[opi - pre.size()];
+    if (next_resized < options.resized.size() &&
+        options.resized[next_resized].first + pre.size() == opi) {
+      resized_op = *opp;
+      resized_op.size = options.resized[next_resized++].second;
+      opp = &resized_op;
+    }
+    const Op& op = *opp;
     if (!hints_installed && op.event != kPreexisting) {
       install_hints();
       hints_installed = true;
@@ -194,9 +203,13 @@ std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats
     t.ops += s.ops;
     t.proven += s.proven;
     t.resumed += s.resumed;
+    t.unbounded += s.unbounded;
+    t.fitted += s.fitted;
+    t.fitted_ops += s.fitted_ops;
   }
   return absl::StrCat(std::string(who), ": ", t.replays, " bounded replays (", t.resumed,
-                      " resumed from a saved state), ", t.ops, " operations, ", t.proven,
+                      " resumed from a saved state; ", t.unbounded, " unbounded, ", t.fitted,
+                      " fitted: ", t.fitted_ops, " operations), ", t.ops, " operations, ", t.proven,
                       " capacities proven without a replay");
 }
 
@@ -254,6 +267,12 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     ++stats->replays;
     RunOutput out = RunConfig(prepared, config, ro);
     stats->ops += static_cast<int64_t>(out.ops_applied);
+    if (capacity == sim::kUnlimitedCapacity) {
+      ++stats->unbounded;
+    } else if (out.result.ooms.empty()) {
+      ++stats->fitted;
+      stats->fitted_ops += static_cast<int64_t>(out.ops_applied);
+    }
     return out;
   };
   // Unbounded, the allocator never meets the device's end: its peak reserved is a capacity the
@@ -304,6 +323,7 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     r.alloc.ResetMemoryFraction();  // its limit is a fraction of the capacity
     std::optional<SavedRun> at_bound;
     bool failed = false;
+    const int64_t ops_before = stats->ops;
     for (size_t opi = r.next; opi < total_ops && !failed; ++opi) {
       if (opi == diverge) {
         r.next = opi;
@@ -315,6 +335,10 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
       stats->ops += 1;
     }
     if (failed && at_bound) saved = std::move(at_bound);
+    if (!failed) {
+      ++stats->fitted;
+      stats->fitted_ops += stats->ops - ops_before;
+    }
     return !failed;
   };
   auto fits = [&](int64_t capacity) {
