@@ -9,7 +9,8 @@ sentence for the reader.
 
 A kind of memory is named in one place, the enum's own mapping (kCategoryNames in
 src/analysis/attribution/attribution.cpp); everything else holds an analysis::Category and prints
-analysis::CategoryName(c). Comments are not code and are skipped.
+it through the session's vocabulary, analysis::CategoryNames::Name(c) (the built-ins and the user's
+own categories; no process-wide table). Comments are not code and are skipped.
 
 An analysis (src/analysis, include/memsnap/analysis) returns typed findings; the words are written
 once, by src/report (docs/design.md, "Queries"). A string literal there that reads as a sentence
@@ -105,7 +106,7 @@ def check_text(rel, text):
                 lit = m.group(1)
                 if lit in CATEGORY_NAMES and (rel, lit) not in OTHER_MEANINGS:
                     problems.append(f'{rel}:{n}: the kind of memory "{lit}" spelled as a string; '
-                                    "use analysis::Category (CategoryName() to print it)")
+                                    "use analysis::Category (CategoryNames::Name() to print it)")
         if rel.startswith(OPTION_DIRS) and DEVICE_SENTINEL.search(code):
             problems.append(f"{rel}:{n}: a device filter of its own; use analysis::DeviceFilter")
         if rel.startswith(ANALYSIS_DIRS):
@@ -155,7 +156,7 @@ def self_test():
         'bool named = !s.empty() && s[0] != \'[\';': 1,
         "if (p.site.empty() || p.site[0] == '[') continue;": 1,
         'if (absl::StartsWith(site, "[")) x();': 1,
-        'x = CategoryName(Category::kActivation);  // "activation"': 0,
+        'x = names.Name(Category::kActivation);  // "activation"': 0,
         '/* "gradient" */ int a;': 0,
         'if (row.synthetic) continue;': 0,
     }
