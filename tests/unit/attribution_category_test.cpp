@@ -150,6 +150,8 @@ TEST_SUITE("attribution-categories") {
     // A free that says nothing keeps the plain row.
     CHECK(by_size[128].first == std::string(kPreWindowRow));
     // `top` names them the same way.
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
     GroupOptions o;
     auto top = GroupLive(snap, *tl, Moment{Moment::Kind::kEvent, 0}, o);
     REQUIRE(top.ok());
