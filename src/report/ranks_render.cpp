@@ -74,10 +74,14 @@ void RenderDifferences(const std::vector<analysis::RankDifference>& differences,
       continue;
     }
     out << "  by kind: " << KindsText(d.kinds, names) << "\n";
+    Table sites;
+    sites.AddColumn("delta_bytes", "delta", Unit::kDelta).min_width = 12;
+    sites.AddColumn("category", "category", Unit::kText).min_width = 16;
+    sites.AddColumn("site", "site", Unit::kText);
     for (const analysis::RankSiteDelta& s : d.sites) {
-      out << absl::StrFormat("  %12s  %-16s %s\n", FormatDelta(s.delta_bytes()),
-                             names.Name(s.category), s.site);
+      sites.AddRow({s.delta_bytes(), std::string(names.Name(s.category)), s.site});
     }
+    RenderTableText(sites, out, {.indent = "  ", .header = false, .fixed_widths = true});
   }
 }
 

@@ -384,11 +384,16 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return d.bytes[a] > d.bytes[b]; });
+    // Columns as they always were: a long user category's name pushes only its own line.
+    Table t;
+    t.AddColumn("category", "category", Unit::kText).min_width = 16;
+    t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 12;
+    t.AddColumn("share", "share", Unit::kRatio).min_width = 7;
     for (int c : order) {
-      out << absl::StrFormat("  %-16s %12s %7s\n", names.Name(static_cast<analysis::Category>(c)),
-                             FormatBytes(d.bytes[c]),
-                             FormatPercent(static_cast<double>(d.bytes[c]) / d.live_bytes));
+      t.AddRow({std::string(names.Name(static_cast<analysis::Category>(c))), d.bytes[c],
+                static_cast<double>(d.bytes[c]) / static_cast<double>(d.live_bytes)});
     }
+    RenderTableText(t, out, {.indent = "  ", .header = false, .fixed_widths = true});
   }
 }
 
