@@ -48,8 +48,7 @@ HAND_TABLE_RULES = [
 HAND_TABLES_ALLOWED = {"table_render.cpp"}
 # (replay_render.cpp pads the fields of one event line, not a table.)
 HAND_TABLES_LEFT = {"blocks_render.cpp", "check_render.cpp", "diff_render.cpp", "group_render.cpp",
-                    "ranks_render.cpp", "replay_cuda_render.cpp", "replay_render.cpp",
-                    "summary_render.cpp"}
+                    "replay_render.cpp"}
 
 
 def scan(root, folder, suffixes, rules, problems, skip=()):

@@ -231,11 +231,19 @@ class Replay(Result):
 
 
 def _flags(flags: Mapping[str, Any]) -> list:
-    """Keyword arguments as the command's flags: python_only=True is --python-only."""
+    """Keyword arguments as the command's flags: python_only=True is --python-only.
+    `categories`: the user's own categories, {NAME: REGEX} or ["NAME=REGEX", ...], each a
+    --category (a path stays the --categories file). They hold for this one call: two threads
+    with different categories each get their own answer."""
     out = []
     for key, value in flags.items():
         flag = "--" + key.replace("_", "-")
         if value is None or value is False:
+            continue
+        if key == "categories" and not isinstance(value, (str, os.PathLike)):
+            items = value.items() if isinstance(value, Mapping) else None
+            for v in ([f"{k}={r}" for k, r in items] if items is not None else value):
+                out += ["--category", str(v)]
             continue
         if value is True:
             out.append(flag)

@@ -114,12 +114,12 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
     ctx.max_memory = static_cast<uint64_t>(*bytes);
   }
   if (embedded == nullptr) SetProgressEnabled(!ctx.quiet);
-  // The user's categories, installed once for the whole command (the vocabulary every analysis
-  // and renderer names categories in); restored when the command returns.
+  // The user's categories: read once, before anything is read, and carried by this invocation's
+  // context into every session it opens (query::ReadSettings::categories), whose results carry
+  // them to the renderers.
   absl::StatusOr<analysis::UserCategories> user_categories =
       ReadUserCategories(categories_files, category_flags);
-  std::optional<analysis::ScopedUserCategories> categories_scope;
-  if (user_categories.ok()) categories_scope.emplace(std::move(*user_categories));
+  if (user_categories.ok()) ctx.categories = analysis::CategoryNames(std::move(*user_categories));
   for (const auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     if (!user_categories.ok()) return fail(*sub, user_categories.status());

@@ -72,6 +72,7 @@ query::ReadSettings ReadSettingsOf(const Context& ctx, ReadAnalysisClock* clock)
   s.progress = ctx.progress && !ctx.quiet;
   s.clock = clock;
   s.preloaded = ctx.preloaded;
+  s.categories = ctx.categories;
   if (!ctx.quiet) {
     std::ostream* err = ctx.err;
     s.warn = [err](const query::Warning& w) {

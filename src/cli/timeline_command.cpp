@@ -77,7 +77,7 @@ RunFn SetupTimeline(CLI::App& sub) {
     const Snapshot& snap = session.snapshot();
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-    if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, /*categories=*/true);
+    if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, &result.category_names);
     bool first = true;
     for (const query::TimelineDevice& d : result.devices) {
       if (opts->json) {

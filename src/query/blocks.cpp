@@ -20,6 +20,7 @@ absl::StatusOr<analysis::BlocksReport> BlocksQuery(const BlocksRequest& request,
   ASSIGN_OR_RETURN(const analysis::Timeline* tl,
                    session.TimelineFor(*BlocksNeeds(request).timeline));
   analysis::BlockQuery q = request.query;
+  q.categories = session.categories();
   if (!q.all) {
     ASSIGN_OR_RETURN(ResolvedMoment at, ResolveMomentArg(request.at, session.snapshot(), *tl));
     q.at = at.arg.moment;  // a step is now the point it names

@@ -39,6 +39,7 @@ absl::StatusOr<std::string> BaselineFor(const std::string& baseline, const std::
 // explained by the sites live at the peaks, others by the ends.
 void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, int top_sites,
                              bool exact_lines, analysis::CheckReport& report) {
+  // RunChecks put the session's categories in the report: the kinds are decided in them too.
   bool baseline_failed = false, peak_failed = false;
   for (const auto& c : report.checks) {
     bool failed = c.kind == analysis::CheckKind::kBaseline && !c.passed;
@@ -47,7 +48,8 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
   }
   if (!baseline_failed || top_sites <= 0) return;
   report.sites_at_peak = peak_failed;
-  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed, exact_lines);
+  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed, exact_lines,
+                                         report.categories);
   if (sites.ok()) {
     report.growing_sites = std::move(sites->sites);
     report.growing_kinds = sites->kinds;
@@ -72,8 +74,10 @@ Needs CheckNeeds() { return NeedsTimeline(analysis::CheckTimelineOptions()); }
 absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Session& session,
                                                  const ReadSettings& settings) {
   const Snapshot& current = session.snapshot();
+  analysis::CheckOptions options = request.options;
+  options.categories = session.categories();
   analysis::CheckMetrics metrics =
-      analysis::MeasureForCheck(current, session.timeline_status(), &request.options);
+      analysis::MeasureForCheck(current, session.timeline_status(), &options);
   std::optional<Session> baseline;
   std::optional<analysis::CheckMetrics> base_metrics;
   if (!request.baseline.empty()) {
@@ -81,9 +85,8 @@ absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Se
     ASSIGN_OR_RETURN(baseline, Session::Open(base_path, CheckNeeds(), settings));
     base_metrics = analysis::MeasureForCheck(baseline->snapshot(), baseline->timeline_status());
   }
-  ASSIGN_OR_RETURN(
-      analysis::CheckReport report,
-      analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, request.options));
+  ASSIGN_OR_RETURN(analysis::CheckReport report,
+                   analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, options));
   if (baseline) {
     ExplainBaselineFailures(baseline->snapshot(), current, request.top_sites, request.exact_lines,
                             report);
@@ -140,7 +143,9 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
           [&](Session& s) -> absl::StatusOr<analysis::CheckRank> {
             const Snapshot& snap = s.snapshot();
             analysis::CheckRank r;
-            r.metrics = analysis::MeasureForCheck(snap, s.timeline_status(), &request.options);
+            analysis::CheckOptions options = request.options;
+            options.categories = s.categories();
+            r.metrics = analysis::MeasureForCheck(snap, s.timeline_status(), &options);
             const analysis::CheckMetrics* base = shared_metrics ? &*shared_metrics : nullptr;
             if (base_dir) {
               auto it = base_by_name.find(FileName(snap.source.path));
@@ -152,7 +157,7 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
               }
               base = &it->second;
             }
-            ASSIGN_OR_RETURN(r.report, analysis::RunChecks(r.metrics, base, request.options));
+            ASSIGN_OR_RETURN(r.report, analysis::RunChecks(r.metrics, base, options));
             if (base == nullptr || request.top_sites <= 0 || r.report.passed()) return r;
             // Growing sites need the baseline's model: the shared one, or read again here.
             if (shared_base) {

@@ -31,6 +31,8 @@ absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before
   const absl::StatusOr<analysis::Timeline>& tb = timeline(before, own_before);
   const absl::StatusOr<analysis::Timeline>& ta = timeline(after, own_after);
   analysis::DiffOptions options = request.options;
+  // Both files were read with the same settings: one vocabulary of categories for the two sides.
+  options.group.categories = before.categories();
   if (request.step) {
     // The same step of each run: its peak in each file, found in each file's own steps.
     std::array<analysis::Moment, 2> at;

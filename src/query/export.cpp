@@ -14,6 +14,7 @@ absl::StatusOr<ExportResult> ExportQuery(const ExportRequest& request, Session& 
   // Folded stacks are whole stacks; the other formats name sites the way `top` does.
   analysis::GroupOptions group = request.group;
   group.by = analysis::GroupBy::kStack;
+  group.categories = session.categories();
   ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
                    analysis::GroupContext::Create(snap, group));
   ExportResult r;

@@ -20,8 +20,9 @@ absl::StatusOr<analysis::FragReport> FragQuery(const FragRequest& request, Sessi
   if (!snap.events.empty()) {
     ASSIGN_OR_RETURN(tl, session.TimelineFor(*FragNeeds().timeline));
   }
-  ASSIGN_OR_RETURN(analysis::FragReport report,
-                   analysis::AnalyzeFragmentation(snap, request.options, tl));
+  analysis::FragOptions options = request.options;
+  options.categories = session.categories();
+  ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options, tl));
   // The answer's `fix` line: each candidate setting replayed on every device's trace.
   if (request.replay && request.options.timeline_samples == 0 && !report.peaks.empty()) {
     analysis::FragFixOptions fo;
@@ -43,9 +44,11 @@ absl::StatusOr<FragRanksResult> FragRanksQuery(const FragRequest& request,
       ForEachFile<analysis::FragRank>(
           files, FragNeeds(), settings, [&](Session& s) -> absl::StatusOr<analysis::FragRank> {
             const auto& tl = s.timeline_status();
+            analysis::FragOptions options = request.options;
+            options.categories = s.categories();
             ASSIGN_OR_RETURN(analysis::FragReport report,
                              analysis::AnalyzeFragmentation(
-                                 s.snapshot(), request.options,
+                                 s.snapshot(), options,
                                  tl.ok() && !s.snapshot().events.empty() ? &*tl : nullptr));
             return analysis::FragRankOf(report);
           }));

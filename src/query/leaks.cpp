@@ -43,7 +43,9 @@ std::string StepsNote(const analysis::StepInfo& steps) {
 }
 
 absl::StatusOr<analysis::LeakReport> LeaksQuery(const LeaksRequest& request, Session& session) {
-  auto r = analysis::AnalyzeTraceLeaks(session.snapshot(), request.options, request.steps);
+  analysis::LeakOptions options = request.options;
+  options.group.categories = session.categories();
+  auto r = analysis::AnalyzeTraceLeaks(session.snapshot(), options, request.steps);
   if (!r.ok()) return WithPath(session.path(), r.status());
   return r;
 }
@@ -60,7 +62,9 @@ absl::StatusOr<LeaksSeriesResult> LeaksSeriesQuery(const LeaksRequest& request,
                    ForEachFile<analysis::SeriesPoint>(
                        files, Needs{}, settings,
                        [&](Session& s) -> absl::StatusOr<analysis::SeriesPoint> {
-                         auto p = analysis::SeriesPointOf(s.snapshot(), request.options);
+                         analysis::LeakOptions options = request.options;
+                         options.group.categories = s.categories();
+                         auto p = analysis::SeriesPointOf(s.snapshot(), options);
                          if (!p.ok()) return WithPath(s.path(), p.status());
                          return p;
                        },
@@ -84,7 +88,9 @@ absl::StatusOr<LeaksSeriesResult> LeaksSeriesQuery(const LeaksRequest& request,
                      [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
   }
   LeaksSeriesResult r;
-  r.report = analysis::AnalyzeSeries(std::move(points), request.options);
+  analysis::LeakOptions options = request.options;
+  options.group.categories = settings.categories;  // every file was read with these
+  r.report = analysis::AnalyzeSeries(std::move(points), options);
   r.skipped = std::move(left_out.skipped);
   return r;
 }

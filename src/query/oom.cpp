@@ -20,6 +20,7 @@ absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session&
   o.top_holders = request.top_holders;
   o.max_threads = request.threads;
   o.timeline = tl;
+  o.categories = session.categories();
   absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(session.snapshot(), o);
   if (!report.ok()) {
     return WithPath(session.path(), report.status());

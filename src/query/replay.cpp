@@ -33,12 +33,16 @@ absl::StatusOr<analysis::ReplayReport> ReplayQuery(const ReplayRequest& request,
 
 absl::StatusOr<analysis::ReportAnalysis> ReportQuery(const analysis::ReportAnalysisOptions& options,
                                                      Session& session) {
-  return analysis::AnalyzeForReport(session.snapshot(), options);
+  analysis::ReportAnalysisOptions with = options;
+  with.group.categories = session.categories();
+  return analysis::AnalyzeForReport(session.snapshot(), with);
 }
 
 absl::StatusOr<analysis::DiffReportAnalysis> DiffReportQuery(
     const analysis::ReportAnalysisOptions& options, Session& before, Session& after) {
-  return analysis::AnalyzeDiffForReport(before.snapshot(), after.snapshot(), options);
+  analysis::ReportAnalysisOptions with = options;
+  with.group.categories = before.categories();  // both read with the same settings
+  return analysis::AnalyzeDiffForReport(before.snapshot(), after.snapshot(), with);
 }
 
 }  // namespace memsnap::query

@@ -105,8 +105,10 @@ absl::StatusOr<Session> Session::Open(const std::string& path, const Needs& need
     absl::StatusOr<Snapshot> snap = Read(path, settings, nullptr);
     if (settings.clock != nullptr) settings.clock->ReadDone();
     if (!snap.ok()) return snap.status();
-    return Session(*std::move(snap), absl::FailedPreconditionError("no timeline was asked for"),
-                   std::nullopt, false);
+    Session session(*std::move(snap), absl::FailedPreconditionError("no timeline was asked for"),
+                    std::nullopt, false);
+    session.categories_ = settings.categories;
+    return session;
   }
   const analysis::TimelineOptions& options = *needs.timeline;
   // The curve is sized as the reader sizes its events, instead of growing by doubling on the
@@ -137,15 +139,20 @@ absl::StatusOr<Session> Session::Open(const std::string& path, const Needs& need
   }
   absl::StatusOr<analysis::Timeline> tl = stream.Finish(*snap, fed);
   const bool streamed = stream.used_stream();
-  return Session(*std::move(snap), std::move(tl), options, streamed);
+  Session session(*std::move(snap), std::move(tl), options, streamed);
+  session.categories_ = settings.categories;
+  return session;
 }
 
-Session Session::FromSnapshot(Snapshot snapshot, const Needs& needs) {
+Session Session::FromSnapshot(Snapshot snapshot, const Needs& needs,
+                              analysis::CategoryNames categories) {
   absl::StatusOr<analysis::Timeline> tl =
       needs.timeline ? analysis::ReconstructTimeline(snapshot, *needs.timeline)
                      : absl::StatusOr<analysis::Timeline>(
                            absl::FailedPreconditionError("no timeline was asked for"));
-  return Session(std::move(snapshot), std::move(tl), needs.timeline, false);
+  Session session(std::move(snapshot), std::move(tl), needs.timeline, false);
+  session.categories_ = std::move(categories);
+  return session;
 }
 
 absl::StatusOr<const analysis::Timeline*> Session::timeline() const {

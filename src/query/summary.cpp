@@ -26,7 +26,9 @@ absl::StatusOr<SummaryResult> SummaryQuery(const SummaryRequest& request, Sessio
   r.summary = analysis::Summarize(session.snapshot(), tl, so);
   ASSIGN_OR_RETURN(r.categories_at_peak,
                    analysis::CategoriesAt(session.snapshot(), *tl,
-                                          analysis::Moment{analysis::Moment::Kind::kPeak, 0}));
+                                          analysis::Moment{analysis::Moment::Kind::kPeak, 0},
+                                          session.categories()));
+  r.category_names = session.categories();
   return r;
 }
 
@@ -52,7 +54,7 @@ absl::StatusOr<SummaryRanksResult> SummaryRanksQuery(const std::vector<InputFile
             const auto& tl = s.timeline_status();
             Rank r{analysis::Summarize(s.snapshot(), tl.ok() ? &*tl : nullptr, so), {}};
             if (tl.ok()) {
-              auto p = analysis::RankProfileAt(s.snapshot(), *tl, to.moment);
+              auto p = analysis::RankProfileAt(s.snapshot(), *tl, to.moment, s.categories());
               if (p.ok()) r.profile = std::move(*p);
             }
             return r;
@@ -70,6 +72,7 @@ absl::StatusOr<SummaryRanksResult> SummaryRanksQuery(const std::vector<InputFile
                                             f.totals.allocated_bytes, -1, ""});
   }
   r.ranks = analysis::CompareRanks(std::move(figures));
+  r.ranks.categories = settings.categories;  // every rank was read with these
   analysis::ExplainOutliers(r.ranks, profiles);
   r.skipped = std::move(left_out.skipped);
   return r;

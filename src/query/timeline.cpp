@@ -65,10 +65,13 @@ absl::StatusOr<TimelineResult> TimelineQuery(const TimelineRequest& request, Ses
   const Snapshot& snap = session.snapshot();
   std::unique_ptr<analysis::GroupContext> context;
   if (request.categories) {
-    ASSIGN_OR_RETURN(context, analysis::GroupContext::Create(snap, analysis::GroupOptions{}));
+    analysis::GroupOptions group;
+    group.categories = session.categories();
+    ASSIGN_OR_RETURN(context, analysis::GroupContext::Create(snap, group));
   }
   TimelineResult r;
   r.file = session.path();
+  r.category_names = session.categories();
   for (const analysis::DeviceTimeline& dt : tl->devices) {
     TimelineDevice d;
     d.timeline = &dt;

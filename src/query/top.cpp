@@ -21,15 +21,17 @@ Needs TopNeeds(const TopRequest& request) {
 absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) {
   ASSIGN_OR_RETURN(const analysis::Timeline* tl, session.TimelineFor(*TopNeeds(request).timeline));
   const Snapshot& snap = session.snapshot();
+  analysis::GroupOptions group = request.group;
+  group.categories = session.categories();  // decided and named in the session's categories
   ASSIGN_OR_RETURN(ResolvedMoment at, ResolveMomentArg(request.at, snap, *tl));
   TopResult r;
   r.file = session.path();
   r.at = at.arg;  // a step is now the point it names
-  ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, r.at.moment, request.group));
+  ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, r.at.moment, group));
   r.report.moment_described = r.at.described;
   // Last step's gradients alive in this forward pass: the lever is zero_grad before it.
   ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
-                   analysis::GroupContext::Create(snap, request.group));
+                   analysis::GroupContext::Create(snap, group));
   for (const analysis::DeviceMoment& dm : r.report.devices) {
     const analysis::DeviceTimeline* dt = tl->Find(dm.device);
     if (dt == nullptr) continue;
@@ -39,10 +41,10 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
   }
   if (request.folded) {
     // Flame graphs need whole stacks, whatever the table is grouped by.
-    if (request.group.by == analysis::GroupBy::kStack) {
+    if (group.by == analysis::GroupBy::kStack) {
       r.stacks = r.report;
     } else {
-      analysis::GroupOptions by_stack = request.group;
+      analysis::GroupOptions by_stack = group;
       by_stack.by = analysis::GroupBy::kStack;
       ASSIGN_OR_RETURN(r.stacks, analysis::GroupLive(snap, *tl, r.at.moment, by_stack));
     }
@@ -74,8 +76,10 @@ absl::StatusOr<TopRanksResult> TopRanksQuery(const TopRequest& request,
           files, NeedsTimeline(analysis::TopRankTimelineOptions(request.at.moment, request.device)),
           settings,
           [&](Session& s) -> absl::StatusOr<analysis::RankFigures> {
+            analysis::GroupOptions group = request.group;
+            group.categories = s.categories();
             return analysis::TopRankFigures(s.snapshot(), s.timeline_status(), request.at.moment,
-                                            request.at.text, request.group);
+                                            request.at.text, group);
           },
           &left_out));
   TopRanksResult r;
@@ -84,6 +88,7 @@ absl::StatusOr<TopRanksResult> TopRanksQuery(const TopRequest& request,
   std::vector<analysis::RankFigures> figures;
   for (auto& [path, f] : results) figures.push_back(std::move(f));
   r.ranks = analysis::CompareRanks(std::move(figures));
+  r.ranks.categories = settings.categories;  // every rank was read with these
   r.skipped = std::move(left_out.skipped);
   return r;
 }

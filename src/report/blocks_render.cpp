@@ -38,7 +38,7 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
         "%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device, FormatAddress(l.address),
         FormatBytes(l.rounded_size), FormatBytes(l.requested_size),
         analysis::LifetimeClassName(l.cls), events, FormatAddress(static_cast<uint64_t>(l.stream)),
-        analysis::CategoryName(r.category.category), r.head.empty() ? r.site : r.head);
+        rep.categories.Name(r.category.category), r.head.empty() ? r.site : r.head);
     for (const auto& [text, tells] : r.context) {
       out << std::string(101, ' ') << kCallerArrow << text << (tells ? kDiffersMark : "") << "\n";
       any_differs = any_differs || tells;
@@ -76,7 +76,7 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
     b["alloc_time_us"] = r.alloc_time_us == kNoTime ? Json(nullptr) : Json(r.alloc_time_us);
     b["free_time_us"] = r.free_time_us == kNoTime ? Json(nullptr) : Json(r.free_time_us);
     b["site"] = r.site;
-    b["category"] = std::string(analysis::CategoryName(r.category.category));
+    b["category"] = std::string(rep.categories.Name(r.category.category));
     b["category_rule"] = std::string(analysis::CategoryRuleName(r.category.rule));
     if (r.stack < 0) {
       b["stack"] = nullptr;

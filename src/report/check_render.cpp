@@ -44,13 +44,15 @@ std::string Verdict(const CheckReport& r) {
   return absl::StrCat("FAIL (", r.failures(), " of ", r.checks.size(), " checks failed)");
 }
 
-std::string SiteName(const analysis::SiteDelta& s) {
-  return absl::StrCat(s.site, " (", Sv(analysis::CategoryName(s.category())), ")");
+std::string SiteName(const analysis::SiteDelta& s, const analysis::CategoryNames& names) {
+  return absl::StrCat(s.site, " (", Sv(names.Name(s.category())), ")");
 }
 
 // The kinds of memory that changed between the baseline and this file ("" without growing sites).
 std::string KindsText(const CheckReport& r) {
-  return r.growing_kinds ? KindChangesText(r.growing_kinds->before, r.growing_kinds->after) : "";
+  return r.growing_kinds
+             ? KindChangesText(r.growing_kinds->before, r.growing_kinds->after, r.categories)
+             : "";
 }
 
 // How far a failed check is over its limit: "+12.0 MiB, 0.3% over" (bytes) or "+2.1 points"
@@ -170,7 +172,8 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
         absl::StrAppend(&detail, "\ngrew by kind: ", kinds);
       }
       for (const auto& s : r.growing_sites) {
-        absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ", SiteName(s));
+        absl::StrAppend(&detail, "\n", FormatDelta(s.delta_bytes()), "  ",
+                        SiteName(s, r.categories));
       }
     }
     x << ">\n      <failure type=\"memory regression\" message=\"" << XmlEscape(FailureMessage(c))
@@ -215,7 +218,7 @@ Table GrowingSitesTable(const CheckReport& r) {
   t.AddColumn("new_bytes", "New", Unit::kBytes);
   t.AddColumn("site", "Site", Unit::kText).code = true;
   for (const auto& s : r.growing_sites) {
-    t.AddRow({s.delta_bytes(), s.before_bytes, s.after_bytes, SiteName(s)});
+    t.AddRow({s.delta_bytes(), s.before_bytes, s.after_bytes, SiteName(s, r.categories)});
   }
   return t;
 }
@@ -352,7 +355,7 @@ Json CheckToJson(const CheckReport& r) {
   for (const auto& s : r.growing_sites) {
     sites.push_back(Json{{"site", s.site},
                          {"key", s.key},
-                         {"category", std::string(analysis::CategoryName(s.category()))},
+                         {"category", std::string(r.categories.Name(s.category()))},
                          {"frames", s.frames},
                          {"before_bytes", s.before_bytes},
                          {"after_bytes", s.after_bytes},
@@ -363,8 +366,9 @@ Json CheckToJson(const CheckReport& r) {
   j["growing_sites"] = sites;
   j["growing_sites_at"] = r.sites_at_peak ? "peak" : "end";
   j["growing_live_bytes_by_category"] =
-      r.growing_kinds ? KindChangesJson(r.growing_kinds->before, r.growing_kinds->after)
-                      : Json(nullptr);
+      r.growing_kinds
+          ? KindChangesJson(r.growing_kinds->before, r.growing_kinds->after, r.categories)
+          : Json(nullptr);
   j["notes"] = CheckNotes(r);
   if (r.fits) j["fits"] = OomToJson(*r.fits);
   return j;
@@ -398,7 +402,8 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
         << ", baseline -> new)\n";
     for (const auto& s : r.growing_sites) {
       out << absl::StrFormat("  %12s  %12s -> %-12s %s\n", FormatDelta(s.delta_bytes()),
-                             FormatBytes(s.before_bytes), FormatBytes(s.after_bytes), SiteName(s));
+                             FormatBytes(s.before_bytes), FormatBytes(s.after_bytes),
+                             SiteName(s, r.categories));
     }
   }
 }

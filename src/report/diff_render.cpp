@@ -56,21 +56,23 @@ std::string_view KindPlural(analysis::Category c) {
 }
 // What grew in the user's terms, before the sites say where. Nothing when no kind changed.
 void RenderKinds(const analysis::DiffReport& rep, std::ostream& out) {
-  const std::string text = KindChangesText(rep.before_by_category, rep.after_by_category);
+  const std::string text =
+      KindChangesText(rep.before_by_category, rep.after_by_category, rep.options.group.categories);
   if (!text.empty()) out << "by kind: " << text << "\n";
 }
 }  // namespace
 
 std::string KindChangesText(const analysis::CategoryBytes& before,
-                            const analysis::CategoryBytes& after) {
+                            const analysis::CategoryBytes& after,
+                            const analysis::CategoryNames& names) {
   std::vector<int> kinds;
   std::string same;  // the kinds that did not change, after those that did
-  for (int c = 0; c < analysis::NumCategories(); ++c) {
+  for (int c = 0; c < names.size(); ++c) {
     if (before[c] != after[c]) {
       kinds.push_back(c);
     } else if (after[c] != 0) {
-      absl::StrAppend(&same, ", ", Sv(analysis::CategoryName(static_cast<analysis::Category>(c))),
-                      " ", FormatBytes(after[c]), " (unchanged)");
+      absl::StrAppend(&same, ", ", Sv(names.Name(static_cast<analysis::Category>(c))), " ",
+                      FormatBytes(after[c]), " (unchanged)");
     }
   }
   if (kinds.empty()) return "";
@@ -80,17 +82,17 @@ std::string KindChangesText(const analysis::CategoryBytes& before,
   std::string text;
   for (int c : kinds) {
     absl::StrAppend(&text, text.empty() ? "" : ", ",
-                    Sv(analysis::CategoryName(static_cast<analysis::Category>(c))), " ",
-                    FormatBytes(before[c]), " -> ", FormatBytes(after[c]), " (",
-                    FormatDelta(delta(c)), ")");
+                    Sv(names.Name(static_cast<analysis::Category>(c))), " ", FormatBytes(before[c]),
+                    " -> ", FormatBytes(after[c]), " (", FormatDelta(delta(c)), ")");
   }
   return text + same;
 }
 
-Json KindChangesJson(const analysis::CategoryBytes& before, const analysis::CategoryBytes& after) {
+Json KindChangesJson(const analysis::CategoryBytes& before, const analysis::CategoryBytes& after,
+                     const analysis::CategoryNames& names) {
   Json kinds = Json::object();
-  for (int c = 0; c < analysis::NumCategories(); ++c) {
-    kinds[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] =
+  for (int c = 0; c < names.size(); ++c) {
+    kinds[std::string(names.Name(static_cast<analysis::Category>(c)))] =
         DeltaJson({before[c], after[c]});
   }
   return kinds;
@@ -130,7 +132,7 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
     std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
     out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
                            FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
-                           analysis::CategoryName(s.category()),
+                           rep.options.group.categories.Name(s.category()),
                            s.label.head.empty() ? s.site : s.label.head, tag);
     any_differs = RenderCallerLines(s.info, s.label, kCallers, std::string(67, ' '), false, out) ||
                   any_differs;
@@ -202,7 +204,8 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["min_delta"] = rep.options.min_delta;
   j["live_bytes"] = DeltaJson(rep.live_bytes);
   j["live_count"] = DeltaJson(rep.live_count);
-  j["live_bytes_by_category"] = KindChangesJson(rep.before_by_category, rep.after_by_category);
+  j["live_bytes_by_category"] =
+      KindChangesJson(rep.before_by_category, rep.after_by_category, rep.options.group.categories);
   j["sites_only_before"] = rep.sites_only_before;
   j["sites_only_after"] = rep.sites_only_after;
   j["sites_unchanged"] = rep.sites_unchanged;
@@ -211,7 +214,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["sites_by_parameter"] = rep.sites_by_parameter;
   Json folded = Json::array();
   for (const analysis::FoldedRows& f : rep.folded) {
-    folded.push_back({{"category", std::string(analysis::CategoryName(f.category))},
+    folded.push_back({{"category", std::string(rep.options.group.categories.Name(f.category))},
                       {"rows", f.rows},
                       {"bytes", f.bytes}});
   }
@@ -221,7 +224,7 @@ Json DiffToJson(const analysis::DiffReport& rep) {
     Json o;
     o["key"] = s.key;
     o["site"] = s.site;
-    o["category"] = std::string(analysis::CategoryName(s.category()));
+    o["category"] = std::string(rep.options.group.categories.Name(s.category()));
     o["frames"] = s.frames;
     if (!s.info.forward_lines.empty()) o["forward_lines"] = s.info.forward_lines;
     o["presence"] = std::string(analysis::PresenceName(s.presence));

@@ -56,7 +56,7 @@ void WriteLifetimesCsv(const Snapshot& snap, const analysis::Timeline& timeline,
           EventField(b.free_completed_event), ",", TimeFields(snap, dt, b.alloc_event), ",",
           TimeFields(snap, dt, b.free_completed_event), ",",
           CsvField(sites.labels[sites.site[row]]), ",",
-          Sv(analysis::CategoryName(sites.category[row])), "\n");
+          Sv(sites.categories.Name(sites.category[row])), "\n");
       out << line;
     }
   }

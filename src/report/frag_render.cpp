@@ -466,7 +466,7 @@ std::vector<AnswerLine> FragAnswer(const FragReport& r, const analysis::FragCost
       if (p.synthetic) continue;
       lines.push_back(
           {"pinned by",
-           absl::StrCat(p.site, " [", Sv(analysis::CategoryName(p.category)),
+           absl::StrCat(p.site, " [", Sv(r.categories.Name(p.category)),
                         "]: ", FormatCount(p.blocks), p.blocks == 1 ? " block (" : " blocks (",
                         FormatBytes(p.allocated_bytes), p.blocks == 1 ? ") keeps " : ") keep ",
                         FormatCount(p.segments), p.segments == 1 ? " segment" : " segments",
@@ -498,7 +498,7 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
   Json pins = Json::array();
   for (const auto& p : c.pins) {
     pins.push_back({{"site", p.site},
-                    {"category", std::string(analysis::CategoryName(p.category))},
+                    {"category", std::string(r.categories.Name(p.category))},
                     {"blocks", p.blocks},
                     {"allocated_bytes", p.allocated_bytes},
                     {"segments", p.segments},

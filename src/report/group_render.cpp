@@ -35,9 +35,9 @@ std::string MomentName(const analysis::Moment& m) {
   return "?";
 }
 
-std::string CategoryCell(const GroupRow& r) {
+std::string CategoryCell(const GroupRow& r, const analysis::CategoryNames& names) {
   if (r.bytes <= 0 && r.count == 0) return "-";
-  return absl::StrCat(Sv(analysis::CategoryName(r.category())), r.mixed() ? "*" : "");
+  return absl::StrCat(Sv(names.Name(r.category())), r.mixed() ? "*" : "");
 }
 
 // A module tree: one row per node, indented by its depth; bytes are the subtree's, `self` the
@@ -54,7 +54,8 @@ void RenderModuleTree(const GroupReport& report, const std::vector<GroupRow>& ro
   for (const GroupRow& r : rows) {
     any_mixed = any_mixed || r.mixed();
     out << absl::StrFormat("%12s %7s %12s %9s  %-16s %s%s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatBytes(r.self_bytes), FormatCount(r.count), CategoryCell(r),
+                           FormatBytes(r.self_bytes), FormatCount(r.count),
+                           CategoryCell(r, report.options.categories),
                            std::string(2 * static_cast<size_t>(std::max(r.depth, 0)), ' '), r.site);
   }
   out << absl::StrFormat("%12s %7s %12s %9s  %s\n", FormatBytes(report.total_bytes),
@@ -114,7 +115,7 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     }
     any_mixed = any_mixed || r.mixed();
     out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatCount(r.count), CategoryCell(r),
+                           FormatCount(r.count), CategoryCell(r, report.options.categories),
                            r.label.head.empty() ? r.site : r.label.head);
     any_differs =
         RenderCallerLines(r.info, r.label, kFramesShown - 1, indent, true, out) || any_differs;
@@ -128,11 +129,10 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
   }
 }
 
-Json CategoriesJson(const analysis::CategoryBytes& bytes) {
+Json CategoriesJson(const analysis::CategoryBytes& bytes, const analysis::CategoryNames& names) {
   Json j = Json::object();
-  for (int c = 0; c < analysis::NumCategories(); ++c) {
-    if (bytes[c] != 0)
-      j[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = bytes[c];
+  for (int c = 0; c < names.size(); ++c) {
+    if (bytes[c] != 0) j[std::string(names.Name(static_cast<analysis::Category>(c)))] = bytes[c];
   }
   return j;
 }
@@ -155,14 +155,15 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
   j["total_bytes"] = report.total_bytes;
   j["total_rounded_bytes"] = report.total_rounded_bytes;
   j["total_count"] = report.total_count;
-  j["categories"] = CategoriesJson(report.category_bytes);
+  const analysis::CategoryNames& names = report.options.categories;
+  j["categories"] = CategoriesJson(report.category_bytes, names);
   Json arr = Json::array();
   for (const GroupRow& r : rows) {
     Json row;
     row["key"] = r.key;
     row["site"] = r.site;
-    row["category"] = std::string(analysis::CategoryName(r.category()));
-    row["categories"] = CategoriesJson(r.category_bytes);
+    row["category"] = std::string(names.Name(r.category()));
+    row["categories"] = CategoriesJson(r.category_bytes, names);
     row["bytes"] = r.bytes;
     row["rounded_bytes"] = r.rounded_bytes;
     row["count"] = r.count;

@@ -83,18 +83,18 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
   Json devices = Json::array();
   for (const analysis::DeviceReportAnalysis& d : a.devices) {
     const analysis::DeviceTimeline& dt = a.timeline.devices[d.timeline_index];
-    Json dj = internal::TimelineJson(snap, dt, d, stacks);
+    Json dj = internal::TimelineJson(snap, dt, d, a.categories, stacks);
     dj["states"] = internal::StatesJson(snap, dt, d, stacks);
     dj["oom_answer"] = OomAnswerJson(a, d.device);
     dj["capacity"] = CapacityJson(a, d.device);
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);
-  j["peak_sites"] = internal::SiteTableJson(a.peak_sites, stacks);
-  j["alloc_sites"] = internal::SiteTableJson(a.alloc_sites, stacks);
+  j["peak_sites"] = internal::SiteTableJson(a.peak_sites, a.categories, stacks);
+  j["alloc_sites"] = internal::SiteTableJson(a.alloc_sites, a.categories, stacks);
   j["replay"] = ReplayJson(a);
   j["band_sites"] = internal::BandSitesJson(a);
-  j["category_names"] = internal::CategoryNamesJson();
+  j["category_names"] = internal::CategoryNamesJson(a.categories);
   j["frames"] = stacks.FramesJson();
   j["frame_kinds"] = stacks.FrameKindsJson();
   j["stacks"] = stacks.StacksJson();

@@ -16,8 +16,8 @@ Json SideJson(const Snapshot& snap, const analysis::ReportAnalysis& a,
   Json j = internal::FileJson(snap);
   Json devices = Json::array();
   for (const analysis::DeviceReportAnalysis& d : a.devices) {
-    devices.push_back(
-        internal::TimelineJson(snap, a.timeline.devices[d.timeline_index], d, stacks));
+    devices.push_back(internal::TimelineJson(snap, a.timeline.devices[d.timeline_index], d,
+                                             a.categories, stacks));
   }
   j["devices"] = std::move(devices);
   return j;
@@ -37,7 +37,7 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   j["mode"] = "diff";
   j["before"] = SideJson(before, a.before, before_stacks);
   j["after"] = SideJson(after, a.after, after_stacks);
-  j["category_names"] = internal::CategoryNamesJson();
+  j["category_names"] = internal::CategoryNamesJson(a.before.categories);
   j["before"]["band_sites"] = internal::BandSitesJson(a.before);
   j["before"]["frames"] = before_stacks.FramesJson();
   j["before"]["frame_kinds"] = before_stacks.FrameKindsJson();
@@ -60,7 +60,7 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
     Json r;
     r["key"] = s.key;
     r["site"] = s.site;
-    r["category"] = std::string(analysis::CategoryName(s.category()));
+    r["category"] = std::string(diff.options.group.categories.Name(s.category()));
     r["frames"] = s.frames;
     r["before"] = s.before_bytes;
     r["after"] = s.after_bytes;

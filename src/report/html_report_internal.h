@@ -46,18 +46,20 @@ class StackTableJson {
 /// The band sites' labels (analysis::ReportAnalysis::band_sites) and the category names the
 /// bands' category codes index.
 Json BandSitesJson(const analysis::ReportAnalysis& a);
-Json CategoryNamesJson();
+Json CategoryNamesJson(const analysis::CategoryNames& names);
 
 /// A site table: moment, totals and rows (key, frames as indices into the stack table's frames,
 /// innermost first, bytes, rounded, count, synthetic). Rows are objects so that fields can be
 /// added (site labels, categories) without touching the page's reader of the others.
-Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks);
+Json SiteTableJson(const analysis::SiteTable& table, const analysis::CategoryNames& names,
+                   StackTableJson& stacks);
 /// Name, container and flavour, sizes, allocator settings of the file.
 Json FileJson(const Snapshot& snap);
 /// One device's timeline: the level-of-detail curves and the bands (with their lifetimes' size,
 /// times, address and stack).
 Json TimelineJson(const Snapshot& snap, const analysis::DeviceTimeline& dt,
-                  const analysis::DeviceReportAnalysis& d, StackTableJson& stacks);
+                  const analysis::DeviceReportAnalysis& d, const analysis::CategoryNames& names,
+                  StackTableJson& stacks);
 /// One device's allocator states: the distinct segments (packed) and the moments.
 Json StatesJson(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                 const analysis::DeviceReportAnalysis& d, StackTableJson& stacks);

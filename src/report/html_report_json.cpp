@@ -129,15 +129,16 @@ Json StackTableJson::StacksJson() const { return Json(stacks_); }
 
 Json BandSitesJson(const analysis::ReportAnalysis& a) { return Json(a.band_sites); }
 
-Json CategoryNamesJson() {
-  Json names = Json::array();
-  for (int k = 0; k < analysis::NumCategories(); ++k) {
-    names.push_back(std::string(analysis::CategoryName(static_cast<analysis::Category>(k))));
+Json CategoryNamesJson(const analysis::CategoryNames& names) {
+  Json j = Json::array();
+  for (int k = 0; k < names.size(); ++k) {
+    j.push_back(std::string(names.Name(static_cast<analysis::Category>(k))));
   }
-  return names;
+  return j;
 }
 
-Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks) {
+Json SiteTableJson(const analysis::SiteTable& table, const analysis::CategoryNames& names,
+                   StackTableJson& stacks) {
   Json j;
   if (!table.moment.empty()) j["moment"] = table.moment;
   j["total_bytes"] = table.total_bytes;
@@ -147,7 +148,7 @@ Json SiteTableJson(const analysis::SiteTable& table, StackTableJson& stacks) {
     Json row;
     row["key"] = r.key;
     row["site"] = r.site.empty() ? r.key : r.site;
-    row["category"] = std::string(analysis::CategoryName(r.category()));
+    row["category"] = std::string(names.Name(r.category()));
     row["frames"] = stacks.Indices(r.frames);
     row["bytes"] = r.bytes;
     row["rounded"] = r.rounded_bytes;
@@ -259,7 +260,8 @@ Json SegmentLifetimesJson(const Snapshot& snap, const DeviceTimeline& dt,
 }  // namespace
 
 Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
-                  const analysis::DeviceReportAnalysis& d, StackTableJson& stacks) {
+                  const analysis::DeviceReportAnalysis& d, const analysis::CategoryNames& names,
+                  StackTableJson& stacks) {
   const analysis::TimelineLod& lod = d.lod;
   Json j;
   j["device"] = dt.device;
@@ -379,7 +381,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     const analysis::ReportCategories& c = *d.categories;
     Json series = Json::object();
     std::vector<int> shown;  // the categories in "series", in its order
-    for (int k = 0; k < analysis::NumCategories(); ++k) {
+    for (int k = 0; k < names.size(); ++k) {
       std::vector<int64_t> values;
       bool any = c.peak[k] != 0;
       for (const analysis::CategoryBytes& b : c.columns) {
@@ -390,7 +392,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
         for (const analysis::CategoryBytes& b : t.columns) any = any || b[k] != 0;
       }
       if (any) {
-        series[std::string(analysis::CategoryName(static_cast<analysis::Category>(k)))] =
+        series[std::string(names.Name(static_cast<analysis::Category>(k)))] =
             Json{{"peak", c.peak[k]}, {"bytes", PackVarints(values)}};
         shown.push_back(k);
       }

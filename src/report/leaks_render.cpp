@@ -59,9 +59,9 @@ std::string Series(const std::vector<int64_t>& v, F format) {
 constexpr size_t kCallersShown = 5;
 
 // The label and the category; `head`: the first line of a label continued below (SiteLabel).
-std::string SiteName(const LeakSite& s, bool head = false) {
+std::string SiteName(const LeakSite& s, const analysis::CategoryNames& names, bool head = false) {
   const std::string& label = head && !s.label.head.empty() ? s.label.head : s.site;
-  return absl::StrCat(label, " (", Sv(analysis::CategoryName(s.category())), ")");
+  return absl::StrCat(label, " (", Sv(names.Name(s.category())), ")");
 }
 
 std::string PointNoun(const LeakReport& r) { return r.mode == "series" ? "snapshot" : "step end"; }
@@ -70,7 +70,7 @@ Json SiteToJson(const LeakSite& s, const LeakReport& r) {
   Json j;
   j["key"] = s.key;
   j["site"] = s.site;
-  j["category"] = std::string(analysis::CategoryName(s.category()));
+  j["category"] = std::string(r.options.group.categories.Name(s.category()));
   j["frames"] = s.frames;
   j["synthetic"] = s.synthetic;
   j["verdict"] = std::string(analysis::VerdictName(s.verdict));
@@ -216,7 +216,8 @@ bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
     out << "    kept by the next step (allocated in step k, live at the end of step k+1): "
         << Series(s.retained, [](int64_t b) { return FormatBytes(b); }) << "\n";
   }
-  out << "    site: " << SiteName(s, true) << MovedTagOf(s, kCallersShown) << "\n";
+  out << "    site: " << SiteName(s, r.options.group.categories, true)
+      << MovedTagOf(s, kCallersShown) << "\n";
   return RenderCallerLines(s.info, s.label, kCallersShown, "      ", true, out);
 }
 
@@ -368,7 +369,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     for (const LeakSite& s : r.sites) {
       if (s.leak) continue;
       t.AddRow({std::string(analysis::VerdictName(s.verdict)), s.growth(), s.bytes.front(),
-                s.bytes.back(), SiteName(s) + MovedTagOf(s, 0)});
+                s.bytes.back(), SiteName(s, r.options.group.categories) + MovedTagOf(s, 0)});
     }
     RenderTableText(t, out, {"  ", true});
   }

@@ -55,7 +55,9 @@ std::string SettingName(const OomRemedy& m) {
   return m.conf;
 }
 
-std::string Cat(analysis::Category c) { return std::string(analysis::CategoryName(c)); }
+std::string Cat(const analysis::CategoryNames& names, analysis::Category c) {
+  return std::string(names.Name(c));
+}
 
 // The verdict sentence, capitalised for a line of its own.
 std::string Sentence(const std::string& s) {
@@ -66,7 +68,8 @@ std::string Sentence(const std::string& s) {
 
 // What could make room for one failure. `by_category`: also a lever per category of the live
 // memory (left out when the device's verdict already named them, at its peak).
-std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool inference) {
+std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool inference,
+                                const analysis::CategoryNames& names) {
   std::vector<std::string> out;
   if (o.shortfall > 0 && !o.holders.empty()) {
     const auto& h = o.holders[0];
@@ -90,7 +93,7 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool 
     if (!by_category) break;
     std::string_view lever = CategoryLever(c.category, inference);
     if (lever.empty() || c.bytes < o.shortfall) continue;
-    out.push_back(absl::StrCat(Cat(c.category), " holds ", FormatBytes(c.bytes), " (",
+    out.push_back(absl::StrCat(Cat(names, c.category), " holds ", FormatBytes(c.bytes), " (",
                                Share(c.bytes, o.holders_bytes), "): ", Sv(lever)));
   }
   return out;
@@ -127,7 +130,7 @@ Table RemediesTable(const OomDevice& d) {
 }
 
 // The largest sites live at a failure.
-Table HoldersTable(const OomExplanation& o) {
+Table HoldersTable(const OomExplanation& o, const analysis::CategoryNames& names) {
   Table t;
   t.AddColumn("bytes", "bytes", Unit::kBytes);
   t.AddColumn("share", "share", Unit::kRatio);
@@ -139,7 +142,7 @@ Table HoldersTable(const OomExplanation& o) {
         o.holders_bytes <= 0
             ? Cell()
             : Cell(static_cast<double>(h.bytes) / static_cast<double>(o.holders_bytes));
-    t.AddRow({h.bytes, share, h.blocks, h.site, Cat(h.category)});
+    t.AddRow({h.bytes, share, h.blocks, h.site, Cat(names, h.category)});
   }
   return t;
 }
@@ -225,7 +228,8 @@ void RenderRemedies(const OomDevice& d, bool demand, std::ostream& out) {
 // The device's answer (analysis::OomAnswer) in three lines ahead of the evidence: why it fails,
 // what setting fits (or how much memory the run needs), and what to cut when no setting fits.
 std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer& a,
-                                  const OomExplanation& first) {
+                                  const OomExplanation& first,
+                                  const analysis::CategoryNames& names) {
   std::vector<OomAnswerLine> lines;
   auto line = [&](std::string_view label, std::string text) {
     lines.push_back({std::string(label), std::move(text)});
@@ -301,7 +305,7 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
                                        : absl::StrCat(FormatBytes(a.cut_bytes), " or more");
   absl::StrAppend(&what, a.peak_too_big ? " at the peak" : " at the failure");
   if (a.cut_kind) {
-    absl::StrAppend(&what, ": ", Cat(*a.cut_kind), " holds ", FormatBytes(a.cut_kind_bytes),
+    absl::StrAppend(&what, ": ", Cat(names, *a.cut_kind), " holds ", FormatBytes(a.cut_kind_bytes),
                     ", try ", Sv(CategoryLever(*a.cut_kind, d.inference)));
   }
   // How much smaller the batch would have to be, as a replay found it (OomDevice).
@@ -326,11 +330,12 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
 
 // What is live at the device's peak by kind, when the peak itself does not fit, and the levers
 // of the kinds after the first (which the answer's `cut` line names).
-void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
+void RenderPeakKinds(const OomDevice& d, const analysis::CategoryNames& names, std::ostream& out) {
   if (d.peak_categories.empty()) return;
   std::string cats;
   for (const OomHolder& c : d.peak_categories) {
-    absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(c.category), " ", FormatBytes(c.bytes));
+    absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(names, c.category), " ",
+                    FormatBytes(c.bytes));
   }
   out << "  at the peak " << cats << "\n";
   bool first = true;  // the first kind with a lever is in the answer's `cut` line
@@ -338,7 +343,7 @@ void RenderPeakKinds(const OomDevice& d, std::ostream& out) {
     std::string_view lever = CategoryLever(c.category, d.inference);
     if (lever.empty()) continue;
     if (std::exchange(first, false) || c.bytes < d.trace_peak_live - d.capacity) continue;
-    out << "  lever       " << Cat(c.category) << " " << FormatBytes(c.bytes)
+    out << "  lever       " << Cat(names, c.category) << " " << FormatBytes(c.bytes)
         << " at the peak: " << lever << "\n";
   }
 }
@@ -357,8 +362,8 @@ void RenderZeroGradLever(const OomDevice& d, std::ostream& out) {
       << FormatBytes(z.peak_reserved) << (z.fits ? ")" : " at the first failure)") << "\n";
 }
 
-void RenderOne(const OomExplanation& o, size_t index, size_t count, bool category_levers,
-               bool inference, std::ostream& out) {
+void RenderOne(const OomExplanation& o, const analysis::CategoryNames& names, size_t index,
+               size_t count, bool category_levers, bool inference, std::ostream& out) {
   out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
   if (o.recorded) {
     out << (o.reproduced ? ", recorded oom entry, reproduced by the replay"
@@ -379,7 +384,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
     absl::StrAppend(&asked, " (rounded), stream ", o.stream);
   }
   line("asked for", asked);
-  line("site", absl::StrCat(o.site, "  [", Cat(o.category), "]"));
+  line("site", absl::StrCat(o.site, "  [", Cat(names, o.category), "]"));
   if (o.reproduced) {
     std::string dev = absl::StrCat(FormatBytes(o.device_free), " free of ", FormatBytes(o.capacity),
                                    "; reserved ", FormatBytes(o.reserved), ", allocated ",
@@ -408,7 +413,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
     line("holders",
          absl::StrCat("live blocks at the failure: ", FormatBytes(o.holders_bytes), " in ",
                       Plural(o.holders_blocks, "block", "blocks"), "; the largest sites:"));
-    RenderTableText(HoldersTable(o), out, {"    ", true});
+    RenderTableText(HoldersTable(o, names), out, {"    ", true});
     bool all_unknown = std::all_of(o.categories.begin(), o.categories.end(), [](const auto& c) {
       return c.category == analysis::Category::kUnknown;
     });
@@ -417,7 +422,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
     } else {
       std::string cats;
       for (const auto& c : o.categories) {
-        absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(c.category), " ",
+        absl::StrAppend(&cats, cats.empty() ? "" : ", ", Cat(names, c.category), " ",
                         FormatBytes(c.bytes));
       }
       line("categories", cats);
@@ -431,7 +436,7 @@ void RenderOne(const OomExplanation& o, size_t index, size_t count, bool categor
              : std::string("0 B here: the live memory and this request fit the device; the "
                            "layout does not"));
   }
-  for (const std::string& l : Levers(o, category_levers, inference)) line("lever", l);
+  for (const std::string& l : Levers(o, category_levers, inference, names)) line("lever", l);
 }
 
 }  // namespace
@@ -484,6 +489,7 @@ std::string OomWhere(const OomExplanation& o) {
 }
 
 Json OomToJson(const OomReport& r) {
+  const analysis::CategoryNames& names = r.categories;
   Json j;
   j["file"] = r.file;
   if (r.device_memory) {
@@ -510,7 +516,7 @@ Json OomToJson(const OomReport& r) {
     oj["pool"] = o.is_small ? "small" : "large";
     oj["stream"] = o.stream;
     oj["site"] = o.site;
-    oj["category"] = Cat(o.category);
+    oj["category"] = Cat(names, o.category);
     oj["capacity_bytes"] = o.capacity;
     oj["device_free_bytes"] = o.device_free;
     oj["recorded_device_free_bytes"] =
@@ -531,14 +537,15 @@ Json OomToJson(const OomReport& r) {
     Json holders = Json::array();
     for (const auto& h : o.holders) {
       holders.push_back({{"site", h.site},
-                         {"category", Cat(h.category)},
+                         {"category", Cat(names, h.category)},
                          {"bytes", h.bytes},
                          {"blocks", h.blocks}});
     }
     oj["holders"] = holders;
     Json cats = Json::array();
     for (const auto& c : o.categories) {
-      cats.push_back({{"category", Cat(c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+      cats.push_back(
+          {{"category", Cat(names, c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
     }
     oj["categories"] = cats;
     oj["live_bytes"] = o.holders_bytes;
@@ -567,7 +574,7 @@ Json OomToJson(const OomReport& r) {
     Json peak_categories = Json::array();
     for (const OomHolder& c : d.peak_categories) {
       peak_categories.push_back(
-          {{"category", Cat(c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
+          {{"category", Cat(names, c.category)}, {"bytes", c.bytes}, {"blocks", c.blocks}});
     }
     dj["trace_peak_categories"] = peak_categories;
     if (d.zero_grad) {  // only where it applies: other files' JSON is unchanged
@@ -617,10 +624,10 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     // that is the answer, ahead of how the first failure happened.
     const bool peak_too_big = d.answer && d.answer->peak_too_big;
     RenderAnswerLines(OomAnswerLines(r, d), out);
-    if (peak_too_big) RenderPeakKinds(d, out);
+    if (peak_too_big) RenderPeakKinds(d, r.categories, out);
     RenderZeroGradLever(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
-      RenderOne(*mine[i], i + 1, mine.size(), !peak_too_big, d.inference, out);
+      RenderOne(*mine[i], r.categories, i + 1, mine.size(), !peak_too_big, d.inference, out);
     out << "\n";
     const bool demand =
         peak_too_big || std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
@@ -632,7 +639,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
 
 std::vector<OomAnswerLine> OomAnswerLines(const OomReport& r, const OomDevice& d) {
   if (!d.answer) return {};
-  return Answer(d, *d.answer, r.ooms[d.answer->first]);
+  return Answer(d, *d.answer, r.ooms[d.answer->first], r.categories);
 }
 
 std::string_view CategoryLever(analysis::Category category, bool inference) {

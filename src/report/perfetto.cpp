@@ -209,7 +209,7 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     std::string name = absl::StrCat(FormatBytes(b.requested_size), " ", site);
     Json args;
     args["site"] = site;
-    args["category"] = std::string(analysis::CategoryName(slices.sites.category[k]));
+    args["category"] = std::string(slices.sites.categories.Name(slices.sites.category[k]));
     args["requested_bytes"] = b.requested_size;
     args["rounded_bytes"] = b.rounded_size;
     args["address"] = FormatAddress(b.address);

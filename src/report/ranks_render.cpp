@@ -54,10 +54,11 @@ void RenderOutliers(const std::vector<analysis::Outlier>& outliers, std::ostream
 }
 
 // "activation +4.0 MiB, gradient -1.0 MiB": the kinds that differ, largest first.
-std::string KindsText(const std::vector<analysis::RankKindDelta>& kinds) {
+std::string KindsText(const std::vector<analysis::RankKindDelta>& kinds,
+                      const analysis::CategoryNames& names) {
   std::string text;
   for (const analysis::RankKindDelta& k : kinds) {
-    absl::StrAppend(&text, text.empty() ? "" : ", ", Sv(analysis::CategoryName(k.category)), " ",
+    absl::StrAppend(&text, text.empty() ? "" : ", ", Sv(names.Name(k.category)), " ",
                     FormatDelta(k.delta_bytes));
   }
   return text;
@@ -65,33 +66,38 @@ std::string KindsText(const std::vector<analysis::RankKindDelta>& kinds) {
 
 // Each outlier against the median rank: its kinds on one line, then its sites, one a line.
 void RenderDifferences(const std::vector<analysis::RankDifference>& differences,
-                       std::ostream& out) {
+                       const analysis::CategoryNames& names, std::ostream& out) {
   for (const analysis::RankDifference& d : differences) {
     out << "\n" << d.file << " against the median rank " << d.median_file << ":\n";
     if (d.kinds.empty()) {
       out << "  the same bytes of every kind and site\n";
       continue;
     }
-    out << "  by kind: " << KindsText(d.kinds) << "\n";
+    out << "  by kind: " << KindsText(d.kinds, names) << "\n";
+    Table sites;
+    sites.AddColumn("delta_bytes", "delta", Unit::kDelta).min_width = 12;
+    sites.AddColumn("category", "category", Unit::kText).min_width = 16;
+    sites.AddColumn("site", "site", Unit::kText);
     for (const analysis::RankSiteDelta& s : d.sites) {
-      out << absl::StrFormat("  %12s  %-16s %s\n", FormatDelta(s.delta_bytes()),
-                             analysis::CategoryName(s.category), s.site);
+      sites.AddRow({s.delta_bytes(), std::string(names.Name(s.category)), s.site});
     }
+    RenderTableText(sites, out, {.indent = "  ", .header = false, .fixed_widths = true});
   }
 }
 
-Json DifferencesToJson(const std::vector<analysis::RankDifference>& differences) {
+Json DifferencesToJson(const std::vector<analysis::RankDifference>& differences,
+                       const analysis::CategoryNames& names) {
   Json out = Json::array();
   for (const analysis::RankDifference& d : differences) {
     Json kinds = Json::array();
     for (const analysis::RankKindDelta& k : d.kinds) {
-      kinds.push_back({{"category", std::string(analysis::CategoryName(k.category))},
-                       {"delta_bytes", k.delta_bytes}});
+      kinds.push_back(
+          {{"category", std::string(names.Name(k.category))}, {"delta_bytes", k.delta_bytes}});
     }
     Json sites = Json::array();
     for (const analysis::RankSiteDelta& s : d.sites) {
       sites.push_back({{"site", s.site},
-                       {"category", std::string(analysis::CategoryName(s.category))},
+                       {"category", std::string(names.Name(s.category))},
                        {"bytes", s.bytes},
                        {"median_bytes", s.median_bytes},
                        {"delta_bytes", s.delta_bytes()}});
@@ -171,14 +177,14 @@ Json RankTableToJson(const analysis::RankTable& t) {
   for (const auto& m : t.metrics) medians[m.name] = CellToJson(Value(m.median, m.unit), m.unit);
   j["ranks"] = TableToJson(RankTableToTable(t));
   j["outliers"] = OutliersToJson(t.outliers);
-  if (t.explained) j["differences"] = DifferencesToJson(t.differences);
+  if (t.explained) j["differences"] = DifferencesToJson(t.differences, t.categories);
   return j;
 }
 
 void RenderRankTableText(const analysis::RankTable& t, std::ostream& out) {
   RenderTableText(RankTableToTable(t), out);
   RenderOutliers(t.outliers, out);
-  RenderDifferences(t.differences, out);
+  RenderDifferences(t.differences, t.categories, out);
 }
 
 }  // namespace memsnap::report

@@ -2,8 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/table.h"
 
 namespace memsnap::report {
 
@@ -119,12 +121,23 @@ void RenderCudaReplayText(const analysis::CudaReplayReport& rep, std::ostream& o
                            FormatCount(r.driver_ooms));
     out << absl::StrFormat("  %-28s %s\n", "time in allocation calls", Millis(r.alloc_calls_ns));
     if (r.calls.empty()) continue;
-    out << absl::StrFormat("    %-20s %10s %12s %10s %10s\n", "call", "count", "total", "p50",
-                           "p99");
+    Table calls;
+    calls.AddColumn("call", "call", Unit::kText).min_width = 20;
+    // The figures are already text ("1,234", "1.20 ms"): right-aligned, as numbers are.
+    auto figure_column = [&](const char* key, int width) {
+      Column& c = calls.AddColumn(key, key, Unit::kText);
+      c.align = Align::kRight;
+      c.min_width = width;
+    };
+    figure_column("count", 10);
+    figure_column("total", 12);
+    figure_column("p50", 10);
+    figure_column("p99", 10);
     for (const sim::CallSummary& c : r.calls) {
-      out << absl::StrFormat("    %-20s %10s %12s %10s %10s\n", c.name, FormatCount(c.calls),
-                             Millis(c.total_ns), Micros(c.p50_ns), Micros(c.p99_ns));
+      calls.AddRow({std::string(c.name), FormatCount(c.calls), Millis(c.total_ns), Micros(c.p50_ns),
+                    Micros(c.p99_ns)});
     }
+    RenderTableText(calls, out, {.indent = "    ", .header = true, .fixed_widths = true});
   }
 }
 

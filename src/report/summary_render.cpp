@@ -384,7 +384,7 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
 }
 
 void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devices,
-                            std::ostream& out) {
+                            const analysis::CategoryNames& names, std::ostream& out) {
   for (const analysis::DeviceCategories& d : devices) {
     if (d.live_bytes == 0) continue;
     out << "\ndevice " << d.device << " at the "
@@ -393,39 +393,45 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
                                  : absl::StrCat("peak (after event ", d.event.index(), ")"))
         << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";
     std::vector<int> order;
-    for (int c = 0; c < analysis::NumCategories(); ++c) {
+    for (int c = 0; c < names.size(); ++c) {
       if (d.bytes[c] != 0) order.push_back(c);
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return d.bytes[a] > d.bytes[b]; });
+    // Columns as they always were: a long user category's name pushes only its own line.
+    Table t;
+    t.AddColumn("category", "category", Unit::kText).min_width = 16;
+    t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 12;
+    t.AddColumn("share", "share", Unit::kRatio).min_width = 7;
     for (int c : order) {
-      out << absl::StrFormat(
-          "  %-16s %12s %7s\n", analysis::CategoryName(static_cast<analysis::Category>(c)),
-          FormatBytes(d.bytes[c]), FormatPercent(static_cast<double>(d.bytes[c]) / d.live_bytes));
+      t.AddRow({std::string(names.Name(static_cast<analysis::Category>(c))), d.bytes[c],
+                static_cast<double>(d.bytes[c]) / static_cast<double>(d.live_bytes)});
     }
+    RenderTableText(t, out, {.indent = "  ", .header = false, .fixed_widths = true});
   }
 }
 
-Json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices) {
+Json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices,
+                      const analysis::CategoryNames& names) {
   Json arr = Json::array();
   for (const analysis::DeviceCategories& d : devices) {
     arr.push_back({{"device", d.device},
                    {"event_index", d.event.is_start() ? Json(nullptr) : Json(d.event.index())},
                    {"live_bytes", d.live_bytes},
-                   {"categories", CategoriesJson(d.bytes)}});
+                   {"categories", CategoriesJson(d.bytes, names)}});
   }
   return arr;
 }
 
 nlohmann::ordered_json SummaryResultToJson(const query::SummaryResult& result) {
   nlohmann::ordered_json j = SummaryToJson(result.summary);
-  j["categories_at_peak"] = CategoriesAtJson(result.categories_at_peak);
+  j["categories_at_peak"] = CategoriesAtJson(result.categories_at_peak, result.category_names);
   return j;
 }
 
 void RenderSummaryResultText(const query::SummaryResult& result, std::ostream& out) {
   RenderSummaryText(result.summary, out);
-  RenderCategoriesAtText(result.categories_at_peak, out);
+  RenderCategoriesAtText(result.categories_at_peak, result.category_names, out);
 }
 
 nlohmann::ordered_json SummaryRanksToJson(const query::SummaryRanksResult& result) {

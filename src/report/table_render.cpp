@@ -85,8 +85,10 @@ void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& 
       width[k] = std::max(width[k], CellText(row[shown[k]], c.unit).size());
     }
   };
-  for (const auto& row : t.rows) measure(row, false);
-  for (const auto& row : t.footer) measure(row, true);
+  if (!o.fixed_widths) {
+    for (const auto& row : t.rows) measure(row, false);
+    for (const auto& row : t.footer) measure(row, true);
+  }
   for (size_t k = 0; k < shown.size(); ++k) {
     const Column& c = t.columns[shown[k]];
     if (c.max_width > 0 && c.unit == Unit::kText) {
@@ -104,7 +106,8 @@ void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& 
       for (size_t j = 1; j < spans[k]; ++j) w += gap(k + j) + width[k + j];
       if (k > 0) s.append(gap(k), ' ');
       const Column& c = t.columns[shown[k]];
-      std::string text = c.unit == Unit::kText && spans[k] == 1 ? Clip(cells[k], w) : cells[k];
+      std::string text =
+          c.unit == Unit::kText && spans[k] == 1 && !o.fixed_widths ? Clip(cells[k], w) : cells[k];
       size_t pad = text.size() < w ? w - text.size() : 0;
       if (c.right_aligned()) s.append(pad, ' ');
       s += text;

@@ -255,11 +255,11 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
   }
 }
 
-void RenderTimelineCsvHeader(std::ostream& out, bool categories) {
+void RenderTimelineCsvHeader(std::ostream& out, const analysis::CategoryNames* categories) {
   out << "device,event,time_us,time_rel_us,live_requested,live_rounded,reserved";
-  if (categories) {
-    for (int c = 0; c < analysis::NumCategories(); ++c) {
-      out << "," << analysis::CategoryName(static_cast<analysis::Category>(c));
+  if (categories != nullptr) {
+    for (int c = 0; c < categories->size(); ++c) {
+      out << "," << categories->Name(static_cast<analysis::Category>(c));
     }
   }
   out << "\n";
@@ -287,7 +287,7 @@ void RenderTimelineCsv(const Snapshot& snap, const DeviceTimeline& dt, const Eve
       for (; applied <= e; ++applied) {
         categories->Apply(static_cast<uint32_t>(applied), now, next_extra);
       }
-      for (int c = 0; c < analysis::NumCategories(); ++c) absl::StrAppend(&buf, ",", now[c]);
+      for (int c = 0; c < categories->names.size(); ++c) absl::StrAppend(&buf, ",", now[c]);
     }
     buf += '\n';
     if (buf.size() > (1 << 16)) {
@@ -335,9 +335,10 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
     // Start, peak and end of the window, and a series across it (analysis samples them).
     const analysis::WindowCategories cats =
         analysis::SampleWindowCategories(*categories, w, fig.peak_event, samples);
-    j["categories"] = {{"start", CategoriesJson(cats.start)},
-                       {"peak", CategoriesJson(cats.peak)},
-                       {"end", CategoriesJson(cats.end)}};
+    const analysis::CategoryNames& names = categories->names;
+    j["categories"] = {{"start", CategoriesJson(cats.start, names)},
+                       {"peak", CategoriesJson(cats.peak, names)},
+                       {"end", CategoriesJson(cats.end, names)}};
     const std::vector<TimelinePoint>& events = cats.points;
     const std::vector<analysis::CategoryBytes>& series = cats.series;
     Json s;
@@ -350,14 +351,14 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
       times.push_back(t == kNoTime ? Json(nullptr) : Json(t));
     }
     s["time_us"] = times;
-    for (int c = 0; c < analysis::NumCategories(); ++c) {
+    for (int c = 0; c < names.size(); ++c) {
       std::vector<int64_t> values;
       bool any = false;
       for (const analysis::CategoryBytes& b : series) {
         values.push_back(b[c]);
         any = any || b[c] != 0;
       }
-      if (any) s[std::string(analysis::CategoryName(static_cast<analysis::Category>(c)))] = values;
+      if (any) s[std::string(names.Name(static_cast<analysis::Category>(c)))] = values;
     }
     j["category_series"] = std::move(s);
   }

@@ -307,6 +307,38 @@ def test_two_threads_read_at_once_with_the_gil_released(tmp_path):
         assert r.summary().to_dict() == want
 
 
+def test_two_threads_with_categories_of_their_own_each_get_their_own():
+    s = memsnap.load(fixture("attribution_training.json"))
+    adam, fwd = {"adam": r"optim/adam\.py"}, ["fwd=model/net\\.py"]
+
+    def kinds(result):
+        return [row["category"] for row in result.to_dict()["rows"]]
+
+    want_a = s.top(by="category", categories=adam).to_dict()
+    want_b = s.top(by="category", categories=fwd).to_dict()
+    assert "adam" in kinds(s.top(by="category", categories=adam))
+    assert "fwd" not in kinds(s.top(by="category", categories=adam))
+    assert "fwd" in kinds(s.top(by="category", categories=fwd))
+    assert "adam" not in kinds(s.top(by="category", categories=fwd))
+    assert not {"adam", "fwd"} & set(kinds(s.top(by="category")))
+    # At once: the GIL is released while each command runs, so the two run side by side.
+    wrong = []
+
+    def run(categories, want):
+        for _ in range(25):
+            got = s.top(by="category", categories=categories).to_dict()
+            if got != want:
+                wrong.append([row["category"] for row in got["rows"]])
+
+    threads = [threading.Thread(target=run, args=(adam, want_a)),
+               threading.Thread(target=run, args=(fwd, want_b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, f"{len(wrong)} answers in the other thread's categories: {wrong[:3]}"
+
+
 @pytest.mark.corpus
 def test_every_method_on_the_corpus_equals_the_cli_json(corpus, cli):
     for path in corpus:

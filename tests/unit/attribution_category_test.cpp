@@ -18,6 +18,19 @@ namespace {
 using testing::F;
 using testing::MiniTrace;
 
+// Every lifetime of `snap` (`blocks --all`), each with its site and its category decided in
+// `categories`.
+BlocksReport AllBlocks(const Snapshot& snap, const CategoryNames& categories = CategoryNames()) {
+  auto tl = ReconstructTimeline(snap);
+  REQUIRE(tl.ok());
+  BlockQuery q;
+  q.all = true;
+  q.categories = categories;
+  auto rep = SelectBlocks(snap, *tl, q);
+  REQUIRE(rep.ok());
+  return *std::move(rep);
+}
+
 struct Expect {
   std::string site;
   std::string category;
@@ -27,12 +40,7 @@ struct Expect {
 TEST_SUITE("attribution-categories") {
   TEST_CASE("every lifetime of the training loop fixture has the category it was made with") {
     Snapshot snap = testing::LoadFixture("attribution_training.json");
-    auto tl = ReconstructTimeline(snap);
-    REQUIRE(tl.ok());
-    BlockQuery q;
-    q.all = true;
-    auto rep = SelectBlocks(snap, *tl, q);
-    REQUIRE(rep.ok());
+    const BlocksReport rep = AllBlocks(snap);
     // In order of first appearance (testdata/attribution_fixture.py says what each one is).
     const std::string to = "to \u2190 ", arrow = " \u2190 ";
     const Expect step[] = {
@@ -61,12 +69,12 @@ TEST_SUITE("attribution-categories") {
     expected.push_back({"sqrt" + arrow + "train.py:25 train", "temporary", "optimizer_freed"});
     expected.insert(expected.end(), std::begin(step), std::end(step));
     expected.push_back({"sqrt" + arrow + "train.py:25 train", "temporary", "optimizer_freed"});
-    REQUIRE(rep->rows.size() == expected.size());
+    REQUIRE(rep.rows.size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      const BlockRow& r = rep->rows[i];
+      const BlockRow& r = rep.rows[i];
       INFO("row " << i << ": " << r.site);
       CHECK(r.site == expected[i].site);
-      CHECK(CategoryName(r.category.category) == expected[i].category);
+      CHECK(rep.categories.Name(r.category.category) == expected[i].category);
       CHECK(CategoryRuleName(r.category.rule) == expected[i].rule);
     }
   }
@@ -127,15 +135,11 @@ TEST_SUITE("attribution-categories") {
     t.Free(0x3000, 64, optimizer);
     t.Free(0x4000, 128, other);
     Snapshot snap = t.Finish();
-    auto tl = ReconstructTimeline(snap);
-    REQUIRE(tl.ok());
-    BlockQuery q;
-    q.all = true;
-    auto rep = SelectBlocks(snap, *tl, q);
-    REQUIRE(rep.ok());
+    const BlocksReport rep = AllBlocks(snap);
     std::map<int64_t, std::pair<std::string, std::string>> by_size;
-    for (const BlockRow& r : rep->rows) {
-      by_size[r.lifetime.requested_size] = {r.site, std::string(CategoryName(r.category.category))};
+    for (const BlockRow& r : rep.rows) {
+      by_size[r.lifetime.requested_size] = {r.site,
+                                            std::string(rep.categories.Name(r.category.category))};
     }
     CHECK(by_size[16] ==
           std::make_pair(std::string(kPreWindowZeroGradRow), std::string("gradient")));
@@ -146,6 +150,8 @@ TEST_SUITE("attribution-categories") {
     // A free that says nothing keeps the plain row.
     CHECK(by_size[128].first == std::string(kPreWindowRow));
     // `top` names them the same way.
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
     GroupOptions o;
     auto top = GroupLive(snap, *tl, Moment{Moment::Kind::kEvent, 0}, o);
     REQUIRE(top.ok());
@@ -257,8 +263,6 @@ TEST_SUITE("attribution-categories") {
 
   TEST_CASE("a user category is decided before the built-in rules, the first given winning") {
     Snapshot snap = testing::LoadFixture("attribution_training.json");
-    auto tl = ReconstructTimeline(snap);
-    REQUIRE(tl.ok());
     UserCategories list;
     auto never = ParseUserCategory("never=no/such/frame");
     auto init = ParseUserCategory("first_init=optim/adam\\.py:95:_init_group");
@@ -269,19 +273,16 @@ TEST_SUITE("attribution-categories") {
     REQUIRE(AddUserCategory(list, std::move(*never)).ok());
     REQUIRE(AddUserCategory(list, std::move(*init)).ok());
     REQUIRE(AddUserCategory(list, std::move(*adam)).ok());
-    ScopedUserCategories scope(std::move(list));
-    CHECK(NumCategories() == kNumCategories + 3);
-    CHECK(CategoryName(UserCategoryAt(2)) == "adam");
-    auto parsed = ParseCategory("first_init");
+    const CategoryNames names(std::move(list));
+    CHECK(names.size() == kNumCategories + 3);
+    CHECK(names.Name(UserCategoryAt(2)) == "adam");
+    auto parsed = names.Parse("first_init");
     REQUIRE(parsed.ok());
     CHECK(*parsed == UserCategoryAt(1));
-    BlockQuery q;
-    q.all = true;
-    auto rep = SelectBlocks(snap, *tl, q);
-    REQUIRE(rep.ok());
+    const BlocksReport rep = AllBlocks(snap, names);
     std::map<std::string, int> counts;
-    for (const BlockRow& r : rep->rows) {
-      const std::string name(CategoryName(r.category.category));
+    for (const BlockRow& r : rep.rows) {
+      const std::string name(rep.categories.Name(r.category.category));
       ++counts[name];
       if (name == "adam" || name == "first_init") {
         CHECK(CategoryRuleName(r.category.rule) == "user_category");
@@ -296,7 +297,7 @@ TEST_SUITE("attribution-categories") {
     CHECK(counts["optimizer_state"] == 0);
   }
 
-  TEST_CASE("user categories are checked when given and gone when their scope ends") {
+  TEST_CASE("user categories are checked when given, and a vocabulary holds at most 16") {
     CHECK(!ParseUserCategory("noequals").ok());
     CHECK(!ParseUserCategory("=x").ok());
     CHECK(!ParseUserCategory("a b=x").ok());
@@ -320,12 +321,13 @@ TEST_SUITE("attribution-categories") {
     auto extra = ParseUserCategory("extra=y");
     REQUIRE(extra.ok());
     CHECK(!AddUserCategory(list, std::move(*extra)).ok());
-    {
-      ScopedUserCategories scope(std::move(list));
-      CHECK(NumCategories() == kMaxCategories);
-    }
-    CHECK(NumCategories() == kNumCategories);
-    CHECK(ActiveUserCategories().empty());
+    const CategoryNames names(std::move(list));
+    CHECK(names.size() == kMaxCategories);
+    CHECK(names.Name(UserCategoryAt(kMaxUserCategories - 1)) == "c15");
+    // A vocabulary is a value: the built-ins alone know nothing of another one's categories.
+    CHECK(CategoryNames().size() == kNumCategories);
+    CHECK(CategoryNames().Name(UserCategoryAt(0)) == "unknown");
+    CHECK(!CategoryNames().Parse("c0").ok());
   }
 
   TEST_CASE(

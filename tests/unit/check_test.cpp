@@ -188,7 +188,7 @@ TEST_SUITE("check") {
     Snapshot cur = LoadFixture("check_new.json");
     for (bool at_peak : {false, true}) {
       CAPTURE(at_peak);
-      auto grown = TopGrowingSites(base, cur, 5, at_peak);
+      auto grown = TopGrowingSites(base, cur, 5, at_peak, false, CategoryNames());
       REQUIRE_MESSAGE(grown.ok(), grown.status().message());
       REQUIRE(grown->sites.size() == 1);
       const SiteDelta& site = grown->sites.front();
@@ -203,7 +203,7 @@ TEST_SUITE("check") {
         CHECK(grown->kinds.after[c] - grown->kinds.before[c] == (c == kind ? 10 * kMiB : 0));
       }
     }
-    auto none = TopGrowingSites(cur, base, 5, false);
+    auto none = TopGrowingSites(cur, base, 5, false, false, CategoryNames());
     REQUIRE(none.ok());
     CHECK(none->sites.empty());
   }

@@ -3,10 +3,12 @@
 // they were read from, and a snapshot in memory is copied for a command (StringPool's copy).
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_replace.h"
@@ -95,6 +97,40 @@ TEST_SUITE("embedded_run") {
     const Ran got = Embedded({"summary", "no-such-file.pickle"}, {});
     CHECK(got.code == 2);
     CHECK(got.err.find("no-such-file.pickle") != std::string::npos);
+  }
+
+  TEST_CASE("two command lines with categories of their own, run at once, answer in their own") {
+    // The Python module's threads: each call is one command line with its own --category.
+    absl::StatusOr<Snapshot> read = parse::ReadSnapshot(Fixture("attribution_training.json"));
+    REQUIRE(read.ok());
+    cli::PreloadedSnapshots in_memory;
+    in_memory["snap"] = std::make_shared<const Snapshot>(*std::move(read));
+    const std::vector<std::string> a = {
+        "top", "--by", "category", "--json", "--category", "adam=optim/adam\\.py", "snap"};
+    const std::vector<std::string> b = {
+        "top", "--by", "category", "--json", "--category", "fwd=model/net\\.py", "snap"};
+    const Ran alone_a = Embedded(a, in_memory), alone_b = Embedded(b, in_memory);
+    REQUIRE(alone_a.code == 0);
+    REQUIRE(alone_b.code == 0);
+    CHECK(alone_a.out.find("\"adam\"") != std::string::npos);
+    CHECK(alone_a.out.find("\"fwd\"") == std::string::npos);
+    CHECK(alone_b.out.find("\"fwd\"") != std::string::npos);
+    CHECK(alone_b.out.find("\"adam\"") == std::string::npos);
+    std::atomic<int> wrong{0};
+    auto repeat = [&](const std::vector<std::string>& args, const std::string& expected) {
+      for (int i = 0; i < 25; ++i) {
+        if (Embedded(args, in_memory).out != expected) ++wrong;
+      }
+    };
+    std::thread ta(repeat, std::cref(a), std::cref(alone_a.out));
+    std::thread tb(repeat, std::cref(b), std::cref(alone_b.out));
+    ta.join();
+    tb.join();
+    CHECK(wrong.load() == 0);
+    // And a command line without any answers in the built-in categories alone.
+    const Ran plain = Embedded({"top", "--by", "category", "--json", "snap"}, in_memory);
+    CHECK(plain.out.find("\"adam\"") == std::string::npos);
+    CHECK(plain.out.find("\"fwd\"") == std::string::npos);
   }
 }
 

@@ -284,7 +284,7 @@ TEST_SUITE("oom") {
     StackId a = s.stacks.Intern(deep);
     StackId b = s.stacks.Intern(torch_only);
     StackId c = s.stacks.Intern(native);
-    SiteNamer namer(s);
+    SiteNamer namer(s, CategoryNames());
     // The attribution model's labels (docs/attribution.md): the model library's layer (timm's
     // MLP) owns the memory, the library call it made says what, and the user's frame that ran the
     // model follows; the allocator's own frames never name a site.
@@ -323,7 +323,7 @@ TEST_SUITE("oom") {
     to.keep = KeepLifetimes::kAll;
     absl::StatusOr<Timeline> tl = ReconstructTimeline(s, to);
     REQUIRE(tl.ok());
-    SiteNamer namer(s);
+    SiteNamer namer(s, CategoryNames());
     auto scaled = [&](double f) {
       Snapshot t = testing::LoadFixture("attribution_training.json");
       for (const BlockLifetime& lt : tl->devices[0].blocks) {

@@ -3,8 +3,12 @@
 // it could not read.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/query/session.h"
@@ -30,6 +34,35 @@ query::ReadSettings Quiet() {
   query::ReadSettings s;
   s.threads = 2;
   return s;
+}
+
+// Settings whose user categories are `texts` ("NAME=REGEX").
+query::ReadSettings WithCategories(const std::vector<std::string>& texts) {
+  analysis::UserCategories list;
+  for (const std::string& t : texts) {
+    absl::StatusOr<analysis::UserCategory> c = analysis::ParseUserCategory(t);
+    REQUIRE(c.ok());
+    REQUIRE(analysis::AddUserCategory(list, *std::move(c)).ok());
+  }
+  query::ReadSettings s = Quiet();
+  s.categories = analysis::CategoryNames(std::move(list));
+  return s;
+}
+
+// `top --by category` of a session: "name bytes" per row, in the rows' order, named through the
+// result's own vocabulary.
+std::string CategoryRows(query::Session& session) {
+  query::TopRequest top;
+  top.at = *query::ParseMomentArg("--at", "peak");
+  top.group.by = analysis::GroupBy::kCategory;
+  absl::StatusOr<query::TopResult> r = query::TopQuery(top, session);
+  if (!r.ok()) return std::string(r.status().message());
+  std::string text;
+  for (const analysis::GroupRow& row : r->report.rows) {
+    text += row.site + " " + std::to_string(row.bytes) + "; ";
+    text += std::string(r->report.options.categories.Name(row.category())) + "; ";
+  }
+  return text;
 }
 
 TEST_CASE("a session holds the timeline its query declared, built during the read") {
@@ -99,6 +132,45 @@ TEST_CASE("one session answers summary and top with the peak at the same event")
   REQUIRE(!result->report.devices.empty());
   CHECK(result->report.devices[0].event == summary->summary.devices[0].peaks->live_event);
   CHECK(result->report.devices[0].live_bytes == summary->summary.devices[0].peaks->live_bytes);
+}
+
+TEST_CASE("two sessions with categories of their own answer in their own, also on two threads") {
+  const std::string path = TestdataPath("attribution_training.json");
+  const query::Needs needs = query::NeedsTimeline(analysis::TimelineOptions{});
+  absl::StatusOr<query::Session> a =
+      query::Session::Open(path, needs, WithCategories({"adam=optim/adam\\.py"}));
+  absl::StatusOr<query::Session> b =
+      query::Session::Open(path, needs, WithCategories({"fwd=model/net\\.py"}));
+  absl::StatusOr<query::Session> plain = query::Session::Open(path, needs, Quiet());
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(plain.ok());
+  CHECK(a->categories().size() == analysis::kNumCategories + 1);
+  CHECK(plain->categories().size() == analysis::kNumCategories);
+  const std::string rows_a = CategoryRows(*a), rows_b = CategoryRows(*b);
+  const std::string rows_plain = CategoryRows(*plain);
+  CAPTURE(rows_a);
+  CAPTURE(rows_b);
+  CHECK(rows_a.find("adam") != std::string::npos);
+  CHECK(rows_a.find("fwd") == std::string::npos);
+  CHECK(rows_b.find("fwd") != std::string::npos);
+  CHECK(rows_b.find("adam") == std::string::npos);
+  CHECK(rows_plain.find("adam") == std::string::npos);
+  CHECK(rows_plain.find("fwd") == std::string::npos);
+  // Opening B did not change what A answers.
+  CHECK(CategoryRows(*a) == rows_a);
+  // At once, each session on its own thread: no answer takes the other's categories.
+  std::atomic<int> wrong{0};
+  auto repeat = [&wrong](query::Session& s, const std::string& expected) {
+    for (int i = 0; i < 20; ++i) {
+      if (CategoryRows(s) != expected) ++wrong;
+    }
+  };
+  std::thread ta(repeat, std::ref(*a), std::cref(rows_a));
+  std::thread tb(repeat, std::ref(*b), std::cref(rows_b));
+  ta.join();
+  tb.join();
+  CHECK(wrong.load() == 0);
 }
 
 TEST_CASE("a moment outside the trace is an error naming the flag and its text") {

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <tuple>
 
+#include "absl/strings/str_format.h"
 #include "memsnap/report/table_render.h"
 
 namespace memsnap {
@@ -54,6 +56,27 @@ TEST_SUITE("table") {
           "a.pickle       1.5 KiB 12.3%    1,234  ok\n"
           "b,|c.pickle    3.0 MiB     -        7\n"
           "median         1.5 KiB 12.3%        7\n");
+  }
+
+  TEST_CASE("with fixed widths a long cell pushes only its own line, as printf's widths do") {
+    Table t;
+    t.AddColumn("category", "category", Unit::kText).min_width = 8;
+    t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 9;
+    t.AddColumn("share", "share", Unit::kRatio).min_width = 6;
+    t.AddRow({std::string("gradient"), int64_t{1536}, 0.5});
+    t.AddRow({std::string("kv_cache_of_the_decoder"), int64_t{3 << 20}, 0.25});
+    t.AddRow({std::string("input"), int64_t{7}, 0.125});
+    const std::string fixed = Text(t, {.indent = "  ", .header = false, .fixed_widths = true});
+    std::string printf_like;
+    for (const auto& [name, bytes, share] :
+         {std::tuple{"gradient", "1.5 KiB", "50.0%"},
+          std::tuple{"kv_cache_of_the_decoder", "3.0 MiB", "25.0%"},
+          std::tuple{"input", "7 B", "12.5%"}}) {
+      printf_like += absl::StrFormat("  %-8s %9s %6s\n", name, bytes, share);
+    }
+    CHECK(fixed == printf_like);
+    // Without them the long name widens the whole column.
+    CHECK(Text(t, {.indent = "  ", .header = false}) != printf_like);
   }
 
   TEST_CASE("a text column over its maximum width keeps the end of each cell") {

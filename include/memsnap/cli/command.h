@@ -13,6 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution/attribution.h"
 
 namespace memsnap {
 struct Snapshot;
@@ -42,6 +43,10 @@ struct Context {
   /// Inputs already read (the Python module's loaded snapshots, python/): an input named here is
   /// taken from memory by the load helpers (common.h) instead of being read. Not owned.
   const PreloadedSnapshots* preloaded = nullptr;
+  /// --category/--categories: the user's categories, handed to every session this command reads
+  /// (query::ReadSettings::categories). Per invocation, never process-wide: two embedded runs
+  /// with different categories (the Python module's threads) do not share them.
+  analysis::CategoryNames categories;
 };
 
 using RunFn = std::function<absl::StatusOr<ExitCode>(Context&)>;

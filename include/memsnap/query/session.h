@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/analysis/timeline/timeline.h"
@@ -53,6 +54,9 @@ struct ReadSettings {
   /// Inputs already in memory: a path named here is a copy of that snapshot instead of a read.
   /// Not owned.
   const PreloadedSnapshots* preloaded = nullptr;
+  /// The user's categories (--category, --categories; the Python module's `categories=`): every
+  /// session read with these settings decides and names categories in them (Session::categories).
+  analysis::CategoryNames categories;
 };
 
 /// What a query needs of its file, declared before the read so that the timeline's event pass
@@ -75,7 +79,8 @@ class Session {
                                       const ReadSettings& settings);
   /// A session over a snapshot already in memory (the Python module's dict input); its
   /// diagnostics are the snapshot's.
-  static Session FromSnapshot(Snapshot snapshot, const Needs& needs);
+  static Session FromSnapshot(Snapshot snapshot, const Needs& needs,
+                              analysis::CategoryNames categories = {});
 
   const Snapshot& snapshot() const { return snapshot_; }
   /// The file as named when opened ("-" for standard input).
@@ -92,6 +97,12 @@ class Session {
   /// filter, keeps at least as much, a curve when asked), else rebuilt now and kept.
   absl::StatusOr<const analysis::Timeline*> TimelineFor(const analysis::TimelineOptions& options);
 
+  /// The categories every answer of this session is decided and named in: the built-ins and the
+  /// user's (ReadSettings::categories). Queries hand them to the analyses' options
+  /// (GroupOptions::categories, OomOptions::categories...), and the results carry them to the
+  /// renderers, so two sessions with different categories never share a vocabulary.
+  const analysis::CategoryNames& categories() const { return categories_; }
+
   /// Whether the timeline's event pass ran during the read (analysis::TimelineStream).
   bool streamed() const { return streamed_; }
   /// For ReadAnalysisClock::Print: what the read's times include.
@@ -107,6 +118,7 @@ class Session {
   absl::StatusOr<analysis::Timeline> timeline_;
   std::optional<analysis::TimelineOptions> options_;  // what timeline_ was built with
   bool streamed_ = false;
+  analysis::CategoryNames categories_;
   /// Timelines rebuilt by TimelineFor for other options (rare: the Python module's sessions).
   std::vector<std::pair<analysis::TimelineOptions, analysis::Timeline>> extra_;
 };

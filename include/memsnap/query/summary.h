@@ -21,6 +21,7 @@ struct SummaryRequest {
 struct SummaryResult {
   analysis::SummaryReport summary;
   std::vector<analysis::DeviceCategories> categories_at_peak;
+  analysis::CategoryNames category_names;  // what categories_at_peak's categories are named
 };
 
 /// What SummaryQuery needs of its session (the timeline keeps the lifetimes live at the peak).

@@ -41,6 +41,7 @@ struct TimelineDevice {
 
 struct TimelineResult {
   std::string file;
+  analysis::CategoryNames category_names;  // what the curves' categories are named
   std::vector<TimelineDevice> devices;
 };
 

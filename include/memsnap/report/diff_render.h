@@ -18,10 +18,12 @@ nlohmann::ordered_json DiffToJson(const analysis::DiffReport& rep);
 /// that did not: "activation 18.0 GiB -> 24.4 GiB (+6.4 GiB), parameter 12.7 GiB (unchanged)".
 /// Empty when no kind changed. (`diff` prints it as "by kind:", `check` as "grew by kind".)
 std::string KindChangesText(const analysis::CategoryBytes& before,
-                            const analysis::CategoryBytes& after);
+                            const analysis::CategoryBytes& after,
+                            const analysis::CategoryNames& names);
 /// {kind: {before, after, delta}} for every kind, in the order of analysis::Category.
 nlohmann::ordered_json KindChangesJson(const analysis::CategoryBytes& before,
-                                       const analysis::CategoryBytes& after);
+                                       const analysis::CategoryBytes& after,
+                                       const analysis::CategoryNames& names);
 /// Differential folded stacks "stack before after" (difffolded.pl / flamegraph.pl --negate), every
 /// site, sorted by key.
 void RenderDiffFolded(const analysis::DiffReport& rep, std::ostream& out);

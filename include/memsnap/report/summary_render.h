@@ -33,11 +33,12 @@ void RenderSummaryText(const analysis::SummaryReport& report, std::ostream& out,
                        bool warnings = true);
 
 /// The categories of the memory live at the peak (each device at its own; at the end for devices
-/// without a trace), largest first, with shares of the device's live bytes.
+/// without a trace), largest first, with shares of the device's live bytes; named in `names`.
 void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devices,
-                            std::ostream& out);
+                            const analysis::CategoryNames& names, std::ostream& out);
 /// [{"device", "event_index" (null: before the trace), "live_bytes", "categories": {...}}].
-nlohmann::ordered_json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices);
+nlohmann::ordered_json CategoriesAtJson(const std::vector<analysis::DeviceCategories>& devices,
+                                        const analysis::CategoryNames& names);
 
 /// Shared by renderers: the JSON form of allocator settings and pool ids.
 /// `summary --json` of one file: SummaryToJson with "categories_at_peak".

@@ -13,6 +13,10 @@ namespace memsnap::report {
 struct TextTableOptions {
   std::string indent;  // before every line, e.g. "  " under a section title
   bool header = true;  // the line of labels
+  /// Each column exactly as wide as its min_width (or its label): a longer cell is printed whole
+  /// and pushes the rest of its own line, not the whole column (the layout of a printf table, for
+  /// a table whose text must stay as it was when one cell is long).
+  bool fixed_widths = false;
 };
 
 /// Aligned columns: each as wide as its widest cell (at least min_width, at most max_width for

@@ -43,7 +43,8 @@ void RenderTimelineChart(const Snapshot& snap, const analysis::DeviceTimeline& d
 /// CSV: device,event,time_us,live_requested,live_rounded,reserved and, with a category curve, the
 /// live bytes of each category (parameter,...,unknown; they add up to live_requested); one row per
 /// event in the window.
-void RenderTimelineCsvHeader(std::ostream& out, bool categories);
+/// `categories`: the names of the category columns; nullptr: none.
+void RenderTimelineCsvHeader(std::ostream& out, const analysis::CategoryNames* categories);
 void RenderTimelineCsv(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                        const EventWindow& w, const analysis::CategoryCurve* categories,
                        std::ostream& out);
@@ -64,8 +65,9 @@ void RenderGroupText(const analysis::GroupReport& report,
                      const std::vector<analysis::GroupRow>& rows, std::ostream& out);
 nlohmann::ordered_json GroupToJson(const analysis::GroupReport& report,
                                    const std::vector<analysis::GroupRow>& rows);
-/// {"parameter": bytes, ...}: the non-zero categories, in Category order.
-nlohmann::ordered_json CategoriesJson(const analysis::CategoryBytes& bytes);
+/// {"parameter": bytes, ...}: the non-zero categories, in Category order, named in `names`.
+nlohmann::ordered_json CategoriesJson(const analysis::CategoryBytes& bytes,
+                                      const analysis::CategoryNames& names);
 /// Folded stacks, root first: "frame;frame;frame bytes" (flamegraph.pl, inferno, speedscope).
 void RenderFolded(const std::vector<analysis::GroupRow>& rows, std::ostream& out);
 

@@ -564,6 +564,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
                                                 const Timeline* timeline) {
   FragReport r;
   r.source = snap.source;
+  r.categories = options.categories;
   r.at = options.at;
   r.moment = options.moment;
   r.max_split_size = snap.settings.max_split_size;
@@ -592,7 +593,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     timeline = &*built;
   }
   std::optional<SiteNamer> namer;
-  if (options.pins > 0) namer.emplace(snap);
+  if (options.pins > 0) namer.emplace(snap, options.categories);
   std::vector<LSegment> layout;
   std::map<int32_t, DeviceFrag> where;
   for (const DeviceTrace& t : snap.traces) {

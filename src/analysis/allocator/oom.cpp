@@ -62,7 +62,8 @@ int64_t WarmBytes(const PreparedTrace& p) {
 // `summary` give a block), else by what each stack shows alone.
 class HolderNamer {
  public:
-  HolderNamer(const Snapshot& snap, const DeviceTimeline* dt) : namer(snap), dt_(dt) {
+  HolderNamer(const Snapshot& snap, const DeviceTimeline* dt, const CategoryNames& categories)
+      : namer(snap, categories), dt_(dt) {
     if (dt_ == nullptr) return;
     for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
       const BlockLifetime& b = dt_->blocks[i];
@@ -125,7 +126,7 @@ std::vector<OomHolder> LargestFirst(std::map<Key, OomHolder>& m) {
 void NameHolders(const Snapshot& snap, const Capture& c,
                  const absl::flat_hash_map<uint64_t, std::pair<StackId, uint32_t>>& allocs,
                  const absl::flat_hash_map<uint64_t, StackId>& ghosts, int top, HolderNamer& names,
-                 OomExplanation& oom) {
+                 const CategoryNames& categories, OomExplanation& oom) {
   SiteNamer& namer = names.namer;
   std::map<std::string, OomHolder> by_site;
   // Keyed by name: equal bytes list in the names' order.
@@ -152,7 +153,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
     h.category = category;
     h.bytes += bytes;
     ++h.blocks;
-    OomHolder& k = by_category[CategoryName(category)];
+    OomHolder& k = by_category[categories.Name(category)];
     k.category = category;
     k.bytes += bytes;
     ++k.blocks;
@@ -166,13 +167,13 @@ void NameHolders(const Snapshot& snap, const Capture& c,
 
 // What is live at `p` on the device, by category (requested bytes, as the timeline's peak).
 std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeline& dt,
-                                        TimelinePoint p) {
-  SiteNamer namer(snap);
+                                        TimelinePoint p, const CategoryNames& categories) {
+  SiteNamer namer(snap, categories);
   std::map<std::string_view, OomHolder> by_category;  // by name, as NameHolders
   for (const BlockLifetime& b : dt.blocks) {
     if (!b.LiveAt(p)) continue;
     const Category category = namer.CategoryOf(dt, b);
-    OomHolder& k = by_category[CategoryName(category)];
+    OomHolder& k = by_category[categories.Name(category)];
     k.category = category;
     k.bytes += b.requested_size;
     ++k.blocks;
@@ -183,10 +184,10 @@ std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeli
 // Turns the captures of one device into explanations, naming stacks with one forward pass over
 // the trace (the latest alloc at each address).
 void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* dt, int top,
-             bool predicting, std::vector<OomExplanation>& out) {
+             bool predicting, const CategoryNames& categories, std::vector<OomExplanation>& out) {
   if (job.captures.empty() && (predicting || job.dev.recorded_ooms == 0)) return;
   std::span<const TraceEvent> ev = snap.EventsOf(*job.trace);
-  HolderNamer names(snap, dt);
+  HolderNamer names(snap, dt, categories);
   SiteNamer& namer = names.namer;
   // Blocks alive at the end at an address the trace never allocates: alive since before it.
   absl::flat_hash_map<uint64_t, StackId> ghosts;
@@ -248,7 +249,7 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
     o.released_bytes = c.info.released_bytes;
     o.released_segments = c.info.released_segments;
     o.free = c.free;
-    NameHolders(snap, c, allocs, ghosts, top, names, o);
+    NameHolders(snap, c, allocs, ghosts, top, names, categories, o);
     JudgeOom(cfg, o);
     out.push_back(std::move(o));
   }
@@ -374,7 +375,7 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
   int64_t reserved = 0;
   int64_t allocated = 0;
   int64_t largest_free = 0;
-  SiteNamer namer(snap);
+  SiteNamer namer(snap, options.categories);
   std::map<std::string, int64_t> by_site;
   for (const Segment& seg : snap.segments) {
     if (options.device && seg.device != *options.device) continue;
@@ -536,6 +537,7 @@ void JudgeOom(const sim::AllocatorConfig& config, OomExplanation& o) {
 absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& options) {
   OomReport report;
   report.file = snap.source.path;
+  report.categories = options.categories;
   report.device_memory = options.device_memory;
   const sim::AllocatorConfig recorded = sim::ConfigFromSettings(snap.settings);
   std::vector<ReplayConfig> configs = {{"recorded", recorded}};
@@ -675,7 +677,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       any_fits |= job.results[job.same_as[k]].ooms.empty();
     }
     if (any_fits) continue;
-    SiteNamer namer(snap);
+    SiteNamer namer(snap, options.categories);
     std::vector<uint8_t> scaled(job.trace->size(), 0);
     bool any = false;
     for (const BlockLifetime& lt : dt->blocks) {
@@ -733,9 +735,11 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         }
       }
       if (dt->kept == KeepLifetimes::kAll) {
-        job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event);
+        job.dev.peak_categories = CategoriesLiveAt(snap, *dt, dt->peak_event, options.categories);
         // Last step's gradients alive in the peak's forward pass: replay zero_grad before it.
-        auto context = GroupContext::Create(snap, GroupOptions{});
+        GroupOptions group;
+        group.categories = options.categories;
+        auto context = GroupContext::Create(snap, group);
         if (context.ok()) {
           if (auto stale = FindStaleGradients(**context, *dt, dt->peak_event)) {
             const ConfigResult r = ReplayZeroGradEarlier(job, *dt, *stale);
@@ -768,7 +772,8 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       job.dev.remedies.push_back(std::move(m));
     }
     Explain(snap, job, dt != nullptr && dt->kept == KeepLifetimes::kAll ? dt : nullptr,
-            options.top_holders, options.device_memory.has_value(), report.ooms);
+            options.top_holders, options.device_memory.has_value(), options.categories,
+            report.ooms);
     job.dev.unexplained_ooms = job.dropped_captures;
     report.devices.push_back(std::move(job.dev));
   }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -174,11 +175,6 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
 
 namespace {
 
-UserCategories& ActiveList() {
-  static UserCategories* list = new UserCategories();
-  return *list;
-}
-
 bool IsCategoryNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-' || c == '.';
@@ -186,17 +182,18 @@ bool IsCategoryNameChar(char c) {
 
 }  // namespace
 
-const UserCategories& ActiveUserCategories() { return ActiveList(); }
+CategoryNames::CategoryNames(UserCategories user)
+    : user_(user.empty() ? nullptr : std::make_shared<const UserCategories>(std::move(user))) {}
 
-int NumCategories() {
-  return kNumCategories + static_cast<int>(std::min<size_t>(
-                              ActiveList().size(), static_cast<size_t>(kMaxUserCategories)));
+const UserCategories& CategoryNames::user() const {
+  static const UserCategories* const kNone = new UserCategories();
+  return user_ != nullptr ? *user_ : *kNone;
 }
 
-ScopedUserCategories::ScopedUserCategories(UserCategories list)
-    : previous_(std::exchange(ActiveList(), std::move(list))) {}
-
-ScopedUserCategories::~ScopedUserCategories() { ActiveList() = std::move(previous_); }
+int CategoryNames::size() const {
+  return kNumCategories +
+         static_cast<int>(std::min<size_t>(user().size(), static_cast<size_t>(kMaxUserCategories)));
+}
 
 absl::StatusOr<UserCategory> ParseUserCategory(std::string_view text) {
   const size_t eq = text.find('=');
@@ -243,21 +240,20 @@ absl::Status AddUserCategory(UserCategories& list, UserCategory category) {
   return absl::OkStatus();
 }
 
-std::string_view CategoryName(Category c) {
+std::string_view CategoryNames::Name(Category c) const {
   const auto i = static_cast<size_t>(c);
   if (i < kCategoryNames.size()) return kCategoryNames[i];
-  const UserCategories& user = ActiveList();
-  if (i - kCategoryNames.size() < user.size()) return user[i - kCategoryNames.size()].name;
+  if (i < static_cast<size_t>(size())) return user()[i - kCategoryNames.size()].name;
   return "unknown";
 }
 
-absl::StatusOr<Category> ParseCategory(std::string_view text) {
-  for (int i = 0; i < NumCategories(); ++i) {
-    if (CategoryName(static_cast<Category>(i)) == text) return static_cast<Category>(i);
+absl::StatusOr<Category> CategoryNames::Parse(std::string_view text) const {
+  for (int i = 0; i < size(); ++i) {
+    if (Name(static_cast<Category>(i)) == text) return static_cast<Category>(i);
   }
   std::string names;
-  for (int i = 0; i < NumCategories(); ++i)
-    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(CategoryName(static_cast<Category>(i))));
+  for (int i = 0; i < size(); ++i)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", Sv(Name(static_cast<Category>(i))));
   return absl::InvalidArgumentError(
       absl::StrCat("category ", Sv(text), ": expected one of ", names));
 }
@@ -652,7 +648,7 @@ const SiteInfo& Attribution::Site(StackId stack) {
 }
 
 int Attribution::UserCategoryOf(StackId stack) {
-  const UserCategories& user = ActiveUserCategories();
+  const UserCategories& user = options_.categories.user();
   if (user.empty()) return -1;
   if (user_frame_.empty()) user_frame_.assign(snap_.frames.size(), -1);
   int best = -1;

@@ -89,6 +89,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
     oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
     oo.batch_search = false;
     oo.max_threads = options->threads;
+    oo.categories = options->categories;
     absl::StatusOr<OomReport> fits = ExplainOoms(snap, oo);
     if (fits.ok()) {
       m.fits = *std::move(fits);
@@ -131,6 +132,7 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
                                       const CheckOptions& o) {
   CheckReport r;
   r.path = cur.path;
+  r.categories = o.categories;
   if (!o.max_peak && !o.max_reserved && !o.max_allocated && !o.max_frag && !o.fits &&
       base == nullptr) {
     return absl::InvalidArgumentError(

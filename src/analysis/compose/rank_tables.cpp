@@ -20,9 +20,10 @@ int64_t RewindWarningCount(const FragReport& report) {
 }  // namespace
 
 absl::StatusOr<RankProfile> RankProfileAt(const Snapshot& snap, const Timeline& timeline,
-                                          const Moment& moment) {
+                                          const Moment& moment, const CategoryNames& categories) {
   GroupOptions by_site;
   by_site.by = GroupBy::kSite;
+  by_site.categories = categories;
   ASSIGN_OR_RETURN(GroupReport g, GroupLive(snap, timeline, moment, by_site));
   RankProfile p;
   p.known = true;

@@ -193,6 +193,7 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
 absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
                                                 const ReportAnalysisOptions& options) {
   ReportAnalysis out;
+  out.categories = options.group.categories;
   ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
   ASSIGN_OR_RETURN(out.context, GroupContext::Create(snap, options.group));
   GroupContext& context = *out.context;

@@ -13,6 +13,7 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
                                           const BlockQuery& query) {
   GroupOptions group;
   group.filter = query.filter;
+  group.categories = query.categories;
   auto made = GroupContext::Create(snap, group);
   if (!made.ok()) return made.status();
   GroupContext& context = **made;
@@ -42,6 +43,7 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   };
 
   BlocksReport rep;
+  rep.categories = query.categories;
   absl::flat_hash_map<uint32_t, int32_t> stack_index;  // StackId -> index into rep.stacks
   SiteLabels labels(context.attribution());
   std::vector<size_t> site_of_row;

@@ -14,6 +14,7 @@ CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
                          const std::vector<bool>* counted) {
   CategoryCurve curve;
   curve.device = dt.device;
+  curve.names = context.options().categories;
   curve.category.assign(dt.num_events, static_cast<uint8_t>(kMaxCategories));
   curve.delta.assign(dt.num_events, 0);
   const auto none = static_cast<uint8_t>(kMaxCategories);
@@ -85,9 +86,11 @@ std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
 
 absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
                                                            const Timeline& timeline,
-                                                           const Moment& moment) {
+                                                           const Moment& moment,
+                                                           const CategoryNames& categories) {
   GroupOptions options;
   options.by = GroupBy::kCategory;
+  options.categories = categories;
   auto context = GroupContext::Create(snap, options);
   if (!context.ok()) return context.status();
   std::vector<DeviceCategories> out;

@@ -142,7 +142,9 @@ GroupContext::GroupContext(const Snapshot& snap, const GroupOptions& options, Fr
     : snap_(snap),
       options_(options),
       filter_(std::move(filter)),
-      attribution_(snap, &filter_, AttributionOptions{options.ignore_lines, options.unlined_keys}),
+      attribution_(
+          snap, &filter_,
+          AttributionOptions{options.ignore_lines, options.unlined_keys, options.categories}),
       categorizers_(attribution_) {}
 
 GroupContext::~GroupContext() = default;
@@ -166,7 +168,7 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
   // A block's kind is decided once (Categorize), for every command: one allocated before the
   // trace is counted in its kind here too, not in a row of its own.
   if (options_.by == GroupBy::kCategory) {
-    return PlainRow(std::string(CategoryName(Categorize(dt, lt).category)), false);
+    return PlainRow(std::string(options_.categories.Name(Categorize(dt, lt).category)), false);
   }
   if (options_.by == GroupBy::kPhase) {
     // Decided once, in analysis, like the category: memory from before the trace has no phase.

@@ -5,6 +5,7 @@ namespace memsnap::analysis {
 LifetimeSites LifetimeSitesOf(GroupContext& context, const Timeline& timeline,
                               std::span<const LifetimeRef> lifetimes, bool stacks) {
   LifetimeSites out;
+  out.categories = context.options().categories;
   out.site.reserve(lifetimes.size());
   out.category.reserve(lifetimes.size());
   // Labels distinct among the listed lifetimes' sites: collect every site first.

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/timeline/filter.h"
@@ -20,8 +21,9 @@ std::string ShortenLibraryPath(std::string_view label) {
   return std::string(label);
 }
 
-SiteNamer::SiteNamer(const Snapshot& snapshot)
-    : attribution_(snapshot, nullptr), slot_(snapshot.stacks.size(), -1) {}
+SiteNamer::SiteNamer(const Snapshot& snapshot, CategoryNames categories)
+    : attribution_(snapshot, nullptr, AttributionOptions{.categories = std::move(categories)}),
+      slot_(snapshot.stacks.size(), -1) {}
 
 SiteNamer::~SiteNamer() = default;
 

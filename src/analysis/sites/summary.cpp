@@ -116,7 +116,7 @@ void AddOom(const Snapshot& snap, std::span<const TraceEvent> ev, std::span<cons
     o.requested = e.size;
     o.device_free = static_cast<int64_t>(e.addr);
     o.stream = snap.StreamOf(e);
-    if (!namer) namer.emplace(snap);
+    if (!namer) namer.emplace(snap, CategoryNames());  // labels only
     o.site = namer->Label(e.stack);
     dev.ooms.push_back(std::move(o));
   }

@@ -36,6 +36,8 @@ struct FragOptions {
   int timeline_samples = 0;
   /// Sites named per device in FragCost::pins; 0 = none (the sites are not named at all).
   int pins = 3;
+  /// The session's categories (GroupOptions::categories): the pins' kinds.
+  CategoryNames categories;
 };
 
 struct FragFixOptions {
@@ -270,6 +272,7 @@ struct RewindCaveats {
 
 struct FragReport {
   SourceInfo source;
+  CategoryNames categories;  // what the pins' categories are named (FragOptions::categories)
   FragMoment at = FragMoment::kEnd;
   Moment moment;  // kMoment: the moment asked for
   FragFigures totals;

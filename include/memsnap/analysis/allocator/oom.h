@@ -51,6 +51,8 @@ struct OomOptions {
   /// When no setting fits: search the share of the batch-sized memory the run fits with
   /// (OomDevice::batch_share_fits; about 8 replays). Off: no search.
   bool batch_search = true;
+  /// The session's categories (GroupOptions::categories): the holders' kinds.
+  CategoryNames categories;
 };
 
 /// The candidate settings tried when none are given: expandable segments (or, when the run used
@@ -243,6 +245,7 @@ struct OomDevice {
 
 struct OomReport {
   std::string file;
+  CategoryNames categories;  // what the holders' categories are named (OomOptions::categories)
   std::optional<int64_t> device_memory;  // --device-memory
   std::vector<OomDevice> devices;
   std::vector<OomExplanation> ooms;  // by device, then trace order

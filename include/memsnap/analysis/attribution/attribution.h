@@ -61,7 +61,7 @@ inline constexpr std::string_view kPreWindowOptimizerRow =
 
 /// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
 /// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
-/// is the i-th of the active UserCategories, in the order they were given.
+/// is the i-th of a session's UserCategories (CategoryNames), in the order they were given.
 enum class Category : uint8_t {
   kParameter,
   kGradient,
@@ -76,12 +76,6 @@ inline constexpr int kNumCategories = 7;
 /// How many user categories one run may define, and the size of every per-category array.
 inline constexpr int kMaxUserCategories = 16;
 inline constexpr int kMaxCategories = kNumCategories + kMaxUserCategories;
-/// The built-in categories and then the active user categories: what outputs list.
-int NumCategories();
-/// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown", and
-/// a user category's NAME.
-std::string_view CategoryName(Category c);
-absl::StatusOr<Category> ParseCategory(std::string_view text);
 inline Category UserCategoryAt(int i) { return static_cast<Category>(kNumCategories + i); }
 
 /// A category of the user's own: memory whose allocation stack has a frame whose
@@ -98,21 +92,33 @@ using UserCategories = std::vector<UserCategory>;
 absl::StatusOr<UserCategory> ParseUserCategory(std::string_view text);
 /// Appends `category` to `list`; an error when NAME is already there or the list is full.
 absl::Status AddUserCategory(UserCategories& list, UserCategory category);
-/// The user categories of this invocation (empty unless a ScopedUserCategories is alive).
-const UserCategories& ActiveUserCategories();
-/// Makes `list` the active user categories for its lifetime (one command line: the CLI installs
-/// them once, before anything is read, so that every command and every analysis sees the same
-/// vocabulary; CategoryName is a free function called from every renderer). Not thread-safe to
-/// construct; analyses running on other threads meanwhile only read.
-class ScopedUserCategories {
+
+/// The categories of one session: the built-ins, then the user's own in the order given. The one
+/// vocabulary categories are decided in (AttributionOptions::categories: a user category's regex
+/// is tried before the built-in rules) and named in: every result that holds categories carries
+/// the CategoryNames it was decided with, and its renderers name them through it. A value, not a
+/// process-wide setting: two sessions with different user categories may run side by side (the
+/// Python module's threads). Cheap to copy (the list is shared and immutable); safe to read from
+/// any thread.
+class CategoryNames {
  public:
-  explicit ScopedUserCategories(UserCategories list);
-  ~ScopedUserCategories();
-  ScopedUserCategories(const ScopedUserCategories&) = delete;
-  ScopedUserCategories& operator=(const ScopedUserCategories&) = delete;
+  /// The built-in categories alone.
+  CategoryNames() = default;
+  /// The built-ins and `user` (at most kMaxUserCategories of them are used).
+  explicit CategoryNames(UserCategories user);
+
+  /// How many categories there are: the built-ins and the user's.
+  int size() const;
+  /// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown",
+  /// and a user category's NAME; "unknown" for a value past size().
+  std::string_view Name(Category c) const;
+  /// The category named `text`; errors list the names.
+  absl::StatusOr<Category> Parse(std::string_view text) const;
+  /// The user's categories, in order.
+  const UserCategories& user() const;
 
  private:
-  UserCategories previous_;
+  std::shared_ptr<const UserCategories> user_;
 };
 
 /// Bytes (or counts) per category, indexed by Category (built-in, then user categories).
@@ -254,7 +260,7 @@ struct SiteInfo {
   /// One of them created the node; empty when the file shows none. Not part of the key.
   std::vector<std::string> forward_lines;
   Phase phase = Phase::kNone;
-  /// The first active user category one of the stack's frames matches; -1 for none.
+  /// The first user category (AttributionOptions::categories) a frame matches; -1 for none.
   int user_category = -1;
   /// A model library's layer owns the site and `callers[0]` is the user's frame that ran the
   /// model (docs/attribution.md, "Model libraries"): one-line labels always show that caller.
@@ -315,6 +321,7 @@ std::vector<CallerLine> CallerLines(const SiteInfo& site, const SiteLabel& label
 struct AttributionOptions {
   bool ignore_lines = false;  // keys without line numbers (diff --ignore-lines)
   bool unlined_keys = false;  // also build SiteInfo::unlined_key (diff, to pair moved sites)
+  CategoryNames categories;   // the user's categories, tried before the built-in rules
 };
 
 /// Attribution of one snapshot's stacks, computed lazily and cached per frame and per stack. The
@@ -364,7 +371,8 @@ class Attribution {
   const PythonFacts& Python(FrameId frame);
   StackFacts Facts(std::span<const FrameId> frames);
   SiteInfo Build(StackId stack);
-  /// The first active user category a frame of `stack` matches (SiteInfo::user_category).
+  /// The first user category (AttributionOptions::categories) a frame of `stack` matches
+  /// (SiteInfo::user_category).
   int UserCategoryOf(StackId stack);
   /// The user's lines that called operators whose nodes are named `<base>Backward<N>`, from every
   /// forward stack of the snapshot (indexed on first use).

@@ -44,6 +44,9 @@ struct CheckOptions {
   /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
   double tolerance = 0.0;
   int threads = 0;  // --fits: replays run at once (0: all cores)
+  /// The session's categories (GroupOptions::categories): the --fits holders' and the growing
+  /// kinds' (CheckReport::categories).
+  CategoryNames categories;
 };
 
 enum class CheckKind : uint8_t { kThreshold, kBaseline };
@@ -133,6 +136,7 @@ struct CheckReport {
   /// Why growing_sites could not be found (the diff's error), empty when they were or not asked.
   std::string growing_sites_error;
   std::optional<OomReport> fits;  // --fits: the replay on that capacity and its explanation
+  CategoryNames categories;       // what the kinds are named (CheckOptions::categories)
   bool passed() const;
   int failures() const;
 };
@@ -154,6 +158,7 @@ struct GrowingSites {
 /// across moved lines unless `exact_lines`: DiffOptions::pair_moved), largest growth first; only
 /// sites that grew; with the live bytes of every kind of memory in both files at that moment.
 absl::StatusOr<GrowingSites> TopGrowingSites(const Snapshot& baseline, const Snapshot& current,
-                                             int n, bool at_peak, bool exact_lines = false);
+                                             int n, bool at_peak, bool exact_lines,
+                                             const CategoryNames& categories);
 
 }  // namespace memsnap::analysis

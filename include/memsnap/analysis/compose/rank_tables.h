@@ -14,9 +14,10 @@
 namespace memsnap::analysis {
 
 /// What one rank's memory live at `moment` is made of (by kind, and by site over every device),
-/// for ExplainOutliers. The timeline keeps the lifetimes live at `moment`.
+/// for ExplainOutliers. The timeline keeps the lifetimes live at `moment`; categories are decided
+/// in `categories` (the session's).
 absl::StatusOr<RankProfile> RankProfileAt(const Snapshot& snap, const Timeline& timeline,
-                                          const Moment& moment);
+                                          const Moment& moment, const CategoryNames& categories);
 
 /// One rank's fragmentation headline: frag's totals at the chosen moment.
 struct FragRank {

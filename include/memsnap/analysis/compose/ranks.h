@@ -128,6 +128,8 @@ struct RankTable {
   /// filled by ExplainOutliers, when the command knows the ranks' kinds and sites.
   std::vector<RankDifference> differences;
   bool explained = false;  // ExplainOutliers ran (the JSON then has `differences`)
+  /// What the differences' categories are named: the ranks' (query::ReadSettings::categories).
+  CategoryNames categories;
 };
 
 /// Fills every metric's median, and for metrics with call_out names every rank above the median

@@ -129,6 +129,8 @@ struct ReportAnalysis {
   /// Sites and categories of this snapshot's stacks (attribution.h), as every table above used
   /// them. Holds a reference to the snapshot.
   std::unique_ptr<GroupContext> context;
+  /// What the page's categories are named (options.group.categories, the session's).
+  CategoryNames categories;
   /// The frame filter of options.group (--hide, --keep, --python-only), for the stacks the page
   /// lists (copy it to use it: it caches).
   std::optional<FrameFilter> frames;

@@ -21,6 +21,7 @@ struct BlockQuery {
   std::string stack_regex;           // only lifetimes with a frame whose text matches
   FilterOptions filter;              // for the frames shown
   size_t frames_shown = 3;           // the label and up to this many - 1 context lines
+  CategoryNames categories;          // the session's (GroupOptions::categories)
 };
 
 struct BlockRow {
@@ -44,6 +45,7 @@ struct BlocksReport {
   int64_t total_bytes = 0;     // Σ requested over rows
   /// The rows' stacks, filtered, frame texts innermost first, in order of first use.
   std::vector<std::vector<std::string>> stacks;
+  CategoryNames categories;  // what the rows' categories are named (BlockQuery::categories)
 };
 
 /// Selects lifetimes from `timeline`. Errors: invalid regexes (naming the flag).

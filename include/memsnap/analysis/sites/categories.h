@@ -20,6 +20,7 @@ namespace memsnap::analysis {
 /// The live bytes of each category of one device as a start value and one change per event.
 struct CategoryCurve {
   int32_t device = 0;
+  CategoryNames names;  // what the categories are named (the context's GroupOptions::categories)
   /// Live before event 0: lifetimes older than the trace, by category; the bytes the trace cannot
   /// explain (DeviceTimeline::unreconciled_requested_bytes) are `unknown`.
   CategoryBytes start{};
@@ -72,9 +73,11 @@ struct DeviceCategories {
 };
 
 /// The categories of the memory live at `moment` on every device of `timeline` (which must keep
-/// the lifetimes live then: kAll, or kLiveAt at that moment). Errors as GroupLive.
+/// the lifetimes live then: kAll, or kLiveAt at that moment), decided in `categories` (the
+/// session's). Errors as GroupLive.
 absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
                                                            const Timeline& timeline,
-                                                           const Moment& moment);
+                                                           const Moment& moment,
+                                                           const CategoryNames& categories);
 
 }  // namespace memsnap::analysis

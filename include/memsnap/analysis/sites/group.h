@@ -67,6 +67,9 @@ struct GroupOptions {
   /// Site rows also carry SiteInfo::unlined_key (diff sets it to pair sites whose lines moved).
   bool unlined_keys = false;
   FilterOptions filter;
+  /// The session's categories (query::Session::categories): the user's, tried before the built-in
+  /// rules, and the names results print (GroupReport::options).
+  CategoryNames categories;
 };
 
 /// The text of one frame as used in keys: "filename:line:name" (or "filename:name" when

@@ -26,6 +26,7 @@ struct LifetimeSites {
   std::vector<std::string> labels;  // the sites' labels, distinct among the listed lifetimes
   std::vector<uint32_t> site;       // per lifetime: its site's index into `labels`
   std::vector<Category> category;   // per lifetime: CategoryVerdict::category
+  CategoryNames categories;         // what `category` is named (the context's GroupOptions)
   /// With `stacks`: the filtered frames (innermost first) of each listed lifetime's stack, by
   /// StackId::v (a pre-window lifetime's stack is its free's). Looked up, never iterated.
   absl::flat_hash_map<uint32_t, std::vector<FrameId>> stacks;

@@ -20,7 +20,9 @@ namespace memsnap::analysis {
 /// Labels stacks of one snapshot, caching per StackId. Not thread-safe.
 class SiteNamer {
  public:
-  explicit SiteNamer(const Snapshot& snapshot);
+  /// `categories`: the session's (GroupOptions::categories); the user's are tried first by
+  /// CategoryOf. Labels do not depend on them.
+  SiteNamer(const Snapshot& snapshot, CategoryNames categories);
   ~SiteNamer();
   /// The attribution model's label of the stack's site ("what ← file.py:LINE owner",
   /// "BmmBackward0 (bmm)"); "[allocation recorded without a stack]" when the trace recorded it
