@@ -344,6 +344,16 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     prev_x = ax;
   }
   j["bands"] = Json{{"n", lod.bands.size()}, {"data", PackVarints(v)}};
+  // What the program said about the bands' allocations (user_metadata, compile_context): [band,
+  // metadata or null, compile context or null] for the bands that carry one (newer PyTorch).
+  if (!d.band_extras.empty()) {
+    Json extras = Json::array();
+    auto text = [](const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); };
+    for (const analysis::DeviceReportAnalysis::BandExtra& e : d.band_extras) {
+      extras.push_back(Json::array({e.band, text(e.user_metadata), text(e.compile_context)}));
+    }
+    j["band_extras"] = std::move(extras);
+  }
   const std::string lod_reduced = LodReducedNote(lod);
   j["reduced"] = lod_reduced.empty() ? Json(nullptr) : Json(lod_reduced);
   j["segment_lifetimes"] = SegmentLifetimesJson(snap, dt, lod);
