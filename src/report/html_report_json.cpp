@@ -357,14 +357,14 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   const std::string lod_reduced = LodReducedNote(lod);
   j["reduced"] = lod_reduced.empty() ? Json(nullptr) : Json(lod_reduced);
   j["segment_lifetimes"] = SegmentLifetimesJson(snap, dt, lod);
-  if (!d.steps.begin.empty()) {
+  if (!d.steps.ranges.empty()) {
     Json steps = Json::array();
     // x of each step's first event, then of the event after the last step (x_span at the end).
     auto x_of = [&](int64_t e) {
       return lod.EventX(snap, dt, TimelinePoint::After(static_cast<uint32_t>(e)));
     };
-    for (int64_t e : d.steps.begin) steps.push_back(x_of(e));
-    steps.push_back(x_of(d.steps.end.back()));
+    for (const analysis::StepRange& r : d.steps.ranges) steps.push_back(x_of(r.first_event()));
+    steps.push_back(x_of(d.steps.ranges.back().end_event()));
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
   // The annotation regions: [begin x, end x, name, 1 when its END was not recorded], at most
@@ -488,17 +488,17 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   const auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
   for (const analysis::AllocatorState& s : st.states) {
     Json m;
-    m["event"] = s.event;
+    m["event"] = s.event.index();
     // What the event did, for the list of events around the cursor.
-    if (s.event >= 0 && static_cast<size_t>(s.event) < events.size()) {
-      const TraceEvent& e = events[static_cast<size_t>(s.event)];
+    if (const std::optional<uint32_t> i = s.event.event(); i && *i < events.size()) {
+      const TraceEvent& e = events[*i];
       const int stack = e.stack.valid() ? stacks.Add(e.stack) : -1;
       m["what"] = Json{{"action", ActionName(e.action)},
                        {"addr", absl::StrCat("0x", absl::Hex(e.addr))},
                        {"size", e.size},
                        {"stack", stack}};
     }
-    m["x"] = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(s.event));
+    m["x"] = d.lod.EventX(snap, dt, s.event);
     if (s.time_us != kNoTime) m["time_us"] = s.time_us;
     if (!s.labels.empty()) m["labels"] = s.labels;
     m["figures"] = FiguresJson(s.sample);
@@ -507,8 +507,8 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
     moments.push_back(std::move(m));
   }
   j["moments"] = std::move(moments);
-  j["peak_reserved_event"] = st.peak_reserved_event;
-  j["peak_allocated_event"] = st.peak_allocated_event;
+  j["peak_reserved_event"] = st.peak_reserved_event.index();
+  j["peak_allocated_event"] = st.peak_allocated_event.index();
   j["samples"] = st.samples;
   const std::string states_reduced = StatesReducedNote(st);
   j["reduced"] = states_reduced.empty() ? Json(nullptr) : Json(states_reduced);

@@ -91,13 +91,13 @@ Json SiteToJson(const LeakSite& s, const LeakReport& r) {
 void RenderSteps(const LeakReport& r, std::ostream& out) {
   const analysis::StepInfo& st = *r.steps;
   out << absl::StrFormat("Steps (device %d, by %s): %d found", st.device, st.method,
-                         st.begin.size());
-  if (st.method == "periodicity" && !st.begin.empty()) {
+                         st.ranges.size());
+  if (st.method == "periodicity" && !st.ranges.empty()) {
     out << absl::StrFormat(", period ~%s events, autocorrelation %.2f",
                            FormatCount(st.period_events), st.score);
   }
   out << "\n";
-  if (st.begin.empty()) return;
+  if (st.ranges.empty()) return;
   const int64_t t0 = FirstTime(st.begin_time);
   // Widths one more than the gap-free columns they follow: two spaces between figures.
   Table t;
@@ -110,12 +110,13 @@ void RenderSteps(const LeakReport& r, std::ostream& out) {
   end.min_width = 12;
   t.AddColumn("live_bytes", "live at end", Unit::kBytes).min_width = 13;
   t.AddColumn("blocks", "blocks", Unit::kCount).min_width = 10;
-  for (size_t k = 0; k < st.begin.size(); ++k) {
-    if (st.begin.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
+  for (size_t k = 0; k < st.ranges.size(); ++k) {
+    if (st.ranges.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
       t.AddRow({std::string("..."), std::string(), std::string(), std::string(), std::string()});
-      k = st.begin.size() - 2;
+      k = st.ranges.size() - 2;
     }
-    t.AddRow({static_cast<int64_t>(k), absl::StrCat(st.begin[k], "..", st.end[k] - 1),
+    t.AddRow({static_cast<int64_t>(k),
+              absl::StrCat(st.ranges[k].first_event(), "..", st.ranges[k].to.index()),
               Relative(st.end_time[k], t0),
               k < r.live_bytes.size() ? Cell(r.live_bytes[k]) : Cell(),
               k < r.live_counts.size() ? Cell(r.live_counts[k]) : Cell()});
@@ -223,7 +224,7 @@ bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
 }  // namespace
 
 std::string LeaksNote(const LeakReport& r) {
-  if (r.steps && r.steps->begin.size() < 2) return query::StepsNote(*r.steps);
+  if (r.steps && r.steps->ranges.size() < 2) return query::StepsNote(*r.steps);
   std::vector<std::string> parts;
   if (r.too_few_steps) {
     parts.push_back(absl::StrCat("only ", *r.too_few_steps,
@@ -271,9 +272,9 @@ Json LeaksToJson(const LeakReport& r) {
     s["score"] = st.score;
     s["note"] = query::StepsNote(st);
     s["steps"] = Json::array();
-    for (size_t k = 0; k < st.begin.size(); ++k) {
-      s["steps"].push_back(Json{{"begin_event", st.begin[k]},
-                                {"end_event", st.end[k]},
+    for (size_t k = 0; k < st.ranges.size(); ++k) {
+      s["steps"].push_back(Json{{"begin_event", st.ranges[k].first_event()},
+                                {"end_event", st.ranges[k].end_event()},
                                 {"begin_time_us", TimeJson(st.begin_time[k])},
                                 {"end_time_us", TimeJson(st.end_time[k])}});
     }

@@ -319,17 +319,17 @@ TEST_SUITE("report") {
     fo.at = analysis::FragMoment::kPeakReserved;
     auto frag = analysis::AnalyzeFragmentation(snap, fo);
     REQUIRE(frag.ok());
-    CHECK(st.peak_reserved_event == frag->devices[0].event_index);
+    CHECK(st.peak_reserved_event.index() == frag->devices[0].event_index);
     bool found_peak = false, found_mine = false;
     for (const analysis::AllocatorState& s : st.states) {
-      INFO("event " << s.event);
+      INFO("event " << s.event.index());
       auto has = [&](const std::string& l) {
         return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end();
       };
-      found_mine |= s.event == 2 && has("mine");
+      found_mine |= s.event == analysis::TimelinePoint::After(2) && has("mine");
       if (has("peak reserved")) {
         found_peak = true;
-        CHECK(s.event == frag->devices[0].event_index);
+        CHECK(s.event.index() == frag->devices[0].event_index);
         CHECK(s.sample.figures.segments == frag->totals.segments);
         CHECK(s.sample.figures.free_bytes == frag->totals.free_bytes);
         CHECK(s.sample.figures.largest_free_bytes == frag->totals.largest_free_bytes);
@@ -437,7 +437,7 @@ TEST_SUITE("report") {
         INFO("events " << n << ", moment " << with_moment);
         CHECK(undone == (is_teardown && with_moment == 0 ? n + (n - 1 - peaks.second) : n));
         CHECK(got.peak_reserved_event == want.peak_reserved_event);
-        CHECK(got.peak_allocated_event == peaks.second);
+        CHECK(got.peak_allocated_event.index() == peaks.second);
         CHECK(got.segments == want.segments);
         REQUIRE(got.states.size() == want.states.size());
         for (size_t k = 0; k < got.states.size(); ++k) {
@@ -464,7 +464,7 @@ TEST_SUITE("report") {
     analysis::AllocatorStates st =
         analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     std::map<int64_t, bool> step;  // event -> a step state
-    for (const analysis::AllocatorState& s : st.states) step[s.event] = s.step;
+    for (const analysis::AllocatorState& s : st.states) step[s.event.index()] = s.step;
     for (int64_t e : {2, 3, 5, 6}) {
       INFO("event " << e);
       REQUIRE(step.count(e));
@@ -488,19 +488,19 @@ TEST_SUITE("report") {
         analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     for (const analysis::AllocatorState& s : st.states) {
       // The state before the first event (event -1) has no --at form: event:-1 is the last event.
-      if (s.event < 0) continue;
+      if (s.event.is_start()) continue;
       analysis::FragOptions fo;
       fo.at = analysis::FragMoment::kMoment;
-      fo.moment = {analysis::Moment::Kind::kEvent, s.event};
+      fo.moment = {analysis::Moment::Kind::kEvent, s.event.index()};
       auto frag = analysis::AnalyzeFragmentation(snap, fo);
       REQUIRE(frag.ok());
-      INFO("event " << s.event);
+      INFO("event " << s.event.index());
       if (s.sample.figures.segments == 0) {  // before the first segment: nothing to describe
         CHECK(frag->totals.segments == 0);
         continue;
       }
       REQUIRE(frag->devices.size() == 1);
-      CHECK(frag->devices[0].event_index == s.event);
+      CHECK(frag->devices[0].event_index == s.event.index());
       CHECK(frag->totals.reserved_bytes == s.sample.figures.reserved_bytes);
       CHECK(frag->totals.free_bytes == s.sample.figures.free_bytes);
       CHECK(frag->totals.releasable_bytes == s.sample.figures.releasable_bytes);

@@ -64,7 +64,8 @@ struct LeakOptions {
 struct SeriesPoint {
   std::string label;          // file path, or "step N"
   int64_t time_us = kNoTime;  // last trace time of the file / time of the step-end event
-  int64_t event = -1;         // single-trace mode: device-local step-end event
+  /// Single-trace mode: the step's end (the state after its last event); none in series mode.
+  std::optional<TimelinePoint> event;
   /// Live memory grouped by site (any order; one row per key). With LeakOptions::pair_moved the
   /// site rows carry SiteInfo::unlined_key.
   std::vector<GroupRow> rows;
@@ -144,8 +145,8 @@ inline constexpr double kMinPeriodScore = 0.5;
 struct StepInfo {
   std::string method;  // "annotation NAME", "--steps N", "periodicity", "none"
   int32_t device = 0;
-  /// Device-local event indices: step k is events [begin[k], end[k]). Empty when none was found.
-  std::vector<int64_t> begin, end;
+  /// The steps, in order, never overlapping. Empty when none was found.
+  std::vector<StepRange> ranges;
   std::vector<int64_t> begin_time, end_time;   // time_us of the first / last event, or kNoTime
   int64_t period_events = 0;                   // periodicity: the detected period in events
   double score = 0.0;                          // periodicity: autocorrelation at that period (0..1)
