@@ -7,8 +7,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
+#include "memsnap/cli/filter_flags.h"
 #include "memsnap/query/check.h"
 #include "memsnap/report/check_render.h"
 #include "memsnap/util/format.h"
@@ -25,6 +27,7 @@ struct CheckCommandOptions {
   std::string junit, markdown;
   int top_sites = 5;
   bool exact_lines = false;
+  std::string by = "site";
   bool json = false;
 };
 
@@ -70,6 +73,14 @@ RunFn SetupCheck(CLI::App& sub) {
       "--exact-lines", opts->exact_lines,
       "Growing sites: a site whose lines moved (an edit above it) is a gone site and a new "
       "one, not one site (the default pairs them)");
+  {
+    const std::vector<std::string> choices = GroupByChoices();
+    sub.add_option("--by", opts->by,
+                   "Rows of a failed baseline check, as diff --by: " +
+                       absl::StrJoin(choices, " | ") + " (site: the default)")
+        ->capture_default_str()
+        ->check(CLI::IsMember(choices));
+  }
   sub.add_flag("--json", opts->json, "Machine-readable verdict");
   sub.footer(
       "Sizes: 512MiB, 1.5GB, 20 MiB, 4096 (KiB/MiB/GiB and K/M/G are powers of 1024, KB/MB/GB of\n"
@@ -81,6 +92,7 @@ RunFn SetupCheck(CLI::App& sub) {
       "  memsnap check --baseline main.pickle --tolerance 5% pr.pickle\n"
       "  memsnap check --baseline main.pickle --exact-lines pr.pickle   # no pairing of moved "
       "lines\n"
+      "  memsnap check --baseline main.pickle --by module pr.pickle   # which modules grew\n"
       "  memsnap check --baseline base.pickle --max-reserved 70GiB --junit memsnap.xml \\\n"
       "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"\n"
       "  memsnap check --baseline base_ranks/ --tolerance 5% --junit memsnap.xml ranks/\n"
@@ -109,6 +121,7 @@ RunFn SetupCheck(CLI::App& sub) {
     request.baseline = opts->baseline;
     request.top_sites = opts->top_sites;
     request.exact_lines = opts->exact_lines;
+    ASSIGN_OR_RETURN(request.group_by, analysis::ParseGroupBy(opts->by));
     // "Nothing to check" is known before reading anything.
     RETURN_IF_ERROR(query::ValidateCheckRequest(request));
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));

@@ -28,16 +28,21 @@ absl::StatusOr<analysis::GroupOptions> GroupFlags::Resolve() const {
   return o;
 }
 
+std::vector<std::string> GroupByChoices() {
+  // The choices come from analysis::GroupByName (every value until its "?"), so completion
+  // offers them and a new grouping needs no change here.
+  std::vector<std::string> choices;
+  for (int i = 0; i < 256; ++i) {
+    std::string_view name = analysis::GroupByName(static_cast<analysis::GroupBy>(i));
+    if (name == "?") break;
+    choices.emplace_back(name);
+  }
+  return choices;
+}
+
 void AddGroupFlags(CLI::App& sub, GroupFlags& flags, bool grouping) {
   if (grouping) {
-    // The choices come from analysis::GroupByName (every value until its "?"), so completion
-    // offers them and a new grouping needs no change here.
-    std::vector<std::string> choices;
-    for (int i = 0; i < 256; ++i) {
-      std::string_view name = analysis::GroupByName(static_cast<analysis::GroupBy>(i));
-      if (name == "?") break;
-      choices.emplace_back(name);
-    }
+    const std::vector<std::string> choices = GroupByChoices();
     sub.add_option("--by", flags.by,
                    "Group by " + absl::StrJoin(choices, " | ") + " (site: the default)")
         ->capture_default_str()

@@ -99,6 +99,12 @@ const DeviceTrace* Snapshot::TraceOf(int32_t device) const {
   return nullptr;
 }
 
+const EventExtra* Snapshot::ExtraOf(uint32_t event) const {
+  auto it = std::lower_bound(event_extras.begin(), event_extras.end(), event,
+                             [](const EventExtra& x, uint32_t e) { return x.event < e; });
+  return it != event_extras.end() && it->event == event ? &*it : nullptr;
+}
+
 std::string Snapshot::FrameText(FrameId id) const {
   if (!id.valid()) return "";
   const Frame& f = frames.Get(id);

@@ -37,8 +37,9 @@ absl::StatusOr<std::string> BaselineFor(const std::string& baseline, const std::
 
 // On a failed baseline check, which sites grew (the diff engine). A failed peak comparison is
 // explained by the sites live at the peaks, others by the ends.
-void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, int top_sites,
-                             bool exact_lines, analysis::CheckReport& report) {
+void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current,
+                             const CheckRequest& request, analysis::CheckReport& report) {
+  const int top_sites = request.top_sites;
   // RunChecks put the session's categories in the report: the kinds are decided in them too.
   bool baseline_failed = false, peak_failed = false;
   for (const auto& c : report.checks) {
@@ -48,8 +49,9 @@ void ExplainBaselineFailures(const Snapshot& baseline, const Snapshot& current, 
   }
   if (!baseline_failed || top_sites <= 0) return;
   report.sites_at_peak = peak_failed;
-  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed, exact_lines,
-                                         report.categories);
+  report.growing_by = request.group_by;
+  auto sites = analysis::TopGrowingSites(baseline, current, top_sites, peak_failed,
+                                         request.exact_lines, report.categories, request.group_by);
   if (sites.ok()) {
     report.growing_sites = std::move(sites->sites);
     report.growing_kinds = sites->kinds;
@@ -88,8 +90,7 @@ absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Se
   ASSIGN_OR_RETURN(analysis::CheckReport report,
                    analysis::RunChecks(metrics, base_metrics ? &*base_metrics : nullptr, options));
   if (baseline) {
-    ExplainBaselineFailures(baseline->snapshot(), current, request.top_sites, request.exact_lines,
-                            report);
+    ExplainBaselineFailures(baseline->snapshot(), current, request, report);
   }
   return report;
 }
@@ -161,12 +162,10 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
             if (base == nullptr || request.top_sites <= 0 || r.report.passed()) return r;
             // Growing sites need the baseline's model: the shared one, or read again here.
             if (shared_base) {
-              ExplainBaselineFailures(shared_base->snapshot(), snap, request.top_sites,
-                                      request.exact_lines, r.report);
+              ExplainBaselineFailures(shared_base->snapshot(), snap, request, r.report);
             } else {
               ASSIGN_OR_RETURN(Session own, Session::Open(base->path, Needs{}, rank_read));
-              ExplainBaselineFailures(own.snapshot(), snap, request.top_sites, request.exact_lines,
-                                      r.report);
+              ExplainBaselineFailures(own.snapshot(), snap, request, r.report);
             }
             return r;
           },

@@ -254,7 +254,7 @@ absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Sn
                         absl::StrCat(arg.flag, " ", arg.text, ": ", found.status().message()));
   }
   const analysis::StepInfo& info = *found;
-  const int64_t n = static_cast<int64_t>(info.begin.size());
+  const int64_t n = static_cast<int64_t>(info.ranges.size());
   const std::string why = StepsNote(info);  // why so few steps were found, when it is known
   if (n == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -269,8 +269,9 @@ absl::StatusOr<analysis::TimelinePoint> StepPoint(const MomentArg& arg, const Sn
                      n == 1 ? " step" : " steps", " (step:0 to step:", n - 1, ", found by ",
                      info.method, ")", n == 1 && !why.empty() ? absl::StrCat("; ", why) : ""));
   }
-  const int64_t begin = info.begin[static_cast<size_t>(k)];
-  const int64_t end = info.end[static_cast<size_t>(k)];  // exclusive
+  const analysis::StepRange& range = info.ranges[static_cast<size_t>(k)];
+  const int64_t begin = range.first_event();
+  const int64_t end = range.end_event();  // exclusive
   using Part = StepMoment::Part;
   analysis::TimelinePoint p;
   std::string which;

@@ -43,6 +43,13 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
       out << std::string(101, ' ') << kCallerArrow << text << (tells ? kDiffersMark : "") << "\n";
       any_differs = any_differs || tells;
     }
+    // What the program said about the allocation (only entries that carry it).
+    if (!r.user_metadata.empty()) {
+      out << std::string(101, ' ') << "metadata: " << r.user_metadata << "\n";
+    }
+    if (!r.compile_context.empty()) {
+      out << std::string(101, ' ') << "compile context: " << r.compile_context << "\n";
+    }
   }
   if (any_differs) out << kDiffersNote;
   if (n < rep.rows.size())
@@ -78,6 +85,9 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
     b["site"] = r.site;
     b["category"] = std::string(rep.categories.Name(r.category.category));
     b["category_rule"] = std::string(analysis::CategoryRuleName(r.category.rule));
+    // Only on blocks whose alloc entry carries them (newer PyTorch; docs/attribution.md).
+    if (!r.user_metadata.empty()) b["user_metadata"] = r.user_metadata;
+    if (!r.compile_context.empty()) b["compile_context"] = r.compile_context;
     if (r.stack < 0) {
       b["stack"] = nullptr;
     } else {

@@ -48,6 +48,12 @@ std::string SiteName(const analysis::SiteDelta& s, const analysis::CategoryNames
   return absl::StrCat(s.site, " (", Sv(names.Name(s.category())), ")");
 }
 
+// What the growing rows are: "sites", or "rows by metadata" (check --by).
+std::string GrowingRowsName(const CheckReport& r) {
+  if (r.growing_by == analysis::GroupBy::kSite) return "sites";
+  return absl::StrCat("rows by ", Sv(analysis::GroupByName(r.growing_by)));
+}
+
 // The kinds of memory that changed between the baseline and this file ("" without growing sites).
 std::string KindsText(const CheckReport& r) {
   return r.growing_kinds
@@ -236,8 +242,8 @@ void MarkdownChecks(const CheckReport& r, std::ostream& m) {
       << ", baseline -> new): " << MarkdownCell(kinds) << "\n";
   }
   if (!r.growing_sites.empty()) {
-    m << "\n**Top growing sites** (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
-      << ")\n\n";
+    m << "\n**Top growing " << GrowingRowsName(r) << "** (live bytes at the "
+      << (r.sites_at_peak ? "peak" : "end") << ")\n\n";
     RenderTableMarkdown(GrowingSitesTable(r), m);
   }
 }
@@ -365,6 +371,9 @@ Json CheckToJson(const CheckReport& r) {
   }
   j["growing_sites"] = sites;
   j["growing_sites_at"] = r.sites_at_peak ? "peak" : "end";
+  if (r.growing_by != analysis::GroupBy::kSite) {
+    j["growing_by"] = std::string(analysis::GroupByName(r.growing_by));  // check --by
+  }
   j["growing_live_bytes_by_category"] =
       r.growing_kinds
           ? KindChangesJson(r.growing_kinds->before, r.growing_kinds->after, r.categories)
@@ -398,8 +407,8 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
         << ", baseline -> new): " << kinds << "\n";
   }
   if (!r.growing_sites.empty()) {
-    out << "top growing sites (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
-        << ", baseline -> new)\n";
+    out << "top growing " << GrowingRowsName(r) << " (live bytes at the "
+        << (r.sites_at_peak ? "peak" : "end") << ", baseline -> new)\n";
     for (const auto& s : r.growing_sites) {
       out << absl::StrFormat("  %12s  %12s -> %-12s %s\n", FormatDelta(s.delta_bytes()),
                              FormatBytes(s.before_bytes), FormatBytes(s.after_bytes),

@@ -23,14 +23,27 @@ Json DeltaJson(const Delta& d) {
 std::string MomentText(const analysis::Moment& m) {
   return m.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
 }
+// Why diff chose its moment: "both files have a trace", "B has no trace, so no peak"; "" when the
+// user chose.
+std::string MomentReason(const analysis::DiffReport& rep) {
+  switch (rep.moment_choice) {
+    case analysis::MomentChoice::kGiven:
+      return "";
+    case analysis::MomentChoice::kBothTraced:
+      return "both files have a trace";
+    case analysis::MomentChoice::kUntraced:
+      return absl::StrCat(rep.untraced_file, " has no trace, so no peak");
+  }
+  return "";
+}
+
 // "at each file's peak (both files have a trace; --at end compares the final states)".
 std::string MomentHeader(const analysis::DiffReport& rep) {
   if (!rep.options.at_label.empty()) return absl::StrCat("at ", rep.options.at_label);
   const bool peak = rep.options.at.kind == analysis::Moment::Kind::kPeak;
   std::string s = peak ? "at each file's peak" : "at the end";
-  if (!rep.moment_reason.empty()) {
-    absl::StrAppend(&s, " (", rep.moment_reason,
-                    peak ? "; --at end compares the final states)" : ")");
+  if (const std::string reason = MomentReason(rep); !reason.empty()) {
+    absl::StrAppend(&s, " (", reason, peak ? "; --at end compares the final states)" : ")");
   }
   return s;
 }
@@ -198,7 +211,8 @@ Json DiffToJson(const analysis::DiffReport& rep) {
   j["before"] = rep.before_path;
   j["after"] = rep.after_path;
   j["at"] = rep.options.at_label.empty() ? MomentText(rep.options.at) : rep.options.at_label;
-  j["at_reason"] = rep.moment_reason.empty() ? Json(nullptr) : Json(rep.moment_reason);
+  j["at_reason"] =
+      rep.moment_choice == analysis::MomentChoice::kGiven ? Json(nullptr) : Json(MomentReason(rep));
   j["no_stacks"] = rep.no_stacks;
   j["by"] = std::string(analysis::GroupByName(rep.options.group.by));
   j["min_delta"] = rep.options.min_delta;

@@ -348,17 +348,27 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     prev_x = ax;
   }
   j["bands"] = Json{{"n", lod.bands.size()}, {"data", PackVarints(v)}};
+  // What the program said about the bands' allocations (user_metadata, compile_context): [band,
+  // metadata or null, compile context or null] for the bands that carry one (newer PyTorch).
+  if (!d.band_extras.empty()) {
+    Json extras = Json::array();
+    auto text = [](const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); };
+    for (const analysis::DeviceReportAnalysis::BandExtra& e : d.band_extras) {
+      extras.push_back(Json::array({e.band, text(e.user_metadata), text(e.compile_context)}));
+    }
+    j["band_extras"] = std::move(extras);
+  }
   const std::string lod_reduced = LodReducedNote(lod);
   j["reduced"] = lod_reduced.empty() ? Json(nullptr) : Json(lod_reduced);
   j["segment_lifetimes"] = SegmentLifetimesJson(snap, dt, lod);
-  if (!d.steps.begin.empty()) {
+  if (!d.steps.ranges.empty()) {
     Json steps = Json::array();
     // x of each step's first event, then of the event after the last step (x_span at the end).
     auto x_of = [&](int64_t e) {
       return lod.EventX(snap, dt, TimelinePoint::After(static_cast<uint32_t>(e)));
     };
-    for (int64_t e : d.steps.begin) steps.push_back(x_of(e));
-    steps.push_back(x_of(d.steps.end.back()));
+    for (const analysis::StepRange& r : d.steps.ranges) steps.push_back(x_of(r.first_event()));
+    steps.push_back(x_of(d.steps.ranges.back().end_event()));
     j["steps"] = Json{{"method", d.steps.method}, {"x", std::move(steps)}};
   }
   // The annotation regions: [begin x, end x, name, 1 when its END was not recorded], at most
@@ -574,17 +584,17 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   const auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
   for (const analysis::AllocatorState& s : st.states) {
     Json m;
-    m["event"] = s.event;
+    m["event"] = s.event.index();
     // What the event did, for the list of events around the cursor.
-    if (s.event >= 0 && static_cast<size_t>(s.event) < events.size()) {
-      const TraceEvent& e = events[static_cast<size_t>(s.event)];
+    if (const std::optional<uint32_t> i = s.event.event(); i && *i < events.size()) {
+      const TraceEvent& e = events[*i];
       const int stack = e.stack.valid() ? stacks.Add(e.stack) : -1;
       m["what"] = Json{{"action", ActionName(e.action)},
                        {"addr", absl::StrCat("0x", absl::Hex(e.addr))},
                        {"size", e.size},
                        {"stack", stack}};
     }
-    m["x"] = d.lod.EventX(snap, dt, TimelinePoint::FromIndex(s.event));
+    m["x"] = d.lod.EventX(snap, dt, s.event);
     if (s.time_us != kNoTime) m["time_us"] = s.time_us;
     if (!s.labels.empty()) m["labels"] = s.labels;
     m["figures"] = FiguresJson(s.sample);
@@ -595,8 +605,8 @@ Json StatesJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["moments"] = std::move(moments);
   if (st.stream) j["stream"] = StreamJson(snap, dt, d, events, stacks, pool_index);
   j["pools"] = pools;
-  j["peak_reserved_event"] = st.peak_reserved_event;
-  j["peak_allocated_event"] = st.peak_allocated_event;
+  j["peak_reserved_event"] = st.peak_reserved_event.index();
+  j["peak_allocated_event"] = st.peak_allocated_event.index();
   j["samples"] = st.samples;
   const std::string states_reduced = StatesReducedNote(st);
   j["reduced"] = states_reduced.empty() ? Json(nullptr) : Json(states_reduced);

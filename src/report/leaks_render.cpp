@@ -64,6 +64,39 @@ std::string SiteName(const LeakSite& s, const analysis::CategoryNames& names, bo
   return absl::StrCat(label, " (", Sv(names.Name(s.category())), ")");
 }
 
+// A verdict in words: "growing in every step", "growing then flat", ...
+std::string_view VerdictText(Verdict v) {
+  switch (v) {
+    case Verdict::kGrowing:
+      return "growing in every step";
+    case Verdict::kGrowingThenFlat:
+      return "growing then flat";
+    case Verdict::kGrowingWithPauses:
+      return "growing with pauses";
+    case Verdict::kFluctuating:
+      return "fluctuating";
+    case Verdict::kShrinking:
+      return "shrinking";
+    case Verdict::kSteady:
+      return "steady";
+  }
+  return "steady";
+}
+
+// Where the device memory comes from: "--device-memory", "OOM entry in FILE", "".
+std::string MemorySourceText(const LeakReport& r) {
+  switch (r.device_memory_source) {
+    case analysis::LeakMemorySource::kNone:
+      return "";
+    case analysis::LeakMemorySource::kFlag:
+      return "--device-memory";
+    case analysis::LeakMemorySource::kOomEntry:
+      return r.device_memory_file.empty() ? "OOM entry"
+                                          : absl::StrCat("OOM entry in ", r.device_memory_file);
+  }
+  return "";
+}
+
 std::string PointNoun(const LeakReport& r) { return r.mode == "series" ? "snapshot" : "step end"; }
 
 Json SiteToJson(const LeakSite& s, const LeakReport& r) {
@@ -91,13 +124,13 @@ Json SiteToJson(const LeakSite& s, const LeakReport& r) {
 void RenderSteps(const LeakReport& r, std::ostream& out) {
   const analysis::StepInfo& st = *r.steps;
   out << absl::StrFormat("Steps (device %d, by %s): %d found", st.device, st.method,
-                         st.begin.size());
-  if (st.method == "periodicity" && !st.begin.empty()) {
+                         st.ranges.size());
+  if (st.method == "periodicity" && !st.ranges.empty()) {
     out << absl::StrFormat(", period ~%s events, autocorrelation %.2f",
                            FormatCount(st.period_events), st.score);
   }
   out << "\n";
-  if (st.begin.empty()) return;
+  if (st.ranges.empty()) return;
   const int64_t t0 = FirstTime(st.begin_time);
   // Widths one more than the gap-free columns they follow: two spaces between figures.
   Table t;
@@ -110,12 +143,13 @@ void RenderSteps(const LeakReport& r, std::ostream& out) {
   end.min_width = 12;
   t.AddColumn("live_bytes", "live at end", Unit::kBytes).min_width = 13;
   t.AddColumn("blocks", "blocks", Unit::kCount).min_width = 10;
-  for (size_t k = 0; k < st.begin.size(); ++k) {
-    if (st.begin.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
+  for (size_t k = 0; k < st.ranges.size(); ++k) {
+    if (st.ranges.size() > kMaxStepsShown && k == kMaxStepsShown - 2) {
       t.AddRow({std::string("..."), std::string(), std::string(), std::string(), std::string()});
-      k = st.begin.size() - 2;
+      k = st.ranges.size() - 2;
     }
-    t.AddRow({static_cast<int64_t>(k), absl::StrCat(st.begin[k], "..", st.end[k] - 1),
+    t.AddRow({static_cast<int64_t>(k),
+              absl::StrCat(st.ranges[k].first_event(), "..", st.ranges[k].to.index()),
               Relative(st.end_time[k], t0),
               k < r.live_bytes.size() ? Cell(r.live_bytes[k]) : Cell(),
               k < r.live_counts.size() ? Cell(r.live_counts[k]) : Cell()});
@@ -224,7 +258,7 @@ bool RenderLeak(const LeakSite& s, size_t index, const LeakReport& r, std::ostre
 }  // namespace
 
 std::string LeaksNote(const LeakReport& r) {
-  if (r.steps && r.steps->begin.size() < 2) return query::StepsNote(*r.steps);
+  if (r.steps && r.steps->ranges.size() < 2) return query::StepsNote(*r.steps);
   std::vector<std::string> parts;
   if (r.too_few_steps) {
     parts.push_back(absl::StrCat("only ", *r.too_few_steps,
@@ -272,9 +306,9 @@ Json LeaksToJson(const LeakReport& r) {
     s["score"] = st.score;
     s["note"] = query::StepsNote(st);
     s["steps"] = Json::array();
-    for (size_t k = 0; k < st.begin.size(); ++k) {
-      s["steps"].push_back(Json{{"begin_event", st.begin[k]},
-                                {"end_event", st.end[k]},
+    for (size_t k = 0; k < st.ranges.size(); ++k) {
+      s["steps"].push_back(Json{{"begin_event", st.ranges[k].first_event()},
+                                {"end_event", st.ranges[k].end_event()},
                                 {"begin_time_us", TimeJson(st.begin_time[k])},
                                 {"end_time_us", TimeJson(st.end_time[k])}});
     }
@@ -284,7 +318,7 @@ Json LeaksToJson(const LeakReport& r) {
                            ? Json(std::string(analysis::VerdictName(r.total_verdict)))
                            : Json(nullptr);
   j["device_memory_bytes"] = r.device_memory > 0 ? Json(r.device_memory) : Json(nullptr);
-  j["device_memory_source"] = r.device_memory_source;
+  j["device_memory_source"] = MemorySourceText(r);
   j["num_leaks"] = r.num_leaks;
   j["leak_bytes_per_step"] = r.leak_bytes_per_step;
   j["full_at_step"] = r.full_at_step ? Json(*r.full_at_step) : Json(nullptr);
@@ -329,10 +363,9 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
     return;
   }
   out << "\nTotal live: " << Series(r.live_bytes, [](int64_t b) { return FormatBytes(b); }) << " ("
-      << analysis::VerdictText(r.total_verdict) << ")\n";
+      << VerdictText(r.total_verdict) << ")\n";
   if (r.device_memory > 0) {
-    out << "Device memory: " << FormatBytes(r.device_memory) << " (" << r.device_memory_source
-        << ")";
+    out << "Device memory: " << FormatBytes(r.device_memory) << " (" << MemorySourceText(r) << ")";
     if (r.full_at_step) out << "; at the leak rate, " << FullAtText(r.full_at_step, r);
     out << "\n";
   }
@@ -377,8 +410,7 @@ void RenderLeaksText(const LeakReport& r, std::ostream& out) {
   std::string sep = " (";
   for (int v = 0; v < kNumVerdicts; ++v) {
     if (r.verdict_counts[v] == 0) continue;
-    out << sep << analysis::VerdictText(static_cast<Verdict>(v)) << " "
-        << FormatCount(r.verdict_counts[v]);
+    out << sep << VerdictText(static_cast<Verdict>(v)) << " " << FormatCount(r.verdict_counts[v]);
     sep = ", ";
   }
   out << (sep == ", " ? ")" : "");

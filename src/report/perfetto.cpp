@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/sites/group.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "nlohmann/json.hpp"
@@ -215,6 +216,13 @@ void WriteSlices(const Snapshot& snap, const DeviceTimeline& dt, const Clock& cl
     args["address"] = FormatAddress(b.address);
     args["stream"] = StreamName(b.stream);
     args["class"] = std::string(analysis::LifetimeClassName(b.cls));
+    // What the program said about the allocation: its entry's metadata and torch.compile region.
+    if (const EventExtra* x = analysis::AllocExtraOf(snap, dt, b)) {
+      if (x->user_metadata.valid()) args["user_metadata"] = snap.strings.Get(x->user_metadata);
+      if (x->compile_context.valid()) {
+        args["compile_context"] = snap.strings.Get(x->compile_context);
+      }
+    }
     // A pre-window lifetime's stack is its free's: the allocation is older than the trace.
     args[b.cls == analysis::LifetimeClass::kPreWindow ? "free_stack" : "stack"] =
         StackArg(snap, slices.sites, b.stack, options.max_stack_frames);

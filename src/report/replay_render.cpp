@@ -43,6 +43,19 @@ double Rate(const VerifyResult& v) {
   return denom == 0 ? 1.0 : static_cast<double>(v.matched) / static_cast<double>(denom);
 }
 
+// Where the replay's device memory comes from, as the text and JSON name it.
+std::string_view MemorySourceName(analysis::ReplayMemorySource source) {
+  switch (source) {
+    case analysis::ReplayMemorySource::kUnlimited:
+      return "unlimited";
+    case analysis::ReplayMemorySource::kFlag:
+      return "--device-memory";
+    case analysis::ReplayMemorySource::kOomEntry:
+      return "oom entry (device_free + reserved)";
+  }
+  return "unlimited";
+}
+
 }  // namespace
 
 std::vector<std::string> ReplayNotes(const analysis::ReplayReport& rep) {
@@ -92,7 +105,7 @@ Json ReplayToJson(const analysis::ReplayReport& rep, const Snapshot& /*snap*/) {
   } else {
     j["device_memory"] = nullptr;
   }
-  j["device_memory_source"] = rep.device_memory_source;
+  j["device_memory_source"] = std::string(MemorySourceName(rep.device_memory_source));
   j["preexisting_blocks"] = rep.preexisting_blocks;
   j["preexisting_bytes"] = rep.preexisting_bytes;
   j["inferred_empty_cache"] = rep.inferred_empty_cache;
@@ -215,7 +228,7 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
       << " trace events\n";
   out << "device memory: "
       << (rep.device_memory ? FormatBytes(*rep.device_memory) : std::string("unlimited"));
-  if (rep.device_memory) out << " (" << rep.device_memory_source << ")";
+  if (rep.device_memory) out << " (" << MemorySourceName(rep.device_memory_source) << ")";
   out << "\n";
   if (rep.inferred_empty_cache > 0) {
     out << "inferred empty_cache() calls: " << rep.inferred_empty_cache << "\n";

@@ -197,8 +197,8 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     if (!d.step_peaks.empty()) {
       Json steps = Json::array();
       for (const analysis::StepPeak& p : d.step_peaks) {
-        steps.push_back({{"begin_event", p.begin},
-                         {"end_event", p.end},
+        steps.push_back({{"begin_event", p.range.first_event()},
+                         {"end_event", p.range.end_event()},
                          {"live_bytes", p.live_bytes},
                          {"event_index", p.event.index()},
                          {"time_us", p.time_us == kNoTime ? Json(nullptr) : Json(p.time_us)}});

@@ -38,6 +38,54 @@ struct Expect {
 };
 
 TEST_SUITE("attribution-categories") {
+  TEST_CASE(
+      "arithmetic inside torch.optim's Adam, for-loop or foreach, is temporary, and its "
+      "decorators name no site") {
+    // testdata/optimizer_fixture.py: two steps of Adam, `_single_tensor_adam` then
+    // `_multi_tensor_adam` with `_foreach_*` operators, with C++ frames and with Python's only.
+    for (const bool python_only : {false, true}) {
+      CAPTURE(python_only);
+      const std::string json =
+          testing::RunPython("sys.path.insert(0, '" MEMSNAP_SOURCE_DIR
+                             "/testdata')\n"
+                             "import optimizer_fixture\n"
+                             "optimizer_fixture.write('/dev/stdout', python_only=" +
+                             std::string(python_only ? "True" : "False") + ")\n");
+      Snapshot snap = testing::ParseOrFail(json, "optimizer.json");
+      auto tl = ReconstructTimeline(snap);
+      REQUIRE(tl.ok());
+      BlockQuery q;
+      q.all = true;
+      auto rep = SelectBlocks(snap, *tl, q);
+      REQUIRE(rep.ok());
+      int arithmetic = 0, state = 0;
+      for (const BlockRow& r : rep->rows) {
+        if (r.stack < 0) continue;
+        bool update = false, init = false;
+        for (const std::string& f : rep->stacks[static_cast<size_t>(r.stack)]) {
+          update |= f.find("_single_tensor_adam") != std::string::npos ||
+                    f.find("_multi_tensor_adam") != std::string::npos;
+          init |= f.find("_init_group") != std::string::npos;
+        }
+        CAPTURE(r.site);
+        // torch.optim's decorators (optimizer.py `_use_grad`, `maybe_fallback`) are plumbing.
+        CHECK(r.site.find("_use_grad") == std::string::npos);
+        CHECK(r.site.find("maybe_fallback") == std::string::npos);
+        if (update) {
+          ++arithmetic;
+          CHECK(CategoryNames().Name(r.category.category) == "temporary");
+          CHECK(CategoryRuleName(r.category.rule) == "optimizer_freed");
+        }
+        if (init) {
+          ++state;
+          CHECK(CategoryNames().Name(r.category.category) == "optimizer_state");
+        }
+      }
+      CHECK(arithmetic == 6);  // sqrt, div; _foreach_mul, _sqrt, _div, _add
+      CHECK(state == 2);       // exp_avg, exp_avg_sq
+    }
+  }
+
   TEST_CASE("every lifetime of the training loop fixture has the category it was made with") {
     Snapshot snap = testing::LoadFixture("attribution_training.json");
     const BlocksReport rep = AllBlocks(snap);

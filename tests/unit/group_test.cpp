@@ -2,6 +2,8 @@
 #include "memsnap/analysis/sites/group.h"
 
 #include "doctest/doctest.h"
+#include "memsnap/analysis/compose/check.h"
+#include "memsnap/analysis/sites/blocks.h"
 #include "memsnap/analysis/sites/diff.h"
 #include "test_util.h"
 
@@ -96,6 +98,60 @@ TEST_SUITE("group") {
     CHECK(rep.rows[0].key == "step2");
     CHECK(rep.rows[1].key == std::string(kNoAnnotationRow));
     CHECK(rep.rows[2].key == "forward");
+  }
+
+  TEST_CASE(
+      "metadata and compile-context grouping read each allocation's trace entry, and name the "
+      "rows of allocations without one") {
+    // testdata/metadata_fixture.py: A {step: 1, phase: fwd} + region 0/0, B "step1-fwd" + N/A,
+    // C neither, D {step: 1, phase: bwd} + region 1/0; at the peak A, B, C and D are live.
+    Snapshot snap = LoadFixture("metadata.json");
+    GroupOptions o;
+    o.by = GroupBy::kMetadata;
+    GroupReport rep = Group(snap, "peak", o);
+    REQUIRE(rep.rows.size() == 4);
+    CHECK(rep.rows[0].key == "{step: 1, phase: bwd}");
+    CHECK(rep.rows[0].bytes == 8 << 20);
+    CHECK(rep.rows[1].key == "{step: 1, phase: fwd}");
+    CHECK(rep.rows[2].key == "step1-fwd");
+    CHECK(rep.rows[3].key == std::string(kNoMetadataRow));
+    CHECK(rep.rows[3].bytes == 1 << 20);
+    CHECK(rep.rows[3].synthetic);
+    o.by = GroupBy::kCompileContext;
+    rep = Group(snap, "peak", o);
+    REQUIRE(rep.rows.size() == 3);
+    CHECK(rep.rows[0].key == "Torch-Compiled Region: 1/0");
+    CHECK(rep.rows[1].key == "Torch-Compiled Region: 0/0");
+    CHECK(rep.rows[1].bytes == 4 << 20);
+    CHECK(rep.rows[2].key == std::string(kNoCompileContextRow));  // B's "N/A" and C
+    CHECK(rep.rows[2].bytes == 3 << 20);
+    // At the end E (empty metadata, region 0/0) is live and B is not.
+    rep = Group(snap, "end", o);
+    REQUIRE(rep.rows.size() == 3);
+    CHECK(rep.rows[1].key == "Torch-Compiled Region: 0/0");
+    CHECK(rep.rows[1].bytes == (4 << 20) + (512 << 10));
+    CHECK(ParseGroupBy("metadata").value() == GroupBy::kMetadata);
+    CHECK(ParseGroupBy("compile_context").value() == GroupBy::kCompileContext);
+  }
+
+  TEST_CASE("blocks carry their allocation's metadata and compile context") {
+    Snapshot snap = LoadFixture("metadata.json");
+    auto tl = ReconstructTimeline(snap);
+    REQUIRE(tl.ok());
+    BlockQuery q;
+    q.all = true;
+    auto rep = SelectBlocks(snap, *tl, q);
+    REQUIRE(rep.ok());
+    REQUIRE(rep->rows.size() == 5);
+    // In trace order: A, B, C, D, E.
+    CHECK(rep->rows[0].user_metadata == "{step: 1, phase: fwd}");
+    CHECK(rep->rows[0].compile_context == "Torch-Compiled Region: 0/0");
+    CHECK(rep->rows[1].user_metadata == "step1-fwd");
+    CHECK(rep->rows[1].compile_context.empty());  // "N/A": the feature was off
+    CHECK(rep->rows[2].user_metadata.empty());
+    CHECK(rep->rows[2].compile_context.empty());
+    CHECK(rep->rows[4].user_metadata.empty());  // ""
+    CHECK(rep->rows[4].compile_context == "Torch-Compiled Region: 0/0");
   }
 
   TEST_CASE("pre-window lifetimes go to their own row and the tail collapses into others") {
@@ -194,14 +250,15 @@ TEST_SUITE("diff") {
     auto both = DiffSnapshots(a, b, o);
     REQUIRE(both.ok());
     CHECK(both->options.at.kind == Moment::Kind::kPeak);
-    CHECK(both->moment_reason == "both files have a trace");
+    CHECK(both->moment_choice == MomentChoice::kBothTraced);
     Snapshot no_trace = ParseOrFail(PythonPickle(
         "{'segments': load_json('timeline_training.json')['segments'], 'device_traces': [[]]}"));
     no_trace.source.path = "old.pickle";
     auto one = DiffSnapshots(a, no_trace, o);
     REQUIRE(one.ok());
     CHECK(one->options.at.kind == Moment::Kind::kEnd);
-    CHECK(one->moment_reason == "old.pickle has no trace, so no peak");
+    CHECK(one->moment_choice == MomentChoice::kUntraced);
+    CHECK(one->untraced_file == "old.pickle");
   }
 
   TEST_CASE("diff says when no live block of either file has a stack") {
@@ -211,6 +268,24 @@ TEST_SUITE("diff") {
     CHECK(rep->no_stacks);
     Snapshot t = LoadFixture("timeline_training.json");
     CHECK_FALSE(DiffSnapshots(t, t, DiffOptions{})->no_stacks);
+  }
+
+  TEST_CASE("diff --by metadata matches rows by the allocations' metadata") {
+    Snapshot a = LoadFixture("metadata_base.json"), b = LoadFixture("metadata.json");
+    DiffOptions o;
+    o.at = Moment{Moment::Kind::kPeak, 0};
+    o.group.by = GroupBy::kMetadata;
+    auto rep = DiffSnapshots(a, b, o);
+    REQUIRE(rep.ok());
+    REQUIRE(!rep->sites.empty());
+    CHECK(rep->sites[0].key == "{step: 1, phase: bwd}");
+    CHECK(rep->sites[0].delta_bytes() == 4 << 20);
+    CHECK(rep->sites.size() == 1);  // the other rows did not change
+    auto growing = TopGrowingSites(a, b, 5, /*at_peak=*/true, false, CategoryNames(),
+                                   GroupBy::kCompileContext);
+    REQUIRE(growing.ok());
+    REQUIRE(growing->sites.size() == 1);
+    CHECK(growing->sites[0].key == "Torch-Compiled Region: 1/0");
   }
 
   TEST_CASE("diff names settings in summary's words") {

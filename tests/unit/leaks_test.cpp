@@ -204,7 +204,7 @@ TEST_SUITE("leaks") {
     LeakReport r = Series("leak_list", o);
     // Live at the last dump: 512 MiB params + 24 MiB losses; 4 MiB more per step.
     CHECK(r.live_bytes.back() == 536 * kMiB);
-    CHECK(r.device_memory_source == "--device-memory");
+    CHECK(r.device_memory_source == analysis::LeakMemorySource::kFlag);
     REQUIRE(r.full_at_step.has_value());
     CHECK(*r.full_at_step == 5 + (1024 - 536) / 4);
     CHECK(r.sites[0].full_at_step == r.full_at_step);
@@ -224,7 +224,7 @@ TEST_SUITE("leaks") {
     REQUIRE(r.ok());
     // 8 GiB segment + (2 GiB - live at the OOM).
     CHECK(r->device_memory == (8 + 2) * 1024 * kMiB - r->live_bytes.back());
-    CHECK(r->device_memory_source.find("OOM entry") == 0);
+    CHECK(r->device_memory_source == analysis::LeakMemorySource::kOomEntry);
     CHECK(r->full_at_step.has_value());
   }
 
@@ -232,7 +232,7 @@ TEST_SUITE("leaks") {
     LeakReport r = Trace("leak_list");
     REQUIRE(r.steps.has_value());
     CHECK(r.steps->method == "periodicity");
-    CHECK(r.steps->begin.size() >= 10);
+    CHECK(r.steps->ranges.size() >= 10);
     CHECK(r.steps->score > 0.8);
     REQUIRE(r.num_leaks == 1);
     const LeakSite& s = r.sites[0];
@@ -246,15 +246,15 @@ TEST_SUITE("leaks") {
     by_annotation.annotation = "train_step";
     LeakReport a = Trace("leak_cache", by_annotation);
     CHECK(a.steps->method == "annotation train_step");
-    CHECK(a.steps->begin.size() == 12);
+    CHECK(a.steps->ranges.size() == 12);
     REQUIRE(a.num_leaks == 1);
     CHECK(a.sites[0].frames[0] == "model.py:18:cache_activation");
     CHECK(a.sites[0].bytes_per_step == 16 * kMiB);
     analysis::StepOptions slices;
     slices.steps = 4;
     LeakReport s = Trace("leak_cache", slices);
-    CHECK(s.steps->begin.size() == 4);
-    CHECK(s.steps->begin.front() == 0);
+    CHECK(s.steps->ranges.size() == 4);
+    CHECK(s.steps->ranges.front().from.is_start());
     CHECK(s.num_leaks == 1);
   }
 
@@ -262,7 +262,7 @@ TEST_SUITE("leaks") {
     for (const char* scenario : {"steady", "warmup"}) {
       CAPTURE(scenario);
       LeakReport r = Trace(scenario);
-      CHECK(r.steps->begin.size() >= 10);
+      CHECK(r.steps->ranges.size() >= 10);
       CHECK(r.num_leaks == 0);
       analysis::StepOptions by_annotation;
       by_annotation.annotation = "train_step";
@@ -291,11 +291,11 @@ TEST_SUITE("leaks") {
       auto r = analysis::AnalyzeTraceLeaks(*snap, {}, {});
       REQUIRE_MESSAGE(r.ok(), std::string(r.status().message()));
       const analysis::StepInfo& st = *r->steps;
-      for (size_t k = 0; k < st.begin.size(); ++k) {
-        CHECK(st.begin[k] < st.end[k]);
-        if (k > 0) CHECK(st.end[k - 1] <= st.begin[k]);
+      for (size_t k = 0; k < st.ranges.size(); ++k) {
+        CHECK(st.ranges[k].from < st.ranges[k].to);
+        if (k > 0) CHECK(st.ranges[k - 1].to <= st.ranges[k].from);
       }
-      CHECK(r->labels.size() == (st.begin.size() >= 2 ? st.begin.size() : 0));
+      CHECK(r->labels.size() == (st.ranges.size() >= 2 ? st.ranges.size() : 0));
       if (r->labels.empty()) continue;
       // Sites add up to the device's live curve at every step end (less what the trace cannot
       // explain, which the timeline puts into its start value).
@@ -303,15 +303,15 @@ TEST_SUITE("leaks") {
       REQUIRE(tl.ok());
       const analysis::DeviceTimeline* dt = tl->Find(st.device);
       REQUIRE(dt != nullptr);
-      for (size_t k = 0; k < st.end.size(); ++k) {
+      for (size_t k = 0; k < st.ranges.size(); ++k) {
         int64_t sum = 0;
-        for (uint32_t i : analysis::LiveBlocksAt(*dt, testing::Point(st.end[k] - 1)))
+        for (uint32_t i : analysis::LiveBlocksAt(*dt, st.ranges[k].to))
           sum += dt->blocks[i].requested_size;
         CAPTURE(dt->start_requested);
         CAPTURE(dt->unreconciled_requested_bytes);
         CHECK(r->live_bytes[k] == sum);
         CHECK(r->live_bytes[k] ==
-              testing::LiveAt(*dt, st.end[k] - 1) - dt->unreconciled_requested_bytes);
+              testing::LiveAt(*dt, st.ranges[k].to.index()) - dt->unreconciled_requested_bytes);
       }
     }
   }

@@ -198,17 +198,17 @@ TEST_SUITE("modules-phases") {
     // Step 1 is events 0..10; later steps begin by freeing the previous step's blocks (4 events,
     // still the optimizer's run: frees do not end a run), so each step ends where the next
     // forward pass begins: 15, 30, and the trace's end (after the last step's frees).
-    REQUIRE(info.begin.size() == 3);
-    CHECK(info.begin[0] == 0);
-    CHECK(info.end[0] == 15);
-    CHECK(info.begin[1] == 15);
-    CHECK(info.end[1] == 30);
-    CHECK(info.end[2] == 45);
+    REQUIRE(info.ranges.size() == 3);
+    CHECK(info.ranges[0].first_event() == 0);
+    CHECK(info.ranges[0].end_event() == 15);
+    CHECK(info.ranges[1].first_event() == 15);
+    CHECK(info.ranges[1].end_event() == 30);
+    CHECK(info.ranges[2].end_event() == 45);
     CHECK(info.finding == StepsFinding::kNone);
     auto steps = DetectSteps(three, *tl, StepOptions{});
     REQUIRE(steps.ok());
     CHECK(steps->method == "training steps");
-    CHECK(steps->begin == info.begin);
+    CHECK(steps->ranges == info.ranges);
     std::string method;
     std::vector<StepPeak> peaks = StepPeaks(three, tl->devices[0], &method);
     REQUIRE(peaks.size() == 3);
@@ -221,7 +221,7 @@ TEST_SUITE("modules-phases") {
     REQUIRE(tl1.ok());
     StepInfo single;
     REQUIRE(StepsByPhases(one, tl1->devices[0], single));
-    CHECK(single.begin.size() == 1);
+    CHECK(single.ranges.size() == 1);
     CHECK(single.finding == StepsFinding::kOneTrainingStep);
     CHECK(query::StepsNote(single) == "the trace holds one training step");
     CHECK(StepPeaks(one, tl1->devices[0], nullptr).empty());

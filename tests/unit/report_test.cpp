@@ -94,10 +94,10 @@ void CheckStreamReplays(const analysis::AllocatorStates& st, const std::string& 
   REQUIRE(!st.states.empty());
   std::map<uint64_t, analysis::StateSegment> now;
   for (uint32_t id : st.states[0].segments) now[st.segments[id].address] = st.segments[id];
-  int64_t e = st.states[0].event;
+  int64_t e = st.states[0].event.index();
   int64_t mismatched = 0, bad_figures = 0;
   for (const analysis::AllocatorState& state : st.states) {
-    for (; e < state.event; ++e) {
+    for (; e < state.event.index(); ++e) {
       const size_t ev = static_cast<size_t>(e + 1);
       for (uint32_t k = s.first_edit[ev]; k < s.first_edit[ev + 1]; ++k) {
         const analysis::StateEdit& edit = s.edits[k];
@@ -119,8 +119,8 @@ void CheckStreamReplays(const analysis::AllocatorStates& st, const std::string& 
     std::map<uint64_t, analysis::StateSegment> want;
     for (uint32_t id : state.segments) want[st.segments[id].address] = st.segments[id];
     if (now != want) ++mismatched;
-    if (state.event >= 0) {
-      const analysis::FragFigures& f = s.figures[static_cast<size_t>(state.event)];
+    if (!state.event.is_start()) {
+      const analysis::FragFigures& f = s.figures[static_cast<size_t>(state.event.index())];
       const analysis::FragFigures& g = state.sample.figures;
       if (f.segments != g.segments || f.blocks != g.blocks ||
           f.reserved_bytes != g.reserved_bytes || f.allocated_bytes != g.allocated_bytes ||
@@ -370,17 +370,17 @@ TEST_SUITE("report") {
     fo.at = analysis::FragMoment::kPeakReserved;
     auto frag = analysis::AnalyzeFragmentation(snap, fo);
     REQUIRE(frag.ok());
-    CHECK(st.peak_reserved_event == frag->devices[0].event_index);
+    CHECK(st.peak_reserved_event.index() == frag->devices[0].event_index);
     bool found_peak = false, found_mine = false;
     for (const analysis::AllocatorState& s : st.states) {
-      INFO("event " << s.event);
+      INFO("event " << s.event.index());
       auto has = [&](const std::string& l) {
         return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end();
       };
-      found_mine |= s.event == 2 && has("mine");
+      found_mine |= s.event == analysis::TimelinePoint::After(2) && has("mine");
       if (has("peak reserved")) {
         found_peak = true;
-        CHECK(s.event == frag->devices[0].event_index);
+        CHECK(s.event.index() == frag->devices[0].event_index);
         CHECK(s.sample.figures.segments == frag->totals.segments);
         CHECK(s.sample.figures.free_bytes == frag->totals.free_bytes);
         CHECK(s.sample.figures.largest_free_bytes == frag->totals.largest_free_bytes);
@@ -488,7 +488,7 @@ TEST_SUITE("report") {
         INFO("events " << n << ", moment " << with_moment);
         CHECK(undone == (is_teardown && with_moment == 0 ? n + (n - 1 - peaks.second) : n));
         CHECK(got.peak_reserved_event == want.peak_reserved_event);
-        CHECK(got.peak_allocated_event == peaks.second);
+        CHECK(got.peak_allocated_event.index() == peaks.second);
         CHECK(got.segments == want.segments);
         REQUIRE(got.states.size() == want.states.size());
         for (size_t k = 0; k < got.states.size(); ++k) {
@@ -515,7 +515,7 @@ TEST_SUITE("report") {
     analysis::AllocatorStates st =
         analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     std::map<int64_t, bool> step;  // event -> a step state
-    for (const analysis::AllocatorState& s : st.states) step[s.event] = s.step;
+    for (const analysis::AllocatorState& s : st.states) step[s.event.index()] = s.step;
     for (int64_t e : {2, 3, 5, 6}) {
       INFO("event " << e);
       REQUIRE(step.count(e));
@@ -576,19 +576,19 @@ TEST_SUITE("report") {
         analysis::ReconstructAllocatorStates(snap, tl.devices[0], options);
     for (const analysis::AllocatorState& s : st.states) {
       // The state before the first event (event -1) has no --at form: event:-1 is the last event.
-      if (s.event < 0) continue;
+      if (s.event.is_start()) continue;
       analysis::FragOptions fo;
       fo.at = analysis::FragMoment::kMoment;
-      fo.moment = {analysis::Moment::Kind::kEvent, s.event};
+      fo.moment = {analysis::Moment::Kind::kEvent, s.event.index()};
       auto frag = analysis::AnalyzeFragmentation(snap, fo);
       REQUIRE(frag.ok());
-      INFO("event " << s.event);
+      INFO("event " << s.event.index());
       if (s.sample.figures.segments == 0) {  // before the first segment: nothing to describe
         CHECK(frag->totals.segments == 0);
         continue;
       }
       REQUIRE(frag->devices.size() == 1);
-      CHECK(frag->devices[0].event_index == s.event);
+      CHECK(frag->devices[0].event_index == s.event.index());
       CHECK(frag->totals.reserved_bytes == s.sample.figures.reserved_bytes);
       CHECK(frag->totals.free_bytes == s.sample.figures.free_bytes);
       CHECK(frag->totals.releasable_bytes == s.sample.figures.releasable_bytes);

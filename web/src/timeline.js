@@ -15,6 +15,11 @@ class Lod {
       this.tiles.set(t[0] + ":" + t[1], { level: t[0], tile: t[1], curve: t[3], bandIds: t[4], d: null });
     }
     this.bands = Lod.decodeBands(dev.bands);
+    // What the program said about a band's allocation (user_metadata, compile_context).
+    for (const [id, meta, compile] of dev.band_extras || []) {
+      const b = this.bands[id];
+      if (b) { b.metadata = meta; b.compile = compile; }
+    }
   }
   static decodeBands(packed) {
     const v = unpackVarints(packed.data), out = [];
@@ -628,7 +633,9 @@ class TimelineChart {
     const cat = this.bandCategory(b);
     return (cat ? cat.replace("_", " ") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
       fmtBytes(b.rounded) + " block)\n" + "allocated " + alloc + free + life + "\n" +
-      "address " + hex(b.addr) + ", stream " + b.stream + ", " + CLASS_TEXT[b.cls];
+      "address " + hex(b.addr) + ", stream " + b.stream + ", " + CLASS_TEXT[b.cls] +
+      (b.metadata ? "\nmetadata: " + b.metadata : "") +
+      (b.compile ? "\ncompile context: " + b.compile : "");
   }
   stackLabel(b) { return b.cls === 1 ? "stack of the free (the allocation is older than the trace):\n" : ""; }
   // The hover: the label in bold, the figures, then the user's frames of the stack (shortened).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
@@ -20,6 +21,9 @@ struct GroupFlags {
   /// Validated options; errors name the flag.
   absl::StatusOr<analysis::GroupOptions> Resolve() const;
 };
+
+/// The names `--by` accepts (analysis::GroupByName of every grouping), in their order.
+std::vector<std::string> GroupByChoices();
 
 /// Adds --no-filter, --hide, --keep, --python-only (and --by/--depth when `grouping`).
 void AddGroupFlags(CLI::App& sub, GroupFlags& flags, bool grouping);

@@ -305,6 +305,9 @@ struct Snapshot {
   std::vector<int32_t> Devices() const;
   /// The trace of `device`, or nullptr when the file has none for it.
   const DeviceTrace* TraceOf(int32_t device) const;
+  /// The rare fields of trace entry `event` (an index into `events`), or nullptr when it has none.
+  /// O(log event_extras).
+  const EventExtra* ExtraOf(uint32_t event) const;
   /// Frames of `id` rendered as "filename:line:name", innermost first. Empty for invalid ids.
   std::string FrameText(FrameId id) const;
 };

@@ -18,6 +18,8 @@ struct CheckRequest {
   std::string baseline;            // a file, a directory of files named as the inputs, or empty
   int top_sites = 5;               // growing sites listed when a baseline comparison fails
   bool exact_lines = false;        // growing sites: no pairing of moved lines
+  /// What the growing rows are (check --by): sites by default.
+  analysis::GroupBy group_by = analysis::GroupBy::kSite;
 };
 
 /// "Nothing to check" (no threshold and no baseline), before anything is read.

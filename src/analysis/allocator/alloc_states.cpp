@@ -260,7 +260,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
   absl::flat_hash_map<StateSegment, uint32_t, SegmentHash> ids;
   auto capture = [&](const std::vector<LSegment>& layout, int64_t e) {
     AllocatorState st;
-    st.event = e;
+    st.event = TimelinePoint::FromIndex(e);
     st.time_us = e >= 0 ? events[e].time_us : kNoTime;
     auto it = labelled.find(e);
     if (it != labelled.end()) st.labels = it->second;
@@ -369,14 +369,15 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
       if (candidate) {
         // A moment of its own: its only label. States are in descending event order here.
         candidate->labels = {"peak allocated"};
-        auto at = std::find_if(states.begin(), states.end(),
-                               [&](const AllocatorState& st) { return st.event < peak_a; });
+        auto at = std::find_if(states.begin(), states.end(), [&](const AllocatorState& st) {
+          return st.event < TimelinePoint::FromIndex(peak_a);
+        });
         states.insert(at, std::move(*candidate));
       } else {
         // Captured as another moment: its label goes where the labelled map would have put it,
         // after "peak reserved" and before the caller's moments and "end".
         for (AllocatorState& st : states) {
-          if (st.event != peak_a) continue;
+          if (st.event != TimelinePoint::FromIndex(peak_a)) continue;
           st.labels.insert(st.labels.begin() + (peak_r == peak_a ? 1 : 0), "peak allocated");
           break;
         }
@@ -385,8 +386,8 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     std::reverse(states.begin(), states.end());
   }
   if (n > 0) {
-    out.peak_reserved_event = peak_r;
-    out.peak_allocated_event = peak_a;
+    out.peak_reserved_event = TimelinePoint::FromIndex(peak_r);
+    out.peak_allocated_event = TimelinePoint::FromIndex(peak_a);
   }
 
   // Thin the evenly spaced states until the distinct segments fit the budget; first the states
@@ -410,7 +411,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     for (size_t s = 0; s < states.size(); ++s) only_steps[s] = keep[s] && is_step(s);
     if (spans_used(only_steps) <= options.max_spans / 4) break;
     for (size_t s = 0; s < states.size(); ++s) {
-      if (is_step(s) && steps[states[s].event] >= d) keep[s] = false;
+      if (is_step(s) && steps[states[s].event.index()] >= d) keep[s] = false;
     }
   }
   int64_t kept_even = static_cast<int64_t>(even.size());

@@ -380,12 +380,12 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   report.events = trace->size();
   if (options.device_memory) {
     report.device_memory = options.device_memory;
-    report.device_memory_source = "--device-memory";
+    report.device_memory_source = ReplayMemorySource::kFlag;
   } else if (std::optional<int64_t> c = ImpliedCapacity(snap, *trace)) {
     report.device_memory = c;
-    report.device_memory_source = "oom entry (device_free + reserved)";
+    report.device_memory_source = ReplayMemorySource::kOomEntry;
   } else {
-    report.device_memory_source = "unlimited";
+    report.device_memory_source = ReplayMemorySource::kUnlimited;
   }
   PreparedTrace prepared =
       PrepareTrace(snap, *trace, options.empty_cache, sim::ConfigFromSettings(snap.settings),

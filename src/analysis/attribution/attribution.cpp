@@ -39,7 +39,9 @@ std::string Lower(std::string_view s) {
 
 // Library functions whose name says nothing about what was computed.
 bool IsGenericFunction(std::string_view name) {
-  static constexpr std::array<std::string_view, 21> kGeneric = {"forward",
+  // `_use_grad` and `maybe_fallback` are torch.optim's decorators around every optimizer's step
+  // (optimizer.py's _use_grad_for_differentiable, _disable_dynamo_if_unsupported).
+  static constexpr std::array<std::string_view, 23> kGeneric = {"forward",
                                                                 "__call__",
                                                                 "_call_impl",
                                                                 "_wrapped_call_impl",
@@ -59,7 +61,9 @@ bool IsGenericFunction(std::string_view name) {
                                                                 "call",
                                                                 "runtime_wrapper",
                                                                 "call_func_at_runtime_with_args",
-                                                                "compile_wrapper"};
+                                                                "compile_wrapper",
+                                                                "_use_grad",
+                                                                "maybe_fallback"};
   return std::find(kGeneric.begin(), kGeneric.end(), name) != kGeneric.end();
 }
 

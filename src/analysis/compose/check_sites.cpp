@@ -7,9 +7,10 @@ namespace memsnap::analysis {
 
 absl::StatusOr<GrowingSites> TopGrowingSites(const Snapshot& baseline, const Snapshot& current,
                                              int n, bool at_peak, bool exact_lines,
-                                             const CategoryNames& categories) {
+                                             const CategoryNames& categories, GroupBy by) {
   DiffOptions options;
   options.group.categories = categories;
+  options.group.by = by;
   options.pair_moved = !exact_lines;
   options.at = Moment{at_peak ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
   options.group.filter.python_only = true;  // CI readers want their own code's lines

@@ -233,6 +233,12 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       const BlockLifetime& b = dt.blocks[band.lifetime];
       d.band_site.push_back(static_cast<uint32_t>(labels.Add(dt, b)));
       d.band_category.push_back(context.Categorize(dt, b).category);
+      if (const EventExtra* x = AllocExtraOf(snap, dt, b)) {
+        DeviceReportAnalysis::BandExtra& e = d.band_extras.emplace_back();
+        e.band = static_cast<uint32_t>(d.band_site.size() - 1);
+        if (x->user_metadata.valid()) e.user_metadata = snap.strings.Get(x->user_metadata);
+        if (x->compile_context.valid()) e.compile_context = snap.strings.Get(x->compile_context);
+      }
     }
   }
   labels.Finish();

@@ -60,6 +60,10 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
       row.alloc_time_us = dt.TimeOf(snap, lt.alloc_event);
       row.free_time_us = dt.TimeOf(snap, lt.free_completed_event);
       row.category = context.Categorize(dt, lt);
+      if (const EventExtra* x = AllocExtraOf(snap, dt, lt)) {
+        if (x->user_metadata.valid()) row.user_metadata = snap.strings.Get(x->user_metadata);
+        if (x->compile_context.valid()) row.compile_context = snap.strings.Get(x->compile_context);
+      }
       if (lt.stack.valid() && !snap.stacks.Get(lt.stack).empty()) {
         auto [it, inserted] =
             stack_index.try_emplace(lt.stack.v, static_cast<int32_t>(rep.stacks.size()));

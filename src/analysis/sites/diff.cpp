@@ -367,16 +367,21 @@ TimelineOptions DiffTimelineOptions(const DiffOptions& options) {
 
 namespace {
 
+// Why a moment was chosen (DiffReport::moment_choice, untraced_file).
+struct Choice {
+  MomentChoice why = MomentChoice::kGiven;
+  std::string untraced_file;
+};
+
 // The options with an automatic moment resolved, and why that moment.
 DiffOptions ResolveMoment(const Snapshot& before, const Snapshot& after,
-                          const DiffOptions& requested, std::string& reason) {
+                          const DiffOptions& requested, Choice& choice) {
   DiffOptions options = requested;
   if (options.auto_moment) {
     const bool both = HasTrace(before) && HasTrace(after);
     options.at = Moment{both ? Moment::Kind::kPeak : Moment::Kind::kEnd, 0};
-    reason = both ? std::string("both files have a trace")
-                  : absl::StrCat(HasTrace(before) ? after.source.path : before.source.path,
-                                 " has no trace, so no peak");
+    choice.why = both ? MomentChoice::kBothTraced : MomentChoice::kUntraced;
+    if (!both) choice.untraced_file = HasTrace(before) ? after.source.path : before.source.path;
   }
   return options;
 }
@@ -384,36 +389,36 @@ DiffOptions ResolveMoment(const Snapshot& before, const Snapshot& after,
 absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
                                         const absl::StatusOr<Timeline>& before_timeline,
                                         const absl::StatusOr<Timeline>& after_timeline,
-                                        const DiffOptions& options, std::string reason);
+                                        const DiffOptions& options, Choice choice);
 
 }  // namespace
 
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
                                          const DiffOptions& requested) {
-  std::string reason;
-  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  Choice choice;
+  const DiffOptions options = ResolveMoment(before, after, requested, choice);
   // The peak check comes before the timelines.
   if (options.at.kind == Moment::Kind::kPeak && (!HasTrace(before) || !HasTrace(after))) {
-    return DiffResolved(before, after, Timeline{}, Timeline{}, options, std::move(reason));
+    return DiffResolved(before, after, Timeline{}, Timeline{}, options, std::move(choice));
   }
   TimelineOptions to = DiffTimelineOptions(options);
   to.moment = options.at;
   absl::StatusOr<Timeline> b = ReconstructTimeline(before, to);
   if (!b.ok()) return b.status();
-  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options, std::move(reason));
+  return DiffResolved(before, after, b, ReconstructTimeline(after, to), options, std::move(choice));
 }
 
 absl::StatusOr<DiffReport> DiffSnapshots(const Snapshot& before, const Snapshot& after,
                                          const absl::StatusOr<Timeline>& before_timeline,
                                          const absl::StatusOr<Timeline>& after_timeline,
                                          const DiffOptions& requested) {
-  std::string reason;
-  const DiffOptions options = ResolveMoment(before, after, requested, reason);
+  Choice choice;
+  const DiffOptions options = ResolveMoment(before, after, requested, choice);
   if (requested.auto_moment && options.at.kind != Moment::Kind::kPeak) {
     // The timelines were rebuilt for the peak, but a file has no trace: compare the ends.
     return DiffSnapshots(before, after, requested);
   }
-  return DiffResolved(before, after, before_timeline, after_timeline, options, std::move(reason));
+  return DiffResolved(before, after, before_timeline, after_timeline, options, std::move(choice));
 }
 
 namespace {
@@ -421,7 +426,7 @@ namespace {
 absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& after,
                                         const absl::StatusOr<Timeline>& before_timeline,
                                         const absl::StatusOr<Timeline>& after_timeline,
-                                        const DiffOptions& options, std::string reason) {
+                                        const DiffOptions& options, Choice choice) {
   if (options.at.kind == Moment::Kind::kPeak) {
     for (const Snapshot* s : {&before, &after}) {
       if (!HasTrace(*s)) {
@@ -434,7 +439,8 @@ absl::StatusOr<DiffReport> DiffResolved(const Snapshot& before, const Snapshot& 
   }
   DiffReport rep;
   rep.options = options;
-  rep.moment_reason = std::move(reason);
+  rep.moment_choice = choice.why;
+  rep.untraced_file = std::move(choice.untraced_file);
   rep.both_traced = HasTrace(before) && HasTrace(after);
   rep.before_path = before.source.path;
   rep.after_path = after.source.path;

@@ -91,20 +91,24 @@ std::string_view GroupByName(GroupBy by) {
       return "module";
     case GroupBy::kPhase:
       return "phase";
+    case GroupBy::kMetadata:
+      return "metadata";
+    case GroupBy::kCompileContext:
+      return "compile_context";
   }
   return "?";
 }
 
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text) {
-  for (GroupBy by :
-       {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile, GroupBy::kFrame,
-        GroupBy::kAnnotation, GroupBy::kCategory, GroupBy::kModule, GroupBy::kPhase}) {
+  for (GroupBy by : {GroupBy::kSite, GroupBy::kStack, GroupBy::kFunction, GroupBy::kFile,
+                     GroupBy::kFrame, GroupBy::kAnnotation, GroupBy::kCategory, GroupBy::kModule,
+                     GroupBy::kPhase, GroupBy::kMetadata, GroupBy::kCompileContext}) {
     if (GroupByName(by) == text) return by;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--by ", Sv(text),
                    ": expected one of site, stack, function, file, frame, annotation, category, "
-                   "module, phase"));
+                   "module, phase, metadata, compile_context"));
 }
 
 std::string FrameKeyText(const Snapshot& snap, FrameId id, bool ignore_lines) {
@@ -164,6 +168,14 @@ std::string GroupContext::AnnotationAt(const DeviceTimeline& dt, const BlockLife
   return name.valid() ? Sanitize(std::string(snap_.strings.Get(name))) : std::string();
 }
 
+const EventExtra* AllocExtraOf(const Snapshot& snap, const DeviceTimeline& dt,
+                               const BlockLifetime& lt) {
+  if (snap.event_extras.empty()) return nullptr;
+  const std::optional<uint32_t> e = lt.alloc_event.index();
+  if (!e || *e >= dt.num_events) return nullptr;
+  return snap.ExtraOf(dt.event_begin + *e);
+}
+
 GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt) {
   // A block's kind is decided once (Categorize), for every command: one allocated before the
   // trace is counted in its kind here too, not in a row of its own.
@@ -185,6 +197,18 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       std::string name = AnnotationAt(dt, lt);
       return name.empty() ? PlainRow(std::string(kNoAnnotationRow), true)
                           : PlainRow(std::move(name), false);
+    }
+    case GroupBy::kMetadata:
+    case GroupBy::kCompileContext: {
+      // What the program said about the allocation's entry (torch.cuda.memory's
+      // _set_memory_metadata; the torch.compile region it ran in).
+      const bool metadata = options_.by == GroupBy::kMetadata;
+      const EventExtra* x = AllocExtraOf(snap_, dt, lt);
+      const StrId id = x == nullptr ? StrId() : metadata ? x->user_metadata : x->compile_context;
+      if (!id.valid()) {
+        return PlainRow(std::string(metadata ? kNoMetadataRow : kNoCompileContextRow), true);
+      }
+      return PlainRow(Sanitize(std::string(snap_.strings.Get(id))), false);
     }
     default:
       break;

@@ -34,24 +34,6 @@ std::string_view VerdictName(Verdict v) {
   return "steady";
 }
 
-std::string_view VerdictText(Verdict v) {
-  switch (v) {
-    case Verdict::kGrowing:
-      return "growing in every step";
-    case Verdict::kGrowingThenFlat:
-      return "growing then flat";
-    case Verdict::kGrowingWithPauses:
-      return "growing with pauses";
-    case Verdict::kFluctuating:
-      return "fluctuating";
-    case Verdict::kShrinking:
-      return "shrinking";
-    case Verdict::kSteady:
-      return "steady";
-  }
-  return "steady";
-}
-
 Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance) {
   int ups = 0, downs = 0;
   bool flat_seen = false, up_after_flat = false;
@@ -142,12 +124,13 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
 
   if (options.device_memory) {
     report.device_memory = *options.device_memory;
-    report.device_memory_source = "--device-memory";
+    report.device_memory_source = LeakMemorySource::kFlag;
   } else {
     for (const SeriesPoint& p : points) {
       if (p.inferred_device_memory > report.device_memory) {
         report.device_memory = p.inferred_device_memory;
-        report.device_memory_source = "OOM entry in " + p.label;
+        report.device_memory_source = LeakMemorySource::kOomEntry;
+        report.device_memory_file = p.label;
       }
     }
   }

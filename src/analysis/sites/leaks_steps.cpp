@@ -36,11 +36,13 @@ const DeviceTimeline* BusiestDevice(const Timeline& timeline) {
 void AddStep(const Snapshot& snap, const DeviceTimeline& dt, int64_t begin, int64_t end,
              StepInfo& info) {
   if (begin >= end) return;
-  if (!info.end.empty() && begin < info.end.back()) return;  // overlapping ranges: keep the first
-  info.begin.push_back(begin);
-  info.end.push_back(end);
-  info.begin_time.push_back(dt.TimeOf(snap, TimelinePoint::After(static_cast<uint32_t>(begin))));
-  info.end_time.push_back(dt.TimeOf(snap, TimelinePoint::Before(static_cast<uint32_t>(end))));
+  // Overlapping ranges: keep the first.
+  if (!info.ranges.empty() && begin < info.ranges.back().end_event()) return;
+  const StepRange r{TimelinePoint::Before(static_cast<uint32_t>(begin)),
+                    TimelinePoint::Before(static_cast<uint32_t>(end))};
+  info.ranges.push_back(r);
+  info.begin_time.push_back(dt.TimeOf(snap, TimelinePoint::After(r.first_event())));
+  info.end_time.push_back(dt.TimeOf(snap, r.to));
 }
 
 // Whether annotation `name` is one `pattern` names: a glob (`*`, `?`, `[...]`; "ProfilerStep#*")
@@ -225,7 +227,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   }
   for (size_t i = 0; i + 1 < cuts.size(); ++i)
     AddStep(snap, dt, cuts[i] + 1, cuts[i + 1] + 1, info);
-  if (info.begin.size() < 2) info.finding = StepsFinding::kFewerThanTwoWhole;
+  if (info.ranges.size() < 2) info.finding = StepsFinding::kFewerThanTwoWhole;
 }
 
 // Steps from the phases of a training step (docs/leaks.md, "Finding the step"): a step ends where
@@ -286,27 +288,26 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
     AddStep(snap, dt, begin, cut, info);
     begin = cut;
   }
-  if (info.begin.size() < 2) {
+  if (info.ranges.size() < 2) {
     info.finding = StepsFinding::kOneTrainingStep;
   }
   return true;
 }
 
 bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps) {
-  const size_t n = steps.begin.size();
+  const size_t n = steps.ranges.size();
   if (n < 2) return false;
-  // Step k is events [begin[k], end[k]): it starts at the point before begin[k].
-  auto before = [&](int64_t e) {
-    return curve.At(TimelinePoint::Before(static_cast<uint32_t>(e)));
-  };
   double swing = 0;
-  for (size_t k = 0; k < n; ++k) {
-    int64_t high = before(steps.begin[k]);
-    for (int64_t e = steps.begin[k]; e < steps.end[k]; ++e) high = std::max(high, before(e + 1));
-    swing += static_cast<double>(high - before(steps.begin[k])) / static_cast<double>(n);
+  for (const StepRange& r : steps.ranges) {
+    int64_t high = curve.At(r.from);
+    for (uint32_t e = r.first_event(); e < r.end_event(); ++e) {
+      high = std::max(high, curve.At(TimelinePoint::After(e)));
+    }
+    swing += static_cast<double>(high - curve.At(r.from)) / static_cast<double>(n);
   }
-  const double growth = static_cast<double>(before(steps.end[n - 1]) - before(steps.end[0])) /
-                        static_cast<double>(n - 1);
+  const double growth =
+      static_cast<double>(curve.At(steps.ranges[n - 1].to) - curve.At(steps.ranges[0].to)) /
+      static_cast<double>(n - 1);
   return growth > 0.5 * swing;
 }
 

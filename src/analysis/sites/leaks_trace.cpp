@@ -67,7 +67,7 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   }
   ASSIGN_OR_RETURN(Timeline timeline, ReconstructTimeline(snapshot));
   ASSIGN_OR_RETURN(StepInfo steps, DetectSteps(snapshot, timeline, step_options));
-  const size_t n = steps.begin.size();
+  const size_t n = steps.ranges.size();
   if (n < 2) {
     LeakReport report;
     report.options = options;
@@ -77,8 +77,12 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
     return report;
   }
   const DeviceTimeline& dt = *timeline.Find(steps.device);
-  std::vector<int64_t> ends(n);  // step-end events: the point of each step
-  for (size_t k = 0; k < n; ++k) ends[k] = steps.end[k] - 1;
+  // Each step's first event, and its end (the point of each step) as an index.
+  std::vector<int64_t> firsts(n), ends(n);
+  for (size_t k = 0; k < n; ++k) {
+    firsts[k] = steps.ranges[k].first_event();
+    ends[k] = steps.ranges[k].to.index();
+  }
 
   std::vector<LeakSite> sites;
   ASSIGN_OR_RETURN(std::vector<uint32_t> site_of,
@@ -100,16 +104,16 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
     }
     // Retained: allocated in step k, still live at the end of step k+1.
     if (!lt.alloc_event.seen()) continue;
-    const auto it = std::upper_bound(steps.begin.begin(), steps.begin.end(), a);
-    if (it == steps.begin.begin()) continue;
-    const size_t k = (it - steps.begin.begin()) - 1;
-    if (a < steps.end[k] && k + 1 < n && ends[k + 1] < f) sites[s].retained[k] += lt.requested_size;
+    const auto it = std::upper_bound(firsts.begin(), firsts.end(), a);
+    if (it == firsts.begin()) continue;
+    const size_t k = (it - firsts.begin()) - 1;
+    if (a <= ends[k] && k + 1 < n && ends[k + 1] < f) sites[s].retained[k] += lt.requested_size;
   }
   std::vector<SeriesPoint> points(n);
   for (size_t k = 0; k < n; ++k) {
     points[k].label = absl::StrCat("step ", k);
-    points[k].event = ends[k];
-    points[k].time_us = dt.TimeOf(snapshot, TimelinePoint::FromIndex(ends[k]));
+    points[k].event = steps.ranges[k].to;
+    points[k].time_us = dt.TimeOf(snapshot, steps.ranges[k].to);
   }
   points[0].inferred_device_memory = internal::InferDeviceMemory(snapshot, timeline);
   for (size_t s = 0; s < sites.size(); ++s) {
@@ -123,7 +127,11 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
   }
   LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
   report.mode = "single-trace";
-  if (!options.device_memory && report.device_memory > 0) report.device_memory_source = "OOM entry";
+  if (!options.device_memory && report.device_memory > 0) {
+    // The trace's own OOM entry: no file of a series to name.
+    report.device_memory_source = LeakMemorySource::kOomEntry;
+    report.device_memory_file.clear();
+  }
   if (std::optional<LiveCurveRef> curve = dt.live_curve(); curve && steps.method == "periodicity")
     report.layers_suspected = ClimbsAtEveryStepEnd(*curve, steps);
   report.steps = std::move(steps);

@@ -267,15 +267,14 @@ std::vector<StepPeak> StepPeaks(const Snapshot& snap, const DeviceTimeline& dt,
   const std::optional<LiveCurveRef> curve = dt.live_curve();
   if (!curve || dt.num_events == 0) return out;
   StepInfo steps;
-  if (!StepsByPhases(snap, dt, steps) || steps.begin.size() < 2) return out;
+  if (!StepsByPhases(snap, dt, steps) || steps.ranges.size() < 2) return out;
   if (method != nullptr) *method = steps.method;
-  for (size_t k = 0; k < steps.begin.size(); ++k) {
+  for (const StepRange& range : steps.ranges) {
     StepPeak p;
-    p.begin = steps.begin[k];
-    p.end = steps.end[k];
+    p.range = range;
     p.live_bytes = -1;
-    for (int64_t e = p.begin; e < p.end; ++e) {
-      const TimelinePoint point = TimelinePoint::After(static_cast<uint32_t>(e));
+    for (uint32_t e = range.first_event(); e < range.end_event(); ++e) {
+      const TimelinePoint point = TimelinePoint::After(e);
       if (const int64_t live = curve->At(point); live > p.live_bytes) {
         p.live_bytes = live;
         p.event = point;

@@ -50,7 +50,7 @@ struct StateSegment {
 };
 
 struct AllocatorState {
-  int64_t event = -1;  // the state after this device-local event; -1 = before the first
+  TimelinePoint event;  // the state after this device-local event, or before the first (Start)
   int64_t time_us = kNoTime;
   std::vector<std::string> labels;  // "peak reserved", "peak allocated", "end", and the caller's
   FragSample sample;                // the figures, as `frag --at event:N` prints them
@@ -106,8 +106,8 @@ struct AllocatorStates {
   int32_t device = 0;
   std::vector<StateSegment> segments;  // distinct layouts
   std::vector<AllocatorState> states;  // ascending event
-  int64_t peak_reserved_event = -1;    // as `frag --at peak` picks it
-  int64_t peak_allocated_event = -1;
+  TimelinePoint peak_reserved_event;   // as `frag --at peak` picks it
+  TimelinePoint peak_allocated_event;
   int samples = 0;  // evenly spaced states kept
   /// Evenly spaced states asked for: `samples` < even_moments when the budget (max_spans) thinned
   /// them; labelled states are always kept. The page says so (report, StatesReducedNote).

@@ -134,13 +134,20 @@ struct RecordedFigures {
   int64_t ooms = 0;  // oom entries
 };
 
+/// Where ReplayReport::device_memory comes from.
+enum class ReplayMemorySource : uint8_t {
+  kUnlimited,  // no capacity: nothing fails
+  kFlag,       // --device-memory
+  kOomEntry,   // the trace's oom entry: device_free + reserved
+};
+
 struct ReplayReport {
   std::string file;
   int32_t device = 0;
   int64_t events = 0;  // trace events of the device
   std::optional<int64_t> device_memory;
-  std::string device_memory_source;  // "--device-memory", "oom entry", "unlimited"
-  int64_t preexisting_blocks = 0;    // allocated at t0 (cold start)
+  ReplayMemorySource device_memory_source = ReplayMemorySource::kUnlimited;
+  int64_t preexisting_blocks = 0;  // allocated at t0 (cold start)
   int64_t preexisting_bytes = 0;
   int64_t inferred_empty_cache = 0;
   bool warm_start = false;  // the configurations started warm

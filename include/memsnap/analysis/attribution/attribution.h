@@ -45,6 +45,11 @@ inline constexpr std::string_view kTracedNoStackRow = "[allocation recorded with
 inline constexpr std::string_view kNoStackRow = "[no stack recorded]";
 inline constexpr std::string_view kAllFilteredRow = "[all frames filtered]";
 inline constexpr std::string_view kNoAnnotationRow = "[no annotation]";
+/// `--by metadata` / `--by compile_context`: the allocation's trace entry has no `user_metadata`
+/// (or an empty one) / no `compile_context` (or PyTorch's "N/A"), or its alloc is older than the
+/// trace.
+inline constexpr std::string_view kNoMetadataRow = "[no metadata]";
+inline constexpr std::string_view kNoCompileContextRow = "[no compile context]";
 /// Pre-window lifetimes (only their free is in the trace): the allocation site is unknown. Upstream
 /// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";

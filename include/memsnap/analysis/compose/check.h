@@ -131,6 +131,8 @@ struct CheckReport {
   /// same moment (what grew in the user's terms).
   std::optional<KindBytes> growing_kinds;
   bool sites_at_peak = false;  // growing_sites compare the peaks rather than the ends
+  /// What growing_sites are rows of (check --by): sites, or annotations, metadata, modules...
+  GroupBy growing_by = GroupBy::kSite;
   /// The file (this one or the baseline) without a trace, when the peaks were not compared.
   std::string peak_uncompared_file;
   /// Why growing_sites could not be found (the diff's error), empty when they were or not asked.
@@ -157,8 +159,10 @@ struct GrowingSites {
 /// need a trace) grew most from `baseline` to `current`, sites matched by frame text (and paired
 /// across moved lines unless `exact_lines`: DiffOptions::pair_moved), largest growth first; only
 /// sites that grew; with the live bytes of every kind of memory in both files at that moment.
+/// `by` groups the rows otherwise (diff --by: annotation, metadata, compile_context, module...).
 absl::StatusOr<GrowingSites> TopGrowingSites(const Snapshot& baseline, const Snapshot& current,
                                              int n, bool at_peak, bool exact_lines,
-                                             const CategoryNames& categories);
+                                             const CategoryNames& categories,
+                                             GroupBy by = GroupBy::kSite);
 
 }  // namespace memsnap::analysis

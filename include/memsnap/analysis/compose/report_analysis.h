@@ -109,6 +109,13 @@ struct DeviceReportAnalysis {
   /// lifetime's category: what a band's hover leads with.
   std::vector<uint32_t> band_site;
   std::vector<Category> band_category;
+  /// The bands whose alloc entry carries `user_metadata` or `compile_context` (AllocExtraOf), by
+  /// band index, ascending; empty strings where one of the two is absent.
+  struct BandExtra {
+    uint32_t band = 0;
+    std::string user_metadata, compile_context;
+  };
+  std::vector<BandExtra> band_extras;
 };
 
 /// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.

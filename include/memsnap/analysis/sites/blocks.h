@@ -37,6 +37,9 @@ struct BlockRow {
   /// and through the one that tells the site apart (`second`: it does).
   std::vector<std::pair<std::string, bool>> context;
   int32_t stack = -1;  // index into BlocksReport::stacks; -1: no frames recorded
+  /// The `user_metadata` and `compile_context` of its alloc entry (AllocExtraOf); empty when it
+  /// has none.
+  std::string user_metadata, compile_context;
 };
 
 struct BlocksReport {

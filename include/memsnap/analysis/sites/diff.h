@@ -18,6 +18,13 @@
 
 namespace memsnap::analysis {
 
+/// Why a diff compares the moment it does.
+enum class MomentChoice : uint8_t {
+  kGiven,       // the user chose it (DiffOptions::auto_moment off)
+  kBothTraced,  // auto: both files have a trace, so each file's peak
+  kUntraced,    // auto: a file has no trace (DiffReport::untraced_file), so no peak: the ends
+};
+
 struct DiffOptions {
   Moment at{Moment::Kind::kEnd, 0};  // kEnd or kPeak (peak needs traces in both files)
   /// Choose the moment: the peak when both files have a trace, else the end (`at` is ignored).
@@ -136,9 +143,9 @@ struct DiffReport {
   std::vector<ScopeDelta> scopes;  // devices, then pools, then streams, each ascending
   std::vector<DeviceDelta> devices;
   std::vector<SettingDelta> settings;  // only those that differ
-  /// Why this moment, when DiffOptions::auto_moment chose it ("both files have a trace", or
-  /// "FILE has no trace"); empty when the user chose.
-  std::string moment_reason;
+  /// Why this moment, when DiffOptions::auto_moment chose it; kGiven when the user chose.
+  MomentChoice moment_choice = MomentChoice::kGiven;
+  std::string untraced_file;  // kUntraced: the file without a trace
   /// No live block of either file at the moment has a stack: the site rows say nothing.
   bool no_stacks = false;
   bool both_traced = false;  // both files have trace events (--at peak is possible)

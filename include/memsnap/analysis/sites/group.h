@@ -7,6 +7,8 @@
 // a stack goes to an explicit bracketed row (NoStackRow), stacks whose frames are all filtered out
 // to
 // "[all frames filtered]", annotation grouping without a covering range to "[no annotation]",
+// metadata and compile-context grouping of an allocation without one to "[no metadata]" and
+// "[no compile context]",
 // pre-window lifetimes (alloc older than the trace) to "[allocated before the trace]".
 #pragma once
 
@@ -31,7 +33,9 @@ namespace memsnap::analysis {
 /// kFunction, kFile and kFrame by the frame that owns the site (SiteInfo::owner; the label for
 /// sites without Python frames). kCategory by the lifetime's category of memory. kModule by the
 /// chain of `forward` calls that made it (Attribution::ModuleChain), as a tree (ModuleTree);
-/// kPhase by the step phase it was allocated in (LifetimeCategorizer::PhaseOf).
+/// kPhase by the step phase it was allocated in (LifetimeCategorizer::PhaseOf). kMetadata and
+/// kCompileContext by the `user_metadata` and `compile_context` of its alloc entry (AllocExtraOf;
+/// kNoMetadataRow / kNoCompileContextRow when it has none).
 enum class GroupBy : uint8_t {
   kSite,
   kStack,
@@ -42,8 +46,11 @@ enum class GroupBy : uint8_t {
   kCategory,
   kModule,
   kPhase,
+  kMetadata,
+  kCompileContext,
 };
-/// "site", "stack", "function", "file", "frame", "annotation", "category", "module", "phase".
+/// "site", "stack", "function", "file", "frame", "annotation", "category", "module", "phase",
+/// "metadata", "compile_context".
 std::string_view GroupByName(GroupBy by);
 absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 
@@ -51,6 +58,12 @@ absl::StatusOr<GroupBy> ParseGroupBy(std::string_view text);
 /// kNoStackRow (pre-window lifetimes are kPreWindowRow whatever their stack).
 std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
                             const BlockLifetime& lifetime);
+
+/// The rare fields of a lifetime's alloc entry (`user_metadata`, `compile_context`: EventExtra), or
+/// nullptr when it has none: its alloc is older than the trace (pre-window, ghost) or the entry
+/// carries neither.
+const EventExtra* AllocExtraOf(const Snapshot& snap, const DeviceTimeline& dt,
+                               const BlockLifetime& lifetime);
 
 /// What a lifetime's row depends on besides the options, as one number (a cache key): its stack,
 /// and whether it is pre-window or a ghost (NoStackRow tells those apart).
@@ -152,10 +165,12 @@ class GroupContext {
   /// A new row (count and bytes 0) for `lifetime` of `dt`: its key, label parts, frames.
   GroupRow RowFor(const DeviceTimeline& dt, const BlockLifetime& lifetime);
   /// Whether RowFor's key depends on the lifetime's stack alone (and on whether it is pre-window):
-  /// callers may then cache rows per StackId. Not for annotation, category and phase grouping.
+  /// callers may then cache rows per StackId. Not for annotation, category, phase, metadata and
+  /// compile-context grouping.
   bool stack_keyed() const {
     return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory &&
-           options_.by != GroupBy::kPhase;
+           options_.by != GroupBy::kPhase && options_.by != GroupBy::kMetadata &&
+           options_.by != GroupBy::kCompileContext;
   }
 
  private:

@@ -36,12 +36,17 @@ enum class Verdict : uint8_t {
 };
 /// "growing", "growing_then_flat", "growing_with_pauses", "fluctuating", "shrinking", "steady".
 std::string_view VerdictName(Verdict v);
-/// Human text: "growing in every step", "growing then flat", ...
-std::string_view VerdictText(Verdict v);
 
 /// Classifies a series of values (at least 2). A step counts as growth/shrink when its change is
 /// larger than `tolerance` bytes in absolute value, else as flat.
 Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance = 0);
+
+/// Where LeakReport::device_memory comes from.
+enum class LeakMemorySource : uint8_t {
+  kNone,      // unknown (device_memory 0)
+  kFlag,      // --device-memory
+  kOomEntry,  // an OOM entry of the trace (series: of LeakReport::device_memory_file)
+};
 
 struct LeakOptions {
   GroupOptions group;  // --by, --hide, --keep, --python-only, default noise filter
@@ -64,7 +69,8 @@ struct LeakOptions {
 struct SeriesPoint {
   std::string label;          // file path, or "step N"
   int64_t time_us = kNoTime;  // last trace time of the file / time of the step-end event
-  int64_t event = -1;         // single-trace mode: device-local step-end event
+  /// Single-trace mode: the step's end (the state after its last event); none in series mode.
+  std::optional<TimelinePoint> event;
   /// Live memory grouped by site (any order; one row per key). With LeakOptions::pair_moved the
   /// site rows carry SiteInfo::unlined_key.
   std::vector<GroupRow> rows;
@@ -144,8 +150,8 @@ inline constexpr double kMinPeriodScore = 0.5;
 struct StepInfo {
   std::string method;  // "annotation NAME", "--steps N", "periodicity", "none"
   int32_t device = 0;
-  /// Device-local event indices: step k is events [begin[k], end[k]). Empty when none was found.
-  std::vector<int64_t> begin, end;
+  /// The steps, in order, never overlapping. Empty when none was found.
+  std::vector<StepRange> ranges;
   std::vector<int64_t> begin_time, end_time;   // time_us of the first / last event, or kNoTime
   int64_t period_events = 0;                   // periodicity: the detected period in events
   double score = 0.0;                          // periodicity: autocorrelation at that period (0..1)
@@ -165,9 +171,10 @@ struct LeakReport {
   std::vector<LeakSite>
       sites;  // leaks first (growth desc, key), then the rest (|growth| desc, key)
   int64_t num_leaks = 0;
-  int64_t leak_bytes_per_step = 0;      // Σ bytes_per_step of the leaks
-  int64_t device_memory = 0;            // 0 = unknown
-  std::string device_memory_source;     // "--device-memory", "OOM entry in FILE", ""
+  int64_t leak_bytes_per_step = 0;  // Σ bytes_per_step of the leaks
+  int64_t device_memory = 0;        // 0 = unknown
+  LeakMemorySource device_memory_source = LeakMemorySource::kNone;
+  std::string device_memory_file;  // kOomEntry in series mode: the snapshot whose OOM entry it is
   std::optional<int64_t> full_at_step;  // all leaks together
   int64_t sites_total = 0;
   int64_t verdict_counts[6] = {};  // sites per Verdict

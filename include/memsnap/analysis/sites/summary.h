@@ -90,7 +90,7 @@ struct PhasePeak {
 
 /// The most live bytes within one training step (StepsByPhases), at its first event.
 struct StepPeak {
-  int64_t begin = 0, end = 0;  // the step's device-local events [begin, end)
+  StepRange range;  // the step
   int64_t live_bytes = 0;
   TimelinePoint event;
   int64_t time_us = kNoTime;

@@ -85,6 +85,15 @@ class LocalEvent {
   uint32_t v_ = kNone;
 };
 
+/// One step of a device's trace as two points of its timeline: from the state before its first
+/// event to the state after its last, so its events are first_event() .. *to.event().
+struct StepRange {
+  TimelinePoint from, to;
+  uint32_t first_event() const { return from.next_event(); }
+  uint32_t end_event() const { return to.next_event(); }  // one past its last event
+  friend bool operator==(const StepRange&, const StepRange&) = default;
+};
+
 static_assert(sizeof(LocalEvent) == sizeof(uint32_t));
 static_assert(sizeof(TimelinePoint) == sizeof(int64_t));
 
