@@ -300,8 +300,8 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
     RenderTableText(PoolsTable(d), out, {"  ", true});
     RenderTableText(StreamsTable(d), out, {"  ", true});
     if (d.totals.trace_entries > 0) {
-      out << absl::StrFormat("  trace       %s events over %s\n",
-                             FormatCount(d.totals.trace_entries),
+      out << absl::StrFormat("  trace       %s %s over %s\n", FormatCount(d.totals.trace_entries),
+                             d.totals.trace_entries == 1 ? "event" : "events",
                              TimeSpan(d.first_time_us, d.last_time_us));
     }
     if (d.peaks) {

@@ -98,7 +98,7 @@ absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
     DeviceCategories d;
     d.device = dt.device;
     d.event = ResolveMoment(snap, dt, moment);
-    d.has_trace = dt.num_events > 0;
+    d.has_trace = dt.num_events > 0 && dt.RecordsMemory();
     if (dt.kept == KeepLifetimes::kNone ||
         (dt.kept == KeepLifetimes::kLiveAt && dt.kept_event != d.event)) {
       return absl::InternalError(absl::StrCat("device ", dt.device,

@@ -393,7 +393,7 @@ absl::StatusOr<GroupReport> GroupLive(GroupContext& context, const Timeline& tim
                                               DescribeEvent(snap, dt, dm.event)));
     }
     dm.time_us = dt.TimeOf(snap, dm.event);
-    dm.has_trace = dt.num_events > 0;
+    dm.has_trace = dt.num_events > 0 && dt.RecordsMemory();
     if (dt.has_time) dm.start_time_us = dt.TimeOf(snap, TimelinePoint::After(0));
     // `top` builds its timeline without the curve: the moment is one of the points it holds.
     std::optional<int64_t> live_bytes = dt.FindLive(dm.event);

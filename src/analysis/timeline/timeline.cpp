@@ -946,7 +946,7 @@ TimelinePoint ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, cons
 
 std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) {
   // A file without a trace is its dumped state: the start and the end are one moment.
-  if (dt.num_events == 0) return "the dump (no trace)";
+  if (dt.num_events == 0 || !dt.RecordsMemory()) return "the dump (no trace)";
   if (p.is_start()) return "the initial state";
   std::string s = absl::StrCat("event:", p.index());
   const int64_t t = dt.TimeOf(snap, p);

@@ -69,7 +69,7 @@ struct DeviceCategories {
   TimelinePoint event;
   int64_t live_bytes = 0;
   CategoryBytes bytes{};
-  bool has_trace = true;  // without trace events the moment is the file's dumped state
+  bool has_trace = true;  // without events that change memory the moment is the dumped state
 };
 
 /// The categories of the memory live at `moment` on every device of `timeline` (which must keep

@@ -182,6 +182,17 @@ struct DeviceTimeline {
   /// live rounded-bytes curve is not stored either: LiveRoundedCurve computes it when needed.)
   std::vector<ReservedStep> reserved_steps;
 
+  /// Whether any event of the trace changes memory (an alloc, a free, a segment's map or unmap).
+  /// A trace of markers only (the `snapshot` entry a dump writes) starts where it ends: its every
+  /// point is the file's dumped state, and moments say "the dump".
+  bool RecordsMemory() const {
+    return by_class[static_cast<int>(LifetimeClass::kInWindow)].count +
+                   by_class[static_cast<int>(LifetimeClass::kPreWindow)].count +
+                   by_class[static_cast<int>(LifetimeClass::kOpen)].count >
+               0 ||
+           !reserved_steps.empty();
+  }
+
   int64_t start_requested = 0, start_rounded = 0, start_reserved = 0;
   int64_t end_requested = 0, end_rounded = 0, end_reserved = 0;  // == the snapshot's final state
   /// Final-state bytes the trace cannot explain, added to the start value (0 when consistent).
