@@ -123,8 +123,9 @@ struct DeviceMoment {
   int64_t time_us = kNoTime;        // of that event, when known
   int64_t start_time_us = kNoTime;  // of the device's first event (relative times), when known
   int64_t live_bytes = 0;
-  /// The device has trace events: without them the moment is the file's dumped state (the start
-  /// and the end at once), never "the initial state".
+  /// The device's trace has events that change memory (DeviceTimeline::RecordsMemory): without
+  /// them the moment is the file's dumped state (the start and the end at once), never "the
+  /// initial state".
   bool has_trace = true;
 };
 
