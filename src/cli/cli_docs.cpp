@@ -175,6 +175,13 @@ std::string Roff(std::string_view text) {
   return out;
 }
 
+// Roff() for filled text, with a break point after every comma: a list of choices without
+// spaces ("TEXT:{site,stack,...}", "(parameter,gradient,...)") may be wider than the page, and
+// `man` warns that it "can't break line". roff's \: breaks there without a hyphen.
+std::string RoffFilled(std::string_view text) {
+  return absl::StrReplaceAll(Roff(text), {{",", ",\\:"}});
+}
+
 // An option name in bold, its dashes as roff's minus so that searching the page for "--at" works.
 std::string RoffOption(const std::string& name) {
   return absl::StrCat("\\fB", absl::StrReplaceAll(name, {{"-", "\\-"}}), "\\fR");
@@ -187,9 +194,9 @@ void ManOptions(const std::vector<OptionDoc>& options, std::ostream& out) {
       names.push_back(o.positional ? absl::StrCat("\\fI", Roff(n), "\\fR") : RoffOption(n));
     }
     out << ".TP\n" << absl::StrJoin(names, ", ");
-    if (!o.positional && o.takes_value) out << " \\fI" << Roff(o.type) << "\\fR";
-    out << "\n" << Roff(o.description);
-    if (!o.default_value.empty()) out << " (default: " << Roff(o.default_value) << ")";
+    if (!o.positional && o.takes_value) out << " \\fI" << RoffFilled(o.type) << "\\fR";
+    out << "\n" << RoffFilled(o.description);
+    if (!o.default_value.empty()) out << " (default: " << RoffFilled(o.default_value) << ")";
     if (o.required) out << " (required)";
     out << "\n";
   }
@@ -215,17 +222,17 @@ std::string RenderManPage(const AppDoc& app, std::string_view version) {
       << ".B " << app.name << "\n"
       << "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] \\fIARGS\\fR...\n"
       << ".SH DESCRIPTION\n"
-      << Roff(app.description) << "\n"
+      << RoffFilled(app.description) << "\n"
       << ".PP\nCommands:\n";
   for (const CommandDoc& c : app.commands) {
-    out << ".TP\n.B " << c.name << "\n" << Roff(c.description) << "\n";
+    out << ".TP\n.B " << c.name << "\n" << RoffFilled(c.description) << "\n";
   }
   out << ".SH GLOBAL OPTIONS\n";
   ManOptions(app.global, out);
   ManFooter(app.footer, out);
   out << ".SH COMMANDS\n";
   for (const CommandDoc& c : app.commands) {
-    out << ".SS \"" << Roff(Usage(app.name, c)) << "\"\n" << Roff(c.description) << "\n";
+    out << ".SS \"" << Roff(Usage(app.name, c)) << "\"\n" << RoffFilled(c.description) << "\n";
     ManOptions(c.options, out);
     ManFooter(c.footer, out);
   }

@@ -252,9 +252,11 @@ std::string TraceStartWarning(int32_t device, analysis::TraceStart why, int64_t 
 
 std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
   std::vector<std::string> out;
+  bool overflow_said = false;  // a device's sentence already says the ring buffer overflowed
   for (const analysis::DeviceSummary& dev : r.devices) {
     if (dev.frees_without_alloc > 0) {
       out.push_back(TraceStartWarning(dev.device, dev.trace_start, dev.frees_without_alloc, -1));
+      overflow_said |= dev.trace_start == analysis::TraceStart::kRingOverflowed;
     }
     if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
       out.push_back(absl::StrCat(
@@ -263,7 +265,7 @@ std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
           ") ", dev.ghost_blocks == 1 ? "was" : "were", " allocated before the trace began"));
     }
   }
-  if (r.ring_overflowed) {
+  if (r.ring_overflowed && !overflow_said) {
     out.push_back(
         "allocator_settings.trace_alloc_overflowed is set: the trace ring buffer overflowed and "
         "lost its oldest events");

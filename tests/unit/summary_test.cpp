@@ -393,6 +393,18 @@ TEST_SUITE("summary") {
     Snapshot flagged = frees(3);
     flagged.settings.trace_alloc_overflowed = true;
     CHECK(start(flagged) == analysis::TraceStart::kRingOverflowed);
+    // ... and is said once: the device's sentence, not a second file-wide line beside it.
+    const std::vector<std::string> flagged_words =
+        report::SummaryWarnings(analysis::Summarize(flagged));
+    REQUIRE(flagged_words.size() == 1);
+    CHECK(flagged_words[0].find("device 0: the trace's ring buffer overflowed") == 0);
+    // A flagged file whose trace shows nothing of it still says so, once, from the flag.
+    Snapshot flagged_empty;
+    flagged_empty.settings.trace_alloc_overflowed = true;
+    const std::vector<std::string> flag_only =
+        report::SummaryWarnings(analysis::Summarize(flagged_empty));
+    REQUIRE(flag_only.size() == 1);
+    CHECK(flag_only[0].find("trace_alloc_overflowed is set") != std::string::npos);
   }
 
   TEST_CASE("settings are described in the words summary and diff share") {
