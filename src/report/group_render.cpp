@@ -82,7 +82,7 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
   out << (report.options.filter.noise_filter ? "" : ", noise filter off") << "\n";
   for (const analysis::DeviceMoment& d : report.devices) {
     out << "  device " << d.device << ": "
-        << (!d.has_trace         ? std::string("at the dump (no trace)")
+        << (!d.has_trace         ? std::string("at the dump (no allocation traced)")
             : d.event.is_start() ? std::string("initial state")
                                  : absl::StrCat("after event:", d.event.index()));
     if (d.time_us != kNoTime && d.start_time_us != kNoTime) {

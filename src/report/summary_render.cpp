@@ -390,7 +390,7 @@ void RenderCategoriesAtText(const std::vector<analysis::DeviceCategories>& devic
   for (const analysis::DeviceCategories& d : devices) {
     if (d.live_bytes == 0) continue;
     out << "\ndevice " << d.device << " at the "
-        << (!d.has_trace         ? std::string("dump (no trace)")
+        << (!d.has_trace         ? std::string("dump (no allocation traced)")
             : d.event.is_start() ? std::string("start")
                                  : absl::StrCat("peak (after event ", d.event.index(), ")"))
         << ": " << FormatBytes(d.live_bytes) << " live, by category (docs/attribution.md)\n";

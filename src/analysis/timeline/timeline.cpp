@@ -945,8 +945,9 @@ TimelinePoint ResolveMoment(const Snapshot& snap, const DeviceTimeline& dt, cons
 }
 
 std::string DescribeEvent(const Snapshot& snap, const DeviceTimeline& dt, TimelinePoint p) {
-  // A file without a trace is its dumped state: the start and the end are one moment.
-  if (dt.num_events == 0 || !dt.RecordsMemory()) return "the dump (no trace)";
+  // A file without a trace, or whose trace holds only the dump's marker, is its dumped state:
+  // the start and the end are one moment.
+  if (dt.num_events == 0 || !dt.RecordsMemory()) return "the dump (no allocation traced)";
   if (p.is_start()) return "the initial state";
   std::string s = absl::StrCat("event:", p.index());
   const int64_t t = dt.TimeOf(snap, p);
