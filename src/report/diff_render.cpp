@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/site_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 
@@ -129,10 +130,16 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   }
   RenderKinds(rep, out);
   out << "\n";
-  out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s\n", "before", "after", "delta", "count",
-                         "category", "site");
+  Table sites;
+  sites.AddColumn("before_bytes", "before", Unit::kBytes).min_width = 12;
+  sites.AddColumn("after_bytes", "after", Unit::kBytes).min_width = 12;
+  sites.AddColumn("delta_bytes", "delta", Unit::kDelta).min_width = 12;
+  Column& count = sites.AddColumn("delta_count", "count", Unit::kText);
+  count.min_width = 9;
+  count.align = Align::kRight;  // "=", "+3"
+  sites.AddColumn("category", "category", Unit::kText).min_width = 16;
+  sites.AddColumn("site", "site", Unit::kText);
   size_t n = top == 0 ? rep.sites.size() : std::min(top, rep.sites.size());
-  bool any_differs = false;
   for (size_t i = 0; i < n; ++i) {
     const SiteDelta& s = rep.sites[i];
     std::string tag = s.presence == analysis::Presence::kOnlyBefore     ? " [gone]"
@@ -142,14 +149,17 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
                       : s.by_parameter                                  ? " [same parameters]"
                       : s.before_key.empty()                            ? ""
                                              : MovedTag(s.site, s.info, s.label, s.moved, kCallers);
-    std::string count = s.delta_count() == 0 ? "=" : absl::StrFormat("%+d", s.delta_count());
-    out << absl::StrFormat("%12s %12s %12s %9s  %-16s %s%s\n", FormatBytes(s.before_bytes),
-                           FormatBytes(s.after_bytes), FormatDelta(s.delta_bytes()), count,
-                           rep.options.group.categories.Name(s.category()),
-                           s.label.head.empty() ? s.site : s.label.head, tag);
-    any_differs = RenderCallerLines(s.info, s.label, kCallers, std::string(67, ' '), false, out) ||
-                  any_differs;
+    sites.AddRow({s.before_bytes, s.after_bytes, s.delta_bytes(),
+                  s.delta_count() == 0 ? std::string("=") : absl::StrFormat("%+d", s.delta_count()),
+                  std::string(rep.options.group.categories.Name(s.category())),
+                  absl::StrCat(s.label.head.empty() ? s.site : s.label.head, tag)});
   }
+  bool any_differs = false;
+  RenderTableText(sites, out, FixedWidths(), [&](size_t i, std::ostream& os) {
+    const SiteDelta& s = rep.sites[i];
+    any_differs = RenderCallerLines(s.info, s.label, kCallers, std::string(67, ' '), false, os) ||
+                  any_differs;
+  });
   if (any_differs) out << kDiffersNote;
   if (n < rep.sites.size())
     out << "... " << rep.sites.size() - n << " more sites (--top 0 shows all)\n";
@@ -178,26 +188,26 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   }
   out << "\n";
 
-  out << absl::StrFormat("%-42s %12s %12s %12s %9s\n", "totals", "before", "after", "delta",
-                         "segments");
+  Table totals;
+  totals.AddColumn("scope", "totals", Unit::kText).min_width = 42;
+  totals.AddColumn("before", "before", Unit::kBytes).min_width = 12;
+  totals.AddColumn("after", "after", Unit::kBytes).min_width = 12;
+  totals.AddColumn("delta", "delta", Unit::kDelta).min_width = 12;
+  Column& segments = totals.AddColumn("segments", "segments", Unit::kText);
+  segments.min_width = 9;
+  segments.align = Align::kRight;  // "3->4"
   for (const analysis::ScopeDelta& s : rep.scopes) {
-    auto line = [&](const char* what, const Delta& d, bool with_segments) {
-      out << absl::StrFormat("%-42s %12s %12s %12s", absl::StrCat(s.scope, " ", what),
-                             FormatBytes(d.before), FormatBytes(d.after), FormatDelta(d.delta()));
-      if (with_segments) {
-        out << absl::StrFormat(" %9s", absl::StrCat(s.segments.before, "->", s.segments.after));
-      }
-      out << "\n";
-    };
-    line("reserved", s.reserved, true);
-    line("allocated", s.allocated, false);
+    totals.AddRow({absl::StrCat(s.scope, " reserved"), s.reserved.before, s.reserved.after,
+                   s.reserved.delta(), absl::StrCat(s.segments.before, "->", s.segments.after)});
+    totals.AddRow({absl::StrCat(s.scope, " allocated"), s.allocated.before, s.allocated.after,
+                   s.allocated.delta(), std::string()});
   }
   for (const analysis::DeviceDelta& d : rep.devices) {
     if (!d.has_peak) continue;
-    out << absl::StrFormat(
-        "%-42s %12s %12s %12s\n", absl::StrCat("device ", d.device, " peak live"),
-        FormatBytes(d.peak.before), FormatBytes(d.peak.after), FormatDelta(d.peak.delta()));
+    totals.AddRow({absl::StrCat("device ", d.device, " peak live"), d.peak.before, d.peak.after,
+                   d.peak.delta(), std::string()});
   }
+  RenderTableText(totals, out, FixedWidths());
   if (!rep.settings.empty()) {
     out << "\nallocator settings that differ:\n";
     for (const analysis::SettingDelta& s : rep.settings) {

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/site_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
@@ -40,26 +41,46 @@ std::string CategoryCell(const GroupRow& r, const analysis::CategoryNames& names
   return absl::StrCat(Sv(names.Name(r.category())), r.mixed() ? "*" : "");
 }
 
+// A row's share of the total live bytes; unknown ("-") when nothing is live.
+Cell Share(const GroupReport& report, int64_t bytes) {
+  if (report.total_bytes <= 0) return {};
+  return static_cast<double>(bytes) / static_cast<double>(report.total_bytes);
+}
+
+// top's text table: bytes, share, [self,] count, then the category and the row's name (a site,
+// a module), or the category alone when it is the name. Fixed widths keep each row's columns
+// where they were when a name is long; the caller lines under a site are `after_row`'s.
+Table TopTable(const GroupReport& report, bool self_column, std::string_view name) {
+  Table t;
+  t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 12;
+  t.AddColumn("share", "share", Unit::kRatio).min_width = 7;
+  if (self_column) t.AddColumn("self_bytes", "self", Unit::kBytes).min_width = 12;
+  t.AddColumn("count", "count", Unit::kCount).min_width = 9;
+  if (report.options.by == analysis::GroupBy::kCategory) {
+    t.AddColumn("category", "category", Unit::kText);
+  } else {
+    t.AddColumn("category", "category", Unit::kText).min_width = 16;
+    t.AddColumn(std::string(name), std::string(name), Unit::kText);
+  }
+  return t;
+}
+
 // A module tree: one row per node, indented by its depth; bytes are the subtree's, `self` the
 // node's own (docs/attribution.md, "Modules").
 void RenderModuleTree(const GroupReport& report, const std::vector<GroupRow>& rows,
                       std::ostream& out) {
-  auto share = [&](int64_t b) {
-    return report.total_bytes > 0 ? FormatPercent(static_cast<double>(b) / report.total_bytes)
-                                  : std::string("-");
-  };
-  out << absl::StrFormat("%12s %7s %12s %9s  %-16s %s\n", "bytes", "share", "self", "count",
-                         "category", "module");
+  Table table = TopTable(report, true, "module");
   bool any_mixed = false;
   for (const GroupRow& r : rows) {
     any_mixed = any_mixed || r.mixed();
-    out << absl::StrFormat("%12s %7s %12s %9s  %-16s %s%s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatBytes(r.self_bytes), FormatCount(r.count),
-                           CategoryCell(r, report.options.categories),
-                           std::string(2 * static_cast<size_t>(std::max(r.depth, 0)), ' '), r.site);
+    table.AddRow(
+        {r.bytes, Share(report, r.bytes), r.self_bytes, r.count,
+         CategoryCell(r, report.options.categories),
+         absl::StrCat(std::string(2 * static_cast<size_t>(std::max(r.depth, 0)), ' '), r.site)});
   }
-  out << absl::StrFormat("%12s %7s %12s %9s  %s\n", FormatBytes(report.total_bytes),
-                         share(report.total_bytes), "", FormatCount(report.total_count), "total");
+  table.AddRow({report.total_bytes, Share(report, report.total_bytes), std::string(),
+                report.total_count, std::string("total"), std::string()});
+  RenderTableText(table, out, FixedWidths());
   out << "bytes: the node and the modules it called; self: made in the node itself. Backward\n"
          "memory is under the module whose forward made its autograd node.\n";
   if (any_mixed) {
@@ -95,33 +116,32 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     RenderModuleTree(report, rows, out);
     return;
   }
-  auto share = [&](int64_t b) {
-    return report.total_bytes > 0 ? FormatPercent(static_cast<double>(b) / report.total_bytes)
-                                  : std::string("-");
-  };
   const std::string indent(by_category ? 32 : 49, ' ');
-  if (by_category) {
-    out << absl::StrFormat("%12s %7s %9s  %s\n", "bytes", "share", "count", "category");
-  } else {
-    out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", "bytes", "share", "count", "category",
-                           "site");
-  }
+  Table table = TopTable(report, false, "site");
+  std::vector<const GroupRow*> with_callers;  // per table row; none under the total
   bool any_mixed = false, any_differs = false;
   for (const GroupRow& r : rows) {
     if (by_category) {
-      out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(r.bytes), share(r.bytes),
-                             FormatCount(r.count), r.site);
-      continue;
+      table.AddRow({r.bytes, Share(report, r.bytes), r.count, r.site});
+    } else {
+      any_mixed = any_mixed || r.mixed();
+      table.AddRow({r.bytes, Share(report, r.bytes), r.count,
+                    CategoryCell(r, report.options.categories),
+                    r.label.head.empty() ? r.site : r.label.head});
     }
-    any_mixed = any_mixed || r.mixed();
-    out << absl::StrFormat("%12s %7s %9s  %-16s %s\n", FormatBytes(r.bytes), share(r.bytes),
-                           FormatCount(r.count), CategoryCell(r, report.options.categories),
-                           r.label.head.empty() ? r.site : r.label.head);
-    any_differs =
-        RenderCallerLines(r.info, r.label, kFramesShown - 1, indent, true, out) || any_differs;
+    with_callers.push_back(by_category ? nullptr : &r);
   }
-  out << absl::StrFormat("%12s %7s %9s  %s\n", FormatBytes(report.total_bytes),
-                         share(report.total_bytes), FormatCount(report.total_count), "total");
+  std::vector<Cell> total = {report.total_bytes, Share(report, report.total_bytes),
+                             report.total_count, std::string("total")};
+  if (!by_category) total.push_back(std::string());  // no site
+  table.AddRow(std::move(total));
+  with_callers.push_back(nullptr);
+  RenderTableText(table, out, FixedWidths(), [&](size_t i, std::ostream& os) {
+    if (const GroupRow* r = with_callers[i]) {
+      any_differs =
+          RenderCallerLines(r->info, r->label, kFramesShown - 1, indent, true, os) || any_differs;
+    }
+  });
   if (any_differs) out << kDiffersNote;
   if (any_mixed) {
     out << "* the site holds other categories too; the one with the most bytes is shown "

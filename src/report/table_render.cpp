@@ -70,7 +70,8 @@ std::string MarkdownEscape(std::string_view s) {
 
 }  // namespace
 
-void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& o) {
+void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& o,
+                     const AfterRow& after_row) {
   const std::vector<size_t> shown = Shown(t, true);
   if (shown.empty()) return;
   std::vector<size_t> width(shown.size());
@@ -130,7 +131,10 @@ void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& 
     }
     line(cells, spans);
   };
-  for (const auto& row : t.rows) row_line(row, false);
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    row_line(t.rows[i], false);
+    if (after_row) after_row(i, out);
+  }
   for (const auto& row : t.footer) row_line(row, true);
 }
 

@@ -79,6 +79,25 @@ TEST_SUITE("table") {
     CHECK(Text(t, {.indent = "  ", .header = false}) != printf_like);
   }
 
+  TEST_CASE("lines written after a row sit under it, and the columns stay aligned") {
+    Table t;
+    t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 8;
+    t.AddColumn("site", "site", Unit::kText);
+    t.AddRow({int64_t{2048}, std::string("linear")});
+    t.AddRow({int64_t{1}, std::string("total")});
+    t.AddFooter({std::string("[1 other]"), std::string()});
+    std::ostringstream out;
+    report::RenderTableText(t, out, report::FixedWidths(), [](size_t row, std::ostream& os) {
+      if (row == 0) os << "           <- train.py:12\n";
+    });
+    CHECK(out.str() ==
+          "   bytes  site\n"
+          " 2.0 KiB  linear\n"
+          "           <- train.py:12\n"
+          "     1 B  total\n"
+          "[1 other]\n");
+  }
+
   TEST_CASE("a text column over its maximum width keeps the end of each cell") {
     Table t;
     t.AddColumn("file", "file", Unit::kText).max_width = 10;

@@ -2,8 +2,10 @@
 // so that every command prints its tables the same way in every format (docs/tables.md).
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "memsnap/util/table.h"
 #include "nlohmann/json.hpp"
@@ -19,12 +21,25 @@ struct TextTableOptions {
   bool fixed_widths = false;
 };
 
+/// Options for a table whose columns keep fixed widths (TextTableOptions::fixed_widths).
+inline TextTableOptions FixedWidths(std::string indent = "") {
+  TextTableOptions o;
+  o.indent = std::move(indent);
+  o.fixed_widths = true;
+  return o;
+}
+
+/// Called after each row's line (not the header's or a footer's) with the row's index: the lines
+/// that belong under a row, such as a site's callers, without breaking the columns.
+using AfterRow = std::function<void(size_t row, std::ostream& out)>;
+
 /// Aligned columns: each as wide as its widest cell (at least min_width, at most max_width for
 /// text), numbers right-aligned, text left-aligned; one space between columns, two where a
 /// left-aligned column follows a right-aligned one; no trailing spaces. A footer cell followed
 /// by empty ("") cells spills over them (a "[3 others]" row under several columns). Only
 /// columns with in_text.
-void RenderTableText(const Table& table, std::ostream& out, const TextTableOptions& options = {});
+void RenderTableText(const Table& table, std::ostream& out, const TextTableOptions& options = {},
+                     const AfterRow& after_row = {});
 
 /// One JSON value per cell: integers for bytes, counts and ids, ratios rounded to 4 decimals,
 /// addresses and text as strings, null for unknown cells.
