@@ -498,7 +498,8 @@ async function checkFigures(name, page, input) {
       const cards = Object.fromEntries([...document.querySelectorAll(`#timeline-${d.device} > .cards .card`)].map((c) =>
         [c.querySelector(".k").textContent, c.querySelector(".v").textContent]));
       return { device: d.device, peak: d.peak, counted: d.counted, mallocs: d.mallocs, has_time: d.has_time, cards, tiles_shown: !!d.tiles,
-        cols: t ? { x: t.cols.x.slice(), max: t.cols.max.slice(), res: t.cols.res.slice(), span: t.span, w: t.cols.w } : null };
+        // Plain arrays: the columns are typed arrays, which page.evaluate would return as objects.
+        cols: t ? { x: Array.from(t.cols.x), max: Array.from(t.cols.max), res: Array.from(t.cols.res), span: t.span, w: t.cols.w } : null };
     });
   });
   for (const d of devs) {
@@ -533,6 +534,7 @@ async function checkFigures(name, page, input) {
     // The curves, column by column, against timeline --csv.
     const ev = rows.get(d.device) || [];
     if (!d.cols || !ev.length) continue;
+    if (!Array.isArray(d.cols.x) || !d.cols.x.length) { fail(tag, "the timeline exports no columns to check"); continue; }
     // The last bucket holds the trace's end (x == span).
     const xOf = (e, i) => Math.min(d.has_time ? e.t : i, d.cols.span - d.cols.w / 2);
     let j = 0, bad = 0, first = null;
