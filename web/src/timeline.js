@@ -229,13 +229,17 @@ class TimelineChart {
     this.host.setAttribute("aria-label", "memory timeline of device " + this.dev.device +
       ": wheel or drag to zoom, shift-drag or arrow keys to pan, double-click or 0 to reset");
     this.host.addEventListener("keydown", (e) => this.onKey(e));
-    new ResizeObserver(() => {
+    const resize = new ResizeObserver(() => {
+      // A chart whose host left the page (the diff page builds its charts again on a switch of
+      // alignment) stops following it rather than draw itself again, unseen, at 320 px.
+      if (!this.host.isConnected) { resize.disconnect(); return; }
       const w = Math.max(320, this.host.clientWidth);
       if (Math.abs(w - this.u.width) >= 1) {
         this.u.setSize({ width: w, height: this.u.height });
         this.setView(this.a, this.b, true);
       }
-    }).observe(this.host);
+    });
+    resize.observe(this.host);
     this.setView(this.a, this.b, true);
   }
   data() {
@@ -256,13 +260,17 @@ class TimelineChart {
     if (a < lo) { b += lo - a; a = lo; }
     if (b > hi) { a -= b - hi; b = hi; }
     a = Math.max(lo, a);
-    this.a = a;
-    this.b = b;
     const px = this.u.bbox.width / devicePixelRatio;
     // A wheel notch mostly stays on the same level and tiles: their columns and band stack are
     // then those already built, and only the scales change.
     const level = this.lod.levelFor(a, b, px);
     const key = level + ":" + this.lod.tileOf(a, level) + ":" + this.lod.tileOf(b, level);
+    // The view shown already (the diff page sets both charts' views several times as it builds
+    // them): nothing to draw again.
+    if (key === this.viewKey && a === this.a && b === this.b && px === this.viewPx) return;
+    this.a = a;
+    this.b = b;
+    this.viewPx = px;
     const fresh = key !== this.viewKey || !this.cols;
     if (fresh) {
       this.cols = this.lod.view(a, b, px);
@@ -609,18 +617,18 @@ class TimelineChart {
     if (!an || !this.dev.has_time) return;
     const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, laneH = 12 * dpr;
     const X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
-    // Each range's lane and colour, once: they do not change with the view (thousands of ranges
-    // on a long trace, redrawn on every notch of the wheel).
-    if (!this.annLanes) {
+    // Each range's lane and colour, once per device: they do not change with the view (thousands
+    // of ranges on a long trace, redrawn on every notch of the wheel).
+    if (!an.lanes) {
       const lanes = [];
-      this.annLanes = an.regions.map(([x0, x1]) => {
+      an.lanes = an.regions.map(([x0, x1]) => {
         // Lane: the first whose last range has ended (ranges come in order of their begin).
         let lane = lanes.findIndex((end) => end <= x0);
         if (lane < 0) { lane = lanes.length; lanes.push(x1); } else lanes[lane] = x1;
         return lane;
       });
       const colors = new Map();
-      this.annColors = an.regions.map(([, , name]) => {
+      an.colors = an.regions.map(([, , name]) => {
         if (!colors.has(name)) {
           let hash = 0;
           for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
@@ -633,10 +641,10 @@ class TimelineChart {
     ctx.font = 10 * dpr + "px system-ui, sans-serif";
     ctx.textAlign = "left";
     for (let i = 0; i < an.regions.length; i++) {
-      const region = an.regions[i], x0 = region[0], x1 = region[1], name = region[2], lane = this.annLanes[i];
+      const region = an.regions[i], x0 = region[0], x1 = region[1], name = region[2], lane = an.lanes[i];
       if (lane > 3 || x1 < this.a || x0 > this.b) continue;
       const p0 = X(x0), p1 = Math.max(X(x1), p0 + dpr), y = bb.top + lane * laneH;
-      ctx.fillStyle = this.annColors[i];
+      ctx.fillStyle = an.colors[i];
       ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
       this.fig.annotations.drawn++;
       if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, name) + 6 * dpr) {
