@@ -267,7 +267,7 @@ class TimelineChart {
     const key = level + ":" + this.lod.tileOf(a, level) + ":" + this.lod.tileOf(b, level);
     // The view shown already (the diff page sets both charts' views several times as it builds
     // them): nothing to draw again.
-    if (key === this.viewKey && a === this.a && b === this.b && px === this.viewPx) return;
+    if (key === this.viewKey && a === this.a && b === this.b && px === this.viewPx && !this.remap) return;
     this.a = a;
     this.b = b;
     this.viewPx = px;
@@ -295,7 +295,8 @@ class TimelineChart {
     this.guard = true;
     this.u.batch(() => {
       // The same columns: only the scales change (uPlot keeps the data it has).
-      if (fresh || this.u.data[0].length !== this.cols.x.length) this.u.setData(this.data(), false);
+      if (fresh || this.remap || this.u.data[0].length !== this.cols.x.length) this.u.setData(this.data(), false);
+      this.remap = false;
       this.u.setScale("x", { min: this.map.fwd(a), max: this.map.fwd(b) });
       this.u.setScale("y", { min: 0, max: this.yFmt.axis.top });
     });
@@ -436,6 +437,14 @@ class TimelineChart {
   }
   // Band j's bottom at column k.
   bottomAt(j, k) { return this.stack.runBot[this.runOf(j, k)]; }
+  // Another alignment of the x axis (the diff page's switch): the same columns and bands, mapped
+  // again at the next setView, and nothing hovered or clicked, as on a chart built anew.
+  setMapping(map) {
+    this.map = map;
+    this.remap = true;
+    this.selected = null;
+    this.hovered = null;
+  }
   // The widest view: the trace, or the range shared with another chart (the diff page).
   fullView() {
     return [this.map.lo != null ? this.map.inv(this.map.lo) : 0,
