@@ -181,8 +181,8 @@ class SegmentTimeline {
       const ht = this.dev.has_time;
       showTip(e, (s.mapping ? "expandable segment mapping " : "segment ") + hex(s.addr) + ", " + fmtBytes(s.size) +
         ", stream " + s.stream + "\n" + (s.begin < 0 ? "reserved before the trace" : s.split ? "mapped before " + fmtX(s.begin_x, ht) +
-        " (where part of its mapping was unmapped)" : (s.mapping ? "mapped " : "reserved ") + fmtX(s.begin_x, ht)) +
-        (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped " : "released ") + fmtX(s.end_x, ht)));
+        " (where part of its mapping was unmapped)" : (s.mapping ? "mapped at " : "reserved at ") + fmtX(s.begin_x, ht)) +
+        (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped at " : "released at ") + fmtX(s.end_x, ht)));
       return;
     }
     hideTip();

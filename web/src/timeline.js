@@ -762,8 +762,9 @@ class TimelineChart {
   bandCategory(b) { return this.tables.categories ? this.tables.categories[b.cat] : null; }
   bandText(b) {
     const ht = this.dev.has_time;
-    const alloc = b.alloc < 0 ? "before the trace" : fmtX(b.alloc_x, ht);
-    const free = b.free === Infinity ? ", still live at the end" : ", freed " + fmtX(b.free_x, ht);
+    // "allocated at 683.3 ms": a time since the trace's first event, not a duration.
+    const alloc = b.alloc < 0 ? "before the trace" : "at " + fmtX(b.alloc_x, ht);
+    const free = b.free === Infinity ? ", still live at the end" : ", freed at " + fmtX(b.free_x, ht);
     const life = b.alloc >= 0 && b.free !== Infinity ? " (lived " + fmtSpan(b.free_x - b.alloc_x, ht) + ")" : "";
     const cat = this.bandCategory(b);
     return (cat ? cat.replace("_", " ") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
