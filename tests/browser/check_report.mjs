@@ -273,7 +273,34 @@ async function zoomIntoPeak(name, page, index) {
     top += b.size;
   }
   await checkTimelines(name + " zoomed", page);
+  await checkBandStack(name + " zoomed", page, index);
   return dragged;
+}
+
+// The page keeps each band's bottom as runs between the columns where the bands under it change
+// (issue 36 §4): at every column in view, the bands there are those of the view's tiles alive at
+// its sample event, stacked from 0 in allocation order without a gap, and they add up to the
+// column's bands total.
+async function checkBandStack(name, page, index) {
+  const bad = await page.evaluate((i) => {
+    const t = __memsnap.timelines[i], c = t.cols, ids = [...c.bandIds].sort((p, q) => p - q);
+    let checked = 0;
+    for (let k = 0; k < c.x.length; k++) {
+      if (t.colRight(k) <= t.a || c.x[k] >= t.b) continue;
+      checked++;
+      const got = t.columnAt(c.x[k]).bands;
+      const want = ids.filter((id) => t.lod.bands[id].alloc <= c.sample[k] && c.sample[k] < t.lod.bands[id].free);
+      if (got.map((b) => b.id).join() !== want.join()) return `column ${k}: bands ${got.length}, alive there ${want.length}`;
+      let top = 0;
+      for (const b of got) {
+        if (b.bottom !== top) return `column ${k}: band ${b.id} sits at ${b.bottom}, the bands under it end at ${top}`;
+        top += b.size;
+      }
+      if (top !== t.bandSum[k]) return `column ${k}: the bands add up to ${top}, its bands total is ${t.bandSum[k]}`;
+    }
+    return checked ? null : "no column in view";
+  }, index);
+  if (bad) fail(name, `the band stack: ${bad}`);
 }
 
 // Hovers the tallest band at the peak (zoomed in): the tooltip leads with the band's site label
