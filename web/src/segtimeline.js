@@ -139,7 +139,8 @@ class SegmentTimeline {
       const end = s.end === Infinity ? t.span : s.end_x;
       if (end < a || (s.begin < 0 ? 0 : s.begin_x) > b) return;
       const p = this.pieces[i];
-      ctx.fillStyle = s.mapping ? "hsl(150,45%," + (48 + (s.id % 5) * 6) + "%)" : stackColor(s.id + 7);
+      // Its colour as a string once (hundreds of segments, drawn on every notch of the wheel).
+      ctx.fillStyle = s.color || (s.color = s.mapping ? "hsl(150,45%," + (48 + (s.id % 5) * 6) + "%)" : stackColor(s.id + 7));
       ctx.beginPath();
       // From the first piece that reaches a (pieces are in order of x) to the last that starts
       // by b: a segment of a long trace has thousands, and most are out of view zoomed in.
