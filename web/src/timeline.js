@@ -15,6 +15,9 @@ class Lod {
       this.tiles.set(t[0] + ":" + t[1], { level: t[0], tile: t[1], curve: t[3], bandIds: t[4], d: null });
     }
     this.bands = Lod.decodeBands(dev.bands);
+    // Decoded once per device (dev.lodCache): the packed text is not needed again, and it is a
+    // few MB of the page's heap on a large trace.
+    dev.bands.data = null;
     // What the program said about a band's allocation (user_metadata, compile_context).
     for (const [id, meta, compile] of dev.band_extras || []) {
       const b = this.bands[id];
@@ -23,15 +26,19 @@ class Lod {
   }
   static decodeBands(packed) {
     const v = unpackVarints(packed.data), out = [];
+    // Each field a small integer where it is one: V8 keeps those in the object itself, and a
+    // number that is not one in a box of its own per field (tens of thousands of bands: 10 MB of
+    // the page's heap, issue 36 §4).
+    const small = (x) => (x >= -0x40000000 && x < 0x40000000 && x === Math.floor(x) ? x | 0 : x);
     let alloc = -1, ax = 0;
     for (let i = 0; i + 12 < v.length; i += 13) {
       alloc += v[i];
       ax += v[i + 2];
       out.push({
-        id: out.length, alloc: alloc, free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
-        alloc_x: ax, free_x: ax + v[i + 3], size: v[i + 4], rounded: v[i + 4] + v[i + 5],
-        addr: v[i + 6], stream: v[i + 7], cls: v[i + 8], stack: v[i + 9] - 1, version: v[i + 10],
-        site: v[i + 11], cat: v[i + 12],
+        id: out.length, alloc: small(alloc), free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
+        alloc_x: small(ax), free_x: small(ax + v[i + 3]), size: small(v[i + 4]), rounded: small(v[i + 4] + v[i + 5]),
+        addr: v[i + 6], stream: small(v[i + 7]), cls: small(v[i + 8]), stack: small(v[i + 9] - 1), version: small(v[i + 10]),
+        site: small(v[i + 11]), cat: small(v[i + 12]),
       });
     }
     return out;
