@@ -5,8 +5,9 @@
 // requestAnimationFrame callback followed by a task marks the painted frame. Median and 90th
 // percentile of --notches notches (zooming in and out around the peak, the mouse still), and the
 // JS heap after them: as it is (garbage not yet collected included), and after a collection
-// (HeapProfiler.collectGarbage), what the page holds. Speed is a benchmark, not a test: nothing
-// here runs in CI.
+// (HeapProfiler.collectGarbage), what the page holds. A first row times a blank canvas the same
+// way: the browser's own latency, which no page can go under. Speed is a benchmark, not a test:
+// nothing here runs in CI.
 //
 // With --diff A B it also times the diff page of A and B: the switch between its alignments
 // (relative time, steps, share of each trace), from the click to the painted frame, 3 rounds.
@@ -33,7 +34,33 @@ const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.fl
 const p90 = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * 0.9))]; };
 console.log("| file | page (MB) | wheel notch to painted frame, median (ms) | 90th percentile (ms) | JS heap after (MB) | after a GC (MB) |");
 console.log("|---|---:|---:|---:|---:|---:|");
+// The same timing of a page whose wheel handler only fills its canvas: what the browser itself
+// takes from a wheel event to a painted frame (it dispatches wheel events with the next frame), the
+// floor under every figure below on this machine at this load.
+async function floor() {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.setContent(`<canvas width="1400" height="340"></canvas><script>
+    const c = document.querySelector("canvas"), ctx = c.getContext("2d");
+    window.__zoomTimes = [];
+    c.addEventListener("wheel", (e) => {
+      e.preventDefault();
+      ctx.fillStyle = "#" + (window.__zoomTimes.length % 2 ? "c5cbd6" : "1f5fbf");
+      ctx.fillRect(0, 0, 1400, 340);
+      const stamp = e.timeStamp;
+      requestAnimationFrame(() => setTimeout(() => window.__zoomTimes.push(performance.now() - stamp), 0));
+    }, { passive: false });
+  </script>`);
+  await page.mouse.move(700, 170);
+  for (let k = 0; k < notches; k++) {
+    await page.mouse.wheel(0, -300);
+    await page.waitForFunction((n) => window.__zoomTimes.length >= n, k + 1, { timeout: 60000 });
+  }
+  const times = await page.evaluate(() => window.__zoomTimes);
+  console.log(`| (a blank canvas: the browser's own floor) | | ${median(times).toFixed(1)} | ${p90(times).toFixed(1)} | | |`);
+  await page.close();
+}
 try {
+  await floor();
   for (const file of args) {
     const html = path.join(tmp, "page.html");
     execFileSync(memsnap, ["-q", "report", file, "-o", html]);

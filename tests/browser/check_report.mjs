@@ -273,7 +273,34 @@ async function zoomIntoPeak(name, page, index) {
     top += b.size;
   }
   await checkTimelines(name + " zoomed", page);
+  await checkBandStack(name + " zoomed", page, index);
   return dragged;
+}
+
+// The page keeps each band's bottom as runs between the columns where the bands under it change
+// (issue 36 §4): at every column in view, the bands there are those of the view's tiles alive at
+// its sample event, stacked from 0 in allocation order without a gap, and they add up to the
+// column's bands total.
+async function checkBandStack(name, page, index) {
+  const bad = await page.evaluate((i) => {
+    const t = __memsnap.timelines[i], c = t.cols, ids = [...c.bandIds].sort((p, q) => p - q);
+    let checked = 0;
+    for (let k = 0; k < c.x.length; k++) {
+      if (t.colRight(k) <= t.a || c.x[k] >= t.b) continue;
+      checked++;
+      const got = t.columnAt(c.x[k]).bands;
+      const want = ids.filter((id) => t.lod.bands[id].alloc <= c.sample[k] && c.sample[k] < t.lod.bands[id].free);
+      if (got.map((b) => b.id).join() !== want.join()) return `column ${k}: bands ${got.length}, alive there ${want.length}`;
+      let top = 0;
+      for (const b of got) {
+        if (b.bottom !== top) return `column ${k}: band ${b.id} sits at ${b.bottom}, the bands under it end at ${top}`;
+        top += b.size;
+      }
+      if (top !== t.bandSum[k]) return `column ${k}: the bands add up to ${top}, its bands total is ${t.bandSum[k]}`;
+    }
+    return checked ? null : "no column in view";
+  }, index);
+  if (bad) fail(name, `the band stack: ${bad}`);
 }
 
 // Hovers the tallest band at the peak (zoomed in): the tooltip leads with the band's site label
@@ -498,7 +525,8 @@ async function checkFigures(name, page, input) {
       const cards = Object.fromEntries([...document.querySelectorAll(`#timeline-${d.device} > .cards .card`)].map((c) =>
         [c.querySelector(".k").textContent, c.querySelector(".v").textContent]));
       return { device: d.device, peak: d.peak, counted: d.counted, mallocs: d.mallocs, has_time: d.has_time, cards, tiles_shown: !!d.tiles,
-        cols: t ? { x: t.cols.x.slice(), max: t.cols.max.slice(), res: t.cols.res.slice(), span: t.span, w: t.cols.w } : null };
+        // Plain arrays: the columns are typed arrays, which page.evaluate would return as objects.
+        cols: t ? { x: Array.from(t.cols.x), max: Array.from(t.cols.max), res: Array.from(t.cols.res), span: t.span, w: t.cols.w } : null };
     });
   });
   for (const d of devs) {
@@ -533,6 +561,7 @@ async function checkFigures(name, page, input) {
     // The curves, column by column, against timeline --csv.
     const ev = rows.get(d.device) || [];
     if (!d.cols || !ev.length) continue;
+    if (!Array.isArray(d.cols.x) || !d.cols.x.length) { fail(tag, "the timeline exports no columns to check"); continue; }
     // The last bucket holds the trace's end (x == span).
     const xOf = (e, i) => Math.min(d.has_time ? e.t : i, d.cols.span - d.cols.w / 2);
     let j = 0, bad = 0, first = null;

@@ -71,27 +71,33 @@ function renderDiffDevice(device, pair) {
   if (both && !sides.every((s) => s[1].steps)) tools.append(h("span", { class: "note", text: " (no repeating step found in " + (sides.find((s) => !s[1].steps)[0]) + ")" }));
   const holder = h("div");
   sec.append(tools, holder);
+  const charts = [], details = [];
+  const clickNote = () => h("span", { class: "note", text: "Click a band to keep its allocation stack here." });
   const draw = (m) => {
     for (const b of tools.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.align === m));
-    holder.replaceChildren();
-    M.timelines = M.timelines.filter((c) => c.device !== device);
-    const charts = [];
     let maxMapped = -Infinity, minMapped = Infinity;
     const maps = sides.map(([, dev]) => alignment(dev, m));
     sides.forEach(([, dev], i) => {
       maxMapped = Math.max(maxMapped, maps[i].fwd(dev.x_span));
       minMapped = Math.min(minMapped, maps[i].fwd(0));
     });
+    for (const map of maps) { map.limit = maxMapped; map.lo = minMapped; }
+    if (charts.length) {
+      // A switch: the same charts on the new axis (building them again cost most of a switch,
+      // issue 36 §4), what was clicked let go as on charts built anew.
+      charts.forEach((c, i) => c.setMapping(maps[i]));
+      for (const d of details) d.replaceChildren(clickNote());
+      charts[0].reset();
+      return;
+    }
     sides.forEach(([name, dev, file], i) => {
       const map = maps[i];
-      map.limit = maxMapped;
-      map.lo = minMapped;
       const label = h("h3", { text: name + ": " + file.path.split("/").pop() + (dev.peak ? " \u2014 peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, dev.has_time) : "") });
       const host = h("div", { class: "chart" });
-      const details = h("div", { class: "details" }, h("span", { class: "note", text: "Click a band to keep its allocation stack here." }));
-      holder.append(label, ...traceNotes(dev), host, details);
+      details[i] = h("div", { class: "details" }, clickNote());
+      holder.append(label, ...traceNotes(dev), host, details[i]);
       const chart = new TimelineChart(host, dev, {
-        tables: { frames: file.frames, stacks: file.stacks, kinds: file.frame_kinds, sites: file.band_sites, categories: D.category_names }, details, mapping: map, height: 250,
+        tables: { frames: file.frames, stacks: file.stacks, kinds: file.frame_kinds, sites: file.band_sites, categories: D.category_names }, details: details[i], mapping: map, height: 250,
         sync: "diff" + device,
         onView: (c, a, b) => {
           const lo = c.map.fwd(a), hi = c.map.fwd(b);

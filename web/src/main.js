@@ -203,7 +203,8 @@ function renderCategories(sec, dev, timeline) {
     bar.style.background = color;
     body.append(h("tr", { title }, h("td", {}, swatch(color, label)),
       h("td", { class: "n" }, bar, " " + fmtBytes(v)),
-      h("td", { class: "n", text: peakTotal > 0 ? fmtPct(v / peakTotal) : "" })));
+      // A kind that holds something never reads "0.0%" next to its bytes.
+      h("td", { class: "n", text: peakTotal > 0 ? (v > 0 && v / peakTotal < 0.0005 ? "<0.1%" : fmtPct(v / peakTotal)) : "" })));
   }
   t.append(body);
   box.append(h("div", { class: "table-wrap" }, t));

@@ -88,6 +88,8 @@ class SegmentTimeline {
         }
       }
     }
+    // Pieces in order of x (times that never go back) can be searched for the view.
+    for (const p of this.pieces) p.sorted = p.x.every((x, q) => q === 0 || x >= p.x[q - 1]);
     // The stack's height after any event: its changes in event order.
     this.changes = ev.map(([e, begin, i]) => [e, begin ? segs[i].size : -segs[i].size]);
     let acc = 0;
@@ -137,9 +139,14 @@ class SegmentTimeline {
       const end = s.end === Infinity ? t.span : s.end_x;
       if (end < a || (s.begin < 0 ? 0 : s.begin_x) > b) return;
       const p = this.pieces[i];
-      ctx.fillStyle = s.mapping ? "hsl(150,45%," + (48 + (s.id % 5) * 6) + "%)" : stackColor(s.id + 7);
+      // Its colour as a string once (hundreds of segments, drawn on every notch of the wheel).
+      ctx.fillStyle = s.color || (s.color = s.mapping ? "hsl(150,45%," + (48 + (s.id % 5) * 6) + "%)" : stackColor(s.id + 7));
       ctx.beginPath();
-      for (let q = 0; q < p.x.length; q++) {
+      // From the first piece that reaches a (pieces are in order of x) to the last that starts
+      // by b: a segment of a long trace has thousands, and most are out of view zoomed in.
+      let q0 = 0, hi = p.sorted ? p.x.length - 1 : 0;
+      while (q0 < hi) { const m = (q0 + hi) >> 1; if ((m + 1 < p.x.length ? p.x[m + 1] : end) < a) q0 = m + 1; else hi = m; }
+      for (let q = q0; q < p.x.length && (p.x[q] <= b || !p.sorted); q++) {
         const x0 = p.x[q], x1 = q + 1 < p.x.length ? p.x[q + 1] : end;
         if (x1 < a || x0 > b) continue;
         const px0 = X(x0), px1 = X(x1), y0 = Y(p.bottom[q]), y1 = Y(p.bottom[q] + s.size);
@@ -175,8 +182,8 @@ class SegmentTimeline {
       const ht = this.dev.has_time;
       showTip(e, (s.mapping ? "expandable segment mapping " : "segment ") + hex(s.addr) + ", " + fmtBytes(s.size) +
         ", stream " + s.stream + "\n" + (s.begin < 0 ? "reserved before the trace" : s.split ? "mapped before " + fmtX(s.begin_x, ht) +
-        " (where part of its mapping was unmapped)" : (s.mapping ? "mapped " : "reserved ") + fmtX(s.begin_x, ht)) +
-        (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped " : "released ") + fmtX(s.end_x, ht)));
+        " (where part of its mapping was unmapped)" : (s.mapping ? "mapped at " : "reserved at ") + fmtX(s.begin_x, ht)) +
+        (s.end === Infinity ? ", still reserved at the end" : ", " + (s.mapping ? "unmapped at " : "released at ") + fmtX(s.end_x, ht)));
       return;
     }
     hideTip();

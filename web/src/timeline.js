@@ -15,6 +15,9 @@ class Lod {
       this.tiles.set(t[0] + ":" + t[1], { level: t[0], tile: t[1], curve: t[3], bandIds: t[4], d: null });
     }
     this.bands = Lod.decodeBands(dev.bands);
+    // Decoded once per device (dev.lodCache): the packed text is not needed again, and it is a
+    // few MB of the page's heap on a large trace.
+    dev.bands.data = null;
     // What the program said about a band's allocation (user_metadata, compile_context).
     for (const [id, meta, compile] of dev.band_extras || []) {
       const b = this.bands[id];
@@ -23,15 +26,19 @@ class Lod {
   }
   static decodeBands(packed) {
     const v = unpackVarints(packed.data), out = [];
+    // Each field a small integer where it is one: V8 keeps those in the object itself, and a
+    // number that is not one in a box of its own per field (tens of thousands of bands: 10 MB of
+    // the page's heap, issue 36 §4).
+    const small = (x) => (x >= -0x40000000 && x < 0x40000000 && x === Math.floor(x) ? x | 0 : x);
     let alloc = -1, ax = 0;
     for (let i = 0; i + 12 < v.length; i += 13) {
       alloc += v[i];
       ax += v[i + 2];
       out.push({
-        id: out.length, alloc: alloc, free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
-        alloc_x: ax, free_x: ax + v[i + 3], size: v[i + 4], rounded: v[i + 4] + v[i + 5],
-        addr: v[i + 6], stream: v[i + 7], cls: v[i + 8], stack: v[i + 9] - 1, version: v[i + 10],
-        site: v[i + 11], cat: v[i + 12],
+        id: out.length, alloc: small(alloc), free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
+        alloc_x: small(ax), free_x: small(ax + v[i + 3]), size: small(v[i + 4]), rounded: small(v[i + 4] + v[i + 5]),
+        addr: v[i + 6], stream: small(v[i + 7]), cls: small(v[i + 8]), stack: small(v[i + 9] - 1), version: small(v[i + 10]),
+        site: small(v[i + 11]), cat: small(v[i + 12]),
       });
     }
     return out;
@@ -89,47 +96,46 @@ class Lod {
     }
     return level;
   }
-  // The columns of `level` that draw [a, b].
+  // The columns of `level` that draw [a, b], in typed arrays sized once (a zoom's garbage is
+  // the JS heap's peak, issue 36 §4).
   columnsAt(level, a, b) {
     const w = this.width(level);
-    const cols = { level, w, x: [], max: [], min: [], res: [], sample: [], bandIds: new Set() };
     const t0 = this.tileOf(a, level), t1 = this.tileOf(b, level);
+    let cap = 1;
+    for (let t = t0; t <= t1; t++) { const d = this.tile(level, t); if (d) cap += 2 * d.idx.length; }
+    const cols = { level, w, x: new Float64Array(cap), max: new Float64Array(cap), min: new Float64Array(cap),
+      res: new Float64Array(cap), sample: new Float64Array(cap), bandIds: new Set() };
+    const { x: X, max: MAX, min: MIN, res: RES, sample: SAMPLE } = cols;
+    let m = 0;
+    // x must increase: a point replaces those before it that are not left of it (a carried point
+    // at the very end can meet the trace's end).
+    const put = (xv, mx, mn, rs, sm) => {
+      while (m > 0 && X[m - 1] >= xv) m--;
+      X[m] = xv;
+      MAX[m] = mx;
+      MIN[m] = mn;
+      RES[m] = rs;
+      SAMPLE[m++] = sm;
+    };
     for (let t = t0; t <= t1; t++) {
       const d = this.tile(level, t);
       if (!d) continue;
       for (const id of d.bandIds) cols.bandIds.add(id);
       const n = d.idx.length;
       for (let k = 0; k < n; k++) {
-        cols.x.push(d.idx[k] * w);
-        cols.max.push(d.max[k]);
-        cols.min.push(d.min[k]);
-        cols.res.push(d.resMax[k]);
-        cols.sample.push(d.sample[k]);
+        put(d.idx[k] * w, d.max[k], d.min[k], d.resMax[k], d.sample[k]);
         const next = k + 1 < n ? d.idx[k + 1] : (t + 1) * this.C;
         if (next !== d.idx[k] + 1 || k + 1 === n) {
           // Nothing happened until the next bucket: the state after this bucket carries on.
-          cols.x.push(Math.min((d.idx[k] + 1) * w, this.span));
-          cols.max.push(d.liveLast[k]);
-          cols.min.push(d.liveLast[k]);
-          cols.res.push(d.resLast[k]);
-          cols.sample.push(d.last[k]);
+          put(Math.min((d.idx[k] + 1) * w, this.span), d.liveLast[k], d.liveLast[k], d.resLast[k], d.last[k]);
         }
       }
     }
     // The state after the last loaded bucket holds to the end of its tile (nothing happened there):
     // the lines reach the window's edge rather than stop as if the trace ended.
-    const m = cols.x.length;
     const end = Math.min((t1 + 1) * this.C * w, this.span);
-    if (m && cols.x[m - 1] < end) {
-      cols.x.push(end);
-      for (const k of ["max", "min", "res", "sample"]) cols[k].push(cols[k][m - 1]);
-    }
-    // x must increase: a carried point at the very end can meet the trace's end.
-    for (let i = cols.x.length - 1; i > 0; i--) {
-      if (cols.x[i] <= cols.x[i - 1]) {
-        for (const k of ["x", "max", "min", "res", "sample"]) cols[k].splice(i - 1, 1);
-      }
-    }
+    if (m && X[m - 1] < end) put(end, MAX[m - 1], MIN[m - 1], RES[m - 1], SAMPLE[m - 1]);
+    for (const k of ["x", "max", "min", "res", "sample"]) cols[k] = cols[k].subarray(0, m);
     return cols;
   }
 }
@@ -230,13 +236,17 @@ class TimelineChart {
     this.host.setAttribute("aria-label", "memory timeline of device " + this.dev.device +
       ": wheel or drag to zoom, shift-drag or arrow keys to pan, double-click or 0 to reset");
     this.host.addEventListener("keydown", (e) => this.onKey(e));
-    new ResizeObserver(() => {
+    const resize = new ResizeObserver(() => {
+      // A chart whose host left the page (the diff page builds its charts again on a switch of
+      // alignment) stops following it rather than draw itself again, unseen, at 320 px.
+      if (!this.host.isConnected) { resize.disconnect(); return; }
       const w = Math.max(320, this.host.clientWidth);
       if (Math.abs(w - this.u.width) >= 1) {
         this.u.setSize({ width: w, height: this.u.height });
         this.setView(this.a, this.b, true);
       }
-    }).observe(this.host);
+    });
+    resize.observe(this.host);
     this.setView(this.a, this.b, true);
   }
   data() {
@@ -257,14 +267,19 @@ class TimelineChart {
     if (a < lo) { b += lo - a; a = lo; }
     if (b > hi) { a -= b - hi; b = hi; }
     a = Math.max(lo, a);
-    this.a = a;
-    this.b = b;
     const px = this.u.bbox.width / devicePixelRatio;
     // A wheel notch mostly stays on the same level and tiles: their columns and band stack are
     // then those already built, and only the scales change.
     const level = this.lod.levelFor(a, b, px);
     const key = level + ":" + this.lod.tileOf(a, level) + ":" + this.lod.tileOf(b, level);
-    if (key !== this.viewKey || !this.cols) {
+    // The view shown already (the diff page sets both charts' views several times as it builds
+    // them): nothing to draw again.
+    if (key === this.viewKey && a === this.a && b === this.b && px === this.viewPx && !this.remap) return;
+    this.a = a;
+    this.b = b;
+    this.viewPx = px;
+    const fresh = key !== this.viewKey || !this.cols;
+    if (fresh) {
       this.cols = this.lod.view(a, b, px);
       this.stackBands();
       this.viewKey = key;
@@ -286,7 +301,9 @@ class TimelineChart {
     this.yFmt.axis = byteAxis(top);
     this.guard = true;
     this.u.batch(() => {
-      this.u.setData(this.data(), false);
+      // The same columns: only the scales change (uPlot keeps the data it has).
+      if (fresh || this.remap || this.u.data[0].length !== this.cols.x.length) this.u.setData(this.data(), false);
+      this.remap = false;
       this.u.setScale("x", { min: this.map.fwd(a), max: this.map.fwd(b) });
       this.u.setScale("y", { min: 0, max: this.yFmt.axis.top });
     });
@@ -294,46 +311,146 @@ class TimelineChart {
     for (const f of this.followers) f(a, b);
     if (!quiet && this.opts.onView) this.opts.onView(this, a, b);
   }
-  // Bottoms of the view's bands, stacked in allocation order at each column's sample event.
+  // Where the view's bands sit: stacked from 0 in allocation order at each column's sample event
+  // (as PyTorch's viewer stacks them). A band's bottom changes only at a column where a band
+  // below it comes or goes, so one sweep over the columns, keeping the stack of live bands, gives
+  // each band its bottom as runs, one per change: stacking and drawing scale with those changes,
+  // not with bands x columns (issue 36 §4, docs/BENCHMARKS.md). The result, in typed arrays
+  // reused from one stacking to the next:
+  //
+  //   band j of the view (j ascending = allocation order; ids[j] its index in lod.bands)
+  //     live over columns c0[j] .. c1[j]            (c1 < c0: not live at any column of the view)
+  //     runs runAt[j] .. runAt[j + 1] - 1:          run r covers columns runCol[r] .. up to the
+  //                                                 next run's first (or c1[j]) at runBot[r]
+  //   bandSum[k]: the bands' bytes at column k;     rest[k] = live - bandSum[k], the grey band
   stackBands() {
-    const c = this.cols, n = c.x.length;
-    const acc = new Float64Array(n);
-    const ids = [...c.bandIds].sort((p, q) => p - q);
-    this.viewBands = [];
-    // Each band's run of columns first, then every bottom in one buffer (one allocation, not one
-    // per band: the heap of a zoom, issue 36 §4).
-    const runs = new Int32Array(2 * ids.length);
-    let total = 0;
-    ids.forEach((id, j) => {
-      const b = this.lod.bands[id];
-      // Samples never decrease: the columns where the band is live are one run.
+    const c = this.cols, n = c.x.length, sample = c.sample, bands = this.lod.bands;
+    const ids = Int32Array.from(c.bandIds).sort();
+    const m = ids.length;
+    const S = this.scratch || (this.scratch = {});
+    const buf = (name, Type, len) => {
+      if (!S[name] || S[name].length < len) S[name] = new Type(Math.max(len, Math.ceil(1.5 * (S[name] ? S[name].length : 0))));
+      return S[name];
+    };
+    const c0 = buf("c0", Int32Array, m), c1 = buf("c1", Int32Array, m), size = buf("size", Float64Array, m);
+    const startHead = buf("startHead", Int32Array, n + 1).fill(-1, 0, n + 1);
+    const endHead = buf("endHead", Int32Array, n + 1).fill(-1, 0, n + 1);
+    const startNext = buf("startNext", Int32Array, m), endNext = buf("endNext", Int32Array, m);
+    // Each band's columns: samples never decrease, so the columns where it is live are one run.
+    for (let j = m - 1; j >= 0; j--) {
+      const b = bands[ids[j]];
       let lo = 0, hi = n;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.alloc) lo = m + 1; else hi = m; }
-      const c0 = lo;
+      while (lo < hi) { const q = (lo + hi) >> 1; if (sample[q] < b.alloc) lo = q + 1; else hi = q; }
+      const first = lo;
       hi = n;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (c.sample[m] < b.free) lo = m + 1; else hi = m; }
-      runs[2 * j] = c0;
-      runs[2 * j + 1] = lo - 1;
-      if (lo - 1 >= c0) total += lo - c0;
-    });
-    const bottoms = new Float64Array(total);
-    let at = 0;
-    ids.forEach((id, j) => {
-      const b = this.lod.bands[id], c0 = runs[2 * j], c1 = runs[2 * j + 1];
-      if (c1 < c0) return;
-      const bottom = bottoms.subarray(at, at + c1 - c0 + 1);
-      at += c1 - c0 + 1;
-      for (let k = c0; k <= c1; k++) { bottom[k - c0] = acc[k]; acc[k] += b.size; }
-      this.viewBands.push({ band: b, c0, c1, bottom });
-    });
-    this.bandSum = acc;
+      while (lo < hi) { const q = (lo + hi) >> 1; if (sample[q] < b.free) lo = q + 1; else hi = q; }
+      c0[j] = first;
+      c1[j] = lo - 1;
+      size[j] = b.size;
+      // Lists of the bands that come at each column and go after it, each in ascending j.
+      if (lo - 1 >= first) {
+        startNext[j] = startHead[first];
+        startHead[first] = j;
+        endNext[j] = endHead[lo];
+        endHead[lo] = j;
+      }
+    }
+    // The sweep. live[0 .. liveN) holds the stack's bands bottom up (ascending j), pos[j] where
+    // band j is in it, bottom[j] where it sits now. A run starts where a band comes and wherever
+    // its bottom changes; runs are recorded as (band, column, bottom) in sweep order, then
+    // grouped by band.
+    const live = buf("live", Int32Array, m), pos = buf("pos", Int32Array, m), tail = buf("tail", Int32Array, m);
+    const gone = buf("gone", Uint8Array, m).fill(0, 0, m), bottom = buf("bottom", Float64Array, m);
+    const bandSum = new Float64Array(n);
+    let R = 0, liveN = 0, total = 0;
+    let rBand = buf("rBand", Int32Array, 1024), rCol = buf("rCol", Int32Array, 1024), rBot = buf("rBot", Float64Array, 1024);
+    const record = (j, k, v) => {
+      if (R === rBand.length) {
+        const grow = (name, Type) => { const o = S[name]; S[name] = new Type(2 * o.length); S[name].set(o); return S[name]; };
+        rBand = grow("rBand", Int32Array);
+        rCol = grow("rCol", Int32Array);
+        rBot = grow("rBot", Float64Array);
+      }
+      rBand[R] = j;
+      rCol[R] = k;
+      rBot[R++] = v;
+    };
+    for (let k = 0; k < n; k++) {
+      // The lowest place in the stack that changes: the lowest band that went, or where the first
+      // band that comes goes in (the top, as bands come in allocation order).
+      let low = liveN;
+      for (let j = endHead[k]; j >= 0; j = endNext[j]) { gone[j] = 1; if (pos[j] < low) low = pos[j]; }
+      const add = startHead[k];
+      if (add >= 0 && liveN && add < live[liveN - 1]) {
+        let lo = 0, hi = liveN;
+        while (lo < hi) { const q = (lo + hi) >> 1; if (live[q] < add) lo = q + 1; else hi = q; }
+        if (lo < low) low = lo;
+      }
+      if (low < liveN || add >= 0) {
+        // The stack above `low` again: the bands that stay, merged with those that come.
+        let s = 0;
+        for (let r = low; r < liveN; r++) if (!gone[live[r]]) tail[s++] = live[r];
+        let w = low, t = 0, next = add, acc = low ? bottom[live[low - 1]] + size[live[low - 1]] : 0;
+        while (t < s || next >= 0) {
+          let j;
+          if (next >= 0 && (t >= s || next < tail[t])) {
+            j = next;
+            next = startNext[next];
+            record(j, k, acc);
+          } else {
+            j = tail[t++];
+            if (bottom[j] !== acc) record(j, k, acc);
+          }
+          bottom[j] = acc;
+          live[w] = j;
+          pos[j] = w++;
+          acc += size[j];
+        }
+        liveN = w;
+        total = acc;
+      }
+      bandSum[k] = total;
+    }
+    // The runs grouped by band, in column order within each.
+    const runAt = buf("runAt", Int32Array, m + 1).fill(0, 0, m + 1);
+    for (let r = 0; r < R; r++) runAt[rBand[r] + 1]++;
+    for (let j = 0; j < m; j++) runAt[j + 1] += runAt[j];
+    const fillAt = buf("fillAt", Int32Array, m);
+    fillAt.set(runAt.subarray(0, m));
+    const runCol = buf("runCol", Int32Array, R), runBot = buf("runBot", Float64Array, R);
+    for (let r = 0; r < R; r++) {
+      const at = fillAt[rBand[r]]++;
+      runCol[at] = rCol[r];
+      runBot[at] = rBot[r];
+    }
+    let shown = 0;
+    for (let j = 0; j < m; j++) if (c1[j] >= c0[j]) shown++;
+    this.stack = { m, ids, c0, c1, runAt, runCol, runBot, runs: R, shown };
+    this.bandSum = bandSum;
     this.rest = new Float64Array(n);
     let negative = 0;
     for (let k = 0; k < n; k++) {
-      this.rest[k] = c.max[k] - acc[k];
+      this.rest[k] = c.max[k] - bandSum[k];
       if (this.rest[k] < 0 || c.min[k] < 0 || c.res[k] < 0) negative++;
     }
     this.fig.negative = negative;
+  }
+  // The run of band j of the view that covers column k (k within its columns).
+  runOf(j, k) {
+    const st = this.stack;
+    let lo = st.runAt[j], hi = st.runAt[j + 1] - 1;
+    while (lo < hi) { const q = (lo + hi + 1) >> 1; if (st.runCol[q] <= k) lo = q; else hi = q - 1; }
+    return lo;
+  }
+  // Band j's bottom at column k.
+  bottomAt(j, k) { return this.stack.runBot[this.runOf(j, k)]; }
+  // Another alignment of the x axis (the diff page's switch): the same columns and bands, mapped
+  // again at the next setView, and nothing hovered or clicked, as on a chart built anew.
+  setMapping(map) {
+    this.map = map;
+    this.remap = true;
+    this.selected = null;
+    this.hovered = null;
   }
   // The widest view: the trace, or the range shared with another chart (the diff page).
   fullView() {
@@ -349,16 +466,27 @@ class TimelineChart {
   // grey band. Only the band under the pointer and the clicked one are drawn again as paths, for
   // their outlines.
   drawBands(u) {
-    const ctx = u.ctx, bb = u.bbox, c = this.cols, n = c.x.length;
-    // Pixel edges of the columns (clamped to the view) and a linear y: no per-vertex lookups.
-    const edge = new Float64Array(n + 1);
-    for (let k = 0; k <= n; k++) {
-      const x = k < n ? c.x[k] : this.span;
-      edge[k] = u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
-    }
+    const ctx = u.ctx, bb = u.bbox, c = this.cols, n = c.x.length, st = this.stack;
+    // The columns in view: first is the last starting at or before a (or the first), last the
+    // last starting before b.
+    let lo = 0, hi = n - 1;
+    while (lo < hi) { const q = (lo + hi + 1) >> 1; if (this.colRight(q - 1) <= this.a) lo = q; else hi = q - 1; }
+    const first = lo;
+    hi = n - 1;
+    while (lo < hi) { const q = (lo + hi + 1) >> 1; if (c.x[q] < this.b) lo = q; else hi = q - 1; }
+    const last = n ? Math.max(first, lo) : -1;
+    // Pixel edges of those columns (clamped to the view) and a linear y: no per-vertex lookups.
+    const S = this.scratch;
+    if (!S.edge || S.edge.length < n + 1) { S.edge = new Float64Array(n + 1); S.P = new Int32Array(n + 1); }
+    const edge = S.edge, P = S.P;
     const yTop = this.yFmt.axis.top, base = bb.top + bb.height, scale = bb.height / yTop;
     const Y = (v) => base - v * scale;
     const W = Math.max(1, Math.round(bb.width)), H = Math.max(1, Math.round(bb.height));
+    for (let k = first; k <= last + 1; k++) {
+      const x = k < n ? c.x[k] : this.span;
+      edge[k] = u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+      P[k] = Math.max(0, Math.min(W, Math.round(edge[k] - bb.left)));
+    }
     if (!this.img || this.img.width !== W || this.img.height !== H) {
       this.img = new ImageData(W, H);
       this.px = new Uint32Array(this.img.data.buffer);
@@ -369,12 +497,10 @@ class TimelineChart {
     }
     const px = this.px;
     px.fill(0);
-    const P = new Int32Array(n + 1);
-    for (let k = 0; k <= n; k++) P[k] = Math.max(0, Math.min(W, Math.round(edge[k] - bb.left)));
     // Rows of the buffer: row(v) is the first row at or below the value v (rounded), clamped.
     const r0 = base - bb.top + 0.5;
-    const fill = (k, ra, rb, color) => {
-      const x0 = P[k], x1 = P[k + 1];
+    // Pixel columns x0 .. x1 - 1 of rows ra .. rb - 1.
+    const fill = (x0, x1, ra, rb, color) => {
       if (x1 <= x0 || rb <= ra) return;
       if (x1 - x0 === 1) {
         for (let i = ra * W + x0, end = rb * W + x0; i < end; i += W) px[i] = color;
@@ -383,10 +509,6 @@ class TimelineChart {
       }
     };
     let outside = 0;
-    let first = 0;
-    while (first + 1 < n && this.colRight(first) <= this.a) first++;
-    let last = n - 1;
-    while (last > first && c.x[last] >= this.b) last--;
     let drawnBands = 0, thinBands = 0;
     this.fig.hoveredDrawn = null;
     const outlined = [];
@@ -397,24 +519,28 @@ class TimelineChart {
       const y0 = Y(this.bandSum[k]), y1 = Y(c.max[k]);
       if (y1 < bb.top - 0.5 || y0 > base + 0.5) outside++;
       if (base - y1 < 0.05) continue;
-      fill(k, Math.max(0, Math.floor(y1 - bb.top + 0.5)), H, grey);
+      fill(P[k], P[k + 1], Math.max(0, Math.floor(y1 - bb.top + 0.5)), H, grey);
     }
-    for (const vb of this.viewBands) {
-      const k0 = Math.max(vb.c0, first), k1 = Math.min(vb.c1, last);
+    // Each band run by run: a run is one rectangle, from its first column's left edge to its last
+    // column's right edge, the pixels its columns would cover one by one.
+    const bands = this.lod.bands, runCol = st.runCol, runBot = st.runBot, runAt = st.runAt;
+    for (let j = 0; j < st.m; j++) {
+      const k0 = Math.max(st.c0[j], first), k1 = Math.min(st.c1[j], last);
       if (k1 < k0) continue;
-      const size = vb.band.size, bot = vb.bottom, off = vb.c0;
-      if (Y(bot[k0 - off] + size) < bb.top - 0.5 || Y(bot[k1 - off]) > base + 0.5) outside++;
-      if (this.hovered === vb.band.id || this.selected === vb.band.id) outlined.push([vb, k0, k1]);
+      const band = bands[st.ids[j]], size = band.size;
+      const rFirst = this.runOf(j, k0), rLast = this.runOf(j, k1);
+      if (Y(runBot[rFirst] + size) < bb.top - 0.5 || Y(runBot[rLast]) > base + 0.5) outside++;
+      if (this.hovered === band.id || this.selected === band.id) outlined.push([j, k0, k1, rFirst, rLast]);
       drawnBands++;
       if (size * scale < 0.02) { thinBands++; continue; }  // a fiftieth of a pixel: no row of its own
-      const color = rgbaOf(vb.band.stack >= 0 ? vb.band.stack : 997 + vb.band.id);
-      for (let k = k0; k <= k1; k++) {
-        if (P[k + 1] === P[k]) continue;  // a column narrower than a pixel that another covers
-        const b = bot[k - off];
+      const color = rgbaOf(band.stack >= 0 ? band.stack : 997 + band.id);
+      for (let r = rFirst; r <= rLast; r++) {
+        const from = Math.max(runCol[r], k0), to = r + 1 < runAt[j + 1] ? Math.min(runCol[r + 1] - 1, k1) : k1;
+        const b = runBot[r];
         let ra = Math.floor(r0 - (b + size) * scale), rb = Math.floor(r0 - b * scale);
         if (ra < 0) ra = 0;
         if (rb > H) rb = H;
-        if (rb > ra) fill(k, ra, rb, color);
+        fill(P[from], P[to + 1], ra, rb, color);
       }
     }
     this.fig.thinBands = thinBands;
@@ -424,39 +550,39 @@ class TimelineChart {
     ctx.beginPath();
     ctx.rect(bb.left, bb.top, bb.width, bb.height);
     ctx.clip();
-    for (const [vb, k0, k1] of outlined) {
-      const size = vb.band.size, bot = vb.bottom, off = vb.c0;
-      // The band is a step shape: vertices only where the bands below it change.
+    for (const [j, k0, k1, rFirst, rLast] of outlined) {
+      const band = bands[st.ids[j]], size = band.size;
+      // The band is a step shape: vertices only where its runs meet.
       ctx.beginPath();
-      let y = Y(bot[k0 - off] + size);
+      let y = Y(runBot[rFirst] + size);
       ctx.moveTo(edge[k0], y);
-      for (let k = k0 + 1; k <= k1; k++) {
-        const ny = Y(bot[k - off] + size);
-        if (ny !== y) { ctx.lineTo(edge[k], y); ctx.lineTo(edge[k], ny); y = ny; }
+      for (let r = rFirst + 1; r <= rLast; r++) {
+        const ny = Y(runBot[r] + size);
+        if (ny !== y) { ctx.lineTo(edge[runCol[r]], y); ctx.lineTo(edge[runCol[r]], ny); y = ny; }
       }
       ctx.lineTo(edge[k1 + 1], y);
-      y = Y(bot[k1 - off]);
+      y = Y(runBot[rLast]);
       ctx.lineTo(edge[k1 + 1], y);
-      for (let k = k1 - 1; k >= k0; k--) {
-        const ny = Y(bot[k - off]);
-        if (ny !== y) { ctx.lineTo(edge[k + 1], y); ctx.lineTo(edge[k + 1], ny); y = ny; }
+      for (let r = rLast; r > rFirst; r--) {
+        const ny = Y(runBot[r - 1]);
+        if (ny !== y) { ctx.lineTo(edge[runCol[r]], y); ctx.lineTo(edge[runCol[r]], ny); y = ny; }
       }
       ctx.lineTo(edge[k0], y);
       ctx.closePath();
-      if (this.hovered === vb.band.id && this.selected !== vb.band.id) {
+      if (this.hovered === band.id && this.selected !== band.id) {
         // The band under the pointer: outlined, so that a thin one among many is found.
         ctx.strokeStyle = "#101828";
         ctx.lineWidth = devicePixelRatio;
         ctx.stroke();
-        this.fig.hoveredDrawn = vb.band.id;
+        this.fig.hoveredDrawn = band.id;
       }
-      if (this.selected === vb.band.id) {
+      if (this.selected === band.id) {
         ctx.strokeStyle = "#000";
         ctx.lineWidth = 1.5 * devicePixelRatio;
         ctx.stroke();
         // A band under a few pixels tall: its outline alone would be a hairline, so a box of at
         // least 6 px around it shows which band was clicked.
-        const yTopPx = Y(bot[k0 - off] + size), thin = 6 * devicePixelRatio;
+        const yTopPx = Y(runBot[rFirst] + size), thin = 6 * devicePixelRatio;
         if (y - yTopPx < thin) {
           const mid = (y + yTopPx) / 2;
           ctx.strokeRect(edge[k0], mid - thin / 2, Math.max(edge[k1 + 1] - edge[k0], 2 * devicePixelRatio), thin);
@@ -505,20 +631,36 @@ class TimelineChart {
     const an = this.dev.annotations;
     this.fig.annotations = { n: an ? an.n : 0, drawn: 0 };
     if (!an || !this.dev.has_time) return;
-    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, laneH = 12 * dpr, lanes = [];
+    const ctx = u.ctx, bb = u.bbox, dpr = devicePixelRatio, laneH = 12 * dpr;
     const X = (x) => u.valToPos(this.map.fwd(Math.min(Math.max(x, this.a), this.b)), "x", true);
+    // Each range's lane and colour, once per device: they do not change with the view (thousands
+    // of ranges on a long trace, redrawn on every notch of the wheel).
+    if (!an.lanes) {
+      const lanes = [];
+      an.lanes = an.regions.map(([x0, x1]) => {
+        // Lane: the first whose last range has ended (ranges come in order of their begin).
+        let lane = lanes.findIndex((end) => end <= x0);
+        if (lane < 0) { lane = lanes.length; lanes.push(x1); } else lanes[lane] = x1;
+        return lane;
+      });
+      const colors = new Map();
+      an.colors = an.regions.map(([, , name]) => {
+        if (!colors.has(name)) {
+          let hash = 0;
+          for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
+          colors.set(name, "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)");
+        }
+        return colors.get(name);
+      });
+    }
     ctx.save();
     ctx.font = 10 * dpr + "px system-ui, sans-serif";
     ctx.textAlign = "left";
-    for (const [x0, x1, name] of an.regions) {
-      // Lane: the first whose last range has ended (ranges come in order of their begin).
-      let lane = lanes.findIndex((end) => end <= x0);
-      if (lane < 0) { lane = lanes.length; lanes.push(x1); } else lanes[lane] = x1;
+    for (let i = 0; i < an.regions.length; i++) {
+      const region = an.regions[i], x0 = region[0], x1 = region[1], name = region[2], lane = an.lanes[i];
       if (lane > 3 || x1 < this.a || x0 > this.b) continue;
       const p0 = X(x0), p1 = Math.max(X(x1), p0 + dpr), y = bb.top + lane * laneH;
-      let hash = 0;
-      for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
-      ctx.fillStyle = "hsla(" + (Math.abs(hash) % 360) + ",55%,55%,0.35)";
+      ctx.fillStyle = an.colors[i];
       ctx.fillRect(p0, y, p1 - p0, laneH - dpr);
       this.fig.annotations.drawn++;
       if (p1 - p0 > 12 * dpr && p1 - p0 > textWidth(ctx, name) + 6 * dpr) {
@@ -606,9 +748,9 @@ class TimelineChart {
     const c = this.cols;
     let lo = 0, hi = c.x.length - 1;
     while (lo < hi) { const m = (lo + hi + 1) >> 1; if (c.x[m] <= x) lo = m; else hi = m - 1; }
-    const bands = [];
-    for (const vb of this.viewBands) {
-      if (lo >= vb.c0 && lo <= vb.c1) bands.push({ id: vb.band.id, size: vb.band.size, bottom: vb.bottom[lo - vb.c0] });
+    const bands = [], st = this.stack;
+    for (let j = 0; j < st.m; j++) {
+      if (lo >= st.c0[j] && lo <= st.c1[j]) bands.push({ id: st.ids[j], size: this.lod.bands[st.ids[j]].size, bottom: this.bottomAt(j, lo) });
     }
     return { index: lo, x: c.x[lo], right: this.colRight(lo), event: c.sample[lo], live: c.max[lo], live_min: c.min[lo],
       reserved: c.res[lo], rest: this.rest[lo], bands_sum: this.bandSum[lo], bands };
@@ -627,8 +769,9 @@ class TimelineChart {
   bandCategory(b) { return this.tables.categories ? this.tables.categories[b.cat] : null; }
   bandText(b) {
     const ht = this.dev.has_time;
-    const alloc = b.alloc < 0 ? "before the trace" : fmtX(b.alloc_x, ht);
-    const free = b.free === Infinity ? ", still live at the end" : ", freed " + fmtX(b.free_x, ht);
+    // "allocated at 683.3 ms": a time since the trace's first event, not a duration.
+    const alloc = b.alloc < 0 ? "before the trace" : "at " + fmtX(b.alloc_x, ht);
+    const free = b.free === Infinity ? ", still live at the end" : ", freed at " + fmtX(b.free_x, ht);
     const life = b.alloc >= 0 && b.free !== Infinity ? " (lived " + fmtSpan(b.free_x - b.alloc_x, ht) + ")" : "";
     const cat = this.bandCategory(b);
     return (cat ? cat.replace("_", " ") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
@@ -745,7 +888,7 @@ class TimelineChart {
     return Object.assign({}, this.fig, {
       view: [this.a, this.b], min_width: this.minWidth(), level: this.cols.level, bucket_width: this.cols.w, y_top: this.yFmt.axis.top,
       plot: { left: r.left, top: r.top, width: bb.width / dpr, height: bb.height / dpr },
-      columns: this.cols.x.length, view_bands: this.viewBands.length,
+      columns: this.cols.x.length, view_bands: this.stack.shown, band_runs: this.stack.runs,
     });
   }
 }
