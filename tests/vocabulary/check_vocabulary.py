@@ -51,7 +51,7 @@ def is_phrase(lit):
 WORDS_ALLOWED = re.compile(r"Error\(|\b(error|bad)\(|ScopedTimer|phase\.emplace")
 # Phrases an analysis still writes, each with why it may: (file, literal) -> why.
 PHRASES_ALLOWED = {
-    ("src/analysis/timeline/timeline.cpp", "the dump (no trace)"):
+    ("src/analysis/timeline/timeline.cpp", "the dump (no allocation traced)"):
         "DescribeEvent: a point as the moment errors name it",
     ("src/analysis/timeline/timeline.cpp", "the initial state"):
         "DescribeEvent: a point as the moment errors name it",
