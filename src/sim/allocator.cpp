@@ -57,8 +57,10 @@ void CachingAllocator::ResetMemoryFraction() {
 
 int64_t CachingAllocator::ReservedTakingUnlimitedDecisions(const AllocatorConfig& config,
                                                            int64_t capacity) {
-  if (capacity == kUnlimitedCapacity || !config.memory_fraction) return capacity;
+  if (!config.memory_fraction) return capacity;
   // Below the fraction's limit every cudaMalloc fits the device too (the fraction is at most 1).
+  // On no limit the fraction's limit is still a number (unless it rounds to no limit), though
+  // no trace reaches it.
   const int64_t allowed = AllowedMemoryMaximum(*config.memory_fraction, capacity);
   const bool gc = config.garbage_collection_threshold > 0.0;
   return std::min(capacity,

@@ -173,8 +173,9 @@ class CachingAllocator {
   /// takes exactly the decisions it takes on no limit: every cudaMalloc fits, the memory
   /// fraction's limit is not reached and garbage collection finds nothing above its threshold.
   /// kUnlimitedCapacity when the capacity never matters. Computed as the allocator computes its
-  /// limits. Not meaningful for expandable segments (their address ranges scale with the
-  /// capacity).
+  /// limits (on kUnlimitedCapacity too: a fraction's limit is then a fraction of it). Not
+  /// meaningful for expandable segments on a bounded capacity (their address ranges scale with
+  /// the capacity).
   static int64_t ReservedTakingUnlimitedDecisions(const AllocatorConfig& config, int64_t capacity);
 
   /// malloc(n, stream): the block, or nullopt on OOM (last_oom() says why; num_ooms counts).
