@@ -102,7 +102,10 @@ inline void CachingAllocator::UncountAllocation(Block& x) {
 void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
   blocks_[b].gc_count_base = pool.get_free_blocks_call_count;
   const Block& x = blocks_[b];
-  pool.blocks.Insert(static_cast<uint64_t>(x.stream), x.size, x.ptr, b);
+  if (pool.blocks.Insert(static_cast<uint64_t>(x.stream), x.size, x.ptr, b) &&
+      Releasable(pool, b)) {
+    ++pool.releasable;
+  }
 }
 
 void CachingAllocator::Emit(SegmentAction a, uint64_t addr, int64_t size, int64_t stream,
@@ -221,6 +224,8 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
   const bool already_split = IsSplit(b);
   const bool expandable = blocks_[b].expandable >= 0;
   const bool small = pool.is_small;
+  // The found block leaves the index (or gives its place to its split remainder).
+  if (indexed && Releasable(pool, b)) --pool.releasable;
   uint32_t taken = b;
   if (split) {
     // The allocation takes the low-address front; the remainder goes back to the pool.
@@ -355,6 +360,9 @@ void CachingAllocator::GarbageCollect() {
   const int64_t target = total_allocated_memory_ - threshold;
   int64_t reclaimed = 0;
   Pool& pool = large_;
+  // The scan below would count no candidate: on a trace that keeps the reserved bytes above the
+  // threshold, most calls (89% of 326 thousand in `oom`'s searches on the 2.2 M-event file).
+  if (pool.releasable == 0) return;
   auto freeable = [&](uint32_t r) { return !IsSplit(r) && blocks_[r].expandable < 0; };
   auto age = [&](uint32_t r) { return pool.get_free_blocks_call_count - blocks_[r].gc_count_base; };
   int64_t total_age = 0;
