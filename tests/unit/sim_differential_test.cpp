@@ -304,6 +304,7 @@ struct FitTotals {
   int64_t fraction_resumed = 0;
   int64_t fraction_ops_before = 0;
   int64_t fraction_ops_after = 0;
+  int64_t fraction_given = 0;  // searched from the recorded settings' unbounded replay
 };
 
 // Every setting's smallest fitting capacity on `snap`'s first trace, cold and warm, searched both
@@ -333,6 +334,21 @@ void CompareFitSearches(const Snapshot& snap, FitTotals& t) {
       FitSearchStats stats;
       const int64_t after = SmallestFittingCapacity(p, config, base, -1, 2 * kMiB, nullptr, &stats);
       CHECK(after == before);
+      if (c->memory_fraction) {
+        // The recorded settings' unbounded replay is this setting's too: given it, the search
+        // answers the same.
+        const RunOutput recorded_run = UnboundedReplay(p, ReplayConfig{"", recorded}, base);
+        REQUIRE(UnboundedReplayStandsFor(recorded, recorded_run, *c));
+        const RunOutput own = UnboundedReplay(p, config, base);
+        CHECK(own.result.peak_reserved == recorded_run.result.peak_reserved);
+        CHECK(own.result.peak_requested == recorded_run.result.peak_requested);
+        CHECK(own.reserved_records.size() == recorded_run.reserved_records.size());
+        FitSearchStats given_stats;
+        CHECK(SmallestFittingCapacity(p, config, base, -1, 2 * kMiB, &recorded_run, &given_stats) ==
+              before);
+        CHECK(given_stats.unbounded == 0);
+        ++t.fraction_given;
+      }
       ++t.searches;
       t.ops_before += before_ops;
       if (SharesUnboundedPrefix(config.config)) {
@@ -363,6 +379,7 @@ TEST_SUITE("sim differential") {
       CompareFitSearches(RandomTrace(seed, 20000), t);
     }
     CHECK(t.searches == 6 * 5 * 2);
+    CHECK(t.fraction_given == 6 * 2);
     // A memory fraction and its garbage collection scale with the capacity, but only act above
     // a reserved level: its searches share the prefix below it (expandable segments do not).
     CHECK(t.shared == 6 * 4 * 2);
@@ -390,6 +407,34 @@ TEST_SUITE("sim differential") {
     MESSAGE("memory fraction: ", t.fraction_ops_after, " operations with the shared prefix, ",
             t.fraction_ops_before, " from the start");
     CHECK(t.fraction_ops_after <= t.fraction_ops_before);
+  }
+
+  TEST_CASE("an unbounded replay stands for a setting that differs only in a fraction") {
+    const Snapshot snap = RandomTrace(2, 20000);
+    const PreparedTrace p =
+        PrepareTrace(snap, snap.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+    const sim::AllocatorConfig recorded;
+    const RunOutput run = UnboundedReplay(p, ReplayConfig{"", recorded}, RunOptions{});
+    REQUIRE(run.result.ooms.empty());
+    REQUIRE(run.result.peak_reserved > 0);
+    auto conf = [&](const char* text) {
+      absl::StatusOr<sim::AllocatorConfig> c = sim::ApplyAllocatorConf(recorded, text);
+      REQUIRE(c.ok());
+      return *c;
+    };
+    const sim::AllocatorConfig gc =
+        conf("garbage_collection_threshold:0.8,per_process_memory_fraction:0.99");
+    CHECK(UnboundedReplayStandsFor(recorded, run, gc));
+    CHECK(UnboundedReplayStandsFor(recorded, run, conf("per_process_memory_fraction:0.5")));
+    CHECK(UnboundedReplayStandsFor(recorded, run, recorded));
+    // Any other difference, a replay that has a fraction itself, or a fraction whose limit even
+    // on no limit is below the replay's peak: its own replay.
+    CHECK_FALSE(UnboundedReplayStandsFor(recorded, run, conf("roundup_power2_divisions:4")));
+    CHECK_FALSE(UnboundedReplayStandsFor(gc, run, gc));
+    CHECK_FALSE(UnboundedReplayStandsFor(recorded, run, conf("per_process_memory_fraction:0")));
+    // A fraction's limit on no limit is a fraction of the largest capacity, not no limit.
+    CHECK(sim::CachingAllocator::ReservedTakingUnlimitedDecisions(gc, sim::kUnlimitedCapacity) <
+          sim::kUnlimitedCapacity);
   }
 
   TEST_CASE("the fit search says which of its replays fitted and so ran to the trace's end") {

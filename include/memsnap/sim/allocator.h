@@ -173,8 +173,9 @@ class CachingAllocator {
   /// takes exactly the decisions it takes on no limit: every cudaMalloc fits, the memory
   /// fraction's limit is not reached and garbage collection finds nothing above its threshold.
   /// kUnlimitedCapacity when the capacity never matters. Computed as the allocator computes its
-  /// limits. Not meaningful for expandable segments (their address ranges scale with the
-  /// capacity).
+  /// limits (on kUnlimitedCapacity too: a fraction's limit is then a fraction of it). Not
+  /// meaningful for expandable segments on a bounded capacity (their address ranges scale with
+  /// the capacity).
   static int64_t ReservedTakingUnlimitedDecisions(const AllocatorConfig& config, int64_t capacity);
 
   /// malloc(n, stream): the block, or nullopt on OOM (last_oom() says why; num_ooms counts).
@@ -241,6 +242,8 @@ class CachingAllocator {
     absl::btree_set<AddrKey> unmapped;  // expandable VA not backed
     bool is_small = false;
     int64_t get_free_blocks_call_count = 0;
+    /// How many of `blocks` are Releasable: none, and garbage collection has nothing to scan.
+    int64_t releasable = 0;
   };
   struct ExpandableSegment {
     uint64_t base = 0;
@@ -255,10 +258,18 @@ class CachingAllocator {
   void DeleteBlock(uint32_t b);
   bool IsSplit(uint32_t b) const { return blocks_[b].prev != kNone || blocks_[b].next != kNone; }
   Pool& PoolOf(uint32_t b) { return blocks_[b].is_small ? small_ : large_; }
+  /// Whether a free block is one garbage collection may release: a whole segment (not split),
+  /// not expandable, in the large pool. Constant while the block is in its pool's index (it
+  /// gains or loses a neighbour only by leaving it: a merge, a split).
+  bool Releasable(const Pool& pool, uint32_t b) const {
+    return !pool.is_small && !IsSplit(b) && blocks_[b].expandable < 0;
+  }
   /// Removes a free block from its pool's index.
   void EraseFree(Pool& pool, uint32_t b) {
     const Block& x = blocks_[b];
-    pool.blocks.Erase(static_cast<uint64_t>(x.stream), x.size, x.ptr);
+    if (pool.blocks.Erase(static_cast<uint64_t>(x.stream), x.size, x.ptr) && Releasable(pool, b)) {
+      --pool.releasable;
+    }
   }
   AddrKey AddrKeyOf(uint32_t b) const {
     return {static_cast<uint64_t>(blocks_[b].stream), blocks_[b].ptr, b};

@@ -116,14 +116,15 @@ class FreeIndex {
       }
       return lo;
     }
-    void Insert(int64_t s, uint64_t p, uint32_t ref) {
+    bool Insert(int64_t s, uint64_t p, uint32_t ref) {
       const uint32_t b = Bucket(s);
       Bin& bin = bins[b];
       const uint32_t i = PosIn(bin, s, p);
-      if (i < bin.size() && bin[i].size == s && bin[i].ptr == p) return;  // already present
+      if (i < bin.size() && bin[i].size == s && bin[i].ptr == p) return false;  // present
       if (bin.empty()) Mark(b);
       bin.insert(bin.begin() + i, Entry{s, p, ref});
       ++size;
+      return true;
     }
     // Re-keys entry i of bucket b to (s, p), a key below its own: in place when it stays in the
     // bucket (the entries between move up one place), else erased and inserted.
@@ -214,10 +215,11 @@ class FreeIndex {
     }
     return c;
   }
-  void Insert(uint64_t stream, int64_t size, uint64_t ptr, uint32_t ref) {
+  /// Adds the block; false (nothing changed) when its key is present already.
+  bool Insert(uint64_t stream, int64_t size, uint64_t ptr, uint32_t ref) {
     Set* s = Find(stream);
     if (s == nullptr) s = AddStream(stream);
-    s->Insert(size, ptr, ref);
+    return s->Insert(size, ptr, ref);
   }
   /// Removes the block the cursor is on (the cursor and every other become invalid).
   void Erase(const Cursor& c) { c.set_->EraseAt(c.b_, c.i_); }
@@ -227,14 +229,16 @@ class FreeIndex {
   void Shrink(const Cursor& c, int64_t size, uint64_t ptr, uint32_t ref) {
     c.set_->ShrinkAt(c.b_, c.i_, size, ptr, ref);
   }
-  /// Removes the block with this key, if present.
-  void Erase(uint64_t stream, int64_t size, uint64_t ptr) {
+  /// Removes the block with this key, if present (false: absent).
+  bool Erase(uint64_t stream, int64_t size, uint64_t ptr) {
     Set* s = Find(stream);
-    if (s == nullptr) return;
+    if (s == nullptr) return false;
     const uint32_t b = Bucket(size);
     const Bin& bin = s->bins[b];
     const uint32_t i = Set::PosIn(bin, size, ptr);
-    if (i < bin.size() && bin[i].size == size && bin[i].ptr == ptr) s->EraseAt(b, i);
+    if (i >= bin.size() || bin[i].size != size || bin[i].ptr != ptr) return false;
+    s->EraseAt(b, i);
+    return true;
   }
   /// Calls fn(stream, entry) for every block in (stream, size, ptr) order.
   template <class Fn>

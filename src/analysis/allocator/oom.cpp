@@ -4,6 +4,7 @@
 #include "memsnap/analysis/allocator/oom.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <set>
 #include <span>
@@ -278,14 +279,6 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
     JudgeOom(cfg, o);
     out.push_back(std::move(o));
   }
-}
-
-// The smallest capacity on which `config` replays the whole trace (0: none); below the trace's
-// live peak nothing fits.
-int64_t SmallestFit(const DeviceJob& job, const ReplayConfig& config, int64_t step,
-                    FitSearchStats& stats) {
-  return SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live, step,
-                                 nullptr, &stats);
 }
 
 // The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
@@ -701,19 +694,82 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
                                " settings, batch share for ", batch_searches.size(), " devices"));
     std::vector<FitSearchStats> stats(searches.size());
     std::vector<FitSearchStats> batch_stats(batch_searches.size());
-    // The batch shares first: each is the longest chain of replays.
+    // A setting that differs from another searched one (without a memory fraction) only in its
+    // memory fraction and garbage collection is searched from that one's unbounded replay, once
+    // it is known that the replay never reached the fraction's limits (docs/simulator.md, "One
+    // unbounded replay for two settings"): `twin[i]`, the search whose replay it waits for.
+    auto strip = [](sim::AllocatorConfig c) {
+      c.memory_fraction.reset();
+      c.garbage_collection_threshold = 0.0;
+      return c;
+    };
+    std::vector<size_t> twin(searches.size());
+    std::vector<bool> shares(searches.size(), false);
+    for (size_t i = 0; i < searches.size(); ++i) {
+      twin[i] = i;
+      const auto [d, k] = searches[i];
+      const sim::AllocatorConfig& c = jobs[d].configs[k].config;
+      for (size_t j = 0; j < i && twin[i] == i; ++j) {
+        const sim::AllocatorConfig& o = jobs[searches[j].first].configs[searches[j].second].config;
+        if (searches[j].first == d && c.memory_fraction && !o.memory_fraction &&
+            strip(o) == strip(c)) {
+          twin[i] = j;
+          shares[j] = true;
+        }
+      }
+    }
+    std::vector<RunOutput> unbounded(searches.size());
+    std::vector<std::promise<void>> replayed(searches.size());
+    std::vector<std::shared_future<void>> replayed_done;
+    for (auto& p : replayed) replayed_done.push_back(p.get_future().share());
+    // Jobs in an order that keeps both cores busy to the end: the searches whose unbounded replay
+    // another waits for (they finish it first), then the longest chains of replays: the batch
+    // shares (about eight replays from the start), a memory fraction's search (about six that
+    // fit), expandable segments (replayed from the start), the rest (most of their replays fail
+    // within the first iteration).
+    auto rank = [&](size_t i) {
+      const sim::AllocatorConfig& c = jobs[searches[i].first].configs[searches[i].second].config;
+      return shares[i] ? 0 : c.memory_fraction ? 2 : c.expandable_segments ? 3 : 4;
+    };
+    std::vector<std::pair<int, size_t>> order;  // (rank, job); a job >= searches.size(): batch
+    for (size_t i = 0; i < searches.size(); ++i) order.emplace_back(rank(i), i);
+    for (size_t b = 0; b < batch_searches.size(); ++b) order.emplace_back(1, searches.size() + b);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     ParallelFor(
-        batch_searches.size() + searches.size(),
-        [&](size_t i) {
-          if (i < batch_searches.size()) {
+        order.size(),
+        [&](size_t n) {
+          size_t i = order[n].second;
+          if (i >= searches.size()) {
+            i -= searches.size();
             DeviceJob& job = jobs[batch_searches[i].first];
             job.dev.batch_share_fits =
                 LargestBatchShare(job, batch_searches[i].second, batch_stats[i]);
             return;
           }
-          i -= batch_searches.size();
           auto [d, k] = searches[i];
-          fits_on[i] = SmallestFit(jobs[d], jobs[d].configs[k], options.capacity_step, stats[i]);
+          DeviceJob& job = jobs[d];
+          const ReplayConfig& config = job.configs[k];
+          const RunOutput* given = nullptr;
+          if (twin[i] != i) {
+            replayed_done[twin[i]].get();  // ranked before this one: taken, running or done
+            if (UnboundedReplayStandsFor(job.configs[searches[twin[i]].second].config,
+                                         unbounded[twin[i]], config.config)) {
+              given = &unbounded[twin[i]];
+            }
+          } else if (shares[i]) {
+            try {
+              unbounded[i] = UnboundedReplay(job.prepared, config, job.run, &stats[i]);
+            } catch (...) {
+              replayed[i].set_exception(std::current_exception());
+              throw;
+            }
+            replayed[i].set_value();
+            given = &unbounded[i];
+          }
+          fits_on[i] =
+              SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live,
+                                      options.capacity_step, given, &stats[i]);
         },
         static_cast<size_t>(std::max(0, options.max_threads)));
     if (!searches.empty()) ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings

@@ -323,6 +323,18 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
 /// cudaMalloc fits in C, within the fraction's limit, and garbage collection finds nothing to do.
 bool SharesUnboundedPrefix(const sim::AllocatorConfig& config);
 
+/// Whether `unbounded`, a replay of `replayed` on no limit, is also the replay of `other` on no
+/// limit, decision for decision (so its peaks and reserved_records stand for other's, and a
+/// SmallestFittingCapacity search of `other` can be given it): `replayed` has no memory fraction,
+/// the two differ only in the memory fraction and the garbage-collection threshold, and the
+/// replay never reserved more than
+/// sim::CachingAllocator::ReservedTakingUnlimitedDecisions(other, no limit). Then every cudaMalloc
+/// of the replay fits under `other`'s fraction's limit and its garbage collection finds
+/// nothing above its threshold, which is all the two settings change (docs/simulator.md, "One
+/// unbounded replay for two settings").
+bool UnboundedReplayStandsFor(const sim::AllocatorConfig& replayed, const RunOutput& unbounded,
+                              const sim::AllocatorConfig& other);
+
 /// What a SmallestFittingCapacity search cost (tests and benchmarks).
 struct FitSearchStats {
   int replays = 0;    // replays run (the unbounded one included when the search made it), whole
@@ -340,6 +352,12 @@ struct FitSearchStats {
 /// their replays did (a replay that fits runs to the trace's end, one that fails stops at its
 /// first failed malloc), for --timings.
 std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
+
+/// The replay of `config` on no limit that a SmallestFittingCapacity search starts with (its
+/// `unbounded`): `base`'s start, events and resized sizes, with reserved_records; counted in
+/// `stats` (nullptr: not counted) as one of the search's replays.
+RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& config,
+                          const RunOptions& base, FitSearchStats* stats = nullptr);
 
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed
 /// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no

@@ -217,6 +217,20 @@ bool SharesUnboundedPrefix(const sim::AllocatorConfig& config) {
   return !config.expandable_segments;
 }
 
+bool UnboundedReplayStandsFor(const sim::AllocatorConfig& replayed, const RunOutput& unbounded,
+                              const sim::AllocatorConfig& other) {
+  if (replayed.memory_fraction || !unbounded.result.ooms.empty()) return false;
+  // Without a fraction the threshold is never read (garbage collection needs both).
+  sim::AllocatorConfig a = replayed;
+  a.garbage_collection_threshold = other.garbage_collection_threshold;
+  a.memory_fraction = other.memory_fraction;
+  if (!(a == other)) return false;
+  // Each cudaMalloc of the replay left at most its peak reserved (none failed on no limit), and
+  // garbage collection looks at the reserved bytes before it.
+  return unbounded.result.peak_reserved <=
+         sim::CachingAllocator::ReservedTakingUnlimitedDecisions(other, sim::kUnlimitedCapacity);
+}
+
 namespace {
 
 // A replay that can be saved and resumed: the allocator with its device and live blocks, and the
@@ -245,6 +259,23 @@ struct SavedRun {
 
 }  // namespace
 
+RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& config,
+                          const RunOptions& base, FitSearchStats* stats) {
+  RunOptions ro = base;
+  ro.capacity = sim::kUnlimitedCapacity;
+  ro.stop_at_first_oom = true;
+  ro.on_oom = nullptr;
+  ro.curve = false;
+  ro.reserved_records = true;
+  RunOutput out = RunConfig(prepared, config, ro);
+  if (stats != nullptr) {
+    ++stats->replays;
+    ++stats->unbounded;
+    stats->ops += static_cast<int64_t>(out.ops_applied);
+  }
+  return out;
+}
+
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
                                 const RunOptions& base, int64_t live_floor, int64_t step,
                                 const RunOutput* unbounded, FitSearchStats* stats) {
@@ -263,13 +294,11 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     ro.stop_at_first_oom = true;
     ro.on_oom = nullptr;
     ro.curve = false;
-    ro.reserved_records = capacity == sim::kUnlimitedCapacity;
+    ro.reserved_records = false;
     ++stats->replays;
     RunOutput out = RunConfig(prepared, config, ro);
     stats->ops += static_cast<int64_t>(out.ops_applied);
-    if (capacity == sim::kUnlimitedCapacity) {
-      ++stats->unbounded;
-    } else if (out.result.ooms.empty()) {
+    if (out.result.ooms.empty()) {
       ++stats->fitted;
       stats->fitted_ops += static_cast<int64_t>(out.ops_applied);
     }
@@ -279,7 +308,7 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
   // run fits on (verified below).
   RunOutput own;
   if (unbounded == nullptr) {
-    own = run(sim::kUnlimitedCapacity);
+    own = UnboundedReplay(prepared, config, base, stats);
     unbounded = &own;
   }
   const ConfigResult& free_run = unbounded->result;
