@@ -47,7 +47,7 @@ HAND_TABLE_RULES = [
 # The generic renderers themselves, and the renderers whose text tables are still padded by hand.
 HAND_TABLES_ALLOWED = {"table_render.cpp"}
 # (replay_render.cpp pads the fields of one event line, not a table.)
-HAND_TABLES_LEFT = {"blocks_render.cpp", "check_render.cpp",
+HAND_TABLES_LEFT = {"check_render.cpp",
                     "replay_render.cpp"}
 
 

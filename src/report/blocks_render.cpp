@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/report/site_render.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -24,33 +25,49 @@ Json EventJson(LocalEvent e) {
 }  // namespace
 
 void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostream& out) {
-  out << absl::StrFormat("%3s %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", "dev", "address",
-                         "size", "requested", "class", "events", "stream", "category",
-                         "allocated at");
+  Table t;
+  t.AddColumn("device", "dev", Unit::kId).min_width = 3;
+  Column& address = t.AddColumn("address", "address", Unit::kAddress);
+  address.min_width = 16;
+  address.align = Align::kLeft;
+  t.AddColumn("size", "size", Unit::kBytes).min_width = 11;
+  t.AddColumn("requested_size", "requested", Unit::kBytes).min_width = 11;
+  t.AddColumn("class", "class", Unit::kText).min_width = 10;
+  t.AddColumn("events", "events", Unit::kText).min_width = 15;
+  Column& stream = t.AddColumn("stream", "stream", Unit::kAddress);
+  stream.min_width = 10;
+  stream.align = Align::kLeft;
+  t.AddColumn("category", "category", Unit::kText).min_width = 15;
+  t.AddColumn("site", "allocated at", Unit::kText);
+  // Where the last column starts, with these fixed widths: the caller lines go under it.
+  const std::string under_site(3 + 2 + 16 + 1 + 11 + 1 + 11 + 2 + 10 + 1 + 15 + 1 + 10 + 1 + 15 + 1,
+                               ' ');
   size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
-  bool any_differs = false;
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];
     const analysis::BlockLifetime& l = r.lifetime;
-    std::string events = absl::StrCat(EventText(l.alloc_event, "t0"), "..",
-                                      EventText(l.free_completed_event, "end"));
-    out << absl::StrFormat(
-        "%3d %-16s %11s %11s %-10s %-15s %-10s %-15s %s\n", r.device, FormatAddress(l.address),
-        FormatBytes(l.rounded_size), FormatBytes(l.requested_size),
-        analysis::LifetimeClassName(l.cls), events, FormatAddress(static_cast<uint64_t>(l.stream)),
-        rep.categories.Name(r.category.category), r.head.empty() ? r.site : r.head);
+    t.AddRow({int64_t{r.device}, static_cast<int64_t>(l.address), l.rounded_size, l.requested_size,
+              std::string(analysis::LifetimeClassName(l.cls)),
+              absl::StrCat(EventText(l.alloc_event, "t0"), "..",
+                           EventText(l.free_completed_event, "end")),
+              static_cast<int64_t>(l.stream), std::string(rep.categories.Name(r.category.category)),
+              r.head.empty() ? r.site : r.head});
+  }
+  bool any_differs = false;
+  RenderTableText(t, out, FixedWidths(), [&](size_t i, std::ostream& os) {
+    const analysis::BlockRow& r = rep.rows[i];
     for (const auto& [text, tells] : r.context) {
-      out << std::string(101, ' ') << kCallerArrow << text << (tells ? kDiffersMark : "") << "\n";
+      os << under_site << "  " << kCallerArrow << text << (tells ? kDiffersMark : "") << "\n";
       any_differs = any_differs || tells;
     }
     // What the program said about the allocation (only entries that carry it).
     if (!r.user_metadata.empty()) {
-      out << std::string(101, ' ') << "metadata: " << r.user_metadata << "\n";
+      os << under_site << "  metadata: " << r.user_metadata << "\n";
     }
     if (!r.compile_context.empty()) {
-      out << std::string(101, ' ') << "compile context: " << r.compile_context << "\n";
+      os << under_site << "  compile context: " << r.compile_context << "\n";
     }
-  }
+  });
   if (any_differs) out << kDiffersNote;
   if (n < rep.rows.size())
     out << "... " << FormatCount(rep.rows.size() - n) << " more (--limit 0 shows all)\n";
