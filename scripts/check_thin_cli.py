@@ -13,8 +13,7 @@ renderer (src/report, include/memsnap/report) that groups or categorizes lifetim
 block's site and kind are decided once, by analysis through the query layer (issue 32), and a
 renderer only prints them. Rows of figures are a typed Table (docs/coding-guidelines.md §15,
 docs/tables.md): a renderer that writes a Markdown table by hand, or pads the columns of a text
-table with printf widths, is named too (the files in HAND_TABLES_LEFT still pad their text tables:
-they are to move, not to grow)."""
+table with printf widths, is named too."""
 import os
 import re
 import sys
@@ -44,11 +43,9 @@ HAND_TABLE_RULES = [
     (re.compile(r'"[^"\n]*%-?(\*|\d+)[sd][^"\n]*%-?(\*|\d+)[sd]'),
      "pads table columns by hand (build a Table)"),
 ]
-# The generic renderers themselves, and the renderers whose text tables are still padded by hand.
-HAND_TABLES_ALLOWED = {"table_render.cpp"}
-# (replay_render.cpp pads the fields of one event line, not a table.)
-HAND_TABLES_LEFT = {"check_render.cpp",
-                    "replay_render.cpp"}
+# The generic renderers themselves; replay_render.cpp pads the fields of one event line (a segment
+# event's action, address and size), not a table.
+HAND_TABLES_ALLOWED = {"table_render.cpp", "replay_render.cpp"}
 
 
 def scan(root, folder, suffixes, rules, problems, skip=()):
@@ -73,8 +70,7 @@ def main():
     scan(root, os.path.join("include", "memsnap", "report"), (".h",), RENDERER_FORBIDDEN, problems)
     report = os.path.join("src", "report")
     scan(root, report, (".cpp",), HAND_TABLE_RULES[:1], problems, HAND_TABLES_ALLOWED)
-    scan(root, report, (".cpp",), HAND_TABLE_RULES[1:], problems,
-         HAND_TABLES_ALLOWED | HAND_TABLES_LEFT)
+    scan(root, report, (".cpp",), HAND_TABLE_RULES[1:], problems, HAND_TABLES_ALLOWED)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:

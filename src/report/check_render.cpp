@@ -387,20 +387,30 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
   out << "memsnap check " << r.path;
   if (!r.baseline_path.empty()) out << " (baseline " << r.baseline_path << ")";
   out << ": " << Verdict(r) << "\n";
+  Table checks;
+  checks.AddColumn("check", "check", Unit::kText).min_width = 32;
+  checks.AddColumn("value", "value", Unit::kText).align = Align::kRight;
+  checks.columns.back().min_width = 12;
+  checks.AddColumn("limit", "limit", Unit::kText).min_width = 36;
+  checks.AddColumn("result", "result", Unit::kText);
   for (const auto& c : r.checks) {
     std::string limit = absl::StrCat("limit ", Show(c.limit, c.is_ratio));
     if (c.baseline) absl::StrAppend(&limit, " (baseline ", Show(*c.baseline, c.is_ratio), ")");
-    const std::string value = ValueCell(c);
     if (IsFits(c)) limit = absl::StrCat("device ", Show(c.limit, false));
-    out << absl::StrFormat("  %-32s %12s   %-36s %s\n", CheckName(c), value, limit,
-                           c.passed ? "PASS" : "FAIL");
-    if (!c.passed) out << "    " << FailureMessage(c) << "\n";
+    checks.AddRow(
+        {CheckName(c), ValueCell(c), std::move(limit), std::string(c.passed ? "PASS" : "FAIL")});
+  }
+  TextTableOptions rows = FixedWidths("  ");
+  rows.header = false;
+  RenderTableText(checks, out, rows, [&](size_t i, std::ostream& os) {
+    const CheckResult& c = r.checks[i];
+    if (!c.passed) os << "    " << FailureMessage(c) << "\n";
     // The explanation belongs to the fits row, before any other check's row.
     if (IsFits(c) && r.fits && !r.fits->ooms.empty()) {
       std::istringstream brief(OomBrief(*r.fits));
-      for (std::string l; std::getline(brief, l);) out << "      " << l << "\n";
+      for (std::string l; std::getline(brief, l);) os << "      " << l << "\n";
     }
-  }
+  });
   for (const auto& n : CheckNotes(r)) out << "  note: " << n << "\n";
   if (const std::string kinds = KindsText(r); !kinds.empty()) {
     out << "grew by kind (live bytes at the " << (r.sites_at_peak ? "peak" : "end")
@@ -409,11 +419,18 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
   if (!r.growing_sites.empty()) {
     out << "top growing " << GrowingRowsName(r) << " (live bytes at the "
         << (r.sites_at_peak ? "peak" : "end") << ", baseline -> new)\n";
+    Table growing;
+    growing.AddColumn("delta_bytes", "delta", Unit::kDelta).min_width = 12;
+    growing.AddColumn("change", "baseline -> new", Unit::kText).min_width = 26;
+    growing.AddColumn("site", "site", Unit::kText);
     for (const auto& s : r.growing_sites) {
-      out << absl::StrFormat("  %12s  %12s -> %-12s %s\n", FormatDelta(s.delta_bytes()),
-                             FormatBytes(s.before_bytes), FormatBytes(s.after_bytes),
-                             SiteName(s, r.categories));
+      growing.AddRow({s.delta_bytes(),
+                      absl::StrCat(FormatBytes(s.before_bytes), " -> ", FormatBytes(s.after_bytes)),
+                      SiteName(s, r.categories)});
     }
+    TextTableOptions text = FixedWidths("  ");
+    text.header = false;
+    RenderTableText(growing, out, text);
   }
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/analysis/sites/site.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 
 namespace memsnap::report {
@@ -239,17 +240,23 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   // each labelled by what it is: the recorded settings replayed are a simulation, not the
   // recorded run.
   const analysis::RecordedFigures& t = rep.recorded;
-  std::vector<std::string> header = {"", "trace (as recorded)"};
+  Table table;
+  table.AddColumn("metric", "", Unit::kText);
+  table.AddColumn("trace", "trace (as recorded)", Unit::kText).align = Align::kRight;
   const std::string start = rep.warm_start ? "warm" : "cold";
   for (const ConfigResult& r : rep.results) {
-    header.push_back(r.config.label == "recorded" ? absl::StrCat("sim: recorded settings, ", start)
-                                                  : absl::StrCat("sim: ", r.config.label));
+    table
+        .AddColumn(r.config.label,
+                   r.config.label == "recorded" ? absl::StrCat("sim: recorded settings, ", start)
+                                                : absl::StrCat("sim: ", r.config.label),
+                   Unit::kText)
+        .align = Align::kRight;
   }
-  std::vector<std::vector<std::string>> rows;
+  // One row per figure; its cells are written as they read ("12 / 3"), so the columns are text.
   auto row = [&](std::string name, std::string traced, auto fn) {
-    std::vector<std::string> cells = {std::move(name), std::move(traced)};
+    std::vector<Cell> cells = {std::move(name), std::move(traced)};
     for (const ConfigResult& r : rep.results) cells.push_back(fn(r));
-    rows.push_back(std::move(cells));
+    table.AddRow(std::move(cells));
   };
   const std::string recorded_conf =
       rep.results.empty() ? std::string() : sim::FormatAllocatorConf(rep.results[0].config.config);
@@ -277,23 +284,9 @@ void RenderReplayText(const analysis::ReplayReport& rep, const Snapshot& /*snap*
   row("alloc retries", "-", [](const ConfigResult& r) { return FormatCount(r.alloc_retries); });
   row("OOMs", FormatCount(t.ooms),
       [](const ConfigResult& r) { return FormatCount(static_cast<int64_t>(r.ooms.size())); });
-  std::vector<size_t> width(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& r : rows) {
-    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  }
-  auto print = [&](const std::vector<std::string>& cells) {
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (c == 0) {
-        out << absl::StrFormat("%-*s", static_cast<int>(width[c]), cells[c]);
-      } else {
-        out << "  " << absl::StrFormat("%*s", static_cast<int>(width[c]), cells[c]);
-      }
-    }
-    out << "\n";
-  };
-  print(header);
-  for (const auto& r : rows) print(r);
+  TextTableOptions text;
+  text.gap = 2;
+  RenderTableText(table, out, text);
   RenderVerdicts(rep, out);
   for (const ConfigResult& r : rep.results) {
     if (r.ooms.empty()) continue;

@@ -98,7 +98,9 @@ void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& 
   }
   // Two spaces where left-aligned text follows a right-aligned number: one would glue them.
   auto gap = [&](size_t k) {
-    return !t.columns[shown[k]].right_aligned() && t.columns[shown[k - 1]].right_aligned() ? 2 : 1;
+    const int rule =
+        !t.columns[shown[k]].right_aligned() && t.columns[shown[k - 1]].right_aligned() ? 2 : 1;
+    return static_cast<size_t>(std::max(rule, o.gap));
   };
   auto line = [&](const std::vector<std::string>& cells, const std::vector<size_t>& spans) {
     std::string s = o.indent;

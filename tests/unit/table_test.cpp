@@ -98,6 +98,20 @@ TEST_SUITE("table") {
           "[1 other]\n");
   }
 
+  TEST_CASE("a wider gap keeps phrase labels apart") {
+    Table t;
+    t.AddColumn("metric", "", Unit::kText);
+    t.AddColumn("a", "trace (as recorded)", Unit::kText).align = Align::kRight;
+    t.AddColumn("b", "sim: expandable", Unit::kText).align = Align::kRight;
+    t.AddRow({std::string("peak"), std::string("1.0 GiB"), std::string("2.0 GiB")});
+    report::TextTableOptions o;
+    o.gap = 2;
+    CHECK(Text(t, o) ==
+          "      trace (as recorded)  sim: expandable\n"
+          "peak              1.0 GiB          2.0 GiB\n");
+    CHECK(Text(t).find("recorded) sim:") != std::string::npos);  // the default: one space
+  }
+
   TEST_CASE("a text column over its maximum width keeps the end of each cell") {
     Table t;
     t.AddColumn("file", "file", Unit::kText).max_width = 10;

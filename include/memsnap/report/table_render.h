@@ -19,6 +19,9 @@ struct TextTableOptions {
   /// and pushes the rest of its own line, not the whole column (the layout of a printf table, for
   /// a table whose text must stay as it was when one cell is long).
   bool fixed_widths = false;
+  /// Spaces between columns, at least (two stay two where text follows a number). A table whose
+  /// labels are phrases, side by side, reads better with 2.
+  int gap = 1;
 };
 
 /// Options for a table whose columns keep fixed widths (TextTableOptions::fixed_widths).
