@@ -1,11 +1,18 @@
 #include "memsnap/parse/event_observer.h"
 
 #include <new>
+#include <system_error>
 
 namespace memsnap::parse {
 
 BackgroundEventFeed::BackgroundEventFeed(FeedFn feed, bool threaded) : feed_(std::move(feed)) {
-  if (threaded) worker_ = std::thread([this] { Work(); });
+  if (!threaded) return;
+  try {
+    worker_ = std::thread([this] { Work(); });
+  } catch (const std::system_error&) {
+    // No thread to be had (an address-space or thread limit): the events are fed inline, as on
+    // one core.
+  }
 }
 
 BackgroundEventFeed::~BackgroundEventFeed() {

@@ -21,6 +21,7 @@
 // clang-format on
 #include <atomic>
 #include <new>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -474,7 +475,7 @@ void Decoder::StartWorkers() {
           ? parallel_chunk_bytes_
           : std::max<size_t>(size_t{1} << 20, (size - std::min(size, s.head_end)) / (threads_ * 8));
   for (size_t t = 0; t + 1 < threads_; ++t) {
-    s.workers.emplace_back([this, &s, size, t] {
+    auto work = [this, &s, size, t] {
       if (t == 0) {
         s.starts = FindChunkStarts(s.head_end, s.chunk_bytes);
         int searching = SpecState::kSearching;
@@ -571,7 +572,19 @@ void Decoder::StartWorkers() {
         c->state.notify_all();
         populate(events_step, memo_step);
       }
-    });
+    };
+    try {
+      s.workers.emplace_back(std::move(work));
+    } catch (const std::system_error&) {
+      // No thread to be had (an address-space or thread limit): the workers started so far share
+      // the chunks; with none, nobody searches for the chunks' starts and this thread decodes
+      // the whole file.
+      if (s.workers.empty()) {
+        s.plan.store(SpecState::kNone, std::memory_order_release);
+        s.plan.notify_all();
+      }
+      break;
+    }
   }
 }
 

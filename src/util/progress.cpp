@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <system_error>
 
 #include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
@@ -91,17 +92,21 @@ void ProgressBar::SetLabel(std::string label) {
 
 void ProgressBar::StartTicker() {
   if (!active_ || ticker_.joinable()) return;
-  ticker_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto delay = std::chrono::duration<double>(options_.delay_s);
-    auto interval = std::chrono::duration<double>(std::max(options_.interval_s, 0.05));
-    if (stop_cv_.wait_for(lock, delay, [this] { return stop_; })) return;
-    while (!stop_) {
-      Draw(done_.load(std::memory_order_relaxed),
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-      stop_cv_.wait_for(lock, interval, [this] { return stop_; });
-    }
-  });
+  try {
+    ticker_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto delay = std::chrono::duration<double>(options_.delay_s);
+      auto interval = std::chrono::duration<double>(std::max(options_.interval_s, 0.05));
+      if (stop_cv_.wait_for(lock, delay, [this] { return stop_; })) return;
+      while (!stop_) {
+        Draw(done_.load(std::memory_order_relaxed),
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+        stop_cv_.wait_for(lock, interval, [this] { return stop_; });
+      }
+    });
+  } catch (const std::system_error&) {
+    // No thread to be had (an address-space or thread limit): the work goes on without a bar.
+  }
 }
 
 void ProgressBar::Finish() {

@@ -12,6 +12,7 @@
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/parallel.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -431,17 +432,8 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   const size_t runs = configs.size() + (options.verify ? 1 : 0);
   size_t threads = options.max_threads > 0 ? static_cast<size_t>(options.max_threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
-  if (runs == 1 || threads == 1) {
-    for (size_t k = 0; k < runs; ++k) run_one(k);
-  } else {
-    for (size_t start = 0; start < runs; start += threads) {
-      std::vector<std::thread> pool;
-      for (size_t k = start; k < std::min(runs, start + threads); ++k) {
-        pool.emplace_back(run_one, k);
-      }
-      for (std::thread& t : pool) t.join();
-    }
-  }
+  // ParallelFor runs on fewer threads, or this one, when no thread can be started.
+  ParallelFor(runs, run_one, threads);
   {
     // The trace's own figures: reserved walked back from the final segments, then forward.
     RecordedFigures& f = report.recorded;
