@@ -185,6 +185,23 @@ TEST_SUITE("replay") {
     CHECK(r.results[0].cuda_mallocs == 1);
   }
 
+  TEST_CASE("the operation list is reserved at the event count and never grows by doubling") {
+    // Each event makes at most one operation; a list grown by doubling would leave its outgrown
+    // copies resident beside it (KeepFreedMemory), the memory peak of `oom` and `frag`.
+    Snapshot s = TraceSnapshot({
+        Ev(Action::kAlloc, 0x1000000, 4 * kMiB),
+        Ev(Action::kFreeRequested, 0x1000000, 4 * kMiB),
+        Ev(Action::kFreeCompleted, 0x1000000, 4 * kMiB),
+        Ev(Action::kAlloc, 0x2000000, 4 * kMiB),
+        Ev(Action::kFreeRequested, 0x2000000, 4 * kMiB),
+        Ev(Action::kFreeCompleted, 0x2000000, 4 * kMiB),
+        Ev(Action::kAlloc, 0x3000000, 4 * kMiB),
+    });
+    PreparedTrace p = PrepareTrace(s, s.traces[0], EmptyCacheMode::kHeuristic, {}, true);
+    REQUIRE(p.ops.size() == 5);  // two frees of two events each
+    CHECK(p.ops.capacity() == 7);
+  }
+
   TEST_CASE("an oom entry implies the device capacity and is replayed as a failed malloc") {
     Snapshot s = TraceSnapshot({
         Ev(Action::kSegmentAlloc, 0x10000000, 60 * kMiB),

@@ -66,16 +66,23 @@ class HolderNamer {
   HolderNamer(const Snapshot& snap, const DeviceTimeline* dt, const CategoryNames& categories)
       : namer(snap, categories), dt_(dt) {
     if (dt_ == nullptr) return;
+    size_t allocated = 0;
+    for (const BlockLifetime& b : dt_->blocks) allocated += b.alloc_event.seen() ? 1 : 0;
+    by_alloc_.reserve(allocated);  // exact: a grown copy would stay resident (KeepFreedMemory)
     for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
       const BlockLifetime& b = dt_->blocks[i];
       if (std::optional<uint32_t> e = b.alloc_event.index()) {
-        by_alloc_[*e] = i;
+        by_alloc_.emplace_back(*e, i);
       } else if (b.cls == LifetimeClass::kGhost) {
         ghost_[b.address] = i;
       } else if (b.cls == LifetimeClass::kPreWindow) {
         pre_window_.try_emplace(b.address, i);  // the first lifetime at its address
       }
     }
+    // Lifetimes open in trace order, so this is nearly sorted already; stable, so that of two
+    // lifetimes with one alloc event the later one answers, as it always did.
+    std::stable_sort(by_alloc_.begin(), by_alloc_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
   }
   // A block the trace frees without allocating it: its kind as every other command gives it
   // (docs/figures.md, "Kinds of memory"); unknown without the lifetimes.
@@ -96,11 +103,16 @@ class HolderNamer {
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
   analysis::Category CategoryOf(StackId stack, uint32_t alloc_event, uint64_t addr) {
-    const absl::flat_hash_map<uint64_t, uint32_t>& map =
-        alloc_event == kPreexistingEvent ? ghost_ : by_alloc_;
-    const uint64_t key = alloc_event == kPreexistingEvent ? addr : alloc_event;
-    if (auto it = map.find(key); it != map.end()) {
-      return namer.CategoryOf(*dt_, dt_->blocks[it->second]);
+    if (alloc_event == kPreexistingEvent) {
+      if (auto it = ghost_.find(addr); it != ghost_.end()) {
+        return namer.CategoryOf(*dt_, dt_->blocks[it->second]);
+      }
+    } else {
+      auto it = std::upper_bound(by_alloc_.begin(), by_alloc_.end(), alloc_event,
+                                 [](uint32_t e, const auto& x) { return e < x.first; });
+      if (it != by_alloc_.begin() && (--it)->first == alloc_event) {
+        return namer.CategoryOf(*dt_, dt_->blocks[it->second]);
+      }
     }
     return namer.CategoryOf(stack, alloc_event);
   }
@@ -108,7 +120,9 @@ class HolderNamer {
 
  private:
   const DeviceTimeline* dt_;
-  absl::flat_hash_map<uint64_t, uint32_t> by_alloc_;    // alloc event -> index into dt_->blocks
+  // (alloc event, index into dt_->blocks), by event: 8 bytes a lifetime, where a hash map took
+  // about 40 with its growth (docs/BENCHMARKS.md, "issue 37, 2026-11-27 15:20").
+  std::vector<std::pair<uint32_t, uint32_t>> by_alloc_;
   absl::flat_hash_map<uint64_t, uint32_t> ghost_;       // address -> index, older than the trace
   absl::flat_hash_map<uint64_t, uint32_t> pre_window_;  // address -> index, freed, never allocated
 };
@@ -183,7 +197,7 @@ std::vector<OomHolder> CategoriesLiveAt(const Snapshot& snap, const DeviceTimeli
 }
 
 // Turns the captures of one device into explanations, naming stacks with one forward pass over
-// the trace (the latest alloc at each address).
+// the trace (the latest alloc at each address not freed since).
 void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* dt, int top,
              bool predicting, const CategoryNames& categories, std::vector<OomExplanation>& out) {
   if (job.captures.empty() && (predicting || job.dev.recorded_ooms == 0)) return;
@@ -217,6 +231,10 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
       for (; next < c.event && next < ev.size(); ++next) {
         if (ev[next].action == Action::kAlloc) {
           allocs[ev[next].addr] = {ev[next].stack, static_cast<uint32_t>(next)};
+        } else if (ev[next].action == Action::kFreeCompleted) {
+          // No block of the replay stands for a freed one (a pending free is not a holder):
+          // only the live allocations are kept, not one entry per address the trace used.
+          allocs.erase(ev[next].addr);
         }
       }
     }
@@ -289,12 +307,15 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
   // The scaled mallocs' sizes at each share, replayed over the shared trace (no copy of it: the
   // settings' searches read it beside this one).
   const PreparedTrace& p = job.prepared;
+  auto is_scaled = [&](const Op& op) {
+    return IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event];
+  };
   std::vector<std::pair<size_t, int64_t>> resized;
+  // Reserved exactly: most mallocs grow with the batch, and the copies a growing list leaves
+  // behind would stay resident beside it (KeepFreedMemory).
+  resized.reserve(static_cast<size_t>(std::count_if(p.ops.begin(), p.ops.end(), is_scaled)));
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    const Op& op = p.ops[i];
-    if (IsMalloc(op.kind) && op.event < scaled.size() && scaled[op.event]) {
-      resized.emplace_back(i, op.size);
-    }
+    if (is_scaled(p.ops[i])) resized.emplace_back(i, p.ops[i].size);
   }
   auto fits = [&](double share) {
     for (auto& [i, size] : resized) {
@@ -325,8 +346,10 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
 
 // The recorded settings' replay with `stale`'s frees moved before its forward pass: what
 // zero_grad(set_to_none=True) before the forward would do. The frees are the program's own (the
-// trace frees those blocks later), so nothing else changes.
-ConfigResult ReplayZeroGradEarlier(const DeviceJob& job, const DeviceTimeline& dt,
+// trace frees those blocks later), so nothing else changes. The operations are reordered in
+// place and put back afterwards: a copy of them would be the command's peak memory (an operation
+// list as large as the trace's; docs/BENCHMARKS.md, "issue 37, 2026-11-27 15:20").
+ConfigResult ReplayZeroGradEarlier(DeviceJob& job, const DeviceTimeline& dt,
                                    const StaleGradients& stale) {
   std::set<uint32_t> free_events;
   for (uint32_t i : stale.lifetimes) {
@@ -335,31 +358,44 @@ ConfigResult ReplayZeroGradEarlier(const DeviceJob& job, const DeviceTimeline& d
       if (e.seen()) free_events.insert(*e.index());
     }
   }
-  PreparedTrace p = job.prepared;
-  std::vector<Op> moved, ops;
-  for (const Op& op : job.prepared.ops) {
+  std::vector<Op>& ops = job.prepared.ops;  // in trace order: `event` strictly ascends
+  auto moved_op = [&](const Op& op) {
     const bool is_free = op.kind == OpKind::kFree || op.kind == OpKind::kFreeRequested ||
                          op.kind == OpKind::kFreeCompleted;
-    if (is_free && free_events.count(op.event) > 0) moved.push_back(op);
+    return is_free && free_events.count(op.event) > 0;
+  };
+  std::vector<Op> moved;
+  for (const Op& op : ops) {
+    if (moved_op(op)) moved.push_back(op);
   }
-  ops.reserve(job.prepared.ops.size());
-  bool placed = false;
-  for (const Op& op : job.prepared.ops) {
-    const bool is_free = op.kind == OpKind::kFree || op.kind == OpKind::kFreeRequested ||
-                         op.kind == OpKind::kFreeCompleted;
-    if (is_free && free_events.count(op.event) > 0) continue;
-    if (!placed && op.event != kPreexisting && op.event >= stale.forward_start) {
-      ops.insert(ops.end(), moved.begin(), moved.end());
-      placed = true;
-    }
-    ops.push_back(op);
-  }
-  if (!placed) ops.insert(ops.end(), moved.begin(), moved.end());
-  p.ops = std::move(ops);
+  const size_t n = ops.size();
+  // The moved frees go just before the first other operation of the forward pass (at the end
+  // when there is none), the rest keep their order.
+  ops.erase(std::remove_if(ops.begin(), ops.end(), moved_op), ops.end());
+  const auto at = std::find_if(ops.begin(), ops.end(), [&](const Op& op) {
+    return op.event != kPreexisting && op.event >= stale.forward_start;
+  });
+  const size_t pos = static_cast<size_t>(at - ops.begin());
+  ops.insert(at, moved.begin(), moved.end());  // within the capacity: no reallocation
   RunOptions ro = job.run;
   ro.stop_at_first_oom = true;
   ro.on_oom = nullptr;
-  return RunConfig(p, job.configs[0], ro).result;
+  ConfigResult result = RunConfig(job.prepared, job.configs[0], ro).result;
+  // Back to trace order: take the moved block out, then merge the two ascending runs from the
+  // back, in place.
+  ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(pos),
+            ops.begin() + static_cast<std::ptrdiff_t>(pos + moved.size()));
+  size_t rest = ops.size();
+  ops.resize(n);
+  size_t m = moved.size();
+  for (size_t out = n; m > 0;) {
+    if (rest > 0 && ops[rest - 1].event > moved[m - 1].event) {
+      ops[--out] = ops[--rest];
+    } else {
+      ops[--out] = moved[--m];
+    }
+  }
+  return result;
 }
 
 // No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
