@@ -36,6 +36,12 @@ function fmtX(x, hasTime) {
   if (!hasTime) return "event " + fmtCount(Math.round(x));
   return fmtRelTime(x);
 }
+// The moment after event e (x its position) as summary names it: "at +1.329 s", "after event 5",
+// "before the first event" (e < 0, which x = 0 would misname as the first event's moment).
+function fmtMoment(x, e, hasTime) {
+  if (e < 0) return "before the first event";
+  return hasTime ? "at " + fmtRelTime(x) : "after event " + fmtCount(e);
+}
 function fmtSpan(dx, hasTime) {
   if (!hasTime) return fmtCountOf(Math.round(dx), "event");
   return fmtDuration(dx);

@@ -93,7 +93,7 @@ function renderDevice(dev, tables) {
   const cards = h("div", { class: "cards" });
   if (dev.peak) {
     // Each peak's moment as summary writes it: "at +1.329 s", or "after event 5" without times.
-    const at = (x, e) => (e < 0 ? "before the first event" : dev.has_time ? "at " + fmtX(x, true) : "after event " + fmtCount(e));
+    const at = (x, e) => fmtMoment(x, e, dev.has_time);
     cards.append(card("peak live", fmtBytes(dev.peak.bytes), "highest live (requested) bytes", at(dev.peak.x, dev.peak.event)),
       card("peak reserved", fmtBytes(dev.peak.reserved_bytes), "highest reserved bytes (segments held from CUDA)",
         at(dev.peak.reserved_x, dev.peak.reserved_event)));

@@ -720,7 +720,7 @@ class TimelineChart {
   drawMarkers(u) {
     const dev = this.dev, ht = dev.has_time;
     this.labelRows = [];
-    if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
+    if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " " + fmtMoment(dev.peak.x, dev.peak.event, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
     if (dev.capacity) this.capacityLine(u, dev.capacity);
     this.drawSteps(u);
