@@ -37,10 +37,14 @@ class SegmentTimeline {
         (unexplained < 0 ? " more held than its final state and the reserved curve explain" : " reserved that no event explains") +
         "): the segments are drawn as the events place them, so their top edge differs from the reserved curve above by that much.", "warn"));
     }
+    // "51 mapped runs", not "51 segments (51 mappings)" where every one is a mapping.
+    const plain = this.segs.length - mappings;
+    const counted = [plain ? fmtCountOf(plain, "segment") : "", mappings ? fmtCountOf(mappings, "mapped run") + " of expandable segments" : ""]
+      .filter((t) => t).join(" and ");
     sec.append(note("Each " + (mappings ? "segment (and each mapped run of an expandable segment, in green)" : "segment") +
       " the allocator reserved from CUDA, over its lifetime, each on those reserved before it that are still there, so the top edge is " +
-      "the reserved memory of the timeline above, whose zoom this chart follows. " + fmtCountOf(this.segs.length, "segment") +
-      (mappings ? " (" + fmtCountOf(mappings, "mapping") + ")" : "") + "; hover one for its address and lifetime."));
+      "the reserved memory of the timeline above, whose zoom this chart follows. " + (counted || fmtCountOf(0, "segment")) +
+      "; hover one for its address and lifetime."));
     this.host = h("div", { class: "chart segtl" });
     sec.append(this.host);
     this.canvas = h("canvas");
