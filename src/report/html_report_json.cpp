@@ -8,7 +8,6 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/report/frag_render.h"
 #include "memsnap/report/html_report.h"
@@ -21,17 +20,13 @@ namespace memsnap::report {
 
 namespace {
 
-// The width of a column of `level`: "1.25 ms", or "3 events" for a trace without times.
+// The width of a column of `level`: "1.2 ms" as every time is written (FormatDuration), or
+// "3 events" for a trace without times.
 std::string LevelWidthText(const analysis::TimelineLod& lod, int level) {
   double w = lod.BucketWidth(level);
   if (!lod.has_time)
     return absl::StrCat(FormatCount(static_cast<int64_t>(std::ceil(w))), " events");
-  auto num = [](double v) {
-    return absl::StrFormat(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
-  };
-  if (w >= 1e6) return absl::StrCat(num(w / 1e6), " s");
-  if (w >= 1e3) return absl::StrCat(num(w / 1e3), " ms");
-  return absl::StrCat(num(w), " \u00b5s");
+  return FormatDuration(std::max<int64_t>(1, std::llround(w)));
 }
 
 }  // namespace

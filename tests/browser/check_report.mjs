@@ -316,9 +316,11 @@ async function checkBandHover(name, page, index, want) {
     return t.columnAt(x).bands.map((c) => {
       const b = t.lod.bands[c.id];
       const y0 = t.u.valToPos(c.bottom, "y"), y1 = t.u.valToPos(c.bottom + c.size, "y");
-      // The pixel row in the band's middle, and whether the band is there at that row.
+      // The pixel row in the band's middle, and whether the band is there at that row (a row
+      // not wholly inside the plot may be the axis's, where the pointer hovers no band).
       const y = Math.round(r.top + (y0 + y1) / 2), v = t.u.posToVal(y - r.top, "y");
-      return { id: c.id, x: pagex, y, height: Math.abs(y0 - y1), size: b.size, hit: v >= c.bottom && v < c.bottom + c.size,
+      return { id: c.id, x: pagex, y, height: Math.abs(y0 - y1), size: b.size,
+        hit: v >= c.bottom && v < c.bottom + c.size && y >= Math.ceil(r.top) && y + 1 <= r.bottom,
         site: t.tables.sites[b.site], category: t.tables.categories[b.cat] };
     });
   }, [index, px]);
@@ -382,6 +384,13 @@ async function checkStateAtPeak(name, page, input) {
     for (let r = 0; fig.row_ends && r + 1 < fig.row_ends.length; r++) {
       const gap = fig.width - fig.row_ends[r], below = Math.min(...fig.row_min_box.slice(r + 1));
       if (gap >= below + 0.01) { fail(name, `segment map row ${r} ends ${gap.toFixed(1)} px short, and a ${below.toFixed(1)} px box is drawn below it`); break; }
+    }
+    // Rows end evenly: every row but the last, with more than one box, reaches the right edge.
+    for (let r = 0; fig.row_ends && r + 1 < fig.row_ends.length; r++) {
+      if ((fig.row_boxes ? fig.row_boxes[r] : 2) > 1 && Math.abs(fig.width - fig.row_ends[r]) > 0.5) {
+        fail(name, `segment map row ${r} of ${fig.row_ends.length} ends at ${fig.row_ends[r].toFixed(1)} px of ${fig.width}: rows end ragged`);
+        break;
+      }
     }
     const cursor = await page.evaluate((dev) => {
       const t = __memsnap.timelines.find((c) => c.dev.device === dev);
@@ -489,6 +498,10 @@ async function checkWords(name, page) {
   const sizes = got.text.match(/\d+(\.\d+)?[\s\u00a0](KiB|MiB|GiB|TiB|PiB)\b/g) || [];
   const odd = sizes.filter((t) => !/^\d+\.\d[\s\u00a0]/.test(t));
   if (odd.length) fail(name, `sizes written another way than the CLI's one decimal: ${[...new Set(odd)].slice(0, 5).join(", ")}`);
+  // Times as the CLI writes them (FormatDuration): whole us, one decimal of a ms, three of a s.
+  const times = got.text.match(/[+-]?\d+(\.\d+)?[\s\u00a0](us|\u00b5s|ms|s)(?![\w\u00b5])/g) || [];
+  const oddTimes = times.filter((t) => !/^[+-]?(\d+[\s\u00a0]us|\d+\.\d[\s\u00a0]ms|\d+\.\d{3}[\s\u00a0]s)$/.test(t));
+  if (oddTimes.length) fail(name, `times written another way than the CLI's: ${[...new Set(oddTimes)].slice(0, 5).join(", ")}`);
   const minus = got.ticks.filter((l) => /^-0(\D|$)/.test(l));
   if (minus.length) fail(name, `an axis reads ${minus[0]}`);
   if (got.repeated.length) fail(name, `an axis repeats a label: ${got.repeated[0]}`);
@@ -584,6 +597,22 @@ async function checkFigures(name, page, input) {
       }
     }
     if (bad) fail(tag, `${bad} of ${d.cols.x.length} columns differ from timeline --csv (first ${first})`);
+  }
+  // The peak's moment reads as summary prints it ("peak live  19.6 MiB at +40 us (event:5)").
+  const peakAt = new Map();
+  let dev = null;
+  for (const line of run(["summary", input]).split("\n")) {
+    const d = /^device (\d+)/.exec(line);
+    if (d) dev = Number(d[1]);
+    const m = /^\s+peak live\s+\S+ \S+ (at [+-]\S+ \S+ \(event:|before the first event)/.exec(line);
+    if (m && dev != null) peakAt.set(dev, m[1].replace(/ \(event:$/, ""));
+  }
+  const peakCards = await page.evaluate(() => [...document.querySelectorAll("section[id^=timeline-] > .cards .card")]
+    .filter((c) => c.querySelector(".k").textContent === "peak live")
+    .map((c) => ({ device: Number(c.closest("section").id.split("-")[1]), text: c.innerText.replace(/\u00a0/g, " ").replace(/\s+/g, " ") })));
+  for (const c of peakCards) {
+    const want = peakAt.get(c.device);
+    if (want && !c.text.includes(want)) fail(`${name} device ${c.device}`, `the peak card reads "${c.text}", summary says ${want}`);
   }
   // Fragmentation means one thing: the state's card at the reserved peak is frag's stranded share.
   const frag = JSON.parse(run(["frag", "--at", "peak", "--json", input]));
@@ -694,6 +723,52 @@ async function checkSegmentTimeline(name, page, input = null) {
       fail(name, `device ${g.device}: the cached segment timeline does not follow the zoom (${g.after.view} vs ${g.view})`);
     }
   }
+}
+
+// The state before the first event reads as the CLI names it ("before the first event", as `frag`
+// and `summary` say), never "-1", which the CLI's event:-1 reads as the last event; and "go to
+// event" takes -1 as the CLI does: the last event.
+async function checkStateStart(name, page) {
+  const got = await page.evaluate(() => __memsnap.states.filter((v) => v.events > 0 && v.gotoInput).map((v) => {
+    v.showEvent(-1, false);
+    const sec = v.host.closest("section"), bar = sec.querySelector(".controls");
+    const shown = [...bar.querySelectorAll("input:not([type=range])")].map((i) => i.value);
+    const text = bar.innerText;
+    v.gotoInput.value = "-1";
+    v.gotoInput.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    const lastEvent = v.view.event;
+    return { device: v.dev.device, shown, text, lastEvent, events: v.events };
+  }));
+  for (const g of got) {
+    const tag = `${name} device ${g.device}`;
+    if (g.shown.includes("-1") || /(^|\s)-1(\s|$)/.test(g.text)) fail(tag, `before the first event the state's controls read -1`);
+    if (!/before the first event/.test(g.text)) fail(tag, `before the first event the state's controls do not say so ("${g.text.replace(/\s+/g, " ")}")`);
+    if (g.lastEvent !== g.events - 1) fail(tag, `"go to event" -1 shows event ${g.lastEvent}, the CLI's event:-1 is event ${g.events - 1}`);
+  }
+}
+
+// The cached segment timeline carries the timeline's x axis: the same ticks, labelled the same,
+// over the whole trace and zoomed in.
+async function checkSegmentAxis(name, page) {
+  for (const zoom of [false, true]) {
+    await page.evaluate((z) => {
+      for (const s of __memsnap.segmentTimelines || []) {
+        const t = s.timeline;
+        if (z) { const x = t.dev.peak ? t.dev.peak.x : t.span / 2; t.setView(x - t.span / 40, x + t.span / 40); } else t.reset();
+      }
+    }, zoom);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const got = await page.evaluate(() => (__memsnap.segmentTimelines || []).map((s) => {
+      const t = s.timeline;
+      return { device: s.dev.device, mine: s.figures().x_ticks || null, theirs: t.xTicks ? t.xTicks.ticks.map((v) => t.xTicks.label(v)) : [] };
+    }));
+    for (const g of got) {
+      const tag = `${name} device ${g.device}${zoom ? " zoomed" : ""}`;
+      if (!g.mine || !g.mine.length) fail(tag, "the cached segment timeline has no time axis");
+      else if (g.mine.join("|") !== g.theirs.join("|")) fail(tag, `the cached segment timeline's axis reads ${g.mine.join(" ")}, the timeline's ${g.theirs.join(" ")}`);
+    }
+  }
+  await page.evaluate(() => { for (const t of __memsnap.timelines) t.reset(); });
 }
 
 // The allocator state event by event (issue 36 §3): around the peak the arrow keys and the
@@ -960,6 +1035,8 @@ async function checkSinglePage(name, input, extra = [], wantBand = null) {
   await checkStepsAndAnnotations(name, page, input);
   await checkSharedAxis(name, page);
   await checkSegmentTimeline(name, page, input);
+  await checkSegmentAxis(name, page);
+  await checkStateStart(name, page);
   await checkFigures(name, page, input);
   checkConsole(name, page);
   await page.close();
@@ -975,6 +1052,8 @@ async function checkPlainPage(name, input) {
   await checkWords(name, page);
   await checkTimelines(name, page);
   await checkStateAtPeak(name, page, input);
+  await checkSegmentAxis(name, page);
+  await checkStateStart(name, page);
   await checkFigures(name, page, input);
   checkConsole(name, page);
   await page.close();

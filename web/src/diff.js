@@ -92,7 +92,7 @@ function renderDiffDevice(device, pair) {
     }
     sides.forEach(([name, dev, file], i) => {
       const map = maps[i];
-      const label = h("h3", { text: name + ": " + file.path.split("/").pop() + (dev.peak ? " \u2014 peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, dev.has_time) : "") });
+      const label = h("h3", { text: name + ": " + file.path.split("/").pop() + (dev.peak ? " \u2014 peak " + fmtBytes(dev.peak.bytes) + " " + fmtMoment(dev.peak.x, dev.peak.event, dev.has_time) : "") });
       const host = h("div", { class: "chart" });
       details[i] = h("div", { class: "details" }, clickNote());
       holder.append(label, ...traceNotes(dev), host, details[i]);

@@ -21,9 +21,12 @@ function breakable(text) {
   });
   return span;
 }
-function card(k, v, title) {
-  return h("div", { class: "card", title: title },
+// `sub`: a line under the figure (its moment), seen without hovering.
+function card(k, v, title, sub) {
+  const c = h("div", { class: "card", title: title },
     h("div", { class: "k", text: k }), h("div", { class: "v", text: v }));
+  if (sub) c.append(h("div", { class: "s", text: sub }));
+  return c;
 }
 // `name`: what the section is (data-section: timeline, categories, state, sites, replay,
 // annotations...), the same on every device, for links and tests.

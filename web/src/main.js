@@ -92,8 +92,11 @@ function renderDevice(dev, tables) {
   const sec = section("Device " + dev.device + ": memory timeline", "timeline-" + dev.device, null, "timeline");
   const cards = h("div", { class: "cards" });
   if (dev.peak) {
-    cards.append(card("peak live", fmtBytes(dev.peak.bytes), "highest live (requested) bytes, at " + fmtX(dev.peak.x, dev.has_time)),
-      card("peak reserved", fmtBytes(dev.peak.reserved_bytes)));
+    // Each peak's moment as summary writes it: "at +1.329 s", or "after event 5" without times.
+    const at = (x, e) => fmtMoment(x, e, dev.has_time);
+    cards.append(card("peak live", fmtBytes(dev.peak.bytes), "highest live (requested) bytes", at(dev.peak.x, dev.peak.event)),
+      card("peak reserved", fmtBytes(dev.peak.reserved_bytes), "highest reserved bytes (segments held from CUDA)",
+        at(dev.peak.reserved_x, dev.peak.reserved_event)));
   }
   cards.append(card("live at end", fmtBytes(dev.end_live)), card("reserved at end", fmtBytes(dev.end_reserved)),
     card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.mallocs), "allocations the trace records (its alloc events, as memsnap summary counts them)"));

@@ -108,19 +108,26 @@ class StateView {
       this.slider = h("input", { type: "range", min: -1, max: this.events - 1, step: 1, value: -1,
         "aria-label": "event of the allocator state" });
       this.slider.addEventListener("input", () => this.showEvent(Number(this.slider.value), true));
-      bar.append(h("label", { class: "slider" }, "event ", this.slider));
+      // Its position in the CLI's words: the slider's leftmost stop is "before the first event"
+      // (as `memsnap frag` and `summary` name it), never "-1", which the CLI reads as the last.
+      this.sliderText = h("output", { class: "slider-at" });
+      bar.append(h("label", { class: "slider" }, this.slider, this.sliderText));
     } else if (this.moments.length > 1) {
       this.slider = h("input", { type: "range", min: 0, max: this.moments.length - 1, step: 1, value: 0,
         "aria-label": "moment of the allocator state" });
       this.slider.addEventListener("input", () => this.show(Number(this.slider.value), true));
       bar.append(h("label", { class: "slider" }, "moment ", this.slider));
     }
-    // Go to an event by its number (the CLI's event:N).
+    // Go to an event by its number, as the CLI's event:N reads it: from 0, negative from the last
+    // (-1: the last event).
     const last = this.moments[this.moments.length - 1].event;
     if (last >= 0) {
-      this.gotoInput = h("input", { type: "number", min: -1, max: last, step: 1, class: "goto", "aria-label": "go to event", placeholder: "event" });
+      this.gotoInput = h("input", { type: "number", min: -(last + 1), max: last, step: 1, class: "goto", "aria-label": "go to event", placeholder: "event" });
       const go = h("button", { type: "button", text: "go to event", "data-goto": "1" });
-      const jump = () => { const v = Math.round(Number(this.gotoInput.value)); if (this.gotoInput.value !== "" && isFinite(v)) this.showEvent(Math.max(-1, Math.min(last, v)), true); };
+      const jump = () => {
+        const v = Math.round(Number(this.gotoInput.value));
+        if (this.gotoInput.value !== "" && isFinite(v)) this.showEvent(Math.max(0, Math.min(last, v < 0 ? last + 1 + v : v)), true);
+      };
       go.addEventListener("click", jump);
       this.gotoInput.addEventListener("keydown", (e) => { if (e.key === "Enter") jump(); });
       bar.append(h("label", { class: "goto" }, this.gotoInput), go);
@@ -246,7 +253,8 @@ class StateView {
     this.view = v;
     const f = v.figures, ht = this.dev.has_time;
     if (this.slider) this.slider.value = this.events > 0 ? v.event : v.index;
-    if (this.gotoInput && document.activeElement !== this.gotoInput) this.gotoInput.value = v.event;
+    if (this.gotoInput && document.activeElement !== this.gotoInput) this.gotoInput.value = v.event < 0 ? "" : v.event;
+    if (this.sliderText) this.sliderText.textContent = v.event < 0 ? "before the first event" : "event " + fmtCount(v.event);
     // Without times x is the event index: "after event 5,136", not "after event 5,136 (event 5,136)".
     const when = v.event < 0 ? "before the first event" : "after event " + fmtCount(v.event) + (ht ? " (" + fmtX(v.x, ht) + ")" : "");
     this.title.textContent = "State " + when + (v.labels ? " \u2014 " + v.labels.join(", ") : "");
@@ -375,6 +383,16 @@ class StateView {
       b.x = used[row]; b.row = row; b.w = w;
       used[row] += w;
     }
+    // Rows end evenly, as justified text does: what a row (but the last) has left over, less
+    // than any box below it, goes into the spaces between its boxes, which keep their size.
+    const inRow = used.map(() => []);
+    for (const b of boxes) inRow[b.row].push(b);
+    for (let r = 0; r + 1 < used.length; r++) {
+      const row = inRow[r], spare = W - used[r];
+      if (row.length < 2 || spare <= 0) continue;
+      row.forEach((b, k) => { b.x += (spare * k) / (row.length - 1); });
+      used[r] = W;
+    }
     const rows = used.length;
     const H = Math.max(rowH, rows * (rowH + gap));
     const dpr = devicePixelRatio;
@@ -419,7 +437,7 @@ class StateView {
     this.boxes = boxes;
     this.layout = { bpp, rowH, gap };
     this.fig = { device: this.dev.device, event: v.event, index: v.index, labels: v.labels || [], figures: v.figures, drawn,
-      bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.slice(),
+      bytes_per_px: bpp, rows, width: W, height: H, outside, row_ends: used.map((u, r) => Math.max(...inRow[r].map((b) => b.x + b.w))), row_boxes: inRow.map((r) => r.length),
       // The narrowest box of each row: a row's gap must be narrower than every box below it.
       row_min_box: used.map((u, r) => Math.min(...boxes.filter((q) => q.row === r).map((q) => q.w))) };
   }

@@ -37,10 +37,14 @@ class SegmentTimeline {
         (unexplained < 0 ? " more held than its final state and the reserved curve explain" : " reserved that no event explains") +
         "): the segments are drawn as the events place them, so their top edge differs from the reserved curve above by that much.", "warn"));
     }
+    // "51 mapped runs", not "51 segments (51 mappings)" where every one is a mapping.
+    const plain = this.segs.length - mappings;
+    const counted = [plain ? fmtCountOf(plain, "segment") : "", mappings ? fmtCountOf(mappings, "mapped run") + " of expandable segments" : ""]
+      .filter((t) => t).join(" and ");
     sec.append(note("Each " + (mappings ? "segment (and each mapped run of an expandable segment, in green)" : "segment") +
       " the allocator reserved from CUDA, over its lifetime, each on those reserved before it that are still there, so the top edge is " +
-      "the reserved memory of the timeline above, whose zoom this chart follows. " + fmtCountOf(this.segs.length, "segment") +
-      (mappings ? " (" + fmtCountOf(mappings, "mapping") + ")" : "") + "; hover one for its address and lifetime."));
+      "the reserved memory of the timeline above, whose zoom this chart follows. " + (counted || fmtCountOf(0, "segment")) +
+      "; hover one for its address and lifetime."));
     this.host = h("div", { class: "chart segtl" });
     sec.append(this.host);
     this.canvas = h("canvas");
@@ -107,15 +111,18 @@ class SegmentTimeline {
     this.a = a;
     this.b = b;
     if (!this.pieces) this.layout();
-    const W = Math.max(320, this.host.clientWidth || u.width), H = 180;
+    const W = Math.max(320, this.host.clientWidth || u.width), H = 206;
     if (this.canvas.width !== Math.round(W * dpr) || this.canvas.height !== Math.round(H * dpr)) {
       this.canvas.width = Math.round(W * dpr);
       this.canvas.height = Math.round(H * dpr);
       this.canvas.style.width = W + "px";
       this.canvas.style.height = H + "px";
     }
-    const left = u.bbox.left / dpr, width = u.bbox.width / dpr, top = 8, height = H - 24;
-    this.plot = { left, width, top, height };
+    // Below the plot, the timeline's x axis: the same zoom, the same ticks (xAxis of the same
+    // range and count), so a segment's edge reads against the time it happened.
+    const left = u.bbox.left / dpr, width = u.bbox.width / dpr, top = 8, height = H - 44;
+    const map = t.map, A = map.fwd(a), B = map.fwd(b);
+    this.plot = { left, width, top, height, A, B };
     // The scale: the most stacked or reserved in view (at each column's sampled event).
     let ymax = 1, over = 0;
     for (let k = 0; k < n; k++) {
@@ -128,7 +135,8 @@ class SegmentTimeline {
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
-    const X = (x) => left + ((Math.min(Math.max(x, a), b) - a) / Math.max(b - a, 1e-9)) * width;
+    const P = (v) => left + ((v - A) / Math.max(B - A, 1e-9)) * width;  // a mapped x
+    const X = (x) => P(map.fwd(Math.min(Math.max(x, a), b)));
     const Y = (v) => top + height - (v / this.axis.top) * height;
     ctx.save();
     ctx.beginPath();
@@ -162,6 +170,17 @@ class SegmentTimeline {
     for (const v of this.axis.ticks) ctx.fillText(this.axis.label(v), left - 6, Y(v) + 4);
     ctx.strokeStyle = "#d0d5dd";
     ctx.strokeRect(left + 0.5, top + 0.5, width - 1, height - 1);
+    const xt = xAxis(A, B, map.kind, Math.max(3, width / 120));
+    ctx.textAlign = "center";
+    ctx.beginPath();
+    for (const v of xt.ticks) {
+      const px = Math.round(P(v)) + 0.5;
+      ctx.moveTo(px, top + height);
+      ctx.lineTo(px, top + height + 4);
+      ctx.fillText(xt.label(v), px, top + height + 17);
+    }
+    ctx.stroke();
+    this.fig.x_ticks = xt.ticks.map((v) => xt.label(v));
     this.fig.drawn = drawn;
     this.fig.over_reserved = over;
     this.fig.view = [a, b];
@@ -170,7 +189,7 @@ class SegmentTimeline {
     const r = this.canvas.getBoundingClientRect(), p = this.plot;
     const px = e.clientX - r.left, py = e.clientY - r.top;
     if (!p || px < p.left || px > p.left + p.width) { hideTip(); return; }
-    const x = this.a + ((px - p.left) / p.width) * (this.b - this.a);
+    const x = this.timeline.map.inv(p.A + ((px - p.left) / p.width) * (p.B - p.A));
     const v = ((p.top + p.height - py) / p.height) * this.axis.top;
     for (let i = 0; i < this.segs.length; i++) {
       const s = this.segs[i], pc = this.pieces[i];

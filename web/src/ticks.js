@@ -37,7 +37,7 @@ function xAxis(lo, hi, kind, count) {
   if (kind === "time") {
     // One unit for the whole axis, chosen by its largest value; decimals by the step.
     const top = Math.max(Math.abs(lo), Math.abs(hi));
-    const [scale, unit] = top >= 1e6 ? [1e6, "s"] : top >= 1e3 ? [1e3, "ms"] : [1, "\u00b5s"];
+    const [scale, unit] = top >= 1e6 ? [1e6, "s"] : top >= 1e3 ? [1e3, "ms"] : [1, "us"];
     const d = decimalsOf(step / scale);
     label = (v) => (v === 0 ? "0" : (v / scale).toFixed(d)) + " " + unit;
   } else if (kind === "events") {

@@ -713,6 +713,12 @@ class TimelineChart {
       while (rows[row] && rows[row].some(([a, b]) => x0 < b + pad && x1 > a - pad)) row++;
       (rows[row] || (rows[row] = [])).push([x0, x1]);
       ctx.textAlign = "left";
+      // A white halo: the label stays legible over the bands, the curve and the capacity line.
+      ctx.setLineDash([]);
+      ctx.lineWidth = 3 * devicePixelRatio;
+      ctx.lineJoin = "round";
+      ctx.strokeStyle = "rgba(255,255,255,0.9)";
+      ctx.strokeText(text, x0, bb.top + (12 + 14 * row) * devicePixelRatio);
       ctx.fillText(text, x0, bb.top + (12 + 14 * row) * devicePixelRatio);
     }
     ctx.restore();
@@ -720,7 +726,7 @@ class TimelineChart {
   drawMarkers(u) {
     const dev = this.dev, ht = dev.has_time;
     this.labelRows = [];
-    if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " at " + fmtX(dev.peak.x, ht), [3, 3]);
+    if (dev.peak) this.marker(u, dev.peak.x, COLORS.peak, "peak " + fmtBytes(dev.peak.bytes) + " " + fmtMoment(dev.peak.x, dev.peak.event, ht), [3, 3]);
     for (const o of dev.ooms || []) this.marker(u, o.x, COLORS.oom, "OOM (" + fmtBytes(o.bytes) + " requested)", null);
     if (dev.capacity) this.capacityLine(u, dev.capacity);
     this.drawSteps(u);
