@@ -39,9 +39,10 @@ std::string MomentName(const FragReport& r) {
   return "end";
 }
 
+// A moment's time from the trace's start, written as summary and the page write it ("+40 us").
 std::string Seconds(int64_t time_us, int64_t start_us) {
   if (time_us == kNoTime || start_us == kNoTime) return "";
-  return absl::StrFormat("+%.3f s", static_cast<double>(time_us - start_us) / 1e6);
+  return FormatRelativeTime(time_us - start_us);
 }
 
 std::string EventName(int64_t index) {
