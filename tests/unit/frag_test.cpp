@@ -440,7 +440,7 @@ TEST_SUITE("frag") {
     CHECK(lines[0].label == "answer");
     CHECK(lines[0].text ==
           "fragmentation costs 576.0 MiB (51.4% of the 1.1 GiB reserved) at the reserved peak "
-          "(after event 14, +0.014 s): large");
+          "(after event 14, +14.0 ms): large");
     CHECK(lines[1].label == "free");
     // One expandable segment: under pressure the pages behind freed blocks are unmapped, so the
     // run needs little more than its live peak; the recorded settings need the 1.1 GiB they
