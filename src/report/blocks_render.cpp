@@ -39,9 +39,7 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
   stream.align = Align::kLeft;
   t.AddColumn("category", "category", Unit::kText).min_width = 15;
   t.AddColumn("site", "allocated at", Unit::kText);
-  // Where the last column starts, with these fixed widths: the caller lines go under it.
-  const std::string under_site(3 + 2 + 16 + 1 + 11 + 1 + 11 + 2 + 10 + 1 + 15 + 1 + 10 + 1 + 15 + 1,
-                               ' ');
+  const std::string under_site(FixedColumnStart(t, "site", FixedWidths()), ' ');
   size_t n = limit == 0 ? rep.rows.size() : std::min(limit, rep.rows.size());
   for (size_t i = 0; i < n; ++i) {
     const analysis::BlockRow& r = rep.rows[i];

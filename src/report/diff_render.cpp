@@ -154,11 +154,12 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
                   std::string(rep.options.group.categories.Name(s.category())),
                   absl::StrCat(s.label.head.empty() ? s.site : s.label.head, tag)});
   }
+  const std::string under_site(FixedColumnStart(sites, "site", FixedWidths()), ' ');
   bool any_differs = false;
   RenderTableText(sites, out, FixedWidths(), [&](size_t i, std::ostream& os) {
     const SiteDelta& s = rep.sites[i];
-    any_differs = RenderCallerLines(s.info, s.label, kCallers, std::string(67, ' '), false, os) ||
-                  any_differs;
+    any_differs =
+        RenderCallerLines(s.info, s.label, kCallers, under_site, false, os) || any_differs;
   });
   if (any_differs) out << kDiffersNote;
   if (n < rep.sites.size())

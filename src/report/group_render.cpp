@@ -116,8 +116,9 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
     RenderModuleTree(report, rows, out);
     return;
   }
-  const std::string indent(by_category ? 32 : 49, ' ');
   Table table = TopTable(report, false, "site");
+  // The callers go under the site (by category, no row has callers).
+  const std::string indent(FixedColumnStart(table, "site", FixedWidths()), ' ');
   std::vector<const GroupRow*> with_callers;  // per table row; none under the total
   bool any_mixed = false, any_differs = false;
   for (const GroupRow& r : rows) {

@@ -68,17 +68,55 @@ std::string MarkdownEscape(std::string_view s) {
   return out;
 }
 
-}  // namespace
-
-void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& o,
-                     const AfterRow& after_row) {
-  const std::vector<size_t> shown = Shown(t, true);
-  if (shown.empty()) return;
+// Each shown column's width before any cell is measured: its minimum, or its label's.
+std::vector<size_t> StartWidths(const Table& t, const std::vector<size_t>& shown,
+                                const TextTableOptions& o) {
   std::vector<size_t> width(shown.size());
   for (size_t k = 0; k < shown.size(); ++k) {
     const Column& c = t.columns[shown[k]];
     width[k] = std::max<size_t>(c.min_width, o.header ? c.label.size() : 0);
   }
+  return width;
+}
+
+// A text column is at most its max_width (never under its min_width).
+void ClampWidths(const Table& t, const std::vector<size_t>& shown, std::vector<size_t>& width) {
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const Column& c = t.columns[shown[k]];
+    if (c.max_width > 0 && c.unit == Unit::kText) {
+      width[k] = std::min(width[k], std::max<size_t>(c.max_width, c.min_width));
+    }
+  }
+}
+
+// The spaces before shown column k (k > 0): two where left-aligned text follows a right-aligned
+// number (one would glue them), at least the options' gap.
+size_t Gap(const Table& t, const std::vector<size_t>& shown, size_t k, const TextTableOptions& o) {
+  const int rule =
+      !t.columns[shown[k]].right_aligned() && t.columns[shown[k - 1]].right_aligned() ? 2 : 1;
+  return static_cast<size_t>(std::max(rule, o.gap));
+}
+
+}  // namespace
+
+size_t FixedColumnStart(const Table& t, std::string_view key, const TextTableOptions& o) {
+  const std::vector<size_t> shown = Shown(t, true);
+  std::vector<size_t> width = StartWidths(t, shown, o);
+  ClampWidths(t, shown, width);
+  size_t start = o.indent.size();
+  for (size_t k = 0; k < shown.size(); ++k) {
+    if (k > 0) start += Gap(t, shown, k, o);
+    if (t.columns[shown[k]].key == key) return start;
+    start += width[k];
+  }
+  return start;
+}
+
+void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& o,
+                     const AfterRow& after_row) {
+  const std::vector<size_t> shown = Shown(t, true);
+  if (shown.empty()) return;
+  std::vector<size_t> width = StartWidths(t, shown, o);
   auto measure = [&](const std::vector<Cell>& row, bool footer) {
     for (size_t k = 0; k < shown.size(); ++k) {
       if (Span(t, shown, row, k, footer) > 1) continue;  // measured with the columns it spans
@@ -90,18 +128,8 @@ void RenderTableText(const Table& t, std::ostream& out, const TextTableOptions& 
     for (const auto& row : t.rows) measure(row, false);
     for (const auto& row : t.footer) measure(row, true);
   }
-  for (size_t k = 0; k < shown.size(); ++k) {
-    const Column& c = t.columns[shown[k]];
-    if (c.max_width > 0 && c.unit == Unit::kText) {
-      width[k] = std::min(width[k], std::max<size_t>(c.max_width, c.min_width));
-    }
-  }
-  // Two spaces where left-aligned text follows a right-aligned number: one would glue them.
-  auto gap = [&](size_t k) {
-    const int rule =
-        !t.columns[shown[k]].right_aligned() && t.columns[shown[k - 1]].right_aligned() ? 2 : 1;
-    return static_cast<size_t>(std::max(rule, o.gap));
-  };
+  ClampWidths(t, shown, width);
+  auto gap = [&](size_t k) { return Gap(t, shown, k, o); };
   auto line = [&](const std::vector<std::string>& cells, const std::vector<size_t>& spans) {
     std::string s = o.indent;
     for (size_t k = 0; k < shown.size(); k += spans[k]) {

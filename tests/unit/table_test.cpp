@@ -98,6 +98,18 @@ TEST_SUITE("table") {
           "[1 other]\n");
   }
 
+  TEST_CASE("a fixed-width column starts where the text renderer puts it") {
+    Table t;
+    t.AddColumn("bytes", "bytes", Unit::kBytes).min_width = 8;
+    t.AddColumn("site", "site", Unit::kText).min_width = 6;
+    t.AddColumn("note", "note", Unit::kText);
+    t.AddRow({int64_t{2048}, std::string("linear"), std::string("x")});
+    const report::TextTableOptions o = report::FixedWidths("  ");
+    CHECK(report::FixedColumnStart(t, "site", o) == 2 + 8 + 2);
+    CHECK(report::FixedColumnStart(t, "note", o) == 2 + 8 + 2 + 6 + 1);
+    CHECK(Text(t, o).find("  2.0 KiB  linear x\n") != std::string::npos);
+  }
+
   TEST_CASE("a wider gap keeps phrase labels apart") {
     Table t;
     t.AddColumn("metric", "", Unit::kText);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "memsnap/util/table.h"
@@ -43,6 +44,11 @@ using AfterRow = std::function<void(size_t row, std::ostream& out)>;
 /// columns with in_text.
 void RenderTableText(const Table& table, std::ostream& out, const TextTableOptions& options = {},
                      const AfterRow& after_row = {});
+
+/// Where the column with this key starts on each line of a table printed with fixed widths
+/// (TextTableOptions::fixed_widths), indent included: the place for the lines after_row writes
+/// under a row's last column. Past the last column when no shown column has the key.
+size_t FixedColumnStart(const Table& table, std::string_view key, const TextTableOptions& options);
 
 /// One JSON value per cell: integers for bytes, counts and ids, ratios rounded to 4 decimals,
 /// addresses and text as strings, null for unknown cells.
