@@ -62,7 +62,9 @@ PHRASES_ALLOWED = {
         " cached free (largest block ", "fits and where it would fail")},
     ("src/analysis/allocator/replay_run.cpp", " resumed from a saved state; "):
         "FitSearchNote: a --timings line",
-    ("src/analysis/allocator/replay_run.cpp", " capacities proven without a replay"):
+    ("src/analysis/allocator/replay_run.cpp", " capacities proven without a replay, "):
+        "FitSearchNote: a --timings line",
+    ("src/analysis/allocator/replay_run.cpp", " searches answered where predicted"):
         "FitSearchNote: a --timings line",
 }
 

@@ -345,6 +345,7 @@ struct FitSearchStats {
   int unbounded = 0;  // of `replays`: the unbounded one
   int fitted = 0;     // of `replays`: bounded ones that fit, so ran to the trace's end
   int64_t fitted_ops = 0;  // the operations those applied (the rest failed, most of them early)
+  int hinted = 0;          // searches answered from the brackets around FitHint's prediction
 };
 
 /// "WHO: N bounded replays (R resumed from a saved state; U unbounded, F fitted: X operations),
@@ -352,6 +353,15 @@ struct FitSearchStats {
 /// their replays did (a replay that fits runs to the trace's end, one that fails stops at its
 /// first failed malloc), for --timings.
 std::string FitSearchNote(std::string_view who, const std::vector<FitSearchStats>& stats);
+
+/// Where SmallestFittingCapacity predicts `config`'s answer from its unbounded replay, asked
+/// first (HintedHalving, fit_search.h): with a memory fraction f, the unbounded peak reserved /
+/// f; otherwise the unbounded peak allocated. docs/simulator.md, "The search for the smallest
+/// memory that fits", says how often each lands and what it saves.
+std::optional<int64_t> FitHint(const sim::AllocatorConfig& config, const ConfigResult& unbounded);
+
+/// How many brackets above the predicted one HintedHalving tries before it halves.
+inline constexpr int kFitHintMaxUp = 4;
 
 /// The replay of `config` on no limit that a SmallestFittingCapacity search starts with (its
 /// `unbounded`): `base`'s start, events and resized sizes, with reserved_records; counted in
@@ -364,7 +374,9 @@ RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& con
 /// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
 /// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
-/// fits. Every capacity returned is one a replay completed on, or one proven to take the
+/// fits. The halving's capacities are asked first around FitHint's prediction (HintedHalving):
+/// the same answer whenever fitting is monotone in the capacity, usually with one replay that
+/// fits instead of several. Every capacity returned is one a replay completed on, or one proven to take the
 /// unbounded replay's decisions. `base` gives the events and the start, warm or cold, of every
 /// replay of the search, the unbounded one included (docs/simulator.md, "One starting state"); a
 /// warm start does not fit on a capacity smaller than its segments.
