@@ -4,6 +4,7 @@
 #include "memsnap/analysis/allocator/oom.h"
 
 #include <algorithm>
+#include <cmath>
 #include <future>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/allocator/fit_search.h"
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/analysis/sites/group.h"
 #include "memsnap/analysis/sites/site.h"
@@ -299,11 +301,36 @@ void Explain(const Snapshot& snap, const DeviceJob& job, const DeviceTimeline* d
   }
 }
 
+// The share of the batch at which the live peak, its batch-sized part scaled and with the
+// overhead the recorded settings' replay on the capacity had (reserved over requested at its
+// peak), comes to the capacity: where LargestBatchShare asks first. The peak's moment is taken to
+// stay where it is; the halving checks the prediction.
+std::optional<double> PredictedBatchShare(const DeviceJob& job, const DeviceTimeline& dt,
+                                          const std::vector<uint8_t>& scaled) {
+  int64_t scaled_at_peak = 0;
+  for (const BlockLifetime& lt : dt.blocks) {
+    std::optional<uint32_t> e = lt.alloc_event.index();
+    if (e && *e < scaled.size() && scaled[*e] && lt.LiveAt(dt.peak_event)) {
+      scaled_at_peak += lt.requested_size;
+    }
+  }
+  const ConfigResult& on_card = job.results[0];
+  if (scaled_at_peak <= 0 || on_card.peak_requested <= 0 || on_card.peak_reserved <= 0) {
+    return std::nullopt;
+  }
+  const double overhead =
+      static_cast<double>(on_card.peak_reserved) / static_cast<double>(on_card.peak_requested);
+  const double fixed = static_cast<double>(dt.peak_requested - scaled_at_peak);
+  return (static_cast<double>(job.dev.capacity) / overhead - fixed) /
+         static_cast<double>(scaled_at_peak);
+}
+
 // The largest share of the batch-sized allocations (`scaled[e]` for device-local event e) with
 // which the recorded settings replay the whole trace on the capacity, bisected to 1/128; 0 when
 // even none of them does not fit. The frees need no change: the simulator frees by address.
+// `hint`: where to ask first (PredictedBatchShare).
 double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scaled,
-                         FitSearchStats& stats) {
+                         std::optional<double> hint, FitSearchStats& stats) {
   // The scaled mallocs' sizes at each share, replayed over the shared trace (no copy of it: the
   // settings' searches read it beside this one).
   const PreparedTrace& p = job.prepared;
@@ -317,6 +344,7 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (is_scaled(p.ops[i])) resized.emplace_back(i, p.ops[i].size);
   }
+  int64_t last_ops = 0;  // what the latest share asked about cost
   auto fits = [&](double share) {
     for (auto& [i, size] : resized) {
       const auto recorded = static_cast<double>(p.ops[i].size);
@@ -329,19 +357,36 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
     const RunOutput out = RunConfig(p, job.configs[0], ro);
     ++stats.replays;
     stats.ops += static_cast<int64_t>(out.ops_applied);
+    last_ops = static_cast<int64_t>(out.ops_applied);
     if (out.result.ooms.empty()) {
       ++stats.fitted;
       stats.fitted_ops += static_cast<int64_t>(out.ops_applied);
     }
     return out.result.ooms.empty();
   };
-  if (!fits(0.0)) return 0.0;
-  double lo = 0.0, hi = 1.0;  // fits at lo; at hi (the recorded run) it does not
-  for (int i = 0; i < 7; ++i) {
-    const double mid = (lo + hi) / 2;
-    (fits(mid) ? lo : hi) = mid;
+  // The halving of the share between 0 (if even it does not fit, the answer is 0) and 1 (the
+  // recorded run, which does not fit) in steps of 1/128, as a search for the smallest x = 128 -
+  // 128 share that fits (fit_search.h: the halving asks about x = 128 first, then the same
+  // shares k/128 as a halving of the share would, each exact in a double), asked first around
+  // the predicted share. A replay that fails is the cheap answer here too (it stops early).
+  constexpr int64_t kSteps = 128;
+  Halving h;
+  h.lo = 0;       // share 1
+  h.hi = kSteps;  // share 0
+  h.step = 1;
+  h.max_growths = 0;
+  std::optional<int64_t> at;
+  if (hint && std::isfinite(*hint)) {
+    const double x = std::ceil(static_cast<double>(kSteps) * (1.0 - *hint));
+    at = static_cast<int64_t>(std::clamp(x, 1.0, static_cast<double>(kSteps)));
   }
-  return lo;
+  HintStats hint_stats;
+  const HalvingResult r = HintedHalving(
+      h, at, kFitHintMaxUp,
+      [&](int64_t x) { return fits(static_cast<double>(kSteps - x) / kSteps); },
+      [&] { return last_ops * 4 <= static_cast<int64_t>(p.ops.size()); }, &hint_stats);
+  stats.hinted += hint_stats.landed ? 1 : 0;
+  return r.found ? static_cast<double>(kSteps - r.hi) / kSteps : 0.0;
 }
 
 // The recorded settings' replay with `stale`'s frees moved before its forward pass: what
@@ -697,6 +742,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   // smaller they would have to be, by replay. Its halving is one replay after another, so it
   // runs beside the settings' searches, on its own core, rather than after them.
   std::vector<std::pair<size_t, std::vector<uint8_t>>> batch_searches;  // device job, scaled
+  std::vector<std::optional<double>> batch_hints;                       // where each asks first
   for (size_t d = 0; d < jobs.size(); ++d) {
     DeviceJob& job = jobs[d];
     const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
@@ -722,7 +768,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         scaled[i] = 1;
       }
     }
-    if (any) batch_searches.emplace_back(d, std::move(scaled));
+    if (!any) continue;
+    batch_hints.push_back(PredictedBatchShare(job, *dt, scaled));
+    batch_searches.emplace_back(d, std::move(scaled));
   }
   std::vector<int64_t> fits_on(searches.size(), 0);
   if (!searches.empty() || !batch_searches.empty()) {
@@ -780,7 +828,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
             i -= searches.size();
             DeviceJob& job = jobs[batch_searches[i].first];
             job.dev.batch_share_fits =
-                LargestBatchShare(job, batch_searches[i].second, batch_stats[i]);
+                LargestBatchShare(job, batch_searches[i].second, batch_hints[i], batch_stats[i]);
             return;
           }
           auto [d, k] = searches[i];
