@@ -376,12 +376,12 @@ RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& con
 /// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
 /// fits. The halving's capacities are asked first around FitHint's prediction (HintedHalving):
 /// the same answer whenever fitting is monotone in the capacity, usually with one replay that
-/// fits instead of several. Every capacity returned is one a replay completed on, or one proven to take the
-/// unbounded replay's decisions. `base` gives the events and the start, warm or cold, of every
-/// replay of the search, the unbounded one included (docs/simulator.md, "One starting state"); a
-/// warm start does not fit on a capacity smaller than its segments.
-/// `unbounded`: that first run, when the caller has already made it with `base` (not repeated);
-/// made with RunOptions::reserved_records, it lets the search skip work (below).
+/// fits instead of several. Every capacity returned is one a replay completed on, or one proven to
+/// take the unbounded replay's decisions. `base` gives the events and the start, warm or cold, of
+/// every replay of the search, the unbounded one included (docs/simulator.md, "One starting
+/// state"); a warm start does not fit on a capacity smaller than its segments. `unbounded`: that
+/// first run, when the caller has already made it with `base` (not repeated); made with
+/// RunOptions::reserved_records, it lets the search skip work (below).
 ///
 /// When SharesUnboundedPrefix(config), no replay is spent on what the unbounded one already
 /// tells: a capacity at or above its peak reserved fits, and a replay bounded by C resumes from
