@@ -99,7 +99,9 @@ inline void CachingAllocator::UncountAllocation(Block& x) {
   if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
 }
 
-void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
+void CachingAllocator::InsertFree(Pool& pool, uint32_t b) { InsertFreeInline(pool, b); }
+
+inline void CachingAllocator::InsertFreeInline(Pool& pool, uint32_t b) {
   blocks_[b].gc_count_base = pool.get_free_blocks_call_count;
   const Block& x = blocks_[b];
   if (pool.blocks.Insert(static_cast<uint64_t>(x.stream), x.size, x.ptr, b) &&
@@ -157,7 +159,7 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
   return AllocFoundBlock(b, pool, n, s, indexed);
 }
 
-uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
+inline uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
   if (GcEnabled()) ++pool.get_free_blocks_call_count;
   FreeIndex::Cursor it = pool.blocks.LowerBound(static_cast<uint64_t>(stream), s);
   if (!it.valid()) return kNone;
@@ -218,8 +220,8 @@ bool CachingAllocator::ShouldSplit(uint32_t b, int64_t s) const {
   return s < config_.max_split_size && remaining > kSmallSize;
 }
 
-BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
-                                           bool indexed) {
+inline BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
+                                                  bool indexed) {
   const bool split = ShouldSplit(b, s);
   const bool already_split = IsSplit(b);
   const bool expandable = blocks_[b].expandable >= 0;
@@ -272,7 +274,7 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
 void CachingAllocator::Free(BlockRef b) {
   assert(blocks_[b].allocated);
   UncountAllocation(blocks_[b]);
-  FreeBlock(b);
+  FreeBlockInline(b);
 }
 
 void CachingAllocator::FreeRequested(BlockRef b) {
@@ -299,20 +301,22 @@ void CachingAllocator::SynchronizeAndFreeEvents() {
   }
 }
 
-void CachingAllocator::FreeBlock(uint32_t b) {
+void CachingAllocator::FreeBlock(uint32_t b) { FreeBlockInline(b); }
+
+inline void CachingAllocator::FreeBlockInline(uint32_t b) {
   Pool& pool = PoolOf(b);
   const int64_t original_size = blocks_[b].size;
   const int64_t requested = blocks_[b].requested;
   int64_t net_blocks = 0;
   int64_t net_bytes = 0;
   for (uint32_t cand : {blocks_[b].prev, blocks_[b].next}) {
-    int64_t subsumed = TryMerge(b, cand, pool);
+    int64_t subsumed = TryMergeInline(b, cand, pool);
     if (subsumed > 0) {
       net_blocks -= 1;
       net_bytes -= subsumed;
     }
   }
-  InsertFree(pool, b);
+  InsertFreeInline(pool, b);
   if (IsSplit(b)) {
     net_blocks += 1;
     net_bytes += blocks_[b].size;
@@ -330,6 +334,10 @@ void CachingAllocator::FreeBlock(uint32_t b) {
 }
 
 int64_t CachingAllocator::TryMerge(uint32_t dst, uint32_t src, Pool& pool) {
+  return TryMergeInline(dst, src, pool);
+}
+
+inline int64_t CachingAllocator::TryMergeInline(uint32_t dst, uint32_t src, Pool& pool) {
   if (src == kNone) return 0;
   Block& s = blocks_[src];
   Block& d = blocks_[dst];
