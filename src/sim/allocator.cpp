@@ -92,10 +92,10 @@ inline void CachingAllocator::CountAllocation(bool is_small, int64_t size, int64
   if (size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
 }
 
-inline void CachingAllocator::UncountAllocation(Block& x) {
+inline void CachingAllocator::UncountAllocation(Block& x, bool is_small) {
   x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
+  stats_.allocation.Sub(is_small, 1);
+  stats_.allocated_bytes.Sub(is_small, x.size);
   if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
 }
 
@@ -156,7 +156,8 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
                  stats_.allocated_bytes.aggregate.current};
     return std::nullopt;
   }
-  return AllocFoundBlock(b, pool, n, s, indexed);
+  return s <= kSmallSize ? AllocFoundBlock<true>(b, small_, n, s, indexed)
+                         : AllocFoundBlock<false>(b, large_, n, s, indexed);
 }
 
 inline uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
@@ -220,12 +221,13 @@ bool CachingAllocator::ShouldSplit(uint32_t b, int64_t s) const {
   return s < config_.max_split_size && remaining > kSmallSize;
 }
 
+template <bool kSmall>
 inline BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
                                                   bool indexed) {
   const bool split = ShouldSplit(b, s);
   const bool already_split = IsSplit(b);
   const bool expandable = blocks_[b].expandable >= 0;
-  const bool small = pool.is_small;
+  constexpr bool small = kSmall;
   // The found block leaves the index (or gives its place to its split remainder).
   if (indexed && Releasable(pool, b)) --pool.releasable;
   uint32_t taken = b;
@@ -272,14 +274,20 @@ inline BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_
 }
 
 void CachingAllocator::Free(BlockRef b) {
-  assert(blocks_[b].allocated);
-  UncountAllocation(blocks_[b]);
-  FreeBlockInline(b);
+  Block& x = blocks_[b];
+  assert(x.allocated);
+  if (x.is_small) {
+    UncountAllocation(x, true);
+    FreeBlockInline<true>(b);
+  } else {
+    UncountAllocation(x, false);
+    FreeBlockInline<false>(b);
+  }
 }
 
 void CachingAllocator::FreeRequested(BlockRef b) {
   Block& x = blocks_[b];
-  UncountAllocation(x);
+  UncountAllocation(x, x.is_small);
   x.event_count = 1;  // one pseudo event: completes at the recorded free_completed
   pending_.push_back(b);
 }
@@ -301,10 +309,17 @@ void CachingAllocator::SynchronizeAndFreeEvents() {
   }
 }
 
-void CachingAllocator::FreeBlock(uint32_t b) { FreeBlockInline(b); }
+void CachingAllocator::FreeBlock(uint32_t b) {
+  if (blocks_[b].is_small) {
+    FreeBlockInline<true>(b);
+  } else {
+    FreeBlockInline<false>(b);
+  }
+}
 
+template <bool kSmall>
 inline void CachingAllocator::FreeBlockInline(uint32_t b) {
-  Pool& pool = PoolOf(b);
+  Pool& pool = kSmall ? small_ : large_;
   const int64_t original_size = blocks_[b].size;
   const int64_t requested = blocks_[b].requested;
   int64_t net_blocks = 0;
@@ -321,7 +336,7 @@ inline void CachingAllocator::FreeBlockInline(uint32_t b) {
     net_blocks += 1;
     net_bytes += blocks_[b].size;
   }
-  const bool small = pool.is_small;
+  constexpr bool small = kSmall;
   if (blocks_[b].expandable < 0) {
     if (net_blocks > 0) stats_.inactive_split.Add(small, net_blocks);
     if (net_blocks < 0) stats_.inactive_split.Sub(small, -net_blocks);
