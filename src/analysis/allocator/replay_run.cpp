@@ -67,7 +67,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   std::vector<sim::SegmentEvent> log;
   std::vector<uint32_t> log_event;  // trace index of each logged event
   sim::CachingAllocator alloc(config.config, &device);
-  alloc.SetEventLog(&log);
+  if (options.validation) alloc.SetEventLog(&log);  // only --verify reads the segment events
   LiveBlocks live;
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
@@ -144,7 +144,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
           record_oom(op);
           failed = stop_at_first_oom;
         });
-    if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
+    if (validation && log.size() > log_event.size()) log_event.resize(log.size(), op.event);
     if (failed) [[unlikely]] {
       out.ops_applied = opi + 1;
       return false;
