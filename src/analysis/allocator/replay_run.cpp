@@ -110,9 +110,9 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     r.ooms.push_back(oom);
     if (options.on_oom) options.on_oom(op, alloc, live);
   };
-  // The hot loop: ApplyOp and its callbacks inlined into one step per operation. What the
-  // options decide is read into locals once: the allocator's calls are opaque to the compiler,
-  // which would otherwise reload every option and vector bound after each of them.
+  // The hot loop: ApplyOp and its callbacks inlined into one step per operation, the options
+  // read into locals once (the segment-event log, only set under --verify, is what kept the
+  // loop's state in memory around every call: docs/BENCHMARKS.md, issue 37).
   const bool validation = options.validation;
   const bool keep_records = options.reserved_records;
   const bool curve = options.curve;
