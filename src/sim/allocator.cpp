@@ -92,14 +92,16 @@ inline void CachingAllocator::CountAllocation(bool is_small, int64_t size, int64
   if (size >= config_.max_split_size) stats_.oversize_allocations.Add(1);
 }
 
-inline void CachingAllocator::UncountAllocation(Block& x) {
+inline void CachingAllocator::UncountAllocation(Block& x, bool is_small) {
   x.allocated = false;
-  stats_.allocation.Sub(x.is_small, 1);
-  stats_.allocated_bytes.Sub(x.is_small, x.size);
+  stats_.allocation.Sub(is_small, 1);
+  stats_.allocated_bytes.Sub(is_small, x.size);
   if (x.size >= config_.max_split_size) stats_.oversize_allocations.Sub(1);
 }
 
-void CachingAllocator::InsertFree(Pool& pool, uint32_t b) {
+void CachingAllocator::InsertFree(Pool& pool, uint32_t b) { InsertFreeInline(pool, b); }
+
+inline void CachingAllocator::InsertFreeInline(Pool& pool, uint32_t b) {
   blocks_[b].gc_count_base = pool.get_free_blocks_call_count;
   const Block& x = blocks_[b];
   if (pool.blocks.Insert(static_cast<uint64_t>(x.stream), x.size, x.ptr, b) &&
@@ -154,10 +156,11 @@ std::optional<BlockRef> CachingAllocator::Malloc(int64_t n, int64_t stream) {
                  stats_.allocated_bytes.aggregate.current};
     return std::nullopt;
   }
-  return AllocFoundBlock(b, pool, n, s, indexed);
+  return s <= kSmallSize ? AllocFoundBlock<true>(b, small_, n, s, indexed)
+                         : AllocFoundBlock<false>(b, large_, n, s, indexed);
 }
 
-uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
+inline uint32_t CachingAllocator::GetFreeBlock(Pool& pool, int64_t stream, int64_t s) {
   if (GcEnabled()) ++pool.get_free_blocks_call_count;
   FreeIndex::Cursor it = pool.blocks.LowerBound(static_cast<uint64_t>(stream), s);
   if (!it.valid()) return kNone;
@@ -218,12 +221,13 @@ bool CachingAllocator::ShouldSplit(uint32_t b, int64_t s) const {
   return s < config_.max_split_size && remaining > kSmallSize;
 }
 
-BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
-                                           bool indexed) {
+template <bool kSmall>
+inline BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
+                                                  bool indexed) {
   const bool split = ShouldSplit(b, s);
   const bool already_split = IsSplit(b);
   const bool expandable = blocks_[b].expandable >= 0;
-  const bool small = pool.is_small;
+  constexpr bool small = kSmall;
   // The found block leaves the index (or gives its place to its split remainder).
   if (indexed && Releasable(pool, b)) --pool.releasable;
   uint32_t taken = b;
@@ -270,14 +274,20 @@ BlockRef CachingAllocator::AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, in
 }
 
 void CachingAllocator::Free(BlockRef b) {
-  assert(blocks_[b].allocated);
-  UncountAllocation(blocks_[b]);
-  FreeBlock(b);
+  Block& x = blocks_[b];
+  assert(x.allocated);
+  if (x.is_small) {
+    UncountAllocation(x, true);
+    FreeBlockInline<true>(b);
+  } else {
+    UncountAllocation(x, false);
+    FreeBlockInline<false>(b);
+  }
 }
 
 void CachingAllocator::FreeRequested(BlockRef b) {
   Block& x = blocks_[b];
-  UncountAllocation(x);
+  UncountAllocation(x, x.is_small);
   x.event_count = 1;  // one pseudo event: completes at the recorded free_completed
   pending_.push_back(b);
 }
@@ -300,24 +310,33 @@ void CachingAllocator::SynchronizeAndFreeEvents() {
 }
 
 void CachingAllocator::FreeBlock(uint32_t b) {
-  Pool& pool = PoolOf(b);
+  if (blocks_[b].is_small) {
+    FreeBlockInline<true>(b);
+  } else {
+    FreeBlockInline<false>(b);
+  }
+}
+
+template <bool kSmall>
+inline void CachingAllocator::FreeBlockInline(uint32_t b) {
+  Pool& pool = kSmall ? small_ : large_;
   const int64_t original_size = blocks_[b].size;
   const int64_t requested = blocks_[b].requested;
   int64_t net_blocks = 0;
   int64_t net_bytes = 0;
   for (uint32_t cand : {blocks_[b].prev, blocks_[b].next}) {
-    int64_t subsumed = TryMerge(b, cand, pool);
+    int64_t subsumed = TryMergeInline(b, cand, pool);
     if (subsumed > 0) {
       net_blocks -= 1;
       net_bytes -= subsumed;
     }
   }
-  InsertFree(pool, b);
+  InsertFreeInline(pool, b);
   if (IsSplit(b)) {
     net_blocks += 1;
     net_bytes += blocks_[b].size;
   }
-  const bool small = pool.is_small;
+  constexpr bool small = kSmall;
   if (blocks_[b].expandable < 0) {
     if (net_blocks > 0) stats_.inactive_split.Add(small, net_blocks);
     if (net_blocks < 0) stats_.inactive_split.Sub(small, -net_blocks);
@@ -330,6 +349,10 @@ void CachingAllocator::FreeBlock(uint32_t b) {
 }
 
 int64_t CachingAllocator::TryMerge(uint32_t dst, uint32_t src, Pool& pool) {
+  return TryMergeInline(dst, src, pool);
+}
+
+inline int64_t CachingAllocator::TryMergeInline(uint32_t dst, uint32_t src, Pool& pool) {
   if (src == kNone) return 0;
   Block& s = blocks_[src];
   Block& d = blocks_[dst];

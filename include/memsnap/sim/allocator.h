@@ -275,18 +275,29 @@ class CachingAllocator {
     return {static_cast<uint64_t>(blocks_[b].stream), blocks_[b].ptr, b};
   }
   void InsertFree(Pool& pool, uint32_t b);
+  /// InsertFree's body, inlined into the hot free path (allocator.cpp).
+  [[gnu::always_inline]] void InsertFreeInline(Pool& pool, uint32_t b);
   void Emit(SegmentAction a, uint64_t addr, int64_t size, int64_t stream, uint64_t base);
   bool GcEnabled() const;
 
   // The malloc path (allocator.cpp).
   /// The best fit, left in the pool's index at `found_` (AllocFoundBlock takes it out).
-  uint32_t GetFreeBlock(Pool& pool, int64_t stream, int64_t s);
+  [[gnu::always_inline]] uint32_t GetFreeBlock(Pool& pool, int64_t stream, int64_t s);
   uint32_t AllocBlock(Pool& pool, int64_t stream, int64_t s, int64_t alloc_size, bool retry);
   /// `indexed`: `b` is GetFreeBlock's, still in the index at `found_` (else a new segment's).
-  BlockRef AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s, bool indexed);
+  /// Instantiated per pool kind (kSmall: `pool` is small_), so that the statistics of that kind
+  /// are addressed directly instead of chosen at each update.
+  template <bool kSmall>
+  [[gnu::always_inline]] BlockRef AllocFoundBlock(uint32_t b, Pool& pool, int64_t n, int64_t s,
+                                                  bool indexed);
   bool ShouldSplit(uint32_t b, int64_t s) const;
   void FreeBlock(uint32_t b);
   int64_t TryMerge(uint32_t dst, uint32_t src, Pool& pool);
+  // The bodies of FreeBlock and TryMerge, inlined into Free (the hot free path): the calls'
+  // register saves and restores were about a tenth of a replay's instructions (issue 37).
+  template <bool kSmall>
+  [[gnu::always_inline]] void FreeBlockInline(uint32_t b);
+  [[gnu::always_inline]] int64_t TryMergeInline(uint32_t dst, uint32_t src, Pool& pool);
   void GarbageCollect();
   bool ReleaseAvailableCachedBlocks(Pool& pool, int64_t stream, int64_t s);
   void ReleaseCachedBlocks();
@@ -298,7 +309,7 @@ class CachingAllocator {
   // taken back later, when the block returns to its pool (FreeBlock). Inlined into the hot
   // malloc/free paths (defined in allocator.cpp, the only file that calls them).
   [[gnu::always_inline]] void CountAllocation(bool is_small, int64_t size, int64_t requested);
-  [[gnu::always_inline]] void UncountAllocation(Block& x);
+  [[gnu::always_inline]] void UncountAllocation(Block& x, bool is_small);
 
   // Expandable segments (allocator_expandable.cpp).
   uint32_t FindExpandableBlock(Pool& pool, int64_t stream, int64_t s);

@@ -2,6 +2,7 @@
 // (replay_cuda.cpp) and the unit tests.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -112,7 +113,7 @@ class LiveBlocks {
   [[gnu::always_inline]] const sim::BlockRef* Find(uint64_t addr) const {
     if (addr == kEmpty) [[unlikely]]
       return empty_key_used_ ? &empty_key_ref_ : nullptr;
-    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = Home(addr);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == addr) return &s.ref;
       if (s.key == kEmpty) return nullptr;
@@ -125,7 +126,7 @@ class LiveBlocks {
       empty_key_ref_ = ref;
       return;
     }
-    for (size_t i = Hash(addr) & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = Home(addr);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.key == addr) {
         s.ref = ref;
@@ -156,7 +157,7 @@ class LiveBlocks {
       ref = empty_key_ref_;
       return true;
     }
-    size_t i = Hash(addr) & mask_;
+    size_t i = Home(addr);
     while (slots_[i].key != addr) {
       if (slots_[i].key == kEmpty) return false;
       i = (i + 1) & mask_;
@@ -165,7 +166,7 @@ class LiveBlocks {
     // Backward shift: move later entries of the probe run into the hole when their home allows.
     for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
       if (slots_[j].key == kEmpty) break;
-      const size_t home = Hash(slots_[j].key) & mask_;
+      const size_t home = Home(slots_[j].key);
       // Entry j may move to i when its home is not in the cyclic range (i, j].
       if (((j - home) & mask_) >= ((j - i) & mask_)) {
         slots_[i] = slots_[j];
@@ -192,7 +193,15 @@ class LiveBlocks {
     uint64_t key;
     sim::BlockRef ref;
   };
-  static size_t Hash(uint64_t x) { return SeededAddressHash(x); }
+  // Multiplicative (Fibonacci) hashing: the top bits of (addr ^ seed) * 2^64/phi, a third of the
+  // instructions of SeededAddressHash's mix for the replay's two lookups per malloc/free pair;
+  // the top bits of the product depend on all of the address's bits, so 512-byte aligned
+  // addresses spread over the table. The seed is per process, as SeededAddressHash's.
+  size_t Home(uint64_t x) const {
+    static const char seed_anchor = 0;
+    const uint64_t seed = reinterpret_cast<uintptr_t>(&seed_anchor);
+    return static_cast<size_t>(((x ^ seed) * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
   // Out of line: Set is always_inline, and calling itself would be recursive inlining.
   [[gnu::noinline]] void GrowAndSet(uint64_t addr, sim::BlockRef ref) {
     Grow();
@@ -202,15 +211,17 @@ class LiveBlocks {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{kEmpty, 0});
     mask_ = slots_.size() - 1;
+    --shift_;
     for (const Slot& s : old) {
       if (s.key == kEmpty) continue;
-      size_t i = Hash(s.key) & mask_;
+      size_t i = Home(s.key);
       while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
   std::vector<Slot> slots_;
   size_t mask_ = kInitial - 1;
+  int shift_ = 64 - std::countr_zero(kInitial);  // Home() gives log2(slots_.size()) bits
   size_t size_ = 0;
   sim::BlockRef empty_key_ref_ = 0;  // for the one address equal to kEmpty
   bool empty_key_used_ = false;

@@ -69,7 +69,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   std::vector<sim::SegmentEvent> log;
   std::vector<uint32_t> log_event;  // trace index of each logged event
   sim::CachingAllocator alloc(config.config, &device);
-  alloc.SetEventLog(&log);
+  if (options.validation) alloc.SetEventLog(&log);  // only --verify reads the segment events
   LiveBlocks live;
   const sim::AllocatorStats& st = alloc.stats();
   int64_t allocs = 0;
@@ -112,20 +112,19 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     r.ooms.push_back(oom);
     if (options.on_oom) options.on_oom(op, alloc, live);
   };
-  // The hot loop: a plain index loop, with ApplyOp and its callbacks inlined into it.
-  const size_t total_ops = pre.size() + prepared.ops.size();
+  // The hot loop: ApplyOp and its callbacks inlined into one step per operation, the options
+  // read into locals once (the segment-event log, only set under --verify, is what kept the
+  // loop's state in memory around every call: docs/BENCHMARKS.md, issue 37).
+  const bool validation = options.validation;
+  const bool keep_records = options.reserved_records;
+  const bool curve = options.curve;
+  const bool stop_at_first_oom = options.stop_at_first_oom;
+  bool failed = false;  // a malloc failed (stop_at_first_oom)
+  const size_t n_pre = pre.size();
+  const size_t total_ops = n_pre + prepared.ops.size();
   out.ops_applied = total_ops;
-  size_t next_resized = 0;
-  Op resized_op;
-  for (size_t opi = 0; opi < total_ops; ++opi) {
-    const Op* opp = opi < pre.size() ? &pre[opi] : &prepared.ops[opi - pre.size()];
-    if (next_resized < options.resized.size() &&
-        options.resized[next_resized].first + pre.size() == opi) {
-      resized_op = *opp;
-      resized_op.size = options.resized[next_resized++].second;
-      opp = &resized_op;
-    }
-    const Op& op = *opp;
+  // Returns false to stop the replay after this operation.
+  auto step = [&](const Op& op, size_t opi) __attribute__((always_inline)) {
     if (!hints_installed && op.event != kPreexisting) {
       install_hints();
       hints_installed = true;
@@ -133,7 +132,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
     ApplyOp(
         op, alloc, live,
         [&](sim::BlockRef b) {
-          if (op.event == kPreexisting) return;
+          if (!validation || op.event == kPreexisting) return;
           ++allocs;
           if (alloc.BlockPtr(b) == op.addr) {
             ++allocs_matched;
@@ -143,17 +142,20 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
             mismatch_sim = alloc.BlockPtr(b);
           }
         },
-        [&] { record_oom(op); });
-    if (log.size() > log_event.size()) log_event.resize(log.size(), op.event);
-    if (options.stop_at_first_oom && !r.ooms.empty()) {
+        [&] {
+          record_oom(op);
+          failed = stop_at_first_oom;
+        });
+    if (validation && log.size() > log_event.size()) log_event.resize(log.size(), op.event);
+    if (failed) [[unlikely]] {
       out.ops_applied = opi + 1;
-      break;
+      return false;
     }
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kEmptyCache ||
         op.kind == OpKind::kOomMalloc) {
       const int64_t reserved = st.reserved_bytes.aggregate.current;
       const int64_t allocated = st.allocated_bytes.aggregate.current;
-      if (options.reserved_records && reserved > r.peak_reserved) {
+      if (keep_records && reserved > r.peak_reserved) {
         out.reserved_records.push_back({opi, reserved});
       }
       if (reserved > r.peak_reserved ||
@@ -163,13 +165,31 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
         r.allocated_at_peak = allocated;
         r.inactive_split_at_peak = st.inactive_split_bytes.aggregate.current;
       }
-      if (options.curve && reserved != last_reserved) {
+      if (curve && reserved != last_reserved) {
         int64_t t = op.event < options.events.size() ? options.events[op.event].time_us : kNoTime;
         r.curve.push_back({op.event, t, reserved, st.allocated_bytes.aggregate.current});
         last_reserved = reserved;
       }
     }
+    return true;
+  };
+  bool go = true;
+  for (size_t k = 0; go && k < n_pre; ++k) go = step(pre[k], k);
+  // The trace, in runs between the operations replayed with another size (the batch share's).
+  const Op* ops = prepared.ops.data();
+  const size_t n_ops = prepared.ops.size();
+  size_t k = 0;
+  for (const auto& [index, size] : options.resized) {
+    if (!go) break;
+    for (; go && k < index && k < n_ops; ++k) go = step(ops[k], n_pre + k);
+    if (go && k == index && k < n_ops) {
+      Op resized = ops[k];
+      resized.size = size;
+      go = step(resized, n_pre + k);
+      ++k;
+    }
   }
+  for (; go && k < n_ops; ++k) go = step(ops[k], n_pre + k);
   r.peak_allocated = st.allocated_bytes.aggregate.peak;
   r.peak_active = st.active_bytes.aggregate.peak;
   r.peak_requested = st.requested_bytes.aggregate.peak;
