@@ -78,7 +78,7 @@ struct XAxis {
   std::vector<uint32_t> x32;           // per event, running maximum, when the span fits 32 bits
   std::vector<int64_t> x64;            // the same when it does not; all empty: x is the event index
 
-  int64_t X(int64_t i) const {
+  [[gnu::always_inline]] int64_t X(int64_t i) const {
     if (sorted != nullptr) return sorted[i].time_us - t0;
     if (!x32.empty()) return x32[static_cast<size_t>(i)];
     if (!x64.empty()) return x64[static_cast<size_t>(i)];
@@ -304,15 +304,32 @@ struct Builder {
 // Chooses each stored tile's band lifetimes (see LodOptions::bands) and fills lod.bands.
 void ChooseBands(const Builder& bld, TimelineLod& lod) {
   const DeviceTimeline& dt = bld.dt;
-  // Read from the lifetimes when needed rather than stored per lifetime: four such arrays were
-  // 32 bytes a lifetime, 200 MB of the 19.5 M-event benchmark's peak (docs/BENCHMARKS.md).
-  auto alloc_x = [&](uint32_t i) -> int64_t {
+  // x of each lifetime's alloc and free: stored in 32 bits when the span fits (8 bytes a
+  // lifetime; every level reads them, and reading the free's event each time cost the report a
+  // tenth of its CPU), else read from the lifetimes. Four 64-bit arrays (x and event of both)
+  // were 32 bytes a lifetime, 200 MB of the 19.5 M-event benchmark's peak (docs/BENCHMARKS.md).
+  auto alloc_x_of = [&](uint32_t i) -> int64_t {
     std::optional<uint32_t> alloc = dt.blocks[i].alloc_event.index();
     return alloc ? bld.axis.X(*alloc) : 0;
   };
-  auto free_x = [&](uint32_t i) -> int64_t {
+  auto free_x_of = [&](uint32_t i) -> int64_t {
     std::optional<uint32_t> free = dt.blocks[i].free_completed_event.index();
     return free ? bld.axis.X(*free) : bld.axis.span;
+  };
+  std::vector<uint32_t> alloc_x32, free_x32;
+  if (bld.axis.span <= UINT32_MAX) {
+    alloc_x32.resize(dt.blocks.size());
+    free_x32.resize(dt.blocks.size());
+    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+      alloc_x32[i] = static_cast<uint32_t>(alloc_x_of(i));
+      free_x32[i] = static_cast<uint32_t>(free_x_of(i));
+    }
+  }
+  auto alloc_x = [&](uint32_t i) -> int64_t {
+    return alloc_x32.empty() ? alloc_x_of(i) : alloc_x32[i];
+  };
+  auto free_x = [&](uint32_t i) -> int64_t {
+    return free_x32.empty() ? free_x_of(i) : free_x32[i];
   };
   // Events of each lifetime as the counted curve sees them: live after event e when
   // alloc_e <= e < free_e (-1: before the trace; INT64_MAX: never freed).
