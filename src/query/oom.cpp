@@ -6,7 +6,9 @@ namespace memsnap::query {
 
 Needs OomNeeds(const OomRequest&) {
   analysis::TimelineOptions to;
-  to.keep = analysis::KeepLifetimes::kAll;
+  // The peaks only: ExplainOoms builds the lifetimes where it reads them (build_lifetimes), so
+  // that they are not held through its searches (docs/oom.md, "Memory").
+  to.keep = analysis::KeepLifetimes::kNone;
   to.curve = false;
   return NeedsTimeline(to);
 }
@@ -20,6 +22,7 @@ absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session&
   o.top_holders = request.top_holders;
   o.max_threads = request.threads;
   o.timeline = tl;
+  o.build_lifetimes = true;
   o.categories = session.categories();
   absl::StatusOr<analysis::OomReport> report = analysis::ExplainOoms(session.snapshot(), o);
   if (!report.ok()) {

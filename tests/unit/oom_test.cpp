@@ -423,6 +423,46 @@ TEST_SUITE("oom") {
           report::OomToJson(ExplainOrFail(s, all)).dump());
   }
 
+  TEST_CASE("lifetimes built where they are read explain as a timeline that kept them all" *
+            doctest::test_suite("corpus")) {
+    // `oom` reads the file with a timeline of peaks only and builds the lifetimes around its
+    // searches (OomOptions::build_lifetimes); a given full timeline must answer the same,
+    // holders, categories, the batch share and the zero_grad lever included.
+    std::vector<std::pair<Snapshot, std::optional<int64_t>>> inputs;
+    inputs.emplace_back(testing::LoadFixture("oom_fragmentation.json"), std::nullopt);
+    if (std::optional<std::string> nesta =
+            CorpusFile("Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json")) {
+      absl::StatusOr<Snapshot> s = parse::ReadSnapshot(*nesta, {});
+      REQUIRE(s.ok());
+      inputs.emplace_back(*std::move(s), std::nullopt);  // no setting fits: the batch share
+    }
+    for (const auto& [snap, memory] : inputs) {
+      INFO(snap.source.path);
+      TimelineOptions all_options;
+      all_options.curve = false;
+      TimelineOptions none_options = all_options;
+      none_options.keep = KeepLifetimes::kNone;
+      absl::StatusOr<Timeline> all = ReconstructTimeline(snap, all_options);
+      absl::StatusOr<Timeline> none = ReconstructTimeline(snap, none_options);
+      REQUIRE(all.ok());
+      REQUIRE(none.ok());
+      OomOptions given;
+      given.device_memory = memory;
+      given.timeline = &*all;
+      OomOptions built = given;
+      built.timeline = &*none;
+      built.build_lifetimes = true;
+      OomOptions without = built;
+      without.build_lifetimes = false;
+      const std::string want = report::OomToJson(ExplainOrFail(snap, given)).dump();
+      CHECK(report::OomToJson(ExplainOrFail(snap, built)).dump() == want);
+      // Without the lifetimes the holders' categories are what each stack shows alone.
+      if (snap.source.path.find("Nesta") != std::string::npos) {
+        CHECK(report::OomToJson(ExplainOrFail(snap, without)).dump() != want);
+      }
+    }
+  }
+
   TEST_CASE("the corpus OOMs are explained as recorded" * doctest::test_suite("corpus")) {
     std::optional<std::string> nesta =
         CorpusFile("Nesta-gitU_discrete_diffusion__memory_snapshot__1ab3368e.json");

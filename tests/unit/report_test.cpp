@@ -11,6 +11,7 @@
 #include "memsnap/analysis/allocator/alloc_states.h"
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/analysis/compose/report_analysis.h"
+#include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/analysis/timeline/timeline_lod.h"
 #include "memsnap/parse/reader.h"
@@ -133,6 +134,31 @@ void CheckStreamReplays(const analysis::AllocatorStates& st, const std::string& 
   }
   CHECK(mismatched == 0);
   CHECK(bad_figures == 0);
+}
+
+/// SampleCountedCategories against the per-event curve it stands for (SampleCategoryCurve of
+/// BuildCategoryCurve), at every `stride`-th point of the device and at its last.
+void CheckCountedCategories(const Snapshot& snap, const DeviceTimeline& dt,
+                            const std::vector<bool>& counted, uint32_t stride,
+                            const std::string& name) {
+  INFO(name);
+  auto context = analysis::GroupContext::Create(snap, analysis::GroupOptions{});
+  REQUIRE_MESSAGE(context.ok(), context.status().message());
+  std::vector<analysis::TimelinePoint> points{analysis::TimelinePoint::Start()};
+  for (uint32_t e = 0; e < dt.num_events; e += stride) {
+    points.push_back(analysis::TimelinePoint::After(e));
+  }
+  if (dt.num_events > 0 && points.back() != analysis::TimelinePoint::After(dt.num_events - 1)) {
+    points.push_back(analysis::TimelinePoint::After(dt.num_events - 1));
+  }
+  const std::vector<analysis::CategoryBytes> want =
+      analysis::SampleCategoryCurve(analysis::BuildCategoryCurve(**context, dt, counted), points);
+  const std::vector<analysis::CategoryBytes> got =
+      analysis::SampleCountedCategories(**context, dt, counted, points);
+  REQUIRE(got.size() == want.size());
+  size_t differ = 0;
+  for (size_t k = 0; k < got.size(); ++k) differ += got[k] != want[k] ? 1 : 0;
+  CHECK(differ == 0);
 }
 
 TEST_SUITE("report") {
@@ -314,6 +340,8 @@ TEST_SUITE("report") {
       return t;
     };
     CHECK(total(d.categories->peak) == d.lod.peak_bytes);
+    CheckCountedCategories(snap, a->timeline.devices[d.timeline_index], d.lod.counted.counted, 1,
+                           "every point");
     // Each column is sampled at its bucket's sample event: the kinds add up to the curve there.
     const DeviceTimeline& dt = a->timeline.devices[d.timeline_index];
     int64_t start = 0;
@@ -342,6 +370,46 @@ TEST_SUITE("report") {
     // their group.
     for (const analysis::ReportCategories::Tile& t : d.categories->tiles) {
       for (const analysis::CategoryBytes& c : t.columns) CHECK(total(c) <= d.lod.peak_bytes);
+    }
+  }
+
+  TEST_CASE("x is each event's latest time so far, whether the times ever go back or not") {
+    // 10,000 events (past two of EventX's checkpoints), times every 10 us; in the second trace
+    // every 7th event is stamped 25 us early, so x is the running maximum, not the time.
+    for (bool back : {false, true}) {
+      INFO(std::string(back ? "times go back" : "times sorted"));
+      std::vector<TraceEvent> events;
+      for (int i = 0; i < 10000; ++i) {
+        TraceEvent e = Ev(i % 2 == 0 ? Action::kAlloc : Action::kFreeCompleted,
+                          0x1000 + 0x100 * static_cast<uint64_t>(i / 2 % 50), 512 + i % 3);
+        e.time_us = 1000 + 10 * int64_t{i} - (back && i % 7 == 3 ? 25 : 0);
+        events.push_back(e);
+      }
+      Snapshot snap = testing::TraceSnapshot(events);
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      TimelineLod lod = analysis::BuildTimelineLod(snap, dt);
+      REQUIRE(lod.has_time);
+      CHECK(lod.t0_us == 1000);
+      std::vector<int64_t> want(events.size());
+      int64_t run = 0;
+      for (size_t i = 0; i < events.size(); ++i)
+        want[i] = run = std::max(run, events[i].time_us - 1000);
+      CHECK(lod.x_span == want.back());
+      CHECK(lod.x_span == (back ? 10 * 9998 : 10 * 9999));  // the last event is stamped early
+      int64_t wrong = 0;
+      for (uint32_t e = 0; e < events.size(); ++e) {
+        wrong +=
+            lod.EventX(snap, dt, analysis::TimelinePoint::After(e)) != static_cast<double>(want[e]);
+      }
+      CHECK(wrong == 0);
+      REQUIRE(!lod.bands.empty());
+      for (const analysis::LodBand& band : lod.bands) {
+        const auto& lt = dt.blocks[band.lifetime];
+        CHECK(band.alloc_x == static_cast<double>(want[*lt.alloc_event.index()]));
+        CHECK(band.free_x == static_cast<double>(want[*lt.free_completed_event.index()]));
+      }
+      CheckLodInvariants(dt, lod, back ? "back" : "sorted");
     }
   }
 
@@ -784,6 +852,9 @@ TEST_SUITE("report") {
         // Real traces are consistent: the drawn peak is the timeline's.
         CHECK_MESSAGE(!lod.counted.any_left_out(), path);
         CHECK_MESSAGE(lod.peak_bytes == dt.peak_requested, path);
+        // Memory by kind sampled without the per-event curve is the curve's (issue 37).
+        CheckCountedCategories(*snap, dt, lod.counted.counted,
+                               std::max<uint32_t>(1, dt.num_events / 3000), path);
         // The page's event-by-event state replays to every stored state (issue 36 §3).
         analysis::AllocatorStatesOptions options;
         options.stream_max_events = dt.num_events;

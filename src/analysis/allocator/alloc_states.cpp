@@ -33,19 +33,6 @@ struct LifetimeTags {
   }
 };
 
-LifetimeTags TagsOf(const DeviceTimeline& dt) {
-  LifetimeTags t;
-  t.by_free.assign(dt.num_events, -1);
-  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-    const BlockLifetime& b = dt.blocks[i];
-    if (std::optional<uint32_t> f = b.free_completed_event.index())
-      t.by_free[*f] = static_cast<int32_t>(i);
-    if (std::optional<uint32_t> f = b.free_requested_event.index())
-      t.by_free[*f] = static_cast<int32_t>(i);
-  }
-  return t;
-}
-
 int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
 
 // The segment's runs, with free memory split the way SegmentFigures counts it.
@@ -213,14 +200,32 @@ std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTim
   return {dt.peak_reserved_event.index(), frag_internal::FindAllocatedPeak(snap, *trace)};
 }
 
+std::vector<int32_t> LifetimesFreedByEvent(const DeviceTimeline& dt) {
+  std::vector<int32_t> by_free(dt.num_events, -1);
+  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (std::optional<uint32_t> f = b.free_completed_event.index())
+      by_free[*f] = static_cast<int32_t>(i);
+    if (std::optional<uint32_t> f = b.free_requested_event.index())
+      by_free[*f] = static_cast<int32_t>(i);
+  }
+  return by_free;
+}
+
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options) {
+  return ReconstructAllocatorStates(snap, dt, options, LifetimesFreedByEvent(dt));
+}
+
+AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
+                                           const AllocatorStatesOptions& options,
+                                           std::vector<int32_t> freed_by) {
   AllocatorStates out;
   out.device = dt.device;
   const DeviceTrace* trace = snap.TraceOf(dt.device);
   const int64_t n = trace != nullptr ? trace->size() : 0;
   auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
-  LifetimeTags tags = TagsOf(dt);
+  LifetimeTags tags{std::move(freed_by)};
 
   // The moments: labelled ones, then evenly spaced ones.
   std::map<int64_t, std::vector<std::string>> labelled;

@@ -738,20 +738,47 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       if (jobs[d].same_as[k] == k) searches.emplace_back(d, k);
     }
   }
+  // The lifetimes, when the given timeline kept none and they are to be built where they are
+  // read (OomOptions::build_lifetimes): every device's, with the given timeline's device filter.
+  auto build_lifetimes = [&]() -> std::optional<Timeline> {
+    TimelineOptions to;
+    to.keep = KeepLifetimes::kAll;
+    to.curve = false;
+    to.device = options.device;
+    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, to);
+    if (!tl.ok()) return std::nullopt;  // explained as without lifetimes
+    return *std::move(tl);
+  };
+  // The replays' operations (32 bytes each) are freed before the lifetimes (64 bytes each) are
+  // built, so the two are never held together (docs/oom.md, "Memory"); prepared again after.
+  bool ops_freed = false;
+  auto with_lifetimes = [&](const DeviceTimeline* dt, std::optional<Timeline>& built) {
+    if (dt == nullptr || dt->kept == KeepLifetimes::kAll || !options.build_lifetimes) return dt;
+    if (!built) {
+      for (DeviceJob& job : jobs) std::vector<Op>().swap(job.prepared.ops);
+      ops_freed = true;
+      built = build_lifetimes();
+    }
+    const DeviceTimeline* full = built ? built->Find(dt->device) : nullptr;
+    return full != nullptr ? full : dt;
+  };
   // Where no setting fits and the lifetimes say which allocations grow with the batch: how much
   // smaller they would have to be, by replay. Its halving is one replay after another, so it
   // runs beside the settings' searches, on its own core, rather than after them.
   std::vector<std::pair<size_t, std::vector<uint8_t>>> batch_searches;  // device job, scaled
   std::vector<std::optional<double>> batch_hints;                       // where each asks first
+  std::optional<Timeline> batch_lifetimes;  // dropped before the searches
   for (size_t d = 0; d < jobs.size(); ++d) {
     DeviceJob& job = jobs[d];
     const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
-    if (!options.batch_search || dt == nullptr || dt->kept != KeepLifetimes::kAll) continue;
+    if (!options.batch_search || dt == nullptr) continue;
     bool any_fits = false;
     for (size_t k = 0; k < job.configs.size(); ++k) {
       any_fits |= job.results[job.same_as[k]].ooms.empty();
     }
     if (any_fits) continue;
+    dt = with_lifetimes(dt, batch_lifetimes);
+    if (dt->kept != KeepLifetimes::kAll) continue;
     SiteNamer namer(snap, options.categories);
     std::vector<uint8_t> scaled(job.trace->size(), 0);
     bool any = false;
@@ -771,6 +798,13 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     if (!any) continue;
     batch_hints.push_back(PredictedBatchShare(job, *dt, scaled));
     batch_searches.emplace_back(d, std::move(scaled));
+  }
+  batch_lifetimes.reset();
+  if (ops_freed) {  // the searches replay them
+    for (DeviceJob& job : jobs) {
+      job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
+    }
+    ops_freed = false;
   }
   std::vector<int64_t> fits_on(searches.size(), 0);
   if (!searches.empty() || !batch_searches.empty()) {
@@ -861,9 +895,13 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   }
 
   phase.emplace("oom: explain");
+  // The lifetimes the explanation reads, built now when the given timeline kept none (the
+  // operations are prepared again only for the zero_grad lever's replay).
+  std::optional<Timeline> explain_lifetimes;
   for (size_t d = 0; d < jobs.size(); ++d) {
     DeviceJob& job = jobs[d];
-    const DeviceTimeline* dt = timeline != nullptr ? timeline->Find(job.dev.device) : nullptr;
+    const DeviceTimeline* dt = with_lifetimes(
+        timeline != nullptr ? timeline->Find(job.dev.device) : nullptr, explain_lifetimes);
     if (dt != nullptr) {
       job.dev.trace_peak_live = dt->peak_requested;
       job.dev.trace_peak_event = dt->peak_event;
@@ -882,6 +920,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         auto context = GroupContext::Create(snap, group);
         if (context.ok()) {
           if (auto stale = FindStaleGradients(**context, *dt, dt->peak_event)) {
+            if (ops_freed) {  // its operations were freed for the lifetimes
+              job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
+            }
             const ConfigResult r = ReplayZeroGradEarlier(job, *dt, *stale);
             job.dev.zero_grad =
                 ZeroGradLever{stale->bytes,         stale->blocks,  stale->freed_by_zero_grad,

@@ -116,9 +116,6 @@ absl::Status AddReplay(const Snapshot& snap, const ReportAnalysisOptions& option
 ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline& dt,
                                     const TimelineLod& lod) {
   ReportCategories out;
-  // The lifetimes the page's live curve counts, and only those: kinds of memory then add up to
-  // that curve and are never negative, even on a trace that cannot be reconciled.
-  CategoryCurve curve = BuildCategoryCurve(context, dt, lod.counted.counted);
   // Level 0's columns at their highest point; a column followed by columns without events also
   // gives the state it carries on (its last event) at the next column, as the timeline draws it:
   // held over that gap, its highest point would rise above the curve.
@@ -173,7 +170,11 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
   points.push_back(lod.peak_event);
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  std::vector<CategoryBytes> sampled = SampleCategoryCurve(curve, points);
+  // The lifetimes the page's live curve counts, and only those: kinds of memory then add up to
+  // that curve and are never negative, even on a trace that cannot be reconciled. Sampled
+  // without the curve's per-event arrays (175 MB on the 19.5 M-event benchmark file).
+  std::vector<CategoryBytes> sampled =
+      SampleCountedCategories(context, dt, lod.counted.counted, points);
   auto at = [&](TimelinePoint p) {
     return sampled[std::lower_bound(points.begin(), points.end(), p) - points.begin()];
   };
@@ -257,9 +258,12 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
       if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
       for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
-      states.push_back(std::async(std::launch::deferred, [&snap, &dt, so] {
-        return ReconstructAllocatorStates(snap, dt, so);
-      }));
+      // Its table of frees built here: the worker thread's own heap could not reuse what this
+      // thread freed (docs/BENCHMARKS.md, "`report` and `oom` within the file's size").
+      states.push_back(std::async(
+          std::launch::deferred, [&snap, &dt, so, freed_by = LifetimesFreedByEvent(dt)]() mutable {
+            return ReconstructAllocatorStates(snap, dt, so, std::move(freed_by));
+          }));
     }
   }
   // One worker thread runs the devices' states one after the other.

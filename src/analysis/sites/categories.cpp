@@ -84,6 +84,54 @@ std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
   return out;
 }
 
+std::vector<CategoryBytes> SampleCountedCategories(GroupContext& context, const DeviceTimeline& dt,
+                                                   const std::vector<bool>& counted,
+                                                   const std::vector<TimelinePoint>& points) {
+  // A change at event e shows from the first point k with e < points[k].next_event() on (none:
+  // past the last point, seen by none). The first such k is looked up in [first[e >> kShift],
+  // first[(e >> kShift) + 1]], a short stretch of the points.
+  constexpr int kShift = 6;
+  const uint32_t n = dt.num_events;
+  std::vector<uint32_t> ends;  // points[k].next_event(), capped at the device's events
+  ends.reserve(points.size());
+  for (TimelinePoint p : points) ends.push_back(std::min(p.next_event(), n));
+  std::vector<uint32_t> first((static_cast<size_t>(n) >> kShift) + 2);
+  for (size_t j = 0; j < first.size(); ++j) {
+    const uint64_t e = uint64_t{j} << kShift;
+    first[j] =
+        static_cast<uint32_t>(std::upper_bound(ends.begin(), ends.end(), e,
+                                               [](uint64_t v, uint32_t end) { return v < end; }) -
+                              ends.begin());
+  }
+  auto point_of = [&](uint32_t e) -> size_t {
+    const size_t j = e >> kShift;
+    return static_cast<size_t>(
+        std::upper_bound(ends.begin() + first[j], ends.begin() + first[j + 1], e) - ends.begin());
+  };
+  std::vector<CategoryBytes> out(points.size(), CategoryBytes{});
+  CategoryBytes start{};
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    if (i >= counted.size() || !counted[i]) continue;
+    const BlockLifetime& lt = dt.blocks[i];
+    const auto c = static_cast<size_t>(context.Categorize(dt, lt).category);
+    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
+      start[c] += lt.requested_size;
+    } else if (*a < n) {
+      if (const size_t k = point_of(*a); k < out.size()) out[k][c] += lt.requested_size;
+    }
+    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < n) {
+      if (const size_t k = point_of(*f); k < out.size()) out[k][c] -= lt.requested_size;
+    }
+  }
+  // Running sums: each point holds what every earlier change left.
+  CategoryBytes now = start;
+  for (CategoryBytes& bytes : out) {
+    for (size_t c = 0; c < bytes.size(); ++c) now[c] += bytes[c];
+    bytes = now;
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<DeviceCategories>> CategoriesAt(const Snapshot& snap,
                                                            const Timeline& timeline,
                                                            const Moment& moment,

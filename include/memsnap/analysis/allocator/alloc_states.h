@@ -127,4 +127,16 @@ std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTim
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options = {});
 
+/// The table the states' rewind reads: per device-local event of `dt`, the lifetime it frees
+/// (free_requested or free_completed), -1 for none; 4 bytes an event.
+std::vector<int32_t> LifetimesFreedByEvent(const DeviceTimeline& dt);
+
+/// The same states, from `freed_by` = LifetimesFreedByEvent(dt) built by the caller: the report
+/// builds it before it hands the rewind to a worker thread, so that it lies in memory the main
+/// thread freed, not in memory the worker maps anew (78 MB on the 19.5 M-event benchmark file,
+/// docs/BENCHMARKS.md).
+AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
+                                           const AllocatorStatesOptions& options,
+                                           std::vector<int32_t> freed_by);
+
 }  // namespace memsnap::analysis

@@ -44,6 +44,11 @@ struct OomOptions {
   /// the attribution model's full rules (else what each stack shows alone). nullptr: built here,
   /// beside the replays, with every lifetime.
   const Timeline* timeline = nullptr;
+  /// With a `timeline` that kept no lifetimes (KeepLifetimes::kNone): build them here, where
+  /// they are read (the batch share's allocations before the searches, the explanation after
+  /// them, with the replays' operations freed first), so that they are not held through the
+  /// searches: `oom`'s peak memory (docs/oom.md). Off: such a timeline's stacks alone say.
+  bool build_lifetimes = false;
   /// When the recorded settings fail: search, per setting, the smallest device memory it fits on
   /// (OomRemedy::fits_on), to within this many bytes or 0.25% of the answer, whichever is larger
   /// (about 5 replays per setting). 0: no search.

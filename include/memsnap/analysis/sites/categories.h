@@ -51,6 +51,12 @@ CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt
 /// Bytes per category at each of `points` (ascending).
 std::vector<CategoryBytes> SampleCategoryCurve(const CategoryCurve& curve,
                                                const std::vector<TimelinePoint>& points);
+/// SampleCategoryCurve(BuildCategoryCurve(context, dt, counted), points), without the curve's
+/// per-event arrays (9 bytes an event): each lifetime's change is added to the first point that
+/// sees it, so memory grows with the points, not the events (the report's peak, issue 37).
+std::vector<CategoryBytes> SampleCountedCategories(GroupContext& context, const DeviceTimeline& dt,
+                                                   const std::vector<bool>& counted,
+                                                   const std::vector<TimelinePoint>& points);
 
 /// The live bytes of each category over a window of the timeline (`timeline --json`): at its
 /// start, at `peak` and at its end, and a series at about `samples` points spread evenly over it
