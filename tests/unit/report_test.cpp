@@ -314,6 +314,32 @@ TEST_SUITE("report") {
   }
 
   TEST_CASE(
+      "the allocator states' live peak is the drawn curve's, also where the timeline's own peak "
+      "is another event") {
+    // A and B never freed, C freed and never allocated: the drawn curve leaves them out and peaks
+    // at D's 20 B, while the timeline's own curve peaks elsewhere. The states start before the
+    // summary, at the timeline's peak, and must be taken again at the drawn one.
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kAlloc, 0xA00, 100),
+        Ev(Action::kFreeCompleted, 0xC00, 50),
+        Ev(Action::kAlloc, 0xD00, 20),
+        Ev(Action::kFreeCompleted, 0xD00, 20),
+        Ev(Action::kAlloc, 0xB00, 30),
+    });
+    auto a = analysis::AnalyzeForReport(snap, {});
+    REQUIRE_MESSAGE(a.ok(), a.status().message());
+    const analysis::DeviceReportAnalysis& d = a->devices[0];
+    REQUIRE(d.lod.peak_event != a->timeline.devices[d.timeline_index].peak_event);
+    std::vector<analysis::TimelinePoint> labelled;
+    for (const analysis::AllocatorState& st : d.states.states) {
+      if (std::find(st.labels.begin(), st.labels.end(), "peak live") != st.labels.end()) {
+        labelled.push_back(st.event);
+      }
+    }
+    CHECK(labelled == std::vector<analysis::TimelinePoint>{d.lod.peak_event});
+  }
+
+  TEST_CASE(
       "memory by kind adds up to the drawn curve, never negative, on a trace that cannot be "
       "reconciled") {
     // As above: A and B allocated and never freed (not live at the end), C freed and never
