@@ -370,11 +370,7 @@ double LargestBatchShare(const DeviceJob& job, const std::vector<uint8_t>& scale
   // shares k/128 as a halving of the share would, each exact in a double), asked first around
   // the predicted share. A replay that fails is the cheap answer here too (it stops early).
   constexpr int64_t kSteps = 128;
-  Halving h;
-  h.lo = 0;       // share 1
-  h.hi = kSteps;  // share 0
-  h.step = 1;
-  h.max_growths = 0;
+  const Halving h{.lo = 0 /* share 1 */, .hi = kSteps /* share 0 */, .step = 1, .max_growths = 0};
   std::optional<int64_t> at;
   if (hint && std::isfinite(*hint)) {
     const double x = std::ceil(static_cast<double>(kSteps) * (1.0 - *hint));
@@ -657,8 +653,12 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   // with the timeline's recorded peaks as one more job.
   std::optional<ScopedTimer> phase;
   phase.emplace("oom: prepare");
-  for (DeviceJob& job : jobs) {
+  // Also after the operations were freed for the lifetimes (below): the same preparation again.
+  auto prepare = [&](DeviceJob& job) {
     job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
+  };
+  for (DeviceJob& job : jobs) {
+    prepare(job);
     job.dev.preexisting_blocks = job.prepared.preexisting_blocks;
     job.dev.preexisting_bytes = job.prepared.preexisting_bytes;
     job.dev.warm_start = job.prepared.warm_ok && job.prepared.preexisting_blocks > 0 &&
@@ -801,9 +801,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   }
   batch_lifetimes.reset();
   if (ops_freed) {  // the searches replay them
-    for (DeviceJob& job : jobs) {
-      job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
-    }
+    for (DeviceJob& job : jobs) prepare(job);
     ops_freed = false;
   }
   std::vector<int64_t> fits_on(searches.size(), 0);
@@ -921,7 +919,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         if (context.ok()) {
           if (auto stale = FindStaleGradients(**context, *dt, dt->peak_event)) {
             if (ops_freed) {  // its operations were freed for the lifetimes
-              job.prepared = PrepareTrace(snap, *job.trace, options.empty_cache, recorded, true);
+              prepare(job);
             }
             const ConfigResult r = ReplayZeroGradEarlier(job, *dt, *stale);
             job.dev.zero_grad =

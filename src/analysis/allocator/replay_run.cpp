@@ -424,11 +424,10 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
   // peak reserved; a memory fraction below 1 needs more than that peak: grow by 1/16 until it
   // fits. Asked where the answer is predicted to be first (FitHint), which gives the halving's
   // answer with one replay that fits when the prediction lands in its final bracket.
-  Halving h;
-  h.lo = std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
-  h.hi = std::max(free_run.peak_reserved, h.lo + 1);
-  h.step = step;
-  h.max_growths = 8;
+  const int64_t lo =
+      std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
+  const Halving h{
+      .lo = lo, .hi = std::max(free_run.peak_reserved, lo + 1), .step = step, .max_growths = 8};
   HintStats hint_stats;
   const HalvingResult r =
       HintedHalving(h, FitHint(config.config, free_run), kFitHintMaxUp, fits, cheap, &hint_stats);

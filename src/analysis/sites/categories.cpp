@@ -9,6 +9,29 @@ namespace memsnap::analysis {
 
 namespace {
 
+// What each lifetime (of those `counted`; nullptr: all) adds to its category, by the one rule
+// both forms of the curve follow: one allocated before the trace is live at its start
+// (on_start(category, bytes)); one allocated in it adds at its alloc event, and its
+// free_completed takes it away (on_change(event, category, delta)).
+template <typename OnStart, typename OnChange>
+void ForEachCategoryChange(GroupContext& context, const DeviceTimeline& dt,
+                           const std::vector<bool>* counted, OnStart&& on_start,
+                           OnChange&& on_change) {
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    if (counted != nullptr && (i >= counted->size() || !(*counted)[i])) continue;
+    const BlockLifetime& lt = dt.blocks[i];
+    const auto c = static_cast<uint8_t>(context.Categorize(dt, lt).category);
+    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
+      on_start(c, lt.requested_size);
+    } else if (*a < dt.num_events) {
+      on_change(*a, c, lt.requested_size);
+    }
+    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < dt.num_events) {
+      on_change(*f, c, -lt.requested_size);
+    }
+  }
+}
+
 // counted: nullptr for every lifetime, the unexplained rest of the start counted as unknown.
 CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
                          const std::vector<bool>* counted) {
@@ -27,20 +50,13 @@ CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
     }
   };
   int64_t explained = 0;
-  for (size_t i = 0; i < dt.blocks.size(); ++i) {
-    if (counted != nullptr && (i >= counted->size() || !(*counted)[i])) continue;
-    const BlockLifetime& lt = dt.blocks[i];
-    const auto c = static_cast<uint8_t>(context.Categorize(dt, lt).category);
-    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
-      curve.start[c] += lt.requested_size;
-      explained += lt.requested_size;
-    } else if (*a < dt.num_events) {
-      change(*a, c, lt.requested_size);
-    }
-    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < dt.num_events) {
-      change(*f, c, -lt.requested_size);
-    }
-  }
+  ForEachCategoryChange(
+      context, dt, counted,
+      [&](uint8_t c, int64_t bytes) {
+        curve.start[c] += bytes;
+        explained += bytes;
+      },
+      change);
   std::stable_sort(curve.extra.begin(), curve.extra.end(),
                    [](const auto& a, const auto& b) { return a.event < b.event; });
   if (counted == nullptr) {
@@ -110,19 +126,11 @@ std::vector<CategoryBytes> SampleCountedCategories(GroupContext& context, const 
   };
   std::vector<CategoryBytes> out(points.size(), CategoryBytes{});
   CategoryBytes start{};
-  for (size_t i = 0; i < dt.blocks.size(); ++i) {
-    if (i >= counted.size() || !counted[i]) continue;
-    const BlockLifetime& lt = dt.blocks[i];
-    const auto c = static_cast<size_t>(context.Categorize(dt, lt).category);
-    if (std::optional<uint32_t> a = lt.alloc_event.index(); !a) {
-      start[c] += lt.requested_size;
-    } else if (*a < n) {
-      if (const size_t k = point_of(*a); k < out.size()) out[k][c] += lt.requested_size;
-    }
-    if (std::optional<uint32_t> f = lt.free_completed_event.index(); f && *f < n) {
-      if (const size_t k = point_of(*f); k < out.size()) out[k][c] -= lt.requested_size;
-    }
-  }
+  ForEachCategoryChange(
+      context, dt, &counted, [&](uint8_t c, int64_t bytes) { start[c] += bytes; },
+      [&](uint32_t e, uint8_t c, int64_t delta) {
+        if (const size_t k = point_of(e); k < out.size()) out[k][c] += delta;
+      });
   // Running sums: each point holds what every earlier change left.
   CategoryBytes now = start;
   for (CategoryBytes& bytes : out) {

@@ -86,17 +86,10 @@ struct XAxis {
   }
   // First event with x >= x_value (n when none).
   int64_t FirstAtX(int64_t x_value) const {
-    if (sorted != nullptr) {
-      int64_t lo = 0, hi = n;  // x of [0, lo) is below x_value, of [hi, n) is not
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (X(mid) < x_value) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      return lo;
+    if (sorted != nullptr) {  // x is time - t0
+      const std::span<const TraceEvent> events(sorted, static_cast<size_t>(n));
+      return std::ranges::lower_bound(events, x_value + t0, {}, &TraceEvent::time_us) -
+             events.begin();
     }
     if (!x32.empty()) {
       if (x_value > UINT32_MAX) return n;
