@@ -26,6 +26,10 @@ HalvingResult Plain(const Halving& h, int64_t t, int& asked) {
   });
 }
 
+// LargestBatchShare's shape: x = 128 - 128 share from 0 (the recorded run, known to fail) to 128
+// (share 0, asked first), in steps of 1, without growth.
+constexpr Halving kBatchShaped{.lo = 0, .hi = 128, .step = 1, .max_growths = 0};
+
 struct Totals {
   int searches = 0;
   int landed = 0;
@@ -78,10 +82,7 @@ void CheckAll(const Halving& h, const std::vector<int64_t>& thresholds, Hints&& 
 
 TEST_SUITE("fit search") {
   TEST_CASE("the bracket a hint predicts is the halving's final bracket for thresholds in it") {
-    Halving h;
-    h.lo = 999;
-    h.hi = 100000;
-    h.step = 7;
+    const Halving h{.lo = 999, .hi = 100000, .step = 7};
     for (int64_t t = h.lo - 5; t <= 2 * h.hi; t += 13) {
       const HalvingResult b = HalvingBracketOf(h, t);
       if (!b.found) continue;
@@ -96,11 +97,7 @@ TEST_SUITE("fit search") {
   TEST_CASE("a capacity search with a hint answers as the halving does, for every threshold") {
     // A fit search's shape: lo below the live peak, hi the unbounded peak, a 2 MiB step, growing
     // by 1/16 (a memory fraction) up to 8 times.
-    Halving h;
-    h.lo = 1'000'000 - 1;
-    h.hi = 1'050'000;
-    h.step = 64;
-    h.max_growths = 8;
+    const Halving h{.lo = 1'000'000 - 1, .hi = 1'050'000, .step = 64, .max_growths = 8};
     std::vector<int64_t> thresholds;
     for (int64_t t = h.lo - 10; t < 1'800'000; t += 97) thresholds.push_back(t);
     for (int64_t t : {h.lo, h.lo + 1, h.hi - 1, h.hi, h.hi + 1}) thresholds.push_back(t);
@@ -121,13 +118,7 @@ TEST_SUITE("fit search") {
   }
 
   TEST_CASE("a batch-share search with a hint answers as the halving does, for every threshold") {
-    // LargestBatchShare's shape: x = 128 - 128 share from 0 (the recorded run, known to fail) to
-    // 128 (share 0, asked first), in steps of 1, without growth.
-    Halving h;
-    h.lo = 0;
-    h.hi = 128;
-    h.step = 1;
-    h.max_growths = 0;
+    const Halving h = kBatchShaped;
     std::vector<int64_t> thresholds;
     for (int64_t t = -2; t <= 131; ++t) thresholds.push_back(t);
     Totals totals;
@@ -153,11 +144,7 @@ TEST_SUITE("fit search") {
   }
 
   TEST_CASE("the walk up stops where asking was not cheap") {
-    Halving h;
-    h.lo = 0;
-    h.hi = 128;
-    h.step = 1;
-    h.max_growths = 0;
+    const Halving h = kBatchShaped;
     // The threshold is 3 brackets above the hint: walking up answers with 5 questions; told that
     // asking is dear, the halving runs after the hint's own bracket (8 questions in all: what
     // the two asked is not asked again).
@@ -178,11 +165,7 @@ TEST_SUITE("fit search") {
   TEST_CASE("whatever the predicate, the answer's ends are values asked about") {
     // Not monotone: no promise of the halving's answer, but hi held and lo did not when asked,
     // as a fit search promises (a capacity a replay completed on, one it failed on).
-    Halving h;
-    h.lo = 0;
-    h.hi = 128;
-    h.step = 1;
-    h.max_growths = 0;
+    const Halving h = kBatchShaped;
     for (uint64_t seed = 1; seed <= 300; ++seed) {
       auto holds = [seed](int64_t x) {
         uint64_t v =

@@ -161,6 +161,19 @@ void CheckCountedCategories(const Snapshot& snap, const DeviceTimeline& dt,
   CHECK(differ == 0);
 }
 
+/// A trace whose final state holds nothing, yet it allocates A (100 B) and B (30 B) and never
+/// frees them (their frees were lost), frees C (50 B) that it never allocated while nothing was
+/// reserved, and allocates and frees D (20 B): the drawn curve leaves A, B and C out.
+Snapshot UnplaceableLifetimes() {
+  return testing::TraceSnapshot({
+      Ev(Action::kAlloc, 0xA00, 100),
+      Ev(Action::kFreeCompleted, 0xC00, 50),
+      Ev(Action::kAlloc, 0xD00, 20),
+      Ev(Action::kFreeCompleted, 0xD00, 20),
+      Ev(Action::kAlloc, 0xB00, 30),
+  });
+}
+
 TEST_SUITE("report") {
   TEST_CASE("the level-of-detail curve keeps each bucket's lowest, highest and last state") {
     Snapshot snap = Basic();
@@ -286,15 +299,7 @@ TEST_SUITE("report") {
   }
 
   TEST_CASE("lifetimes the trace cannot place are left out, so the curve is never negative") {
-    // The final state holds nothing, yet the trace allocates A and B and never frees them (their
-    // frees were lost), and frees C (50 B) that it never allocated while nothing was reserved.
-    Snapshot snap = testing::TraceSnapshot({
-        Ev(Action::kAlloc, 0xA00, 100),
-        Ev(Action::kFreeCompleted, 0xC00, 50),
-        Ev(Action::kAlloc, 0xD00, 20),
-        Ev(Action::kFreeCompleted, 0xD00, 20),
-        Ev(Action::kAlloc, 0xB00, 30),
-    });
+    Snapshot snap = UnplaceableLifetimes();
     analysis::Timeline tl = TimelineOf(snap);
     const DeviceTimeline& dt = tl.devices[0];
     analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
@@ -316,16 +321,9 @@ TEST_SUITE("report") {
   TEST_CASE(
       "the allocator states' live peak is the drawn curve's, also where the timeline's own peak "
       "is another event") {
-    // A and B never freed, C freed and never allocated: the drawn curve leaves them out and peaks
-    // at D's 20 B, while the timeline's own curve peaks elsewhere. The states start before the
-    // summary, at the timeline's peak, and must be taken again at the drawn one.
-    Snapshot snap = testing::TraceSnapshot({
-        Ev(Action::kAlloc, 0xA00, 100),
-        Ev(Action::kFreeCompleted, 0xC00, 50),
-        Ev(Action::kAlloc, 0xD00, 20),
-        Ev(Action::kFreeCompleted, 0xD00, 20),
-        Ev(Action::kAlloc, 0xB00, 30),
-    });
+    // The drawn curve leaves A, B and C out and peaks at D's 20 B, while the timeline's own
+    // curve peaks elsewhere: the states' "peak live" must be the drawn one, the page's.
+    Snapshot snap = UnplaceableLifetimes();
     auto a = analysis::AnalyzeForReport(snap, {});
     REQUIRE_MESSAGE(a.ok(), a.status().message());
     const analysis::DeviceReportAnalysis& d = a->devices[0];
@@ -342,15 +340,8 @@ TEST_SUITE("report") {
   TEST_CASE(
       "memory by kind adds up to the drawn curve, never negative, on a trace that cannot be "
       "reconciled") {
-    // As above: A and B allocated and never freed (not live at the end), C freed and never
-    // allocated. The drawn curve leaves them out; the kinds of memory under it must too.
-    Snapshot snap = testing::TraceSnapshot({
-        Ev(Action::kAlloc, 0xA00, 100),
-        Ev(Action::kFreeCompleted, 0xC00, 50),
-        Ev(Action::kAlloc, 0xD00, 20),
-        Ev(Action::kFreeCompleted, 0xD00, 20),
-        Ev(Action::kAlloc, 0xB00, 30),
-    });
+    // The drawn curve leaves A, B and C out; the kinds of memory under it must too.
+    Snapshot snap = UnplaceableLifetimes();
     analysis::ReportAnalysisOptions options;
     auto a = analysis::AnalyzeForReport(snap, options);
     REQUIRE_MESSAGE(a.ok(), a.status().message());
