@@ -3,6 +3,7 @@
 #include "memsnap/analysis/allocator/alloc_states.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,17 +22,19 @@ namespace {
 
 using frag_internal::LSegment;
 
-// The lifetime each event ends (its free), so that a block brought back by undoing its free
-// knows whose it is; blocks live at the end are found by their final block.
-struct LifetimeTags {
-  std::vector<int32_t> by_free;  // per device-local event: the lifetime it frees, or -1
-  void TagFinal(const DeviceTimeline& dt, frag_internal::DeviceRewind& rw) const {
-    for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-      const BlockLifetime& b = dt.blocks[i];
-      if (b.live_at_end()) rw.Tag(b.address, i);
-    }
+// Tags the blocks live at the end with their lifetimes, found by their final block.
+void TagFinal(const DeviceTimeline& dt, frag_internal::DeviceRewind& rw) {
+  for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+    const BlockLifetime& b = dt.blocks[i];
+    if (b.live_at_end()) rw.Tag(b.address, i);
   }
-};
+}
+
+// Undoes event i; a block it brings back is named by the lifetime the event frees.
+void UndoTagged(frag_internal::DeviceRewind& rw, const TraceEvent& e, uint32_t i,
+                FreedLifetimes& freed) {
+  if (rw.Undo(e)) rw.Tag(e.addr, freed.At(i));
+}
 
 int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
 
@@ -200,32 +203,66 @@ std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTim
   return {dt.peak_reserved_event.index(), frag_internal::FindAllocatedPeak(snap, *trace)};
 }
 
-std::vector<int32_t> LifetimesFreedByEvent(const DeviceTimeline& dt) {
-  std::vector<int32_t> by_free(dt.num_events, -1);
+FreedLifetimes::FreedLifetimes(const DeviceTimeline& dt)
+    : dt_(&dt), last_free_((dt.num_events + 63) / 64, 0) {
+  auto last_free = [](const BlockLifetime& b) {
+    std::optional<uint32_t> f = b.free_completed_event.index();
+    return f ? f : b.free_requested_event.index();
+  };
+  for (const BlockLifetime& b : dt.blocks) {
+    if (std::optional<uint32_t> f = last_free(b)) last_free_[*f / 64] |= uint64_t{1} << (*f % 64);
+  }
+  rank_.reserve(last_free_.size());
+  uint32_t set = 0;
+  for (uint64_t word : last_free_) {
+    rank_.push_back(set);
+    set += static_cast<uint32_t>(std::popcount(word));
+  }
+  lifetime_.assign(set, -1);
+  // In the order a table by event would be written (each lifetime's completed free, then its
+  // requested one), so that where lifetimes claim the same event the same one is named.
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
-    if (std::optional<uint32_t> f = b.free_completed_event.index())
-      by_free[*f] = static_cast<int32_t>(i);
-    if (std::optional<uint32_t> f = b.free_requested_event.index())
-      by_free[*f] = static_cast<int32_t>(i);
+    for (std::optional<uint32_t> f :
+         {b.free_completed_event.index(), b.free_requested_event.index()}) {
+      if (f && IsLastFree(*f)) lifetime_[Rank(*f)] = static_cast<int32_t>(i);
+    }
   }
-  return by_free;
+}
+
+uint32_t FreedLifetimes::Rank(uint32_t e) const {
+  const uint64_t below = last_free_[e / 64] & ((uint64_t{1} << (e % 64)) - 1);
+  return rank_[e / 64] + static_cast<uint32_t>(std::popcount(below));
+}
+
+int32_t FreedLifetimes::At(uint32_t e) {
+  if (e < dt_->num_events && IsLastFree(e)) return lifetime_[Rank(e)];
+  if (by_event_.empty()) {
+    by_event_.assign(dt_->num_events, -1);
+    for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
+      const BlockLifetime& b = dt_->blocks[i];
+      for (std::optional<uint32_t> f :
+           {b.free_completed_event.index(), b.free_requested_event.index()}) {
+        if (f) by_event_[*f] = static_cast<int32_t>(i);
+      }
+    }
+  }
+  return e < by_event_.size() ? by_event_[e] : -1;
 }
 
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options) {
-  return ReconstructAllocatorStates(snap, dt, options, LifetimesFreedByEvent(dt));
+  return ReconstructAllocatorStates(snap, dt, options, FreedLifetimes(dt));
 }
 
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options,
-                                           std::vector<int32_t> freed_by) {
+                                           FreedLifetimes freed) {
   AllocatorStates out;
   out.device = dt.device;
   const DeviceTrace* trace = snap.TraceOf(dt.device);
   const int64_t n = trace != nullptr ? trace->size() : 0;
   auto events = trace != nullptr ? snap.EventsOf(*trace) : std::span<const TraceEvent>();
-  LifetimeTags tags{std::move(freed_by)};
 
   // The moments: labelled ones, then evenly spaced ones.
   std::map<int64_t, std::vector<std::string>> labelled;
@@ -297,10 +334,20 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     states.back().labels = {"end"};
   } else {
     frag_internal::DeviceRewind rw(snap, dt.device);
-    tags.TagFinal(dt, rw);
+    TagFinal(dt, rw);
+    // The moments to capture, ascending; the pass below walks them down with a cursor rather
+    // than asking three ordered containers at every event.
+    std::vector<int64_t> wanted_events;
+    for (const auto& [e, labels] : labelled) wanted_events.push_back(e);
+    wanted_events.insert(wanted_events.end(), even.begin(), even.end());
+    for (const auto& [e, d] : steps) wanted_events.push_back(e);
+    std::sort(wanted_events.begin(), wanted_events.end());
+    wanted_events.erase(std::unique(wanted_events.begin(), wanted_events.end()),
+                        wanted_events.end());
     auto wanted = [&](int64_t i) {
-      return labelled.count(i) > 0 || even.count(i) > 0 || steps.count(i) > 0;
+      return std::binary_search(wanted_events.begin(), wanted_events.end(), i);
     };
+    auto next_wanted = wanted_events.rbegin();  // the largest not above the event in hand
     // The allocated peak as FindAllocatedPeak defines it: going back, each moment at or above the
     // best so far is the candidate. A candidate no other moment captures is captured aside, while
     // the candidates' layouts cost less than about one rewind; past that, a second rewind to the
@@ -320,11 +367,13 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
         running.Add(s.address, frag_internal::SegmentFigures(s));
     }
     for (int64_t i = n - 1; i >= -1; --i) {
+      while (next_wanted != wanted_events.rend() && *next_wanted > i) ++next_wanted;
+      const bool wanted_here = next_wanted != wanted_events.rend() && *next_wanted == i;
       if (find_peak_a && (i == n - 1 || rw.allocated() >= best_a)) {
         best_a = rw.allocated();
         peak_a = i;
         candidate.reset();
-        if (!wanted(i) && capture_budget >= 0) {
+        if (!wanted_here && capture_budget >= 0) {
           std::vector<LSegment> layout = rw.Layout();
           for (const LSegment& seg : layout) {
             capture_budget -= 1 + static_cast<int64_t>(seg.blocks.size());
@@ -336,18 +385,18 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
           }
         }
       }
-      if (wanted(i)) capture(rw.Layout(), i);
+      if (wanted_here) capture(rw.Layout(), i);
       if (i >= 0 && with_stream) {
         figures_of[static_cast<size_t>(i)] = running.Total();
         auto [begin, end] = TouchedRange(rw, events[i]);
         std::vector<LSegment> after = rw.LayoutIn(begin, end);
-        rw.Undo(events[i], tags.by_free[i]);
+        UndoTagged(rw, events[i], static_cast<uint32_t>(i), freed);
         std::vector<LSegment> before = rw.LayoutIn(begin, end);
         AppendEdits(before, after, edits_of[static_cast<size_t>(i)]);
         for (const LSegment& s : after) running.Remove(s.address);
         for (const LSegment& s : before) running.Add(s.address, frag_internal::SegmentFigures(s));
       } else if (i >= 0) {
-        rw.Undo(events[i], tags.by_free[i]);
+        UndoTagged(rw, events[i], static_cast<uint32_t>(i), freed);
       }
     }
     if (with_stream) {
@@ -365,8 +414,9 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     if (find_peak_a) {
       if (!candidate && !wanted(peak_a)) {
         frag_internal::DeviceRewind again(snap, dt.device);
-        tags.TagFinal(dt, again);
-        for (int64_t i = n - 1; i > peak_a; --i) again.Undo(events[i], tags.by_free[i]);
+        TagFinal(dt, again);
+        for (int64_t i = n - 1; i > peak_a; --i)
+          UndoTagged(again, events[i], static_cast<uint32_t>(i), freed);
         capture(again.Layout(), peak_a);
         candidate = std::move(states.back());
         states.pop_back();

@@ -53,7 +53,7 @@ DeviceRewind::~DeviceRewind() { undone_events.fetch_add(undone_, std::memory_ord
 
 int64_t UndoneEvents() { return undone_events.load(std::memory_order_relaxed); }
 
-std::map<uint64_t, DeviceRewind::Seg>::iterator DeviceRewind::SegmentAt(uint64_t address) {
+absl::btree_map<uint64_t, DeviceRewind::Seg>::iterator DeviceRewind::SegmentAt(uint64_t address) {
   auto it = segments_.upper_bound(address);
   if (it == segments_.begin()) return segments_.end();
   --it;
@@ -98,18 +98,18 @@ void DeviceRewind::Tag(uint64_t address, int64_t tag) {
   if (it != live_.end()) it->second.tag = tag;
 }
 
-void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
+bool DeviceRewind::Undo(const TraceEvent& e) {
   ++undone_;
   switch (e.action) {
     case Action::kAlloc: {
       auto it = live_.find(e.addr);
       if (it == live_.end()) {
         ++problems_.alloc_without_block;
-        return;
+        return false;
       }
       if (!it->second.pending) allocated_ -= it->second.size;
       live_.erase(it);
-      return;
+      return false;
     }
     case Action::kFreeRequested:
     case Action::kFreeCompleted: {
@@ -121,30 +121,30 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
           it->second.pending = false;
           allocated_ += it->second.size;
         }
-        return;
+        return false;
       }
       auto seg = SegmentAt(e.addr);
       if (seg == segments_.end()) {
         ++problems_.block_outside_segment;
-        return;
+        return false;
       }
       int64_t size = EstimateSize(e.addr, e.size, seg->second, seg->first);
       ++problems_.estimated_sizes;
       bool pending = e.action == Action::kFreeCompleted;
-      live_[e.addr] = Live{size, e.size, pending, true, tag};
+      live_[e.addr] = Live{size, e.size, pending, true, -1};
       if (!pending) allocated_ += size;
-      return;
+      return true;
     }
     case Action::kSegmentAlloc: {
       auto it = segments_.find(e.addr);
       if (it == segments_.end()) {
         ++problems_.block_outside_segment;
-        return;
+        return false;
       }
       DropBlocksIn(it->first, it->first + static_cast<uint64_t>(it->second.size));
       reserved_ -= it->second.size;
       segments_.erase(it);
-      return;
+      return false;
     }
     case Action::kSegmentFree:
     case Action::kSegmentUnmap: {
@@ -154,13 +154,13 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
           (next != segments_.end() && next->first < end) || SegmentAt(begin) != segments_.end();
       if (overlap || e.size <= 0) {
         ++problems_.segment_overlap;
-        return;
+        return false;
       }
       reserved_ += e.size;
       const int64_t stream = snap_.StreamOf(e);
       if (e.action == Action::kSegmentFree) {
         segments_[begin] = Seg{e.size, stream, e.size == kSmallBuffer, false, PoolId{}};
-        return;
+        return false;
       }
       // An unmapped range comes back as mapped expandable memory, merged with the runs it touches.
       Seg seg{e.size, stream, e.size % kLargeBuffer != 0, true, PoolId{}};
@@ -182,13 +182,13 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
         segments_.erase(right);
       }
       segments_[begin] = seg;
-      return;
+      return false;
     }
     case Action::kSegmentMap: {
       auto it = SegmentAt(e.addr);
       if (it == segments_.end()) {
         ++problems_.block_outside_segment;
-        return;
+        return false;
       }
       uint64_t seg_begin = it->first;
       uint64_t seg_end = seg_begin + static_cast<uint64_t>(it->second.size);
@@ -209,10 +209,10 @@ void DeviceRewind::Undo(const TraceEvent& e, int64_t tag) {
         r.size = static_cast<int64_t>(seg_end - end);
         segments_[end] = r;
       }
-      return;
+      return false;
     }
     default:
-      return;
+      return false;
   }
 }
 

@@ -260,9 +260,9 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
       // Its table of frees built here: the worker thread's own heap could not reuse what this
       // thread freed (docs/BENCHMARKS.md, "`report` and `oom` within the file's size").
-      states.push_back(std::async(
-          std::launch::deferred, [&snap, &dt, so, freed_by = LifetimesFreedByEvent(dt)]() mutable {
-            return ReconstructAllocatorStates(snap, dt, so, std::move(freed_by));
+      states.push_back(
+          std::async(std::launch::deferred, [&snap, &dt, so, freed = FreedLifetimes(dt)]() mutable {
+            return ReconstructAllocatorStates(snap, dt, so, std::move(freed));
           }));
     }
   }

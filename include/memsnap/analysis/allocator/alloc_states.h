@@ -127,16 +127,35 @@ std::pair<int64_t, int64_t> FindStatePeaks(const Snapshot& snap, const DeviceTim
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options = {});
 
-/// The table the states' rewind reads: per device-local event of `dt`, the lifetime it frees
-/// (free_requested or free_completed), -1 for none; 4 bytes an event.
-std::vector<int32_t> LifetimesFreedByEvent(const DeviceTimeline& dt);
+/// What the states' rewind reads to name a block that undoing a free brings back: the lifetime
+/// that free event ends. Stored per lifetime at its last free (the event whose undo brings its
+/// block back), in event order, found through a bitmap of those events and its running counts:
+/// 4 bytes a freed lifetime and under 2 bits an event. A table by event (4 bytes an event, 78 MB
+/// on the 19.5 M-event benchmark file) is built only if an event that is not a last free is asked
+/// for, which a consistent trace never does (docs/report.md, "Size and speed").
+class FreedLifetimes {
+ public:
+  explicit FreedLifetimes(const DeviceTimeline& dt);
+  /// The lifetime that device-local event `e` frees (free_requested or free_completed, the
+  /// highest-numbered lifetime if several claim it), -1 for none.
+  int32_t At(uint32_t e);
 
-/// The same states, from `freed_by` = LifetimesFreedByEvent(dt) built by the caller: the report
-/// builds it before it hands the rewind to a worker thread, so that it lies in memory the main
-/// thread freed, not in memory the worker maps anew (78 MB on the 19.5 M-event benchmark file,
-/// docs/BENCHMARKS.md).
+ private:
+  bool IsLastFree(uint32_t e) const { return (last_free_[e / 64] >> (e % 64)) & 1; }
+  uint32_t Rank(uint32_t e) const;  // last frees before e
+
+  const DeviceTimeline* dt_;
+  std::vector<uint64_t> last_free_;  // bit e: some lifetime's last free is event e
+  std::vector<uint32_t> rank_;       // per word of last_free_: the bits set before it
+  std::vector<int32_t> lifetime_;    // per set bit, in event order
+  std::vector<int32_t> by_event_;    // the table by event, once an other event is asked for
+};
+
+/// The same states, from the caller's FreedLifetimes(dt): the report builds it before it hands
+/// the rewind to a worker thread, so that it lies in memory the main thread freed, not in memory
+/// the worker maps anew (docs/BENCHMARKS.md).
 AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTimeline& dt,
                                            const AllocatorStatesOptions& options,
-                                           std::vector<int32_t> freed_by);
+                                           FreedLifetimes freed);
 
 }  // namespace memsnap::analysis
