@@ -5,15 +5,19 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::analysis {
 
@@ -294,8 +298,10 @@ struct Builder {
   }
 };
 
-// Chooses each stored tile's band lifetimes (see LodOptions::bands) and fills lod.bands.
-void ChooseBands(const Builder& bld, TimelineLod& lod) {
+// Chooses each stored tile's band lifetimes (see LodOptions::bands): the bands in stacking
+// order, and per tile of lod.tiles its bands' indices into them.
+void ChooseBands(const Builder& bld, const TimelineLod& lod, std::vector<LodBand>& bands,
+                 std::vector<std::vector<uint32_t>>& tile_band_slots) {
   const DeviceTimeline& dt = bld.dt;
   // x of each lifetime's alloc and free: stored in 32 bits when the span fits (8 bytes a
   // lifetime; every level reads them, and reading the free's event each time cost the report a
@@ -334,9 +340,12 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     std::optional<uint32_t> free = dt.blocks[i].free_completed_event.index();
     return free ? static_cast<int64_t>(*free) : INT64_MAX;
   };
-  std::vector<uint8_t> covered(dt.blocks.size(), 0);
+  // The sets below hold chosen lifetimes only (a few thousand): hashed rather than tables by
+  // lifetime, whose 10 bytes a lifetime were 65 MB of the 19.5 M-event benchmark's peak while
+  // the report reads its sites beside this (docs/BENCHMARKS.md).
+  absl::flat_hash_set<uint32_t> covered;
   int64_t cover_used = 0;
-  std::vector<int32_t> slot_of(dt.blocks.size(), -1);  // index into chosen, or -1
+  absl::flat_hash_map<uint32_t, int32_t> slot_of;  // index into chosen
   std::vector<uint32_t> chosen;
   int64_t chosen_uncovered = 0;  // chosen lifetimes that count against max_band_lifetimes
   std::vector<std::vector<uint32_t>> tile_bands(lod.tiles.size());
@@ -406,11 +415,16 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
       for (const Scored& s : heap) by_area[j].push_back(s.second);
       // The rest by size, so the short spikes that make a peak get their own band too.
       size_t n_size = std::min<size_t>(c.size(), static_cast<size_t>(k_max));
-      std::partial_sort(c.begin(), c.begin() + n_size, c.end(), [&](uint32_t a, uint32_t b) {
+      // A total order, so selecting the n_size first and sorting them is the partial sort's
+      // result; selecting is linear where the partial sort's heap was a tenth of this function.
+      auto larger = [&](uint32_t a, uint32_t b) {
         int64_t sa = dt.blocks[a].requested_size, sb = dt.blocks[b].requested_size;
         return sa != sb ? sa > sb : a < b;
-      });
-      by_size[j].assign(c.begin(), c.begin() + n_size);
+      };
+      const auto kept = c.begin() + static_cast<std::ptrdiff_t>(n_size);
+      std::nth_element(c.begin(), kept, c.end(), larger);
+      std::sort(c.begin(), kept, larger);
+      by_size[j].assign(c.begin(), kept);
     }
     // Per tile, the lifetimes that make up most of the live bytes at its highest moments (see
     // LodOptions::cover_share): zoomed in there, the bands are the memory, not a grey band.
@@ -428,10 +442,15 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
       for (const LodBucket* b : best) {
         if (b == nullptr || cover_used >= bld.options.max_cover_lifetimes) continue;
         const int64_t e = b->sample_event.index();
+        // live_max is the curve at the bucket's sample event: the bands read no curve.
         const int64_t target =
-            static_cast<int64_t>(static_cast<double>(bld.Live(e)) * bld.options.cover_share);
+            static_cast<int64_t>(static_cast<double>(b->live_max) * bld.options.cover_share);
         live.clear();
+        // x never decreases with the event, so a lifetime whose x range misses e's is not live
+        // there: the 4-byte x arrays answer most lifetimes without reading the lifetime itself.
+        const int64_t xe = e >= 0 ? bld.axis.X(e) : -1;
         for (uint32_t i : cand[j]) {
+          if (xe >= 0 && (alloc_x(i) > xe || free_x(i) < xe)) continue;
           if (alloc_e(i) <= e && free_e(i) > e) live.push_back(i);
         }
         std::sort(live.begin(), live.end(), [&](uint32_t a, uint32_t b) {
@@ -443,9 +462,9 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
           if (sum >= target || taken >= bld.options.cover_per_point) break;
           sum += dt.blocks[i].requested_size;
           ++taken;
-          if (covered[i] == 0) {
+          if (!covered.contains(i)) {
             if (cover_used >= bld.options.max_cover_lifetimes) break;
-            covered[i] = 1;
+            covered.insert(i);
             ++cover_used;
           }
           must[j].push_back(i);
@@ -456,37 +475,32 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
     }
     // The tiles' bands for k per tile; long-lived lifetimes repeat from tile to tile, so only the
     // new ones count against max_band_lifetimes. k halves until they fit.
-    std::vector<uint32_t> stamp(dt.blocks.size(), 0);
-    uint32_t round = 0;
+    absl::flat_hash_set<uint32_t> taken;  // by the tile in hand
     auto pick = [&](size_t j, int64_t k, std::vector<uint32_t>& out) {
-      ++round;
+      taken.clear();
       for (uint32_t i : must[j]) {
         out.push_back(i);
-        stamp[i] = round;
+        taken.insert(i);
       }
       const size_t limit = must[j].size() + static_cast<size_t>(k);
       size_t n_area = std::min<size_t>(by_area[j].size(), static_cast<size_t>(k) * 3 / 4);
       for (size_t q = 0; q < n_area; ++q) {
-        if (stamp[by_area[j][q]] == round) continue;
-        out.push_back(by_area[j][q]);
-        stamp[by_area[j][q]] = round;
+        if (taken.insert(by_area[j][q]).second) out.push_back(by_area[j][q]);
       }
       for (size_t q = 0; q < by_size[j].size() && out.size() < limit; ++q) {
-        if (stamp[by_size[j][q]] != round) out.push_back(by_size[j][q]);
+        if (!taken.contains(by_size[j][q])) out.push_back(by_size[j][q]);
       }
     };
     int64_t k = k_max;
     for (;; k = std::max<int64_t>(k / 2, 16)) {
-      std::vector<uint8_t> fresh(dt.blocks.size(), 0);
+      absl::flat_hash_set<uint32_t> fresh;
       int64_t added = 0;
       for (size_t j = 0; j < slots.size(); ++j) {
         std::vector<uint32_t> out;
         pick(j, k, out);
         for (uint32_t i : out) {
-          if (slot_of[i] < 0 && !fresh[i] && !covered[i]) {  // covered: a budget of its own
-            fresh[i] = 1;
-            ++added;
-          }
+          // Covered lifetimes have a budget of their own.
+          if (!slot_of.contains(i) && !covered.contains(i) && fresh.insert(i).second) ++added;
         }
       }
       if (chosen_uncovered + added <= bld.options.max_band_lifetimes || k <= 16) {
@@ -497,10 +511,9 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
       std::vector<uint32_t> out;
       pick(j, k, out);
       for (uint32_t i : out) {
-        if (slot_of[i] < 0) {
-          slot_of[i] = static_cast<int32_t>(chosen.size());
+        if (slot_of.emplace(i, static_cast<int32_t>(chosen.size())).second) {
           chosen.push_back(i);
-          if (!covered[i]) ++chosen_uncovered;
+          if (!covered.contains(i)) ++chosen_uncovered;
         }
         tile_bands[slots[j]].push_back(i);
       }
@@ -510,15 +523,16 @@ void ChooseBands(const Builder& bld, TimelineLod& lod) {
   auto key = [&](uint32_t i) { return std::tuple(dt.blocks[i].live_from(), i); };
   std::sort(chosen.begin(), chosen.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   for (size_t q = 0; q < chosen.size(); ++q) slot_of[chosen[q]] = static_cast<int32_t>(q);
-  lod.bands.reserve(chosen.size());
+  bands.reserve(chosen.size());
   for (uint32_t i : chosen) {
-    lod.bands.push_back(
-        LodBand{i, static_cast<double>(alloc_x(i)), static_cast<double>(free_x(i))});
+    bands.push_back(LodBand{i, static_cast<double>(alloc_x(i)), static_cast<double>(free_x(i))});
   }
+  tile_band_slots.assign(lod.tiles.size(), {});
   for (size_t s = 0; s < lod.tiles.size(); ++s) {
-    for (uint32_t i : tile_bands[s])
-      lod.tiles[s].bands.push_back(static_cast<uint32_t>(slot_of[i]));
-    std::sort(lod.tiles[s].bands.begin(), lod.tiles[s].bands.end());
+    for (uint32_t i : tile_bands[s]) {
+      tile_band_slots[s].push_back(static_cast<uint32_t>(slot_of.at(i)));
+    }
+    std::sort(tile_band_slots[s].begin(), tile_band_slots[s].end());
   }
 }
 
@@ -613,24 +627,36 @@ std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetim
       dt, [&](size_t i) { return counted.counted[i]; }, start);
 }
 
-TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
-                             const LodOptions& options) {
-  TimelineLod lod;
+// What ChooseBands reads of the build, kept from the constructor to it.
+struct TimelineLodBuild::State {
+  State(const Snapshot& snap, const DeviceTimeline& dt, const LodOptions& given, int columns,
+        int64_t start)
+      : options(given), bld{snap, dt, options, MakeXAxis(snap, dt), start, TimelineReserved(dt),
+                            {},   {}, 0} {
+    options.columns = columns;
+  }
+  LodOptions options;
+  Builder bld;  // reads `options`
+};
+
+TimelineLodBuild::TimelineLodBuild(const Snapshot& snap, const DeviceTimeline& dt,
+                                   const LodOptions& options) {
+  TimelineLod& lod = lod_;
   lod.device = dt.device;
   lod.num_events = dt.num_events;
   lod.columns = std::max(1, options.columns);
   std::vector<int64_t> counted_curve;
   int64_t counted_start = 0;
+  std::optional<ScopedTimer> phase;
+  phase.emplace("counted curve");
   lod.counted = CountLifetimesAndCurve(dt, counted_curve, counted_start);
   lod.peak_reserved = dt.peak_reserved;
   lod.peak_reserved_event = dt.peak_reserved_event;
   if (dt.num_events == 0) {
     lod.end_live = dt.end_requested;
     lod.peak_bytes = dt.end_requested;
-    return lod;
+    return;
   }
-  LodOptions opts = options;
-  opts.columns = lod.columns;
   // The counted curve is the timeline's stored one on a consistent trace: then it is read from
   // there and its copy freed before the axis and the bands take their memory (8 bytes an event,
   // 156 MB of the 19.5 M-event benchmark's peak). Checked at every event, never assumed.
@@ -639,7 +665,9 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
       std::equal(counted_curve.begin(), counted_curve.end(), dt.live_net.begin(),
                  [&](int64_t c, int64_t net) { return c == dt.start_requested + net; });
   if (same_as_timeline) std::vector<int64_t>().swap(counted_curve);
-  Builder bld{snap, dt, opts, MakeXAxis(snap, dt), counted_start, TimelineReserved(dt), {}, {}, 0};
+  state_ = std::make_unique<State>(snap, dt, options, lod.columns, counted_start);
+  const LodOptions& opts = state_->options;
+  Builder& bld = state_->bld;
   if (same_as_timeline) {
     bld.curve = dt.live_net;
     bld.curve_offset = dt.start_requested;
@@ -668,6 +696,7 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   }
 
   // Whole levels while they fit, then the tiles of deeper levels that hold a focus, then others.
+  phase.emplace("tiles");
   int64_t used = 0, most = 0;
   int level = 0;
   // Buckets narrower than the clock's tick (1 us, or one event) show nothing more.
@@ -764,10 +793,38 @@ TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
   }
   for (LodTile& t : deeper) lod.tiles.push_back(std::move(t));
   lod.finest_events_per_bucket = most;
+  // The bands read the buckets, not the curve: a copy of it is freed now, and the timeline's
+  // own may be (the report drops it, docs/report.md "Size and speed").
+  std::vector<int64_t>().swap(bld.own_curve);
+  bld.curve = {};
   // The budget, not the resolution, stopped the zoom: a column still holds several events.
   lod.reduced = most > 1 && !below_resolution(lod.levels);
-  ChooseBands(bld, lod);
-  return lod;
+}
+
+TimelineLodBuild::~TimelineLodBuild() = default;
+TimelineLodBuild::TimelineLodBuild(TimelineLodBuild&&) noexcept = default;
+TimelineLodBuild& TimelineLodBuild::operator=(TimelineLodBuild&&) noexcept = default;
+
+void TimelineLodBuild::ChooseBands() {
+  if (state_ == nullptr) return;
+  ScopedTimer timer("bands");
+  analysis::ChooseBands(state_->bld, lod_, bands_, tile_bands_);
+}
+
+TimelineLod TimelineLodBuild::Take() && {
+  lod_.bands = std::move(bands_);
+  for (size_t s = 0; s < tile_bands_.size() && s < lod_.tiles.size(); ++s) {
+    lod_.tiles[s].bands = std::move(tile_bands_[s]);
+  }
+  state_.reset();
+  return std::move(lod_);
+}
+
+TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
+                             const LodOptions& options) {
+  TimelineLodBuild build(snap, dt, options);
+  build.ChooseBands();
+  return std::move(build).Take();
 }
 
 }  // namespace memsnap::analysis

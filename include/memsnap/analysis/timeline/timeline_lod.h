@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -147,5 +148,31 @@ std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetim
 /// events gives an empty summary (no tiles).
 TimelineLod BuildTimelineLod(const Snapshot& snap, const DeviceTimeline& dt,
                              const LodOptions& options = {});
+
+/// BuildTimelineLod in two steps, for a caller with other work to do beside the second (the
+/// bands are about half the build of a long trace): the constructor builds everything but the
+/// bands; ChooseBands() picks them, reading the timeline and lod() and writing only its own
+/// state, so another thread may read lod() meanwhile; Take() returns the whole summary.
+/// BuildTimelineLod is the three in a row. `snap` and `dt` must outlive it.
+class TimelineLodBuild {
+ public:
+  TimelineLodBuild(const Snapshot& snap, const DeviceTimeline& dt, const LodOptions& options);
+  ~TimelineLodBuild();
+  TimelineLodBuild(TimelineLodBuild&&) noexcept;
+  TimelineLodBuild& operator=(TimelineLodBuild&&) noexcept;
+
+  /// The summary so far: no bands until Take().
+  const TimelineLod& lod() const { return lod_; }
+  void ChooseBands();
+  /// The summary with the bands ChooseBands() chose (none if it was not called).
+  TimelineLod Take() &&;
+
+ private:
+  struct State;                   // what the bands read of the build: its x axis, curve, options
+  std::unique_ptr<State> state_;  // null when the device has no events
+  TimelineLod lod_;
+  std::vector<LodBand> bands_;
+  std::vector<std::vector<uint32_t>> tile_bands_;  // per tile, as LodTile::bands
+};
 
 }  // namespace memsnap::analysis
