@@ -2,6 +2,7 @@
 // traces and fixtures, the page's data and its packing, and invariants on every corpus file.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -649,6 +650,87 @@ TEST_SUITE("report") {
                          absl::StrCat(dt.num_events, " events"));
       options.stream_max_events = dt.num_events - 1;  // over the budget: none
       CHECK_FALSE(analysis::ReconstructAllocatorStates(snap, dt, options).stream.has_value());
+    }
+  }
+
+  TEST_CASE("the summary built in two steps is the one built at once, with its bands last") {
+    std::vector<TraceEvent> events;  // times going back now and then: an x axis of its own
+    for (int i = 0; i < 3000; ++i) {
+      TraceEvent e = Ev(i % 2 == 0 ? Action::kAlloc : Action::kFreeCompleted,
+                        0x1000 + 0x100 * static_cast<uint64_t>(i / 2 % 40), 512 + i % 5);
+      e.time_us = 1000 + 10 * int64_t{i} - (i % 7 == 3 ? 25 : 0);
+      events.push_back(e);
+    }
+    const Snapshot snaps[] = {LoadFixture("frag_trace.json"), UnplaceableLifetimes(),
+                              testing::TraceSnapshot(events)};
+    for (const Snapshot& snap : snaps) {
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      analysis::LodOptions options;
+      options.columns = 16;
+      options.bands = 8;
+      const TimelineLod once = analysis::BuildTimelineLod(snap, dt, options);
+      analysis::TimelineLodBuild build(snap, dt, options);
+      CHECK(build.lod().bands.empty());
+      CHECK(build.lod().tiles.size() == once.tiles.size());
+      CHECK(build.lod().peak_event == once.peak_event);
+      // The bands read nothing of the timeline's curve: the report drops it once built.
+      build.ChooseBands();
+      const TimelineLod twice = std::move(build).Take();
+      REQUIRE(twice.bands.size() == once.bands.size());
+      for (size_t i = 0; i < once.bands.size(); ++i) {
+        CHECK(twice.bands[i].lifetime == once.bands[i].lifetime);
+        CHECK(twice.bands[i].alloc_x == once.bands[i].alloc_x);
+        CHECK(twice.bands[i].free_x == once.bands[i].free_x);
+      }
+      REQUIRE(twice.tiles.size() == once.tiles.size());
+      for (size_t t = 0; t < once.tiles.size(); ++t)
+        CHECK(twice.tiles[t].bands == once.tiles[t].bands);
+      CHECK(!once.bands.empty());
+    }
+  }
+
+  TEST_CASE("the states' table of frees names each free event's lifetime, last free or not") {
+    // Lifetimes freed twice (requested, then completed), once (requested only), before the trace
+    // (a free without an alloc), and ended by an alloc over a live block (a free never seen).
+    constexpr int64_t kMiB = 1 << 20;
+    const uint64_t b = 0x7f0000000000;
+    std::vector<TraceEvent> ev = {Ev(Action::kSegmentAlloc, b, 20 * kMiB),
+                                  Ev(Action::kAlloc, b, 4 * kMiB),
+                                  Ev(Action::kFreeRequested, b, 4 * kMiB),
+                                  Ev(Action::kFreeCompleted, b, 4 * kMiB),
+                                  Ev(Action::kAlloc, b + 4 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeRequested, b + 4 * kMiB, 2 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 8 * kMiB, 1 * kMiB),
+                                  Ev(Action::kAlloc, b + 12 * kMiB, 1 * kMiB),
+                                  Ev(Action::kAlloc, b + 12 * kMiB, 1 * kMiB),
+                                  Ev(Action::kFreeCompleted, b + 12 * kMiB, 1 * kMiB)};
+    const Snapshot snaps[] = {LoadFixture("frag_trace.json"), testing::TraceSnapshot(ev)};
+    for (const Snapshot& snap : snaps) {
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      // What a table by event says: each lifetime's completed free, then its requested one.
+      std::vector<int32_t> by_event(dt.num_events, -1);
+      for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+        for (auto f : {dt.blocks[i].free_completed_event.index(),
+                       dt.blocks[i].free_requested_event.index()}) {
+          if (f) by_event[*f] = static_cast<int32_t>(i);
+        }
+      }
+      CHECK(std::count(by_event.begin(), by_event.end(), -1) < dt.num_events);
+      // Asked backwards, as the rewind asks; last frees first, then every event.
+      analysis::FreedLifetimes lasts(dt);
+      for (uint32_t e = dt.num_events; e-- > 0;) {
+        const analysis::BlockLifetime* b_of = by_event[e] >= 0 ? &dt.blocks[by_event[e]] : nullptr;
+        if (b_of != nullptr &&
+            (b_of->free_completed_event.index() == e ||
+             (!b_of->free_completed_event.index() && b_of->free_requested_event.index() == e))) {
+          CHECK_MESSAGE(lasts.At(e) == by_event[e], "event ", e);
+        }
+      }
+      analysis::FreedLifetimes all(dt);
+      for (uint32_t e = dt.num_events; e-- > 0;)
+        CHECK_MESSAGE(all.At(e) == by_event[e], "event ", e);
     }
   }
 

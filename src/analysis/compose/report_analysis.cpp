@@ -3,14 +3,17 @@
 #include "memsnap/analysis/compose/report_analysis.h"
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/sim/config.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/timer.h"
 
 namespace memsnap::analysis {
 
@@ -195,15 +198,82 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
                                                 const ReportAnalysisOptions& options) {
   ReportAnalysis out;
   out.categories = options.group.categories;
+  std::optional<ScopedTimer> phase;
+  phase.emplace("report: timeline");
   ASSIGN_OR_RETURN(out.timeline, ReconstructTimeline(snap));
+  phase.emplace("report: frames' attribution");
   ASSIGN_OR_RETURN(out.context, GroupContext::Create(snap, options.group));
+  phase.emplace("report: allocator states' table of frees");
   GroupContext& context = *out.context;
   // The page's budget is for the file: devices with a trace share it.
   int64_t traced = 0;
   for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
   const int64_t share = std::max<int64_t>(traced, 1);
-  // Per device: the level-of-detail summary; then the allocator states, whose one rewind also
-  // finds the allocated peak, on a second core while this one groups the sites.
+  // The allocator states, on a second core from the start: they need only the moment the page's
+  // live curve peaks, which on a consistent trace is the timeline's own peak (what
+  // BuildTimelineLod takes as its peak_event), so they run beside the level-of-detail summary
+  // rather than after it. Where the summary's counted peak turns out to be elsewhere, they are
+  // taken again at it below.
+  std::vector<AllocatorStatesOptions> states_options(out.timeline.devices.size());
+  std::vector<AllocatorStates> states(out.timeline.devices.size());
+  std::vector<std::optional<TimelinePoint>> states_peak(out.timeline.devices.size());
+  std::vector<std::future<AllocatorStates>> state_jobs;  // deferred: run by the worker below
+  if (options.with_states) {
+    // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
+    int64_t file_events = 0;
+    for (const DeviceTimeline& dt : out.timeline.devices) file_events += dt.num_events;
+    for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
+      const DeviceTimeline& dt = out.timeline.devices[i];
+      AllocatorStatesOptions& so = states_options[i];
+      so = options.states;
+      if (file_events > so.stream_max_events) so.stream_max_events = 0;
+      so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
+      for (TimelinePoint p : OomEvents(snap, dt)) so.moments.push_back({p, "OOM"});
+      AllocatorStatesOptions at_peak = so;
+      if (dt.num_events > 0) {
+        states_peak[i] = dt.peak_event;
+        at_peak.moments.insert(at_peak.moments.begin(), {dt.peak_event, "peak live"});
+      }
+      // Its table of frees built here: the worker thread's own heap could not reuse what this
+      // thread freed (docs/BENCHMARKS.md, "`report` and `oom` within the file's size").
+      state_jobs.push_back(std::async(
+          std::launch::deferred, [&snap, &dt, at_peak, freed = FreedLifetimes(dt)]() mutable {
+            return ReconstructAllocatorStates(snap, dt, at_peak, std::move(freed));
+          }));
+    }
+  }
+  // One worker thread runs the devices' states one after the other, then the sites and kinds of
+  // memory once the summary is ready (below): in one thread, the sites reuse the heap the states
+  // freed, where a thread of their own would add its heap to the peak (docs/BENCHMARKS.md).
+  std::promise<void> summary_ready;
+  std::function<void()> sites;  // set before summary_ready
+  std::future<void> worker =
+      std::async(std::launch::async, [&states, &sites, jobs = std::move(state_jobs),
+                                      ready = summary_ready.get_future()]() mutable {
+        {
+          ScopedTimer timer("report: allocator states (second core)");
+          for (size_t k = 0; k < jobs.size(); ++k) states[k] = jobs[k].get();
+        }
+        ready.wait();
+        if (sites) {
+          ScopedTimer timer("report: sites and kinds of memory (second core)");
+          sites();
+        }
+      });
+  // Never leaves the worker waiting: released on every way out of this function.
+  struct Release {
+    std::promise<void>& p;
+    bool done = false;
+    void operator()() {
+      if (!done) p.set_value();
+      done = true;
+    }
+    ~Release() { (*this)(); }
+  } release{summary_ready};
+  // Per device: the level-of-detail summary but its bands; then the bands on another core while
+  // this one reads the summary for the sites and kinds of memory.
+  phase.emplace("report: level of detail");
+  std::vector<TimelineLodBuild> lods;
   for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
     const DeviceTimeline& dt = out.timeline.devices[i];
     DeviceReportAnalysis d;
@@ -214,7 +284,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);
     lod.max_band_lifetimes = std::max<int64_t>(lod.max_band_lifetimes / share, 4 * lod.bands);
     lod.focus_events.insert(lod.focus_events.end(), d.oom_events.begin(), d.oom_events.end());
-    d.lod = BuildTimelineLod(snap, dt, lod);
+    lods.emplace_back(snap, dt, lod);
     if (options.with_steps && dt.num_events > 0) {
       StepOptions so;
       so.device = dt.device;
@@ -226,7 +296,73 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     if (dt.has_time) d.annotations = AnnotationRegionsOf(snap, dt.device);
     out.devices.push_back(std::move(d));
   }
+  // The summary holds what the page draws of the live curve; nothing after it reads the
+  // timeline's own (8 bytes an event, 156 MB of the 19.5 M-event benchmark file).
+  for (DeviceTimeline& dt : out.timeline.devices) std::vector<int64_t>().swap(dt.live_net);
+  // The sites and kinds of memory read the summary but its bands: the worker runs them while
+  // this thread chooses the bands, whose larger allocations reuse what this thread freed.
+  sites = [&] {
+    if (options.with_sites) {
+      // What was alive at each device's peak (the curve the page draws), by site.
+      bool any_events = false;
+      std::vector<GroupRow> rows;
+      for (const DeviceReportAnalysis& d : out.devices) {
+        const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+        const TimelineLod& lod = lods[d.timeline_index].lod();
+        any_events = any_events || dt.num_events > 0;
+        const TimelinePoint p = dt.num_events > 0 ? lod.peak_event : TimelinePoint::Start();
+        std::vector<uint32_t> live;
+        for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+          if (lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
+        }
+        AccumulateGroups(dt, live, context, rows);
+      }
+      out.peak_sites = Finish(std::move(rows), options.top_sites);
+      out.peak_sites.moment = any_events ? "peak" : "end";
+      // Where memory is allocated over the whole trace (every lifetime counts once).
+      std::vector<GroupRow> all_rows;
+      // In slices of lifetimes, not a list of them all (4 bytes a lifetime, 26 MB on the 19.5
+      // M-event benchmark file, held beside the bands' choice).
+      constexpr uint32_t kSlice = 1 << 16;
+      std::vector<uint32_t> slice;
+      for (const DeviceTimeline& dt : out.timeline.devices) {
+        const uint32_t n = static_cast<uint32_t>(dt.blocks.size());
+        for (uint32_t first = 0; first < n; first += kSlice) {
+          slice.resize(std::min(kSlice, n - first));
+          std::iota(slice.begin(), slice.end(), first);
+          AccumulateGroups(dt, slice, context, all_rows);
+        }
+      }
+      out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
+      // Memory by category over time and at the peak.
+      for (DeviceReportAnalysis& d : out.devices) {
+        const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
+        if (dt.num_events > 0) {
+          d.categories = CategoriesOverTime(context, dt, lods[d.timeline_index].lod());
+        }
+      }
+    }
+  };
+  release();
+  phase.emplace("report: bands");
+  for (TimelineLodBuild& lod : lods) lod.ChooseBands();
+  phase.emplace("report: waiting for the states and sites");
+  worker.get();
+  // A trace that ran out of memory: the page leads with why, what fits and what to cut.
+  const bool any_oom =
+      std::any_of(out.devices.begin(), out.devices.end(),
+                  [](const DeviceReportAnalysis& d) { return !d.oom_events.empty(); });
+  if (options.with_sites && any_oom) {
+    phase.emplace("report: out-of-memory explanation");
+    OomOptions oo;
+    oo.timeline = &out.timeline;
+    absl::StatusOr<OomReport> oom = ExplainOoms(snap, oo);
+    if (oom.ok()) out.oom = *std::move(oom);  // else the page shows the markers alone
+  }
+  for (DeviceReportAnalysis& d : out.devices) d.lod = std::move(lods[d.timeline_index]).Take();
+  lods.clear();
   // Each band's site and category, for its hover (the same labels and categories as `top`).
+  phase.emplace("report: bands' sites");
   SiteLabels labels(context.attribution());
   for (DeviceReportAnalysis& d : out.devices) {
     const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
@@ -244,76 +380,18 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   }
   labels.Finish();
   for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
-  std::vector<std::future<AllocatorStates>> states;  // deferred: run by the worker below
-  if (options.with_states) {
-    // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
-    int64_t file_events = 0;
-    for (const DeviceReportAnalysis& d : out.devices) {
-      file_events += out.timeline.devices[d.timeline_index].num_events;
+  phase.reset();
+  for (DeviceReportAnalysis& d : out.devices) {
+    if (!options.with_states) break;
+    const size_t i = d.timeline_index;
+    if (states_peak[i] && *states_peak[i] != d.lod.peak_event) {
+      // The counted curve left lifetimes out: its peak is elsewhere (an inconsistent trace).
+      AllocatorStatesOptions at_peak = states_options[i];
+      at_peak.moments.insert(at_peak.moments.begin(), {d.lod.peak_event, "peak live"});
+      states[i] = ReconstructAllocatorStates(snap, out.timeline.devices[i], at_peak);
     }
-    for (const DeviceReportAnalysis& d : out.devices) {
-      AllocatorStatesOptions so = options.states;
-      if (file_events > so.stream_max_events) so.stream_max_events = 0;
-      so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
-      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
-      if (dt.num_events > 0) so.moments.push_back({d.lod.peak_event, "peak live"});
-      for (TimelinePoint p : d.oom_events) so.moments.push_back({p, "OOM"});
-      // Its table of frees built here: the worker thread's own heap could not reuse what this
-      // thread freed (docs/BENCHMARKS.md, "`report` and `oom` within the file's size").
-      states.push_back(
-          std::async(std::launch::deferred, [&snap, &dt, so, freed = FreedLifetimes(dt)]() mutable {
-            return ReconstructAllocatorStates(snap, dt, so, std::move(freed));
-          }));
-    }
+    d.states = std::move(states[i]);
   }
-  // One worker thread runs the devices' states one after the other.
-  std::future<void> states_done;
-  if (!states.empty()) {
-    states_done = std::async(std::launch::async, [&] {
-      for (size_t k = 0; k < states.size(); ++k) out.devices[k].states = states[k].get();
-    });
-  }
-  if (options.with_sites) {
-    // What was alive at each device's peak (the curve the page draws), by site.
-    bool any_events = false;
-    std::vector<GroupRow> rows;
-    for (const DeviceReportAnalysis& d : out.devices) {
-      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
-      any_events = any_events || dt.num_events > 0;
-      const TimelinePoint p = dt.num_events > 0 ? d.lod.peak_event : TimelinePoint::Start();
-      std::vector<uint32_t> live;
-      for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-        if (d.lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
-      }
-      AccumulateGroups(dt, live, context, rows);
-    }
-    out.peak_sites = Finish(std::move(rows), options.top_sites);
-    out.peak_sites.moment = any_events ? "peak" : "end";
-    // Where memory is allocated over the whole trace (every lifetime counts once).
-    std::vector<GroupRow> all_rows;
-    for (const DeviceTimeline& dt : out.timeline.devices) {
-      std::vector<uint32_t> all(dt.blocks.size());
-      std::iota(all.begin(), all.end(), 0);
-      AccumulateGroups(dt, all, context, all_rows);
-    }
-    out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
-    // Memory by category over time and at the peak.
-    for (DeviceReportAnalysis& d : out.devices) {
-      const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
-      if (dt.num_events > 0) d.categories = CategoriesOverTime(context, dt, d.lod);
-    }
-  }
-  // A trace that ran out of memory: the page leads with why, what fits and what to cut.
-  const bool any_oom =
-      std::any_of(out.devices.begin(), out.devices.end(),
-                  [](const DeviceReportAnalysis& d) { return !d.oom_events.empty(); });
-  if (options.with_sites && any_oom) {
-    OomOptions oo;
-    oo.timeline = &out.timeline;
-    absl::StatusOr<OomReport> oom = ExplainOoms(snap, oo);
-    if (oom.ok()) out.oom = *std::move(oom);  // else the page shows the markers alone
-  }
-  if (states_done.valid()) states_done.get();
   out.frames = context.filter();
   RETURN_IF_ERROR(AddReplay(snap, options, out));
   return out;

@@ -4,7 +4,7 @@
 //
 // clang-format off
 //   Snapshot ──AnalyzeForReport──> ReportAnalysis
-//                                  ├── timeline      lifetimes, curves (timeline.h)
+//                                  ├── timeline      lifetimes, reserved steps (timeline.h)
 //                                  ├── devices[]     per device with a timeline:
 //                                  │     ├── lod     zoomable curves and bands (timeline_lod.h)
 //                                  │     └── states  allocator states (alloc_states.h)
@@ -132,6 +132,8 @@ struct ReplayCurve {
 };
 
 struct ReportAnalysis {
+  /// Every lifetime, without the live curve (DeviceTimeline::live_net is empty): each device's
+  /// `lod` holds what the page draws of it.
   Timeline timeline;
   /// Sites and categories of this snapshot's stacks (attribution.h), as every table above used
   /// them. Holds a reference to the snapshot.
