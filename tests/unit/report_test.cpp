@@ -320,6 +320,58 @@ TEST_SUITE("report") {
   }
 
   TEST_CASE(
+      "a block allocated over a live one and never seen again is left out of the drawn curve, "
+      "also at the event the two share") {
+    // B is allocated over A (A's free was never recorded: the same event ends A and begins B),
+    // and B is not in the final state: B is left out, so after that event the drawn curve is
+    // A's end (-100) and C's 10 B, not the timeline's own, which counts B's 70 B too.
+    Snapshot snap =
+        testing::TraceSnapshot({Ev(Action::kAlloc, 0xA00, 100), Ev(Action::kAlloc, 0xA00, 70),
+                                Ev(Action::kAlloc, 0xC00, 10)});
+    analysis::Timeline tl = TimelineOf(snap);
+    const DeviceTimeline& dt = tl.devices[0];
+    analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
+    REQUIRE(c.open_left_out >= 1);
+    int64_t start = 0;
+    const std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
+    TimelineLod lod = analysis::BuildTimelineLod(snap, dt);
+    CHECK(lod.end_live == curve.back());
+    CHECK(lod.peak_bytes == std::max(start, *std::max_element(curve.begin(), curve.end())));
+    CheckLodInvariants(dt, lod, "alloc over a live block");
+  }
+
+  TEST_CASE("the counted curve is found to be the timeline's only when it is, at every event") {
+    // Consistent traces, and one whose last event is an alloc over a live block (an event two
+    // lifetimes change, where moving the curve changes that event's step alone).
+    const Snapshot snaps[] = {
+        LoadFixture("frag_trace.json"), LoadFixture("timeline_training.json"),
+        testing::TraceSnapshot({Ev(Action::kAlloc, 0xA00, 100), Ev(Action::kAlloc, 0xA00, 70)})};
+    for (const Snapshot& snap : snaps) {
+      analysis::Timeline tl = TimelineOf(snap);
+      const DeviceTimeline& dt = tl.devices[0];
+      std::vector<bool> all(dt.blocks.size(), true);
+      const int64_t start = dt.start_requested;  // the last trace's final state is not given
+      REQUIRE(analysis::SameAsTimelineCurve(dt, all, start));
+      CHECK_FALSE(analysis::SameAsTimelineCurve(dt, all, start + 1));
+      // One lifetime left out: its events no longer add up.
+      for (size_t i = 0; i < dt.blocks.size(); ++i) {
+        if (dt.blocks[i].requested_size == 0) continue;
+        std::vector<bool> one_out = all;
+        one_out[i] = false;
+        const int64_t s =
+            dt.blocks[i].alloc_event.index() ? start : start - dt.blocks[i].requested_size;
+        CHECK_MESSAGE(!analysis::SameAsTimelineCurve(dt, one_out, s), "lifetime ", i);
+      }
+      // The timeline's curve moved after any one event.
+      for (uint32_t e = 0; e < dt.num_events; ++e) {
+        DeviceTimeline moved = dt;
+        moved.live_net[e] += 1;
+        CHECK_MESSAGE(!analysis::SameAsTimelineCurve(moved, all, start), "event ", e);
+      }
+    }
+  }
+
+  TEST_CASE(
       "the allocator states' live peak is the drawn curve's, also where the timeline's own peak "
       "is another event") {
     // The drawn curve leaves A, B and C out and peaks at D's 20 B, while the timeline's own

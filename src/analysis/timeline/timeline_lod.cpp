@@ -3,6 +3,7 @@
 #include "memsnap/analysis/timeline/timeline_lod.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -52,9 +53,10 @@ std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start
   return curve;
 }
 
-// The most `curve` exceeds the reserved curve by (0 when never).
-int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t>& curve,
-                        int64_t start) {
+// The most a curve (curve[i] + offset after event i, `start` before the first) exceeds the
+// reserved curve by (0 when never).
+int64_t MaxOverReserved(const ReservedCurve& reserved, std::span<const int64_t> curve,
+                        int64_t offset, int64_t start) {
   int64_t over = std::max<int64_t>(0, start - reserved.start);
   size_t next = 0;
   int64_t value = reserved.start;
@@ -62,7 +64,7 @@ int64_t MaxOverReserved(const ReservedCurve& reserved, const std::vector<int64_t
     while (next < reserved.steps.size() && reserved.steps[next].event <= i) {
       value = reserved.steps[next++].bytes;
     }
-    over = std::max(over, curve[i] - value);
+    over = std::max(over, curve[i] + offset - value);
   }
   return over;
 }
@@ -557,9 +559,11 @@ double TimelineLod::BucketWidth(int level) const {
 
 namespace {
 
-// CountLifetimes, also giving the counted curve it computed (CountedCurve's) and its start.
+// CountLifetimes, also giving the counted curve (CountedCurve's) and its start. On a consistent
+// trace the counted curve is the timeline's own: then `same_as_timeline` is set and `curve` left
+// empty (read the timeline's); else `curve` is the counted curve.
 CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<int64_t>& curve,
-                                        int64_t& start) {
+                                        int64_t& start, bool& same_as_timeline) {
   CountedLifetimes c;
   c.counted.assign(dt.blocks.size(), true);
   for (size_t i = 0; i < dt.blocks.size(); ++i) {
@@ -587,9 +591,18 @@ CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<in
   }
   ReservedCurve reserved = TimelineReserved(dt);
   start = 0;
+  for (size_t i = 0; i < dt.blocks.size(); ++i) {
+    if (c.counted[i] && !dt.blocks[i].alloc_event.index()) start += dt.blocks[i].requested_size;
+  }
+  same_as_timeline = SameAsTimelineCurve(dt, c.counted, start);
+  if (same_as_timeline && MaxOverReserved(reserved, dt.live_net, dt.start_requested, start) == 0) {
+    curve.clear();
+    return c;
+  }
+  same_as_timeline = false;
   curve = CurveOf(
       dt, [&](size_t i) { return c.counted[i]; }, start);
-  if (MaxOverReserved(reserved, curve, start) > 0) {
+  if (MaxOverReserved(reserved, curve, 0, start) > 0) {
     // More live than reserved: the blocks the trace frees without allocating cannot all have been
     // live from its start. Nothing says when they were allocated, so they are left out.
     for (size_t i = 0; i < dt.blocks.size(); ++i) {
@@ -601,17 +614,67 @@ CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<in
     }
     curve = CurveOf(
         dt, [&](size_t i) { return c.counted[i]; }, start);
-    c.counted_max_over_reserved = MaxOverReserved(reserved, curve, start);
+    c.counted_max_over_reserved = MaxOverReserved(reserved, curve, 0, start);
   }
+  // Left out or not, the curve may still be the timeline's at every event.
+  same_as_timeline =
+      dt.live_net.size() == curve.size() && start == dt.start_requested &&
+      std::equal(curve.begin(), curve.end(), dt.live_net.begin(),
+                 [&](int64_t v, int64_t net) { return v == dt.start_requested + net; });
+  if (same_as_timeline) std::vector<int64_t>().swap(curve);
   return c;
 }
 
 }  // namespace
 
+// SameAsTimelineCurve's check: two bits an event say which events one counted lifetime changes
+// and which several (an alloc over a live block ends one lifetime and begins another); the latter
+// are summed in a small map.
+bool SameAsTimelineCurve(const DeviceTimeline& dt, const std::vector<bool>& counted,
+                         int64_t start) {
+  const std::vector<int64_t>& net = dt.live_net;
+  if (start != dt.start_requested || net.size() != dt.num_events) return false;
+  auto step = [&](uint32_t e) { return net[e] - (e > 0 ? net[e - 1] : 0); };
+  const size_t words = (net.size() + 63) / 64;
+  std::vector<uint64_t> once(words, 0), more(words, 0);
+  auto bit = [](uint32_t e) { return uint64_t{1} << (e % 64); };
+  auto for_each_change = [&](auto&& f) {
+    for (size_t i = 0; i < dt.blocks.size(); ++i) {
+      if (!counted[i]) continue;
+      const BlockLifetime& b = dt.blocks[i];
+      if (std::optional<uint32_t> a = b.alloc_event.index()) f(*a, b.requested_size);
+      if (std::optional<uint32_t> f_e = b.free_completed_event.index()) f(*f_e, -b.requested_size);
+    }
+  };
+  for_each_change([&](uint32_t e, int64_t) {
+    if (once[e / 64] & bit(e)) more[e / 64] |= bit(e);
+    once[e / 64] |= bit(e);
+  });
+  absl::flat_hash_map<uint32_t, int64_t> shared;  // events several lifetimes change: their sum
+  bool same = true;
+  for_each_change([&](uint32_t e, int64_t delta) {
+    if (more[e / 64] & bit(e)) {
+      shared[e] += delta;
+    } else {
+      same = same && step(e) == delta;
+    }
+  });
+  for (const auto& [e, sum] : shared) same = same && step(e) == sum;
+  for (size_t w = 0; w < words && same; ++w) {
+    for (uint64_t rest = ~once[w]; rest != 0; rest &= rest - 1) {
+      const size_t e = w * 64 + static_cast<size_t>(std::countr_zero(rest));
+      if (e >= net.size()) break;
+      same = same && step(static_cast<uint32_t>(e)) == 0;
+    }
+  }
+  return same;
+}
+
 CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
   std::vector<int64_t> curve;
   int64_t start = 0;
-  return CountLifetimesAndCurve(dt, curve, start);
+  bool same_as_timeline = false;
+  return CountLifetimesAndCurve(dt, curve, start, same_as_timeline);
 }
 
 ReservedCurve TimelineReserved(const DeviceTimeline& dt) {
@@ -645,11 +708,15 @@ TimelineLodBuild::TimelineLodBuild(const Snapshot& snap, const DeviceTimeline& d
   lod.device = dt.device;
   lod.num_events = dt.num_events;
   lod.columns = std::max(1, options.columns);
+  // The counted curve is the timeline's stored one on a consistent trace: then it is read from
+  // there, without a copy (8 bytes an event, 156 MB of the 19.5 M-event benchmark's peak).
+  // Checked at every event, never assumed.
   std::vector<int64_t> counted_curve;
   int64_t counted_start = 0;
+  bool same_as_timeline = false;
   std::optional<ScopedTimer> phase;
   phase.emplace("counted curve");
-  lod.counted = CountLifetimesAndCurve(dt, counted_curve, counted_start);
+  lod.counted = CountLifetimesAndCurve(dt, counted_curve, counted_start, same_as_timeline);
   lod.peak_reserved = dt.peak_reserved;
   lod.peak_reserved_event = dt.peak_reserved_event;
   if (dt.num_events == 0) {
@@ -657,14 +724,6 @@ TimelineLodBuild::TimelineLodBuild(const Snapshot& snap, const DeviceTimeline& d
     lod.peak_bytes = dt.end_requested;
     return;
   }
-  // The counted curve is the timeline's stored one on a consistent trace: then it is read from
-  // there and its copy freed before the axis and the bands take their memory (8 bytes an event,
-  // 156 MB of the 19.5 M-event benchmark's peak). Checked at every event, never assumed.
-  const bool same_as_timeline =
-      dt.live_net.size() == counted_curve.size() && counted_start == dt.start_requested &&
-      std::equal(counted_curve.begin(), counted_curve.end(), dt.live_net.begin(),
-                 [&](int64_t c, int64_t net) { return c == dt.start_requested + net; });
-  if (same_as_timeline) std::vector<int64_t>().swap(counted_curve);
   state_ = std::make_unique<State>(snap, dt, options, lod.columns, counted_start);
   const LodOptions& opts = state_->options;
   Builder& bld = state_->bld;
