@@ -2,8 +2,8 @@
 # Builds the tests whose code runs on several threads (memsnap_thread_tests: the parallel decoding
 # of one pickle against the sequential one, the reader's event feed and the timeline streamed
 # beside it, ParallelFor, replay's and oom's configurations side by side, summary's event pass
-# split between threads) with ThreadSanitizer (GCC) in build-tsan/ and runs them. Bounded so that
-# CI can afford it: the library and 7 test files are compiled, not the whole unit suite, which runs
+# split between threads, the report's analysis on two threads) with ThreadSanitizer (GCC) in build-tsan/ and runs them. Bounded so that
+# CI can afford it: the library and 8 test files are compiled, not the whole unit suite, which runs
 # no more threads. Measured on the project's shared 2-core machine: docs/reader.md, "Parallel
 # decoding of one pickle".
 set -euo pipefail
