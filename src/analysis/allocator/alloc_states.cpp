@@ -3,6 +3,7 @@
 #include "memsnap/analysis/allocator/alloc_states.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
 #include <optional>
@@ -28,6 +29,11 @@ void TagFinal(const DeviceTimeline& dt, frag_internal::DeviceRewind& rw) {
     const BlockLifetime& b = dt.blocks[i];
     if (b.live_at_end()) rw.Tag(b.address, i);
   }
+}
+
+// A lifetime's free events in the order a table by event writes them: completed, then requested.
+std::array<std::optional<uint32_t>, 2> FreeEventsOf(const BlockLifetime& b) {
+  return {b.free_completed_event.index(), b.free_requested_event.index()};
 }
 
 // Undoes event i; a block it brings back is named by the lifetime the event frees.
@@ -222,9 +228,7 @@ FreedLifetimes::FreedLifetimes(const DeviceTimeline& dt)
   // In the order a table by event would be written (each lifetime's completed free, then its
   // requested one), so that where lifetimes claim the same event the same one is named.
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
-    const BlockLifetime& b = dt.blocks[i];
-    for (std::optional<uint32_t> f :
-         {b.free_completed_event.index(), b.free_requested_event.index()}) {
+    for (std::optional<uint32_t> f : FreeEventsOf(dt.blocks[i])) {
       if (f && IsLastFree(*f)) lifetime_[Rank(*f)] = static_cast<int32_t>(i);
     }
   }
@@ -240,9 +244,7 @@ int32_t FreedLifetimes::At(uint32_t e) {
   if (by_event_.empty()) {
     by_event_.assign(dt_->num_events, -1);
     for (uint32_t i = 0; i < dt_->blocks.size(); ++i) {
-      const BlockLifetime& b = dt_->blocks[i];
-      for (std::optional<uint32_t> f :
-           {b.free_completed_event.index(), b.free_requested_event.index()}) {
+      for (std::optional<uint32_t> f : FreeEventsOf(dt_->blocks[i])) {
         if (f) by_event_[*f] = static_cast<int32_t>(i);
       }
     }

@@ -214,9 +214,17 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   // BuildTimelineLod takes as its peak_event), so they run beside the level-of-detail summary
   // rather than after it. Where the summary's counted peak turns out to be elsewhere, they are
   // taken again at it below.
+  std::vector<std::vector<TimelinePoint>> ooms;  // per device
+  for (const DeviceTimeline& dt : out.timeline.devices) ooms.push_back(OomEvents(snap, dt));
   std::vector<AllocatorStatesOptions> states_options(out.timeline.devices.size());
   std::vector<AllocatorStates> states(out.timeline.devices.size());
   std::vector<std::optional<TimelinePoint>> states_peak(out.timeline.devices.size());
+  // Device i's options with the drawn curve's peak as their first moment.
+  auto at_peak = [&](size_t i, TimelinePoint peak) {
+    AllocatorStatesOptions o = states_options[i];
+    o.moments.insert(o.moments.begin(), {peak, "peak live"});
+    return o;
+  };
   std::vector<std::future<AllocatorStates>> state_jobs;  // deferred: run by the worker below
   if (options.with_states) {
     // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
@@ -228,17 +236,14 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       so = options.states;
       if (file_events > so.stream_max_events) so.stream_max_events = 0;
       so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
-      for (TimelinePoint p : OomEvents(snap, dt)) so.moments.push_back({p, "OOM"});
-      AllocatorStatesOptions at_peak = so;
-      if (dt.num_events > 0) {
-        states_peak[i] = dt.peak_event;
-        at_peak.moments.insert(at_peak.moments.begin(), {dt.peak_event, "peak live"});
-      }
+      for (TimelinePoint p : ooms[i]) so.moments.push_back({p, "OOM"});
+      if (dt.num_events > 0) states_peak[i] = dt.peak_event;
       // Its table of frees built here: the worker thread's own heap could not reuse what this
       // thread freed (docs/BENCHMARKS.md, "`report` and `oom` within the file's size").
       state_jobs.push_back(std::async(
-          std::launch::deferred, [&snap, &dt, at_peak, freed = FreedLifetimes(dt)]() mutable {
-            return ReconstructAllocatorStates(snap, dt, at_peak, std::move(freed));
+          std::launch::deferred, [&snap, &dt, o = states_peak[i] ? at_peak(i, *states_peak[i]) : so,
+                                  freed = FreedLifetimes(dt)]() mutable {
+            return ReconstructAllocatorStates(snap, dt, o, std::move(freed));
           }));
     }
   }
@@ -279,7 +284,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     DeviceReportAnalysis d;
     d.device = dt.device;
     d.timeline_index = i;
-    d.oom_events = OomEvents(snap, dt);
+    d.oom_events = std::move(ooms[i]);
     LodOptions lod = options.lod;
     lod.max_buckets = std::max<int64_t>(lod.max_buckets / share, 20 * lod.columns);
     lod.max_band_lifetimes = std::max<int64_t>(lod.max_band_lifetimes / share, 4 * lod.bands);
@@ -386,9 +391,8 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     const size_t i = d.timeline_index;
     if (states_peak[i] && *states_peak[i] != d.lod.peak_event) {
       // The counted curve left lifetimes out: its peak is elsewhere (an inconsistent trace).
-      AllocatorStatesOptions at_peak = states_options[i];
-      at_peak.moments.insert(at_peak.moments.begin(), {d.lod.peak_event, "peak live"});
-      states[i] = ReconstructAllocatorStates(snap, out.timeline.devices[i], at_peak);
+      states[i] =
+          ReconstructAllocatorStates(snap, out.timeline.devices[i], at_peak(i, d.lod.peak_event));
     }
     d.states = std::move(states[i]);
   }

@@ -30,21 +30,31 @@ bool IsOpenWithoutBlock(const BlockLifetime& b) {
   return b.cls == LifetimeClass::kOpen && !b.block.valid();
 }
 
-// Per-event deltas of the lifetimes `keep` accepts: curve[i] is the value after event i.
-template <typename Keep>
-std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start) {
-  std::vector<int64_t> curve(dt.num_events, 0);
-  start = 0;
+// The changes the lifetimes `keep` accepts make to the live curve: on_change(e, +bytes) at each
+// one's alloc and on_change(e, -bytes) at its free; returns the bytes live before the first event
+// (those allocated before the trace).
+template <typename Keep, typename OnChange>
+int64_t ForEachLiveChange(const DeviceTimeline& dt, Keep keep, OnChange on_change) {
+  int64_t start = 0;
   for (size_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& b = dt.blocks[i];
     if (!keep(i)) continue;
     if (std::optional<uint32_t> a = b.alloc_event.index()) {
-      curve[*a] += b.requested_size;
+      on_change(*a, b.requested_size);
     } else {
       start += b.requested_size;
     }
-    if (std::optional<uint32_t> f = b.free_completed_event.index()) curve[*f] -= b.requested_size;
+    if (std::optional<uint32_t> f = b.free_completed_event.index())
+      on_change(*f, -b.requested_size);
   }
+  return start;
+}
+
+// Per-event deltas of the lifetimes `keep` accepts: curve[i] is the value after event i.
+template <typename Keep>
+std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start) {
+  std::vector<int64_t> curve(dt.num_events, 0);
+  start = ForEachLiveChange(dt, keep, [&](uint32_t e, int64_t delta) { curve[e] += delta; });
   int64_t v = start;
   for (int64_t& c : curve) {
     v += c;
@@ -590,10 +600,8 @@ CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<in
     c.timeline_max_over_reserved = over;
   }
   ReservedCurve reserved = TimelineReserved(dt);
-  start = 0;
-  for (size_t i = 0; i < dt.blocks.size(); ++i) {
-    if (c.counted[i] && !dt.blocks[i].alloc_event.index()) start += dt.blocks[i].requested_size;
-  }
+  start = ForEachLiveChange(
+      dt, [&](size_t i) { return c.counted[i]; }, [](uint32_t, int64_t) {});
   same_as_timeline = SameAsTimelineCurve(dt, c.counted, start);
   if (same_as_timeline && MaxOverReserved(reserved, dt.live_net, dt.start_requested, start) == 0) {
     curve.clear();
@@ -638,21 +646,14 @@ bool SameAsTimelineCurve(const DeviceTimeline& dt, const std::vector<bool>& coun
   const size_t words = (net.size() + 63) / 64;
   std::vector<uint64_t> once(words, 0), more(words, 0);
   auto bit = [](uint32_t e) { return uint64_t{1} << (e % 64); };
-  auto for_each_change = [&](auto&& f) {
-    for (size_t i = 0; i < dt.blocks.size(); ++i) {
-      if (!counted[i]) continue;
-      const BlockLifetime& b = dt.blocks[i];
-      if (std::optional<uint32_t> a = b.alloc_event.index()) f(*a, b.requested_size);
-      if (std::optional<uint32_t> f_e = b.free_completed_event.index()) f(*f_e, -b.requested_size);
-    }
-  };
-  for_each_change([&](uint32_t e, int64_t) {
+  auto is_counted = [&](size_t i) { return counted[i]; };
+  ForEachLiveChange(dt, is_counted, [&](uint32_t e, int64_t) {
     if (once[e / 64] & bit(e)) more[e / 64] |= bit(e);
     once[e / 64] |= bit(e);
   });
   absl::flat_hash_map<uint32_t, int64_t> shared;  // events several lifetimes change: their sum
   bool same = true;
-  for_each_change([&](uint32_t e, int64_t delta) {
+  ForEachLiveChange(dt, is_counted, [&](uint32_t e, int64_t delta) {
     if (more[e / 64] & bit(e)) {
       shared[e] += delta;
     } else {
