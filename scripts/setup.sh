@@ -8,8 +8,11 @@ packages=(build-essential cmake ccache python3 zlib1g-dev
 # The Python module (python/, built when pybind11 and Python's headers are found) and its tests
 # (tests/python: pytest, pandas for to_pandas()); pip, setuptools and wheel pack it as a wheel
 # offline (scripts/install_check.sh).
-packages+=(python3-dev python3-pybind11 python3-pytest python3-pandas python3-pip
-           python3-setuptools python3-wheel)
+# MEMSNAP_SETUP_MINIMAL=1 (scripts/example.sh) installs only what building memsnap needs.
+if [[ "${MEMSNAP_SETUP_MINIMAL:-0}" != 1 ]]; then
+  packages+=(python3-dev python3-pybind11 python3-pytest python3-pandas python3-pip
+             python3-setuptools python3-wheel)
+fi
 # npm comes with NodeSource's nodejs; Debian's nodejs needs its own npm package.
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 # Fuzzing and sanitizer runs (tests/fuzz) use clang with its runtime.
