@@ -36,3 +36,5 @@ add_custom_command(
   COMMENT "Inlining the report's chart library and script (web/)"
   VERBATIM)
 target_sources(memsnap_report PRIVATE ${MEMSNAP_WEB_ASSETS_CPP})
+# Megabytes of string literals: compiled on its own, never inside a unity batch.
+set_source_files_properties(${MEMSNAP_WEB_ASSETS_CPP} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

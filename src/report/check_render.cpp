@@ -11,6 +11,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "memsnap/util/table.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -19,10 +20,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using analysis::CheckReport;
 using analysis::CheckResult;
-
-std::string Show(double v, bool is_ratio) {
-  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
-}
 
 bool IsFits(const CheckResult& c) { return c.metric == analysis::CheckMetric::kFits; }
 
@@ -36,10 +33,10 @@ std::string CheckName(const CheckResult& c) {
   if (c.kind == analysis::CheckKind::kBaseline) {
     return absl::StrCat(MetricName(c), " vs baseline (+", FormatPercent(c.tolerance), ")");
   }
-  return absl::StrCat(MetricName(c), " <= ", Show(c.limit, c.is_ratio));
+  return absl::StrCat(MetricName(c), " <= ", internal::FigureText(c.limit, c.is_ratio));
 }
 
-std::string Verdict(const CheckReport& r) {
+std::string CheckVerdictText(const CheckReport& r) {
   if (r.passed()) return absl::StrCat("PASS (", r.checks.size(), " checks)");
   return absl::StrCat("FAIL (", r.failures(), " of ", r.checks.size(), " checks failed)");
 }
@@ -73,8 +70,8 @@ std::string Overshoot(const CheckResult& c) {
 
 // The value column: a --fits run that fails shows what its first failure needed.
 std::string ValueCell(const CheckResult& c) {
-  if (!IsFits(c)) return Show(c.value, c.is_ratio);
-  return absl::StrCat(c.passed ? "peak " : "needs ", Show(c.value, false));
+  if (!IsFits(c)) return internal::FigureText(c.value, c.is_ratio);
+  return absl::StrCat(c.passed ? "peak " : "needs ", internal::FigureText(c.value, false));
 }
 
 // Exact figures: rounded to one decimal, a failing value and its limit often print the same.
@@ -106,7 +103,7 @@ std::string FailureMessage(const CheckResult& c) {
   std::string m = absl::StrCat(MetricName(c), " ", Exact(f->value, c.is_ratio), " exceeds ",
                                Exact(f->limit, c.is_ratio), " by ", Overshoot(c));
   if (f->baseline) {
-    absl::StrAppend(&m, " (baseline ", Show(*f->baseline, c.is_ratio), ", ",
+    absl::StrAppend(&m, " (baseline ", internal::FigureText(*f->baseline, c.is_ratio), ", ",
                     FormatDelta(static_cast<int64_t>(f->value - *f->baseline)), ")");
   }
   return m;
@@ -386,7 +383,7 @@ Json CheckToJson(const CheckReport& r) {
 void RenderCheckText(const CheckReport& r, std::ostream& out) {
   out << "memsnap check " << r.path;
   if (!r.baseline_path.empty()) out << " (baseline " << r.baseline_path << ")";
-  out << ": " << Verdict(r) << "\n";
+  out << ": " << CheckVerdictText(r) << "\n";
   Table checks;
   checks.AddColumn("check", "check", Unit::kText).min_width = 32;
   checks.AddColumn("value", "value", Unit::kText).align = Align::kRight;
@@ -394,9 +391,10 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
   checks.AddColumn("limit", "limit", Unit::kText).min_width = 36;
   checks.AddColumn("result", "result", Unit::kText);
   for (const auto& c : r.checks) {
-    std::string limit = absl::StrCat("limit ", Show(c.limit, c.is_ratio));
-    if (c.baseline) absl::StrAppend(&limit, " (baseline ", Show(*c.baseline, c.is_ratio), ")");
-    if (IsFits(c)) limit = absl::StrCat("device ", Show(c.limit, false));
+    std::string limit = absl::StrCat("limit ", internal::FigureText(c.limit, c.is_ratio));
+    if (c.baseline)
+      absl::StrAppend(&limit, " (baseline ", internal::FigureText(*c.baseline, c.is_ratio), ")");
+    if (IsFits(c)) limit = absl::StrCat("device ", internal::FigureText(c.limit, false));
     checks.AddRow(
         {CheckName(c), ValueCell(c), std::move(limit), std::string(c.passed ? "PASS" : "FAIL")});
   }
@@ -446,7 +444,7 @@ std::string CheckToJunit(const CheckReport& r) {
 
 std::string CheckToMarkdown(const CheckReport& r) {
   std::ostringstream m;
-  m << "### memsnap check: " << (r.passed() ? "✅ " : "❌ ") << Verdict(r) << "\n\n";
+  m << "### memsnap check: " << (r.passed() ? "✅ " : "❌ ") << CheckVerdictText(r) << "\n\n";
   m << "File: `" << r.path << "`";
   if (!r.baseline_path.empty()) m << ", baseline: `" << r.baseline_path << "`";
   m << "\n\n";
@@ -547,7 +545,8 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
   }
   for (const auto& rank : r.ranks) {
     if (rank.report.passed()) continue;
-    m << "\n#### `" << MarkdownCell(rank.report.path) << "`: " << Verdict(rank.report) << "\n\n";
+    m << "\n#### `" << MarkdownCell(rank.report.path) << "`: " << CheckVerdictText(rank.report)
+      << "\n\n";
     MarkdownChecks(rank.report, m);
   }
   return m.str();

@@ -23,7 +23,7 @@ Json SideJson(const Snapshot& snap, const analysis::ReportAnalysis& a,
   return j;
 }
 
-Json DeltaJson(const analysis::Delta& d) { return Json::array({d.before, d.after}); }
+Json DeltaPairJson(const analysis::Delta& d) { return Json::array({d.before, d.after}); }
 
 }  // namespace
 
@@ -47,8 +47,8 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   j["after"]["frame_kinds"] = after_stacks.FrameKindsJson();
   j["after"]["stacks"] = after_stacks.StacksJson();
   j["moment"] = diff.options.at.kind == analysis::Moment::Kind::kPeak ? "peak" : "end";
-  j["live_bytes"] = DeltaJson(diff.live_bytes);
-  j["live_count"] = DeltaJson(diff.live_count);
+  j["live_bytes"] = DeltaPairJson(diff.live_bytes);
+  j["live_count"] = DeltaPairJson(diff.live_count);
   j["sites_only_before"] = diff.sites_only_before;
   j["sites_only_after"] = diff.sites_only_after;
   j["sites_unchanged"] = diff.sites_unchanged;
@@ -76,18 +76,18 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   for (const analysis::DeviceDelta& d : diff.devices) {
     peaks.push_back(Json{{"device", d.device},
                          {"has_peak", d.has_peak},
-                         {"peak", DeltaJson(d.peak)},
-                         {"live", DeltaJson(d.live)}});
+                         {"peak", DeltaPairJson(d.peak)},
+                         {"live", DeltaPairJson(d.live)}});
   }
   j["device_deltas"] = std::move(peaks);
   Json scopes = Json::array();
   for (const analysis::ScopeDelta& s : diff.scopes) {
     Json r;
     r["scope"] = s.scope;
-    r["reserved"] = DeltaJson(s.reserved);
-    r["allocated"] = DeltaJson(s.allocated);
-    r["requested"] = DeltaJson(s.requested);
-    r["segments"] = DeltaJson(s.segments);
+    r["reserved"] = DeltaPairJson(s.reserved);
+    r["allocated"] = DeltaPairJson(s.allocated);
+    r["requested"] = DeltaPairJson(s.requested);
+    r["segments"] = DeltaPairJson(s.segments);
     scopes.push_back(std::move(r));
   }
   j["scopes"] = std::move(scopes);

@@ -11,6 +11,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "memsnap/util/table.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -25,8 +26,6 @@ constexpr int kNumVerdicts = 6;
 constexpr size_t kMaxValuesShown = 8;  // per site: first 3, "...", last 3 beyond this
 constexpr size_t kMaxStepsShown = 12;  // step table rows in text mode
 constexpr size_t kMaxMovesShown = 6;   // moved lines listed per step in text mode
-
-Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
 std::string Relative(int64_t t, int64_t t0) {
   if (t == kNoTime || t0 == kNoTime) return "-";
@@ -292,7 +291,7 @@ Json LeaksToJson(const LeakReport& r) {
   for (size_t i = 0; i < r.labels.size(); ++i) {
     Json p;
     p["label"] = r.labels[i];
-    p["time_us"] = TimeJson(r.times[i]);
+    p["time_us"] = internal::TimeToJson(r.times[i]);
     p["live_bytes"] = r.live_bytes[i];
     p["live_count"] = r.live_counts[i];
     j["points"].push_back(p);
@@ -309,8 +308,8 @@ Json LeaksToJson(const LeakReport& r) {
     for (size_t k = 0; k < st.ranges.size(); ++k) {
       s["steps"].push_back(Json{{"begin_event", st.ranges[k].first_event()},
                                 {"end_event", st.ranges[k].end_event()},
-                                {"begin_time_us", TimeJson(st.begin_time[k])},
-                                {"end_time_us", TimeJson(st.end_time[k])}});
+                                {"begin_time_us", internal::TimeToJson(st.begin_time[k])},
+                                {"end_time_us", internal::TimeToJson(st.end_time[k])}});
     }
     j["steps"] = s;
   }

@@ -10,6 +10,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "memsnap/util/table.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -21,8 +22,6 @@ using analysis::OomExplanation;
 using analysis::OomHolder;
 using analysis::OomRemedy;
 using analysis::OomReport;
-
-Json TimeJson(int64_t t) { return t == kNoTime ? Json(nullptr) : Json(t); }
 
 Json EventJson(uint32_t e) { return e == analysis::kPreexistingEvent ? Json(nullptr) : Json(e); }
 
@@ -37,7 +36,7 @@ std::string Plural(int64_t n, std::string_view one, std::string_view many) {
   return absl::StrCat(FormatCount(n), " ", Sv(n == 1 ? one : many));
 }
 
-std::string Share(int64_t part, int64_t whole) {
+std::string ShareOrDash(int64_t part, int64_t whole) {
   return whole <= 0 ? std::string("-")
                     : FormatPercent(static_cast<double>(part) / static_cast<double>(whole));
 }
@@ -85,7 +84,8 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool 
     if (h.site == o.site) {
       out.push_back(absl::StrCat("the failing request's own site already holds ",
                                  FormatBytes(h.bytes), " in ", Plural(h.blocks, "block", "blocks"),
-                                 " (", Share(h.bytes, o.holders_bytes), " of the live memory)"));
+                                 " (", ShareOrDash(h.bytes, o.holders_bytes),
+                                 " of the live memory)"));
       break;
     }
   }
@@ -94,7 +94,7 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool 
     std::string_view lever = CategoryLever(c.category, inference);
     if (lever.empty() || c.bytes < o.shortfall) continue;
     out.push_back(absl::StrCat(Cat(names, c.category), " holds ", FormatBytes(c.bytes), " (",
-                               Share(c.bytes, o.holders_bytes), "): ", Sv(lever)));
+                               ShareOrDash(c.bytes, o.holders_bytes), "): ", Sv(lever)));
   }
   return out;
 }
@@ -504,7 +504,7 @@ Json OomToJson(const OomReport& r) {
     Json oj;
     oj["device"] = o.device;
     oj["event_index"] = EventJson(o.event);
-    oj["time_us"] = TimeJson(o.time_us);
+    oj["time_us"] = internal::TimeToJson(o.time_us);
     oj["time_rel_us"] = o.time_us == kNoTime || o.start_time_us == kNoTime
                             ? Json(nullptr)
                             : Json(o.time_us - o.start_time_us);

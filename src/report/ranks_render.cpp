@@ -5,16 +5,13 @@
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string Show(double v, bool is_ratio) {
-  return is_ratio ? FormatPercent(v) : FormatBytes(static_cast<int64_t>(v));
-}
 
 // How far above the median: a percent of it for bytes, percentage points for ratios.
 std::string Above(double v, double median, bool is_ratio) {
@@ -119,19 +116,20 @@ std::string OutlierReason(const analysis::Outlier& o) {
     case analysis::OutlierKind::kOtherTopSite:
       return absl::StrCat("top site differs: ", o.top_site, " (most ranks: ", o.common_site, ")");
     case analysis::OutlierKind::kAboveMedian:
-      return absl::StrCat(o.metric, " ", Show(o.value, is_ratio), " is ",
+      return absl::StrCat(o.metric, " ", internal::FigureText(o.value, is_ratio), " is ",
                           Above(o.value, o.median, is_ratio), " above the median ",
-                          Show(o.median, is_ratio));
+                          internal::FigureText(o.median, is_ratio));
     case analysis::OutlierKind::kBelowMedian:
-      return absl::StrCat(o.metric, " ", Show(o.value, is_ratio), " is ",
+      return absl::StrCat(o.metric, " ", internal::FigureText(o.value, is_ratio), " is ",
                           Below(o.value, o.median, is_ratio), " below the median ",
-                          Show(o.median, is_ratio));
+                          internal::FigureText(o.median, is_ratio));
     case analysis::OutlierKind::kHighest:
     case analysis::OutlierKind::kHighestAbove:
       break;
   }
-  std::string reason = absl::StrCat("highest ", o.metric, ": ", Show(o.value, is_ratio),
-                                    " (median ", Show(o.median, is_ratio), ")");
+  std::string reason =
+      absl::StrCat("highest ", o.metric, ": ", internal::FigureText(o.value, is_ratio), " (median ",
+                   internal::FigureText(o.median, is_ratio), ")");
   if (o.kind == analysis::OutlierKind::kHighestAbove) {
     absl::StrAppend(&reason, ", ", Above(o.value, o.median, is_ratio), " above it");
   }

@@ -18,6 +18,21 @@ struct F {
   int64_t line = 0;
 };
 
+/// The caching allocator's malloc, as PyTorch 2.x writes the frame with C++ context.
+inline const F kMalloc{
+    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
+    "unsigned long, CUstream_st*)",
+    "CUDACachingAllocator.cpp"};
+
+/// An ATen operator's native frame: at::_ops::NAME::call.
+inline F Op(const std::string& name) {
+  return F{"at::_ops::" + name + "::call(at::Tensor const&)"};
+}
+/// A Python frame: NAME at FILE:LINE.
+inline F Py(const std::string& file, int64_t line, const std::string& name) {
+  return F{name, file, line};
+}
+
 class MiniTrace {
  public:
   /// Interns a stack given innermost first.

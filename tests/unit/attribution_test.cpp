@@ -16,16 +16,13 @@ using testing::MiniTrace;
 // Frames as PyTorch 2.x writes them with C++ context.
 const F kUnwind{"torch::unwind::unwind()"};
 const F kGather{"torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"};
-const F kMalloc{
-    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed "
-    "char, unsigned long, CUstream_st*)",
-    "CUDACachingAllocator.cpp"};
+using testing::kMalloc;
 const F kEmpty{"at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"};
 const F kEval{"_PyEval_EvalFrameDefault"};
 const F kStart{"_start"};
 
-F Op(const std::string& name) { return F{"at::_ops::" + name + "::call(at::Tensor const&)"}; }
-F Py(const std::string& file, int64_t line, const std::string& name) { return F{name, file, line}; }
+using testing::Op;
+using testing::Py;
 
 std::string Label(const std::vector<F>& frames) {
   MiniTrace t;

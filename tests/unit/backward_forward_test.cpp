@@ -38,10 +38,7 @@ bool HasLabel(const std::map<std::string, std::string>& labels, const std::strin
   return labels.count(label) > 0;
 }
 
-const F kMalloc{
-    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
-    "unsigned long, CUstream_st*)",
-    "CUDACachingAllocator.cpp"};
+using testing::kMalloc;
 
 F Wrapper(const std::string& op) {
   return F{"torch::autograd::VariableType::(anonymous namespace)::" + op +

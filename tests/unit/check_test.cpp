@@ -17,7 +17,7 @@ namespace {
 
 using testing::LoadFixture;
 
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 CheckReport Run(const CheckMetrics& cur, const CheckMetrics* base, const CheckOptions& o) {
   auto r = RunChecks(cur, base, o);

@@ -79,11 +79,7 @@ std::string ToPickle(const Snapshot& s, int protocol) {
   return out.str();
 }
 
-std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  std::string path = testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using testing::WriteTemp;
 
 Snapshot SmallTimedSnapshot() {
   return testing::ParseOrFail(testing::PythonPickle(R"({

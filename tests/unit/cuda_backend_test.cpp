@@ -28,7 +28,7 @@ using testing::Ev;
 using testing::FakeCudaDriver;
 using testing::TraceSnapshot;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+using testing::kMiB;
 
 // Two 4 MB tensors on stream 0, one 1000-byte tensor on stream 7, all freed.
 Snapshot SmallTrace() {

@@ -18,7 +18,7 @@
 namespace memsnap::analysis {
 namespace {
 
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 DiffReport Diff(const std::string& before, const std::string& after, DiffOptions o = {}) {
   o.auto_moment = true;
@@ -30,14 +30,6 @@ DiffReport Diff(const std::string& before, const std::string& after, DiffOptions
 }
 
 using testing::FindSiteDelta;
-
-std::vector<std::string> Labels(const DiffReport& rep) {
-  std::vector<std::string> out;
-  for (const std::vector<SiteDelta>* list : {&rep.sites, &rep.other_sites}) {
-    for (const SiteDelta& s : *list) out.push_back(s.site);
-  }
-  return out;
-}
 
 bool Has(const std::vector<std::string>& labels, std::string_view label) {
   return std::find(labels.begin(), labels.end(), label) != labels.end();
@@ -94,7 +86,7 @@ TEST_SUITE("diff") {
     // model.py:14: eager `add` before; after, compiled code and an eager `cat` at that line. Which
     // of them replaced `add` is a guess.
     DiffReport rep = Diff("compile_eager.json", "compile_compiled.json");
-    std::vector<std::string> labels = Labels(rep);
+    std::vector<std::string> labels = testing::SiteLabels(rep, true);
     CHECK(Has(labels, "add \u2190 model.py:14 forward"));
     CHECK(Has(labels, "torch.compile \u2190 model.py:14 forward"));
     CHECK(Has(labels, "cat \u2190 model.py:14 forward"));
@@ -103,7 +95,7 @@ TEST_SUITE("diff") {
   TEST_CASE("compiled code fused into another line does not pair across lines") {
     // Eager softmax at model.py:15; the compiled run allocates at :16 instead.
     DiffReport rep = Diff("compile_eager.json", "compile_compiled.json");
-    std::vector<std::string> labels = Labels(rep);
+    std::vector<std::string> labels = testing::SiteLabels(rep, true);
     CHECK(Has(labels, "_softmax \u2190 model.py:15 forward"));
     CHECK(Has(labels, "torch.compile \u2190 model.py:16 forward"));
     CHECK(FindSiteDelta(rep, "_softmax \u2190 model.py:15 forward")->presence ==
@@ -120,8 +112,8 @@ TEST_SUITE("diff") {
     CHECK(on.live_bytes.before == no.live_bytes.before);
     CHECK(on.live_bytes.after == no.live_bytes.after);
     CHECK(no.sites_compiled == 0);
-    CHECK(Has(Labels(no), "torch.compile \u2190 model.py:12 forward"));
-    CHECK(Has(Labels(no), "mul \u2190 model.py:12 forward"));
+    CHECK(Has(testing::SiteLabels(no, true), "torch.compile \u2190 model.py:12 forward"));
+    CHECK(Has(testing::SiteLabels(no, true), "mul \u2190 model.py:12 forward"));
     // Σ of each side over rows is the same either way.
     auto sum = [](const DiffReport& r, bool after) {
       int64_t t = 0;

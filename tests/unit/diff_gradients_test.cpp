@@ -6,11 +6,12 @@
 
 #include "doctest/doctest.h"
 #include "memsnap/analysis/sites/diff.h"
+#include "test_util.h"
 
 namespace memsnap::analysis {
 namespace {
 
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 // A row present on one side only (`after` says which), of one category.
 SiteDelta Row(const std::string& key, bool after, int64_t bytes, Category c,

@@ -15,8 +15,8 @@ namespace {
 using testing::F;
 using testing::MiniTrace;
 
-F Op(const std::string& name) { return F{"at::_ops::" + name + "::call(at::Tensor const&)"}; }
-F Py(const std::string& file, int64_t line, const std::string& name) { return F{name, file, line}; }
+using testing::Op;
+using testing::Py;
 
 /// One live allocation per stack (1 MiB, 2 MiB, ...), never freed: the end state holds them all.
 Snapshot Live(const std::vector<std::vector<F>>& stacks) {
@@ -38,12 +38,6 @@ DiffReport Diff(const Snapshot& before, const Snapshot& after, DiffOptions o = {
 }
 
 using testing::FindSiteDelta;
-
-std::vector<std::string> Labels(const DiffReport& rep) {
-  std::vector<std::string> out;
-  for (const SiteDelta& s : rep.sites) out.push_back(s.site);
-  return out;
-}
 
 // A forward pass: linear at model.py:LINE, called from train.py:TRAIN_LINE.
 std::vector<F> Linear(int64_t line, int64_t train_line = 5, const std::string& fn = "forward") {
@@ -77,8 +71,9 @@ TEST_SUITE("diff") {
     CHECK(rep.sites_only_before == 1);
     CHECK(rep.sites_only_after == 1);
     CHECK(rep.sites_moved == 0);
-    CHECK(Labels(rep) == std::vector<std::string>{"linear \u2190 model.py:120 forward",
-                                                  "linear \u2190 model.py:118 forward"});
+    CHECK(testing::SiteLabels(rep, false) ==
+          std::vector<std::string>{"linear \u2190 model.py:120 forward",
+                                   "linear \u2190 model.py:118 forward"});
   }
 
   TEST_CASE("two candidates on a side stay unpaired: diff does not guess") {

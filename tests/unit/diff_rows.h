@@ -1,6 +1,7 @@
 // Looking up the rows of a diff report in tests (diff_moved_test, diff_compiled_test).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,16 @@ inline const analysis::SiteDelta* FindSiteDelta(const analysis::DiffReport& rep,
     }
   }
   return nullptr;
+}
+
+/// The labels of the rows shown, then (with `with_other`) of those under the min-delta.
+inline std::vector<std::string> SiteLabels(const analysis::DiffReport& rep, bool with_other) {
+  std::vector<std::string> out;
+  for (const analysis::SiteDelta& s : rep.sites) out.push_back(s.site);
+  if (with_other) {
+    for (const analysis::SiteDelta& s : rep.other_sites) out.push_back(s.site);
+  }
+  return out;
 }
 
 }  // namespace memsnap::testing

@@ -17,7 +17,7 @@ namespace {
 
 using testing::LoadFixture;
 
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 FragReport Analyze(const Snapshot& snap, FragOptions options = {}) {
   auto r = AnalyzeFragmentation(snap, options);

@@ -42,11 +42,7 @@ bool HasWarning(const Snapshot& s, std::string_view needle) {
                      [&](const std::string& w) { return w.find(needle) != std::string::npos; });
 }
 
-std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  std::string path = testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using testing::WriteTemp;
 
 std::string StrictError(const std::string& bytes) {
   auto input = io::FromMemory(bytes, "snap.pickle");

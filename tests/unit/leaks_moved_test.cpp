@@ -16,11 +16,11 @@ namespace memsnap::analysis {
 namespace {
 
 using testing::F;
+using testing::kMiB;
 using testing::MiniTrace;
-constexpr int64_t kMiB = int64_t{1} << 20;
 
-F Op(const std::string& name) { return F{"at::_ops::" + name + "::call(at::Tensor const&)"}; }
-F Py(const std::string& file, int64_t line, const std::string& name) { return F{name, file, line}; }
+using testing::Op;
+using testing::Py;
 
 // A forward pass: linear at model.py:LINE, called from train.py:5.
 std::vector<F> Linear(int64_t line, const std::string& fn = "forward") {

@@ -17,7 +17,7 @@ namespace {
 using analysis::LeakReport;
 using analysis::LeakSite;
 using analysis::Verdict;
-constexpr int64_t kMiB = int64_t{1} << 20;
+using testing::kMiB;
 
 // The generated fixtures (testdata/leaks_fixtures.py), written once per test run.
 const std::string& FixtureDir() {

@@ -20,18 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The pickles a file holds: itself, its gzip content, or the payloads of an HTML page.
-std::vector<std::string> PicklesIn(std::string bytes) {
-  if (io::IsGzip(bytes)) {
-    absl::StatusOr<std::string> inflated = io::Gunzip(bytes, "in");
-    if (!inflated.ok()) return {};
-    bytes = std::move(*inflated);
-  }
-  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) return {bytes};
-  absl::StatusOr<std::vector<std::string>> payloads = parse::ExtractHtmlPayloads(bytes, "in");
-  return payloads.ok() ? *payloads : std::vector<std::string>{};
-}
-
 // The hand-written fixtures of testdata/ as CPython pickles of protocols 2 and 4.
 std::vector<std::string> FixturePickles() {
   std::vector<std::string> pickles;
@@ -47,7 +35,7 @@ TEST_SUITE("pickle_fast_path") {
             doctest::test_suite("corpus")) {
     size_t pickles = 0;
     for (const std::string& path : testing::CorpusFiles()) {
-      for (const std::string& bytes : PicklesIn(testing::ReadFileOrFail(path))) {
+      for (const std::string& bytes : testing::PicklesIn(testing::ReadFileOrFail(path))) {
         CAPTURE(path);
         CHECK(testing::ComparePicklePaths(bytes) == "");
         ++pickles;

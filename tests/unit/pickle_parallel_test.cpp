@@ -33,7 +33,7 @@ std::string Slurp(const std::string& path) {
 }
 
 // Records [len][bytes] written by a Python script, back into strings.
-std::vector<std::string> Records(const std::string& out) {
+std::vector<std::string> SplitU64Records(const std::string& out) {
   std::vector<std::string> records;
   for (size_t at = 0; at + 8 <= out.size();) {
     uint64_t n = 0;
@@ -99,7 +99,7 @@ const char* const kTrace =
 // Generated traces cut into frames of about `target` bytes (protocols 4 and 5); in the last, new
 // stacks stop appearing after the first 2% of the entries, as in a training loop.
 std::vector<std::string> Traces() {
-  return Records(testing::RunPython(
+  return SplitU64Records(testing::RunPython(
       std::string(kSmallFrames) + kTrace +
       "for seed, n, late, target, protocol in ((1, 3000, 1, 256, 4), (2, 3000, 1, 4096, 5),"
       " (3, 400, 1, 64, 4), (4, 20000, 0.02, 16384, 4)):\n"
@@ -108,7 +108,7 @@ std::vector<std::string> Traces() {
 
 // A training loop's trace on one device, in small frames: the shape the timeline streams.
 std::string OneDeviceTrace() {
-  return Records(testing::RunPython(
+  return SplitU64Records(testing::RunPython(
       std::string(kSmallFrames) +
       "import random\n"
       "rng = random.Random(5)\n"
@@ -159,7 +159,7 @@ class HelpRecorder final : public parse::EventObserver {
 
 // The fixtures of testdata/ as pickles of protocols 4 and 5 with small frames.
 std::vector<std::string> SmallFrameFixtures() {
-  return Records(testing::RunPython(
+  return SplitU64Records(testing::RunPython(
       std::string(kSmallFrames) +
       "import os\n"
       "from pyhelpers import load_json\n"
@@ -170,18 +170,6 @@ std::vector<std::string> SmallFrameFixtures() {
       "for name in names:\n"
       "    for protocol in (4, 5):\n"
       "        emit(small_frames(load_json(name), 128, protocol))\n"));
-}
-
-// The pickles a corpus file holds: itself, its gzip content, or the payloads of an HTML page.
-std::vector<std::string> PicklesIn(std::string bytes) {
-  if (io::IsGzip(bytes)) {
-    absl::StatusOr<std::string> inflated = io::Gunzip(bytes, "in");
-    if (!inflated.ok()) return {};
-    bytes = std::move(*inflated);
-  }
-  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) return {bytes};
-  absl::StatusOr<std::vector<std::string>> payloads = parse::ExtractHtmlPayloads(bytes, "in");
-  return payloads.ok() ? *payloads : std::vector<std::string>{};
 }
 
 }  // namespace
@@ -363,7 +351,7 @@ TEST_SUITE("pickle_parallel") {
             doctest::test_suite("corpus")) {
     size_t pickles = 0, adopted = 0;
     for (const std::string& path : testing::CorpusFiles()) {
-      for (const std::string& bytes : PicklesIn(Slurp(path))) {
+      for (const std::string& bytes : testing::PicklesIn(Slurp(path))) {
         CAPTURE(path);
         for (size_t threads : {2, 4}) {
           for (size_t chunk : {size_t{1}, size_t{1} << 18}) {

@@ -5,13 +5,27 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "memsnap/io/input.h"
+#include "memsnap/parse/reader.h"
 #include "model_text.h"
 #include "parse/pickle_decoder.h"
 
 namespace memsnap::testing {
+
+/// The pickles a file holds: itself, its gzip content, or the payloads of an HTML page.
+inline std::vector<std::string> PicklesIn(std::string bytes) {
+  if (io::IsGzip(bytes)) {
+    absl::StatusOr<std::string> inflated = io::Gunzip(bytes, "in");
+    if (!inflated.ok()) return {};
+    bytes = std::move(*inflated);
+  }
+  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) return {bytes};
+  absl::StatusOr<std::vector<std::string>> payloads = parse::ExtractHtmlPayloads(bytes, "in");
+  return payloads.ok() ? *payloads : std::vector<std::string>{};
+}
 
 /// The model text (ModelText) and warnings of `bytes` decoded as a pickle, or its error.
 inline std::string DecodedPickleText(std::string_view bytes, const parse::PickleOptions& options) {

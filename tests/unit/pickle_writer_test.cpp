@@ -17,11 +17,7 @@ namespace {
 using io::PickleWriter;
 using testing::PythonPickle;
 
-std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  std::string path = testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using testing::WriteTemp;
 
 template <class F>
 std::string Write(int protocol, F&& body) {

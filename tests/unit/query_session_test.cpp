@@ -24,11 +24,7 @@ using testing::ReadFileOrFail;
 using testing::TempDir;
 using testing::TestdataPath;
 
-std::string WriteFile(const std::string& name, const std::string& bytes) {
-  std::string path = TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using testing::WriteTemp;
 
 query::ReadSettings Quiet() {
   query::ReadSettings s;
@@ -210,9 +206,9 @@ TEST_CASE("over a directory, a file that is no snapshot is skipped and a truncat
   const std::string dir = TempDir() + "/query_ranks";
   std::filesystem::create_directories(dir);
   const std::string good = ReadFileOrFail(TestdataPath("summary_basic.json"));
-  WriteFile("query_ranks/rank0.json", good);
-  WriteFile("query_ranks/notes.txt", "not a snapshot at all\n");
-  WriteFile("query_ranks/rank1.json", good.substr(0, good.size() / 2));
+  WriteTemp("query_ranks/rank0.json", good);
+  WriteTemp("query_ranks/notes.txt", "not a snapshot at all\n");
+  WriteTemp("query_ranks/rank1.json", good.substr(0, good.size() / 2));
   absl::StatusOr<std::vector<query::InputFile>> files = query::ExpandInputs({dir});
   REQUIRE(files.ok());
   REQUIRE(files->size() == 3);

@@ -33,7 +33,7 @@ std::string SmallPickle(int protocol) {
 }
 
 /// Length-prefixed records written by python (`emit(bytes)`), split back into strings.
-std::vector<std::string> Records(const std::string& blob) {
+std::vector<std::string> SplitU32Records(const std::string& blob) {
   std::vector<std::string> out;
   size_t i = 0;
   while (i + 4 <= blob.size()) {
@@ -284,7 +284,7 @@ TEST_SUITE("reader_errors") {
         "        ptr = ''.join('/' + str(k).replace('~', '~0').replace('/', '~1') for k in p)\n"
         "        emit(ptr.encode())\n"
         "        emit(json.dumps(o).encode())\n");
-    auto records = Records(blob);
+    auto records = SplitU32Records(blob);
     REQUIRE(records.size() > 1000);
     int errors = 0;
     for (size_t i = 0; i + 1 < records.size(); i += 2) {
@@ -307,7 +307,7 @@ TEST_SUITE("reader_errors") {
                            "    for w in WRONG:\n"
                            "        o = replaced(data, p, w)\n"
                            "        if o is not None: emit(pickle.dumps(o, protocol=4))\n");
-    auto records = Records(blob);
+    auto records = SplitU32Records(blob);
     REQUIRE(records.size() > 1000);
     for (const std::string& r : records) ParsesOrFailsCleanly(r, "w.pickle");
   }

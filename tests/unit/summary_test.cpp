@@ -21,7 +21,7 @@ namespace {
 using testing::ParseOrFail;
 using testing::PythonPickle;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+using testing::kMiB;
 
 // A trace that begins mid-run: frees of blocks allocated before it, allocs over addresses still
 // live (a missed free), ooms, times out of order, live blocks at the end of both kinds.

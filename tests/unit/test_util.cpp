@@ -205,4 +205,10 @@ std::string MutateBytes(std::string b, std::mt19937_64& rng, const ByteMutation&
   return b;
 }
 
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  std::string path = TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
 }  // namespace memsnap::testing

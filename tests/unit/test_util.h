@@ -60,6 +60,9 @@ bool CorpusBounded();
 void SkipTestCase(const std::string& reason);
 inline constexpr int kSkipExitCode = 77;
 
+/// One mebibyte, the unit most tests size their blocks in.
+inline constexpr int64_t kMiB = int64_t{1} << 20;
+
 /// The test suite of the running test case ("" outside any).
 std::string_view CurrentTestSuite();
 
@@ -83,6 +86,9 @@ RunResult RunMemsnap(const std::vector<std::string>& args);
 
 /// A temporary directory removed at exit.
 std::string TempDir();
+
+/// Writes `bytes` to TempDir()/NAME and returns the path.
+std::string WriteTemp(const std::string& name, const std::string& bytes);
 
 /// How MutateBytes breaks a pickle: which cuts it makes, and how long a copied range may be.
 struct ByteMutation {

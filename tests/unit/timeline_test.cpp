@@ -31,7 +31,7 @@ DeviceTimeline Device0(const Snapshot& snap) {
   return tl->devices[0];
 }
 
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 TEST_SUITE("timeline") {
   TEST_CASE("a training-step loop gives the exact live curve, peak and lifetime classes") {

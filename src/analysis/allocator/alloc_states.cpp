@@ -42,8 +42,6 @@ void UndoTagged(frag_internal::DeviceRewind& rw, const TraceEvent& e, uint32_t i
   if (rw.Undo(e)) rw.Tag(e.addr, freed.At(i));
 }
 
-int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
-
 // The segment's runs, with free memory split the way SegmentFigures counts it.
 StateSegment ToStateSegment(const LSegment& s, const FragFigures& f) {
   StateSegment out{s.address, s.size, s.stream, s.pool, s.is_small, s.is_expandable, {}};
@@ -76,7 +74,7 @@ StateSegment ToStateSegment(const LSegment& s, const FragFigures& f) {
       run_end += s.blocks[j].size;
       ++j;
     }
-    int64_t first = RoundUp(run_begin, page), last = run_end / page * page;
+    int64_t first = sim::RoundUpSaturated(run_begin, page), last = run_end / page * page;
     if (last <= first) first = last = run_end;  // no whole page inside
     int64_t offset = run_begin;
     for (size_t k = i; k < j; ++k) {

@@ -36,8 +36,6 @@ int64_t RoundSize(int64_t n, const AllocatorSettings& settings) {
   return sim::RoundSize(n, settings.roundup_power2_divisions);
 }
 
-int64_t RoundUp(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
-
 }  // namespace
 
 namespace frag_internal {
@@ -53,7 +51,7 @@ FragFigures SegmentFigures(const LSegment& s) {
   int64_t run_begin = -1;  // offset of the current run of non-allocated blocks
   auto close_run = [&](int64_t end) {
     if (run_begin < 0) return;
-    int64_t first = RoundUp(run_begin, page), last = end / page * page;
+    int64_t first = sim::RoundUpSaturated(run_begin, page), last = end / page * page;
     if (last > first) f.releasable_bytes += last - first;
     run_begin = -1;
   };
