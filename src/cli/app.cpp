@@ -76,7 +76,8 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
   app.add_option("--categories", categories_files,
                  "A file of NAME=REGEX lines, as --category ('#' comments, blank lines); its "
                  "categories come before those of --category")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(InputPaths());
 
   std::map<CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {

@@ -5,9 +5,10 @@
 
 Every flag that names an output file is pointed at the input snapshot itself, at a hard link and at
 a symlink to it: each must exit 2 with a message naming the flag, and leave the input byte for byte
-as it was. An existing snapshot that is not an input is refused unless --force; memsnap's own
-outputs (a Perfetto trace, the HTML report, CSV) are overwritten without it. Writes to a /dev/full
-and to a read-only file system name the path and the system's reason.
+as it was; so must a --categories file and a standard input redirected from the output. An
+existing snapshot that is not an input is refused unless --force; memsnap's own outputs (a
+Perfetto trace, the HTML report, CSV) are overwritten without it. Writes to a /dev/full and to a
+read-only file system name the path and the system's reason.
 
 Temporary files (io/output.h): only a stale one of memsnap's own is removed, never a user's file
 however it is named (the input included), with or without a `/` in the output's name; any output
@@ -239,6 +240,57 @@ def main():
         p = run(["top", "--folded", "snap.pickle", "."], tmp)
         expect(p.returncode == 2 and "is the same file as the input" in p.stderr,
                "top --folded F DIR: F inside DIR is refused", p)
+
+        # Every file a command reads is an input: the --categories file (a global flag, before
+        # or after the command) and standard input redirected from the output, --force or not.
+        cats = os.path.join(tmp, "cats.txt")
+        cat_rules = b"kv_cache=cache_utils\\.py\n"
+        more_writers = writers + [
+            (["export", "-f", "json", "snap.pickle", "-o", "OUT"], "--output"),
+            (["export", "-f", "folded", "snap.pickle", "-o", "OUT"], "--output"),
+            (["convert", "--format", "pickle", "snap.pickle", "OUT"], "output"),
+            (["report", "snap.pickle", "snap.pickle", "-o", "OUT"], "--output"),
+        ]
+        for args, flag in more_writers:
+            for force in ([], ["--force"]):
+                for where in ("before", "after"):
+                    fresh()
+                    open(cats, "wb").write(cat_rules)
+                    a = [("cats.txt" if x == "OUT" else x) for x in args]
+                    a = (force + ["--categories", "cats.txt"] + a if where == "before"
+                         else force + a[:1] + ["--categories", "cats.txt"] + a[1:])
+                    p = run(a, tmp)
+                    want = (f"memsnap {args[0]}: {flag} cats.txt: cats.txt is the same file as the "
+                            f"input cats.txt; refusing to write over it\n")
+                    expect(p.returncode == 2 and p.stderr == want, f"{' '.join(a)}: refused", p)
+                    expect(open(cats, "rb").read() == cat_rules,
+                           f"{' '.join(a)}: the categories file is intact")
+        stdin_writers = [
+            (["convert", "-", "OUT"], "output"),
+            (["export", "-f", "csv", "-", "-o", "OUT"], "--output"),
+            (["report", "-", "-o", "OUT"], "--output"),
+            (["top", "--folded", "OUT", "-"], "--folded"),
+            (["check", "--max-peak", "1TiB", "--junit", "OUT", "-"], "--junit"),
+        ]
+        for args, flag in stdin_writers:
+            for out in ("snap.pickle", "./snap.pickle", "hard.pickle", "sym.pickle"):
+                fresh()
+                a = ["--force"] + [out if x == "OUT" else x for x in args]
+                with open(path, "rb") as stdin:
+                    p = run(a, tmp, stdin=stdin)
+                want = (f"memsnap {args[0]}: {flag} {out}: {out} is the same file as the input - "
+                        f"(standard input); refusing to write over it\n")
+                expect(p.returncode == 2 and p.stderr == want, f"{' '.join(a)} < snap.pickle", p)
+                expect(open(path, "rb").read() == snap, f"{' '.join(a)} < snap.pickle: intact")
+        # Standard input from another file does not stop a write.
+        fresh()
+        open(os.path.join(tmp, "copy.pickle"), "wb").write(snap)
+        with open(os.path.join(tmp, "copy.pickle"), "rb") as stdin:
+            p = run(["export", "-f", "csv", "-", "-o", "blocks.csv"], tmp, stdin=stdin)
+        expect(p.returncode == 0, "export - -o blocks.csv < another file: written", p)
+        os.remove(os.path.join(tmp, "copy.pickle"))
+        os.remove(os.path.join(tmp, "blocks.csv"))
+        os.remove(cats)
 
         # `--folded` followed by the snapshot takes it as its output: the message says so.
         fresh()
