@@ -291,6 +291,7 @@ absl::Status CheckOutputs(CLI::App& sub, Context& ctx) {
       outputs.push_back(opt);
     }
   }
+  ctx.inputs.insert(ctx.inputs.end(), ctx.preloaded_files.begin(), ctx.preloaded_files.end());
   for (CLI::Option* opt : outputs) {
     for (const std::string& v : opt->results()) {
       RETURN_IF_ERROR(CheckOutputPath(FlagLabel(*opt), v, ctx.inputs, ctx.force));
