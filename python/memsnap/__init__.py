@@ -269,23 +269,33 @@ def _run(args: list, inputs: dict, json_output: bool = True) -> Any:
     return (json.loads(out) if json_output else out), code
 
 
+def _path(x: Any) -> str:
+    """A path argument as a string; one holding a NUL byte names no file."""
+    path = os.fsdecode(os.fspath(x))
+    if "\0" in path:
+        raise InputError(f"{path!r}: not a path (it holds a NUL byte)")
+    return path
+
+
 class _Inputs:
-    """The inputs of one command line: a loaded Snapshot goes by its name (unique in the call), a
-    path is passed on as it is and read by the command."""
+    """The inputs of one command line. A path is passed on as it is and read from disk by the
+    command, every time; a Snapshot (or bytes or a dict, loaded here) is handed over in memory
+    under a handle that starts with a NUL byte, which no path can: a path never reaches a
+    snapshot in memory, whatever its name (the name is a label, shown in results)."""
 
     def __init__(self):
         self.snapshots: dict = {}
 
     def add(self, x: Any) -> str:
-        if isinstance(x, (str, os.PathLike)) and not isinstance(x, Snapshot):
-            return os.fspath(x)
+        if isinstance(x, (str, os.PathLike)):
+            return _path(x)
         s = x if isinstance(x, Snapshot) else load(x)
-        name, n = s.name, 1
-        while name in self.snapshots and self.snapshots[name] is not s:
-            n += 1
-            name = f"{s.name}#{n}"
-        self.snapshots[name] = s
-        return name
+        for handle, known in self.snapshots.items():
+            if known is s:
+                return handle
+        handle = f"\0memsnap-snapshot-{len(self.snapshots)}"
+        self.snapshots[handle] = s
+        return handle
 
 
 def _result(cls: type, command: str, inputs: list, flags: Mapping[str, Any]) -> Result:
@@ -379,12 +389,17 @@ def load(x: Any, name: str | None = None, strict: bool = False, threads: int = 0
     dict ``torch.cuda.memory._snapshot()`` returns, or its 1.13 list of segments), read directly
     without a file or a pickle. `name` names bytes and dicts in results and errors (default
     ``<bytes>``, ``<dict>``). `strict`: the reader's warnings are errors (the CLI's --strict).
-    `threads`: threads that may decode one pickle (0: all cores). Raises InputError."""
+    `threads`: threads that may decode one pickle (0: all cores; at most 4096, as the CLI's -j).
+    Raises InputError, also for an argument of another type (None, a number)."""
     if isinstance(x, Snapshot):
         return x
+    if isinstance(threads, bool) or not isinstance(threads, int) or \
+            not 0 <= threads <= _memsnap.MAX_THREADS:
+        raise InputError(f"memsnap.load: threads={threads!r}: expected 0 (all cores) to "
+                         f"{_memsnap.MAX_THREADS}, as the CLI's --threads")
     try:
         if isinstance(x, (str, os.PathLike)):
-            return Snapshot(_memsnap.read_path(os.fspath(x), strict=strict, threads=threads))
+            return Snapshot(_memsnap.read_path(_path(x), strict=strict, threads=threads))
         if isinstance(x, (bytes, bytearray, memoryview)):
             return Snapshot(_memsnap.read_bytes(bytes(x), name or "<bytes>", strict=strict,
                                                 threads=threads))
@@ -392,8 +407,8 @@ def load(x: Any, name: str | None = None, strict: bool = False, threads: int = 0
             return Snapshot(_memsnap.read_object(x, name or "<dict>", strict=strict))
     except _memsnap.Error as e:
         raise InputError(str(e)) from None
-    raise TypeError(f"memsnap.load: expected a path, bytes or a snapshot dict, got "
-                    f"{type(x).__name__}")
+    raise InputError(f"memsnap.load: expected a path, bytes or a snapshot dict, got "
+                     f"{type(x).__name__}")
 
 
 def diff(before: Any, after: Any, **flags) -> Diff:

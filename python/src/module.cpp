@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -41,6 +42,7 @@ class Error : public std::runtime_error {
 /// A snapshot read into memory, shared by the Python object and the commands that run on it.
 struct Loaded {
   std::shared_ptr<const Snapshot> snapshot;
+  std::string file;  // the file it was read from (absolute); empty for bytes and objects
 };
 
 struct ReadFlags {
@@ -55,7 +57,7 @@ Loaded Finish(absl::StatusOr<Snapshot> snap, const std::string& name, const Read
   if (flags.strict && !snap->diagnostics.empty()) {
     throw Error(std::string(snap->diagnostics.AsError(name).message()));
   }
-  return Loaded{std::make_shared<const Snapshot>(*std::move(snap))};
+  return Loaded{std::make_shared<const Snapshot>(*std::move(snap)), ""};
 }
 
 parse::ReadOptions OptionsOf(const ReadFlags& flags) {
@@ -72,7 +74,10 @@ Loaded ReadPath(const std::string& path, const ReadFlags& flags) {
     py::gil_scoped_release release;
     snap = parse::ReadSnapshot(path, OptionsOf(flags));
   }
-  return Finish(std::move(snap), path, flags);
+  Loaded loaded = Finish(std::move(snap), path, flags);
+  std::error_code ec;
+  loaded.file = std::filesystem::absolute(path, ec).string();
+  return loaded;
 }
 
 Loaded ReadBytes(const py::bytes& data, const std::string& name, const ReadFlags& flags) {
@@ -105,18 +110,23 @@ Loaded ReadPyObject(const py::handle& root, const std::string& name, const ReadF
   return Finish(ReadObject(root.ptr(), name), name, flags);
 }
 
-/// Runs `memsnap ARGS...` in this process with `preloaded` as inputs already in memory; returns
-/// (exit code, standard output, standard error).
+/// Runs `memsnap ARGS...` in this process with `preloaded` as inputs already in memory, by the
+/// names ARGS gives them (python/memsnap/__init__.py makes names no path can be); returns (exit
+/// code, standard output, standard error). The files they were read from count as inputs: no
+/// output of the command replaces one.
 std::tuple<int, std::string, std::string> Run(const std::vector<std::string>& args,
                                               const std::map<std::string, Loaded>& preloaded) {
   cli::PreloadedSnapshots inputs;
-  for (const auto& [name, loaded] : preloaded) inputs[name] = loaded.snapshot;
+  cli::EmbeddedRun run;
+  for (const auto& [name, loaded] : preloaded) {
+    inputs[name] = loaded.snapshot;
+    if (!loaded.file.empty()) run.files.push_back(loaded.file);
+  }
+  run.preloaded = &inputs;
   std::ostringstream out, err;
   int code;
   {
     py::gil_scoped_release release;
-    cli::EmbeddedRun run;
-    run.preloaded = &inputs;
     code = cli::RunEmbedded(args, out, err, run);
   }
   return {code, out.str(), err.str()};
@@ -131,6 +141,7 @@ PYBIND11_MODULE(_memsnap, m) {
   // A command run from Python never draws a progress line on the host's terminal.
   memsnap::SetProgressEnabled(false);
   py::register_exception<Error>(m, "Error");
+  m.attr("MAX_THREADS") = memsnap::cli::kMaxThreads;  // load()'s `threads`, as the CLI's -j
 
   py::class_<Loaded>(m, "Loaded")
       .def_property_readonly("name", [](const Loaded& l) { return l.snapshot->source.path; })

@@ -1,5 +1,6 @@
 #include "memsnap/cli/app.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -22,8 +23,11 @@ namespace memsnap::cli {
 
 namespace {
 
-// RunMain and RunEmbedded; `embedded` is null for the memsnap executable.
-int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const EmbeddedRun* embedded) {
+// RunMain and RunEmbedded: `args` without the program's name; `embedded` is null for the memsnap
+// executable. Arguments are strings, never C strings: a name an embedding program gives a
+// snapshot in memory may hold a NUL byte (the Python module's do, so that no path is one).
+int Run(std::vector<std::string> args, std::ostream& out, std::ostream& err,
+        const EmbeddedRun* embedded) {
   CLI::App app{
       "memsnap: analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot).\n"
       "Reads pickle (protocols 2-5), JSON, the _memory_viz HTML page and gzip of any of them.",
@@ -45,6 +49,7 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
   ctx.err = &err;
   if (embedded != nullptr) {
     ctx.preloaded = embedded->preloaded;
+    ctx.preloaded_files = embedded->files;
     ctx.progress = false;
   }
   app.add_flag("--strict", ctx.strict, "Treat warnings about inconsistent input as errors");
@@ -59,7 +64,7 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
                  "of a directory read side by side, the timeline pass beside the reader, replay "
                  "configurations (default 0: all cores; 1: everything on one thread), e.g. "
                  "memsnap summary -j 4 ranks/")
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, kMaxThreads));
   std::string max_memory;
   app.add_option("--max-memory", max_memory,
                  "Refuse input whose model would need more memory than this, e.g. 8GiB (exit 2); "
@@ -76,7 +81,8 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
   app.add_option("--categories", categories_files,
                  "A file of NAME=REGEX lines, as --category ('#' comments, blank lines); its "
                  "categories come before those of --category")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(InputPaths());
 
   std::map<CLI::App*, RunFn> runners;
   for (const CommandSpec& spec : AllCommands()) {
@@ -91,7 +97,8 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
     return static_cast<int>(ExitCode::kBadInput);
   };
   try {
-    app.parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(std::move(args));
   } catch (const CLI::ParseError& e) {
     // An output flag that took an input's place (`top --folded snap.pickle` leaves FILE missing)
     // is the problem to report, not the missing input.
@@ -156,19 +163,12 @@ int Run(int argc, char** argv, std::ostream& out, std::ostream& err, const Embed
 }  // namespace
 
 int RunMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  return Run(argc, argv, out, err, nullptr);
+  return Run(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), out, err, nullptr);
 }
 
 int RunEmbedded(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                 const EmbeddedRun& run) {
-  std::vector<std::string> storage;
-  storage.reserve(args.size() + 1);
-  storage.push_back("memsnap");
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return Run(static_cast<int>(storage.size()), argv.data(), out, err, &run);
+  return Run(args, out, err, &run);
 }
 
 }  // namespace memsnap::cli

@@ -242,7 +242,17 @@ absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
     return ::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino;
   };
   for (const std::string& in : inputs) {
-    if (in == "-") continue;
+    if (in == "-") {
+      // Standard input is read like a file: redirected from the output (`< s.pickle`), it is
+      // that file.
+      struct stat st;
+      if (::fstat(STDIN_FILENO, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, ": ", path,
+            " is the same file as the input - (standard input); refusing to write over it"));
+      }
+      continue;
+    }
     std::vector<std::string> files{in};
     std::error_code ec;
     if (std::filesystem::is_directory(in, ec)) {
@@ -269,13 +279,19 @@ absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
 absl::Status CheckOutputs(CLI::App& sub, Context& ctx) {
   ctx.inputs.clear();
   std::vector<CLI::Option*> outputs;
-  for (CLI::Option* opt : sub.get_options()) {
+  // The global flags (--categories) name inputs too.
+  std::vector<CLI::Option*> options = sub.get_options();
+  if (CLI::App* parent = sub.get_parent(); parent != nullptr) {
+    for (CLI::Option* opt : parent->get_options()) options.push_back(opt);
+  }
+  for (CLI::Option* opt : options) {
     if (HasMark(*opt, kInputMark)) {
       for (const std::string& v : opt->results()) ctx.inputs.push_back(v);
     } else if (HasMark(*opt, kOutputMark)) {
       outputs.push_back(opt);
     }
   }
+  ctx.inputs.insert(ctx.inputs.end(), ctx.preloaded_files.begin(), ctx.preloaded_files.end());
   for (CLI::Option* opt : outputs) {
     for (const std::string& v : opt->results()) {
       RETURN_IF_ERROR(CheckOutputPath(FlagLabel(*opt), v, ctx.inputs, ctx.force));

@@ -92,7 +92,7 @@ RunFn SetupTimeline(CLI::App& sub) {
     }
     if (opts->json) {
       nlohmann::ordered_json j;
-      j["file"] = opts->file;
+      j["file"] = result.file;  // the snapshot's name: a label for one in memory
       j["devices"] = devices;
       PrintJson(j, ctx);
     }

@@ -5,18 +5,23 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <streambuf>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::io {
@@ -124,28 +129,83 @@ class FdBuf final : public std::streambuf {
   uint64_t written_ = 0;
 };
 
-// Removes PATH.tmp.PID files beside `path` whose process no longer exists: what a SIGKILL (or a
-// power cut) left of an earlier write of the same output.
-void RemoveStaleTemps(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const std::string prefix =
-      absl::StrCat(slash == std::string::npos ? path : path.substr(slash + 1), ".tmp.");
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (const dirent* e = readdir(d)) {
-    std::string_view name = e->d_name;
-    if (!name.starts_with(prefix) || name.size() == prefix.size()) continue;
-    std::string_view digits = name.substr(prefix.size());
-    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
-      continue;
-    }
-    const pid_t pid = static_cast<pid_t>(std::atoi(std::string(digits).c_str()));
-    if (pid <= 0 || pid == getpid()) continue;
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-    unlink(absl::StrCat(dir, Sv(name)).c_str());
+// Temporary files are `.memsnap-<16 hex digits>.tmp` beside the file written: a name of memsnap's
+// own (never one a user or another tool picks for a file of theirs, whatever the output's name),
+// random (so two writers never meet), and short (an output name that fits NAME_MAX has a temporary
+// name that fits too). A writer creates it with O_EXCL, holds flock(LOCK_EX) on it from then until
+// it is renamed or removed, and marks it with the extended attribute `user.memsnap` = "temp" where
+// the file system holds one. A file is a stale temporary file of memsnap's, and removed, only when
+// all of that proves it: the name, a regular file owned by this user with one link, the mark (or
+// no data at all: a writer killed before it marked its file; or a file system without extended
+// attributes), and a lock that can be taken (its writer is gone).
+constexpr std::string_view kTempPrefix = ".memsnap-";
+constexpr std::string_view kTempSuffix = ".tmp";
+constexpr size_t kTempDigits = 16;
+constexpr const char* kTempMark = "user.memsnap";
+constexpr std::string_view kTempMarkValue = "temp";
+
+bool IsTempName(std::string_view name) {
+  if (name.size() != kTempPrefix.size() + kTempDigits + kTempSuffix.size() ||
+      !name.starts_with(kTempPrefix) || !name.ends_with(kTempSuffix)) {
+    return false;
   }
-  closedir(d);
+  return name.substr(kTempPrefix.size(), kTempDigits).find_first_not_of("0123456789abcdef") ==
+         std::string_view::npos;
+}
+
+std::string TempName() {
+  uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+    // No entropy source (a very old kernel): the clock, the process and a counter still make the
+    // name unique enough, and O_EXCL refuses a name that exists.
+    static std::atomic<uint64_t> counter{0};
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r = (static_cast<uint64_t>(ts.tv_nsec) ^ (static_cast<uint64_t>(ts.tv_sec) << 30)) * 31 +
+        (static_cast<uint64_t>(::getpid()) << 40) + counter.fetch_add(1) * 0x9E3779B97F4A7C15ULL;
+  }
+  return absl::StrCat(Sv(kTempPrefix), absl::Hex(r, absl::kZeroPad16), Sv(kTempSuffix));
+}
+
+// The folder part of `path` with its slash ("dir/"), or "" for a bare name.
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// Whether `fd` carries memsnap's mark; a file system without extended attributes holds none, so
+// there the name, the owner and the lock are the proof.
+bool Marked(int fd, const struct stat& st) {
+  char value[8];
+  const ssize_t n = ::fgetxattr(fd, kTempMark, value, sizeof value);
+  if (n >= 0) return std::string_view(value, static_cast<size_t>(n)) == kTempMarkValue;
+  return errno == ENOTSUP || st.st_size == 0;
+}
+
+// Removes the temporary files in `dir` ("" is the working directory) that a memsnap process left
+// when it could not remove them itself (a SIGKILL, a power cut): only those the rules above prove
+// to be such a file.
+void RemoveStaleTemps(const std::string& dir) {
+  DIR* d = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (d == nullptr) return;
+  const int dfd = ::dirfd(d);
+  while (const dirent* e = ::readdir(d)) {
+    if (!IsTempName(e->d_name)) continue;
+    const int fd =
+        ::openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st, now;
+    // The lock is taken last: a live writer holds it, and one that has finished renamed its file
+    // away (so the name no longer leads to the inode locked here).
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+        st.st_nlink == 1 && Marked(fd, st) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::fstatat(dfd, e->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+        now.st_ino == st.st_ino) {
+      ::unlinkat(dfd, e->d_name, 0);
+    }
+    ::close(fd);
+  }
+  ::closedir(d);
 }
 
 absl::Status SystemError(const std::string& path, int error) {
@@ -187,6 +247,22 @@ absl::Status StreamTo(int fd, const std::string& path,
   return status;
 }
 
+// The file a write of `path` lands in: `path`, or the file its symlinks lead to (which need not
+// exist yet). A loop is ELOOP, as open(2) says it.
+absl::StatusOr<std::string> FollowLinks(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::string link(PATH_MAX, '\0');
+    const ssize_t n = ::readlink(p.c_str(), link.data(), link.size());
+    if (n < 0) return SystemError(path, errno);
+    link.resize(static_cast<size_t>(n));
+    p = link.starts_with('/') ? link : absl::StrCat(DirOf(p), link);
+  }
+  return SystemError(path, ELOOP);
+}
+
 absl::Status WriteInPlace(const std::string& path,
                           const std::function<absl::Status(std::ostream&)>& write,
                           uint64_t* bytes) {
@@ -212,26 +288,55 @@ absl::Status WriteFileAtomically(const std::string& path,
                                  const std::function<absl::Status(std::ostream&)>& write,
                                  uint64_t* bytes) {
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     return WriteInPlace(path, write, bytes);
   }
-  RemoveStaleTemps(path);
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  // Registered before it exists, so no moment has the file on disk and unknown to the handler.
+  // A symlink is kept: its target is what gets written, beside which the temporary file goes.
+  ASSIGN_OR_RETURN(const std::string target, FollowLinks(path));
+  const std::string dir = DirOf(target);
+  RemoveStaleTemps(dir);
+  // The new file keeps the permissions of the one it replaces (created with them, so that it is
+  // never more open than that; fchmod gives back the bits the umask took).
+  const mode_t mode = exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : 0666;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmp = absl::StrCat(dir, TempName());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+    if (fd < 0) {
+      if (errno == EEXIST && attempt < 16) continue;
+      return SystemError(path, errno);
+    }
+    // Locked for as long as it is ours. A stale-file sweep of another writer may have taken it
+    // between open and flock (it cannot tell a file a moment old from a dead one): then it is
+    // gone, and another name is drawn.
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    struct stat own;
+    if (::fstat(fd, &own) == 0 && own.st_nlink == 0) {
+      ::close(fd);
+      fd = -1;
+      if (attempt >= 16) return SystemError(path, EEXIST);
+    }
+  }
+  // Registered only once it is ours: the handler never removes a file this process did not make.
   const int slot = RegisterTemp(tmp);
   struct Unregister {
     int slot;
     ~Unregister() { UnregisterTemp(slot); }
   } unregister{slot};
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return SystemError(path, errno);
+  ::fsetxattr(fd, kTempMark, kTempMarkValue.data(), kTempMarkValue.size(), 0);
+  if (exists) ::fchmod(fd, mode);
+  // StreamTo closes `fd` (and reports what close says); the lock lives on in `held` until the
+  // file has its final name.
+  const int held = ::dup(fd);
   uint64_t written = 0;
   absl::Status status = StreamTo(fd, path, write, &written);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) status = SystemError(path, errno);
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
+  if (status.ok() && ::rename(tmp.c_str(), target.c_str()) != 0) status = SystemError(path, errno);
+  if (!status.ok()) ::unlink(tmp.c_str());
+  if (held >= 0) ::close(held);
+  if (!status.ok()) return status;
   if (bytes != nullptr) *bytes = written;
   return absl::OkStatus();
 }

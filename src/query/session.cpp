@@ -65,16 +65,24 @@ absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& setti
       in_memory = &it->second;
     }
   }
+  // A name of a snapshot in memory (the Python module's start with a NUL byte) is never a path:
+  // one that names none is refused, not cut at the NUL and read from disk.
+  if (in_memory == nullptr && path.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "a name holding a NUL byte is not a file, and no snapshot in memory has it");
+  }
   absl::StatusOr<Snapshot> snap =
       in_memory != nullptr ? CopySnapshot(**in_memory) : parse::ReadSnapshot(path, options);
   if (!snap.ok()) return snap.status();
-  if (settings.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(path);
+  // A snapshot in memory is told by its own name (Python's `name=`), not the handle.
+  const std::string& label = in_memory != nullptr ? snap->source.path : path;
+  if (settings.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(label);
   if (settings.warn) {
     constexpr size_t kMaxShown = 10;
     const auto& w = snap->diagnostics.warnings;
-    for (size_t i = 0; i < w.size() && i < kMaxShown; ++i) settings.warn({path, w[i]});
+    for (size_t i = 0; i < w.size() && i < kMaxShown; ++i) settings.warn({label, w[i]});
     if (w.size() > kMaxShown) {
-      settings.warn({path, absl::StrCat(w.size() - kMaxShown, " more warning(s) not shown")});
+      settings.warn({label, absl::StrCat(w.size() - kMaxShown, " more warning(s) not shown")});
     }
   }
   return snap;

@@ -209,8 +209,80 @@ def test_unusable_input_raises_input_error_with_the_cli_message(tmp_path, cli):
         memsnap.load(b"hello")
     with pytest.raises(memsnap.InputError, match="--top"):
         memsnap.load(fixture("summary_basic.json")).top(top=-1)
-    with pytest.raises(TypeError):
-        memsnap.load(3.5)
+    for wrong in (None, 42, 3.5, True, object()):
+        with pytest.raises(memsnap.InputError, match="expected a path, bytes or a snapshot dict"):
+            memsnap.load(wrong)
+
+
+def pickled(name):
+    with open(fixture(name)) as f:
+        return pickle.dumps(json.load(f), protocol=4)
+
+
+def test_a_path_is_read_from_disk_even_when_a_loaded_snapshot_has_its_name(tmp_path):
+    # A snapshot loaded from a file that is then rewritten: the object is what was read, the path
+    # is what the file holds now (issue 54: the path answered with the snapshot in memory).
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickled("check_new.json"))
+    loaded = memsnap.load(str(path))
+    assert loaded.name == str(path)
+    path.write_bytes(pickled("check_base.json"))
+    want = memsnap.diff(pickled("check_new.json"), pickled("check_base.json"))
+    for other in (str(path), path):
+        got = memsnap.diff(loaded, other)
+        assert without_source(got.to_dict()) == without_source(want.to_dict())
+        assert without_source(got.to_dict()) != \
+            without_source(memsnap.diff(loaded, loaded).to_dict())
+    # The gate too: the loaded (new) snapshot against the file's (base) content grows.
+    with pytest.raises(memsnap.CheckFailed):
+        memsnap.check(loaded, baseline=str(path))
+    memsnap.check(loaded, baseline=loaded)  # the object itself: no growth
+    # A path that names nothing is refused, though a loaded snapshot bears that name.
+    named = memsnap.load(pickled("check_new.json"), name="missing.pickle")
+    with pytest.raises(memsnap.InputError, match="missing.pickle"):
+        memsnap.diff(named, str(tmp_path / "missing.pickle"))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with pytest.raises(memsnap.InputError, match="missing.pickle"):
+            memsnap.diff(named, "missing.pickle")
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_name_is_a_label_never_a_path(tmp_path):
+    # `a` is a snapshot on disk; the dict named "a\0b" must not be answered from it.
+    with open(fixture("summary_basic.json")) as f:
+        as_dict = json.load(f)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        (tmp_path / "a").write_bytes(pickled("check_new.json"))
+        s = memsnap.load(as_dict, name="a\0b")
+        assert s.name == "a\0b"
+        got = s.summary()
+        assert got.file == "a\0b"
+        assert without_source(got.to_dict()) == without_source(memsnap.load(as_dict).summary()
+                                                                .to_dict())
+        assert without_source(got.to_dict()) != without_source(memsnap.load("a").summary()
+                                                                .to_dict())
+        # A path with a NUL byte names no file: refused, not cut short at the NUL.
+        for call in (lambda: memsnap.load("a\0b"), lambda: memsnap.diff(s, "a\0b"),
+                     lambda: memsnap.check(s, baseline="a\0b")):
+            with pytest.raises(memsnap.InputError, match="NUL"):
+                call()
+    finally:
+        os.chdir(cwd)
+
+
+def test_threads_are_bounded_as_the_cli_bounds_them():
+    path = fixture("timeline_training.json")
+    for threads in (10 ** 6, 4097, -1, 2 ** 70, 1.5, "8"):
+        with pytest.raises(memsnap.InputError, match="threads"):
+            memsnap.load(path, threads=threads)
+        with pytest.raises(memsnap.InputError, match="threads"):
+            memsnap.load(pickled("timeline_training.json"), threads=threads)
+    assert memsnap.load(path, threads=1).events == memsnap.load(path).events
 
 
 @pytest.mark.parametrize("snapshot,message", [

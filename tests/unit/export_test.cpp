@@ -1,7 +1,11 @@
 #include "memsnap/query/export.h"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -215,11 +219,11 @@ TEST_SUITE("export") {
     });
     CHECK(std::string(failed.message()) == "boom");
     CHECK(std::filesystem::file_size(path) == 6);  // the old file is untouched
-    size_t files = 0;
+    size_t temps = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().filename().string().rfind("streamed.txt", 0) == 0) ++files;
+      if (e.path().filename().string().starts_with(".memsnap-")) ++temps;
     }
-    CHECK(files == 1);  // no temporary left behind
+    CHECK(temps == 0);  // no temporary left behind
     auto bad = io::WriteFileAtomically(dir + "/no/such/dir/x",
                                        [](std::ostream&) { return absl::OkStatus(); });
     CHECK(std::string(bad.message()) == dir + "/no/such/dir/x: No such file or directory");
@@ -243,23 +247,46 @@ TEST_SUITE("export") {
     CHECK((stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)));
   }
 
-  TEST_CASE("a write removes the temporary files a dead process left beside its output") {
-    std::string dir = testing::TempDir();
+  TEST_CASE("a write removes only the temporary files memsnap left, never a user's file") {
+    std::string dir = testing::TempDir() + "/stale";
+    std::filesystem::create_directory(dir);
     std::string path = dir + "/stale.txt";
-    // Nine digits: no process has that id (pid_max is at most 2^22).
-    std::string stale = path + ".tmp.999999999";
-    std::string alive = path + ".tmp.1";  // init: alive, so its file is left alone
-    std::string other = path + ".tmp.x";  // not a temporary file of ours
-    for (const std::string& f : {stale, alive, other}) std::ofstream(f) << "half";
+    auto make = [&](const std::string& name, bool mark) {
+      std::ofstream(dir + "/" + name) << "half";
+      if (mark) ::setxattr((dir + "/" + name).c_str(), "user.memsnap", "temp", 4, 0);
+    };
+    // Whether this file system keeps the mark (elsewhere the name and the lock are the proof).
+    make(".memsnap-0000000000000000.tmp", true);
+    char probe[8];
+    const bool marks =
+        ::getxattr((dir + "/.memsnap-0000000000000000.tmp").c_str(), "user.memsnap", probe, 8) == 4;
+    std::filesystem::remove(dir + "/.memsnap-0000000000000000.tmp");
+    const std::string stale = ".memsnap-00000000deadbeef.tmp";     // marked, unlocked: a SIGKILL's
+    const std::string held = ".memsnap-00000000000a11fe.tmp";      // a live writer's
+    const std::string unmarked = ".memsnap-0123456789abcdef.tmp";  // the user's, in our pattern
+    const std::string old_style = "stale.txt.tmp.999999999";       // the user's
+    const std::string upper = ".memsnap-00000000DEADBEEF.tmp";     // not the pattern
+    make(stale, true);
+    make(held, true);
+    if (marks) make(unmarked, false);
+    make(old_style, false);
+    make(upper, true);
+    const int lock = ::open((dir + "/" + held).c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(lock >= 0);
+    REQUIRE(::flock(lock, LOCK_EX) == 0);
     auto ok = io::WriteFileAtomically(path, [](std::ostream& out) {
       out << "whole";
       return absl::OkStatus();
     });
+    ::close(lock);
     CHECK(ok.ok());
-    CHECK_FALSE(std::filesystem::exists(stale));
-    CHECK(std::filesystem::exists(alive));
-    CHECK(std::filesystem::exists(other));
+    CHECK_FALSE(std::filesystem::exists(dir + "/" + stale));
+    CHECK(std::filesystem::exists(dir + "/" + held));
+    if (marks) CHECK(std::filesystem::exists(dir + "/" + unmarked));
+    CHECK(std::filesystem::exists(dir + "/" + old_style));
+    CHECK(std::filesystem::exists(dir + "/" + upper));
     CHECK(std::filesystem::file_size(path) == 5);
+    std::filesystem::remove_all(dir);
   }
 }
 

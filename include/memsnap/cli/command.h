@@ -43,6 +43,8 @@ struct Context {
   /// Inputs already read (the Python module's loaded snapshots, python/): an input named here is
   /// taken from memory by the load helpers (common.h) instead of being read. Not owned.
   const PreloadedSnapshots* preloaded = nullptr;
+  /// The files the preloaded snapshots were read from (EmbeddedRun::files): inputs too.
+  std::vector<std::string> preloaded_files;
   /// --category/--categories: the user's categories, handed to every session this command reads
   /// (query::ReadSettings::categories). Per invocation, never process-wide: two embedded runs
   /// with different categories (the Python module's threads) do not share them.

@@ -93,15 +93,16 @@ CLI::Validator InputPaths();
 CLI::Validator OutputPath();
 
 /// Refuses `path` as the output of `flag` when it is the same file as one of `inputs` (device and
-/// inode, after links; a directory input stands for its files), and, unless `force`, when it is an
-/// existing file that is itself a memory snapshot (parse::LooksLikeSnapshot). "-" and "" pass.
+/// inode, after links; a directory input stands for its files; "-" for the file or device
+/// standard input reads), and, unless `force`, when it is an existing file that is itself a
+/// memory snapshot (parse::LooksLikeSnapshot). "-" and "" pass.
 absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
                              const std::vector<std::string>& inputs, bool force);
 
-/// Once per invocation of `sub`: collects the values of its InputPaths options into ctx.inputs and
-/// checks the value of each OutputPath option with CheckOutputPath. Reads the parsed results, so
-/// it also runs when the parse failed afterwards (a required input missing because a flag took it:
-/// `top --folded snap.pickle`).
+/// Once per invocation of `sub`: collects the values of its InputPaths options and of the app's
+/// (the global --categories) into ctx.inputs and checks the value of each OutputPath option with
+/// CheckOutputPath. Reads the parsed results, so it also runs when the parse failed afterwards (a
+/// required input missing because a flag took it: `top --folded snap.pickle`).
 absl::Status CheckOutputs(CLI::App& sub, Context& ctx);
 
 /// Writes through `write` to `path` ("-": ctx.out) with io::WriteFileAtomically: a temporary file
