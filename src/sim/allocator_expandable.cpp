@@ -49,7 +49,9 @@ uint32_t CachingAllocator::FindExpandableBlock(Pool& pool, int64_t stream, int64
   blk.expandable = static_cast<int32_t>(segments_.size() - 1);
   uint32_t b = NewBlock(blk);
   pool.unmapped.insert(AddrKeyOf(b));
-  return b;
+  // A request larger than a whole segment's address space (1/8 above the device's memory) can
+  // never be mapped: out of memory, as in PyTorch.
+  return has_space(b) ? b : kNone;
 }
 
 uint32_t CachingAllocator::SpliceNeighbour(uint32_t b, uint64_t ptr, int64_t size, bool after) {
@@ -71,10 +73,14 @@ uint32_t CachingAllocator::SpliceNeighbour(uint32_t b, uint64_t ptr, int64_t siz
 
 uint32_t CachingAllocator::TryAllocateExpandableBlock(Pool& pool, int64_t stream, int64_t s) {
   uint32_t c = FindExpandableBlock(pool, stream, s);
+  if (c == kNone) return kNone;
   if (!blocks_[c].mapped && !MapBlock(c, std::min(blocks_[c].size, s))) return kNone;
   while (blocks_[c].size < s) {
-    // The walk alternates mapped-free and unmapped blocks; mapping merges them.
+    // The walk alternates mapped-free and unmapped blocks; mapping merges them. FindExpandableBlock
+    // found room for `s`, so the walk never leaves the segment; the check keeps a broken
+    // invariant an out-of-memory answer instead of a read past the blocks.
     const uint32_t next = blocks_[c].next;
+    if (next == kNone || blocks_[next].mapped || blocks_[next].allocated) return kNone;
     if (!MapBlock(next, std::min(s - blocks_[c].size, blocks_[next].size))) return kNone;
     c = next;
   }

@@ -244,6 +244,17 @@ TEST_SUITE("sim") {
     CHECK(h.reserved() == 42 * kMiB);
   }
 
+  TEST_CASE("a request larger than an expandable segment's address space is out of memory") {
+    // 1 GiB of device memory: a segment spans 1.125 GiB of addresses, so 2 GiB can never map.
+    Harness h("expandable_segments:True", 1024 * kMiB);
+    CHECK_FALSE(h.alloc.Malloc(2048 * kMiB, 0).has_value());
+    CHECK(h.reserved() == 0);
+    BlockRef a = h.Malloc(512 * kMiB);  // the allocator still serves what fits
+    CHECK(h.allocated() == 512 * kMiB);
+    CHECK_FALSE(h.alloc.Malloc(1100 * kMiB, 0).has_value());
+    h.alloc.Free(a);
+  }
+
   TEST_CASE("expandable segments return only whole free pages on empty_cache") {
     Harness h("expandable_segments:True");
     BlockRef a = h.Malloc(15 * kMiB);
