@@ -449,6 +449,16 @@ std::string_view CapacitySourceName(analysis::CapacitySource source) {
 std::vector<std::string> OomReportNotes(const OomReport& r) {
   std::vector<std::string> notes;
   for (int32_t device : r.devices_without_capacity) {
+    auto rejected = std::find_if(r.rejected_capacities.begin(), r.rejected_capacities.end(),
+                                 [&](const auto& c) { return c.device == device; });
+    if (rejected != r.rejected_capacities.end()) {
+      notes.push_back(absl::StrCat(
+          "device ", device, ": its oom entry implies ", FormatBytes(rejected->implied),
+          " of device memory (device_free + reserved), which cannot be right: the dumped segments "
+          "do not explain the trace's segment events; give --device-memory SIZE to ask whether "
+          "it fits"));
+      continue;
+    }
     notes.push_back(absl::StrCat(
         "device ", device,
         ": no oom entry in its trace; give --device-memory SIZE to ask whether it fits"));

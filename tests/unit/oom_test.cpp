@@ -267,6 +267,25 @@ TEST_SUITE("oom") {
   }
 
   TEST_CASE(
+      "an oom entry's capacity is refused where the dumped segments do not explain the trace") {
+    // Three 20 MiB segments are mapped in the trace and the oom entry says 4 MiB was free: 64 MiB.
+    Snapshot s = testing::LoadFixture("oom_demand.json");
+    CHECK(ExplainOrFail(s).devices.at(0).capacity == 64 * kMiB);
+    // A dump that keeps one of them (a trace sliced or repeated past its final state): walked back
+    // from it, reserved would go below zero, so device_free + reserved means nothing.
+    s.segments.resize(1);
+    absl::StatusOr<OomReport> r = ExplainOoms(s, {});
+    REQUIRE(absl::IsFailedPrecondition(r.status()));
+    const std::string message(r.status().message());
+    CHECK(message.find("implies 24.0 MiB of device memory") != std::string::npos);
+    CHECK(message.find("--device-memory") != std::string::npos);
+    // A capacity given by the user is still used.
+    OomOptions o;
+    o.device_memory = 64 * kMiB;
+    CHECK(ExplainOrFail(s, o).devices.at(0).capacity == 64 * kMiB);
+  }
+
+  TEST_CASE(
       "an OOM site is named by the attribution model: the user's frame and the call it made") {
     Snapshot s;
     auto frame = [&](std::string_view name, std::string_view file, int64_t line) {

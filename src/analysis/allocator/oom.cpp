@@ -441,7 +441,8 @@ ConfigResult ReplayZeroGradEarlier(DeviceJob& job, const DeviceTimeline& dt,
 
 // No oom entry and no --device-memory: nothing to replay against, but the dump itself shows what
 // held the memory (a snapshot dumped after a caught OOM whose trace lost the failed malloc).
-absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
+absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options,
+                             const std::vector<OomReport::RejectedCapacity>& rejected) {
   int64_t reserved = 0;
   int64_t allocated = 0;
   int64_t largest_free = 0;
@@ -467,10 +468,17 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options) {
     absl::StrAppend(&holders, i == 0 ? "" : ", ", sites[i].first, " ",
                     FormatBytes(sites[i].second));
   }
-  std::string text = absl::StrCat(
-      "no oom entry in the trace and no --device-memory, so the device's capacity is unknown "
-      "and there is nothing to replay against. The snapshot ends with ",
-      FormatBytes(reserved), " reserved, ", FormatBytes(allocated), " of it allocated");
+  std::string why = "no oom entry in the trace";
+  if (!rejected.empty()) {
+    why = absl::StrCat("the trace's oom entry implies ", FormatBytes(rejected.front().implied),
+                       " of device memory (device_free + reserved), which cannot be right (the "
+                       "dumped segments do not explain the trace's segment events),");
+  }
+  std::string text = absl::StrCat(why,
+                                  " and no --device-memory, so the device's capacity is unknown "
+                                  "and there is nothing to replay against. The snapshot ends with ",
+                                  FormatBytes(reserved), " reserved, ", FormatBytes(allocated),
+                                  " of it allocated");
   if (reserved > 0) {
     absl::StrAppend(&text, " and ", FormatBytes(reserved - allocated),
                     " cached free (largest block ", FormatBytes(largest_free), ")");
@@ -623,8 +631,10 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     std::optional<int64_t> capacity = options.device_memory;
     CapacitySource source = CapacitySource::kFlag;
     if (!capacity) {
-      capacity = ImpliedCapacity(snap, t);
+      const ImpliedCapacityResult implied = ImpliedCapacity(snap, t);
+      capacity = implied.bytes;
       source = CapacitySource::kOomEntry;
+      if (implied.rejected) report.rejected_capacities.push_back({t.device, *implied.rejected});
     }
     if (!capacity) {
       report.devices_without_capacity.push_back(t.device);
@@ -647,7 +657,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         "the snapshot has no trace (record with torch.cuda.memory._record_memory_history): "
         "there is nothing to replay");
   }
-  if (jobs.empty()) return NoCapacityError(snap, options);
+  if (jobs.empty()) return NoCapacityError(snap, options, report.rejected_capacities);
 
   // Prepare every device (config independent), then run (device, setting) pairs in parallel,
   // with the timeline's recorded peaks as one more job.

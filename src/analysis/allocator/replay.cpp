@@ -306,19 +306,21 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
   return out;
 }
 
-std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace) {
+ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
   int64_t reserved = 0;  // reserved after the last event, walked backwards
   for (const Segment& s : snap.segments) {
     if (s.device == trace.device) reserved += s.total_size;
   }
   std::optional<int64_t> capacity;
+  bool explained = true;
   for (size_t i = ev.size(); i-- > 0;) {
     const TraceEvent& e = ev[i];
     switch (e.action) {
       case Action::kSegmentAlloc:
       case Action::kSegmentMap:
         reserved -= e.size;
+        explained = explained && reserved >= 0;
         break;
       case Action::kSegmentFree:
       case Action::kSegmentUnmap:
@@ -331,7 +333,9 @@ std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& 
         break;
     }
   }
-  return capacity;  // the first oom's
+  if (!capacity) return {};
+  if (!explained || *capacity <= 0) return {std::nullopt, capacity};
+  return {capacity, std::nullopt};  // the first oom's
 }
 
 absl::Status AppendConfs(const sim::AllocatorConfig& recorded,
@@ -393,7 +397,7 @@ absl::StatusOr<ReplayReport> Replay(const Snapshot& snap, const std::vector<Repl
   if (options.device_memory) {
     report.device_memory = options.device_memory;
     report.device_memory_source = ReplayMemorySource::kFlag;
-  } else if (std::optional<int64_t> c = ImpliedCapacity(snap, *trace)) {
+  } else if (std::optional<int64_t> c = ImpliedCapacity(snap, *trace).bytes) {
     report.device_memory = c;
     report.device_memory_source = ReplayMemorySource::kOomEntry;
   } else {

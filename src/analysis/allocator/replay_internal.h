@@ -98,8 +98,15 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
 std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
                                                       const DeviceTrace& trace);
 
-/// device_free + reserved at the first oom entry, or nullopt when the trace has none.
-std::optional<int64_t> ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
+/// The device memory the trace's first oom entry implies: device_free + reserved at that moment.
+struct ImpliedCapacityResult {
+  std::optional<int64_t> bytes;     // the capacity; nullopt without a credible oom entry
+  std::optional<int64_t> rejected;  // an implied capacity refused: not above 0, or read while
+                                    // the dumped segments do not explain the trace's segment
+                                    // events (the reserved bytes walked back from them go
+                                    // negative), so `reserved` at the oom is not known
+};
+ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
 
 /// Recorded block address -> the simulated block now standing for it: the replay's one lookup per
 /// event. Open addressing with linear probing over a power-of-two table at most half full, erase

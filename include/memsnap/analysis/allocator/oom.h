@@ -256,10 +256,18 @@ struct OomReport {
   std::vector<OomExplanation> ooms;  // by device, then trace order
   /// Devices with a trace left out: no oom entry to imply a capacity, and no --device-memory.
   std::vector<int32_t> devices_without_capacity;
+  /// Devices whose oom entry implies a capacity that cannot be right (not above 0, or read where
+  /// the dumped segments do not explain the trace): the capacity it implied. Also listed in
+  /// devices_without_capacity.
+  struct RejectedCapacity {
+    int32_t device = 0;
+    int64_t implied = 0;
+  };
+  std::vector<RejectedCapacity> rejected_capacities;
 };
 
 /// Replays every device (in parallel: one thread per device and setting) and explains its OOMs.
-/// Errors (FailedPrecondition): no trace; no capacity (no oom entry and no device_memory).
+/// Errors (FailedPrecondition): no trace; no capacity (no credible oom entry and no device_memory).
 /// InvalidArgument: a candidate that does not parse.
 absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snapshot, const OomOptions& options);
 
