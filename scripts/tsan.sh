@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # in about half the CPU time of RelWithDebInfo's -O2 -g (README.md, "Tests and CI"). Asserts stay
 # in (no -DNDEBUG) and the standard library checks its bounds (-D_GLIBCXX_ASSERTIONS).
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSNAP_ENABLE_TSAN=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -D_GLIBCXX_ASSERTIONS" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -D_GLIBCXX_ASSERTIONS" -DMEMSNAP_UNITY_BUILD=ON \
   -DMEMSNAP_BUILD_BENCH=OFF -DMEMSNAP_PYTHON=OFF \
   -DMEMSNAP_WARNINGS_AS_ERRORS="${MEMSNAP_WARNINGS_AS_ERRORS:-OFF}" \
   >/dev/null
