@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <new>
@@ -140,6 +141,12 @@ int Run(std::vector<std::string> args, std::ostream& out, std::ostream& err,
       // the last line for the others (a vector grown under `ulimit -v`).
       result = absl::ResourceExhaustedError(
           "out of memory (an allocation failed; is the address space limited, ulimit -v?)");
+    } catch (const std::filesystem::filesystem_error& e) {
+      // Paths are examined with the error_code overloads (io::ListInputDirectory); should one
+      // throw all the same, it is still an unusable input named, never an abort.
+      const std::string path = e.path1().string();
+      result = absl::InvalidArgumentError(
+          path.empty() ? std::string(e.what()) : absl::StrCat(path, ": ", e.code().message()));
     }
     if (ctx.timings) Timings::Global().Print(err);
     if (!result.ok()) return fail(*sub, result.status());

@@ -55,7 +55,8 @@ RunFn SetupCheck(CLI::App& sub) {
                  "runs out of memory; the failure says why and which settings fit (memsnap oom)");
   sub.add_option("--baseline", opts->baseline,
                  "Compare peak, reserved and allocated with this snapshot (every file against it), "
-                 "or with the file of the same name in this directory")
+                 "or with the file of the same name in this directory (a file without one fails; "
+                 "against a directory of ranks, so does each of its ranks without a new one)")
       ->check(InputPaths());
   sub.add_option("--tolerance", opts->tolerance,
                  "Growth allowed over the baseline (e.g. 5% or 0.05)")
@@ -96,7 +97,8 @@ RunFn SetupCheck(CLI::App& sub) {
       "  memsnap check --baseline base.pickle --max-reserved 70GiB --junit memsnap.xml \\\n"
       "      --markdown memsnap.md new.pickle; cat memsnap.md >> \"$GITHUB_STEP_SUMMARY\"\n"
       "  memsnap check --baseline base_ranks/ --tolerance 5% --junit memsnap.xml ranks/\n"
-      "      # each ranks/F against base_ranks/F; fails when any rank fails");
+      "      # each ranks/F against base_ranks/F; fails when any rank fails, has no baseline,\n"
+      "      # or is missing from ranks/");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     query::CheckRequest request;
     analysis::CheckOptions& options = request.options;
@@ -125,7 +127,7 @@ RunFn SetupCheck(CLI::App& sub) {
     // "Nothing to check" is known before reading anything.
     RETURN_IF_ERROR(query::ValidateCheckRequest(request));
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
-    if (inputs.size() > 1) {
+    if (query::ChecksRanks(request, inputs)) {
       ASSIGN_OR_RETURN(analysis::CheckRanksReport report,
                        query::CheckRanksQuery(request, inputs, ReadSettingsOf(ctx)));
       if (!opts->junit.empty()) {

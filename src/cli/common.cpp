@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/io/input.h"
 #include "memsnap/io/output.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/export_tables.h"
@@ -256,10 +257,9 @@ absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
     std::vector<std::string> files{in};
     std::error_code ec;
     if (std::filesystem::is_directory(in, ec)) {
-      files.clear();
-      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
-        files.push_back(entry.path().string());
-      }
+      // The files the command reads there (one listing: io::ListInputDirectory); a directory
+      // that cannot be listed fails the command when it is read.
+      files = io::ListInputDirectory(in).value_or(std::vector<std::string>{});
     }
     for (const std::string& f : files) {
       if (same(f)) {

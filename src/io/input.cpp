@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <new>
 
@@ -261,7 +262,19 @@ absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
   // stat before open: opening a FIFO without a writer would block forever.
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+    const int e = errno;
+    // A link whose target is gone (a rank's file on a disk that is not mounted) says where to.
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    if (e == ENOENT && !ec) {
+      return absl::NotFoundError(
+          absl::StrCat(path, ": a symbolic link to ", target.string(), ", which does not exist"));
+    }
+    if (e == ELOOP) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a symbolic link in a loop (", std::strerror(e), ")"));
+    }
+    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(e)));
   }
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   // O_NONBLOCK: should it have become a FIFO since, open returns at once (and fstat refuses it).
@@ -291,6 +304,35 @@ absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path) {
   // The descriptor stays open for Peek and CheckUnchanged.
   return std::unique_ptr<InputSource>(
       new MappedFile(path, static_cast<const char*>(data), size, fd, st));
+}
+
+namespace {
+// A directory named like a snapshot file looks like a rank (ListInputDirectory).
+bool NamedLikeASnapshot(const std::filesystem::path& name) {
+  for (const char* ext : {".pickle", ".pkl", ".pk", ".json", ".html", ".htm", ".gz", ".pt"}) {
+    if (name.extension() == ext) return true;
+  }
+  return false;
+}
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ListInputDirectory(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  // The error_code overloads throughout: an entry that cannot be examined (a symbolic link in a
+  // loop) must become a message naming it, never an exception.
+  std::filesystem::directory_iterator it(dir, ec);
+  for (const std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::path& path = it->path();
+    const std::string name = path.filename().string();
+    if (name.empty() || name[0] == '.' || path.extension() == ".md") continue;
+    std::error_code kind;  // a dangling or looping link is no directory: it is listed
+    if (it->is_directory(kind) && !NamedLikeASnapshot(path.filename())) continue;
+    out.push_back(path.string());
+  }
+  if (ec) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", ec.message()));
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name) {

@@ -1,13 +1,19 @@
 #include "memsnap/query/check.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/io/input.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/util/status_macros.h"
+#include "memsnap/util/strings.h"
 
 namespace memsnap::query {
 
@@ -23,16 +29,44 @@ bool IsDirectory(const std::string& path) {
 }
 
 // The baseline of `file`: the baseline itself, or in a baseline directory the file of the same
-// name.
-absl::StatusOr<std::string> BaselineFor(const std::string& baseline, const std::string& file) {
-  if (!IsDirectory(baseline)) return baseline;
+// name, which may not be there.
+struct BaselineOf {
+  std::string path;
+  bool there = true;
+};
+BaselineOf BaselineFor(const std::string& baseline, const std::string& file) {
+  if (!IsDirectory(baseline)) return {baseline, true};
   std::string path = (std::filesystem::path(baseline) / FileName(file)).string();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": no baseline of the same name in --baseline ", baseline));
+  // A dangling link, or a name that cannot be looked at, is there: reading it fails, naming it.
+  const bool there =
+      std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found;
+  return {std::move(path), there};
+}
+
+// The ranks of baseline directory `dir` that no input of `inputs` is named as, each with why it
+// is missing. A file there that is no snapshot at all (a README; by its first bytes, as
+// parse::LooksLikeSnapshot tells) is no rank; one that cannot be read as a file is.
+absl::StatusOr<std::vector<analysis::LeftOutFile>> MissingRanks(
+    const std::string& dir, const std::vector<InputFile>& inputs) {
+  std::set<std::string> names;
+  for (const InputFile& in : inputs) names.insert(FileName(in.path));
+  ASSIGN_OR_RETURN(std::vector<std::string> listed, io::ListInputDirectory(dir));
+  std::vector<analysis::LeftOutFile> missing;
+  constexpr std::string_view kWhy = "no input of the same name";
+  for (std::string& path : listed) {
+    if (names.count(FileName(path)) != 0) continue;
+    absl::StatusOr<std::unique_ptr<io::InputSource>> file = io::OpenFile(path);
+    if (!file.ok()) {
+      std::string_view m = ToStd(file.status().message());
+      if (m.starts_with(path + ": ")) m.remove_prefix(path.size() + 2);
+      missing.push_back(
+          {std::move(path), absl::StrCat(Sv(kWhy), " (and it cannot be read: ", Sv(m), ")")});
+    } else if (parse::LooksLikeSnapshot((*file)->bytes().substr(0, 64 << 10))) {
+      missing.push_back({std::move(path), std::string(kWhy)});
+    }
   }
-  return path;
+  return missing;
 }
 
 // On a failed baseline check, which sites grew (the diff engine). A failed peak comparison is
@@ -83,8 +117,9 @@ absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Se
   std::optional<Session> baseline;
   std::optional<analysis::CheckMetrics> base_metrics;
   if (!request.baseline.empty()) {
-    ASSIGN_OR_RETURN(std::string base_path, BaselineFor(request.baseline, session.path()));
-    ASSIGN_OR_RETURN(baseline, Session::Open(base_path, CheckNeeds(), settings));
+    const BaselineOf base = BaselineFor(request.baseline, session.path());
+    if (!base.there) return analysis::RunChecksWithoutBaseline(metrics, base.path, options);
+    ASSIGN_OR_RETURN(baseline, Session::Open(base.path, CheckNeeds(), settings));
     base_metrics = analysis::MeasureForCheck(baseline->snapshot(), baseline->timeline_status());
   }
   ASSIGN_OR_RETURN(analysis::CheckReport report,
@@ -93,6 +128,11 @@ absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Se
     ExplainBaselineFailures(baseline->snapshot(), current, request, report);
   }
   return report;
+}
+
+bool ChecksRanks(const CheckRequest& request, const std::vector<InputFile>& files) {
+  return files.size() > 1 ||
+         (files.size() == 1 && files[0].from_directory && IsDirectory(request.baseline));
 }
 
 absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& request,
@@ -113,10 +153,10 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
   if (base_dir) {
     std::vector<InputFile> paths;
     for (const InputFile& in : files) {
-      // A missing one is an error only if the input turns out to be a snapshot (see below); the
-      // baseline of a file found in a directory is skipped, like the file, if not a snapshot.
-      absl::StatusOr<std::string> path = BaselineFor(request.baseline, in.path);
-      if (path.ok()) paths.push_back(InputFile{*path, in.from_directory});
+      // A missing one fails the rank only if the input turns out to be a snapshot (see below);
+      // the baseline of a file found in a directory is skipped, like the file, if not a snapshot.
+      BaselineOf base = BaselineFor(request.baseline, in.path);
+      if (base.there) paths.push_back(InputFile{std::move(base.path), in.from_directory});
     }
     if (!paths.empty()) {
       ASSIGN_OR_RETURN(PerFile<analysis::CheckMetrics> bases,
@@ -151,10 +191,16 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
             if (base_dir) {
               auto it = base_by_name.find(FileName(snap.source.path));
               if (it == base_by_name.end()) {
-                // Missing, or there but skipped above as not a snapshot.
-                ASSIGN_OR_RETURN(std::string path, BaselineFor(request.baseline, snap.source.path));
-                return absl::InvalidArgumentError(
-                    absl::StrCat(snap.source.path, ": its baseline ", path, " is not a snapshot"));
+                // Missing: the rank cannot be compared, and fails. Or there but skipped above as
+                // not a snapshot: an error.
+                const BaselineOf missing = BaselineFor(request.baseline, snap.source.path);
+                if (!missing.there) {
+                  ASSIGN_OR_RETURN(r.report, analysis::RunChecksWithoutBaseline(
+                                                 r.metrics, missing.path, options));
+                  return r;
+                }
+                return absl::InvalidArgumentError(absl::StrCat(snap.source.path, ": its baseline ",
+                                                               missing.path, " is not a snapshot"));
               }
               base = &it->second;
             }
@@ -176,6 +222,13 @@ absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& r
       analysis::CompareCheckRanks(std::move(ranks), request.baseline);
   report.unreadable = std::move(left_out.unreadable);
   report.skipped = std::move(left_out.skipped);
+  const bool ranks_dir =
+      std::any_of(files.begin(), files.end(), [](const InputFile& f) { return f.from_directory; });
+  if (base_dir && ranks_dir) {
+    // The other way round: a baseline rank with no new rank of its name went missing. Only a
+    // directory of ranks stands for all of them; files named one by one are the ranks asked about.
+    ASSIGN_OR_RETURN(report.missing, MissingRanks(request.baseline, files));
+  }
   return report;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "memsnap/io/input.h"
 #include "memsnap/model/copy.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/query/leaks.h"
@@ -358,19 +359,11 @@ absl::StatusOr<std::vector<InputFile>> ExpandInputs(const std::vector<std::strin
   for (const std::string& in : inputs) {
     std::error_code ec;
     if (std::filesystem::is_directory(in, ec)) {
-      std::vector<std::string> files;
-      for (const auto& entry : std::filesystem::directory_iterator(in, ec)) {
-        if (entry.is_regular_file() && entry.path().filename().string()[0] != '.' &&
-            entry.path().extension() != ".md") {
-          files.push_back(entry.path().string());
-        }
-      }
-      if (ec) return absl::InvalidArgumentError(absl::StrCat(in, ": ", ec.message()));
+      ASSIGN_OR_RETURN(std::vector<std::string> files, io::ListInputDirectory(in));
       if (files.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             in, ": the directory holds no file to read (hidden files and .md files are not read)"));
       }
-      std::sort(files.begin(), files.end());
       for (auto& f : files) out.push_back(InputFile{std::move(f), true});
     } else {
       out.push_back(InputFile{in, false});

@@ -23,6 +23,15 @@ using analysis::CheckResult;
 
 bool IsFits(const CheckResult& c) { return c.metric == analysis::CheckMetric::kFits; }
 
+// --baseline DIR without the rank's file: a check without figures.
+bool IsNoBaseline(const CheckResult& c) { return c.metric == analysis::CheckMetric::kBaselineFile; }
+
+// The baseline file a kBaselineFile check looked for.
+const std::string& LookedFor(const CheckResult& c) {
+  static const std::string kNone;
+  return c.failure ? c.failure->baseline_file : kNone;
+}
+
 std::string MetricName(const CheckResult& c) {
   return std::string(analysis::CheckMetricName(c.metric));
 }
@@ -30,6 +39,7 @@ std::string MetricName(const CheckResult& c) {
 // The check's name: "peak <= 1.0 GiB", "reserved vs baseline (+5.0%)", "fits 24.0 GiB".
 std::string CheckName(const CheckResult& c) {
   if (IsFits(c)) return absl::StrCat("fits ", FormatBytes(static_cast<int64_t>(c.limit)));
+  if (IsNoBaseline(c)) return "baseline of the same name";
   if (c.kind == analysis::CheckKind::kBaseline) {
     return absl::StrCat(MetricName(c), " vs baseline (+", FormatPercent(c.tolerance), ")");
   }
@@ -70,6 +80,7 @@ std::string Overshoot(const CheckResult& c) {
 
 // The value column: a --fits run that fails shows what its first failure needed.
 std::string ValueCell(const CheckResult& c) {
+  if (IsNoBaseline(c)) return "missing";
   if (!IsFits(c)) return internal::FigureText(c.value, c.is_ratio);
   return absl::StrCat(c.passed ? "peak " : "needs ", internal::FigureText(c.value, false));
 }
@@ -84,6 +95,10 @@ std::string Exact(double v, bool is_ratio) {
 std::string FailureMessage(const CheckResult& c) {
   const std::optional<analysis::CheckFailure>& f = c.failure;
   if (!f) return "";
+  if (f->reason == analysis::CheckReason::kNoBaseline) {
+    return absl::StrCat("no baseline: ", f->baseline_file,
+                        " does not exist (a rank without its baseline cannot be compared)");
+  }
   if (f->reason == analysis::CheckReason::kDoesNotFit) {
     const int64_t needed = static_cast<int64_t>(f->value);
     const int64_t capacity = static_cast<int64_t>(f->limit);
@@ -179,8 +194,9 @@ void JunitSuite(const CheckReport& r, std::string_view prefix, std::ostream& x) 
                         SiteName(s, r.categories));
       }
     }
-    x << ">\n      <failure type=\"memory regression\" message=\"" << XmlEscape(FailureMessage(c))
-      << "\">" << XmlEscape(detail) << "</failure>\n";
+    x << ">\n      <failure type=\"" << (IsNoBaseline(c) ? "missing baseline" : "memory regression")
+      << "\" message=\"" << XmlEscape(FailureMessage(c)) << "\">" << XmlEscape(detail)
+      << "</failure>\n";
     x << "    </testcase>\n";
   }
   std::string notes;
@@ -204,6 +220,11 @@ Table ChecksTable(const CheckReport& r) {
   t.AddColumn("baseline", "Baseline", Unit::kBytes);
   t.AddColumn("result", "Result", Unit::kText);
   for (const auto& c : r.checks) {
+    if (IsNoBaseline(c)) {
+      t.AddRow({CheckName(c), ValueCell(c), Cell(std::string()), Cell(std::string()),
+                absl::StrCat("**FAIL** (", MarkdownCell(FailureMessage(c)), ")")});
+      continue;
+    }
     t.AddRow({CheckName(c), ValueCell(c), FigureCell(c.limit, c.is_ratio),
               c.baseline ? FigureCell(*c.baseline, c.is_ratio) : Cell(std::string()),
               c.passed    ? std::string("PASS")
@@ -270,11 +291,20 @@ analysis::RankTable CheckRanksTable(const analysis::CheckRanksReport& r) {
 // Files of the verdict: those read and those that could not be.
 size_t FilesOf(const analysis::CheckRanksReport& r) { return r.ranks.size() + r.unreadable.size(); }
 
+// "1 file", "3 files": one rank is checked as ranks against a baseline directory.
+std::string Files(size_t n) { return absl::StrCat(n, n == 1 ? " file" : " files"); }
+
 std::string RanksVerdict(const analysis::CheckRanksReport& r) {
-  if (r.passed()) return absl::StrCat("PASS (", r.ranks.size(), " files, ", r.checks(), " checks)");
+  if (r.passed())
+    return absl::StrCat("PASS (", Files(r.ranks.size()), ", ", r.checks(), " checks)");
+  // Ranks of the baseline that no input answers fail the gate whatever the others say.
+  const std::string missing =
+      r.missing.empty() ? ""
+                        : absl::StrCat(r.missing.size(), " baseline rank",
+                                       r.missing.size() == 1 ? "" : "s", " without a new rank; ");
   if (r.unreadable.empty()) {
-    return absl::StrCat("FAIL (", r.failed_ranks(), " of ", r.ranks.size(), " files failed; ",
-                        r.failures(), " of ", r.checks(), " checks failed)");
+    return absl::StrCat("FAIL (", missing, r.failed_ranks(), " of ", r.ranks.size(),
+                        " files failed; ", r.failures(), " of ", r.checks(), " checks failed)");
   }
   // A rank that could not be read is an error, whatever the others say: the gate did not see it.
   std::string read =
@@ -283,7 +313,7 @@ std::string RanksVerdict(const analysis::CheckRanksReport& r) {
                          r.failures(), " of ", r.checks(), " checks")
           : absl::StrCat("the ", r.ranks.size(), " read passed ", r.checks(), " checks");
   return absl::StrCat("ERROR (", r.unreadable.size(), " of ", FilesOf(r),
-                      " files could not be read; ", read, ")");
+                      " files could not be read; ", missing, read, ")");
 }
 
 // One testsuite per left-out file: an <error> for an unreadable rank, <skipped> for a file that
@@ -300,6 +330,17 @@ void JunitLeftOut(const analysis::LeftOutFile& f, bool error, std::ostream& x) {
   } else {
     x << "      <skipped message=\"" << XmlEscape(f.reason) << "\"/>\n";
   }
+  x << "    </testcase>\n  </testsuite>\n";
+}
+
+// One testsuite per baseline rank with no new rank: a <failure>, as a failed check.
+void JunitMissing(const analysis::LeftOutFile& f, std::ostream& x) {
+  x << "  <testsuite name=\"" << XmlEscape(absl::StrCat("memsnap check ", f.path))
+    << "\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
+  x << "    <testcase classname=\"memsnap.check\" name=\"" << XmlEscape(f.path)
+    << ": new rank of the same name\" time=\"0\">\n";
+  x << "      <failure type=\"missing rank\" message=\"" << XmlEscape(f.reason) << "\">"
+    << XmlEscape(absl::StrCat("baseline rank ", f.path, ": ", f.reason)) << "</failure>\n";
   x << "    </testcase>\n  </testsuite>\n";
 }
 
@@ -328,7 +369,11 @@ Json CheckToJson(const CheckReport& r) {
     cj["name"] = CheckName(c);
     cj["metric"] = MetricName(c);
     cj["kind"] = c.kind == analysis::CheckKind::kBaseline ? "baseline" : "threshold";
-    if (c.is_ratio) {
+    if (IsNoBaseline(c)) {  // no figures: the file looked for
+      cj["value"] = nullptr;
+      cj["limit"] = nullptr;
+      cj["baseline_file"] = LookedFor(c);
+    } else if (c.is_ratio) {
       cj["value"] = c.value;
       cj["limit"] = c.limit;
     } else {
@@ -338,7 +383,9 @@ Json CheckToJson(const CheckReport& r) {
     if (c.baseline) cj["baseline"] = static_cast<int64_t>(*c.baseline);
     cj["passed"] = c.passed;
     if (const std::optional<analysis::CheckFailure>& f = c.failure) {
-      if (c.is_ratio) {
+      if (IsNoBaseline(c)) {
+        cj["reason"] = "no_baseline";
+      } else if (c.is_ratio) {
         cj["over"] = f->over;
       } else {
         cj["over"] = static_cast<int64_t>(f->over);
@@ -395,6 +442,7 @@ void RenderCheckText(const CheckReport& r, std::ostream& out) {
     if (c.baseline)
       absl::StrAppend(&limit, " (baseline ", internal::FigureText(*c.baseline, c.is_ratio), ")");
     if (IsFits(c)) limit = absl::StrCat("device ", internal::FigureText(c.limit, false));
+    if (IsNoBaseline(c)) limit = absl::StrCat("looked for ", LookedFor(c));
     checks.AddRow(
         {CheckName(c), ValueCell(c), std::move(limit), std::string(c.passed ? "PASS" : "FAIL")});
   }
@@ -464,11 +512,12 @@ Json CheckRanksToJson(const analysis::CheckRanksReport& r) {
   j["files"] = std::move(files);
   j["unreadable"] = LeftOutToJson(r.unreadable);
   j["skipped"] = LeftOutToJson(r.skipped);
+  j["missing"] = LeftOutToJson(r.missing);
   return j;
 }
 
 void RenderCheckRanksText(const analysis::CheckRanksReport& r, std::ostream& out) {
-  out << "memsnap check, " << FilesOf(r) << " files";
+  out << "memsnap check, " << Files(FilesOf(r));
   if (!r.baseline.empty()) out << " (baseline " << r.baseline << ")";
   out << ": " << RanksVerdict(r) << "\n";
   if (!r.ranks.empty()) {
@@ -478,6 +527,10 @@ void RenderCheckRanksText(const analysis::CheckRanksReport& r, std::ostream& out
   if (!r.unreadable.empty()) {
     out << "\ncould not be read (not checked: the gate fails)\n";
     for (const auto& f : r.unreadable) out << "  " << f.path << ": " << f.reason << "\n";
+  }
+  if (!r.missing.empty()) {
+    out << "\nbaseline ranks without a new rank (not checked: the gate fails)\n";
+    for (const auto& f : r.missing) out << "  " << f.path << ": " << f.reason << "\n";
   }
   if (!r.skipped.empty()) {
     out << "\nskipped (not snapshots)\n";
@@ -494,12 +547,14 @@ std::string CheckRanksToJunit(const analysis::CheckRanksReport& r) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"memsnap check\" tests=\""
-    << static_cast<size_t>(r.checks()) + r.unreadable.size() + r.skipped.size() << "\" failures=\""
-    << r.failures() << "\" errors=\"" << r.unreadable.size() << "\">\n";
+    << static_cast<size_t>(r.checks()) + r.unreadable.size() + r.skipped.size() + r.missing.size()
+    << "\" failures=\"" << static_cast<size_t>(r.failures()) + r.missing.size() << "\" errors=\""
+    << r.unreadable.size() << "\">\n";
   // Testcase names carry the file too: some CI views flatten suites into one list.
   for (const auto& rank : r.ranks) JunitSuite(rank.report, rank.report.path + ": ", x);
   for (const auto& f : r.unreadable) JunitLeftOut(f, /*error=*/true, x);
   for (const auto& f : r.skipped) JunitLeftOut(f, /*error=*/false, x);
+  for (const auto& f : r.missing) JunitMissing(f, x);
   x << "</testsuites>\n";
   return x.str();
 }
@@ -507,7 +562,7 @@ std::string CheckRanksToJunit(const analysis::CheckRanksReport& r) {
 std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
   std::ostringstream m;
   m << "### memsnap check: " << (r.passed() ? "✅ " : "❌ ") << RanksVerdict(r) << "\n\n";
-  m << FilesOf(r) << " files";
+  m << Files(FilesOf(r));
   if (!r.baseline.empty()) m << ", baseline: `" << r.baseline << "`";
   m << "\n\n";
   Table t;
@@ -528,6 +583,12 @@ std::string CheckRanksToMarkdown(const analysis::CheckRanksReport& r) {
     std::vector<Cell> row = {f.path};
     row.resize(1 + r.table.metrics.size());  // unknown cells: "-"
     row.push_back(absl::StrCat("**UNREADABLE**: ", f.reason));
+    t.AddRow(std::move(row));
+  }
+  for (const auto& f : r.missing) {
+    std::vector<Cell> row = {f.path};
+    row.resize(1 + r.table.metrics.size());
+    row.push_back(absl::StrCat("**MISSING** (baseline rank): ", f.reason));
     t.AddRow(std::move(row));
   }
   RenderTableMarkdown(t, m);

@@ -7,7 +7,9 @@
   without blocking; `-` reads standard input (plain or gzip), named "<stdin>" in messages.
 - A file truncated while it is read (it is mapped: its lost pages would raise SIGBUS) ends in
   exit 2 and "FILE: file changed while it was read", never a signal.
-- Under an address-space limit (`ulimit -v`) memsnap exits 2 with a message, never aborts."""
+- Under an address-space limit (`ulimit -v`) memsnap exits 2 with a message, never aborts.
+- An entry of a directory that cannot be read as a file (a symbolic link in a loop, a dangling
+  link, a FIFO, a socket, a directory named like a snapshot) is exit 2 naming it."""
 import gzip
 import json
 import os
@@ -151,8 +153,55 @@ def address_limit(tmp):
                        and "bytes: needs about " in p.stderr, f"{what}: says what it needed", p)
 
 
+def directory_entries(tmp):
+    """Issues 52 and 54: an entry of a directory of ranks that cannot be read as a file (a
+    symbolic link in a loop, a dangling link, a FIFO, a socket, a directory named like a
+    snapshot) is an exit 2 naming it in every command that reads a directory, never an abort
+    (a std::filesystem exception) and never a rank skipped in silence."""
+    import shutil
+    import socket
+
+    def loop(d, name):
+        os.symlink(name, os.path.join(d, name))
+
+    def dangling(d, name):
+        os.symlink("../not-mounted/" + name, os.path.join(d, name))
+
+    def fifo(d, name):
+        os.mkfifo(os.path.join(d, name))
+
+    def sock(d, name):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(os.path.join(d, name))
+        s.close()
+
+    def directory(d, name):
+        os.mkdir(os.path.join(d, name))
+
+    commands = [["summary"], ["top"], ["frag", "--no-replay"], ["leaks"], ["replay"],
+                ["check", "--max-peak", "1GiB"], ["top", "--folded", os.path.join(tmp, "out.txt")]]
+    for make in (loop, dangling, fifo, sock, directory):
+        d = os.path.join(tmp, "ranks-" + make.__name__)
+        os.mkdir(d)
+        shutil.copy(os.path.join(SOURCE, "testdata", "summary_basic.json"),
+                    os.path.join(d, "rank0.json"))
+        entry = os.path.join(d, "rank1.pickle")
+        make(d, "rank1.pickle")
+        os.mkdir(os.path.join(d, "logs"))  # a subdirectory not named like a snapshot: no rank
+        for cmd in commands:
+            p = run(cmd + [d], timeout=30)
+            expect(p.returncode == 2 and f"{entry}: " in p.stderr and "terminate" not in p.stderr,
+                   f"{' '.join(cmd)} over a directory holding a {make.__name__}: exit 2 naming it",
+                   p)
+    # The loop named on the command line.
+    p = run(["summary", os.path.join(tmp, "ranks-loop", "rank1.pickle")])
+    expect(p.returncode == 2 and "a symbolic link in a loop" in p.stderr,
+           "summary of a symbolic link in a loop: exit 2 saying so", p)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        directory_entries(tmp)
         special_files(tmp)
         standard_input(tmp)
         truncation(tmp)

@@ -183,6 +183,36 @@ TEST_SUITE("check") {
           "new.pickle: --max-peak needs a trace (device_traces) and this file has none");
   }
 
+  TEST_CASE("a rank without its baseline fails a check naming the file looked for") {
+    CheckMetrics m;
+    m.path = "ranks/rank5.pickle";
+    m.reserved_bytes = 10;
+    // Without a threshold the missing baseline is the one check, and it fails.
+    auto alone = RunChecksWithoutBaseline(m, "base/rank5.pickle", CheckOptions{});
+    REQUIRE(alone.ok());
+    REQUIRE(alone->checks.size() == 1);
+    CHECK_FALSE(alone->passed());
+    CHECK(alone->failures() == 1);
+    CHECK(alone->checks[0].metric == CheckMetric::kBaselineFile);
+    REQUIRE(alone->checks[0].failure);
+    CHECK(alone->checks[0].failure->reason == CheckReason::kNoBaseline);
+    CHECK(alone->checks[0].failure->baseline_file == "base/rank5.pickle");
+    // The thresholds are still checked, and their errors still returned.
+    CheckOptions o;
+    o.max_reserved = 100;
+    auto with = RunChecksWithoutBaseline(m, "base/rank5.pickle", o);
+    REQUIRE(with.ok());
+    CHECK(with->checks.size() == 2);
+    CHECK(with->failures() == 1);
+    o.max_peak = 1;
+    CHECK_FALSE(RunChecksWithoutBaseline(m, "base/rank5.pickle", o).ok());  // no trace
+    const nlohmann::ordered_json j = report::CheckToJson(*alone);
+    CHECK(j["passed"] == false);
+    CHECK(j["checks"][0]["metric"] == "baseline_file");
+    CHECK(j["checks"][0]["baseline_file"] == "base/rank5.pickle");
+    CHECK(j["checks"][0]["value"].is_null());
+  }
+
   TEST_CASE("check names the leaking site as the top growing site, and its kind of memory") {
     Snapshot base = LoadFixture("check_base.json");
     Snapshot cur = LoadFixture("check_new.json");

@@ -259,6 +259,10 @@ TEST_SUITE("ranks") {
     CHECK(r.table.metrics[1].median == 1000);
     analysis::CheckRanksReport ok = analysis::CompareCheckRanks({rank("r0", 1000, true)}, "");
     CHECK(ok.passed());
+    // A baseline rank with no new rank fails the gate, whatever the ranks read say.
+    ok.missing.push_back({"base/r1", "no input of the same name"});
+    CHECK_FALSE(ok.passed());
+    CHECK(report::CheckRanksToJson(ok)["missing"][0]["path"] == "base/r1");
   }
 
   TEST_CASE("frag over the corpus gives every file the figures frag gives it alone" *

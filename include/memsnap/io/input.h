@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -44,6 +45,16 @@ class InputSource {
 /// not a regular file (a FIFO, a device, a socket) is refused without being opened; "-" reads
 /// standard input whole into memory, named "<stdin>".
 absl::StatusOr<std::unique_ptr<InputSource>> OpenFile(const std::string& path);
+
+/// The entries of directory `dir` that memsnap reads as its inputs (a directory of ranks), as
+/// `dir/NAME`, sorted: every entry but hidden ones (a leading '.') and .md files, and of the
+/// directories (or links to one) only those named like a snapshot file (.pickle, .pkl, .json,
+/// .html, .gz...: `rank3.pickle/` looks like a rank). An entry that cannot be read as a file (a
+/// dangling or looping symbolic link, a FIFO, a socket, such a directory) is listed all the same:
+/// opening it fails with an error naming it, so no rank is ever left out unseen. The one listing
+/// of a directory: the commands read these files and the output checks compare with them. Errors
+/// name `dir` and the system's reason ("ranks: Permission denied"); nothing here throws.
+absl::StatusOr<std::vector<std::string>> ListInputDirectory(const std::string& dir);
 
 /// Wraps bytes the caller keeps alive.
 std::unique_ptr<InputSource> FromMemory(std::string_view bytes, std::string name = "<memory>");

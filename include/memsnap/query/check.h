@@ -30,8 +30,15 @@ Needs CheckNeeds();
 absl::StatusOr<analysis::CheckReport> CheckQuery(const CheckRequest& request, Session& session,
                                                  const ReadSettings& settings);
 
+/// Whether `files` are checked as ranks (CheckRanksQuery): several files, or the one file of a
+/// directory against a baseline directory (whose other ranks are then missing).
+bool ChecksRanks(const CheckRequest& request, const std::vector<InputFile>& files);
+
 /// Several files: every rank checked on a worker, then one verdict over all of them; unreadable
 /// ranks are listed in the report (and fail the gate), non-snapshots found in a directory skipped.
+/// Against a baseline directory, a rank with no baseline of its name fails its kBaselineFile
+/// check, and, when the inputs hold a directory of ranks (files named one by one are the ranks
+/// asked about), the baseline's ranks with no input of their name are `missing` (the gate fails).
 absl::StatusOr<analysis::CheckRanksReport> CheckRanksQuery(const CheckRequest& request,
                                                            const std::vector<InputFile>& files,
                                                            const ReadSettings& settings);

@@ -186,8 +186,10 @@ struct InputFile {
   bool from_directory = false;  // found by listing a directory (non-snapshots are then skipped)
 };
 
-/// Expands the inputs: a directory becomes every regular file in it (sorted; hidden files and .md
-/// files left out), other paths stay as given. Errors when nothing is left.
+/// Expands the inputs: a directory becomes the entries io::ListInputDirectory lists (sorted; hidden
+/// files and .md files left out; an entry that cannot be read as a file is kept, and fails when it
+/// is opened), other paths stay as given. Errors name the directory that cannot be listed or holds
+/// nothing to read.
 absl::StatusOr<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inputs);
 
 /// ExpandInputs' paths alone.

@@ -7,6 +7,7 @@
 #include "memsnap/analysis/allocator/frag.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
 
 namespace memsnap::analysis {
@@ -64,6 +65,8 @@ std::string_view CheckMetricName(CheckMetric metric) {
       return "stranded";
     case CheckMetric::kFits:
       return "fits";
+    case CheckMetric::kBaselineFile:
+      return "baseline_file";
   }
   return "?";
 }
@@ -128,13 +131,18 @@ int CheckReport::failures() const {
       std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return !c.passed; }));
 }
 
+namespace {
+bool HasThresholds(const CheckOptions& o) {
+  return o.max_peak || o.max_reserved || o.max_allocated || o.max_frag || o.fits;
+}
+}  // namespace
+
 absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetrics* base,
                                       const CheckOptions& o) {
   CheckReport r;
   r.path = cur.path;
   r.categories = o.categories;
-  if (!o.max_peak && !o.max_reserved && !o.max_allocated && !o.max_frag && !o.fits &&
-      base == nullptr) {
+  if (!HasThresholds(o) && base == nullptr) {
     return absl::InvalidArgumentError(
         "nothing to check: give --max-peak, --max-reserved, --max-allocated, --max-frag, --fits "
         "and/or --baseline");
@@ -208,6 +216,29 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     r.checks.push_back(
         Baseline(CheckMetric::kAllocated, cur.allocated_bytes, base->allocated_bytes, o.tolerance));
   }
+  return r;
+}
+
+absl::StatusOr<CheckReport> RunChecksWithoutBaseline(const CheckMetrics& cur,
+                                                     std::string looked_for,
+                                                     const CheckOptions& o) {
+  CheckReport r;
+  if (HasThresholds(o)) {
+    ASSIGN_OR_RETURN(r, RunChecks(cur, nullptr, o));
+  } else {  // the baseline was the only check
+    r.path = cur.path;
+    r.categories = o.categories;
+  }
+  CheckResult c;
+  c.metric = CheckMetric::kBaselineFile;
+  c.kind = CheckKind::kBaseline;
+  c.tolerance = o.tolerance;
+  c.passed = false;
+  CheckFailure f;
+  f.reason = CheckReason::kNoBaseline;
+  f.baseline_file = std::move(looked_for);
+  c.failure = std::move(f);
+  r.checks.push_back(std::move(c));
   return r;
 }
 

@@ -84,7 +84,9 @@ RankTable CompareFragRanks(const std::vector<FragRank>& ranks, const RankOptions
   return t;
 }
 
-bool CheckRanksReport::passed() const { return failed_ranks() == 0 && unreadable.empty(); }
+bool CheckRanksReport::passed() const {
+  return failed_ranks() == 0 && unreadable.empty() && missing.empty();
+}
 
 int CheckRanksReport::failures() const {
   int n = 0;

@@ -70,8 +70,10 @@ enum class CheckMetric : uint8_t {
   kAllocated,  // allocated bytes at the end
   kStranded,   // the stranded share (a ratio; --max-frag)
   kFits,       // --fits: the trace replayed on a device of the limit's size
+  /// --baseline DIR: the file of the rank's name is there (no figures: value and limit are 0).
+  kBaselineFile,
 };
-/// "peak", "reserved", "allocated", "stranded", "fits": the JSON `metric`.
+/// "peak", "reserved", "allocated", "stranded", "fits", "baseline_file": the JSON `metric`.
 std::string_view CheckMetricName(CheckMetric metric);
 
 /// Why a check failed.
@@ -79,6 +81,7 @@ enum class CheckReason : uint8_t {
   kOverLimit,     // a threshold (--max-*): value > limit
   kOverBaseline,  // the baseline's value plus the tolerance: value > limit
   kDoesNotFit,    // --fits: the replay ran out of memory (the fields below say where)
+  kNoBaseline,    // --baseline DIR holds no file of the rank's name (`baseline_file`)
 };
 
 /// A failed check, as figures (the renderer writes the words): value > limit, over = value -
@@ -98,6 +101,8 @@ struct CheckFailure {
   /// card); otherwise the reserved memory the allocator needed: what it held after releasing its
   /// cache plus the segment it had to create for the request.
   OomVerdict verdict = OomVerdict::kDemand;
+  // kNoBaseline: the file of the rank's name looked for in the baseline directory.
+  std::string baseline_file;
 };
 
 /// One line of the verdict.
@@ -148,6 +153,14 @@ struct CheckReport {
 /// a trace; no check requested at all.
 absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& current, const CheckMetrics* baseline,
                                       const CheckOptions& options);
+
+/// A rank of `--baseline DIR` that has no file of its name there (`looked_for`): its thresholds
+/// as RunChecks evaluates them, and a failed kBaselineFile check naming `looked_for`, so that a
+/// rank that cannot be compared fails the gate (exit 1) and every output names it. Errors: those
+/// of the thresholds (RunChecks).
+absl::StatusOr<CheckReport> RunChecksWithoutBaseline(const CheckMetrics& current,
+                                                     std::string looked_for,
+                                                     const CheckOptions& options);
 
 /// The growing sites of a failed baseline check, and the live bytes by kind at the same moment.
 struct GrowingSites {

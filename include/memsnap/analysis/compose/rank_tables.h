@@ -58,7 +58,11 @@ struct CheckRanksReport {
   std::vector<LeftOutFile> unreadable;
   /// Files of a directory that are not snapshots (a README), listed so nothing is left out unseen.
   std::vector<LeftOutFile> skipped;
-  bool passed() const;   // every rank passed, and every rank was read
+  /// --baseline DIR: its ranks with no input of the same name (a rank that went missing fails the
+  /// gate, exit 1); a rank with no baseline fails its own kBaselineFile check.
+  std::vector<LeftOutFile> missing;
+  /// Every rank passed, every rank was read, and no baseline rank is missing.
+  bool passed() const;
   int failures() const;  // failed checks over all ranks
   int checks() const;    // checks over all ranks
   int failed_ranks() const;
