@@ -7,6 +7,7 @@
 #include "memsnap/report/site_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -95,8 +96,8 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
     b["alloc_event"] = EventJson(l.alloc_event);
     b["free_requested_event"] = EventJson(l.free_requested_event);
     b["free_completed_event"] = EventJson(l.free_completed_event);
-    b["alloc_time_us"] = r.alloc_time_us == kNoTime ? Json(nullptr) : Json(r.alloc_time_us);
-    b["free_time_us"] = r.free_time_us == kNoTime ? Json(nullptr) : Json(r.free_time_us);
+    b["alloc_time_us"] = internal::TimeToJson(r.alloc_time_us);
+    b["free_time_us"] = internal::TimeToJson(r.free_time_us);
     b["site"] = r.site;
     b["category"] = std::string(rep.categories.Name(r.category.category));
     b["category_rule"] = std::string(analysis::CategoryRuleName(r.category.rule));

@@ -12,6 +12,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "memsnap/util/table.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -60,7 +61,7 @@ Json SampleToJson(const analysis::FragSample& s) {
   Json j;
   j["device"] = s.device;
   j["event_index"] = s.event_index;
-  j["time_us"] = s.time_us == kNoTime ? Json(nullptr) : Json(s.time_us);
+  j["time_us"] = internal::TimeToJson(s.time_us);
   j.update(FragFiguresToJson(s.figures));
   j["external_fragmentation"] = JsonRatio(s.external_fragmentation);
   return j;
@@ -612,7 +613,7 @@ Json FragToJson(const FragReport& r) {
     dj["reconstructed"] = d.reconstructed;
     if (d.reconstructed) {
       dj["event_index"] = d.event_index;
-      dj["time_us"] = d.time_us == kNoTime ? Json(nullptr) : Json(d.time_us);
+      dj["time_us"] = internal::TimeToJson(d.time_us);
     }
     dj.update(FragFiguresToJson(d.figures));
     dj["external_fragmentation"] = JsonRatio(d.external_fragmentation);

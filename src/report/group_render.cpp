@@ -8,6 +8,7 @@
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -166,7 +167,7 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
   for (const analysis::DeviceMoment& d : report.devices) {
     devs.push_back({{"device", d.device},
                     {"event_index", d.event.index()},
-                    {"time_us", d.time_us == kNoTime ? Json(nullptr) : Json(d.time_us)},
+                    {"time_us", internal::TimeToJson(d.time_us)},
                     {"time_rel_us", d.time_us == kNoTime || d.start_time_us == kNoTime
                                         ? Json(nullptr)
                                         : Json(d.time_us - d.start_time_us)},

@@ -9,6 +9,7 @@
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/table.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -164,8 +165,8 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     Json dj;
     dj["device"] = d.device;
     dj.update(TotalsToJson(d.totals, true));
-    dj["first_time_us"] = d.first_time_us == kNoTime ? Json(nullptr) : Json(d.first_time_us);
-    dj["last_time_us"] = d.last_time_us == kNoTime ? Json(nullptr) : Json(d.last_time_us);
+    dj["first_time_us"] = internal::TimeToJson(d.first_time_us);
+    dj["last_time_us"] = internal::TimeToJson(d.last_time_us);
     dj["frees_without_alloc"] = d.frees_without_alloc;
     dj["ghost_blocks"] = d.ghost_blocks;
     dj["ghost_bytes"] = d.ghost_bytes;
@@ -173,16 +174,14 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     dj["streams"] = TableToJson(StreamsTable(d));
     if (d.peaks) {
       const analysis::TracePeaks& p = *d.peaks;
-      dj["peaks"] = {
-          {"live_bytes", p.live_bytes},
-          {"live_event", p.live_event.index()},
-          {"live_time_us", p.live_time_us == kNoTime ? Json(nullptr) : Json(p.live_time_us)},
-          {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
-          {"reserved_bytes", p.reserved_bytes},
-          {"reserved_event", p.reserved_event.index()},
-          {"reserved_time_us",
-           p.reserved_time_us == kNoTime ? Json(nullptr) : Json(p.reserved_time_us)},
-          {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
+      dj["peaks"] = {{"live_bytes", p.live_bytes},
+                     {"live_event", p.live_event.index()},
+                     {"live_time_us", internal::TimeToJson(p.live_time_us)},
+                     {"live_time_rel_us", RelJson(p.live_time_us, d.first_time_us)},
+                     {"reserved_bytes", p.reserved_bytes},
+                     {"reserved_event", p.reserved_event.index()},
+                     {"reserved_time_us", internal::TimeToJson(p.reserved_time_us)},
+                     {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
     }
     if (!d.phase_peaks.empty()) {
       Json phases = Json::array();
@@ -190,7 +189,7 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
         phases.push_back({{"phase", std::string(analysis::StepPhaseName(p.phase))},
                           {"live_bytes", p.live_bytes},
                           {"event_index", p.event.index()},
-                          {"time_us", p.time_us == kNoTime ? Json(nullptr) : Json(p.time_us)}});
+                          {"time_us", internal::TimeToJson(p.time_us)}});
       }
       dj["phase_peaks"] = phases;
     }
@@ -201,14 +200,14 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
                          {"end_event", p.range.end_event()},
                          {"live_bytes", p.live_bytes},
                          {"event_index", p.event.index()},
-                         {"time_us", p.time_us == kNoTime ? Json(nullptr) : Json(p.time_us)}});
+                         {"time_us", internal::TimeToJson(p.time_us)}});
       }
       dj["steps"] = {{"method", d.steps_method}, {"peaks", steps}};
     }
     Json ooms = Json::array();
     for (const analysis::SummaryOom& o : d.ooms) {
       ooms.push_back({{"event", o.event},
-                      {"time_us", o.time_us == kNoTime ? Json(nullptr) : Json(o.time_us)},
+                      {"time_us", internal::TimeToJson(o.time_us)},
                       {"time_rel_us", RelJson(o.time_us, d.first_time_us)},
                       {"requested_bytes", o.requested},
                       {"device_free_bytes", o.device_free},

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "memsnap/util/format.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -311,7 +312,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
   j["peak_bytes"] = fig.peak_bytes;
   j["peak_event_index"] = fig.peak_event.index();
   int64_t pt = dt.TimeOf(snap, fig.peak_event);
-  j["peak_time_us"] = pt == kNoTime ? Json(nullptr) : Json(pt);
+  j["peak_time_us"] = internal::TimeToJson(pt);
   j["end_bytes"] = fig.end_bytes;
   j["peak_reserved_bytes"] = fig.peak_reserved;
   j["peak_reserved_event_index"] = fig.peak_reserved_event.index();
@@ -348,7 +349,7 @@ Json DeviceTimelineToJson(const Snapshot& snap, const DeviceTimeline& dt, const 
     Json times = Json::array();
     for (TimelinePoint p : events) {
       int64_t t = dt.TimeOf(snap, p);
-      times.push_back(t == kNoTime ? Json(nullptr) : Json(t));
+      times.push_back(internal::TimeToJson(t));
     }
     s["time_us"] = times;
     for (int c = 0; c < names.size(); ++c) {
