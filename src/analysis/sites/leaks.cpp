@@ -35,33 +35,19 @@ std::string_view VerdictName(Verdict v) {
 }
 
 Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance) {
-  int ups = 0, downs = 0;
-  bool flat_seen = false, up_after_flat = false;
-  for (size_t i = 1; i < values.size(); ++i) {
-    const int64_t d = values[i] - values[i - 1];
-    if (d > tolerance) {
-      ++ups;
-      if (flat_seen) up_after_flat = true;
-    } else if (d < -tolerance) {
-      ++downs;
-    } else {
-      flat_seen = true;
-    }
-  }
-  const int steps = values.size() < 2 ? 0 : static_cast<int>(values.size() - 1);
-  if (ups == 0 && downs == 0) return Verdict::kSteady;
-  if (ups > 0 && downs > 0) return Verdict::kFluctuating;
-  if (downs > 0) return Verdict::kShrinking;
-  if (ups == steps) return Verdict::kGrowing;
-  return up_after_flat ? Verdict::kGrowingWithPauses : Verdict::kGrowingThenFlat;
+  // The walk is ClassifyDeltas', over every difference.
+  std::vector<std::pair<size_t, int64_t>> deltas;
+  deltas.reserve(values.size());
+  for (size_t i = 1; i < values.size(); ++i) deltas.emplace_back(i, values[i] - values[i - 1]);
+  return internal::ClassifyDeltas(deltas, values.size(), tolerance);
 }
 
 namespace internal {
 
 Verdict ClassifyDeltas(const std::vector<std::pair<size_t, int64_t>>& deltas, size_t points,
                        int64_t tolerance) {
-  // ClassifySeries' walk, with the differences not listed (flat ones) found between those that
-  // are: a flat difference before an up is a pause.
+  // Each difference is up, down or flat (within the tolerance); the differences not listed are
+  // flat, found between those that are: a flat difference before an up is a pause.
   int ups = 0, downs = 0;
   bool flat_seen = false, up_after_flat = false;
   size_t next = 1;  // the first point whose difference is not accounted for yet
