@@ -12,6 +12,7 @@ and, for issue 3, the analysis CPU time of `timeline` and `top` as a share of th
   bench/run_bench.py --quick         # (a) only, one repetition
   bench/run_bench.py --no-large      # skip (b)
   bench/run_bench.py --threads 1,2   # also summary with --threads 1 and 2 (the scaling table)
+  bench/run_bench.py --cases d       # issue 54's cost shapes against normal files of their size
 The generated files are ours (memsnap_gen), so plain pickle.load on them is safe."""
 import argparse
 import json
@@ -178,6 +179,52 @@ def compare(args, label, paths, reps, python=True):
     return row
 
 
+# Case d (issue 54): each command on a cost shape and on a normal file of the same size.
+COST_COMMANDS = [["summary"], ["top"], ["timeline"], ["blocks"], ["frag", "--no-replay"], ["leaks"],
+                 ["check", "--max-reserved", "1TiB"], ["report", "-o", "{out}.html"],
+                 ["export", "-f", "perfetto", "-o", "{out}.json"], ["diff", "{file}"]]
+
+
+def cost_case(args, label, shape, n, reps):
+    """Rows of case d: `shape` at N (bench/cost_shapes.py) against a normal trace of its size."""
+    shapes = os.path.join(ROOT, "bench", "cost_shapes.py")
+    path = os.path.join(args.dir, f"d_{shape}_{n}.pickle")
+    normal = os.path.join(args.dir, f"d_{shape}_{n}_normal.pickle")
+    if args.regen or not os.path.exists(path):
+        subprocess.run([sys.executable, shapes, shape, str(n), "-o", path], check=True)
+    if args.regen or not os.path.exists(normal):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import cost_shapes as c, pickle; "
+                "pickle.dump(c.make('normal', c.normal_entries(int(sys.argv[2]))), "
+                "open(sys.argv[3], 'wb'), protocol=4)")
+        subprocess.run([sys.executable, "-c", code, os.path.dirname(shapes),
+                        str(os.path.getsize(path)), normal], check=True)
+    out = os.path.join(args.dir, "d_out")
+    rows = []
+    for cmd in COST_COMMANDS:
+        row = {"case": label, "command": " ".join(cmd).replace("{out}", "OUT").replace(
+            "{file}", "FILE"), "bytes": os.path.getsize(path), "normal_bytes": os.path.getsize(normal)}
+        for key, f in (("shape", path), ("normal", normal)):
+            argv = [a.replace("{file}", f).replace("{out}", out) for a in cmd]
+            r = best([args.memsnap, "--quiet"] + argv + [f], reps)
+            if r is None:
+                row[f"{key}_failed"] = True
+                continue
+            row[f"{key}_s"], row[f"{key}_cpu_s"], row[f"{key}_rss"] = r
+            # What the command wrote: its standard output, or its -o file. Written to a file, never
+            # held here: a child forked from a larger parent starts with the parent's RSS.
+            with open(out + ".stdout", "wb") as so:
+                subprocess.run([args.memsnap, "--quiet"] + argv + [f], stdout=so,
+                               stderr=subprocess.DEVNULL)
+            row[f"{key}_output_bytes"] = os.path.getsize(out + ".stdout") + sum(
+                os.path.getsize(a) for a in argv if a.startswith(out) and os.path.exists(a))
+        if "shape_s" in row and "normal_s" in row:
+            row["time_ratio"] = row["shape_s"] / row["normal_s"]
+            row["rss_ratio"] = row["shape_rss"] / row["normal_rss"]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -190,7 +237,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--regen", action="store_true")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--cases", default="abc", help="which cases to run (default abc)")
+    ap.add_argument("--cases", default="abc",
+                    help="which cases to run (default abc; d: issue 54's cost shapes)")
     ap.add_argument("--threads", default="",
                     help="also run summary with --threads N for each N of this list, in the same "
                          "alternating loop (e.g. 1,2,4): the scaling table")
@@ -222,6 +270,11 @@ def main():
             gen(args, p, 40_000, seed=100 + r)
         results["generate"]["c"] = [time.perf_counter() - t0, 0]
         results["rows"].append(compare(args, "c: 64 ranks", paths, reps))
+    if "d" in args.cases:
+        results["rows"] += cost_case(args, "d: 100,000 devices", "devices", 100_000, reps)
+        results["rows"] += cost_case(args, "d: 100,000 traced devices", "traced-devices", 100_000,
+                                     reps)
+        results["rows"] += cost_case(args, "d: 500,000 frames", "frames", 500_000, reps)
     results["machine"]["load_avg_end"] = os.getloadavg()
     if args.json:
         with open(args.json, "w") as f:

@@ -93,10 +93,35 @@ std::vector<int32_t> Snapshot::Devices() const {
 }
 
 const DeviceTrace* Snapshot::TraceOf(int32_t device) const {
+  // The readers index `traces` by device ordinal: a pass over 100,000 devices asks 100,000 times.
+  if (device >= 0 && static_cast<size_t>(device) < traces.size() &&
+      traces[static_cast<size_t>(device)].device == device) {
+    return &traces[static_cast<size_t>(device)];
+  }
   for (const DeviceTrace& t : traces) {
     if (t.device == device) return &t;
   }
   return nullptr;
+}
+
+SegmentsByDevice::SegmentsByDevice(const Snapshot& snap) : order_(snap.segments.size()) {
+  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
+    return snap.segments[a].device < snap.segments[b].device;
+  });
+  for (uint32_t k = 0; k < order_.size(); ++k) {
+    const int32_t device = snap.segments[order_[k]].device;
+    if (devices_.empty() || devices_.back().first != device) devices_.emplace_back(device, k);
+  }
+}
+
+std::span<const uint32_t> SegmentsByDevice::Of(int32_t device) const {
+  auto it = std::lower_bound(devices_.begin(), devices_.end(), device,
+                             [](const auto& d, int32_t want) { return d.first < want; });
+  if (it == devices_.end() || it->first != device) return {};
+  const uint32_t end =
+      it + 1 == devices_.end() ? static_cast<uint32_t>(order_.size()) : (it + 1)->second;
+  return std::span<const uint32_t>(order_).subspan(it->second, end - it->second);
 }
 
 const EventExtra* Snapshot::ExtraOf(uint32_t event) const {

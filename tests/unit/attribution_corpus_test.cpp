@@ -86,6 +86,14 @@ TEST_SUITE("attribution-corpus") {
       auto snap = parse::ReadSnapshot(path);
       REQUIRE(snap.ok());
       CheckLabels(*snap);
+      {
+        // PhaseOf decides a phase without naming the site (issue 54): the same as the site's.
+        Attribution phases(*snap, nullptr), sites(*snap, nullptr);
+        for (size_t s = 0; s < snap->stacks.size(); ++s) {
+          const StackId id(static_cast<uint32_t>(s));
+          CHECK(phases.PhaseOf(id) == sites.Site(id).phase);
+        }
+      }
       auto tl = ReconstructTimeline(*snap);
       REQUIRE(tl.ok());
       for (Moment m : {Moment{Moment::Kind::kPeak, 0}, Moment{Moment::Kind::kEnd, 0}}) {

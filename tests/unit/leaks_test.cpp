@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 
+#include "analysis/sites/leaks_internal.h"
 #include "memsnap/parse/reader.h"
 #include "memsnap/report/leaks_render.h"
 #include "test_util.h"
@@ -81,6 +83,28 @@ TEST_SUITE("leaks") {
     CHECK(ClassifySeries({4, 3, 3, 1}) == Verdict::kShrinking);
     CHECK(ClassifySeries({5, 5, 5}) == Verdict::kSteady);
     CHECK(ClassifySeries({100, 101, 100, 102}, 8) == Verdict::kSteady);
+  }
+
+  TEST_CASE("a series' verdict from its changes alone is the verdict of the whole series") {
+    // Single-trace mode classifies the sites that cannot be reported from their changes (issue 54).
+    std::mt19937 rng(54);
+    for (int round = 0; round < 2000; ++round) {
+      const size_t n = 1 + rng() % 12;
+      std::vector<int64_t> values(n);
+      std::vector<std::pair<size_t, int64_t>> deltas;
+      for (size_t i = 0; i < n; ++i) {
+        // Mostly flat, some ups and downs, small ones within the tolerance.
+        const int64_t r = static_cast<int64_t>(rng() % 9) - 4;
+        const int64_t d = r == 0 || r == 1 ? 0 : r;
+        values[i] = (i == 0 ? 100 : values[i - 1]) + (i == 0 ? 0 : d);
+        if (i > 0 && d != 0) deltas.emplace_back(i, d);
+      }
+      for (int64_t tolerance : {0, 1, 2}) {
+        CAPTURE(round);
+        CHECK(analysis::internal::ClassifyDeltas(deltas, n, tolerance) ==
+              analysis::ClassifySeries(values, tolerance));
+      }
+    }
   }
 
   TEST_CASE("series mode reports the list that keeps growing with its full stack") {

@@ -5,6 +5,7 @@
 // in release builds, which is what the NDEBUG cases check.
 #include <doctest/doctest.h>
 
+#include <span>
 #include <vector>
 
 #include "memsnap/model/snapshot.h"
@@ -13,6 +14,37 @@
 namespace memsnap {
 
 TEST_SUITE("model_lookup") {
+  TEST_CASE("SegmentsByDevice lists each device's segments in file order, as a scan finds them") {
+    Snapshot snap;
+    for (int32_t device : {3, 0, 3, 1, 0, 3}) {
+      Segment seg;
+      seg.device = device;
+      seg.address = 1000 - snap.segments.size();  // addresses descend: file order is not theirs
+      snap.segments.push_back(seg);
+    }
+    const SegmentsByDevice by_device(snap);
+    for (int32_t device : {0, 1, 2, 3, 4, -1}) {
+      std::vector<uint32_t> scanned;
+      for (uint32_t s = 0; s < snap.segments.size(); ++s) {
+        if (snap.segments[s].device == device) scanned.push_back(s);
+      }
+      const std::span<const uint32_t> got = by_device.Of(device);
+      CHECK(std::vector<uint32_t>(got.begin(), got.end()) == scanned);
+    }
+  }
+
+  TEST_CASE("TraceOf finds a device's trace by its ordinal, and by a scan when not indexed so") {
+    Snapshot snap;
+    snap.traces = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}};
+    CHECK(snap.TraceOf(1) == &snap.traces[1]);
+    CHECK(snap.TraceOf(5) == nullptr);
+    CHECK(snap.TraceOf(-1) == nullptr);
+    snap.traces = {{7, 0, 0}, {2, 0, 0}};  // a hand-made model in another order
+    CHECK(snap.TraceOf(2) == &snap.traces[1]);
+    CHECK(snap.TraceOf(7) == &snap.traces[0]);
+    CHECK(snap.TraceOf(0) == nullptr);
+  }
+
   TEST_CASE("the invalid string id reads as the empty string") {
     StringPool pool;
     const StrId a = pool.Intern("alpha");

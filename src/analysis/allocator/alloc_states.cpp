@@ -316,14 +316,18 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     }
     states.push_back(std::move(st));
   };
+  // The device's segments: the caller's index, or a scan of the file's.
+  std::vector<uint32_t> scanned;
+  if (options.segments == nullptr) scanned = frag_internal::SegmentsOf(snap, dt.device);
+  const std::span<const uint32_t> own =
+      options.segments != nullptr ? options.segments->Of(dt.device) : scanned;
   if (n == 0) {
     std::vector<LSegment> layout;
     std::map<uint64_t, int64_t> final_lifetime;
     for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
       if (dt.blocks[i].live_at_end()) final_lifetime[dt.blocks[i].address] = i;
     }
-    for (auto& s : frag_internal::LayoutFromSnapshot(snap)) {
-      if (s.device != dt.device) continue;
+    for (auto& s : frag_internal::LayoutFromSnapshot(snap, own)) {
       for (auto& b : s.blocks) {
         auto it = final_lifetime.find(b.address);
         if (it != final_lifetime.end() && b.state != BlockState::kInactive) b.tag = it->second;
@@ -333,7 +337,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     capture(layout, -1);
     states.back().labels = {"end"};
   } else {
-    frag_internal::DeviceRewind rw(snap, dt.device);
+    frag_internal::DeviceRewind rw(snap, dt.device, own);
     TagFinal(dt, rw);
     // The moments to capture, ascending; the pass below walks them down with a cursor rather
     // than asking three ordered containers at every event.
@@ -413,7 +417,7 @@ AllocatorStates ReconstructAllocatorStates(const Snapshot& snap, const DeviceTim
     out.rewind = frag_internal::CaveatsOf(rw, dt.device, snap.settings, dt.num_events);
     if (find_peak_a) {
       if (!candidate && !wanted(peak_a)) {
-        frag_internal::DeviceRewind again(snap, dt.device);
+        frag_internal::DeviceRewind again(snap, dt.device, own);
         TagFinal(dt, again);
         for (int64_t i = n - 1; i > peak_a; --i)
           UndoTagged(again, events[i], static_cast<uint32_t>(i), freed);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -143,15 +144,29 @@ Aggregates Aggregate(const std::vector<LSegment>& layout, std::vector<SegmentFra
   return a;
 }
 
-// 1 - Σ_groups largest / Σ free over the groups of `device` (all devices when nullopt).
-double GroupFragmentation(const Aggregates& a, std::optional<int32_t> device) {
-  int64_t free = 0, largest = 0;
-  for (const auto& [key, g] : a.groups) {
-    if (device && g.device != *device) continue;
+// 1 - Σ_groups largest / Σ free over the groups of all devices (device: nullopt), and of each
+// device, in one pass over the groups (sorted by device first: GroupKey).
+struct GroupFragmentations {
+  double all = 0;
+  std::map<int32_t, double> devices;
+};
+GroupFragmentations GroupFragmentation(const Aggregates& a) {
+  GroupFragmentations out;
+  int64_t free = 0, largest = 0, device_free = 0, device_largest = 0;
+  for (auto it = a.groups.begin(); it != a.groups.end(); ++it) {
+    const PoolStreamFrag& g = it->second;
     free += g.free_bytes;
     largest += g.largest_free_bytes;
+    device_free += g.free_bytes;
+    device_largest += g.largest_free_bytes;
+    if (std::next(it) == a.groups.end() || std::next(it)->second.device != g.device) {
+      out.devices.emplace_hint(out.devices.end(), g.device,
+                               ExternalFragmentation(device_free, device_largest));
+      device_free = device_largest = 0;
+    }
   }
-  return ExternalFragmentation(free, largest);
+  out.all = ExternalFragmentation(free, largest);
+  return out;
 }
 
 // Largest n with RoundSize(n) <= limit (RoundSize is monotone); 0 when even 1 byte does not fit.
@@ -189,9 +204,12 @@ void FillFromLayout(const std::vector<LSegment>& layout, const AllocatorSettings
                     FragReport& r) {
   Aggregates a = Aggregate(layout, &r.segments);
   r.totals = a.totals;
-  r.external_fragmentation = GroupFragmentation(a, std::nullopt);
+  const GroupFragmentations frag = GroupFragmentation(a);
+  r.external_fragmentation = frag.all;
   for (const auto& [device, f] : a.devices) {
-    r.devices.push_back(DeviceFrag{device, f, GroupFragmentation(a, device), false, -1, kNoTime});
+    auto it = frag.devices.find(device);
+    r.devices.push_back(
+        DeviceFrag{device, f, it == frag.devices.end() ? 0.0 : it->second, false, -1, kNoTime});
   }
   // The segments that cost memory first (most stranded bytes), then the largest: a segment full
   // of live blocks, or entirely free, says nothing about fragmentation.
@@ -237,7 +255,7 @@ namespace frag_internal {
 FragSample SampleOf(const std::vector<LSegment>& layout, int32_t device, int64_t index,
                     int64_t time_us) {
   Aggregates a = Aggregate(layout, nullptr);
-  return FragSample{device, index, time_us, a.totals, GroupFragmentation(a, std::nullopt)};
+  return FragSample{device, index, time_us, a.totals, GroupFragmentation(a).all};
 }
 
 int64_t FindAllocatedPeak(const Snapshot& snap, const DeviceTrace& trace) {
@@ -292,6 +310,15 @@ std::vector<LSegment> StrandedSegments(const std::vector<LSegment>& layout, int3
   return out;
 }
 
+// The same of one device's segments.
+std::vector<LSegment> StrandedSegments(const std::vector<const LSegment*>& segments) {
+  std::vector<LSegment> out;
+  for (const LSegment* s : segments) {
+    if (frag_internal::SegmentFigures(*s).stranded_bytes > 0) out.push_back(*s);
+  }
+  return out;
+}
+
 // The sites whose allocated blocks sit in segments with stranded bytes: each such segment counts
 // for every site with a block in it (docs/fragmentation.md, "The answer"). `top` most first.
 std::vector<StrandedPin> NamePins(const std::vector<LSegment>& stranded,
@@ -342,7 +369,8 @@ std::vector<StrandedPin> NamePins(const std::vector<LSegment>& stranded,
 // or before `at` at their address; a block the trace never allocates is older than the trace and
 // has the final snapshot's stack; one freed in the trace without an alloc has none.
 absl::flat_hash_map<uint64_t, PinSource> SourcesAtEvent(const Snapshot& snap,
-                                                        const DeviceTrace& trace, int64_t at,
+                                                        const DeviceTrace& trace,
+                                                        std::span<const uint32_t> own, int64_t at,
                                                         const std::vector<LSegment>& stranded) {
   absl::flat_hash_map<uint64_t, PinSource> out;
   absl::flat_hash_map<uint64_t, bool> wanted;  // address -> allocated anywhere in the trace
@@ -361,8 +389,8 @@ absl::flat_hash_map<uint64_t, PinSource> SourcesAtEvent(const Snapshot& snap,
     it->second = true;
     if (i <= at) out.try_emplace(e.addr, PinSource{e.stack, false, true});
   }
-  for (const Segment& seg : snap.segments) {
-    if (seg.device != trace.device) continue;
+  for (uint32_t s : own) {
+    const Segment& seg = snap.segments[s];
     for (const Block& b : snap.BlocksOf(seg)) {
       auto it = wanted.find(b.address);
       if (b.is_active() && it != wanted.end() && !it->second) {
@@ -376,10 +404,12 @@ absl::flat_hash_map<uint64_t, PinSource> SourcesAtEvent(const Snapshot& snap,
 }
 
 // The stacks of the blocks of the snapshot's own segments (a device without a trace).
-absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap, int32_t device) {
+absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap,
+                                                      const SegmentsByDevice& by_device,
+                                                      int32_t device) {
   absl::flat_hash_map<uint64_t, PinSource> out;
-  for (const Segment& seg : snap.segments) {
-    if (seg.device != device) continue;
+  for (uint32_t s : by_device.Of(device)) {
+    const Segment& seg = snap.segments[s];
     for (const Block& b : snap.BlocksOf(seg)) {
       if (b.is_active()) out.try_emplace(b.address, PinSource{b.stack, true, true});
     }
@@ -396,9 +426,10 @@ absl::flat_hash_map<uint64_t, PinSource> SourcesAtEnd(const Snapshot& snap, int3
 // the peak is found the old way, by a second rewind.
 // `at_event`: the chosen moment's device-local event when the options name one (kMoment);
 // `peak_r`: the timeline's reserved peak (-1: before the first event).
-void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOptions& options,
-                  int64_t at_event, int64_t peak_r, FragReport& r, std::vector<LSegment>* layout_at,
-                  DeviceFrag* where, SiteNamer* namer) {
+// `own`: the device's segments (SegmentsByDevice::Of).
+void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, std::span<const uint32_t> own,
+                  const FragOptions& options, int64_t at_event, int64_t peak_r, FragReport& r,
+                  std::vector<LSegment>* layout_at, DeviceFrag* where, SiteNamer* namer) {
   auto events = snap.EventsOf(trace);
   const int64_t n = static_cast<int64_t>(events.size());
   auto time_after = [&](int64_t i) { return i < 0 ? kNoTime : events[i].time_us; };
@@ -426,7 +457,7 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   std::vector<LSegment> layout_a;
   int64_t capture_budget = n + 1024;  // layout entries the candidates may cost
   bool captured = true;
-  frag_internal::DeviceRewind rw(snap, trace.device);
+  frag_internal::DeviceRewind rw(snap, trace.device, own);
   for (int64_t i = n - 1; i >= -1; --i) {  // the state is the one after event i
     std::optional<std::vector<LSegment>> layout;
     auto layout_now = [&]() -> std::vector<LSegment>& {
@@ -462,7 +493,7 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   }
   if (!captured) {
     // Too many candidates to keep each one's layout: rewind again to the peak now known.
-    frag_internal::DeviceRewind again(snap, trace.device);
+    frag_internal::DeviceRewind again(snap, trace.device, own);
     for (int64_t i = n - 1; i > peak_a; --i) again.Undo(events[i]);
     std::vector<LSegment> l = again.Layout();
     sample_a = SampleOf(l, trace.device, peak_a, time_after(peak_a));
@@ -489,8 +520,9 @@ void RewindDevice(const Snapshot& snap, const DeviceTrace& trace, const FragOpti
   cost.figures = peaks.peak_reserved.figures;
   cost.verdict = JudgeFragmentation(cost.figures.stranded_bytes, cost.figures.reserved_bytes);
   if (namer != nullptr) {
-    cost.pins = NamePins(stranded_at_peak, SourcesAtEvent(snap, trace, peak_r, stranded_at_peak),
-                         options.pins, *namer);
+    cost.pins =
+        NamePins(stranded_at_peak, SourcesAtEvent(snap, trace, own, peak_r, stranded_at_peak),
+                 options.pins, *namer);
   }
   r.costs.push_back(std::move(cost));
   r.peaks.push_back(peaks);
@@ -594,6 +626,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   if (options.pins > 0) namer.emplace(snap, options.categories);
   std::vector<LSegment> layout;
   std::map<int32_t, DeviceFrag> where;
+  const SegmentsByDevice by_device(snap);  // one sort for every device (issue 54)
   for (const DeviceTrace& t : snap.traces) {
     if (t.size() == 0) continue;
     bool use = options.at != FragMoment::kEnd;
@@ -605,8 +638,8 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
         at_event = ResolveMoment(snap, *dt, options.moment).index();
       }
     }
-    RewindDevice(snap, t, options, at_event, peak_r, r, use ? &layout : nullptr, &where[t.device],
-                 namer ? &*namer : nullptr);
+    RewindDevice(snap, t, by_device.Of(t.device), options, at_event, peak_r, r,
+                 use ? &layout : nullptr, &where[t.device], namer ? &*namer : nullptr);
   }
   if (options.at == FragMoment::kEnd) {
     layout = frag_internal::LayoutFromSnapshot(snap);
@@ -619,23 +652,30 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     }
   }
   // Devices without a trace: the answer describes the end of the snapshot, all that is known.
+  // Their segments are grouped by device once (100,000 devices must not each scan them all).
+  auto untraced = [&](int32_t device) {
+    const DeviceTrace* t = snap.TraceOf(device);
+    return t == nullptr || t->size() == 0;
+  };
   std::vector<LSegment> end_layout;
-  for (const Segment& seg : snap.segments) {
-    const DeviceTrace* t = snap.TraceOf(seg.device);
-    if (t != nullptr && t->size() > 0) continue;
-    if (end_layout.empty()) end_layout = frag_internal::LayoutFromSnapshot(snap);
-    if (std::any_of(r.costs.begin(), r.costs.end(),
-                    [&](const FragCost& c) { return c.device == seg.device; })) {
-      continue;
-    }
-    FragCost cost;
-    cost.device = seg.device;
+  std::map<int32_t, std::vector<const LSegment*>> end_segments;  // of each untraced device
+  if (std::any_of(snap.segments.begin(), snap.segments.end(),
+                  [&](const Segment& seg) { return untraced(seg.device); })) {
+    end_layout = frag_internal::LayoutFromSnapshot(snap);
     for (const LSegment& s : end_layout) {
-      if (s.device == seg.device) cost.figures += frag_internal::SegmentFigures(s);
+      if (untraced(s.device)) end_segments[s.device].push_back(&s);
     }
+  }
+  std::set<int32_t> costed;
+  for (const FragCost& c : r.costs) costed.insert(c.device);
+  for (const auto& [device, segments] : end_segments) {
+    if (costed.count(device) != 0) continue;
+    FragCost cost;
+    cost.device = device;
+    for (const LSegment* s : segments) cost.figures += frag_internal::SegmentFigures(*s);
     cost.verdict = JudgeFragmentation(cost.figures.stranded_bytes, cost.figures.reserved_bytes);
     if (namer) {
-      cost.pins = NamePins(StrandedSegments(end_layout, seg.device), SourcesAtEnd(snap, seg.device),
+      cost.pins = NamePins(StrandedSegments(segments), SourcesAtEnd(snap, by_device, device),
                            options.pins, *namer);
     }
     r.costs.push_back(std::move(cost));

@@ -15,24 +15,47 @@ using sim::kSmallSize;
 constexpr int64_t kNonSplitRounding = kLargeBuffer;  // max_non_split_rounding default
 }  // namespace
 
+namespace {
+LSegment LayoutOf(const Snapshot& snap, const Segment& seg) {
+  LSegment ls{seg.device,   seg.address,       seg.total_size, seg.stream,
+              seg.is_small, seg.is_expandable, seg.pool,       {}};
+  ls.blocks.reserve(seg.num_blocks);
+  for (const Block& b : snap.BlocksOf(seg)) {
+    ls.blocks.push_back(LBlock{b.address, b.size, b.is_active() ? b.requested_size : 0, b.state});
+  }
+  return ls;
+}
+}  // namespace
+
 std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snap) {
   std::vector<LSegment> out;
   out.reserve(snap.segments.size());
-  for (const Segment& seg : snap.segments) {
-    LSegment ls{seg.device,   seg.address,       seg.total_size, seg.stream,
-                seg.is_small, seg.is_expandable, seg.pool,       {}};
-    ls.blocks.reserve(seg.num_blocks);
-    for (const Block& b : snap.BlocksOf(seg)) {
-      ls.blocks.push_back(LBlock{b.address, b.size, b.is_active() ? b.requested_size : 0, b.state});
-    }
-    out.push_back(std::move(ls));
+  for (const Segment& seg : snap.segments) out.push_back(LayoutOf(snap, seg));
+  return out;
+}
+
+std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snap, std::span<const uint32_t> ids) {
+  std::vector<LSegment> out;
+  out.reserve(ids.size());
+  for (uint32_t s : ids) out.push_back(LayoutOf(snap, snap.segments[s]));
+  return out;
+}
+
+std::vector<uint32_t> SegmentsOf(const Snapshot& snap, int32_t device) {
+  std::vector<uint32_t> out;
+  for (uint32_t s = 0; s < snap.segments.size(); ++s) {
+    if (snap.segments[s].device == device) out.push_back(s);
   }
   return out;
 }
 
-DeviceRewind::DeviceRewind(const Snapshot& snap, int32_t device) : snap_(snap), device_(device) {
-  for (const Segment& seg : snap.segments) {
-    if (seg.device != device) continue;
+DeviceRewind::DeviceRewind(const Snapshot& snap, int32_t device)
+    : DeviceRewind(snap, device, SegmentsOf(snap, device)) {}
+
+DeviceRewind::DeviceRewind(const Snapshot& snap, int32_t device, std::span<const uint32_t> ids)
+    : snap_(snap), device_(device) {
+  for (uint32_t s : ids) {
+    const Segment& seg = snap.segments[s];
     segments_[seg.address] =
         Seg{seg.total_size, seg.stream, seg.is_small, seg.is_expandable, seg.pool};
     reserved_ += seg.total_size;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,11 +39,17 @@ struct LSegment {
 
 /// The snapshot's own segments and blocks (all devices, file order).
 std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot);
+/// The same of the segments `ids` (SegmentsByDevice::Of: one device's), in that order.
+std::vector<LSegment> LayoutFromSnapshot(const Snapshot& snapshot, std::span<const uint32_t> ids);
+/// The ids of `device`'s segments, by a scan (SegmentsByDevice for a pass over many devices).
+std::vector<uint32_t> SegmentsOf(const Snapshot& snapshot, int32_t device);
 
 /// One device's allocator state, undone event by event from the end of its trace.
 class DeviceRewind {
  public:
   DeviceRewind(const Snapshot& snapshot, int32_t device);
+  /// The same from the device's segments `ids` (SegmentsByDevice::Of), found once for many.
+  DeviceRewind(const Snapshot& snapshot, int32_t device, std::span<const uint32_t> ids);
   ~DeviceRewind();
   DeviceRewind(const DeviceRewind&) = delete;
   DeviceRewind& operator=(const DeviceRewind&) = delete;

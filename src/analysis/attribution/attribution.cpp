@@ -7,6 +7,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -504,6 +505,7 @@ struct Attribution::StackFacts {
 Attribution::Attribution(const Snapshot& snapshot, FrameFilter* filter, AttributionOptions options)
     : snap_(snapshot), filter_(filter), options_(options) {
   frame_class_.assign(snapshot.frames.size(), 0);
+  marker_.assign(snapshot.frames.size(), 0);
   python_.resize(snapshot.frames.size());
   site_slot_.assign(snapshot.stacks.size(), -1);
   phase_.assign(snapshot.stacks.size(), 0);
@@ -538,28 +540,35 @@ const Attribution::FileFacts& Attribution::File(StrId filename) {
 const std::string& Attribution::user_prefix() {
   if (user_prefix_done_) return user_prefix_;
   user_prefix_done_ = true;
-  std::set<std::string> files;
+  // The first and last of the files in sorted order bound the common prefix of all: only they
+  // are kept, and the files' facts are not cached here (a trace whose every frame has a file of
+  // its own, issue 54, would keep 500,000 of them for the few stacks a command names).
+  std::optional<std::string> first, last;
+  bool one_file = true;
   absl::flat_hash_map<uint32_t, bool> seen;
   for (size_t i = 0; i < snap_.frames.size(); ++i) {
     StrId name = snap_.frames.Get(FrameId(static_cast<uint32_t>(i))).filename;
     if (!seen.try_emplace(name.v, true).second) continue;
-    if (!snap_.strings.Get(name).ends_with(".py")) continue;
-    const FileFacts& f = File(name);
+    std::string_view raw = snap_.strings.Get(name);
+    if (!raw.ends_with(".py")) continue;
+    auto cached = files_.find(name.v);
+    std::string normal = cached != files_.end() ? cached->second.normal : NormalPath(raw);
+    const bool library = cached != files_.end() ? cached->second.library : IsLibraryPath(raw);
     // A notebook's cells sit in a temporary folder and are named as cells, not by path.
-    if (f.library || !NotebookCellName(f.normal).empty() ||
-        f.normal.find('/') == std::string::npos) {
+    if (library || !NotebookCellName(normal).empty() || normal.find('/') == std::string::npos) {
       continue;
     }
-    files.insert(f.normal);
+    if (first && (normal != *first || normal != *last)) one_file = false;
+    if (!first || normal < *first) first = normal;
+    if (!last || normal > *last) last = std::move(normal);
   }
-  if (files.empty()) return user_prefix_;
-  // The sorted set's first and last entries bound the common prefix of all.
-  const std::string& a = *files.begin();
-  const std::string& b = *files.rbegin();
+  if (!first) return user_prefix_;
+  const std::string& a = *first;
+  const std::string& b = *last;
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
   size_t slash = a.rfind('/', n == 0 ? 0 : n - 1);
-  if (n == a.size() && files.size() == 1) slash = a.rfind('/');
+  if (n == a.size() && one_file) slash = a.rfind('/');
   if (slash == std::string::npos || slash == 0) return user_prefix_;
   user_prefix_ = a.substr(0, slash + 1);
   return user_prefix_;
@@ -579,9 +588,23 @@ const Attribution::PythonFacts& Attribution::Python(FrameId frame) {
     p.key = options_.ignore_lines || f.line == kUnknownLine
                 ? absl::StrCat(path, ":", Sv(name))
                 : absl::StrCat(path, ":", f.line, ":", Sv(name));
-    p.marker = static_cast<uint8_t>(PythonMarker(file.normal, name));
+    p.marker = MarkerOf(frame);
   }
   return p;
+}
+
+uint8_t Attribution::MarkerOf(FrameId frame) {
+  uint8_t& m = marker_[frame.v];
+  if (m == 0) {
+    const Frame& f = snap_.frames.Get(frame);
+    // The file's normal path without caching its facts: the phases read every stack's frames,
+    // and a trace whose every frame has a file of its own (issue 54) names few of them.
+    auto cached = files_.find(f.filename.v);
+    const std::string normal =
+        cached != files_.end() ? cached->second.normal : NormalPath(snap_.strings.Get(f.filename));
+    m = static_cast<uint8_t>(PythonMarker(normal, snap_.strings.Get(f.name))) + 1;
+  }
+  return static_cast<uint8_t>(m - 1);
 }
 
 std::string Attribution::PythonFrameText(FrameId frame) { return Python(frame).text; }
@@ -633,7 +656,16 @@ Attribution::StackFacts Attribution::Facts(std::span<const FrameId> frames) {
 Phase Attribution::PhaseOf(StackId stack) {
   if (!stack.valid() || stack.v >= phase_.size()) return Phase::kNone;
   uint8_t& p = phase_[stack.v];
-  if (p == 0) p = static_cast<uint8_t>(Site(stack).phase) + 1;
+  if (p == 0) {
+    // Site(stack).phase, without naming the site: the categories ask every stack of the trace
+    // for its phase, and building every site's texts cost a trace of 500,000 distinct stacks
+    // (issue 54) most of its time and memory.
+    std::span<const FrameId> frames = snap_.stacks.Get(stack);
+    const Phase phase = frames.empty() || site_slot_[stack.v] >= 0
+                            ? Site(stack).phase
+                            : PhaseFrom(frames, Facts(frames));
+    p = static_cast<uint8_t>(phase) + 1;
+  }
   return static_cast<Phase>(p - 1);
 }
 
@@ -725,6 +757,36 @@ const std::vector<std::string>& Attribution::ForwardLines(const std::string& bas
   return it == forward_lines_.end() ? kNone : it->second;
 }
 
+Phase Attribution::PhaseFrom(std::span<const FrameId> frames, const StackFacts& facts) {
+  // Backward first (the engine runs forward code again under checkpointing), then the optimizer,
+  // then the innermost of the Python frames' markers.
+  if (facts.accumulate_grad || facts.node_at != SIZE_MAX || facts.engine) return Phase::kBackward;
+  if (facts.first_python == SIZE_MAX) {
+    return IsOptimizerOp(facts.op_inner_to_python) ? Phase::kOptimizer : Phase::kOther;
+  }
+  // The innermost telling frame decides: a forward pass run by an optimizer's closure
+  // (optimizer.step(closure), as Lightning does) is a forward pass; Module.to() called inside a
+  // forward is loading weights. A call into backward decides wherever it is.
+  bool backward = false, weak_init = false;
+  Marker innermost = Marker::kNone;
+  for (size_t i = facts.first_python; i < frames.size(); ++i) {
+    if (ClassOf(frames[i]) != FrameClass::kPython) continue;
+    Marker m = static_cast<Marker>(MarkerOf(frames[i]));
+    backward |= m == Marker::kBackward;
+    weak_init |= m == Marker::kWeakInit;
+    if (innermost == Marker::kNone && m != Marker::kNone && m != Marker::kWeakInit) innermost = m;
+  }
+  if (backward) return Phase::kBackward;
+  if (innermost == Marker::kOptimizer || IsOptimizerOp(facts.op_inner_to_python)) {
+    return Phase::kOptimizer;
+  }
+  if (innermost == Marker::kStrongInit) return Phase::kInit;
+  if (innermost == Marker::kForward) return Phase::kForward;
+  if (innermost == Marker::kData || IsCopyOp(facts.op_inner_to_python)) return Phase::kData;
+  if (weak_init) return Phase::kInit;
+  return Phase::kOther;
+}
+
 SiteInfo Attribution::Build(StackId stack) {
   std::span<const FrameId> frames = snap_.stacks.Get(stack);
   StackFacts facts = Facts(frames);
@@ -740,41 +802,7 @@ SiteInfo Attribution::Build(StackId stack) {
   auto plumbing = [&](size_t i) { return IsModulePlumbing(file_of(i).normal, name_of(i)); };
   auto machinery = [&](size_t i) { return IsPythonMachineryPath(file_of(i).normal); };
 
-  // Phase: backward first (the engine runs forward code again under checkpointing), then the
-  // optimizer, then the innermost of the Python frames' markers.
-  if (facts.accumulate_grad || facts.node_at != SIZE_MAX || facts.engine) {
-    s.phase = Phase::kBackward;
-  } else if (facts.first_python != SIZE_MAX) {
-    // The innermost telling frame decides: a forward pass run by an optimizer's closure
-    // (optimizer.step(closure), as Lightning does) is a forward pass; Module.to() called inside
-    // a forward is loading weights. A call into backward decides wherever it is.
-    bool backward = false, weak_init = false;
-    Marker innermost = Marker::kNone;
-    for (size_t i = facts.first_python; i < frames.size(); ++i) {
-      if (ClassOf(frames[i]) != FrameClass::kPython) continue;
-      Marker m = static_cast<Marker>(Python(frames[i]).marker);
-      backward |= m == Marker::kBackward;
-      weak_init |= m == Marker::kWeakInit;
-      if (innermost == Marker::kNone && m != Marker::kNone && m != Marker::kWeakInit) innermost = m;
-    }
-    if (backward) {
-      s.phase = Phase::kBackward;
-    } else if (innermost == Marker::kOptimizer || IsOptimizerOp(facts.op_inner_to_python)) {
-      s.phase = Phase::kOptimizer;
-    } else if (innermost == Marker::kStrongInit) {
-      s.phase = Phase::kInit;
-    } else if (innermost == Marker::kForward) {
-      s.phase = Phase::kForward;
-    } else if (innermost == Marker::kData || IsCopyOp(facts.op_inner_to_python)) {
-      s.phase = Phase::kData;
-    } else if (weak_init) {
-      s.phase = Phase::kInit;
-    } else {
-      s.phase = Phase::kOther;
-    }
-  } else {
-    s.phase = IsOptimizerOp(facts.op_inner_to_python) ? Phase::kOptimizer : Phase::kOther;
-  }
+  s.phase = PhaseFrom(frames, facts);
 
   // Name and key. The unlined key joins the same parts without their lines (when asked for).
   const bool unlined = options_.unlined_keys && !options_.ignore_lines;

@@ -226,6 +226,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     return o;
   };
   std::vector<std::future<AllocatorStates>> state_jobs;  // deferred: run by the worker below
+  const SegmentsByDevice segments(snap);  // one sort for every device's states (issue 54)
   if (options.with_states) {
     // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
     int64_t file_events = 0;
@@ -234,6 +235,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       const DeviceTimeline& dt = out.timeline.devices[i];
       AllocatorStatesOptions& so = states_options[i];
       so = options.states;
+      so.segments = &segments;
       if (file_events > so.stream_max_events) so.stream_max_events = 0;
       so.max_spans = std::max<int64_t>(so.max_spans / share, 20000);
       for (TimelinePoint p : ooms[i]) so.moments.push_back({p, "OOM"});

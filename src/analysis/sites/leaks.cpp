@@ -35,10 +35,26 @@ std::string_view VerdictName(Verdict v) {
 }
 
 Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance) {
+  // The walk is ClassifyDeltas', over every difference.
+  std::vector<std::pair<size_t, int64_t>> deltas;
+  deltas.reserve(values.size());
+  for (size_t i = 1; i < values.size(); ++i) deltas.emplace_back(i, values[i] - values[i - 1]);
+  return internal::ClassifyDeltas(deltas, values.size(), tolerance);
+}
+
+namespace internal {
+
+Verdict ClassifyDeltas(const std::vector<std::pair<size_t, int64_t>>& deltas, size_t points,
+                       int64_t tolerance) {
+  // Each difference is up, down or flat (within the tolerance); the differences not listed are
+  // flat, found between those that are: a flat difference before an up is a pause.
   int ups = 0, downs = 0;
   bool flat_seen = false, up_after_flat = false;
-  for (size_t i = 1; i < values.size(); ++i) {
-    const int64_t d = values[i] - values[i - 1];
+  size_t next = 1;  // the first point whose difference is not accounted for yet
+  for (const auto& [i, d] : deltas) {
+    if (i < next || i >= points) continue;
+    if (i > next) flat_seen = true;  // the points in between changed by 0
+    next = i + 1;
     if (d > tolerance) {
       ++ups;
       if (flat_seen) up_after_flat = true;
@@ -48,15 +64,13 @@ Verdict ClassifySeries(const std::vector<int64_t>& values, int64_t tolerance) {
       flat_seen = true;
     }
   }
-  const int steps = values.size() < 2 ? 0 : static_cast<int>(values.size() - 1);
+  const int steps = points < 2 ? 0 : static_cast<int>(points - 1);
   if (ups == 0 && downs == 0) return Verdict::kSteady;
   if (ups > 0 && downs > 0) return Verdict::kFluctuating;
   if (downs > 0) return Verdict::kShrinking;
   if (ups == steps) return Verdict::kGrowing;
   return up_after_flat ? Verdict::kGrowingWithPauses : Verdict::kGrowingThenFlat;
 }
-
-namespace internal {
 
 int64_t InferDeviceMemory(const Snapshot& snapshot, const Timeline& timeline) {
   int64_t best = 0;
@@ -139,7 +153,8 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
   report.sites_total = static_cast<int64_t>(sites.size());
   const int64_t current = report.live_bytes.empty() ? 0 : report.live_bytes.back();
   for (LeakSite& s : sites) {
-    s.verdict = ClassifySeries(s.bytes);
+    // A site that comes without its series comes classified (see above).
+    if (static_cast<int64_t>(s.bytes.size()) == n) s.verdict = ClassifySeries(s.bytes);
     ++report.verdict_counts[static_cast<int>(s.verdict)];
     s.leak = s.verdict == Verdict::kGrowing && steps >= options.min_steps &&
              s.growth() >= options.min_growth;

@@ -1,7 +1,10 @@
 // Single-trace mode of `memsnap leaks`: live memory by site at the end of every detected step, then
 // the series verdicts, plus what each step leaves behind (docs/leaks.md).
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -17,7 +20,7 @@ namespace {
 // each lifetime's requested bytes to its site's category.
 absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
                                                       const DeviceTimeline& dt,
-                                                      const GroupOptions& group, size_t points,
+                                                      const GroupOptions& group,
                                                       std::vector<LeakSite>& sites) {
   ASSIGN_OR_RETURN(std::unique_ptr<GroupContext> context, GroupContext::Create(snap, group));
   absl::flat_hash_map<std::string, uint32_t> by_key;
@@ -41,10 +44,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
         site.info = std::move(row.info);
         site.frames = std::move(row.frames);
         site.synthetic = row.synthetic;
-        site.bytes.assign(points, 0);
-        site.counts.assign(points, 0);
-        site.retained.assign(points > 0 ? points - 1 : 0, 0);
-        sites.push_back(std::move(site));
+        sites.push_back(std::move(site));  // its series: AnalyzeTraceLeaks, when it may be reported
       }
       s = it->second;
       if (stack_keyed) by_stack.emplace(stack_key, s);
@@ -86,28 +86,43 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
 
   std::vector<LeakSite> sites;
   ASSIGN_OR_RETURN(std::vector<uint32_t> site_of,
-                   SiteOfLifetimes(snapshot, dt, options.group, n, sites));
-  // Difference arrays over points: a lifetime is live at points [first, last).
-  std::vector<std::vector<int64_t>> dbytes(sites.size()), dcount(sites.size());
+                   SiteOfLifetimes(snapshot, dt, options.group, sites));
+  // Each lifetime is live at points [first, last): a change of its site's series at both ends,
+  // kept as a list (a dense series per site would cost sites x steps: 500,000 one-lifetime sites
+  // over 2,000 steps, issue 54). The points' totals are one difference array.
+  struct Change {
+    uint32_t site;
+    uint32_t point;
+    int64_t bytes;
+    int64_t count;
+  };
+  std::vector<Change> changes;
+  std::vector<std::tuple<uint32_t, uint32_t, int64_t>> retained;  // (site, step, bytes)
+  std::vector<int64_t> total_bytes(n + 1), total_count(n + 1);
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
     const int64_t a = lt.live_from().index();
     const int64_t f = lt.free_completed_event.PointOr(TimelinePoint::FromIndex(kNever)).index();
-    const size_t first = std::lower_bound(ends.begin(), ends.end(), a) - ends.begin();
-    const size_t last = std::lower_bound(ends.begin(), ends.end(), f) - ends.begin();
+    const auto first =
+        static_cast<uint32_t>(std::lower_bound(ends.begin(), ends.end(), a) - ends.begin());
+    const auto last =
+        static_cast<uint32_t>(std::lower_bound(ends.begin(), ends.end(), f) - ends.begin());
     const uint32_t s = site_of[i];
     if (first < last) {
-      if (dbytes[s].empty()) dbytes[s].assign(n + 1, 0), dcount[s].assign(n + 1, 0);
-      dbytes[s][first] += lt.requested_size, dbytes[s][last] -= lt.requested_size;
-      dcount[s][first] += 1, dcount[s][last] -= 1;
+      changes.push_back({s, first, lt.requested_size, 1});
+      changes.push_back({s, last, -lt.requested_size, -1});
+      total_bytes[first] += lt.requested_size, total_bytes[last] -= lt.requested_size;
+      total_count[first] += 1, total_count[last] -= 1;
     }
     // Retained: allocated in step k, still live at the end of step k+1.
     if (!lt.alloc_event.seen()) continue;
     const auto it = std::upper_bound(firsts.begin(), firsts.end(), a);
     if (it == firsts.begin()) continue;
     const size_t k = (it - firsts.begin()) - 1;
-    if (a <= ends[k] && k + 1 < n && ends[k + 1] < f) sites[s].retained[k] += lt.requested_size;
+    if (a <= ends[k] && k + 1 < n && ends[k + 1] < f) {
+      retained.emplace_back(s, static_cast<uint32_t>(k), lt.requested_size);
+    }
   }
   std::vector<SeriesPoint> points(n);
   for (size_t k = 0; k < n; ++k) {
@@ -116,14 +131,61 @@ absl::StatusOr<LeakReport> AnalyzeTraceLeaks(const Snapshot& snapshot, const Lea
     points[k].time_us = dt.TimeOf(snapshot, steps.ranges[k].to);
   }
   points[0].inferred_device_memory = internal::InferDeviceMemory(snapshot, timeline);
-  for (size_t s = 0; s < sites.size(); ++s) {
-    if (dbytes[s].empty()) continue;
-    int64_t b = 0, c = 0;
-    for (size_t k = 0; k < n; ++k) {
-      b += dbytes[s][k], c += dcount[s][k];
-      sites[s].bytes[k] = b, sites[s].counts[k] = c;
-      points[k].live_bytes += b, points[k].live_count += c;
+  int64_t b = 0, c = 0;
+  for (size_t k = 0; k < n; ++k) {
+    b += total_bytes[k], c += total_count[k];
+    points[k].live_bytes = b, points[k].live_count = c;
+  }
+  // Each site's series from its changes: whole only for a site whose growth may reach
+  // min_growth (only those can be reported); the others are classified from the changes alone.
+  std::sort(changes.begin(), changes.end(), [](const Change& x, const Change& y) {
+    return std::tie(x.site, x.point) < std::tie(y.site, y.point);
+  });
+  std::vector<bool> whole(sites.size(), options.min_growth <= 0);
+  std::vector<std::pair<size_t, int64_t>> deltas;  // of one site: (point, change of bytes)
+  for (size_t at = 0; at < changes.size();) {
+    const uint32_t s = changes[at].site;
+    size_t end = at;
+    while (end < changes.size() && changes[end].site == s) ++end;
+    deltas.clear();
+    int64_t growth = 0;  // its bytes at the last point minus at the first
+    for (size_t j = at; j < end; ++j) {
+      const Change& ch = changes[j];
+      if (ch.point >= 1 && ch.point < n) growth += ch.bytes;
+      if (!deltas.empty() && deltas.back().first == ch.point) {
+        deltas.back().second += ch.bytes;
+      } else {
+        deltas.emplace_back(ch.point, ch.bytes);
+      }
     }
+    if (std::llabs(growth) >= options.min_growth) whole[s] = true;
+    if (whole[s]) {
+      LeakSite& site = sites[s];
+      site.bytes.assign(n, 0);
+      site.counts.assign(n, 0);
+      for (size_t j = at; j < end; ++j) {
+        if (changes[j].point < n) {
+          site.bytes[changes[j].point] += changes[j].bytes;
+          site.counts[changes[j].point] += changes[j].count;
+        }
+      }
+      for (size_t k = 1; k < n; ++k) {
+        site.bytes[k] += site.bytes[k - 1];
+        site.counts[k] += site.counts[k - 1];
+      }
+    } else {
+      sites[s].verdict = internal::ClassifyDeltas(deltas, n);
+    }
+    at = end;
+  }
+  for (size_t s = 0; s < sites.size(); ++s) {
+    if (!whole[s]) continue;
+    sites[s].bytes.resize(n);  // a site never live at a step's end: zeros
+    sites[s].counts.resize(n);
+    sites[s].retained.assign(n - 1, 0);
+  }
+  for (const auto& [s, k, bytes] : retained) {
+    if (whole[s]) sites[s].retained[k] += bytes;
   }
   LeakReport report = internal::FinishLeakReport(std::move(sites), points, options);
   report.mode = "single-trace";

@@ -189,11 +189,10 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
 }
 
 // Live blocks at the end of device `dev` whose alloc the trace never saw (ghosts).
-void CountGhosts(const Snapshot& snap, const absl::flat_hash_map<uint64_t, int64_t>& live,
-                 DeviceSummary& dev) {
-  for (const Segment& seg : snap.segments) {
-    if (seg.device != dev.device) continue;
-    for (const Block& b : snap.BlocksOf(seg)) {
+void CountGhosts(const Snapshot& snap, const SegmentsByDevice& by_device,
+                 const absl::flat_hash_map<uint64_t, int64_t>& live, DeviceSummary& dev) {
+  for (uint32_t s : by_device.Of(dev.device)) {
+    for (const Block& b : snap.BlocksOf(snap.segments[s])) {
       if (!b.is_active()) continue;
       auto it = live.find(b.address);
       if (it == live.end() || it->second == 0) {
@@ -321,6 +320,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     pools[seg.device][{seg.pool, seg.is_small}] += t;
     streams[seg.device][seg.stream] += t;
   }
+  const SegmentsByDevice by_device(snap);  // one sort for every device (issue 54)
   for (const DeviceTrace& trace : snap.traces) {
     if (trace.size() == 0) continue;
     DeviceSummary& dev = devices[trace.device];
@@ -329,11 +329,9 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     // The timeline counted what the pass would, in its own pass over this device's trace.
     const DeviceTimeline* counted = nullptr;
     if (timeline != nullptr && !options.own_pass) {
-      for (const DeviceTimeline& dt : timeline->devices) {
-        if (dt.device == trace.device && dt.event_begin == trace.begin &&
-            dt.num_events == trace.size()) {
-          counted = &dt;
-        }
+      const DeviceTimeline* dt = timeline->Find(trace.device);
+      if (dt != nullptr && dt->event_begin == trace.begin && dt->num_events == trace.size()) {
+        counted = dt;
       }
     }
     if (counted != nullptr) {
@@ -341,7 +339,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     } else {
       ScanEvents(snap, trace, options, dev, live, namer);
     }
-    CountGhosts(snap, live, dev);
+    CountGhosts(snap, by_device, live, dev);
   }
   if (options.peaks && timeline != nullptr) {
     for (const DeviceTimeline& dt : timeline->devices) {

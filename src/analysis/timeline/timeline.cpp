@@ -41,11 +41,10 @@ struct FinalState {
   int64_t requested = 0, rounded = 0, reserved = 0;
 };
 
-FinalState CollectFinal(const Snapshot& snap, int32_t device) {
+FinalState CollectFinal(const Snapshot& snap, const SegmentsByDevice& by_device, int32_t device) {
   FinalState f;
-  for (uint32_t s = 0; s < snap.segments.size(); ++s) {
+  for (uint32_t s : by_device.Of(device)) {
     const Segment& seg = snap.segments[s];
-    if (seg.device != device) continue;
     f.segments.push_back(s);
     f.reserved += seg.total_size;
     for (uint32_t b = seg.first_block; b < seg.first_block + seg.num_blocks; ++b) {
@@ -697,9 +696,9 @@ class DeviceBuilder {
 };
 
 // One device's timeline from its whole trace.
-void BuildDevice(const Snapshot& snap, int32_t device, const TimelineOptions& options,
-                 DeviceTimeline& dt) {
-  FinalState fin = CollectFinal(snap, device);
+void BuildDevice(const Snapshot& snap, const SegmentsByDevice& by_device, int32_t device,
+                 const TimelineOptions& options, DeviceTimeline& dt) {
+  FinalState fin = CollectFinal(snap, by_device, device);
   std::span<const TraceEvent> ev;
   uint32_t begin = 0;
   if (const DeviceTrace* trace = snap.TraceOf(device); trace != nullptr) {
@@ -793,6 +792,11 @@ int64_t DeviceTimeline::TimeOf(const Snapshot& snap, TimelinePoint p) const {
 }
 
 const DeviceTimeline* Timeline::Find(int32_t device) const {
+  // Devices are ascending when the timeline was built from a file (one lookup per device of
+  // 100,000 must not scan them all); a hand-made timeline in another order is scanned.
+  auto it = std::lower_bound(devices.begin(), devices.end(), device,
+                             [](const DeviceTimeline& d, int32_t want) { return d.device < want; });
+  if (it != devices.end() && it->device == device) return &*it;
   for (const DeviceTimeline& d : devices) {
     if (d.device == device) return &d;
   }
@@ -823,8 +827,9 @@ absl::StatusOr<Timeline> ReconstructTimeline(const Snapshot& snapshot,
   ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options));
   Timeline tl;
   tl.devices.resize(devices.size());
+  const SegmentsByDevice by_device(snapshot);
   for (size_t i = 0; i < devices.size(); ++i)
-    BuildDevice(snapshot, devices[i], options, tl.devices[i]);
+    BuildDevice(snapshot, by_device, devices[i], options, tl.devices[i]);
   return tl;
 }
 
@@ -894,12 +899,14 @@ absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t
   ASSIGN_OR_RETURN(std::vector<int32_t> devices, TimelineDevices(snapshot, options_));
   Timeline tl;
   tl.devices.resize(devices.size());
+  const SegmentsByDevice by_device(snapshot);
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] != streamed->device) {  // no events: the final state alone
-      BuildDevice(snapshot, devices[i], options_, tl.devices[i]);
+      BuildDevice(snapshot, by_device, devices[i], options_, tl.devices[i]);
       continue;
     }
-    state->builder.Finish(snapshot, streamed->device, 0, CollectFinal(snapshot, streamed->device));
+    state->builder.Finish(snapshot, streamed->device, 0,
+                          CollectFinal(snapshot, by_device, streamed->device));
     tl.devices[i] = std::move(state->dt);
     used_stream_ = true;
   }

@@ -100,6 +100,9 @@ struct AllocatorStatesOptions {
   /// Every event's change (AllocatorStates::stream) when the device's trace has at most this many
   /// events; 0: never.
   int64_t stream_max_events = 0;
+  /// The file's segments by device, from a caller that reconstructs the states of many devices
+  /// (one sort for all of them; it must outlive the call); null: the device's are found by a scan.
+  const SegmentsByDevice* segments = nullptr;
 };
 
 struct AllocatorStates {

@@ -374,7 +374,11 @@ class Attribution {
     bool done = false;
   };
   const PythonFacts& Python(FrameId frame);
+  /// A Python frame's phase marker (PythonFacts::marker without the texts), cached per frame.
+  uint8_t MarkerOf(FrameId frame);
   StackFacts Facts(std::span<const FrameId> frames);
+  /// The phase of a stack of `frames` (SiteInfo::phase), from its facts and its frames' markers.
+  Phase PhaseFrom(std::span<const FrameId> frames, const StackFacts& facts);
   SiteInfo Build(StackId stack);
   /// The first user category (AttributionOptions::categories) a frame of `stack` matches
   /// (SiteInfo::user_category).
@@ -394,6 +398,7 @@ class Attribution {
   absl::node_hash_map<uint32_t, FileFacts> files_;
   std::vector<int32_t> site_slot_;  // StackId -> index into sites_; -1 = not built
   std::vector<uint8_t> phase_;      // StackId -> Phase + 1; 0 = not computed
+  std::vector<uint8_t> marker_;     // FrameId -> Marker + 1; 0 = not computed
   std::vector<int8_t> user_frame_;  // FrameId -> first matching user category + 1; -1 = not run
   std::deque<SiteInfo> sites_;      // a deque: Site() hands out references that must stay valid
   SiteInfo no_stack_;

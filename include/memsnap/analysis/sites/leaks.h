@@ -104,7 +104,7 @@ struct LeakSite {
   std::vector<int64_t> counts;  // one per point
   Verdict verdict = Verdict::kSteady;
   bool leak = false;
-  int64_t growth() const { return bytes.back() - bytes.front(); }
+  int64_t growth() const { return bytes.empty() ? 0 : bytes.back() - bytes.front(); }
   int64_t bytes_per_step = 0;  // growth / steps (leaks); 0 otherwise
   /// Projected 0-based point index at which the device would be full if this site kept growing at
   /// bytes_per_step and nothing else changed; nullopt when no capacity is known.
