@@ -20,6 +20,18 @@ void AddDeviceMemoryFlag(CLI::App& sub, AllocatorFlags& flags, const std::string
   sub.add_option("--device-memory", flags.device_memory, help);
 }
 
+void AddStartFlag(CLI::App& sub, AllocatorFlags& flags) {
+  sub.add_option("--start", flags.start,
+                 "Where every replay starts: recorded (default: the segments alive when the trace "
+                 "began, rebuilt from the snapshot, when the trace does not explain them) or cold "
+                 "(those blocks allocated first on an empty allocator); docs/figures.md")
+      ->check(CLI::IsMember({"recorded", "cold", "warm"}));
+}
+
+analysis::FitStart StartOf(const AllocatorFlags& flags) {
+  return analysis::ParseFitStart(flags.start).value_or(analysis::FitStart::kRecorded);
+}
+
 void AddConfFlag(CLI::App& sub, AllocatorFlags& flags, const std::string& help) {
   sub.add_option("--conf", flags.confs, help)->allow_extra_args(false);
 }

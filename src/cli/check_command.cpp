@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
@@ -29,6 +30,7 @@ struct CheckCommandOptions {
   bool exact_lines = false;
   std::string by = "site";
   bool json = false;
+  AllocatorFlags allocator;  // --start
 };
 
 }  // namespace
@@ -52,7 +54,9 @@ RunFn SetupCheck(CLI::App& sub) {
       "reserved peak: the figure of frag's verdict) exceeds RATIO (e.g. 5% or 0.05)");
   sub.add_option("--fits", opts->fits,
                  "Fail when replaying the trace under the recorded settings on a device of SIZE "
-                 "runs out of memory; the failure says why and which settings fit (memsnap oom)");
+                 "runs out of memory; the failure says what the run needs (the smallest memory it "
+                 "fits on), why, and which setting needs less (memsnap oom)");
+  AddStartFlag(sub, opts->allocator);
   sub.add_option("--baseline", opts->baseline,
                  "Compare peak, reserved and allocated with this snapshot (every file against it), "
                  "or with the file of the same name in this directory (a file without one fails; "
@@ -119,6 +123,7 @@ RunFn SetupCheck(CLI::App& sub) {
     }
     ASSIGN_OR_RETURN(std::optional<double> tolerance, RatioFlag("--tolerance", opts->tolerance));
     options.tolerance = tolerance.value_or(0.0);
+    options.start = StartOf(opts->allocator);
     options.threads = ctx.threads;  // the global -j
     request.baseline = opts->baseline;
     request.top_sites = opts->top_sites;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "memsnap/cli/allocator_flags.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/query/frag.h"
@@ -22,6 +23,7 @@ struct FragCommandOptions {
   bool json = false;
   bool no_replay = false;
   std::vector<std::string> candidates;
+  AllocatorFlags allocator;  // --start
 };
 
 }  // namespace
@@ -58,6 +60,7 @@ RunFn SetupFrag(CLI::App& sub) {
   sub.add_option("--conf", opts->candidates,
                  "A PYTORCH_CUDA_ALLOC_CONF to try for the `fix` line (repeatable), on top of the "
                  "recorded settings; replaces the default candidates");
+  AddStartFlag(sub, opts->allocator);
   sub.footer(
       "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
       "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
@@ -103,6 +106,7 @@ RunFn SetupFrag(CLI::App& sub) {
     if (opts->render.timeline) request.options.timeline_samples = opts->samples;
     request.replay = !opts->no_replay;
     request.candidates = opts->candidates;
+    request.start = StartOf(opts->allocator);
     request.threads = ctx.threads;  // the global -j: replays at once
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
     if (inputs.size() > 1) {

@@ -35,6 +35,7 @@ RunFn SetupOom(CLI::App& sub) {
   AddConfFlag(sub, opts->allocator,
               "A candidate PYTORCH_CUDA_ALLOC_CONF setting to try (repeatable), instead of the "
               "default six; each applies on top of the recorded settings");
+  AddStartFlag(sub, opts->allocator);
   sub.add_option("--top", opts->top, "Sites listed among the holders of each OOM (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -55,6 +56,7 @@ RunFn SetupOom(CLI::App& sub) {
     query::OomRequest request;
     request.device = DeviceFlag(opts->device);
     request.candidates = opts->allocator.confs;
+    request.start = StartOf(opts->allocator);
     request.top_holders = opts->top;
     request.threads = ctx.threads;  // the global -j: replays at once
     ASSIGN_OR_RETURN(request.device_memory, opts->allocator.DeviceMemory());

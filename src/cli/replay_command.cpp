@@ -27,7 +27,7 @@ struct ReplayCommandOptions {
   std::string csv;
   bool verify = false;
   std::string empty_cache = "heuristic";
-  std::string start = "cold";
+  std::string start = "recorded";
   std::string backend = "sim";  // --backend cuda: replay_cuda_cli.cpp
   int gpu = 0;
   double scale = 1.0;
@@ -73,9 +73,10 @@ RunFn SetupReplay(CLI::App& sub) {
          "Explicit empty_cache() calls: heuristic (infer from segment_free bursts) or ignore")
       ->check(CLI::IsMember({"heuristic", "ignore"}));
   sub.add_option("--start", opts->start,
-                 "Blocks alive before the trace: cold (allocate them first, in address order) or "
-                 "warm (start from the segments alive then, rebuilt from the snapshot)")
-      ->check(CLI::IsMember({"cold", "warm"}));
+                 "Blocks alive before the trace: recorded (default: start from the segments alive "
+                 "then, rebuilt from the snapshot; `warm` is its older name) or cold (allocate "
+                 "them first, in address order); docs/figures.md")
+      ->check(CLI::IsMember({"recorded", "warm", "cold"}));
   sub.add_option("--backend", opts->backend,
                  "sim (default): predict; cuda: replay on a real GPU (see docs/gpu.md)")
       ->check(CLI::IsMember({"sim", "cuda"}));
@@ -97,7 +98,7 @@ RunFn SetupReplay(CLI::App& sub) {
       co.replay.gpu = opts->gpu;
       co.replay.device = DeviceFlag(opts->device);
       co.replay.scale = opts->scale;
-      co.replay.warm_start = opts->start == "warm";
+      co.replay.warm_start = opts->start == "warm";  // a GPU replay starts cold unless asked
       co.replay.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                             : analysis::EmptyCacheMode::kHeuristic;
       return RunCudaReplayCommand(
@@ -113,7 +114,7 @@ RunFn SetupReplay(CLI::App& sub) {
     ro.verify = opts->verify;
     ro.curve = !opts->csv.empty();
     ro.max_threads = ctx.threads;  // --threads, a global option
-    ro.warm_start = opts->start == "warm";
+    ro.warm_start = opts->start != "cold";
     ro.empty_cache = opts->empty_cache == "ignore" ? analysis::EmptyCacheMode::kIgnore
                                                    : analysis::EmptyCacheMode::kHeuristic;
     ASSIGN_OR_RETURN(ro.device_memory, opts->settings.DeviceMemory());

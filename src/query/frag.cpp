@@ -27,6 +27,7 @@ absl::StatusOr<analysis::FragReport> FragQuery(const FragRequest& request, Sessi
   if (request.replay && request.options.timeline_samples == 0 && !report.peaks.empty()) {
     analysis::FragFixOptions fo;
     fo.candidates = request.candidates;
+    fo.start = request.start;
     fo.max_threads = request.threads;
     ASSIGN_OR_RETURN(report.fixes, analysis::FindFragFixes(snap, fo));
   }

@@ -19,6 +19,7 @@ absl::StatusOr<analysis::OomReport> OomQuery(const OomRequest& request, Session&
   o.device = request.device;
   o.device_memory = request.device_memory;
   o.candidates = request.candidates;
+  o.start = request.start;
   o.top_holders = request.top_holders;
   o.max_threads = request.threads;
   o.timeline = tl;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "memsnap/report/diff_render.h"
 #include "memsnap/report/oom_render.h"
 #include "memsnap/report/ranks_render.h"
@@ -78,7 +79,7 @@ std::string Overshoot(const CheckResult& c) {
   return s;
 }
 
-// The value column: a --fits run that fails shows what its first failure needed.
+// The value column: a --fits run that fails shows what the run needs (fit.h).
 std::string ValueCell(const CheckResult& c) {
   if (IsNoBaseline(c)) return "missing";
   if (!IsFits(c)) return internal::FigureText(c.value, c.is_ratio);
@@ -100,20 +101,44 @@ std::string FailureMessage(const CheckResult& c) {
                         " does not exist (a rank without its baseline cannot be compared)");
   }
   if (f->reason == analysis::CheckReason::kDoesNotFit) {
-    const int64_t needed = static_cast<int64_t>(f->value);
+    const int64_t needs = static_cast<int64_t>(f->value);
     const int64_t capacity = static_cast<int64_t>(f->limit);
-    const bool demand = f->verdict == analysis::OomVerdict::kDemand ||
-                        f->verdict == analysis::OomVerdict::kNotReproduced;
-    return absl::StrCat(
-        "does not fit ", FormatBytes(capacity), ": device ", f->device, " runs out of memory ",
-        f->event == analysis::kPreexistingEvent
-            ? std::string("re-creating the blocks alive before the trace,")
-            : absl::StrCat("at event:", f->event),
-        " asking for ", FormatBytes(f->requested), " (", Sv(analysis::OomVerdictName(f->verdict)),
-        "): ",
-        demand ? "the live blocks plus the request come to "
-               : "the memory the allocator holds plus the new segment the request needs come to ",
-        FormatBytes(needed), ", ", FormatBytes(static_cast<int64_t>(f->over)), " over");
+    std::string why;
+    switch (f->verdict) {
+      case analysis::OomVerdict::kDemand:
+      case analysis::OomVerdict::kNotReproduced:
+        why = "its live memory does not fit: no allocator setting can make it fit";
+        break;
+      case analysis::OomVerdict::kFragmentation:
+        why = "its live memory fits, the allocator's layout does not (fragmentation)";
+        break;
+      case analysis::OomVerdict::kCacheNotReleased:
+        why = "its live memory fits, the allocator's cache is not released (cache)";
+        break;
+    }
+    std::string m = absl::StrCat("does not fit ", FormatBytes(capacity), ": the run needs ",
+                                 FormatBytes(needs));
+    if (f->device_needs.size() > 1) absl::StrAppend(&m, " on device ", f->device);
+    absl::StrAppend(&m, " (", FormatBytes(static_cast<int64_t>(f->over)),
+                    " over) with the recorded settings; ", why);
+    if (f->device_needs.size() > 1) {
+      std::vector<std::string> others;
+      for (const auto& [device, bytes] : f->device_needs) {
+        if (device != f->device)
+          others.push_back(absl::StrCat("device ", device, " ", FormatBytes(bytes)));
+      }
+      absl::StrAppend(&m, " (also short: ", absl::StrJoin(others, ", "), ")");
+    }
+    if (f->best_needs > 0) {
+      absl::StrAppend(&m, "; PYTORCH_CUDA_ALLOC_CONF=", f->best_conf, " needs ",
+                      FormatBytes(f->best_needs));
+    }
+    absl::StrAppend(&m, ". First failure: device ", f->device, " ",
+                    f->event == analysis::kPreexistingEvent
+                        ? std::string("re-creating the blocks alive before the trace")
+                        : absl::StrCat("at event:", f->event),
+                    ", asking for ", FormatBytes(f->requested));
+    return m;
   }
   std::string m = absl::StrCat(MetricName(c), " ", Exact(f->value, c.is_ratio), " exceeds ",
                                Exact(f->limit, c.is_ratio), " by ", Overshoot(c));
@@ -395,6 +420,14 @@ Json CheckToJson(const CheckReport& r) {
         cj["device"] = f->device;
         cj["event"] = f->event == analysis::kPreexistingEvent ? Json(nullptr) : Json(f->event);
         cj["requested"] = f->requested;
+        cj["needs"] = static_cast<int64_t>(f->value);
+        cj["best_needs"] = f->best_needs > 0 ? Json(f->best_needs) : Json(nullptr);
+        cj["best_conf"] = f->best_needs > 0 ? Json(f->best_conf) : Json(nullptr);
+        Json per_device = Json::array();
+        for (const auto& [device, bytes] : f->device_needs) {
+          per_device.push_back({{"device", device}, {"needs", bytes}});
+        }
+        cj["device_needs"] = std::move(per_device);
       }
       cj["message"] = FailureMessage(c);
     }

@@ -336,6 +336,8 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
   const size_t tried = fix->settings.size() - 1;
   // The least memory each setting replays the whole trace on: what a setting saves on a card.
   const std::string live = absl::StrCat("its live peak is ", FormatBytes(fix->live_peak));
+  // Where every replay started (docs/figures.md, "The start state").
+  const std::string from = fix->warm ? "from the recorded state" : "from a cold start";
   std::string text;
   if (fix->best >= 0) {
     const analysis::FragSetting& best = fix->settings[static_cast<size_t>(fix->best)];
@@ -346,32 +348,34 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
           FormatBytesApart(best.fits_on, base.fits_on), " instead of ",
           FormatBytesApart(base.fits_on, best.fits_on), " (-", FormatBytes(saved), ", -",
           FormatPercent(static_cast<double>(saved) / static_cast<double>(base.fits_on)),
-          "), replayed (the best of ", tried, " settings; ", live, ")");
+          "), replayed ", from, " (the best of ", tried, " settings; ", live, ")");
     } else {
       text = absl::StrCat("PYTORCH_CUDA_ALLOC_CONF=", best.settings, ": the run fits on ",
                           FormatBytes(best.fits_on),
                           ", where no memory size tried fits it with the recorded settings, "
-                          "replayed (the best of ",
-                          tried, " settings; ", live, ")");
+                          "replayed ",
+                          from, " (the best of ", tried, " settings; ", live, ")");
     }
   } else if (base.fits_on > 0) {
     text = absl::StrCat("none: with the recorded settings the run fits on ",
                         FormatBytes(base.fits_on), " (", live, ", so the allocator's layout costs ",
                         FormatBytes(std::max<int64_t>(0, base.fits_on - fix->live_peak)),
-                        "), and no setting tried needs ", FormatPercent(analysis::kFragFixMinGain),
-                        " less (", tried, " settings replayed)");
+                        "), and no setting tried needs ", FormatPercent(analysis::kFitMinGain),
+                        " less (", tried, " settings replayed ", from, ")");
   } else {
-    text = absl::StrCat("none: no replay of the ", tried + 1,
-                        " settings tried completes the trace on any memory size");
+    text = absl::StrCat("none: no replay of the ", tried + 1, " settings tried ", from,
+                        " completes the trace on any memory size");
   }
   // The replay starts from what the trace shows; say when it does not land on the recorded peak.
   const int64_t traced = c.figures.reserved_bytes;
   if (traced > 0 && std::abs(base.peak_reserved - traced) * 100 > traced) {
-    absl::StrAppend(&text, "; the recorded settings replay to ", FormatBytes(base.peak_reserved),
-                    ", the trace recorded ", FormatBytes(traced));
+    absl::StrAppend(&text, "; with no memory limit the recorded settings would reserve up to ",
+                    FormatBytes(base.peak_reserved), ", the trace recorded ", FormatBytes(traced));
   }
   if (fix->recorded_ooms > 0) {
-    absl::StrAppend(&text, "; the run hit an OOM: `memsnap oom` replays these on its card");
+    absl::StrAppend(&text,
+                    "; the run hit an OOM: each fit serves its failed requests, and `memsnap oom` "
+                    "explains the failure on its card");
   }
   return text;
 }
@@ -536,6 +540,7 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
     }
     fix["settings"] = tried;
     fix["recorded_ooms"] = ff->recorded_ooms;
+    fix["start"] = ff->warm ? "recorded" : "cold";
   } else {
     fix["reason"] = c.at_peak ? "not replayed (--no-replay)" : "no trace";
   }

@@ -60,6 +60,18 @@ Json OomAnswerJson(const analysis::ReportAnalysis& a, int32_t device) {
   return lines;
 }
 
+// What the device needs: the smallest memory its run fits on under the recorded settings (the one
+// fit answer, analysis/allocator/fit.h; `oom`'s and `check --fits`'s figure) and the start its
+// replays took; null on a device without an OOM (nothing was searched).
+Json NeedsJson(const analysis::ReportAnalysis& a, int32_t device) {
+  if (!a.oom) return Json(nullptr);
+  for (const analysis::OomDevice& d : a.oom->devices) {
+    if (d.device != device || d.remedies.empty() || d.remedies[0].fits_on <= 0) continue;
+    return Json{{"bytes", d.remedies[0].fits_on}, {"start", d.fit_warm ? "recorded" : "cold"}};
+  }
+  return Json(nullptr);
+}
+
 // The card's memory the OOM analysis judges against (`memsnap oom`'s usable capacity: the
 // capacity, capped by the recorded per-process memory fraction), for the timeline's capacity
 // line; null on a device without an OOM.
@@ -87,6 +99,7 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
     dj["states"] = internal::StatesJson(snap, dt, d, stacks);
     dj["oom_answer"] = OomAnswerJson(a, d.device);
     dj["capacity"] = CapacityJson(a, d.device);
+    dj["needs"] = NeedsJson(a, d.device);
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);

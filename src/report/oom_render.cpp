@@ -173,7 +173,8 @@ std::string PeakWhere(const OomDevice& d) {
 void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
   if (d.smallest_fit < 0) return;
   const OomRemedy* best = &d.remedies[d.smallest_fit];
-  out << "  smallest device memory the run fits on, by replay: "
+  out << "  smallest device memory the run fits on, by replay from "
+      << (d.fit_warm ? "the recorded state" : "a cold start") << ": "
       << FormatBytesApart(best->fits_on, d.capacity);
   if (best != &d.remedies[0]) {
     out << " with PYTORCH_CUDA_ALLOC_CONF=" << best->settings;
@@ -182,8 +183,8 @@ void RenderSmallestFit(const OomDevice& d, std::ostream& out) {
           << " with the recorded settings)";
     }
   } else {
-    out << " with the recorded settings (no candidate needs over " << analysis::kFitsOnTiePercent
-        << "% less)";
+    out << " with the recorded settings (no candidate needs "
+        << FormatPercent(analysis::kFitMinGain) << " less)";
   }
   out << "; the live peak alone is " << FormatBytesApart(d.trace_peak_live, d.capacity) << "\n";
 }
@@ -577,6 +578,7 @@ Json OomToJson(const OomReport& r) {
     dj["events"] = d.events;
     dj["recorded_ooms"] = d.recorded_ooms;
     dj["start"] = d.warm_start ? "warm" : "cold";
+    dj["fit_start"] = d.fit_warm ? "recorded" : "cold";
     dj["fits"] = d.fits();
     dj["trace_peak_live_bytes"] = d.trace_peak_live;
     dj["trace_peak_event"] = d.trace_peak_event.index();

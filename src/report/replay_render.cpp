@@ -62,7 +62,9 @@ std::string_view MemorySourceName(analysis::ReplayMemorySource source) {
 std::vector<std::string> ReplayNotes(const analysis::ReplayReport& rep) {
   std::vector<std::string> notes;
   if (rep.warm_start_refused) {
-    notes.push_back("warm start needs cudaMalloc segments only: starting cold");
+    notes.push_back(
+        "the recorded start needs cudaMalloc segments only (expandable segments are not rebuilt): "
+        "starting cold");
   }
   if (rep.preexisting_blocks > 0) {
     notes.push_back(absl::StrCat(

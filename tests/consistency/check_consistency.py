@@ -11,8 +11,10 @@ For each snapshot it compares, per device with a trace:
     category breakdown of top's rows, timeline --json's categories at the peak, and the category
     of each lifetime live then in `export --format csv`;
   - the category of every lifetime: `export --format perfetto --top 0`'s slices against the CSV;
-and, for the file, that a failing `check --fits` reports a value over its limit with a positive
-`over`, and gives the reason of oom's first failure on the same card. A directory is read file by
+and, for the file, from each start state (--start recorded and cold), the one answer to "does it
+fit?": frag's fix line, oom's remedies, check --fits and the page give each device the same need;
+`check --fits` passes at it and fails 1 MiB below it, and on a card at 60% of the live peak fails
+with reason demand and that need. A directory is read file by
 file (files that are not snapshots are left out, as the commands do). Prints one line per
 disagreement and exits 1 when there is any; --expect-fail inverts the exit code, so that the test
 of the test (a deliberately broken path) can be run the same way.
@@ -47,6 +49,63 @@ def page_data(memsnap, path, tmp):
 
 def nonzero(d):
     return {k: v for k, v in d.items() if v}
+
+
+def fits_row(memsnap, path, card, start):
+    ck = json.loads(run(memsnap, "check", "--fits", str(card), "--start", start, "--json", path))
+    return next(c for c in ck["checks"] if c.get("metric") == "fits")
+
+
+def check_fits(memsnap, path, name, devices, page):
+    """One answer to "does it fit?" (docs/figures.md, "Fits on, needs, over"), from each start
+    state: frag's fix line, oom's remedies, check --fits and the page give each device the same
+    need; check passes at it and fails 1 MiB below it; on a card under the live peak it fails with
+    reason demand and needs at least that peak."""
+    bad = []
+    mib = 1 << 20
+    live = max(p["live_bytes"] for p in devices.values())
+    for start in ("recorded", "cold"):
+        frag = json.loads(run(memsnap, "frag", "--json", "--start", start, path))
+        needs = {}
+        for a in frag.get("answers", []):
+            fix = a.get("fix") or {}
+            if fix.get("replayed") and fix.get("recorded_fits_on_bytes"):
+                needs[a["device"]] = fix["recorded_fits_on_bytes"]
+        if not needs:
+            continue
+        top = max(needs.values())
+        card = int(live * 0.6)
+        if card >= mib:
+            c = fits_row(memsnap, path, card, start)
+            if c["passed"]:
+                bad.append(f"{name}: check --fits {card} --start {start} passes under the live "
+                           f"peak {live}")
+            else:
+                if c.get("reason") != "demand":
+                    bad.append(f"{name}: check --fits {card} --start {start} says "
+                               f"{c.get('reason')} under the live peak {live}")
+                if c["value"] != top or c.get("over") != c["value"] - c["limit"]:
+                    bad.append(f"{name}: check --fits {card} --start {start} needs {c['value']} "
+                               f"(over {c.get('over')}), frag needs {top}")
+            oom = json.loads(run(memsnap, "oom", "--device-memory", str(card), "--start", start,
+                                 "--json", path))
+            for d in oom.get("devices", []):
+                got = (d.get("remedies") or [{}])[0].get("fits_on_bytes")
+                if got is not None and got != needs.get(d["device"]):
+                    bad.append(f"{name}: device {d['device']} --start {start}: oom needs {got}, "
+                               f"frag {needs.get(d['device'])}")
+        if not fits_row(memsnap, path, top, start)["passed"]:
+            bad.append(f"{name}: check --fits {top} --start {start} fails at the need frag gives")
+        if fits_row(memsnap, path, top - mib, start)["passed"]:
+            bad.append(f"{name}: check --fits {top - mib} --start {start} passes 1 MiB under the "
+                       f"need frag gives")
+        if start == "recorded":
+            for d in page.get("devices", []):
+                n = d.get("needs")
+                if n is not None and n["bytes"] != needs.get(d["device"]):
+                    bad.append(f"{name}: device {d['device']}: the page needs {n['bytes']}, frag "
+                               f"{needs.get(d['device'])}")
+    return bad
 
 
 def check_file(memsnap, path, tmp):
@@ -156,23 +215,7 @@ def check_file(memsnap, path, tmp):
     if sliced != from_csv:
         bad.append(f"{name}: export --format perfetto's categories {sorted(sliced.items())} != "
                    f"the CSV's {sorted(from_csv.items())}")
-    # check --fits on a card below the live peak: a failure whose figures say so.
-    dev, p = sorted(devices.items())[0]
-    card = int(p["live_bytes"] * 0.8)
-    if card >= 1 << 20:
-        ck = json.loads(run(memsnap, "check", "--fits", str(card), "--json", path))
-        oom = json.loads(run(memsnap, "oom", "--device-memory", str(card), "--json", path))
-        first = (oom.get("ooms") or [{}])[0]
-        for c in ck.get("checks", []):
-            if c.get("metric") != "fits" or c.get("passed"):
-                continue
-            if not (c["value"] > c["limit"] and c.get("over", 0) > 0 and
-                    c["over"] == c["value"] - c["limit"]):
-                bad.append(f"{name}: check --fits {card} failed with value {c['value']}, limit "
-                           f"{c['limit']}, over {c.get('over')}")
-            if first and c.get("reason") != first.get("verdict"):
-                bad.append(f"{name}: check --fits {card} says {c.get('reason')}, oom's first "
-                           f"failure {first.get('verdict')}")
+    bad += check_fits(memsnap, path, name, devices, page)
     return bad
 
 

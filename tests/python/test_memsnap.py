@@ -110,6 +110,21 @@ def test_a_failed_check_raises_check_failed_with_the_cli_failure_text(cli):
         memsnap.check(as_dict, baseline=memsnap.load(base), tolerance="5%")
 
 
+def test_a_fits_failure_carries_the_need_frag_and_oom_give(cli_json):
+    # One answer to "does it fit?" (docs/figures.md): the run's need, from each start state.
+    path = fixture("oom_fragmentation.json")
+    for start in ("recorded", "cold"):
+        with pytest.raises(memsnap.CheckFailed) as failed:
+            memsnap.check(path, fits="30MiB", start=start)
+        row = next(c for c in failed.value.result.to_dict()["checks"] if c["metric"] == "fits")
+        frag = cli_json("frag", "--json", "--start", start, path)
+        need = frag["answers"][0]["fix"]["recorded_fits_on_bytes"]
+        assert row["needs"] == row["value"] == need
+        assert row["over"] == need - 30 * 2**20
+        oom = cli_json("oom", "--json", "--device-memory", "30MiB", "--start", start, path)
+        assert oom["devices"][0]["remedies"][0]["fits_on_bytes"] == need
+
+
 def test_the_snapshot_dict_gives_what_its_file_gives():
     for name in ("timeline_training.json", "summary_basic.json", "oom_fragmentation.json",
                  "timeline_legacy_2_0.json", "frag_fix.json", "timeline_streams.json"):

@@ -243,7 +243,7 @@ TEST_SUITE("oom") {
       REQUIRE(m.fits_on > 0);
       CHECK(m.fits_on >= r.devices[0].trace_peak_live);
       OomOptions o;
-      o.capacity_step = 0;
+      o.search_fits = false;
       o.candidates = {m.conf == "recorded" ? std::string("max_split_size_mb:4096") : m.conf};
       o.device_memory = m.fits_on;
       OomReport at = ExplainOrFail(s, o);
@@ -326,7 +326,7 @@ TEST_SUITE("oom") {
     Snapshot s = testing::LoadFixture("attribution_training.json");
     OomOptions o;
     o.device_memory = 22 * kMiB;
-    o.capacity_step = 0;
+    o.search_fits = false;
     const OomReport r = ExplainOrFail(s, o);
     REQUIRE(r.devices.size() == 1);
     for (const OomRemedy& m : r.devices[0].remedies) CHECK_FALSE(m.fits);

@@ -1,5 +1,5 @@
-// Flags shared by oom and replay: the device's capacity (--device-memory) and candidate allocator
-// settings (--conf), each command with its own help text.
+// Flags shared by the commands that replay: the device's capacity (--device-memory), candidate
+// allocator settings (--conf) and the start state (--start), each command with its own help text.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/fit.h"
 
 namespace memsnap::cli {
 
@@ -16,6 +17,7 @@ namespace memsnap::cli {
 struct AllocatorFlags {
   std::string device_memory;       // --device-memory SIZE, empty when not given
   std::vector<std::string> confs;  // --conf, repeatable
+  std::string start = "recorded";  // --start recorded|cold (fit.h)
   /// --device-memory in bytes, nullopt when not given; InvalidArgument naming the flag when it is
   /// not a positive size.
   absl::StatusOr<std::optional<int64_t>> DeviceMemory() const;
@@ -23,6 +25,10 @@ struct AllocatorFlags {
 
 /// Adds --device-memory SIZE with `help`.
 void AddDeviceMemoryFlag(CLI::App& sub, AllocatorFlags& flags, const std::string& help);
+/// Adds --start recorded|cold: where every replay of the answer starts.
+void AddStartFlag(CLI::App& sub, AllocatorFlags& flags);
+/// --start as a FitStart (AddStartFlag's check admits only the names ParseFitStart reads).
+analysis::FitStart StartOf(const AllocatorFlags& flags);
 /// Adds --conf (one PYTORCH_CUDA_ALLOC_CONF string a use, repeatable) with `help`.
 void AddConfFlag(CLI::App& sub, AllocatorFlags& flags, const std::string& help);
 

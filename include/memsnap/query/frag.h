@@ -18,7 +18,8 @@ struct FragRequest {
   analysis::FragOptions options;        // the moment (and its text), timeline samples
   bool replay = true;                   // search the setting behind the answer's `fix` line
   std::vector<std::string> candidates;  // empty: the default candidates
-  int threads = 0;                      // replays at once; 0: all cores
+  analysis::FitStart start = analysis::FitStart::kRecorded;  // where the replays start (fit.h)
+  int threads = 0;                                           // replays at once; 0: all cores
 };
 
 /// Frag reads only the timeline's peaks and moments: no lifetimes are kept.

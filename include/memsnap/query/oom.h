@@ -16,8 +16,9 @@ struct OomRequest {
   std::optional<int64_t> device_memory;  // nullopt: the capacity each oom entry implies
   analysis::DeviceFilter device;         // nullopt: every device with a trace
   std::vector<std::string> candidates;   // empty: analysis::DefaultOomCandidates
-  int top_holders = 5;                   // 0: all
-  int threads = 0;                       // replays at once; 0: all cores
+  analysis::FitStart start = analysis::FitStart::kRecorded;  // where the replays start (fit.h)
+  int top_holders = 5;                                       // 0: all
+  int threads = 0;                                           // replays at once; 0: all cores
 };
 
 /// The timeline keeps every lifetime: the holders' categories read them.

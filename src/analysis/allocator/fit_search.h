@@ -14,12 +14,14 @@ namespace memsnap::analysis {
 /// Where a halving search for the smallest x at which a predicate holds starts: `lo` is taken
 /// not to hold (never asked), `hi` is asked first; while it does not hold, the bracket grows
 /// (lo = hi, hi += max(step, hi / 16)), at most `max_growths` times. Then the bracket is halved
-/// (mid = lo + (hi - lo) / 2) until it is at most max(step, hi / 400) wide.
+/// (mid = lo + (hi - lo) / 2) until it is at most `step` wide when `exact`, else at most
+/// max(step, hi / 400).
 struct Halving {
   int64_t lo = 0;
   int64_t hi = 1;
   int64_t step = 1;
   int max_growths = 8;
+  bool exact = false;
 };
 
 /// The final bracket: the predicate did not hold at `lo` and held at `hi`, the answer. `found`
@@ -40,7 +42,7 @@ HalvingResult RunHalving(const Halving& h, Holds&& holds) {
     lo = hi;
     hi += std::max(h.step, hi / 16);
   }
-  const int64_t tolerance = std::max(h.step, hi / 400);
+  const int64_t tolerance = h.exact ? h.step : std::max(h.step, hi / 400);
   while (hi - lo > tolerance) {
     const int64_t mid = lo + (hi - lo) / 2;
     (holds(mid) ? hi : lo) = mid;

@@ -44,7 +44,8 @@ struct DeviceJob {
   const DeviceTrace* trace = nullptr;
   OomDevice dev;
   PreparedTrace prepared;
-  RunOptions run;
+  RunOptions run;                     // the replays on the capacity
+  RunOptions fit_run;                 // the fit searches' (FitRunOptions)
   std::vector<ReplayConfig> configs;  // recorded first
   std::vector<ConfigResult> results;
   /// same_as[k] = j < k when setting k provably takes setting j's decisions on this trace (its
@@ -53,12 +54,6 @@ struct DeviceJob {
   std::vector<Capture> captures;
   int64_t dropped_captures = 0;
 };
-
-int64_t WarmBytes(const PreparedTrace& p) {
-  int64_t total = 0;
-  for (const WarmSegment& w : p.warm) total += w.size;
-  return total;
-}
 
 // What names the holders of a device's failures: site labels, and categories by the attribution
 // model's full rules when the device's recorded lifetimes are at hand (the same category `top` and
@@ -491,8 +486,7 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options,
 }
 
 // The candidate that fits with the lowest peak reserved, how many fit, and the setting that fits
-// on the least memory (the recorded settings unless a candidate needs over kFitsOnTiePercent%
-// less).
+// on the least memory (SmallestFitIndex, the rule of every fit answer).
 void ChooseSettings(OomDevice& d) {
   for (size_t i = 1; i < d.remedies.size(); ++i) {
     const OomRemedy& m = d.remedies[i];
@@ -502,18 +496,9 @@ void ChooseSettings(OomDevice& d) {
       d.best_fitting = static_cast<int>(i);
     }
   }
-  for (size_t i = 0; i < d.remedies.size(); ++i) {
-    const OomRemedy& m = d.remedies[i];
-    if (m.fits_on <= 0) continue;
-    if (d.smallest_fit < 0) {
-      d.smallest_fit = static_cast<int>(i);
-      continue;
-    }
-    const int64_t best = d.remedies[d.smallest_fit].fits_on;
-    if (m.fits_on < best - best * kFitsOnTiePercent / 100) {
-      d.smallest_fit = static_cast<int>(i);
-    }
-  }
+  std::vector<int64_t> fits_on;
+  for (const OomRemedy& m : d.remedies) fits_on.push_back(m.fits_on);
+  d.smallest_fit = SmallestFitIndex(fits_on);
 }
 
 // The answer of a device with a failure (its first, ooms[first]); docs/oom.md.
@@ -671,8 +656,10 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     prepare(job);
     job.dev.preexisting_blocks = job.prepared.preexisting_blocks;
     job.dev.preexisting_bytes = job.prepared.preexisting_bytes;
-    job.dev.warm_start = job.prepared.warm_ok && job.prepared.preexisting_blocks > 0 &&
-                         WarmBytes(job.prepared) <= job.dev.capacity;
+    job.fit_run = FitRunOptions(snap, *job.trace, job.prepared, options.start);
+    job.dev.fit_warm = job.fit_run.warm;
+    // The replays on the capacity start as the searches do: one start for every answer.
+    job.dev.warm_start = job.fit_run.warm;
     job.configs = configs;
     job.results.resize(configs.size());
     job.run.capacity = job.dev.capacity;
@@ -741,12 +728,10 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     if (dt != nullptr) job.dev.trace_peak_live = dt->peak_requested;
   }
   // Where the recorded settings fail, how much memory each setting would have needed.
-  std::vector<std::pair<size_t, size_t>> searches;
+  std::vector<std::pair<size_t, size_t>> searches;  // (device job, 0): the devices searched
   for (size_t d = 0; d < jobs.size(); ++d) {
-    if (options.capacity_step <= 0 || jobs[d].results[0].ooms.empty()) continue;
-    for (size_t k = 0; k < configs.size(); ++k) {
-      if (jobs[d].same_as[k] == k) searches.emplace_back(d, k);
-    }
+    if (!options.search_fits || jobs[d].results[0].ooms.empty()) continue;
+    searches.emplace_back(d, 0);
   }
   // The lifetimes, when the given timeline kept none and they are to be built where they are
   // read (OomOptions::build_lifetimes): every device's, with the given timeline's device filter.
@@ -814,91 +799,29 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     for (DeviceJob& job : jobs) prepare(job);
     ops_freed = false;
   }
-  std::vector<int64_t> fits_on(searches.size(), 0);
+  std::vector<FitJob> fit_jobs(searches.size());
   if (!searches.empty() || !batch_searches.empty()) {
-    phase.emplace(absl::StrCat("oom: smallest fitting memory for ", searches.size(),
-                               " settings, batch share for ", batch_searches.size(), " devices"));
-    std::vector<FitSearchStats> stats(searches.size());
-    std::vector<FitSearchStats> batch_stats(batch_searches.size());
-    // A setting that differs from another searched one (without a memory fraction) only in its
-    // memory fraction and garbage collection is searched from that one's unbounded replay, once
-    // it is known that the replay never reached the fraction's limits (docs/simulator.md, "One
-    // unbounded replay for two settings"): `twin[i]`, the search whose replay it waits for.
-    auto strip = [](sim::AllocatorConfig c) {
-      c.memory_fraction.reset();
-      c.garbage_collection_threshold = 0.0;
-      return c;
-    };
-    std::vector<size_t> twin(searches.size());
-    std::vector<bool> shares(searches.size(), false);
+    phase.emplace(absl::StrCat("oom: smallest fitting memory on ", searches.size(),
+                               " devices, batch share for ", batch_searches.size(), " devices"));
     for (size_t i = 0; i < searches.size(); ++i) {
-      twin[i] = i;
-      const auto [d, k] = searches[i];
-      const sim::AllocatorConfig& c = jobs[d].configs[k].config;
-      for (size_t j = 0; j < i && twin[i] == i; ++j) {
-        const sim::AllocatorConfig& o = jobs[searches[j].first].configs[searches[j].second].config;
-        if (searches[j].first == d && c.memory_fraction && !o.memory_fraction &&
-            strip(o) == strip(c)) {
-          twin[i] = j;
-          shares[j] = true;
-        }
-      }
+      DeviceJob& job = jobs[searches[i].first];
+      fit_jobs[i].prepared = &job.prepared;
+      fit_jobs[i].run = job.fit_run;
+      fit_jobs[i].configs = &job.configs;
+      fit_jobs[i].same_as = &job.same_as;
     }
-    std::vector<RunOutput> unbounded(searches.size());
-    std::vector<std::promise<void>> replayed(searches.size());
-    std::vector<std::shared_future<void>> replayed_done;
-    for (auto& p : replayed) replayed_done.push_back(p.get_future().share());
-    // Jobs in an order that keeps both cores busy to the end: the searches whose unbounded replay
-    // another waits for (they finish it first), then the longest chains of replays: the batch
-    // shares (about eight replays from the start), a memory fraction's search (about six that
-    // fit), expandable segments (replayed from the start), the rest (most of their replays fail
-    // within the first iteration).
-    auto rank = [&](size_t i) {
-      const sim::AllocatorConfig& c = jobs[searches[i].first].configs[searches[i].second].config;
-      return shares[i] ? 0 : c.memory_fraction ? 2 : c.expandable_segments ? 3 : 4;
-    };
-    std::vector<std::pair<int, size_t>> order;  // (rank, job); a job >= searches.size(): batch
-    for (size_t i = 0; i < searches.size(); ++i) order.emplace_back(rank(i), i);
-    for (size_t b = 0; b < batch_searches.size(); ++b) order.emplace_back(1, searches.size() + b);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    ParallelFor(
-        order.size(),
-        [&](size_t n) {
-          size_t i = order[n].second;
-          if (i >= searches.size()) {
-            i -= searches.size();
-            DeviceJob& job = jobs[batch_searches[i].first];
-            job.dev.batch_share_fits =
-                LargestBatchShare(job, batch_searches[i].second, batch_hints[i], batch_stats[i]);
-            return;
-          }
-          auto [d, k] = searches[i];
-          DeviceJob& job = jobs[d];
-          const ReplayConfig& config = job.configs[k];
-          const RunOutput* given = nullptr;
-          if (twin[i] != i) {
-            replayed_done[twin[i]].get();  // ranked before this one: taken, running or done
-            if (UnboundedReplayStandsFor(job.configs[searches[twin[i]].second].config,
-                                         unbounded[twin[i]], config.config)) {
-              given = &unbounded[twin[i]];
-            }
-          } else if (shares[i]) {
-            try {
-              unbounded[i] = UnboundedReplay(job.prepared, config, job.run, &stats[i]);
-            } catch (...) {
-              replayed[i].set_exception(std::current_exception());
-              throw;
-            }
-            replayed[i].set_value();
-            given = &unbounded[i];
-          }
-          fits_on[i] =
-              SmallestFittingCapacity(job.prepared, config, job.run, job.dev.trace_peak_live,
-                                      options.capacity_step, given, &stats[i]);
-        },
-        static_cast<size_t>(std::max(0, options.max_threads)));
-    if (!searches.empty()) ScopedTimer note(FitSearchNote("oom", stats));  // a line of --timings
+    // The batch shares' searches (about eight replays from the start each) run beside the
+    // settings', on the same cores.
+    std::vector<FitSearchStats> batch_stats(batch_searches.size());
+    std::vector<std::function<void()>> beside;
+    for (size_t b = 0; b < batch_searches.size(); ++b) {
+      beside.emplace_back([&, b] {
+        DeviceJob& job = jobs[batch_searches[b].first];
+        job.dev.batch_share_fits =
+            LargestBatchShare(job, batch_searches[b].second, batch_hints[b], batch_stats[b]);
+      });
+    }
+    SearchSmallestFits(fit_jobs, beside, options.max_threads, "oom");
     if (!batch_searches.empty()) ScopedTimer note(FitSearchNote("oom batch share", batch_stats));
   }
 
@@ -947,7 +870,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       OomRemedy m;
       if (job.same_as[k] != k) m.same_as = job.configs[job.same_as[k]].label;
       for (size_t i = 0; i < searches.size(); ++i) {
-        if (searches[i] == std::pair{d, job.same_as[k]}) m.fits_on = fits_on[i];
+        if (searches[i].first == d) m.fits_on = fit_jobs[i].fits_on[k];
       }
       m.conf = job.configs[k].label;
       m.settings = sim::FormatAllocatorConf(job.configs[k].config);

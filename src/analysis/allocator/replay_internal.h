@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/allocator/replay.h"
 #include "memsnap/analysis/timeline/addr_table.h"
 
@@ -387,19 +388,32 @@ inline constexpr int kFitHintMaxUp = 4;
 RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& config,
                           const RunOptions& base, FitSearchStats* stats = nullptr);
 
+/// Bytes of the warm start's segments (PreparedTrace::warm).
+int64_t WarmBytes(const PreparedTrace& p);
+
+/// Places the warm start on a device of `capacity`: every recorded segment when they all fit;
+/// otherwise the wholly free ones are cache the allocator would have released under that
+/// pressure and are left out, and a segment holding blocks that no longer fits beside those
+/// placed before it (in address order) is left out too, its blocks returned (in address order)
+/// to be allocated after PreparedTrace::warm_leftover, as a cold start would: the recorded state
+/// re-created as far as the device holds it, the same way in every replay of every answer.
+std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
+                              sim::CachingAllocator& alloc, LiveBlocks& live);
+
 /// The smallest device memory on which `config` replays the whole of `prepared` without a failed
-/// malloc, to within `step` or 0.25% of the answer, whichever is larger: first one run with no
-/// limit, whose peak reserved is then verified as a capacity that fits (the retry and the warm
-/// start can differ on it), then halving down to `live_floor` (a capacity known to fail: below the
-/// live peak nothing fits; < 0: the unbounded run's own peak of requested bytes). 0 when no replay
-/// fits. The halving's capacities are asked first around FitHint's prediction (HintedHalving):
-/// the same answer whenever fitting is monotone in the capacity, usually with one replay that
-/// fits instead of several. Every capacity returned is one a replay completed on, or one proven to
+/// malloc, searched in units of FitUnit(config) (fit.h): exact to one unit when `exact` (the
+/// answer fits, one unit less fails), else to one unit or 0.25% of the answer, whichever is
+/// larger. First one run with no limit (`unbounded`: made with `base` and
+/// RunOptions::reserved_records), whose peak reserved is then verified as a capacity that fits
+/// (the retry and the warm start can differ on it), then halving down to the run's own peak of
+/// requested bytes, the failed requests included (below it nothing fits). 0 when no replay fits.
+/// The halving's capacities are asked first around FitHint's prediction (HintedHalving): the
+/// same answer whenever fitting is monotone in the capacity, usually with one replay that fits
+/// instead of several. Every capacity returned is one a replay completed on, or one proven to
 /// take the unbounded replay's decisions. `base` gives the events and the start, warm or cold, of
 /// every replay of the search, the unbounded one included (docs/simulator.md, "One starting
-/// state"); a warm start does not fit on a capacity smaller than its segments. `unbounded`: that
-/// first run, when the caller has already made it with `base` (not repeated); made with
-/// RunOptions::reserved_records, it lets the search skip work (below).
+/// state"); a warm start does not fit on a capacity smaller than its segments. `unbounded`
+/// nullptr: made here.
 ///
 /// When SharesUnboundedPrefix(config), no replay is spent on what the unbounded one already
 /// tells: a capacity at or above its peak reserved fits, and a replay bounded by C resumes from
@@ -407,9 +421,36 @@ RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& con
 /// replay that failed, the search's lower bound, as it passed that point). The answer is the one
 /// the replays from the start give, operation for operation.
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
-                                const RunOptions& base, int64_t live_floor, int64_t step,
+                                const RunOptions& base, bool exact,
                                 const RunOutput* unbounded = nullptr,
                                 FitSearchStats* stats = nullptr);
+
+/// Whether replays under `start` begin from PreparedTrace::warm: the recorded start, when the
+/// snapshot's segments could be rebuilt and some were alive when the trace began.
+bool StartsWarm(const PreparedTrace& prepared, FitStart start);
+
+/// The options every replay of a fit search starts from: the trace's events and the start.
+RunOptions FitRunOptions(const Snapshot& snap, const DeviceTrace& trace,
+                         const PreparedTrace& prepared, FitStart start);
+
+/// One device's fit searches: each of `configs` (the recorded settings first) on `prepared`,
+/// every replay starting as `run` says (FitRunOptions).
+struct FitJob {
+  const PreparedTrace* prepared = nullptr;
+  RunOptions run;
+  const std::vector<ReplayConfig>* configs = nullptr;
+  const std::vector<size_t>* same_as = nullptr;  // ReplayStandIns of configs
+  /// Out, per config: the smallest fit (SmallestFittingCapacity; exact for the recorded
+  /// settings), and the unbounded replay's result. A stand-in gets its replay's.
+  std::vector<int64_t> fits_on;
+  std::vector<ConfigResult> unbounded;
+};
+
+/// The one search behind every fit answer: every job's settings searched on up to `max_threads`
+/// cores (0: all), with the `beside` tasks in the same pool (a caller's own long replays, which
+/// keep the cores busy to the end). `who` names the --timings line.
+void SearchSmallestFits(std::span<FitJob> jobs, std::span<const std::function<void()>> beside,
+                        int max_threads, std::string_view who);
 
 /// Aligns recorded and simulated segment events (resynchronising after a mismatch) and fills
 /// segment_events, simulated_events, matched and the first divergence.

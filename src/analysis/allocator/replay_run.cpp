@@ -60,6 +60,33 @@ void CompareSegmentEvents(VerifyResult& v) {
   if (i < real.size() || j < sim.size()) diverge();
 }
 
+int64_t WarmBytes(const PreparedTrace& p) {
+  int64_t total = 0;
+  for (const WarmSegment& w : p.warm) total += w.size;
+  return total;
+}
+
+std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
+                              sim::CachingAllocator& alloc, LiveBlocks& live) {
+  std::vector<Op> overflow;
+  const bool all = WarmBytes(p) <= capacity;
+  int64_t placed = 0;
+  for (const WarmSegment& w : p.warm) {
+    if (!all && w.blocks.empty()) continue;  // cache released under this capacity
+    if (!all && placed + w.size > capacity) {
+      for (const sim::SeedBlock& b : w.blocks) {
+        overflow.push_back({b.ptr, b.requested, w.stream, kPreexisting, OpKind::kAlloc});
+      }
+      continue;
+    }
+    placed += w.size;
+    std::vector<sim::BlockRef> refs =
+        alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
+    for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
+  }
+  return overflow;
+}
+
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
                     const RunOptions& options) {
   RunOutput out;
@@ -95,14 +122,27 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   };
   bool hints_installed = !options.validation;
   // The state before the trace: warm (segments rebuilt with their blocks) or cold.
+  std::vector<Op> own_pre;  // the warm start's leftovers and the blocks it could not place
   if (options.warm) {
-    for (const WarmSegment& w : prepared.warm) {
-      std::vector<sim::BlockRef> refs =
-          alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
-      for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
+    std::vector<Op> overflow = SeedWarmStart(prepared, options.capacity, alloc, live);
+    if (!overflow.empty()) {
+      own_pre = prepared.warm_leftover;
+      own_pre.insert(own_pre.end(), overflow.begin(), overflow.end());
+    }
+    // The recorded state is on the device before the first event: a trace that never reserves
+    // more (a dump with one event) peaks there.
+    r.peak_reserved = st.reserved_bytes.aggregate.current;
+    r.peak_event = kPreexisting;
+    r.allocated_at_peak = st.allocated_bytes.aggregate.current;
+    r.inactive_split_at_peak = st.inactive_split_bytes.aggregate.current;
+    // A fit search's bound below it diverges from the unbounded replay at once.
+    if (options.reserved_records && r.peak_reserved > 0) {
+      out.reserved_records.push_back({0, r.peak_reserved});
     }
   }
-  const std::vector<Op>& pre = options.warm ? prepared.warm_leftover : prepared.cold;
+  const std::vector<Op>& pre = !own_pre.empty() ? own_pre
+                               : options.warm   ? prepared.warm_leftover
+                                                : prepared.cold;
   auto record_oom = [&](const Op& op) {
     const sim::OomInfo& o = alloc.last_oom();
     ReplayOom oom{op.event, o.requested, o.rounded, o.stream, o.device_free, StackId(), {}};
@@ -314,12 +354,10 @@ RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& con
 }
 
 int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfig& config,
-                                const RunOptions& base, int64_t live_floor, int64_t step,
-                                const RunOutput* unbounded, FitSearchStats* stats) {
+                                const RunOptions& base, bool exact, const RunOutput* unbounded,
+                                FitSearchStats* stats) {
   FitSearchStats own_stats;
   if (stats == nullptr) stats = &own_stats;
-  int64_t warm_bytes = 0;
-  for (const WarmSegment& w : prepared.warm) warm_bytes += w.size;
   const std::vector<Op>& pre = base.warm ? prepared.warm_leftover : prepared.cold;
   const size_t total_ops = pre.size() + prepared.ops.size();
   // Every replay of the search starts from `base`'s state, warm or cold, as the unbounded one does
@@ -370,19 +408,26 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     return it == records.end() ? total_ops : it->position;
   };
   auto fits_resumed = [&](int64_t capacity) {
+    // A warm start on less than its segments places only what the device holds (SeedWarmStart):
+    // a state of its own, neither proven by, resumed from nor saved for another capacity.
+    const bool own_start = base.warm && WarmBytes(prepared) > capacity;
     const size_t diverge = first_above(capacity);
-    if (diverge >= total_ops) {
+    if (diverge >= total_ops && !own_start) {
       ++stats->proven;  // the whole unbounded replay fits under `capacity`
       return true;
     }
-    SavedRun r = saved ? *saved : SavedRun(config.config, sim::kUnlimitedCapacity);
-    if (!saved && base.warm) {
-      for (const WarmSegment& w : prepared.warm) {
-        std::vector<sim::BlockRef> refs =
-            r.alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
-        for (size_t k = 0; k < refs.size(); ++k) r.live.Set(w.blocks[k].ptr, refs[k]);
+    const bool fresh = !saved || own_start;
+    SavedRun r = fresh ? SavedRun(config.config, sim::kUnlimitedCapacity) : *saved;
+    std::vector<Op> own_pre;
+    if (fresh && base.warm) {
+      std::vector<Op> overflow = SeedWarmStart(prepared, capacity, r.alloc, r.live);
+      if (!overflow.empty()) {
+        own_pre = prepared.warm_leftover;
+        own_pre.insert(own_pre.end(), overflow.begin(), overflow.end());
       }
     }
+    const std::vector<Op>& run_pre = own_pre.empty() ? pre : own_pre;
+    const size_t run_total = run_pre.size() + prepared.ops.size();
     if (r.next > 0) ++stats->resumed;
     ++stats->replays;
     r.device.SetCapacity(capacity);
@@ -390,17 +435,17 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     std::optional<SavedRun> at_bound;
     bool failed = false;
     const int64_t ops_before = stats->ops;
-    for (size_t opi = r.next; opi < total_ops && !failed; ++opi) {
-      if (opi == diverge) {
+    for (size_t opi = r.next; opi < run_total && !failed; ++opi) {
+      if (opi == diverge && own_pre.empty()) {
         r.next = opi;
         at_bound.emplace(r);
       }
-      const Op& op = opi < pre.size() ? pre[opi] : prepared.ops[opi - pre.size()];
+      const Op& op = opi < run_pre.size() ? run_pre[opi] : prepared.ops[opi - run_pre.size()];
       ApplyOp(
           op, r.alloc, r.live, [](sim::BlockRef) {}, [&] { failed = true; });
       stats->ops += 1;
     }
-    if (failed && at_bound) saved = std::move(at_bound);
+    if (failed && at_bound && !own_start) saved = std::move(at_bound);
     if (!failed) {
       ++stats->fitted;
       stats->fitted_ops += stats->ops - ops_before;
@@ -412,27 +457,32 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     const int64_t ops_before = stats->ops;
     // A warm start's segments are on the device before the first event: a smaller one cannot
     // hold that state.
-    const bool fit = !(base.warm && warm_bytes > capacity) &&
-                     (shared_prefix ? fits_resumed(capacity) : run(capacity).result.ooms.empty());
+    const bool fit = (shared_prefix ? fits_resumed(capacity) : run(capacity).result.ooms.empty());
     last_ops = stats->ops - ops_before;
     return fit;
   };
   // A failed replay that came far into the trace says that the next ones near the answer would
   // too: then the halving, whose failures come far below the answer, is cheaper.
   auto cheap = [&] { return last_ops * 4 <= static_cast<int64_t>(total_ops); };
-  // Halving between a capacity known to fail (below the live peak nothing fits) and the unbounded
-  // peak reserved; a memory fraction below 1 needs more than that peak: grow by 1/16 until it
-  // fits. Asked where the answer is predicted to be first (FitHint), which gives the halving's
-  // answer with one replay that fits when the prediction lands in its final bracket.
-  const int64_t lo =
-      std::max<int64_t>(0, (live_floor >= 0 ? live_floor : free_run.peak_requested) - 1);
+  // Halving between a capacity known to fail (below the live peak, the failed requests included,
+  // nothing fits) and the unbounded peak reserved, in units of FitUnit: every segment and mapping
+  // is a multiple of it, so a capacity fits exactly when its floor in units does. A memory
+  // fraction below 1 needs more than that peak: grow by 1/16 until it fits. Asked where the
+  // answer is predicted to be first (FitHint), which gives the halving's answer with one replay
+  // that fits when the prediction lands in its final bracket.
+  const int64_t unit = FitUnit(config.config);
+  const int64_t lo = std::max<int64_t>(0, free_run.peak_requested - 1) / unit;
+  const int64_t peak_units = (free_run.peak_reserved + unit - 1) / unit;
   const Halving h{
-      .lo = lo, .hi = std::max(free_run.peak_reserved, lo + 1), .step = step, .max_growths = 8};
+      .lo = lo, .hi = std::max(peak_units, lo + 1), .step = 1, .max_growths = 8, .exact = exact};
+  std::optional<int64_t> hint = FitHint(config.config, free_run);
+  if (hint) hint = (*hint + unit - 1) / unit;
   HintStats hint_stats;
-  const HalvingResult r =
-      HintedHalving(h, FitHint(config.config, free_run), kFitHintMaxUp, fits, cheap, &hint_stats);
+  const HalvingResult r = HintedHalving(
+      h, hint, kFitHintMaxUp, [&](int64_t units) { return fits(units * unit); }, cheap,
+      &hint_stats);
   stats->hinted += hint_stats.landed ? 1 : 0;
-  return r.found ? r.hi : 0;
+  return r.found ? r.hi * unit : 0;
 }
 
 }  // namespace memsnap::analysis

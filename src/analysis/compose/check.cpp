@@ -89,7 +89,7 @@ CheckMetrics MeasureForCheck(const Snapshot& snap, const absl::StatusOr<Timeline
   if (options != nullptr && options->fits) {
     OomOptions oo;
     oo.device_memory = options->fits;
-    oo.capacity_step = 0;  // a gate asks "does it fit", not how much it would need
+    oo.start = options->start;
     oo.batch_search = false;
     oo.max_threads = options->threads;
     oo.categories = options->categories;
@@ -155,7 +155,8 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
     CheckResult c;
     c.metric = CheckMetric::kFits;
     // Passing: the peak reserved of the replay (the most it used of the card); failing: what the
-    // first failure needed, so that value, limit and over describe the failure the words state.
+    // run needs, the smallest memory it fits on (fit.h), so value, limit and over answer the
+    // question the gate asks; the first failure on the limit is the evidence.
     c.value = 0;
     for (const OomDevice& d : cur.fits->devices) {
       if (d.remedies.empty()) continue;
@@ -171,11 +172,34 @@ absl::StatusOr<CheckReport> RunChecks(const CheckMetrics& cur, const CheckMetric
       f.event = first.event;
       f.requested = first.rounded;
       f.verdict = first.verdict;
-      const int64_t needed =
-          first.verdict == OomVerdict::kDemand || first.verdict == OomVerdict::kNotReproduced
-              ? first.allocated + first.rounded
-              : first.reserved + first.segment_bytes;
-      c.value = static_cast<double>(needed);
+      // The device that needs the most decides the figure; its own first failure is the evidence.
+      int64_t needs = 0;
+      for (const OomDevice& d : cur.fits->devices) {
+        if (!d.answer) continue;
+        const OomExplanation& o = cur.fits->ooms[d.answer->first];
+        const int64_t fallback =
+            o.verdict == OomVerdict::kDemand || o.verdict == OomVerdict::kNotReproduced
+                ? o.allocated + o.rounded
+                : o.reserved + o.segment_bytes;
+        const int64_t searched = d.remedies.empty() ? 0 : d.remedies[0].fits_on;
+        const int64_t device_needs =
+            searched > 0 ? searched : std::max(d.trace_peak_live, fallback);  // none found
+        f.device_needs.emplace_back(d.device, device_needs);
+        if (device_needs <= needs) continue;
+        needs = device_needs;
+        f.device = o.device;
+        f.event = o.event;
+        f.requested = o.rounded;
+        // The live memory alone over the limit: no setting can fit it, whatever failed first.
+        f.verdict = d.answer->peak_too_big ? OomVerdict::kDemand : o.verdict;
+        f.best_needs = 0;
+        f.best_conf.clear();
+        if (d.smallest_fit > 0) {
+          f.best_needs = d.remedies[static_cast<size_t>(d.smallest_fit)].fits_on;
+          f.best_conf = d.remedies[static_cast<size_t>(d.smallest_fit)].conf;
+        }
+      }
+      c.value = static_cast<double>(needs);
       f.value = c.value;
       f.limit = c.limit;
       f.over = c.value - c.limit;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/analysis/timeline/window.h"
@@ -42,9 +43,10 @@ struct FragOptions {
 
 struct FragFixOptions {
   /// Settings to try, each applied on top of the recorded ones; empty: DefaultOomCandidates
-  /// (oom.h) less the garbage-collection threshold, which acts only under a memory cap.
+  /// (oom.h), the candidates of every fit answer.
   std::vector<std::string> candidates;
-  int max_threads = 0;  // replays in parallel (0: all cores)
+  FitStart start = FitStart::kRecorded;  // where every replay starts (fit.h)
+  int max_threads = 0;                   // replays in parallel (0: all cores)
 };
 
 /// Figures over a set of segments. Value type: `+=` sums, except largest_free_bytes (max).
@@ -230,16 +232,14 @@ struct FragFix {
   int32_t device = 0;
   int64_t trace_events = 0;
   int64_t live_peak = 0;  // the replay's peak of live requested bytes: no capacity below it fits
-  int64_t recorded_ooms = 0;  // oom entries in the trace: `memsnap oom` replays on the card
+  int64_t recorded_ooms = 0;  // oom entries in the trace: their requests are served in every fit
+  bool warm = false;          // the replays started from the recorded state (FitStart)
   /// The recorded settings first, then every candidate, in order.
   std::vector<FragSetting> settings;
   /// Index into `settings` of the candidate that fits on the least memory when that is at least
-  /// kFragFixMinGain less than the recorded settings need; -1 when none is.
+  /// kFitMinGain less than the recorded settings need (SmallestFitIndex); -1 when none is.
   int best = -1;
 };
-
-/// A candidate counts as a fix when it fits on at least this share less memory.
-inline constexpr double kFragFixMinGain = 0.01;
 
 /// Counts of events the backward reconstruction could not undo consistently.
 struct UndoProblems {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/allocator/replay.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "memsnap/analysis/timeline/timeline.h"
@@ -50,9 +51,11 @@ struct OomOptions {
   /// searches: `oom`'s peak memory (docs/oom.md). Off: such a timeline's stacks alone say.
   bool build_lifetimes = false;
   /// When the recorded settings fail: search, per setting, the smallest device memory it fits on
-  /// (OomRemedy::fits_on), to within this many bytes or 0.25% of the answer, whichever is larger
-  /// (about 5 replays per setting). 0: no search.
-  int64_t capacity_step = int64_t{2} << 20;
+  /// (OomRemedy::fits_on), the one fit search of fit.h (about 5 replays per setting).
+  bool search_fits = true;
+  /// Where the fit searches' replays start (fit.h), and the explaining replay's when the
+  /// recorded state fits on the capacity.
+  FitStart start = FitStart::kRecorded;
   /// When no setting fits: search the share of the batch-sized memory the run fits with
   /// (OomDevice::batch_share_fits; about 8 replays). Off: no search.
   bool batch_search = true;
@@ -89,9 +92,9 @@ struct OomRemedy {
   /// Set when this setting provably takes the same decisions as an earlier one on this trace
   /// (e.g. a max_split_size no block can reach): that one's label; its replay stands for both.
   std::string same_as;
-  /// When the recorded settings do not fit: the smallest device memory found on which this
-  /// setting replays the whole trace (a replay on it completed; a search by halving down to
-  /// OomOptions::capacity_step below it failed). 0: not searched, or none found.
+  /// When the recorded settings do not fit: the smallest device memory on which this setting
+  /// replays the whole trace, failed requests served (SmallestFittingCapacity: exact to FitUnit
+  /// for the recorded settings, to 0.25% for a candidate). 0: not searched, or none found.
   int64_t fits_on = 0;
 };
 
@@ -142,10 +145,6 @@ struct OomExplanation {
   int64_t holders_bytes = 0;          // Σ over every live block (== allocated when reproduced)
   int64_t holders_blocks = 0;
 };
-
-/// A smallest-fit search (OomRemedy::fits_on) stops within a small step, so a candidate counts as
-/// needing less memory than another only when it needs over this many percent less.
-inline constexpr int64_t kFitsOnTiePercent = 1;
 
 /// What `oom` cuts to make a device fit, when no setting does (OomAnswer::cut).
 enum class OomCut : uint8_t {
@@ -205,7 +204,8 @@ struct OomDevice {
   int64_t capacity = 0;
   CapacitySource capacity_source = CapacitySource::kFlag;
   int64_t events = 0;
-  bool warm_start = false;  // started from the segments alive when the trace began
+  bool warm_start = false;  // the replays on the capacity started from the recorded state
+  bool fit_warm = false;    // the fit searches (OomRemedy::fits_on) started from it (fit.h)
   int64_t preexisting_blocks = 0;
   int64_t preexisting_bytes = 0;
   int64_t recorded_ooms = 0;  // oom entries in the trace
@@ -238,8 +238,9 @@ struct OomDevice {
   /// peak reserved, the first of equals; -1 when none fits. `fitting_candidates`: how many fit.
   int best_fitting = -1;
   int fitting_candidates = 0;
-  /// Index into `remedies` of the setting with the smallest `fits_on`, the recorded settings
-  /// unless a candidate needs over kFitsOnTiePercent% less; -1 when nothing was searched or found.
+  /// Index into `remedies` of the setting with the smallest `fits_on` (SmallestFitIndex, fit.h):
+  /// the recorded settings unless a candidate needs kFitMinGain less; -1 when nothing was
+  /// searched or found.
   int smallest_fit = -1;
   /// When an allocation fails on the capacity: the answer (nullopt when every allocation fits).
   std::optional<OomAnswer> answer;

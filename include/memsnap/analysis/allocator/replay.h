@@ -40,10 +40,11 @@ struct ReplayOptions {
   bool verify = false;  // compare the first configuration's segment events with the trace
   bool curve = false;   // keep the reserved-bytes curve
   EmptyCacheMode empty_cache = EmptyCacheMode::kHeuristic;
-  /// Start every configuration from the segments alive when the trace began (rebuilt from the
-  /// snapshot) instead of allocating the blocks alive then in address order (cold start).
-  /// --verify always starts warm when it can.
-  bool warm_start = false;
+  /// Start every configuration from the recorded state (FitStart::kRecorded, fit.h: the segments
+  /// alive when the trace began, rebuilt from the snapshot), the default of every command; false:
+  /// cold (`--start cold`), the blocks alive then allocated first in address order. --verify
+  /// always starts from the recorded state when it can.
+  bool warm_start = true;
   int max_threads = 0;  // 0: one thread per configuration
 };
 
@@ -152,9 +153,10 @@ struct ReplayReport {
   int64_t inferred_empty_cache = 0;
   bool warm_start = false;  // the configurations started warm
   /// Caveats, as facts; report::ReplayNotes writes them in words.
-  bool warm_start_refused = false;    // --start warm asked, but not every segment is cudaMalloc'd
-  int64_t warm_segments = 0;          // warm start: the segments alive when the trace began
-  bool ring_overflowed = false;       // the trace's ring buffer dropped its oldest events
+  bool warm_start_refused =
+      false;                     // the recorded start asked, but not every segment is cudaMalloc'd
+  int64_t warm_segments = 0;     // warm start: the segments alive when the trace began
+  bool ring_overflowed = false;  // the trace's ring buffer dropped its oldest events
   int64_t private_pool_segments = 0;  // segments of private pools, replayed into the default ones
   std::vector<ConfigResult> results;
   std::optional<VerifyResult> verify;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/allocator/oom.h"
 #include "memsnap/analysis/sites/diff.h"
 #include "memsnap/analysis/timeline/timeline.h"
@@ -39,8 +40,9 @@ struct CheckOptions {
   std::optional<int64_t> max_allocated;
   std::optional<double> max_frag;
   /// Fail when replaying the trace under the recorded settings on a device of this many bytes
-  /// runs out of memory.
+  /// runs out of memory; the failure says what the run needs (the one fit search, fit.h).
   std::optional<int64_t> fits;
+  FitStart start = FitStart::kRecorded;  // --fits: where the replays start (fit.h)
   /// Allowed growth over the baseline, as a fraction (0.05 = 5%); used when a baseline is given.
   double tolerance = 0.0;
   int threads = 0;  // --fits: replays run at once (0: all cores)
@@ -93,14 +95,22 @@ struct CheckFailure {
   double limit = 0;
   double over = 0;
   std::optional<double> baseline;  // kOverBaseline
-  // kDoesNotFit:
+  // kDoesNotFit: `value` is what the run needs (the smallest memory it fits on under the
+  // recorded settings, fit.h), `over` = value - limit; the device, event and request are the
+  // first failure on the limit, the evidence.
   int32_t device = 0;
   uint32_t event = 0;     // trace index; kPreexistingEvent: re-creating the blocks older than it
   int64_t requested = 0;  // the request, rounded as the allocator rounds it
-  /// kDemand: value is the live blocks plus the request (what no allocator could place on the
-  /// card); otherwise the reserved memory the allocator needed: what it held after releasing its
-  /// cache plus the segment it had to create for the request.
+  /// kDemand when the run's live memory (its live peak, or the live blocks plus the failing
+  /// request) exceeds the limit: no allocator setting can fit it; otherwise the first failure's
+  /// verdict (fragmentation, cache not released).
   OomVerdict verdict = OomVerdict::kDemand;
+  /// The smallest memory the best candidate setting fits on, when it needs kFitMinGain less than
+  /// the recorded settings (fit.h); its label.
+  int64_t best_needs = 0;
+  std::string best_conf;
+  /// Every device that does not fit, with what it needs, by device (one answer per device).
+  std::vector<std::pair<int32_t, int64_t>> device_needs;
   // kNoBaseline: the file of the rank's name looked for in the baseline directory.
   std::string baseline_file;
 };
@@ -110,7 +120,7 @@ struct CheckResult {
   CheckMetric metric = CheckMetric::kPeak;
   CheckKind kind = CheckKind::kThreshold;
   bool is_ratio = false;  // stranded: value/limit/baseline are fractions, else bytes
-  double value = 0;       // --fits: the replay's peak reserved, or what its first failure needed
+  double value = 0;       // --fits: the replay's peak reserved, or what the run needs (fit.h)
   double limit = 0;       // --fits: the device's capacity
   std::optional<double> baseline;
   double tolerance = 0;  // kBaseline: the growth allowed over the baseline (0.05 = 5%)
