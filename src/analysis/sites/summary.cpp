@@ -65,7 +65,11 @@ struct EventPart {
   std::array<int64_t, kNumActions> actions{};
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
   std::vector<uint32_t> ooms;  // device-local indices of the oom entries
-  AddrTable<AddrRun> addrs{4096};
+  AddrTable<AddrRun> addrs;
+  /// `events`: how many the part holds. The table starts at most 4096 addresses large: sized so
+  /// for every part, it zeroed 200 KB per device whatever its trace (20 GB for 100,000 devices of
+  /// one event each; issue 54).
+  explicit EventPart(size_t events) : addrs(std::min<size_t>(events, 4096)) {}
 };
 
 // Adds events [begin, end) of `ev` to `part`; `index_base` + i is event i's device-local index.
@@ -178,7 +182,9 @@ void ScanEvents(const Snapshot& snap, const DeviceTrace& trace, const SummaryOpt
   const size_t parts = std::max<size_t>(
       1, std::min<size_t>(ThreadsFor(options.threads),
                           ev.size() / std::max<size_t>(1, options.min_events_per_thread)));
-  std::vector<EventPart> scanned(parts);
+  std::vector<EventPart> scanned;
+  scanned.reserve(parts);
+  for (size_t p = 0; p < parts; ++p) scanned.emplace_back(ev.size() / parts + 1);
   ParallelFor(
       parts,
       [&](size_t p) {
