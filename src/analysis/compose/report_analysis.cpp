@@ -68,7 +68,13 @@ std::vector<TimelinePoint> OomEvents(const Snapshot& snap, const DeviceTimeline&
 SiteTable Finish(std::vector<GroupRow> rows, int top) {
   SiteTable t;
   SortAndMergeRows(rows);
-  LabelRows(rows);
+  // Only the rows shown get labels (the tail folds into "[N others]"), each the label the whole
+  // table would give it.
+  if (top > 0) {
+    LabelTopRows(rows, static_cast<size_t>(top));
+  } else {
+    LabelRows(rows);
+  }
   for (const GroupRow& r : rows) {
     t.total_bytes += r.bytes;
     t.total_count += r.count;
@@ -355,6 +361,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       // What was alive at each device's peak (the curve the page draws), by site.
       bool any_events = false;
       std::vector<GroupRow> rows;
+      absl::flat_hash_map<std::string, uint32_t> index;  // rows by key, over every call
       for (size_t k = 0; k < out.devices.size(); ++k) {
         const DeviceTimeline& dt = out.timeline.devices[out.devices[k].timeline_index];
         const TimelineLod& lod = lods[k].lod();
@@ -364,7 +371,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
         for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
           if (lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
         }
-        AccumulateGroups(dt, live, context, rows);
+        AccumulateGroups(dt, live, context, rows, index);
       }
       // The devices not drawn, each at its timeline's peak: the table is every device's.
       std::vector<uint32_t> live;
@@ -376,12 +383,13 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
         for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
           if (dt.blocks[i].LiveAt(p)) live.push_back(i);
         }
-        AccumulateGroups(dt, live, context, rows);
+        AccumulateGroups(dt, live, context, rows, index);
       }
       out.peak_sites = Finish(std::move(rows), options.top_sites);
       out.peak_sites.moment = any_events ? "peak" : "end";
       // Where memory is allocated over the whole trace (every lifetime counts once).
       std::vector<GroupRow> all_rows;
+      index.clear();
       // In slices of lifetimes, not a list of them all (4 bytes a lifetime, 26 MB on the 19.5
       // M-event benchmark file, held beside the bands' choice).
       constexpr uint32_t kSlice = 1 << 16;
@@ -391,7 +399,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
         for (uint32_t first = 0; first < n; first += kSlice) {
           slice.resize(std::min(kSlice, n - first));
           std::iota(slice.begin(), slice.end(), first);
-          AccumulateGroups(dt, slice, context, all_rows);
+          AccumulateGroups(dt, slice, context, all_rows, index);
         }
       }
       out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
