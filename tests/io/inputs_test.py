@@ -148,7 +148,14 @@ def address_limit(tmp):
             print(f"{what}: exit {p.returncode} {p.stderr.strip()[:200]}")
             expect(p.returncode in wants, f"{what}: exit {' or '.join(map(str, wants))}, "
                    "never a signal", p)
-            if p.returncode == 2:
+            # With two threads the timeline's pass runs beside the reader (docs/reader.md): near
+            # what the read needs, the pass may be what runs out, and says so. Which of the two
+            # does is the address space's layout (a thread's malloc arena is 64 MiB of it): the
+            # same binary failed at 160 MiB over the file and passed at 150 and 180.
+            in_pass = (threads == "2" and wants == (0, 2) and p.stderr.startswith(
+                f"memsnap timeline: {big}: out of memory building the timeline of ") and
+                p.stderr.endswith(" trace entries (is the address space limited? ulimit -v)\n"))
+            if p.returncode == 2 and not in_pass:
                 expect(p.stderr.startswith(f"memsnap timeline: {big}: out of memory decoding ")
                        and "bytes: needs about " in p.stderr, f"{what}: says what it needed", p)
 
