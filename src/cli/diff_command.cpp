@@ -25,6 +25,7 @@ struct DiffCommandOptions {
   bool exact_lines = false;
   bool json = false;
   std::string folded;
+  int device = -1;  // --device N (DeviceFlag)
 };
 }  // namespace
 
@@ -53,6 +54,9 @@ RunFn SetupDiff(CLI::App& sub) {
                "row and a [new] one (the default pairs them into one row)");
   sub.add_option("--top", opts->top, "Sites to show (0 = all)")->capture_default_str();
   sub.add_flag("--json", opts->json, "Machine-readable output");
+  sub.add_option("--device", opts->device,
+                 "Only this device's totals (reserved, allocated, pools, streams, peak); the sites "
+                 "are every device's. Past 64 devices the text prints one totals line per device");
   sub.add_option("--folded", opts->folded,
                  "Write differential folded stacks 'stack before after' to FILE ('-' = stdout) for "
                  "difffolded.pl / flamegraph.pl")
@@ -102,6 +106,7 @@ RunFn SetupDiff(CLI::App& sub) {
     // Both files read side by side, each timeline's event pass during its read.
     query::DiffRequest request;
     request.options = o;
+    request.device = DeviceFlag(opts->device);
     if (!opts->step.empty()) {
       if (opts->at != "auto") {
         return absl::InvalidArgumentError(

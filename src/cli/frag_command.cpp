@@ -24,6 +24,7 @@ struct FragCommandOptions {
   bool no_replay = false;
   std::vector<std::string> candidates;
   AllocatorFlags allocator;  // --start
+  int device = -1;  // --device N (DeviceFlag)
 };
 
 }  // namespace
@@ -54,6 +55,9 @@ RunFn SetupFrag(CLI::App& sub) {
                "With --timeline, or with several files (one row per rank): CSV instead of a "
                "table");
   sub.add_flag("--json", opts->json, "Machine-readable output (includes every segment)");
+  sub.add_option("--device", opts->device,
+                 "Only this device: its answer, segments and figures (past 64 devices the text "
+                 "prints one line per device instead of every device's tables)");
   sub.add_flag("--no-replay", opts->no_replay,
                "Skip the replays behind the answer's `fix` line (each candidate setting searched "
                "for the least memory it fits on)");
@@ -65,7 +69,9 @@ RunFn SetupFrag(CLI::App& sub) {
       "Each device opens with the answer: what fragmentation costs at the reserved peak\n"
       "(stranded bytes, and the verdict: small below 5% of reserved or 128 MiB, moderate below\n"
       "15%, large above), and the allocator setting with which the run fits on the least\n"
-      "memory, found by replaying the trace (--no-replay skips the replays).\n"
+      "memory, found by replaying the trace (--no-replay skips the replays). Past 64 devices\n"
+      "the answers are one line per device and the per-device tables are left out; --device N\n"
+      "reports that device alone.\n"
       "Definitions (docs/fragmentation.md):\n"
       "  internal waste   block size - requested bytes, over active blocks\n"
       "  free             inactive (cached) blocks; pending-free blocks are counted apart\n"
@@ -101,6 +107,7 @@ RunFn SetupFrag(CLI::App& sub) {
       options.moment = at.moment;
       options.at = analysis::FragMoment::kMoment;
     }
+    options.device = DeviceFlag(opts->device);
     query::FragRequest request;
     request.options = options;
     if (opts->render.timeline) request.options.timeline_samples = opts->samples;

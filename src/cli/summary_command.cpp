@@ -15,6 +15,7 @@ struct SummaryCommandOptions {
   std::vector<std::string> files;
   bool json = false;
   bool each = false;  // with several files: print every file's full summary too
+  int device = -1;    // --device N (DeviceFlag)
 };
 }  // namespace
 
@@ -26,12 +27,18 @@ RunFn SetupSummary(CLI::App& sub) {
       ->required();
   sub.add_flag("--json", opts->json, "Machine-readable output");
   sub.add_flag("--each", opts->each, "With several files, also print each file's full summary");
+  sub.add_option("--device", opts->device,
+                 "Only this device's section (past 64 devices the text prints one line per "
+                 "device instead of a section each)");
   sub.footer(
       "One file: also its memory at the peak by category (parameter, gradient, optimizer_state,\n"
-      "activation, temporary, input, unknown; docs/attribution.md).\n\n"
+      "activation, temporary, input, unknown; docs/attribution.md). Past 64 devices the text\n"
+      "prints one line per device (segments, reserved, allocated, events, peaks, OOMs) instead of\n"
+      "a section each; --device N prints that device's section (--json keeps every device).\n\n"
       "Examples:\n"
       "  memsnap summary snap.pickle\n"
       "  memsnap summary --json snap.pickle | jq .reserved_bytes\n"
+      "  memsnap summary --device 3 snap.pickle   # one device's full section\n"
       "  memsnap summary snapshots/          # one file per rank: per-rank table and outliers");
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(std::vector<query::InputFile> inputs, query::ExpandInputs(opts->files));
@@ -41,6 +48,7 @@ RunFn SetupSummary(CLI::App& sub) {
                        OpenSession(inputs[0].path, query::SummaryNeeds(), ctx, &phases));
       query::SummaryRequest request;
       request.threads = ctx.threads;
+      request.device = DeviceFlag(opts->device);
       ASSIGN_OR_RETURN(query::SummaryResult result, query::SummaryQuery(request, session));
       if (ctx.timings) phases.Print(*ctx.err, session.timings_note());
       if (opts->json) {
@@ -49,6 +57,11 @@ RunFn SetupSummary(CLI::App& sub) {
         report::RenderSummaryResultText(result, *ctx.out);
       }
       return ExitCode::kOk;
+    }
+    if (opts->device >= 0) {
+      return absl::InvalidArgumentError(
+          "--device: takes one file (the per-rank table has no "
+          "device sections)");
     }
     ASSIGN_OR_RETURN(query::SummaryRanksResult result,
                      query::SummaryRanksQuery(inputs, ReadSettingsOf(ctx)));

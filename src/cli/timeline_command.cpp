@@ -6,6 +6,7 @@
 #include "memsnap/cli/common.h"
 #include "memsnap/cli/filter_flags.h"
 #include "memsnap/query/timeline.h"
+#include "memsnap/report/device_sections.h"
 #include "memsnap/report/timeline_render.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/timer.h"
@@ -49,7 +50,8 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.footer(
       "Live bytes are requested bytes of blocks between alloc and free_completed, as PyTorch's\n"
       "Active Memory Timeline plots them; blocks older than the trace count from t0, so the curve\n"
-      "ends at the snapshot's live bytes.\n\n"
+      "ends at the snapshot's live bytes. Past 64 devices the chart of each is one line (events,\n"
+      "live at the start, peak and end, reserved peak); --device N charts that device.\n\n"
       "Examples:\n"
       "  memsnap timeline snap.pickle\n"
       "  memsnap timeline --device 0 --from event:1000 --to event:2000 snap.pickle\n"
@@ -78,6 +80,13 @@ RunFn SetupTimeline(CLI::App& sub) {
     const int width = opts->width > 0 ? opts->width : TerminalWidth();
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     if (opts->csv) report::RenderTimelineCsvHeader(*ctx.out, &result.category_names);
+    if (!opts->json && !opts->csv && report::CompactDevices(result.devices.size())) {
+      std::vector<std::pair<const analysis::DeviceTimeline*, report::EventWindow>> rows;
+      rows.reserve(result.devices.size());
+      for (const query::TimelineDevice& d : result.devices) rows.emplace_back(d.timeline, d.window);
+      report::RenderTimelineDevicesTable(rows, *ctx.out);
+      return ExitCode::kOk;
+    }
     bool first = true;
     for (const query::TimelineDevice& d : result.devices) {
       if (opts->json) {

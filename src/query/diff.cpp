@@ -1,5 +1,6 @@
 #include "memsnap/query/diff.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -58,6 +59,21 @@ absl::StatusOr<DiffResult> DiffQuery(const DiffRequest& request, Session& before
                    analysis::DiffSnapshots(before.snapshot(), after.snapshot(), tb, ta, options));
   r.report.before_path = before.path();
   r.report.after_path = after.path();
+  if (const analysis::DeviceFilter device = request.device) {
+    std::vector<analysis::ScopeDelta>& scopes = r.report.scopes;
+    std::vector<analysis::DeviceDelta>& devices = r.report.devices;
+    const bool known =
+        std::any_of(scopes.begin(), scopes.end(),
+                    [&](const analysis::ScopeDelta& s) { return s.device == *device; }) ||
+        std::any_of(devices.begin(), devices.end(),
+                    [&](const analysis::DeviceDelta& d) { return d.device == *device; });
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat("--device ", *device, ": no such device in ",
+                                                     before.path(), " or ", after.path()));
+    }
+    std::erase_if(scopes, [&](const analysis::ScopeDelta& s) { return s.device != *device; });
+    std::erase_if(devices, [&](const analysis::DeviceDelta& d) { return d.device != *device; });
+  }
   if (request.folded) {
     // Differential flame graphs need whole stacks, whatever the table is grouped by.
     if (request.options.group.by == analysis::GroupBy::kStack) {

@@ -30,6 +30,9 @@ absl::StatusOr<analysis::FragReport> FragQuery(const FragRequest& request, Sessi
     fo.start = request.start;
     fo.max_threads = request.threads;
     ASSIGN_OR_RETURN(report.fixes, analysis::FindFragFixes(snap, fo));
+    if (const analysis::DeviceFilter device = request.options.device) {
+      std::erase_if(report.fixes, [&](const analysis::FragFix& f) { return f.device != *device; });
+    }
   }
   return report;
 }

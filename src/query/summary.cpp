@@ -1,11 +1,41 @@
 #include "memsnap/query/summary.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/util/status_macros.h"
 
 namespace memsnap::query {
+
+namespace {
+
+// --device N: the one device's section and categories, or an error naming the devices there are.
+absl::Status KeepDevice(int32_t device, SummaryResult& r) {
+  std::vector<analysis::DeviceSummary>& devices = r.summary.devices;
+  auto it = std::find_if(devices.begin(), devices.end(),
+                         [&](const analysis::DeviceSummary& d) { return d.device == device; });
+  if (it == devices.end()) {
+    std::string have;
+    for (size_t i = 0; i < devices.size() && i < 16; ++i) {
+      absl::StrAppend(&have, i == 0 ? "" : ", ", devices[i].device);
+    }
+    if (devices.size() > 16) absl::StrAppend(&have, ", ... ", devices.size() - 16, " more");
+    return absl::InvalidArgumentError(absl::StrCat(
+        r.summary.source.path, ": --device ", device,
+        ": no such device in this file (devices: ", have.empty() ? "none" : have, ")"));
+  }
+  analysis::DeviceSummary kept = std::move(*it);
+  devices.clear();
+  devices.push_back(std::move(kept));
+  std::erase_if(r.categories_at_peak,
+                [&](const analysis::DeviceCategories& c) { return c.device != device; });
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 Needs SummaryNeeds() {
   // The categories of the memory live at the peak need the lifetimes live then; the summary's
@@ -29,6 +59,7 @@ absl::StatusOr<SummaryResult> SummaryQuery(const SummaryRequest& request, Sessio
                                           analysis::Moment{analysis::Moment::Kind::kPeak, 0},
                                           session.categories()));
   r.category_names = session.categories();
+  if (request.device) RETURN_IF_ERROR(KeepDevice(*request.device, r));
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/device_sections.h"
 #include "memsnap/report/site_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
@@ -112,6 +113,13 @@ Json KindChangesJson(const analysis::CategoryBytes& before, const analysis::Cate
   return kinds;
 }
 
+namespace {
+// The scope of a whole device ("device 3"), not one of its pools or streams.
+bool IsDeviceScope(const analysis::ScopeDelta& s) {
+  return s.scope == absl::StrCat("device ", s.device);
+}
+}  // namespace
+
 void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& out) {
   out << "before: " << rep.before_path << "\nafter:  " << rep.after_path << "\n";
   out << "live memory " << MomentHeader(rep) << " by "
@@ -197,14 +205,29 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   Column& segments = totals.AddColumn("segments", "segments", Unit::kText);
   segments.min_width = 9;
   segments.align = Align::kRight;  // "3->4"
+  // Past kFullDeviceSections devices, one line per device: its reserved bytes (the pools,
+  // streams, allocated bytes and peaks of one device: --device N).
+  size_t devices = 0;
+  for (const analysis::ScopeDelta& s : rep.scopes) devices += IsDeviceScope(s) ? 1 : 0;
+  const bool compact = CompactDevices(std::max(devices, rep.devices.size()));
+  if (compact) {
+    out << CompactDevicesNote(std::max(devices, rep.devices.size()), "diff") << "\n";
+    totals.rows.reserve(devices);
+  }
   for (const analysis::ScopeDelta& s : rep.scopes) {
+    if (compact && !IsDeviceScope(s)) continue;
+    if (compact) {
+      totals.AddRow({absl::StrCat(s.scope, " reserved"), s.reserved.before, s.reserved.after,
+                     s.reserved.delta(), absl::StrCat(s.segments.before, "->", s.segments.after)});
+      continue;
+    }
     totals.AddRow({absl::StrCat(s.scope, " reserved"), s.reserved.before, s.reserved.after,
                    s.reserved.delta(), absl::StrCat(s.segments.before, "->", s.segments.after)});
     totals.AddRow({absl::StrCat(s.scope, " allocated"), s.allocated.before, s.allocated.after,
                    s.allocated.delta(), std::string()});
   }
   for (const analysis::DeviceDelta& d : rep.devices) {
-    if (!d.has_peak) continue;
+    if (!d.has_peak || compact) continue;
     totals.AddRow({absl::StrCat("device ", d.device, " peak live"), d.peak.before, d.peak.after,
                    d.peak.delta(), std::string()});
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "memsnap/report/answer.h"
+#include "memsnap/report/device_sections.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/report/summary_render.h"
 #include "memsnap/report/table_render.h"
@@ -660,10 +661,39 @@ Json FragToJson(const FragReport& r) {
   return j;
 }
 
+// Past kFullDeviceSections devices, each device's answer in one line: where, the figures behind
+// the verdict, the verdict.
+Table CostsTable(const FragReport& r) {
+  Table t;
+  Col(t, "device", "device", Unit::kId, 6).align = Align::kLeft;
+  Col(t, "at", "at", Unit::kText, 14);
+  Col(t, "reserved_bytes", "reserved", Unit::kBytes, 12);
+  Col(t, "stranded_bytes", "stranded", Unit::kBytes, 12);
+  Col(t, "releasable_bytes", "releasable", Unit::kBytes, 12);
+  Col(t, "verdict", "verdict", Unit::kText, 0);
+  t.rows.reserve(r.costs.size());
+  for (const analysis::FragCost& c : r.costs) {
+    t.AddRow({int64_t{c.device}, c.at_peak ? EventName(c.event_index) : std::string("end"),
+              c.figures.reserved_bytes, c.figures.stranded_bytes, c.figures.releasable_bytes,
+              std::string(c.figures.stranded_bytes <= 0 ? std::string_view("none")
+                                                        : analysis::FragVerdictName(c.verdict))});
+  }
+  return t;
+}
+
 void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostream& out) {
   out << r.source.path << "\n";
+  const bool compact = CompactDevices(r.costs.size()) || CompactDevices(r.devices.size());
+  if (compact) {
+    // One line per device: the answer's figures; `--device N` gives a device its full answer.
+    out << CompactDevicesNote(std::max(r.costs.size(), r.devices.size()), "frag") << "\n";
+    out << "answers (at: the reserved peak's event, or the end of a device without a trace)\n";
+    RenderTableText(CostsTable(r), out, {"  ", true});
+    out << "\n";
+  }
   // The answer first, per device; the figures below are its evidence.
   for (const auto& c : r.costs) {
+    if (compact) break;
     out << "device " << c.device << "\n";
     RenderAnswerLines(FragAnswer(r, c), out);
     out << "\n";
@@ -675,7 +705,12 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
         << (r.at == analysis::FragMoment::kMoment ? "at " + MomentName(r) : MomentName(r))
         << ", reconstructed from the trace:";
     const char* sep = " ";
+    if (compact) {
+      out << " each device at its own moment (--device N names it)";
+      sep = "";
+    }
     for (const auto& d : r.devices) {
+      if (compact) break;
       if (!d.reconstructed) continue;
       out << sep << "device " << d.device << " " << EventName(d.event_index);
       for (const auto& p : r.peaks) {
@@ -688,16 +723,21 @@ void RenderFragText(const FragReport& r, const FragRenderOptions& o, std::ostrea
   }
   const TextTableOptions indented{"  ", true};
   RenderTableText(TotalsTable(r), out, {"  ", false});
-  out << "\nfree space by pool and stream\n";
-  RenderTableText(GroupsTable(r), out, indented);
+  if (!compact) {
+    out << "\nfree space by pool and stream\n";
+    RenderTableText(GroupsTable(r), out, indented);
 
-  out << "\nwhat fits (largest request served from cached blocks, without new memory)\n";
-  RenderTableText(FitsTable(r), out, indented);
-  if (r.max_split_size >= 0) {
-    out << "  (max_split_size " << FormatBytes(r.max_split_size) << " applied)\n";
+    out << "\nwhat fits (largest request served from cached blocks, without new memory)\n";
+    RenderTableText(FitsTable(r), out, indented);
+    if (r.max_split_size >= 0) {
+      out << "  (max_split_size " << FormatBytes(r.max_split_size) << " applied)\n";
+    }
+  } else {
+    out << "\n(free space by pool and stream, what fits and the peaks of each device: "
+           "--device N, or --json for every device)\n";
   }
 
-  if (!r.peaks.empty()) {
+  if (!r.peaks.empty() && !compact) {
     out << "\npeaks (reconstructed from the trace; `--at peak` for the full report there)\n";
     RenderTableText(PeaksTable(r), out, indented);
     for (const auto& p : r.peaks) {

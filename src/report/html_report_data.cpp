@@ -103,6 +103,26 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);
+  if (!a.other_devices.empty()) {
+    // Past kReportDrawnDevices: a column each (100,000 rows as objects would repeat every key).
+    Json device = Json::array(), events = Json::array(), peak_live = Json::array(),
+         peak_reserved = Json::array(), end_live = Json::array(), end_reserved = Json::array();
+    for (const analysis::OtherDevice& o : a.other_devices) {
+      device.push_back(o.device);
+      events.push_back(o.events);
+      peak_live.push_back(o.peak_live_bytes);
+      peak_reserved.push_back(o.peak_reserved_bytes);
+      end_live.push_back(o.end_live_bytes);
+      end_reserved.push_back(o.end_reserved_bytes);
+    }
+    j["other_devices"] = {{"drawn_at_most", analysis::kReportDrawnDevices},
+                          {"device", std::move(device)},
+                          {"events", std::move(events)},
+                          {"peak_live", std::move(peak_live)},
+                          {"peak_reserved", std::move(peak_reserved)},
+                          {"end_live", std::move(end_live)},
+                          {"end_reserved", std::move(end_reserved)}};
+  }
   j["peak_sites"] = internal::SiteTableJson(a.peak_sites, a.categories, stacks);
   j["alloc_sites"] = internal::SiteTableJson(a.alloc_sites, a.categories, stacks);
   j["replay"] = ReplayJson(a);

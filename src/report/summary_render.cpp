@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/device_sections.h"
 #include "memsnap/report/ranks_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/report/timeline_render.h"
@@ -128,6 +129,30 @@ Table StreamsTable(const analysis::DeviceSummary& d) {
   stream.align = Align::kLeft;
   AddTotalsColumns(t);
   for (const auto& s : d.streams) t.AddRow(TotalsCells({s.stream}, s.totals));
+  return t;
+}
+
+// Past kFullDeviceSections devices, one line each: what each device's section opens with.
+Table DevicesTable(const analysis::SummaryReport& r) {
+  Table t;
+  Column& device = t.AddColumn("device", "device", Unit::kId);
+  device.min_width = 6;
+  device.align = Align::kLeft;
+  t.AddColumn("segments", "segments", Unit::kCount).min_width = 9;
+  t.AddColumn("reserved_bytes", "reserved", Unit::kBytes).min_width = 12;
+  t.AddColumn("allocated_bytes", "allocated", Unit::kBytes).min_width = 12;
+  t.AddColumn("trace_entries", "events", Unit::kCount).min_width = 9;
+  t.AddColumn("peak_live_bytes", "peak live", Unit::kBytes).min_width = 12;
+  t.AddColumn("peak_reserved_bytes", "peak reserved", Unit::kBytes).min_width = 14;
+  t.AddColumn("ooms", "OOMs", Unit::kCount).min_width = 5;
+  t.rows.reserve(r.devices.size());
+  for (const analysis::DeviceSummary& d : r.devices) {
+    t.AddRow({int64_t{d.device}, d.totals.segments, d.totals.reserved_bytes,
+              d.totals.allocated_bytes, d.totals.trace_entries,
+              d.peaks ? Cell(d.peaks->live_bytes) : Cell(std::string("-")),
+              d.peaks ? Cell(d.peaks->reserved_bytes) : Cell(std::string("-")),
+              static_cast<int64_t>(d.ooms.size())});
+  }
   return t;
 }
 
@@ -296,7 +321,12 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
     }
     out << "\n";
   }
+  if (CompactDevices(r.devices.size())) {
+    out << "\n" << CompactDevicesNote(r.devices.size(), "summary") << "\n";
+    RenderTableText(DevicesTable(r), out, {"  ", true});
+  }
   for (const auto& d : r.devices) {
+    if (CompactDevices(r.devices.size())) break;
     out << "\ndevice " << d.device << "\n";
     RenderTableText(PoolsTable(d), out, {"  ", true});
     RenderTableText(StreamsTable(d), out, {"  ", true});
@@ -432,6 +462,8 @@ nlohmann::ordered_json SummaryResultToJson(const query::SummaryResult& result) {
 
 void RenderSummaryResultText(const query::SummaryResult& result, std::ostream& out) {
   RenderSummaryText(result.summary, out);
+  // Past kFullDeviceSections devices the categories are in each device's section (--device N).
+  if (CompactDevices(result.summary.devices.size())) return;
   RenderCategoriesAtText(result.categories_at_peak, result.category_names, out);
 }
 

@@ -9,7 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "memsnap/report/device_sections.h"
+#include "memsnap/report/table_render.h"
 #include "memsnap/util/format.h"
+#include "memsnap/util/table.h"
 #include "report/render_util.h"
 
 namespace memsnap::report {
@@ -254,6 +257,28 @@ void RenderTimelineChart(const Snapshot& snap, const DeviceTimeline& dt, const E
     out << "  warning: " << FormatBytes(dt.unreconciled_requested_bytes)
         << " of the final live bytes are not explained by the trace (added at t0)\n";
   }
+}
+
+void RenderTimelineDevicesTable(
+    const std::vector<std::pair<const analysis::DeviceTimeline*, EventWindow>>& devices,
+    std::ostream& out) {
+  out << CompactDevicesNote(devices.size(), "timeline") << "\n";
+  Table t;
+  Column& device = t.AddColumn("device", "device", Unit::kId);
+  device.min_width = 6;
+  device.align = Align::kLeft;
+  t.AddColumn("events", "events", Unit::kCount).min_width = 9;
+  t.AddColumn("start_bytes", "start", Unit::kBytes).min_width = 12;
+  t.AddColumn("peak_bytes", "peak live", Unit::kBytes).min_width = 12;
+  t.AddColumn("end_bytes", "end", Unit::kBytes).min_width = 12;
+  t.AddColumn("peak_reserved_bytes", "peak reserved", Unit::kBytes).min_width = 14;
+  t.rows.reserve(devices.size());
+  for (const auto& [dt, w] : devices) {
+    const WindowFigures fig = ComputeWindow(*dt, w);
+    t.AddRow({int64_t{dt->device}, static_cast<int64_t>(dt->num_events), fig.start_bytes,
+              fig.peak_bytes, fig.end_bytes, fig.peak_reserved});
+  }
+  RenderTableText(t, out, {"  ", true});
 }
 
 void RenderTimelineCsvHeader(std::ostream& out, const analysis::CategoryNames* categories) {

@@ -148,15 +148,16 @@ def address_limit(tmp):
             print(f"{what}: exit {p.returncode} {p.stderr.strip()[:200]}")
             expect(p.returncode in wants, f"{what}: exit {' or '.join(map(str, wants))}, "
                    "never a signal", p)
-            if p.returncode == 2:
-                # Out of memory in the decoder (with the figure it needed), or in the timeline
-                # pass that runs beside it on a second thread (with the entries it was building).
-                decoding = (p.stderr.startswith(f"memsnap timeline: {big}: out of memory decoding ")
-                            and "bytes: needs about " in p.stderr)
-                building = (threads == "2" and p.stderr.startswith(
-                    f"memsnap timeline: {big}: out of memory building the timeline of ")
-                    and "trace entries" in p.stderr)
-                expect(decoding or building, f"{what}: says what it needed", p)
+            # With two threads the timeline's pass runs beside the reader (docs/reader.md): near
+            # what the read needs, the pass may be what runs out, and says so. Which of the two
+            # does is the address space's layout (a thread's malloc arena is 64 MiB of it): the
+            # same binary failed at 160 MiB over the file and passed at 150 and 180.
+            in_pass = (threads == "2" and wants == (0, 2) and p.stderr.startswith(
+                f"memsnap timeline: {big}: out of memory building the timeline of ") and
+                p.stderr.endswith(" trace entries (is the address space limited? ulimit -v)\n"))
+            if p.returncode == 2 and not in_pass:
+                expect(p.stderr.startswith(f"memsnap timeline: {big}: out of memory decoding ")
+                       and "bytes: needs about " in p.stderr, f"{what}: says what it needed", p)
 
 
 def directory_entries(tmp):

@@ -420,6 +420,34 @@ TEST_SUITE("summary") {
     CHECK(a[1].is_default);
     CHECK_FALSE(b[1].is_default);
   }
+
+  TEST_CASE("summary gives every device a section up to 64 devices and a line each past them") {
+    // One 2 MiB segment per device (issue 54: 100,000 sections were most of the cost).
+    auto report_of = [](int devices) {
+      analysis::SummaryReport r;
+      for (int d = 0; d < devices; ++d) {
+        analysis::DeviceSummary dev;
+        dev.device = d;
+        dev.totals.segments = 1;
+        dev.totals.reserved_bytes = 2 * kMiB;
+        r.devices.push_back(dev);
+      }
+      return r;
+    };
+    auto text_of = [](const analysis::SummaryReport& r) {
+      std::ostringstream out;
+      report::RenderSummaryText(r, out);
+      return out.str();
+    };
+    const std::string full = text_of(report_of(64));
+    CHECK(full.find("\ndevice 63\n") != std::string::npos);
+    CHECK(full.find("one line each") == std::string::npos);
+    const std::string compact = text_of(report_of(65));
+    CHECK(compact.find("\ndevice 0\n") == std::string::npos);
+    CHECK(compact.find("65 devices, one line each (a full section per device up to 64): "
+                       "`memsnap summary --device N` prints device N's") != std::string::npos);
+    CHECK(compact.find("\n  64      ") != std::string::npos);  // device 64's row
+  }
 }
 
 }  // namespace

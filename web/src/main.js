@@ -481,6 +481,31 @@ function lineChart(host, series, span, kind, opts = {}) {
   return u;
 }
 
+// Past the devices drawn in full (a file of more than 64), the others: a row each, largest
+// reserved peak first; the first 1,000 rows, the rest counted (every device is in the data).
+function renderOtherDevices(o) {
+  const n = o.device.length, shown = Math.min(n, 1000);
+  const sec = section("Other devices", "other-devices", null, "other-devices");
+  sec.append(note(fmtCountOf(D.devices.length + n, "device") + ": the " + fmtCount(o.drawn_at_most) +
+    " with the largest reserved peaks, and every device with an OOM, are drawn above; the other " + fmtCount(n) +
+    " are listed here. `memsnap summary --device N FILE` describes one of them, `memsnap timeline --device N FILE` charts it."));
+  const order = Array.from({ length: n }, (_, i) => i);
+  order.sort((a, b) => o.peak_reserved[b] - o.peak_reserved[a] || o.peak_live[b] - o.peak_live[a] || o.device[a] - o.device[b]);
+  const t = h("table", { class: "devices" }, h("thead", {}, h("tr", {}, h("th", { text: "device" }), h("th", { class: "n", text: "trace events" }),
+    h("th", { class: "n", text: "peak live" }), h("th", { class: "n", text: "peak reserved" }), h("th", { class: "n", text: "live at end" }),
+    h("th", { class: "n", text: "reserved at end" }))));
+  const body = h("tbody");
+  for (let k = 0; k < shown; ++k) {
+    const i = order[k];
+    body.append(h("tr", {}, h("td", { text: String(o.device[i]) }), h("td", { class: "n", text: fmtCount(o.events[i]) }),
+      h("td", { class: "n", text: fmtBytes(o.peak_live[i]) }), h("td", { class: "n", text: fmtBytes(o.peak_reserved[i]) }),
+      h("td", { class: "n", text: fmtBytes(o.end_live[i]) }), h("td", { class: "n", text: fmtBytes(o.end_reserved[i]) })));
+  }
+  t.append(body);
+  sec.append(h("div", { class: "table-wrap" }, t));
+  if (shown < n) sec.append(note("\u2026 " + fmtCountOf(n - shown, "more device") + " (`memsnap summary FILE` lists every device)."));
+}
+
 function renderSingle() {
   const file = D.file;
   const tables = { frames: D.frames, stacks: D.stacks, kinds: D.frame_kinds, sites: D.band_sites, categories: D.category_names };
@@ -490,6 +515,7 @@ function renderSingle() {
     (file.alloc_conf ? " \u00b7 PYTORCH_CUDA_ALLOC_CONF=" + file.alloc_conf : ""));
   M.shared = sharedTimeAxis(D.devices);
   for (const dev of D.devices) renderDevice(dev, tables);
+  if (D.other_devices) renderOtherDevices(D.other_devices);
   const ps = D.peak_sites;
   const sp = section(ps.moment === "peak" ? "Alive at the peak, by allocation site" : "Alive at the end, by allocation site", "peak-sites", null, "sites");
   sp.append(note(fmtBytes(ps.total_bytes) + " in " + fmtCountOf(ps.total_count, "block") +

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/sites/diff.h"
+#include "memsnap/analysis/timeline/device_filter.h"
 #include "memsnap/query/session.h"
 
 namespace memsnap::query {
@@ -18,6 +19,10 @@ struct DiffRequest {
   /// `--step N`: each file at the peak of its own step N (a step moment, ParseMomentArg), in
   /// place of options.at.
   std::optional<MomentArg> step;
+  /// --device N: only that device's totals (its scopes and its peak); the sites are those of
+  /// every device, as without the flag. nullopt: every device. A device neither file has is an
+  /// InvalidArgument naming the flag.
+  analysis::DeviceFilter device;
 };
 
 struct DiffResult {

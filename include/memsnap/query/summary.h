@@ -9,12 +9,16 @@
 #include "memsnap/analysis/compose/ranks.h"
 #include "memsnap/analysis/sites/categories.h"
 #include "memsnap/analysis/sites/summary.h"
+#include "memsnap/analysis/timeline/device_filter.h"
 #include "memsnap/query/session.h"
 
 namespace memsnap::query {
 
 struct SummaryRequest {
   int threads = 0;  // for the summary's own passes; 0 = all cores
+  /// --device N: only that device's section and categories (the file's totals stay the file's);
+  /// nullopt: every device. A device the file lacks is an InvalidArgument naming the flag.
+  analysis::DeviceFilter device;
 };
 
 /// One file's summary and the categories of its memory at the peak.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include "memsnap/analysis/sites/categories.h"
@@ -39,6 +40,13 @@ ChartColumns ComputeChartColumns(const Snapshot& snap, const analysis::DeviceTim
 void RenderTimelineChart(const Snapshot& snap, const analysis::DeviceTimeline& dt,
                          const EventWindow& w, int width, std::ostream& out,
                          bool show_reserved = true);
+
+/// Past kFullDeviceSections devices (report/device_sections.h) the chart of each is one line:
+/// the note saying so, then device, events, live at the start, peak and end of its window, and
+/// the reserved peak (ComputeWindow). `devices` pairs each timeline with its window.
+void RenderTimelineDevicesTable(
+    const std::vector<std::pair<const analysis::DeviceTimeline*, EventWindow>>& devices,
+    std::ostream& out);
 
 /// CSV: device,event,time_us,live_requested,live_rounded,reserved and, with a category curve, the
 /// live bytes of each category (parameter,...,unknown; they add up to live_requested); one row per

@@ -598,8 +598,23 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   r.at = options.at;
   r.moment = options.moment;
   r.max_split_size = snap.settings.max_split_size;
+  // --device N: the other devices' segments and traces are left out of every figure.
+  auto wanted = [&](int32_t device) { return !options.device || *options.device == device; };
+  if (options.device) {
+    const std::vector<int32_t> devices = snap.Devices();
+    if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+      std::string have;
+      for (size_t i = 0; i < devices.size() && i < 16; ++i) {
+        absl::StrAppend(&have, i == 0 ? "" : ", ", devices[i]);
+      }
+      if (devices.size() > 16) absl::StrAppend(&have, ", ... ", devices.size() - 16, " more");
+      return absl::InvalidArgumentError(absl::StrCat(
+          snap.source.path, ": --device ", *options.device,
+          ": no such device in this file (devices: ", have.empty() ? "none" : have, ")"));
+    }
+  }
   bool has_trace = false;
-  for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0;
+  for (const DeviceTrace& t : snap.traces) has_trace |= t.size() > 0 && wanted(t.device);
   if (options.at != FragMoment::kEnd && !has_trace) {
     const std::string named = !options.at_text.empty()                   ? options.at_text
                               : options.at == FragMoment::kMoment        ? "a time or event:N"
@@ -628,7 +643,7 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
   std::map<int32_t, DeviceFrag> where;
   const SegmentsByDevice by_device(snap);  // one sort for every device (issue 54)
   for (const DeviceTrace& t : snap.traces) {
-    if (t.size() == 0) continue;
+    if (t.size() == 0 || !wanted(t.device)) continue;
     bool use = options.at != FragMoment::kEnd;
     int64_t at_event = static_cast<int64_t>(t.size()) - 1;
     int64_t peak_r = at_event;
@@ -657,13 +672,16 @@ absl::StatusOr<FragReport> AnalyzeFragmentation(const Snapshot& snap, const Frag
     const DeviceTrace* t = snap.TraceOf(device);
     return t == nullptr || t->size() == 0;
   };
+  if (options.device) {
+    std::erase_if(layout, [&](const LSegment& s) { return s.device != *options.device; });
+  }
   std::vector<LSegment> end_layout;
   std::map<int32_t, std::vector<const LSegment*>> end_segments;  // of each untraced device
   if (std::any_of(snap.segments.begin(), snap.segments.end(),
-                  [&](const Segment& seg) { return untraced(seg.device); })) {
+                  [&](const Segment& seg) { return untraced(seg.device) && wanted(seg.device); })) {
     end_layout = frag_internal::LayoutFromSnapshot(snap);
     for (const LSegment& s : end_layout) {
-      if (untraced(s.device)) end_segments[s.device].push_back(&s);
+      if (untraced(s.device) && wanted(s.device)) end_segments[s.device].push_back(&s);
     }
   }
   std::set<int32_t> costed;

@@ -408,6 +408,14 @@ void Refine(std::vector<Entry>& entries, std::vector<size_t> members, size_t dep
 
 }  // namespace
 
+std::string DistinctLabelStart(const SiteInfo& s) {
+  std::string label = s.what.empty() ? s.owner : absl::StrCat(s.what, Sv(kLabelArrow), s.owner);
+  // A model library's layer: the one-line label names the user's frame that ran the model too,
+  // as BaseLabel does (a text table shows it under the row).
+  if (s.model_owned) absl::StrAppend(&label, Sv(kLabelArrow), s.callers[0]);
+  return label;
+}
+
 std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites) {
   std::vector<Entry> entries;
   entries.reserve(sites.size());
@@ -416,14 +424,9 @@ std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& si
   for (const SiteInfo* s : sites) {
     Entry& e = entries.emplace_back();
     e.site = s;
-    e.label = e.head =
-        s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
-    // A model library's layer: the one-line label names the user's frame that ran the model too,
-    // as BaseLabel does (a text table shows it under the row).
-    if (s->model_owned) {
-      absl::StrAppend(&e.label, Sv(kLabelArrow), s->callers[0]);
-      e.next_caller = 1;
-    }
+    e.head = s->what.empty() ? s->owner : absl::StrCat(s->what, Sv(kLabelArrow), s->owner);
+    e.label = DistinctLabelStart(*s);
+    if (s->model_owned) e.next_caller = 1;
   }
   const size_t n_entries = entries.size();
   std::vector<size_t> clause_at(n_entries);

@@ -68,7 +68,13 @@ std::vector<TimelinePoint> OomEvents(const Snapshot& snap, const DeviceTimeline&
 SiteTable Finish(std::vector<GroupRow> rows, int top) {
   SiteTable t;
   SortAndMergeRows(rows);
-  LabelRows(rows);
+  // Only the rows shown get labels (the tail folds into "[N others]"), each the label the whole
+  // table would give it.
+  if (top > 0) {
+    LabelTopRows(rows, static_cast<size_t>(top));
+  } else {
+    LabelRows(rows);
+  }
   for (const GroupRow& r : rows) {
     t.total_bytes += r.bytes;
     t.total_count += r.count;
@@ -194,6 +200,32 @@ ReportCategories CategoriesOverTime(GroupContext& context, const DeviceTimeline&
 
 }  // namespace
 
+std::vector<size_t> DrawnDevices(const Snapshot& snap, const Timeline& timeline, size_t max) {
+  const std::vector<DeviceTimeline>& devices = timeline.devices;
+  std::vector<size_t> all(devices.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  if (devices.size() <= max) return all;
+  std::vector<size_t> by_peak = all;
+  auto larger = [&](size_t a, size_t b) {
+    const DeviceTimeline &x = devices[a], &y = devices[b];
+    if (x.peak_reserved != y.peak_reserved) return x.peak_reserved > y.peak_reserved;
+    if (x.peak_requested != y.peak_requested) return x.peak_requested > y.peak_requested;
+    return x.device < y.device;
+  };
+  std::partial_sort(by_peak.begin(), by_peak.begin() + static_cast<std::ptrdiff_t>(max),
+                    by_peak.end(), larger);
+  std::vector<uint8_t> drawn(devices.size(), 0);
+  for (size_t k = 0; k < max; ++k) drawn[by_peak[k]] = 1;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!drawn[i] && !OomEvents(snap, devices[i]).empty()) drawn[i] = 1;
+  }
+  std::vector<size_t> out;
+  for (size_t i : all) {
+    if (drawn[i]) out.push_back(i);
+  }
+  return out;
+}
+
 absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
                                                 const ReportAnalysisOptions& options) {
   ReportAnalysis out;
@@ -205,17 +237,31 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   ASSIGN_OR_RETURN(out.context, GroupContext::Create(snap, options.group));
   phase.emplace("report: allocator states' table of frees");
   GroupContext& context = *out.context;
+  // Past max_drawn_devices the page draws some devices and lists the others (issue 54): every
+  // pass below over "the devices" is over the drawn ones.
+  const std::vector<size_t> drawn =
+      DrawnDevices(snap, out.timeline, std::max<size_t>(options.max_drawn_devices, 1));
+  {
+    std::vector<uint8_t> is_drawn(out.timeline.devices.size(), 0);
+    for (size_t i : drawn) is_drawn[i] = 1;
+    for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
+      if (is_drawn[i]) continue;
+      const DeviceTimeline& dt = out.timeline.devices[i];
+      out.other_devices.push_back({dt.device, dt.num_events, dt.peak_requested, dt.peak_reserved,
+                                   dt.end_requested, dt.end_reserved});
+    }
+  }
   // The page's budget is for the file: devices with a trace share it.
   int64_t traced = 0;
-  for (const DeviceTimeline& dt : out.timeline.devices) traced += dt.num_events > 0 ? 1 : 0;
+  for (size_t i : drawn) traced += out.timeline.devices[i].num_events > 0 ? 1 : 0;
   const int64_t share = std::max<int64_t>(traced, 1);
   // The allocator states, on a second core from the start: they need only the moment the page's
   // live curve peaks, which on a consistent trace is the timeline's own peak (what
   // BuildTimelineLod takes as its peak_event), so they run beside the level-of-detail summary
   // rather than after it. Where the summary's counted peak turns out to be elsewhere, they are
   // taken again at it below.
-  std::vector<std::vector<TimelinePoint>> ooms;  // per device
-  for (const DeviceTimeline& dt : out.timeline.devices) ooms.push_back(OomEvents(snap, dt));
+  std::vector<std::vector<TimelinePoint>> ooms(out.timeline.devices.size());  // per device
+  for (size_t i : drawn) ooms[i] = OomEvents(snap, out.timeline.devices[i]);
   std::vector<AllocatorStatesOptions> states_options(out.timeline.devices.size());
   std::vector<AllocatorStates> states(out.timeline.devices.size());
   std::vector<std::optional<TimelinePoint>> states_peak(out.timeline.devices.size());
@@ -226,12 +272,13 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     return o;
   };
   std::vector<std::future<AllocatorStates>> state_jobs;  // deferred: run by the worker below
+  std::vector<size_t> state_of;                          // each job's device (timeline index)
   const SegmentsByDevice segments(snap);  // one sort for every device's states (issue 54)
   if (options.with_states) {
     // Every event's change only when the whole file's trace fits the budget (issue 36 §3).
     int64_t file_events = 0;
-    for (const DeviceTimeline& dt : out.timeline.devices) file_events += dt.num_events;
-    for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
+    for (size_t i : drawn) file_events += out.timeline.devices[i].num_events;
+    for (size_t i : drawn) {
       const DeviceTimeline& dt = out.timeline.devices[i];
       AllocatorStatesOptions& so = states_options[i];
       so = options.states;
@@ -247,6 +294,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
                                   freed = FreedLifetimes(dt)]() mutable {
             return ReconstructAllocatorStates(snap, dt, o, std::move(freed));
           }));
+      state_of.push_back(i);
     }
   }
   // One worker thread runs the devices' states one after the other, then the sites and kinds of
@@ -255,11 +303,11 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   std::promise<void> summary_ready;
   std::function<void()> sites;  // set before summary_ready
   std::future<void> worker =
-      std::async(std::launch::async, [&states, &sites, jobs = std::move(state_jobs),
+      std::async(std::launch::async, [&states, &sites, &state_of, jobs = std::move(state_jobs),
                                       ready = summary_ready.get_future()]() mutable {
         {
           ScopedTimer timer("report: allocator states (second core)");
-          for (size_t k = 0; k < jobs.size(); ++k) states[k] = jobs[k].get();
+          for (size_t k = 0; k < jobs.size(); ++k) states[state_of[k]] = jobs[k].get();
         }
         ready.wait();
         if (sites) {
@@ -280,8 +328,8 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   // Per device: the level-of-detail summary but its bands; then the bands on another core while
   // this one reads the summary for the sites and kinds of memory.
   phase.emplace("report: level of detail");
-  std::vector<TimelineLodBuild> lods;
-  for (size_t i = 0; i < out.timeline.devices.size(); ++i) {
+  std::vector<TimelineLodBuild> lods;  // parallel to out.devices
+  for (size_t i : drawn) {
     const DeviceTimeline& dt = out.timeline.devices[i];
     DeviceReportAnalysis d;
     d.device = dt.device;
@@ -313,21 +361,35 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       // What was alive at each device's peak (the curve the page draws), by site.
       bool any_events = false;
       std::vector<GroupRow> rows;
-      for (const DeviceReportAnalysis& d : out.devices) {
-        const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
-        const TimelineLod& lod = lods[d.timeline_index].lod();
+      absl::flat_hash_map<std::string, uint32_t> index;  // rows by key, over every call
+      for (size_t k = 0; k < out.devices.size(); ++k) {
+        const DeviceTimeline& dt = out.timeline.devices[out.devices[k].timeline_index];
+        const TimelineLod& lod = lods[k].lod();
         any_events = any_events || dt.num_events > 0;
         const TimelinePoint p = dt.num_events > 0 ? lod.peak_event : TimelinePoint::Start();
         std::vector<uint32_t> live;
         for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
           if (lod.counted.counted[i] && dt.blocks[i].LiveAt(p)) live.push_back(i);
         }
-        AccumulateGroups(dt, live, context, rows);
+        AccumulateGroups(dt, live, context, rows, index);
+      }
+      // The devices not drawn, each at its timeline's peak: the table is every device's.
+      std::vector<uint32_t> live;
+      for (const OtherDevice& o : out.other_devices) {
+        const DeviceTimeline& dt = *out.timeline.Find(o.device);
+        any_events = any_events || dt.num_events > 0;
+        const TimelinePoint p = dt.num_events > 0 ? dt.peak_event : TimelinePoint::Start();
+        live.clear();
+        for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
+          if (dt.blocks[i].LiveAt(p)) live.push_back(i);
+        }
+        AccumulateGroups(dt, live, context, rows, index);
       }
       out.peak_sites = Finish(std::move(rows), options.top_sites);
       out.peak_sites.moment = any_events ? "peak" : "end";
       // Where memory is allocated over the whole trace (every lifetime counts once).
       std::vector<GroupRow> all_rows;
+      index.clear();
       // In slices of lifetimes, not a list of them all (4 bytes a lifetime, 26 MB on the 19.5
       // M-event benchmark file, held beside the bands' choice).
       constexpr uint32_t kSlice = 1 << 16;
@@ -337,16 +399,15 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
         for (uint32_t first = 0; first < n; first += kSlice) {
           slice.resize(std::min(kSlice, n - first));
           std::iota(slice.begin(), slice.end(), first);
-          AccumulateGroups(dt, slice, context, all_rows);
+          AccumulateGroups(dt, slice, context, all_rows, index);
         }
       }
       out.alloc_sites = Finish(std::move(all_rows), options.top_sites);
       // Memory by category over time and at the peak.
-      for (DeviceReportAnalysis& d : out.devices) {
+      for (size_t k = 0; k < out.devices.size(); ++k) {
+        DeviceReportAnalysis& d = out.devices[k];
         const DeviceTimeline& dt = out.timeline.devices[d.timeline_index];
-        if (dt.num_events > 0) {
-          d.categories = CategoriesOverTime(context, dt, lods[d.timeline_index].lod());
-        }
+        if (dt.num_events > 0) d.categories = CategoriesOverTime(context, dt, lods[k].lod());
       }
     }
   };
@@ -366,7 +427,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
     absl::StatusOr<OomReport> oom = ExplainOoms(snap, oo);
     if (oom.ok()) out.oom = *std::move(oom);  // else the page shows the markers alone
   }
-  for (DeviceReportAnalysis& d : out.devices) d.lod = std::move(lods[d.timeline_index]).Take();
+  for (size_t k = 0; k < out.devices.size(); ++k) out.devices[k].lod = std::move(lods[k]).Take();
   lods.clear();
   // Each band's site and category, for its hover (the same labels and categories as `top`).
   phase.emplace("report: bands' sites");

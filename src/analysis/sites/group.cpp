@@ -3,9 +3,11 @@
 #include "memsnap/analysis/sites/group.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -317,6 +319,12 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
                       GroupContext& context, std::vector<GroupRow>& rows) {
   absl::flat_hash_map<std::string, uint32_t> by_key;
   for (uint32_t i = 0; i < rows.size(); ++i) by_key.emplace(rows[i].key, i);
+  AccumulateGroups(dt, lifetimes, context, rows, by_key);
+}
+
+void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
+                      GroupContext& context, std::vector<GroupRow>& rows,
+                      absl::flat_hash_map<std::string, uint32_t>& by_key) {
   // RowCacheKey (stack, pre-window, ghost) -> row, when the key depends on nothing else.
   absl::flat_hash_map<uint64_t, uint32_t> by_stack;
   const bool stack_keyed = context.stack_keyed();
@@ -343,10 +351,18 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
 }
 
 void SortAndMergeRows(std::vector<GroupRow>& rows) {
-  std::sort(rows.begin(), rows.end(),
-            [](const GroupRow& a, const GroupRow& b) { return a.key < b.key; });
+  // Sorted by index, each row moved once: a row is a large record, and 250,000 of them moved
+  // about by two sorts cost more than the sorts (issue 54). Equal keys keep the first row's info.
+  std::vector<uint32_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const int c = rows[a].key.compare(rows[b].key);
+    return c != 0 ? c < 0 : a < b;
+  });
   std::vector<GroupRow> merged;
-  for (GroupRow& r : rows) {
+  merged.reserve(rows.size());
+  for (uint32_t i : order) {
+    GroupRow& r = rows[i];
     if (!merged.empty() && merged.back().key == r.key) {
       GroupRow& m = merged.back();
       m.count += r.count;
@@ -357,12 +373,17 @@ void SortAndMergeRows(std::vector<GroupRow>& rows) {
       merged.push_back(std::move(r));
     }
   }
-  std::sort(merged.begin(), merged.end(), [](const GroupRow& a, const GroupRow& b) {
+  order.resize(merged.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const GroupRow &a = merged[x], &b = merged[y];
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.count != b.count) return a.count > b.count;
     return a.key < b.key;
   });
-  rows = std::move(merged);
+  rows.clear();
+  rows.reserve(merged.size());
+  for (uint32_t i : order) rows.push_back(std::move(merged[i]));
 }
 
 void LabelRows(std::vector<GroupRow>& rows) {
@@ -373,6 +394,26 @@ void LabelRows(std::vector<GroupRow>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].site = labels[i].text;
     rows[i].label = std::move(labels[i]);
+  }
+}
+
+void LabelTopRows(std::vector<GroupRow>& rows, size_t top) {
+  if (top >= rows.size()) return LabelRows(rows);
+  std::vector<std::string> starts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) starts[i] = DistinctLabelStart(rows[i].info);
+  absl::flat_hash_set<std::string_view> wanted;
+  for (size_t i = 0; i < top; ++i) wanted.insert(starts[i]);
+  std::vector<size_t> subset;
+  std::vector<const SiteInfo*> infos;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!wanted.contains(starts[i])) continue;
+    subset.push_back(i);
+    infos.push_back(&rows[i].info);
+  }
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t k = 0; k < subset.size(); ++k) {
+    rows[subset[k]].site = labels[k].text;
+    rows[subset[k]].label = std::move(labels[k]);
   }
 }
 

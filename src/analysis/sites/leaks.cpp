@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "leaks_internal.h"
 #include "memsnap/analysis/sites/moved_sites.h"
@@ -111,14 +113,26 @@ std::optional<int64_t> FullAt(int64_t last_index, int64_t current, int64_t per_s
 
 }  // namespace
 
-void LabelSites(std::vector<LeakSite>& sites) {
-  std::vector<const SiteInfo*> infos;
-  infos.reserve(sites.size());
-  for (const LeakSite& s : sites) infos.push_back(&s.info);
-  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+void LabelReported(std::vector<LeakSite>& sites, const std::vector<size_t>& reported) {
+  // Labels distinct among the whole table are labels distinct among the sites that start from
+  // the same label (DistinctLabelStart): label the reported sites with those alone, not every
+  // site of the trace (500,000 distinct frames made 250,000 labels for a report of 10; issue 54).
+  if (reported.empty()) return;
+  std::vector<std::string> starts(sites.size());
+  for (size_t i = 0; i < sites.size(); ++i) starts[i] = DistinctLabelStart(sites[i].info);
+  absl::flat_hash_set<std::string_view> wanted;
+  for (size_t i : reported) wanted.insert(starts[i]);
+  std::vector<size_t> subset;
   for (size_t i = 0; i < sites.size(); ++i) {
-    sites[i].site = labels[i].text;
-    sites[i].label = std::move(labels[i]);
+    if (wanted.contains(starts[i])) subset.push_back(i);
+  }
+  std::vector<const SiteInfo*> infos;
+  infos.reserve(subset.size());
+  for (size_t i : subset) infos.push_back(&sites[i].info);
+  std::vector<SiteLabel> labels = DistinctSiteLabels(infos);
+  for (size_t k = 0; k < subset.size(); ++k) {
+    sites[subset[k]].site = labels[k].text;
+    sites[subset[k]].label = std::move(labels[k]);
   }
 }
 
@@ -149,7 +163,6 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     }
   }
 
-  LabelSites(sites);
   report.sites_total = static_cast<int64_t>(sites.size());
   const int64_t current = report.live_bytes.empty() ? 0 : report.live_bytes.back();
   for (LeakSite& s : sites) {
@@ -165,17 +178,26 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
     report.leak_bytes_per_step += s.bytes_per_step;
   }
   report.full_at_step = FullAt(n - 1, current, report.leak_bytes_per_step, report.device_memory);
-  std::sort(sites.begin(), sites.end(), SiteOrder);
+  // The order by index: a site is a large record, and 500,000 of them moved about by the sort
+  // cost more than the sort (issue 54).
+  std::vector<size_t> order(sites.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return SiteOrder(sites[a], sites[b]); });
+  std::vector<size_t> kept;
   size_t others = 0;
-  for (LeakSite& s : sites) {
+  for (size_t i : order) {
+    const LeakSite& s = sites[i];
     if (s.leak) {
-      report.sites.push_back(std::move(s));
+      kept.push_back(i);
     } else if (std::llabs(s.growth()) >= options.min_growth &&
                (options.top == 0 || others < options.top)) {
-      report.sites.push_back(std::move(s));
+      kept.push_back(i);
       ++others;
     }
   }
+  LabelReported(sites, kept);
+  for (size_t i : kept) report.sites.push_back(std::move(sites[i]));
   if (steps < options.min_steps) {
     report.too_few_steps = steps;
   }

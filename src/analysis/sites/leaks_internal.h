@@ -22,8 +22,10 @@ LeakReport FinishLeakReport(std::vector<LeakSite> sites, const std::vector<Serie
 Verdict ClassifyDeltas(const std::vector<std::pair<size_t, int64_t>>& deltas, size_t points,
                        int64_t tolerance = 0);
 
-/// Sets every site's label (DistinctLabels over the sites).
-void LabelSites(std::vector<LeakSite>& sites);
+/// Sets the label of each site of `reported` (indices into `sites`): DistinctSiteLabels over them
+/// and every site that starts from the same label (DistinctLabelStart), so each gets the label
+/// the whole table would give it; the other sites keep none.
+void LabelReported(std::vector<LeakSite>& sites, const std::vector<size_t>& reported);
 
 /// Capacity implied by the OOM entries of `snapshot` (reserved at the OOM + device_free, largest
 /// over devices and entries), or 0 when it has none.

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/timeline/device_filter.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/analysis/timeline/window.h"
 #include "memsnap/model/snapshot.h"
@@ -39,6 +40,10 @@ struct FragOptions {
   int pins = 3;
   /// The session's categories (GroupOptions::categories): the pins' kinds.
   CategoryNames categories;
+  /// --device N: only that device's segments and trace (the totals, groups, histogram and
+  /// segment map are that device's); nullopt: every device. A device the file lacks is an
+  /// InvalidArgument naming the flag.
+  DeviceFilter device;
 };
 
 struct FragFixOptions {

@@ -309,6 +309,11 @@ struct SiteLabel {
 /// then go in after the owner (ForwardClause, in brackets when more follows). Deterministic;
 /// depends only on the entries.
 std::vector<SiteLabel> DistinctSiteLabels(const std::vector<const SiteInfo*>& sites);
+/// The label DistinctSiteLabels starts `site` from: entries are told apart only from the others
+/// that start from the same one (and, last, from any whose final label is equal). A caller that
+/// needs the labels of a few sites among many can label those with every site that shares their
+/// start, and get the labels the whole table would give them but for that last case.
+std::string DistinctLabelStart(const SiteInfo& site);
 /// The `text` of each DistinctSiteLabels entry.
 std::vector<std::string> DistinctLabels(const std::vector<const SiteInfo*>& sites);
 

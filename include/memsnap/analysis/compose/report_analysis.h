@@ -39,8 +39,15 @@ namespace memsnap::analysis {
 /// bytes an event, so at most about 3 MB on a page (docs/report.md).
 inline constexpr int64_t kStateStreamMaxEvents = 60000;
 
+/// The most devices the page draws in full (timeline, bands, allocator states, kinds of memory)
+/// when a file has more: those with the largest reserved peaks, and every device with an OOM
+/// besides; the others are a row each of ReportAnalysis::other_devices (issue 54).
+inline constexpr size_t kReportDrawnDevices = 64;
+
 struct ReportAnalysisOptions {
   LodOptions lod;  // curve columns and bands
+  /// kReportDrawnDevices: past it, the devices drawn in full (DrawnDevices).
+  size_t max_drawn_devices = kReportDrawnDevices;
   /// How many allocator states the page keeps; 16 events either side of each labelled moment
   /// (the peaks, the OOM, the end) so that the page can step through them event by event; and
   /// every event's change when the file's traces have at most stream_max_events events in all
@@ -131,6 +138,19 @@ struct ReplayCurve {
   std::vector<int64_t> reserved;
 };
 
+/// A device the page lists in a row instead of drawing (past max_drawn_devices): its figures.
+struct OtherDevice {
+  int32_t device = 0;
+  int64_t events = 0;
+  int64_t peak_live_bytes = 0, peak_reserved_bytes = 0;  // the timeline's peaks
+  int64_t end_live_bytes = 0, end_reserved_bytes = 0;
+};
+
+/// The timeline devices (indices into timeline.devices, ascending) drawn in full: all of them up
+/// to `max` devices; past it the `max` with the largest reserved peaks (ties: the larger live
+/// peak, then the lower device) and every device with an OOM.
+std::vector<size_t> DrawnDevices(const Snapshot& snap, const Timeline& timeline, size_t max);
+
 struct ReportAnalysis {
   /// Every lifetime, without the live curve (DeviceTimeline::live_net is empty): each device's
   /// `lod` holds what the page draws of it.
@@ -143,7 +163,9 @@ struct ReportAnalysis {
   /// The frame filter of options.group (--hide, --keep, --python-only), for the stacks the page
   /// lists (copy it to use it: it caches).
   std::optional<FrameFilter> frames;
-  std::vector<DeviceReportAnalysis> devices;  // ascending device, as timeline.devices
+  std::vector<DeviceReportAnalysis> devices;  // ascending device: the drawn ones (DrawnDevices)
+  /// The devices not drawn (past options.max_drawn_devices), ascending; empty up to it.
+  std::vector<OtherDevice> other_devices;
   SiteTable peak_sites;   // each device at the peak of its drawn curve (counted lifetimes)
   SiteTable alloc_sites;  // every lifetime counts once
   /// The labels of the bands' sites (every device's), distinct among them (SiteLabels: the rules
