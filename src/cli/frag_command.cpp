@@ -24,7 +24,7 @@ struct FragCommandOptions {
   bool no_replay = false;
   std::vector<std::string> candidates;
   AllocatorFlags allocator;  // --start
-  int device = -1;  // --device N (DeviceFlag)
+  int device = -1;           // --device N (DeviceFlag)
 };
 
 }  // namespace

@@ -151,9 +151,8 @@ void SearchSmallestFits(std::span<FitJob> jobs, std::span<const std::function<vo
           given = &own;
         }
         job.unbounded[s.config] = given->result;
-        job.fits_on[s.config] =
-            SmallestFittingCapacity(*job.prepared, config, job.run, /*exact=*/s.config == 0,
-                                    given, &stats[i]);
+        job.fits_on[s.config] = SmallestFittingCapacity(*job.prepared, config, job.run,
+                                                        /*exact=*/s.config == 0, given, &stats[i]);
       },
       static_cast<size_t>(std::max(0, max_threads)));
   // Stand-ins take the answer of the setting whose replay stands for them.
