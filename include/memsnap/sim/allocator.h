@@ -198,6 +198,9 @@ class CachingAllocator {
   uint64_t BlockPtr(BlockRef b) const { return blocks_[b].ptr; }
   int64_t BlockSize(BlockRef b) const { return blocks_[b].size; }
   bool IsPendingFree(BlockRef b) const { return blocks_[b].event_count > 0; }
+  /// Whether `b` is allocated: a replay of a state the trace does not explain (a mutated file)
+  /// may name a block twice; the second free is then not the allocator's to make.
+  bool IsAllocated(BlockRef b) const { return blocks_[b].allocated; }
 
   const AllocatorStats& stats() const { return stats_; }
   const OomInfo& last_oom() const { return last_oom_; }

@@ -301,17 +301,18 @@ template <typename OnAlloc, typename OnOom>
     }
     case OpKind::kFree: {
       sim::BlockRef b;
-      if (live.Take(op.addr, b)) alloc.Free(b);  // else its alloc failed (OOM)
+      // Else its alloc failed (OOM), or an inconsistent start named the block twice.
+      if (live.Take(op.addr, b) && alloc.IsAllocated(b)) alloc.Free(b);
       break;
     }
     case OpKind::kFreeRequested: {
       const sim::BlockRef* b = live.Find(op.addr);
-      if (b != nullptr) alloc.FreeRequested(*b);
+      if (b != nullptr && alloc.IsAllocated(*b)) alloc.FreeRequested(*b);
       break;
     }
     case OpKind::kFreeCompleted: {
       sim::BlockRef b;
-      if (live.Take(op.addr, b)) alloc.FreeCompleted(b);
+      if (live.Take(op.addr, b)) alloc.FreeCompleted(b);  // a no-op unless it is pending
       break;
     }
     case OpKind::kEmptyCache:
@@ -392,10 +393,9 @@ RunOutput UnboundedReplay(const PreparedTrace& prepared, const ReplayConfig& con
 int64_t WarmBytes(const PreparedTrace& p);
 
 /// Places the warm start on a device of `capacity`: every recorded segment when they all fit;
-/// otherwise the wholly free ones are cache the allocator would have released under that
-/// pressure and are left out, and a segment holding blocks that no longer fits beside those
-/// placed before it (in address order) is left out too, its blocks returned (in address order)
-/// to be allocated after PreparedTrace::warm_leftover, as a cold start would: the recorded state
+/// otherwise the segments in address order while they fit, and each one that no longer fits
+/// beside those placed before it is left out, its blocks returned (in address order) to be
+/// allocated after PreparedTrace::warm_leftover, as a cold start would: the recorded state
 /// re-created as far as the device holds it, the same way in every replay of every answer.
 std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
                               sim::CachingAllocator& alloc, LiveBlocks& live);

@@ -72,7 +72,6 @@ std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
   const bool all = WarmBytes(p) <= capacity;
   int64_t placed = 0;
   for (const WarmSegment& w : p.warm) {
-    if (!all && w.blocks.empty()) continue;  // cache released under this capacity
     if (!all && placed + w.size > capacity) {
       for (const sim::SeedBlock& b : w.blocks) {
         overflow.push_back({b.ptr, b.requested, w.stream, kPreexisting, OpKind::kAlloc});
