@@ -13,4 +13,11 @@ std::string CompactDevicesNote(size_t devices, std::string_view command) {
                       " --device N` prints device N's");
 }
 
+Column& AddDeviceColumn(Table& t) {
+  Column& device = t.AddColumn("device", "device", Unit::kId);
+  device.min_width = 6;
+  device.align = Align::kLeft;
+  return device;
+}
+
 }  // namespace memsnap::report

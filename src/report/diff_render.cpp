@@ -216,13 +216,9 @@ void RenderDiffText(const analysis::DiffReport& rep, size_t top, std::ostream& o
   }
   for (const analysis::ScopeDelta& s : rep.scopes) {
     if (compact && !IsDeviceScope(s)) continue;
-    if (compact) {
-      totals.AddRow({absl::StrCat(s.scope, " reserved"), s.reserved.before, s.reserved.after,
-                     s.reserved.delta(), absl::StrCat(s.segments.before, "->", s.segments.after)});
-      continue;
-    }
     totals.AddRow({absl::StrCat(s.scope, " reserved"), s.reserved.before, s.reserved.after,
                    s.reserved.delta(), absl::StrCat(s.segments.before, "->", s.segments.after)});
+    if (compact) continue;  // a device's reserved bytes alone
     totals.AddRow({absl::StrCat(s.scope, " allocated"), s.allocated.before, s.allocated.after,
                    s.allocated.delta(), std::string()});
   }

@@ -665,7 +665,7 @@ Json FragToJson(const FragReport& r) {
 // the verdict, the verdict.
 Table CostsTable(const FragReport& r) {
   Table t;
-  Col(t, "device", "device", Unit::kId, 6).align = Align::kLeft;
+  AddDeviceColumn(t);
   Col(t, "at", "at", Unit::kText, 14);
   Col(t, "reserved_bytes", "reserved", Unit::kBytes, 12);
   Col(t, "stranded_bytes", "stranded", Unit::kBytes, 12);

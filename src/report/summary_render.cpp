@@ -135,9 +135,7 @@ Table StreamsTable(const analysis::DeviceSummary& d) {
 // Past kFullDeviceSections devices, one line each: what each device's section opens with.
 Table DevicesTable(const analysis::SummaryReport& r) {
   Table t;
-  Column& device = t.AddColumn("device", "device", Unit::kId);
-  device.min_width = 6;
-  device.align = Align::kLeft;
+  AddDeviceColumn(t);
   t.AddColumn("segments", "segments", Unit::kCount).min_width = 9;
   t.AddColumn("reserved_bytes", "reserved", Unit::kBytes).min_width = 12;
   t.AddColumn("allocated_bytes", "allocated", Unit::kBytes).min_width = 12;

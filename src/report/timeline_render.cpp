@@ -264,9 +264,7 @@ void RenderTimelineDevicesTable(
     std::ostream& out) {
   out << CompactDevicesNote(devices.size(), "timeline") << "\n";
   Table t;
-  Column& device = t.AddColumn("device", "device", Unit::kId);
-  device.min_width = 6;
-  device.align = Align::kLeft;
+  AddDeviceColumn(t);
   t.AddColumn("events", "events", Unit::kCount).min_width = 9;
   t.AddColumn("start_bytes", "start", Unit::kBytes).min_width = 12;
   t.AddColumn("peak_bytes", "peak live", Unit::kBytes).min_width = 12;

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "memsnap/util/table.h"
+
 namespace memsnap::report {
 
 /// The most devices a text output gives a full section each. A normal file has 1 to 8 devices; a
@@ -19,5 +21,8 @@ inline bool CompactDevices(size_t devices) { return devices > kFullDeviceSection
 /// The line that says the sections became a table: "100,000 devices, one line each (a full
 /// section per device up to 64): `memsnap summary --device N` prints device N's".
 std::string CompactDevicesNote(size_t devices, std::string_view command);
+
+/// The first column of a one-line-per-device table: the device ordinal, left-aligned.
+Column& AddDeviceColumn(Table& t);
 
 }  // namespace memsnap::report
