@@ -728,10 +728,10 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     if (dt != nullptr) job.dev.trace_peak_live = dt->peak_requested;
   }
   // Where the recorded settings fail, how much memory each setting would have needed.
-  std::vector<std::pair<size_t, size_t>> searches;  // (device job, 0): the devices searched
+  std::vector<size_t> searches;  // the device jobs whose fits are searched
   for (size_t d = 0; d < jobs.size(); ++d) {
     if (!options.search_fits || jobs[d].results[0].ooms.empty()) continue;
-    searches.emplace_back(d, 0);
+    searches.push_back(d);
   }
   // The lifetimes, when the given timeline kept none and they are to be built where they are
   // read (OomOptions::build_lifetimes): every device's, with the given timeline's device filter.
@@ -804,7 +804,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
     phase.emplace(absl::StrCat("oom: smallest fitting memory on ", searches.size(),
                                " devices, batch share for ", batch_searches.size(), " devices"));
     for (size_t i = 0; i < searches.size(); ++i) {
-      DeviceJob& job = jobs[searches[i].first];
+      DeviceJob& job = jobs[searches[i]];
       fit_jobs[i].prepared = &job.prepared;
       fit_jobs[i].run = job.fit_run;
       fit_jobs[i].configs = &job.configs;
@@ -870,7 +870,7 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       OomRemedy m;
       if (job.same_as[k] != k) m.same_as = job.configs[job.same_as[k]].label;
       for (size_t i = 0; i < searches.size(); ++i) {
-        if (searches[i].first == d) m.fits_on = fit_jobs[i].fits_on[k];
+        if (searches[i] == d) m.fits_on = fit_jobs[i].fits_on[k];
       }
       m.conf = job.configs[k].label;
       m.settings = sim::FormatAllocatorConf(job.configs[k].config);

@@ -394,9 +394,11 @@ int64_t WarmBytes(const PreparedTrace& p);
 
 /// Places the warm start on a device of `capacity`: every recorded segment when they all fit;
 /// otherwise the segments in address order while they fit, and each one that no longer fits
-/// beside those placed before it is left out, its blocks returned (in address order) to be
-/// allocated after PreparedTrace::warm_leftover, as a cold start would: the recorded state
-/// re-created as far as the device holds it, the same way in every replay of every answer.
+/// beside those placed before it is left out, its blocks (in address order) allocated after
+/// PreparedTrace::warm_leftover, as a cold start would: the recorded state re-created as far as
+/// the device holds it, the same way in every replay of every answer. Returns the operations a
+/// replay applies before the trace in place of warm_leftover (those blocks after it) when a
+/// segment was left out; empty when warm_leftover alone is what comes before the trace.
 std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
                               sim::CachingAllocator& alloc, LiveBlocks& live);
 

@@ -69,10 +69,9 @@ int64_t WarmBytes(const PreparedTrace& p) {
 std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
                               sim::CachingAllocator& alloc, LiveBlocks& live) {
   std::vector<Op> overflow;
-  const bool all = WarmBytes(p) <= capacity;
-  int64_t placed = 0;
+  int64_t placed = 0;  // when every segment fits, each one does
   for (const WarmSegment& w : p.warm) {
-    if (!all && placed + w.size > capacity) {
+    if (placed + w.size > capacity) {
       for (const sim::SeedBlock& b : w.blocks) {
         overflow.push_back({b.ptr, b.requested, w.stream, kPreexisting, OpKind::kAlloc});
       }
@@ -83,7 +82,10 @@ std::vector<Op> SeedWarmStart(const PreparedTrace& p, int64_t capacity,
         alloc.SeedSegment(w.base, w.size, w.stream, w.is_small, w.blocks);
     for (size_t k = 0; k < refs.size(); ++k) live.Set(w.blocks[k].ptr, refs[k]);
   }
-  return overflow;
+  if (overflow.empty()) return overflow;
+  std::vector<Op> pre = p.warm_leftover;
+  pre.insert(pre.end(), overflow.begin(), overflow.end());
+  return pre;
 }
 
 RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
@@ -123,11 +125,7 @@ RunOutput RunConfig(const PreparedTrace& prepared, const ReplayConfig& config,
   // The state before the trace: warm (segments rebuilt with their blocks) or cold.
   std::vector<Op> own_pre;  // the warm start's leftovers and the blocks it could not place
   if (options.warm) {
-    std::vector<Op> overflow = SeedWarmStart(prepared, options.capacity, alloc, live);
-    if (!overflow.empty()) {
-      own_pre = prepared.warm_leftover;
-      own_pre.insert(own_pre.end(), overflow.begin(), overflow.end());
-    }
+    own_pre = SeedWarmStart(prepared, options.capacity, alloc, live);
     // The recorded state is on the device before the first event: a trace that never reserves
     // more (a dump with one event) peaks there.
     r.peak_reserved = st.reserved_bytes.aggregate.current;
@@ -418,13 +416,7 @@ int64_t SmallestFittingCapacity(const PreparedTrace& prepared, const ReplayConfi
     const bool fresh = !saved || own_start;
     SavedRun r = fresh ? SavedRun(config.config, sim::kUnlimitedCapacity) : *saved;
     std::vector<Op> own_pre;
-    if (fresh && base.warm) {
-      std::vector<Op> overflow = SeedWarmStart(prepared, capacity, r.alloc, r.live);
-      if (!overflow.empty()) {
-        own_pre = prepared.warm_leftover;
-        own_pre.insert(own_pre.end(), overflow.begin(), overflow.end());
-      }
-    }
+    if (fresh && base.warm) own_pre = SeedWarmStart(prepared, capacity, r.alloc, r.live);
     const std::vector<Op>& run_pre = own_pre.empty() ? pre : own_pre;
     const size_t run_total = run_pre.size() + prepared.ops.size();
     if (r.next > 0) ++stats->resumed;
