@@ -269,16 +269,17 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
   j["end_live"] = dt.end_requested;
   j["end_reserved"] = dt.end_reserved;
   Json counted;
-  counted["open_left_out"] = lod.counted.open_left_out;
-  counted["open_left_out_bytes"] = lod.counted.open_left_out_bytes;
-  counted["pre_window_left_out"] = lod.counted.pre_window_left_out;
-  counted["pre_window_left_out_bytes"] = lod.counted.pre_window_left_out_bytes;
+  // The timeline's one model of what was live, and what it could not reconcile (docs/figures.md,
+  // "When the trace does not explain the state").
   counted["timeline_min_live"] = lod.counted.timeline_min_live;
   counted["timeline_min_reserved"] = lod.counted.timeline_min_reserved;
+  counted["timeline_max_over_reserved"] = lod.counted.timeline_max_over_reserved;
   counted["segments_left_out"] = dt.segments_left_out;
   counted["segments_left_out_bytes"] = dt.segments_left_out_bytes;
-  counted["timeline_max_over_reserved"] = lod.counted.timeline_max_over_reserved;
-  counted["counted_max_over_reserved"] = lod.counted.counted_max_over_reserved;
+  counted["beyond_end"] = dt.open_without_block;
+  counted["beyond_end_bytes"] = dt.beyond_end_requested_bytes;
+  counted["unplaced_frees"] = dt.unplaced_frees;
+  counted["unplaced_free_bytes"] = dt.unplaced_free_bytes;
   counted["unreconciled_bytes"] = dt.unreconciled_requested_bytes;
   counted["frees_without_alloc"] = dt.frees_without_alloc;
   counted["pre_window"] = dt.by_class[static_cast<int>(analysis::LifetimeClass::kPreWindow)].count;

@@ -455,9 +455,8 @@ std::vector<std::string> OomReportNotes(const OomReport& r) {
     if (rejected != r.rejected_capacities.end()) {
       notes.push_back(absl::StrCat(
           "device ", device, ": its oom entry implies ", FormatBytes(rejected->implied),
-          " of device memory (device_free + reserved), which cannot be right: the dumped segments "
-          "do not explain the trace's segment events; give --device-memory SIZE to ask whether "
-          "it fits"));
+          " of device memory (device_free + reserved), which cannot be right: ", rejected->why,
+          "; give --device-memory SIZE to ask whether it fits"));
       continue;
     }
     notes.push_back(absl::StrCat(

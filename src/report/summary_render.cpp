@@ -193,6 +193,15 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
     dj["frees_without_alloc"] = d.frees_without_alloc;
     dj["ghost_blocks"] = d.ghost_blocks;
     dj["ghost_bytes"] = d.ghost_bytes;
+    if (d.unexplained.any()) {  // docs/figures.md, "When the trace does not explain the state"
+      const analysis::DeviceSummary::Unexplained& u = d.unexplained;
+      dj["unexplained"] = {{"unplaced_frees", u.unplaced_frees},
+                           {"unplaced_free_bytes", u.unplaced_free_bytes},
+                           {"first_unplaced_free_event", u.first_unplaced_free},
+                           {"beyond_end_blocks", u.beyond_end_blocks},
+                           {"beyond_end_bytes", u.beyond_end_bytes},
+                           {"unreconciled_bytes", u.unreconciled_bytes}};
+    }
     dj["pools"] = TableToJson(PoolsTable(d));
     dj["streams"] = TableToJson(StreamsTable(d));
     if (d.peaks) {
@@ -279,6 +288,31 @@ std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
     if (dev.frees_without_alloc > 0) {
       out.push_back(TraceStartWarning(dev.device, dev.trace_start, dev.frees_without_alloc, -1));
       overflow_said |= dev.trace_start == analysis::TraceStart::kRingOverflowed;
+    }
+    const analysis::DeviceSummary::Unexplained& u = dev.unexplained;
+    if (u.unplaced_frees > 0) {
+      out.push_back(absl::StrCat(
+          "device ", dev.device, ": ", FormatCount(u.unplaced_frees),
+          u.unplaced_frees == 1 ? " free (" : " frees (", FormatBytes(u.unplaced_free_bytes),
+          ") of blocks the trace never allocates, from event:", u.first_unplaced_free,
+          ", lie in no segment the file records: they cannot have been live from the start, so "
+          "every figure leaves them out"));
+    }
+    if (u.beyond_end_bytes > 0) {
+      out.push_back(absl::StrCat(
+          "device ", dev.device, ": the trace leaves ", FormatBytes(u.beyond_end_bytes),
+          " live at its end that the final state does not hold",
+          u.beyond_end_blocks > 0
+              ? absl::StrCat(" (", FormatCount(u.beyond_end_blocks),
+                             u.beyond_end_blocks == 1 ? " allocation never freed)"
+                                                      : " allocations never freed)")
+              : std::string(),
+          ": their frees were not recorded, so they count as live to the end"));
+    }
+    if (u.unreconciled_bytes > 0) {
+      out.push_back(absl::StrCat("device ", dev.device, ": ", FormatBytes(u.unreconciled_bytes),
+                                 " of the final state is not explained by the trace: live from "
+                                 "the start, of unknown kind"));
     }
     if (dev.ghost_blocks > 0 && dev.totals.trace_entries > 0) {
       out.push_back(absl::StrCat(

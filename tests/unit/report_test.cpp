@@ -299,88 +299,55 @@ TEST_SUITE("report") {
     CheckLodInvariants(dt, lod, "budget");
   }
 
-  TEST_CASE("lifetimes the trace cannot place are left out, so the curve is never negative") {
+  TEST_CASE(
+      "blocks the trace leaves live that the final state does not hold count to the end, so the "
+      "curve never falls below what the trace shows") {
+    // A and B are never freed and the final state holds neither: live to the end (130 B beyond
+    // the empty final state). C is freed without an alloc and no segment is recorded: live from
+    // the start.
     Snapshot snap = UnplaceableLifetimes();
     analysis::Timeline tl = TimelineOf(snap);
     const DeviceTimeline& dt = tl.devices[0];
+    CHECK(dt.open_without_block == 2);
+    CHECK(dt.beyond_end_requested_bytes == 130);
+    CHECK(dt.unreconciled_requested_bytes == 0);
+    CHECK(dt.start_requested == 50);
     analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
-    CHECK(c.open_left_out == 2);
-    CHECK(c.open_left_out_bytes == 130);
-    CHECK(c.pre_window_left_out == 1);
-    CHECK(c.pre_window_left_out_bytes == 50);
-    CHECK(c.timeline_min_live < 0);  // what the timeline's own curve would have drawn
+    CHECK(c.timeline_min_live == 50);
     int64_t start = -1;
     std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
-    CHECK(start == 0);
-    CHECK(curve == std::vector<int64_t>{0, 0, 20, 0, 0});
+    CHECK(start == 50);
+    CHECK(curve == std::vector<int64_t>{150, 100, 120, 100, 130});
     TimelineLod lod = analysis::BuildTimelineLod(snap, dt);
-    CHECK(lod.peak_bytes == 20);
-    CHECK(lod.end_live == 0);
+    CHECK(lod.peak_bytes == 150);
+    CHECK(lod.peak_bytes == dt.peak_requested);
+    CHECK(lod.end_live == 130);
     CheckLodInvariants(dt, lod, "inconsistent");
   }
 
   TEST_CASE(
-      "a block allocated over a live one and never seen again is left out of the drawn curve, "
-      "also at the event the two share") {
-    // B is allocated over A (A's free was never recorded: the same event ends A and begins B),
-    // and B is not in the final state: B is left out, so after that event the drawn curve is
-    // A's end (-100) and C's 10 B, not the timeline's own, which counts B's 70 B too.
+      "a block allocated over a live one and never seen again counts to the end on the page as in "
+      "the timeline") {
+    // B is allocated over A (A's free was never recorded: the same event ends A and begins B);
+    // the final state holds neither B nor C: both count to the end.
     Snapshot snap =
         testing::TraceSnapshot({Ev(Action::kAlloc, 0xA00, 100), Ev(Action::kAlloc, 0xA00, 70),
                                 Ev(Action::kAlloc, 0xC00, 10)});
     analysis::Timeline tl = TimelineOf(snap);
     const DeviceTimeline& dt = tl.devices[0];
-    analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
-    REQUIRE(c.open_left_out >= 1);
-    int64_t start = 0;
-    const std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
+    CHECK(dt.beyond_end_requested_bytes == 80);
     TimelineLod lod = analysis::BuildTimelineLod(snap, dt);
-    CHECK(lod.end_live == curve.back());
-    CHECK(lod.peak_bytes == std::max(start, *std::max_element(curve.begin(), curve.end())));
+    CHECK(lod.end_live == 80);
+    CHECK(lod.peak_bytes == 100);
     CheckLodInvariants(dt, lod, "alloc over a live block");
   }
 
-  TEST_CASE("the counted curve is found to be the timeline's only when it is, at every event") {
-    // Consistent traces, and one whose last event is an alloc over a live block (an event two
-    // lifetimes change, where moving the curve changes that event's step alone).
-    const Snapshot snaps[] = {
-        LoadFixture("frag_trace.json"), LoadFixture("timeline_training.json"),
-        testing::TraceSnapshot({Ev(Action::kAlloc, 0xA00, 100), Ev(Action::kAlloc, 0xA00, 70)})};
-    for (const Snapshot& snap : snaps) {
-      analysis::Timeline tl = TimelineOf(snap);
-      const DeviceTimeline& dt = tl.devices[0];
-      std::vector<bool> all(dt.blocks.size(), true);
-      const int64_t start = dt.start_requested;  // the last trace's final state is not given
-      REQUIRE(analysis::SameAsTimelineCurve(dt, all, start));
-      CHECK_FALSE(analysis::SameAsTimelineCurve(dt, all, start + 1));
-      // One lifetime left out: its events no longer add up.
-      for (size_t i = 0; i < dt.blocks.size(); ++i) {
-        if (dt.blocks[i].requested_size == 0) continue;
-        std::vector<bool> one_out = all;
-        one_out[i] = false;
-        const int64_t s =
-            dt.blocks[i].alloc_event.index() ? start : start - dt.blocks[i].requested_size;
-        CHECK_MESSAGE(!analysis::SameAsTimelineCurve(dt, one_out, s), "lifetime ", i);
-      }
-      // The timeline's curve moved after any one event.
-      for (uint32_t e = 0; e < dt.num_events; ++e) {
-        DeviceTimeline moved = dt;
-        moved.live_net[e] += 1;
-        CHECK_MESSAGE(!analysis::SameAsTimelineCurve(moved, all, start), "event ", e);
-      }
-    }
-  }
-
-  TEST_CASE(
-      "the allocator states' live peak is the drawn curve's, also where the timeline's own peak "
-      "is another event") {
-    // The drawn curve leaves A, B and C out and peaks at D's 20 B, while the timeline's own
-    // curve peaks elsewhere: the states' "peak live" must be the drawn one, the page's.
+  TEST_CASE("the allocator states' live peak is the page's, which is the timeline's") {
     Snapshot snap = UnplaceableLifetimes();
     auto a = analysis::AnalyzeForReport(snap, {});
     REQUIRE_MESSAGE(a.ok(), a.status().message());
     const analysis::DeviceReportAnalysis& d = a->devices[0];
-    REQUIRE(d.lod.peak_event != a->timeline.devices[d.timeline_index].peak_event);
+    CHECK(d.lod.peak_event == a->timeline.devices[d.timeline_index].peak_event);
     std::vector<analysis::TimelinePoint> labelled;
     for (const analysis::AllocatorState& st : d.states.states) {
       if (std::find(st.labels.begin(), st.labels.end(), "peak live") != st.labels.end()) {
@@ -393,14 +360,13 @@ TEST_SUITE("report") {
   TEST_CASE(
       "memory by kind adds up to the drawn curve, never negative, on a trace that cannot be "
       "reconciled") {
-    // The drawn curve leaves A, B and C out; the kinds of memory under it must too.
     Snapshot snap = UnplaceableLifetimes();
     analysis::ReportAnalysisOptions options;
     auto a = analysis::AnalyzeForReport(snap, options);
     REQUIRE_MESSAGE(a.ok(), a.status().message());
     const analysis::DeviceReportAnalysis& d = a->devices[0];
     REQUIRE(d.categories.has_value());
-    REQUIRE(d.lod.counted.any_left_out());
+    REQUIRE(a->timeline.devices[d.timeline_index].beyond_end_requested_bytes > 0);
     auto total = [](const analysis::CategoryBytes& b) {
       int64_t t = 0;
       for (int64_t v : b) {
@@ -487,8 +453,9 @@ TEST_SUITE("report") {
     Snapshot snap = LoadFixture("frag_trace.json");
     analysis::Timeline tl = TimelineOf(snap);
     const DeviceTimeline& dt = tl.devices[0];
+    CHECK(dt.beyond_end_requested_bytes == 0);
+    CHECK(dt.unplaced_frees == 0);
     analysis::CountedLifetimes c = analysis::CountLifetimes(dt);
-    CHECK(!c.any_left_out());
     int64_t start = 0;
     std::vector<int64_t> curve = analysis::CountedCurve(dt, c, start);
     CHECK(start == testing::LiveAt(dt, -1));
@@ -1000,8 +967,9 @@ TEST_SUITE("report") {
         if (dt.num_events == 0) continue;
         TimelineLod lod = analysis::BuildTimelineLod(*snap, dt);
         CheckLodInvariants(dt, lod, path);
-        // Real traces are consistent: the drawn peak is the timeline's.
-        CHECK_MESSAGE(!lod.counted.any_left_out(), path);
+        // Real traces are consistent, and the drawn peak is the timeline's in any case.
+        CHECK_MESSAGE(dt.beyond_end_requested_bytes == 0, path);
+        CHECK_MESSAGE(dt.unplaced_frees == 0, path);
         CHECK_MESSAGE(lod.peak_bytes == dt.peak_requested, path);
         // Memory by kind sampled without the per-event curve is the curve's (issue 37).
         CheckCountedCategories(*snap, dt, lod.counted.counted,

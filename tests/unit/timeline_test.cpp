@@ -5,6 +5,7 @@
 
 #include "doctest/doctest.h"
 #include "test_util.h"
+#include "trace_builders.h"
 
 namespace memsnap::analysis {
 namespace {
@@ -211,6 +212,50 @@ TEST_SUITE("timeline") {
     CHECK(std::string(ParseMoment("10ms", "--from").status().message()).empty());
     CHECK(std::string(ParseMoment("10 parsecs", "--from").status().message())
               .starts_with("--from 10 parsecs:"));
+  }
+
+  TEST_CASE(
+      "a free of a block in no segment the file records is left out of every figure, whatever "
+      "the timeline keeps, and counted with its bytes and first event") {
+    using testing::Ev;
+    const uint64_t seg = 0x100000, far = 0x9000000;
+    Snapshot snap = testing::TraceSnapshot({
+        Ev(Action::kSegmentAlloc, seg, 2 * kMiB),
+        Ev(Action::kAlloc, seg, kMiB),
+        Ev(Action::kFreeCompleted, seg + kMiB, kMiB / 4),  // in the segment: live from the start
+        Ev(Action::kFreeRequested, far, 4 * kMiB),         // in no segment: left out
+        Ev(Action::kFreeCompleted, far, 4 * kMiB),
+        Ev(Action::kFreeCompleted, seg, kMiB),
+    });
+    const std::vector<int64_t> want = {kMiB / 4, kMiB * 5 / 4, kMiB, kMiB, kMiB, 0};
+    for (KeepLifetimes keep : {KeepLifetimes::kAll, KeepLifetimes::kLiveAt, KeepLifetimes::kNone}) {
+      CAPTURE(static_cast<int>(keep));
+      TimelineOptions o;
+      o.keep = keep;
+      auto tl = ReconstructTimeline(snap, o);
+      REQUIRE(tl.ok());
+      const DeviceTimeline& dt = tl->devices[0];
+      CHECK(dt.unplaced_frees == 1);
+      CHECK(dt.unplaced_free_bytes == 4 * kMiB);
+      CHECK(dt.first_unplaced_free == LocalEvent(3));
+      CHECK(dt.frees_without_alloc == 1);
+      CHECK(dt.start_requested == kMiB / 4);
+      CHECK(dt.LiveCurve() == want);
+      CHECK(dt.peak_requested == kMiB * 5 / 4);
+      CHECK(dt.peak_event == TimelinePoint::After(1));
+      for (const BlockLifetime& lt : dt.blocks) CHECK(lt.address != far);
+      // The timeline built while reading is the same.
+      TimelineStream stream(o);
+      stream.Feed(snap.events, 0, snap.streams.values());
+      auto streamed = stream.Finish(snap, snap.events.size());
+      REQUIRE(streamed.ok());
+      CHECK(streamed->devices[0] == dt);
+    }
+    // Without any segment event nothing places a block: the free is counted from the start.
+    Snapshot no_segments = testing::TraceSnapshot({Ev(Action::kFreeCompleted, far, 4 * kMiB)});
+    const DeviceTimeline dt = Device0(no_segments);
+    CHECK(dt.unplaced_frees == 0);
+    CHECK(dt.start_requested == 4 * kMiB);
   }
 
   TEST_CASE("an unknown --device is an error naming the devices") {

@@ -58,11 +58,13 @@ PHRASES_ALLOWED = {
     ("src/analysis/allocator/frag.cpp", "a time or event:N"): "the flag's value in an error",
     **{("src/analysis/allocator/oom.cpp", lit): "NoCapacityError's message" for lit in (
         "no oom entry in the trace", "the trace's oom entry implies ",
-        " of device memory (device_free + reserved), which cannot be right (the ",
-        "dumped segments do not explain the trace's segment events),",
+        " of device memory (device_free + reserved), which cannot be right (",
         " and no --device-memory, so the device's capacity is unknown ",
         "and there is nothing to replay against. The snapshot ends with ", " of it allocated",
         " cached free (largest block ", "fits and where it would fail")},
+    **{("src/analysis/allocator/replay.cpp", lit):
+       "ImpliedCapacity's reason for refusing a card: part of NoCapacityError's message"
+       for lit in ("it is not above zero", "the trace itself ", " from its start")},
     ("src/analysis/allocator/replay_run.cpp", " resumed from a saved state; "):
         "FitSearchNote: a --timings line",
     ("src/analysis/allocator/replay_run.cpp", " capacities proven without a replay, "):

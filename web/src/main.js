@@ -10,38 +10,34 @@ window.addEventListener("error", (e) => {
 // Words for what the trace cannot explain, and for the lifetimes counted from the start.
 function traceNotes(dev) {
   const c = dev.counted, out = [];
-  if (c.open_left_out > 0 || c.pre_window_left_out > 0 || c.segments_left_out > 0) {
-    const wrong = [];
-    if (c.timeline_min_live < 0) wrong.push("live memory would fall to " + fmtBytes(c.timeline_min_live));
-    if (c.timeline_min_reserved < 0) wrong.push("reserved memory to " + fmtBytes(c.timeline_min_reserved));
-    if (c.timeline_max_over_reserved > 0) wrong.push("live memory would exceed reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved));
-    const items = [];
-    if (c.open_left_out > 0) {
-      items.push(fmtCountOf(c.open_left_out, "allocation") + " (" + fmtBytes(c.open_left_out_bytes) +
-        ") that the trace never frees although the final state does not hold them: their frees were not recorded, so when they ended is unknown;");
-    }
-    if (c.pre_window_left_out > 0) {
-      items.push(fmtCountOf(c.pre_window_left_out, "block") + " (" + fmtBytes(c.pre_window_left_out_bytes) +
-        ") that the trace frees but never allocates (the recording began mid-run or its ring buffer dropped events): they cannot all have been live from the start, as that would be more than was reserved;");
-    }
-    if (c.segments_left_out > 0) {
-      items.push(fmtCountOf(c.segments_left_out, "segment") + " (" + fmtBytes(c.segments_left_out_bytes) +
-        ") that the trace creates and never releases although the final state does not hold them (so does `memsnap timeline`).");
-    }
-    const box = h("div", { class: "note warn" },
-      h("p", { text: "This trace cannot be reconciled with the snapshot's final state" +
-        (wrong.length ? ": added up as recorded, " + wrong.join(", ") : "") + ". The charts leave out:" }),
-      h("ul", {}, ...items.map((t) => h("li", { text: t }))),
-      h("p", { text: "They draw the allocations the trace records from start to end and what is live at the end, so every value shown is one the trace supports (" +
-        fmtBytes(c.end_live_counted) + " live at the end, against " + fmtBytes(dev.end_live) + " in the snapshot)." +
-        (c.counted_max_over_reserved > 0 ? " Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.counted_max_over_reserved) +
-          ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values." : "") }));
-    out.push(box);
-  } else if (c.unreconciled_bytes !== 0) {
-    out.push(note(fmtBytes(Math.abs(c.unreconciled_bytes)) + (c.unreconciled_bytes > 0 ? " of the final state is" : " more than the final state holds is") +
-      " not explained by the trace (block sizes that differ from the recorded requests); the chart shows what the trace records.", "warn"));
+  // The one model every command reads (docs/figures.md, "When the trace does not explain the state").
+  const items = [];
+  if (c.unplaced_frees > 0) {
+    items.push(fmtCountOf(c.unplaced_frees, "free") + " (" + fmtBytes(c.unplaced_free_bytes) +
+      ") of blocks the trace never allocates, at addresses in no segment the file records: they cannot have been live from the start, and nothing says when they were, so every figure leaves them out;");
   }
-  if (c.pre_window > 0 && c.pre_window_left_out === 0) {
+  if (c.beyond_end_bytes > 0) {
+    items.push(fmtBytes(c.beyond_end_bytes) + " the trace leaves live at its end" + (c.beyond_end > 0 ? " (" + fmtCountOf(c.beyond_end, "allocation") + " never freed)" : "") +
+      " that the snapshot's final state does not hold: their frees were not recorded, so they count as live to the end (" +
+      fmtBytes(c.end_live_counted) + " at the end, against " + fmtBytes(dev.end_live) + " in the snapshot);");
+  }
+  if (c.unreconciled_bytes > 0) {
+    items.push(fmtBytes(c.unreconciled_bytes) + " of the final state that the trace does not explain: counted as live from the start, of unknown kind;");
+  }
+  if (c.segments_left_out > 0) {
+    items.push(fmtCountOf(c.segments_left_out, "segment") + " (" + fmtBytes(c.segments_left_out_bytes) +
+      ") that the trace creates and never releases although the final state does not hold them: left out of reserved memory.");
+  }
+  if (items.length) {
+    out.push(h("div", { class: "note warn" },
+      h("p", { text: "The trace does not explain the snapshot's final state. Every figure here, and every memsnap command, reads it one way:" }),
+      h("ul", {}, ...items.map((t) => h("li", { text: t }))),
+      c.timeline_max_over_reserved > 0
+        ? h("p", { text: "Even so, live memory exceeds reserved memory by up to " + fmtBytes(c.timeline_max_over_reserved) +
+          ", which a real allocator cannot do: the trace contradicts itself (it may have been edited or pieced together), so read the chart's shape rather than its values." })
+        : ""));
+  }
+  if (c.pre_window > 0) {
     out.push(note(fmtCountOf(c.pre_window, "block") + " (" + fmtBytes(c.pre_window_bytes) + ") are freed in the trace but were allocated before it began " +
       "(only their free is recorded): they count as live from the start, labelled \u201callocated before the trace\u201d."));
   }
@@ -193,8 +189,7 @@ function renderCategories(sec, dev, timeline) {
   box.append(h("h3", { text: "Memory by kind" }), note("Live memory split by what it is, as " +
     "memsnap top --by category names it (inferred from each allocation's stack and lifetime); " +
     "each column at its highest point, so the top edge is the live curve above." +
-    (dev.counted.open_left_out > 0 || dev.counted.pre_window_left_out > 0
-      ? " The allocations the trace cannot place (see the note above) are left out here as they are from the curve." : "")));
+    (dev.counted.unreconciled_bytes > 0 ? " What the trace does not explain of the final state is of unknown kind (see the note above)." : "")));
   // At the peak: one row per category, largest first.
   const t = h("table", { class: "cats" }, h("thead", {}, h("tr", {}, h("th", { text: "at the peak" }),
     h("th", { class: "n", text: "bytes" }), h("th", { class: "n", text: "share" }))));

@@ -466,8 +466,8 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options,
   std::string why = "no oom entry in the trace";
   if (!rejected.empty()) {
     why = absl::StrCat("the trace's oom entry implies ", FormatBytes(rejected.front().implied),
-                       " of device memory (device_free + reserved), which cannot be right (the "
-                       "dumped segments do not explain the trace's segment events),");
+                       " of device memory (device_free + reserved), which cannot be right (",
+                       rejected.front().why, "),");
   }
   std::string text = absl::StrCat(why,
                                   " and no --device-memory, so the device's capacity is unknown "
@@ -619,7 +619,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
       const ImpliedCapacityResult implied = ImpliedCapacity(snap, t);
       capacity = implied.bytes;
       source = CapacitySource::kOomEntry;
-      if (implied.rejected) report.rejected_capacities.push_back({t.device, *implied.rejected});
+      if (implied.rejected) {
+        report.rejected_capacities.push_back({t.device, *implied.rejected, implied.why});
+      }
     }
     if (!capacity) {
       report.devices_without_capacity.push_back(t.device);

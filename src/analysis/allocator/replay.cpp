@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/allocator/replay_internal.h"
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/memory.h"
 #include "memsnap/util/parallel.h"
@@ -308,12 +309,21 @@ std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
 
 ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace) {
   std::span<const TraceEvent> ev = snap.EventsOf(trace);
-  int64_t reserved = 0;  // reserved after the last event, walked backwards
+  // Reserved bytes after each event, walked back from the dumped segments: the timeline's reserved
+  // curve whenever the dumped state explains the trace's segment events (one pass, no timeline).
+  int64_t reserved = 0;
   for (const Segment& s : snap.segments) {
     if (s.device == trace.device) reserved += s.total_size;
   }
-  std::optional<int64_t> capacity;
+  struct Entry {
+    uint32_t event;
+    int64_t device_free, reserved;
+  };
+  std::vector<Entry> ooms;                                   // latest first
+  int64_t most = reserved;                                   // the most reserved at any point
+  int64_t most_event = static_cast<int64_t>(ev.size()) - 1;  // after it; -1: the start
   bool explained = true;
+  std::string_view what = "reserves";
   for (size_t i = ev.size(); i-- > 0;) {
     const TraceEvent& e = ev[i];
     switch (e.action) {
@@ -325,17 +335,58 @@ ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& t
       case Action::kSegmentFree:
       case Action::kSegmentUnmap:
         reserved += e.size;
+        if (reserved > most) {
+          most = reserved;
+          most_event = static_cast<int64_t>(i) - 1;  // before the free: after event i - 1
+        }
         break;
       case Action::kOom:
-        capacity = static_cast<int64_t>(e.addr) + reserved;
+        ooms.push_back({static_cast<uint32_t>(i), static_cast<int64_t>(e.addr), reserved});
         break;
       default:
         break;
     }
   }
-  if (!capacity) return {};
-  if (!explained || *capacity <= 0) return {std::nullopt, capacity};
-  return {capacity, std::nullopt};  // the first oom's
+  if (ooms.empty()) return {};
+  std::reverse(ooms.begin(), ooms.end());
+  if (!explained) {
+    // The dumped state does not explain the trace: read reserved bytes from the timeline's one
+    // model of the trace (docs/figures.md, "When the trace does not explain the state").
+    TimelineOptions o;
+    o.device = trace.device;
+    o.keep = KeepLifetimes::kNone;
+    o.curve = false;
+    absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, o);
+    if (!tl.ok() || tl->devices.empty()) return {};
+    const DeviceTimeline& dt = tl->devices[0];
+    for (Entry& m : ooms) m.reserved = dt.ReservedAt(TimelinePoint::After(m.event));
+    most = dt.peak_reserved;
+    most_event = dt.peak_reserved_event.index();
+    if (dt.peak_requested > most) {  // more live than reserved: the card held at least that
+      most = dt.peak_requested;
+      most_event = dt.peak_event.index();
+      what = "holds live";
+    }
+  }
+  // The first oom entry whose card could have held what the trace reserves: a card smaller than
+  // that is not the run's (a trace pieced together, an entry edited), and the next entry is tried.
+  ImpliedCapacityResult out;
+  for (const Entry& m : ooms) {
+    const int64_t capacity = m.device_free + m.reserved;
+    if (capacity > 0 && capacity >= most) {
+      out.bytes = capacity;
+      return out;
+    }
+    if (!out.rejected) {
+      out.rejected = capacity;
+      out.why = capacity <= 0
+                    ? std::string("it is not above zero")
+                    : absl::StrCat("the trace itself ", std::string(what), " ", FormatBytes(most),
+                                   most_event < 0 ? std::string(" from its start")
+                                                  : absl::StrCat(" after event:", most_event));
+    }
+  }
+  return out;
 }
 
 absl::Status AppendConfs(const sim::AllocatorConfig& recorded,

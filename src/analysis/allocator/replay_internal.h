@@ -99,13 +99,14 @@ PreparedTrace PrepareTrace(const Snapshot& snap, const DeviceTrace& trace, Empty
 std::vector<SegmentEventRecord> RecordedSegmentEvents(const Snapshot& snap,
                                                       const DeviceTrace& trace);
 
-/// The device memory the trace's first oom entry implies: device_free + reserved at that moment.
+/// The device memory the trace's oom entries imply: device_free + reserved at that moment.
+/// Reserved bytes are the timeline's (walked back from the dumped segments when they explain the
+/// trace, else the timeline's one model); the first entry whose card holds every byte the trace
+/// reserves is taken.
 struct ImpliedCapacityResult {
   std::optional<int64_t> bytes;     // the capacity; nullopt without a credible oom entry
-  std::optional<int64_t> rejected;  // an implied capacity refused: not above 0, or read while
-                                    // the dumped segments do not explain the trace's segment
-                                    // events (the reserved bytes walked back from them go
-                                    // negative), so `reserved` at the oom is not known
+  std::optional<int64_t> rejected;  // the first implied capacity refused, and why (`why`: not
+  std::string why;                  // above 0, or below what the trace itself reserves)
 };
 ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
 

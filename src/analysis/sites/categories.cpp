@@ -32,7 +32,7 @@ void ForEachCategoryChange(GroupContext& context, const DeviceTimeline& dt,
   }
 }
 
-// counted: nullptr for every lifetime, the unexplained rest of the start counted as unknown.
+// counted: nullptr for every lifetime. The unexplained rest of the start counts as unknown.
 CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
                          const std::vector<bool>* counted) {
   CategoryCurve curve;
@@ -49,19 +49,12 @@ CategoryCurve BuildCurve(GroupContext& context, const DeviceTimeline& dt,
       curve.extra.push_back({e, c, delta});
     }
   };
-  int64_t explained = 0;
   ForEachCategoryChange(
-      context, dt, counted,
-      [&](uint8_t c, int64_t bytes) {
-        curve.start[c] += bytes;
-        explained += bytes;
-      },
-      change);
+      context, dt, counted, [&](uint8_t c, int64_t bytes) { curve.start[c] += bytes; }, change);
   std::stable_sort(curve.extra.begin(), curve.extra.end(),
                    [](const auto& a, const auto& b) { return a.event < b.event; });
-  if (counted == nullptr) {
-    curve.start[static_cast<size_t>(Category::kUnknown)] += dt.start_requested - explained;
-  }
+  // The final bytes the trace cannot explain are live from the start, of no known kind.
+  curve.start[static_cast<size_t>(Category::kUnknown)] += dt.unreconciled_requested_bytes;
   return curve;
 }
 
@@ -126,6 +119,8 @@ std::vector<CategoryBytes> SampleCountedCategories(GroupContext& context, const 
   };
   std::vector<CategoryBytes> out(points.size(), CategoryBytes{});
   CategoryBytes start{};
+  // The final bytes the trace cannot explain are live from the start, of no known kind.
+  start[static_cast<size_t>(Category::kUnknown)] += dt.unreconciled_requested_bytes;
   ForEachCategoryChange(
       context, dt, &counted, [&](uint8_t c, int64_t bytes) { start[c] += bytes; },
       [&](uint32_t e, uint8_t c, int64_t delta) {

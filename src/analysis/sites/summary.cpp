@@ -373,6 +373,13 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       p.reserved_event = dt.peak_reserved_event;
       p.reserved_time_us = dt.TimeOf(snap, dt.peak_reserved_event);
       it->peaks = p;
+      DeviceSummary::Unexplained& u = it->unexplained;
+      u.unplaced_frees = dt.unplaced_frees;
+      u.unplaced_free_bytes = dt.unplaced_free_bytes;
+      if (std::optional<uint32_t> e = dt.first_unplaced_free.index()) u.first_unplaced_free = *e;
+      u.beyond_end_blocks = dt.open_without_block;
+      u.beyond_end_bytes = dt.beyond_end_requested_bytes;
+      u.unreconciled_bytes = dt.unreconciled_requested_bytes;
       if (options.phase_peaks) {
         it->phase_peaks = PhasePeaks(snap, dt);
         it->step_peaks = StepPeaks(snap, dt, &it->steps_method);

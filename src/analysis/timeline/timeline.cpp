@@ -22,6 +22,9 @@ namespace memsnap::analysis {
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();  // no open lifetime
+// A free the timeline leaves out (DeviceTimeline::unplaced_frees) was requested at this address
+// and its completion is still to come: that completion is left out too.
+constexpr uint32_t kSkipped = kNone - 1;
 
 struct AddrState {
   uint32_t open = kNone;  // index of the open lifetime at this address
@@ -139,7 +142,58 @@ class DeviceBuilder {
   /// kept. One past the last event may be given for "the end" when the trace's length is not known
   /// yet (Finish clamps it to the last event): the pass then keeps nothing until the end, as it
   /// would for the last event.
-  void SetTarget(TimelinePoint p) { target_ = p; }
+  void SetTarget(TimelinePoint p) {
+    target_ = p;
+    given_target_ = p;
+  }
+
+  /// The frees without an alloc (by the event that revealed each) that lie in no segment the file
+  /// records: those blocks cannot have been live from the start of the trace, and nothing says when
+  /// they were. Empty when the trace records no segment event (then nothing places a block).
+  /// Called after every event was fed, before Finish.
+  std::vector<uint32_t> UnplacedFrees(const Snapshot& snap, const FinalState& fin) const {
+    std::vector<uint32_t> out;
+    const auto& a = dt_.counts.actions;
+    const int64_t segment_events =
+        a[static_cast<int>(Action::kSegmentAlloc)] + a[static_cast<int>(Action::kSegmentFree)] +
+        a[static_cast<int>(Action::kSegmentMap)] + a[static_cast<int>(Action::kSegmentUnmap)];
+    if (pre_frees_.empty() || segment_events == 0) return out;
+    std::vector<std::pair<uint64_t, uint64_t>> traced;  // [begin, end) of every traced segment
+    traced.reserve(dt_.segments.size());
+    for (const SegmentLifetime& s : dt_.segments)
+      traced.emplace_back(s.address, s.address + static_cast<uint64_t>(s.size));
+    std::sort(traced.begin(), traced.end());
+    uint64_t reach = 0;  // the largest end among the intervals so far: a prefix maximum
+    std::vector<uint64_t> reach_of(traced.size());
+    for (size_t k = 0; k < traced.size(); ++k)
+      reach_of[k] = reach = std::max(reach, traced[k].second);
+    auto in_traced = [&](uint64_t addr) {
+      auto it = std::upper_bound(traced.begin(), traced.end(), std::make_pair(addr, ~uint64_t{0}));
+      return it != traced.begin() && reach_of[(it - traced.begin()) - 1] > addr;
+    };
+    for (const PreFree& f : pre_frees_) {
+      if (FindSegment(snap, fin, f.address) < 0 && !in_traced(f.address)) out.push_back(f.event);
+    }
+    return out;
+  }
+
+  /// Leaves out the frees at these events (UnplacedFrees of an earlier pass; ascending).
+  void LeaveOutFrees(std::vector<uint32_t> events, const std::vector<int64_t>& bytes) {
+    skip_ = std::move(events);
+    dt_.unplaced_frees = static_cast<int64_t>(skip_.size());
+    dt_.unplaced_free_bytes = 0;
+    for (int64_t b : bytes) dt_.unplaced_free_bytes += b;
+    if (!skip_.empty()) dt_.first_unplaced_free = LocalEvent(skip_.front());
+  }
+  /// The bytes of the frees at these events (which opened pre-window lifetimes in this pass).
+  std::vector<int64_t> PreFreeBytes(const std::vector<uint32_t>& events) const {
+    std::vector<int64_t> out;
+    for (const PreFree& f : pre_frees_) {
+      if (std::binary_search(events.begin(), events.end(), f.event)) out.push_back(f.size);
+    }
+    return out;
+  }
+  std::optional<TimelinePoint> given_target() const { return given_target_; }
 
   /// The device's events [first, first + events.size()); `first` is the number fed so far.
   /// `streams`: the values of the streams they name (StreamTable::values), during the call.
@@ -234,12 +288,20 @@ class DeviceBuilder {
       lt.stack = e.stack;
       return lt;
     };
-    auto open_pre_window = [&](const TraceEvent& e, AddrState& st) {
+    // Opens the lifetime of a block older than the trace; false for a free left out
+    // (LeaveOutFrees), whose completion is then left out as well.
+    auto open_pre_window = [&](const TraceEvent& e, AddrState& st, uint32_t i) {
+      if (!skip_.empty() && std::binary_search(skip_.begin(), skip_.end(), i)) {
+        st.open = e.action == Action::kFreeRequested ? kSkipped : kNone;
+        return false;
+      }
+      pre_frees_.push_back({i, e.addr, e.size});
       BlockLifetime& lt = open(e, st);
       lt.cls = LifetimeClass::kPreWindow;
       pre_req_ += lt.requested_size;
       pre_round_ += lt.rounded_size;
       ++dt_.frees_without_alloc;
+      return true;
     };
     auto close = [&](AddrState & st, uint32_t i) __attribute__((always_inline)) {
       BlockLifetime& lt = pool[st.open];
@@ -296,7 +358,7 @@ class DeviceBuilder {
           last_state = nullptr;  // the insert below may grow the table
           AddrState& st = addrs_[e.addr];
           ++st.allocs;
-          if (st.open != kNone) [[unlikely]] {  // a free we never saw: end the old lifetime here
+          if (st.open < kSkipped) [[unlikely]] {  // a free we never saw: end the old lifetime here
             close(st, i);
             ++dt_.allocs_without_free;
           }
@@ -310,8 +372,9 @@ class DeviceBuilder {
         }
         case Action::kFreeRequested: {
           AddrState& st = state_of(e.addr);
-          if (st.open == kNone) [[unlikely]]
-            open_pre_window(e, st);
+          if (st.open >= kSkipped) [[unlikely]] {
+            if (st.open == kSkipped || !open_pre_window(e, st, i)) break;
+          }
           BlockLifetime& lt = pool[st.open];
           if (!lt.free_requested_event.seen()) lt.free_requested_event = LocalEvent(i);
           break;
@@ -323,8 +386,13 @@ class DeviceBuilder {
           } else {
             --st.allocs;
           }
-          if (st.open == kNone) [[unlikely]]
-            open_pre_window(e, st);
+          if (st.open >= kSkipped) [[unlikely]] {
+            if (st.open == kSkipped) {
+              st.open = kNone;
+              break;
+            }
+            if (!open_pre_window(e, st, i)) break;
+          }
           close(st, i);
           break;
         }
@@ -512,6 +580,7 @@ class DeviceBuilder {
       auto it = fin_.active.find(lt.address);
       if (it == fin_.active.end() || !used_.insert(it->second).second) {
         ++dt_.open_without_block;
+        dt_.open_without_block_bytes += lt.requested_size;
       } else {
         const Block& blk = snap.blocks[it->second];
         lt.block = BlockId(it->second);
@@ -597,13 +666,17 @@ class DeviceBuilder {
 
   // Segments created in the trace and never released that the final state does not hold: their
   // release was not recorded (a trace pieced together, a ring buffer that dropped it), and nothing
-  // says when it happened. Counted to the end they would push the start of the reserved curve
-  // below zero; they are left out of it instead (an expandable segment's mapping is not: the final
-  // state holds it merged into a larger segment).
+  // says when it happened. Counted to the end they would hold reserved bytes no reconstructed
+  // allocator state has (frag, the page's segment view rewind from the final state); they are left
+  // out of the reserved curve instead. Likewise an expandable segment's mapping in no final segment
+  // (one the final state holds is merged into a larger segment, and stays).
   void LeaveOutUnreleasedSegments() {
     std::vector<std::pair<uint32_t, int64_t>> removed;  // (begin event, size)
     for (SegmentLifetime& s : dt_.segments) {
-      if (s.end_event.seen() || !s.begin_event.seen() || s.segment.valid() || s.mapping) continue;
+      // A mapping the final state holds is merged into one of its segments (s.segment is set); one
+      // in no final segment was released unrecorded, as a segment is. What an unmap left of an
+      // older mapping (split) was mapped before its begin event: kept.
+      if (s.end_event.seen() || !s.begin_event.seen() || s.segment.valid() || s.split) continue;
       s.left_out = true;
       ++dt_.segments_left_out;
       dt_.segments_left_out_bytes += s.size;
@@ -623,20 +696,24 @@ class DeviceBuilder {
 
   // The curves end at the final state; what the trace cannot explain goes into the start value.
   void Anchor() {
+    // Final bytes the trace leaves unexplained are live from the start (never a negative start:
+    // bytes the trace leaves live beyond the final state stay live to its end instead).
     auto anchor = [](int64_t explicit_start, int64_t net, int64_t end, int64_t& start,
-                     int64_t& unreconciled) {
-      unreconciled = end - (explicit_start + net);
+                     int64_t& unreconciled, int64_t& beyond) {
+      const int64_t diff = end - (explicit_start + net);
+      unreconciled = std::max<int64_t>(0, diff);
+      beyond = std::max<int64_t>(0, -diff);
       start = explicit_start + unreconciled;
     };
     DeviceTimeline& dt = dt_;
     anchor(pre_req_ + ghost_req_, cur_req_, dt.end_requested, dt.start_requested,
-           dt.unreconciled_requested_bytes);
+           dt.unreconciled_requested_bytes, dt.beyond_end_requested_bytes);
     anchor(pre_round_ + ghost_round_, cur_round_, dt.end_rounded, dt.start_rounded,
-           dt.unreconciled_rounded_bytes);
+           dt.unreconciled_rounded_bytes, dt.beyond_end_rounded_bytes);
     CloseInterval(imax_, ipoint_);
     if (dt.end_reserved != pre_res_ + ghost_res_ + cur_res_) LeaveOutUnreleasedSegments();
     anchor(pre_res_ + ghost_res_, cur_res_, dt.end_reserved, dt.start_reserved,
-           dt.unreconciled_reserved_bytes);
+           dt.unreconciled_reserved_bytes, dt.beyond_end_reserved_bytes);
     if (dt.kept == KeepLifetimes::kLiveAt) {
       // Live at the kept moment: the kept lifetimes plus what the trace could not explain (it is
       // in the start value, so live throughout).
@@ -675,6 +752,14 @@ class DeviceBuilder {
   std::vector<uint32_t> free_slots_;
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
   TimelinePoint target_;
+  std::optional<TimelinePoint> given_target_;  // SetTarget's, for a second pass
+  struct PreFree {
+    uint32_t event = 0;  // the free that revealed a block older than the trace
+    uint64_t address = 0;
+    int64_t size = 0;
+  };
+  std::vector<PreFree> pre_frees_;
+  std::vector<uint32_t> skip_;                         // LeaveOutFrees: ascending events
   absl::flat_hash_set<uint32_t> used_;                 // final blocks matched by an open lifetime
   int64_t cur_req_ = 0, cur_round_ = 0, cur_res_ = 0;  // net of the trace so far
   int64_t pre_req_ = 0, pre_round_ = 0, pre_res_ = 0;  // pre-window lifetimes
@@ -698,6 +783,29 @@ class DeviceBuilder {
   std::span<const int64_t> streams_;  // during Feed: the values of the events' streams
 };
 
+// Finishes a device whose every event `builder` was fed. When the trace frees blocks that lie in
+// no segment the file records (DeviceBuilder::UnplacedFrees), the events are passed once more
+// with those frees left out: one model of what was live, which every reader of the timeline
+// takes (docs/figures.md, "When the trace does not explain the state"). Only such traces pay
+// for the second pass.
+void FinishDevice(const Snapshot& snap, int32_t device, uint32_t begin, FinalState fin,
+                  const TimelineOptions& options, DeviceBuilder& builder, DeviceTimeline& dt) {
+  std::vector<uint32_t> unplaced = builder.UnplacedFrees(snap, fin);
+  if (unplaced.empty()) {
+    builder.Finish(snap, device, begin, std::move(fin));
+    return;
+  }
+  const std::vector<int64_t> bytes = builder.PreFreeBytes(unplaced);
+  const std::optional<TimelinePoint> target = builder.given_target();
+  const uint32_t n = builder.fed();
+  dt = DeviceTimeline{};
+  DeviceBuilder again(options, dt, fin.active.size(), fin.segments.size(), n);
+  if (target) again.SetTarget(*target);
+  again.LeaveOutFrees(std::move(unplaced), bytes);
+  again.Feed(std::span<const TraceEvent>(snap.events.data() + begin, n), 0, snap.streams.values());
+  again.Finish(snap, device, begin, std::move(fin));
+}
+
 // One device's timeline from its whole trace.
 void BuildDevice(const Snapshot& snap, const SegmentsByDevice& by_device, int32_t device,
                  const TimelineOptions& options, DeviceTimeline& dt) {
@@ -713,7 +821,7 @@ void BuildDevice(const Snapshot& snap, const SegmentsByDevice& by_device, int32_
     builder.SetTarget(ResolveFixedMoment(ev, AllTimed(ev), options.moment));
   }
   builder.Feed(ev, 0, snap.streams.values());
-  builder.Finish(snap, device, begin, std::move(fin));
+  FinishDevice(snap, device, begin, std::move(fin), options, builder, dt);
 }
 
 }  // namespace
@@ -757,7 +865,7 @@ std::optional<int64_t> DeviceTimeline::FindLive(TimelinePoint p) const {
   if (!live_net.empty()) return start_requested + live_net[e];
   if (kept == KeepLifetimes::kLiveAt && p == kept_event) return kept_live_bytes;
   if (p == peak_event) return peak_requested;
-  if (p == TimelinePoint::End(num_events)) return end_requested;
+  if (p == TimelinePoint::End(num_events)) return end_requested + beyond_end_requested_bytes;
   for (const OomMoment& m : oom_moments) {
     if (TimelinePoint::After(m.event) == p) return m.live_requested;
   }
@@ -908,8 +1016,8 @@ absl::StatusOr<Timeline> TimelineStream::Finish(const Snapshot& snapshot, size_t
       BuildDevice(snapshot, by_device, devices[i], options_, tl.devices[i]);
       continue;
     }
-    state->builder.Finish(snapshot, streamed->device, 0,
-                          CollectFinal(snapshot, by_device, streamed->device));
+    FinishDevice(snapshot, streamed->device, 0, CollectFinal(snapshot, by_device, streamed->device),
+                 options_, state->builder, state->dt);
     tl.devices[i] = std::move(state->dt);
     used_stream_ = true;
   }

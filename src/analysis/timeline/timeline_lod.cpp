@@ -26,10 +26,6 @@ namespace {
 
 constexpr int kMaxLevels = 12;
 
-bool IsOpenWithoutBlock(const BlockLifetime& b) {
-  return b.cls == LifetimeClass::kOpen && !b.block.valid();
-}
-
 // The changes the lifetimes `keep` accepts make to the live curve: on_change(e, +bytes) at each
 // one's alloc and on_change(e, -bytes) at its free; returns the bytes live before the first event
 // (those allocated before the trace).
@@ -569,107 +565,39 @@ double TimelineLod::BucketWidth(int level) const {
 
 namespace {
 
-// CountLifetimes, also giving the counted curve (CountedCurve's) and its start. On a consistent
-// trace the counted curve is the timeline's own: then `same_as_timeline` is set and `curve` left
-// empty (read the timeline's); else `curve` is the counted curve.
+// CountLifetimes, also giving the drawn curve and its start. The page draws the timeline's one
+// model of what was live (docs/figures.md, "When the trace does not explain the state"): every
+// lifetime counts, and the start holds the final bytes the trace cannot explain. With the
+// timeline's stored curve `same_as_timeline` is set and `curve` left empty (read the timeline's);
+// a timeline built without it gets the same curve from its lifetimes.
 CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<int64_t>& curve,
                                         int64_t& start, bool& same_as_timeline) {
   CountedLifetimes c;
   c.counted.assign(dt.blocks.size(), true);
-  for (size_t i = 0; i < dt.blocks.size(); ++i) {
-    const BlockLifetime& b = dt.blocks[i];
-    if (IsOpenWithoutBlock(b)) {
-      c.counted[i] = false;
-      ++c.open_left_out;
-      c.open_left_out_bytes += b.requested_size;
-    }
-  }
-  // The timeline's own curve, for the words: how far from possible it is.
-  if (std::optional<LiveCurveRef> curve = dt.live_curve()) {
-    c.timeline_min_live = curve->At(TimelinePoint::Start());
-    int64_t over = std::max<int64_t>(0, c.timeline_min_live - dt.start_reserved);
-    ReservedCursor reserved(dt);
-    for (uint32_t e = 0; e < dt.num_events; ++e) {
-      const TimelinePoint p = TimelinePoint::After(e);
-      int64_t live = curve->At(p), res = reserved.At(p);
-      c.timeline_min_live = std::min(c.timeline_min_live, live);
-      c.timeline_min_reserved = std::min(c.timeline_min_reserved, res);
-      over = std::max(over, live - res);
-    }
-    c.timeline_min_reserved = std::min(c.timeline_min_reserved, dt.start_reserved);
-    c.timeline_max_over_reserved = over;
-  }
-  ReservedCurve reserved = TimelineReserved(dt);
-  start = ForEachLiveChange(
-      dt, [&](size_t i) { return c.counted[i]; }, [](uint32_t, int64_t) {});
-  same_as_timeline = SameAsTimelineCurve(dt, c.counted, start);
-  if (same_as_timeline && MaxOverReserved(reserved, dt.live_net, dt.start_requested, start) == 0) {
+  same_as_timeline = dt.live_net.size() == dt.num_events;
+  if (same_as_timeline) {
+    start = dt.start_requested;
     curve.clear();
-    return c;
-  }
-  same_as_timeline = false;
-  curve = CurveOf(
-      dt, [&](size_t i) { return c.counted[i]; }, start);
-  if (MaxOverReserved(reserved, curve, 0, start) > 0) {
-    // More live than reserved: the blocks the trace frees without allocating cannot all have been
-    // live from its start. Nothing says when they were allocated, so they are left out.
-    for (size_t i = 0; i < dt.blocks.size(); ++i) {
-      const BlockLifetime& b = dt.blocks[i];
-      if (b.cls != LifetimeClass::kPreWindow || !c.counted[i]) continue;
-      c.counted[i] = false;
-      ++c.pre_window_left_out;
-      c.pre_window_left_out_bytes += b.requested_size;
-    }
+  } else {
     curve = CurveOf(
-        dt, [&](size_t i) { return c.counted[i]; }, start);
-    c.counted_max_over_reserved = MaxOverReserved(reserved, curve, 0, start);
+        dt, [](size_t) { return true; }, start);
+    for (int64_t& v : curve) v += dt.unreconciled_requested_bytes;
+    start += dt.unreconciled_requested_bytes;
   }
-  // Left out or not, the curve may still be the timeline's at every event.
-  same_as_timeline =
-      dt.live_net.size() == curve.size() && start == dt.start_requested &&
-      std::equal(curve.begin(), curve.end(), dt.live_net.begin(),
-                 [&](int64_t v, int64_t net) { return v == dt.start_requested + net; });
-  if (same_as_timeline) std::vector<int64_t>().swap(curve);
+  // How far from possible the model is: more live than reserved is what no allocator does.
+  const std::span<const int64_t> values = same_as_timeline ? dt.live_net : curve;
+  const int64_t offset = same_as_timeline ? dt.start_requested : 0;
+  c.timeline_min_live = start;
+  for (int64_t v : values) c.timeline_min_live = std::min(c.timeline_min_live, v + offset);
+  const ReservedCurve reserved = TimelineReserved(dt);
+  c.timeline_min_reserved = reserved.start;
+  for (const ReservedStep& step : reserved.steps)
+    c.timeline_min_reserved = std::min(c.timeline_min_reserved, step.bytes);
+  c.timeline_max_over_reserved = MaxOverReserved(reserved, values, offset, start);
   return c;
 }
 
 }  // namespace
-
-// SameAsTimelineCurve's check: two bits an event say which events one counted lifetime changes
-// and which several (an alloc over a live block ends one lifetime and begins another); the latter
-// are summed in a small map.
-bool SameAsTimelineCurve(const DeviceTimeline& dt, const std::vector<bool>& counted,
-                         int64_t start) {
-  const std::vector<int64_t>& net = dt.live_net;
-  if (start != dt.start_requested || net.size() != dt.num_events) return false;
-  auto step = [&](uint32_t e) { return net[e] - (e > 0 ? net[e - 1] : 0); };
-  const size_t words = (net.size() + 63) / 64;
-  std::vector<uint64_t> once(words, 0), more(words, 0);
-  auto bit = [](uint32_t e) { return uint64_t{1} << (e % 64); };
-  auto is_counted = [&](size_t i) { return counted[i]; };
-  ForEachLiveChange(dt, is_counted, [&](uint32_t e, int64_t) {
-    if (once[e / 64] & bit(e)) more[e / 64] |= bit(e);
-    once[e / 64] |= bit(e);
-  });
-  absl::flat_hash_map<uint32_t, int64_t> shared;  // events several lifetimes change: their sum
-  bool same = true;
-  ForEachLiveChange(dt, is_counted, [&](uint32_t e, int64_t delta) {
-    if (more[e / 64] & bit(e)) {
-      shared[e] += delta;
-    } else {
-      same = same && step(e) == delta;
-    }
-  });
-  for (const auto& [e, sum] : shared) same = same && step(e) == sum;
-  for (size_t w = 0; w < words && same; ++w) {
-    for (uint64_t rest = ~once[w]; rest != 0; rest &= rest - 1) {
-      const size_t e = w * 64 + static_cast<size_t>(std::countr_zero(rest));
-      if (e >= net.size()) break;
-      same = same && step(static_cast<uint32_t>(e)) == 0;
-    }
-  }
-  return same;
-}
 
 CountedLifetimes CountLifetimes(const DeviceTimeline& dt) {
   std::vector<int64_t> curve;
@@ -742,7 +670,7 @@ TimelineLodBuild::TimelineLodBuild(const Snapshot& snap, const DeviceTimeline& d
   for (int64_t i = 0; i < bld.axis.n; i += TimelineLod::kXCheckpoint) {
     lod.x_checkpoints.push_back(bld.axis.X(i));
   }
-  if (!lod.counted.any_left_out() && dt.unreconciled_requested_bytes == 0) {
+  if (same_as_timeline) {
     lod.peak_bytes = dt.peak_requested;  // the very figure `memsnap timeline` prints
     lod.peak_event = dt.peak_event;
   } else {

@@ -263,6 +263,7 @@ struct OomReport {
   struct RejectedCapacity {
     int32_t device = 0;
     int64_t implied = 0;
+    std::string why;  // "it is not above zero", "the trace itself reserves 21.8 GiB after event:N"
   };
   std::vector<RejectedCapacity> rejected_capacities;
 };

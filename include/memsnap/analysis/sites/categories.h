@@ -42,9 +42,9 @@ struct CategoryCurve {
 /// Builds the curve of `dt`, which must have kept every lifetime (KeepLifetimes::kAll).
 CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt);
 /// The curve of the lifetimes `counted` marks (one flag per DeviceTimeline::blocks entry, as
-/// CountedLifetimes::counted): Σ categories == that counted curve at every event, so each value is
-/// one the trace supports (never negative, never above the counted live curve); nothing is added
-/// for bytes the trace cannot explain. What the report's "Memory by kind" draws under its curve.
+/// CountedLifetimes::counted), plus the final bytes the trace cannot explain as unknown from the
+/// start: with every lifetime counted, Σ categories == the live curve at every event, never
+/// negative. What the report's "Memory by kind" draws under its curve.
 CategoryCurve BuildCategoryCurve(GroupContext& context, const DeviceTimeline& dt,
                                  const std::vector<bool>& counted);
 

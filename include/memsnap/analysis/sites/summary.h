@@ -126,6 +126,16 @@ struct DeviceSummary {
   TraceStart trace_start = TraceStart::kMidRun;
   int64_t ghost_bytes = 0;
   int64_t segments_expandable = 0;
+  /// What the trace does not explain of the final state, as the timeline's one model reads it
+  /// (DeviceTimeline; docs/figures.md, "When the trace does not explain the state"). Zero on a
+  /// consistent trace; filled with the peaks.
+  struct Unexplained {
+    int64_t unplaced_frees = 0, unplaced_free_bytes = 0;  // left out of every figure
+    int64_t first_unplaced_free = -1;                     // device-local event
+    int64_t beyond_end_blocks = 0, beyond_end_bytes = 0;  // live to the end, not in the state
+    int64_t unreconciled_bytes = 0;                       // in the state, live from the start
+    bool any() const { return unplaced_frees + beyond_end_bytes + unreconciled_bytes > 0; }
+  } unexplained;
   std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
   /// SummaryOptions::phase_peaks: one per phase the trace shows, in StepPhase order; empty when
   /// the trace runs no model (no forward, backward or optimizer allocation).

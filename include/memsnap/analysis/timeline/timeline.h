@@ -14,9 +14,13 @@
 // Curve semantics (what PyTorch's "Active Memory Timeline" plots): a block is live from its `alloc`
 // to its `free_completed`; `free_requested` does not end it. Pre-window blocks (free seen, alloc
 // older than the trace) and ghosts (live at the end, never seen in the trace) are live from t0. The
-// curve ends exactly at the snapshot's live bytes: Σ requested_size of active blocks (allocated or
-// pending free) of that device. Any mismatch between trace and final state is put into the start
-// value and reported as `unreconciled_*_bytes` rather than silently dropped.
+// curve ends at the snapshot's live bytes (Σ requested_size of its active blocks) when the trace
+// explains them. Where it does not, one model holds for every reader (docs/figures.md, "When the
+// trace does not explain the state"): final bytes the trace cannot explain are live from t0
+// (`unreconciled_*_bytes`); blocks the trace leaves live that the final state does not hold stay
+// live to the end (`beyond_end_*_bytes`), so the start is never lowered below what is known; and
+// frees of blocks in no segment the file records are left out (`unplaced_frees`). Each is
+// reported, never dropped silently.
 #pragma once
 
 #include <array>
@@ -195,17 +199,31 @@ struct DeviceTimeline {
 
   int64_t start_requested = 0, start_rounded = 0, start_reserved = 0;
   int64_t end_requested = 0, end_rounded = 0, end_reserved = 0;  // == the snapshot's final state
-  /// Final-state bytes the trace cannot explain, added to the start value (0 when consistent).
+  /// Final-state bytes the trace cannot explain, added to the start value (0 when consistent;
+  /// never negative).
   int64_t unreconciled_requested_bytes = 0;
   int64_t unreconciled_rounded_bytes = 0;
   int64_t unreconciled_reserved_bytes = 0;
+  /// Bytes the trace leaves live at its end beyond the final state (blocks it allocates and never
+  /// frees that the final state does not hold: open_without_block): the curve ends this much above
+  /// the final state rather than starting below what the trace shows. 0 when consistent.
+  int64_t beyond_end_requested_bytes = 0;
+  int64_t beyond_end_rounded_bytes = 0;
+  int64_t beyond_end_reserved_bytes = 0;
+  /// Frees without an alloc at addresses in no segment the file records (the final state's nor
+  /// any the trace allocates or frees), on a trace that records segments: their blocks cannot have
+  /// been live from the start, and nothing says when they were, so they are left out of every
+  /// figure. Counted here with their bytes and the first such free.
+  int64_t unplaced_frees = 0, unplaced_free_bytes = 0;
+  LocalEvent first_unplaced_free;
   int64_t frees_without_alloc = 0;
   /// Segments the trace creates and never releases that the final state does not hold, when the
   /// reserved curve does not end at the final state: their release was not recorded and nothing
   /// says when it happened, so the reserved curve leaves them out (SegmentLifetime::left_out).
   int64_t segments_left_out = 0, segments_left_out_bytes = 0;
-  int64_t allocs_without_free = 0;  // alloc over an address that was still live (missing free)
-  int64_t open_without_block = 0;   // open lifetimes whose address is not active at the end
+  int64_t allocs_without_free = 0;       // alloc over an address that was still live (missing free)
+  int64_t open_without_block = 0;        // open lifetimes whose address is not active at the end
+  int64_t open_without_block_bytes = 0;  // their requested bytes
 
   /// The device's oom entries, each with the live bytes when it was recorded (requested, and
   /// rounded as the allocator's blocks are): whether live memory alone left no room for the

@@ -75,19 +75,14 @@ struct LodBand {
   double free_x = 0;      // x of its free_completed (x_hi when live at the end)
 };
 
-/// What the curves leave out, and what the timeline's own curves would have shown.
+/// The lifetimes the drawn curve counts (every one: the timeline's one model), and how far from
+/// possible that model is on a trace that contradicts itself.
 struct CountedLifetimes {
-  std::vector<bool> counted;                           // per DeviceTimeline::blocks entry
-  int64_t open_left_out = 0, open_left_out_bytes = 0;  // alloc seen, free missing, not live at end
-  int64_t pre_window_left_out = 0, pre_window_left_out_bytes = 0;
-  /// The timeline's curve (LiveAt) at its lowest, and the most it exceeds reserved bytes by.
+  std::vector<bool> counted;  // per DeviceTimeline::blocks entry
+  /// The live curve at its lowest, reserved at its lowest, and the most live exceeds reserved by.
   int64_t timeline_min_live = 0;
   int64_t timeline_min_reserved = 0;
   int64_t timeline_max_over_reserved = 0;
-  /// The most the counted curve still exceeds reserved bytes by (a trace that contradicts itself:
-  /// more live than reserved even without the lifetimes left out).
-  int64_t counted_max_over_reserved = 0;
-  bool any_left_out() const { return open_left_out + pre_window_left_out > 0; }
 };
 
 /// A reserved-bytes curve: its value before event 0 and one step per change.
@@ -139,13 +134,6 @@ CountedLifetimes CountLifetimes(const DeviceTimeline& dt);
 /// The timeline's reserved curve, the one `timeline` prints: the page draws no other
 /// (docs/figures.md).
 ReservedCurve TimelineReserved(const DeviceTimeline& dt);
-
-/// Whether the curve of the lifetimes `counted` accepts, starting at `start`, is the timeline's
-/// own (DeviceTimeline::live_curve) at every event: checked without a curve of its own (8 bytes an
-/// event, 156 MB of the 19.5 M-event benchmark file), as each event's step of the timeline's
-/// curve being the sum of the counted lifetimes' changes there, and an event none of them changes
-/// not moving it. The summary then reads the timeline's curve.
-bool SameAsTimelineCurve(const DeviceTimeline& dt, const std::vector<bool>& counted, int64_t start);
 
 /// The counted live curve, one value per event (after event i), and the value before event 0.
 std::vector<int64_t> CountedCurve(const DeviceTimeline& dt, const CountedLifetimes& counted,
