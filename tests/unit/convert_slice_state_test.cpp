@@ -195,9 +195,9 @@ TEST_SUITE("convert") {
     const std::string out = testing::TempDir() + "/slice_state_bad_out.json";
     testing::RunResult r = RunMemsnap({"convert", "--force", "--to", "event:5", in, out});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    CHECK(r.err.find("warning: " + in + ": device 0: the allocator state at the slice's end "
-                                        "(before event:5) could not be rebuilt exactly") !=
-          std::string::npos);
+    CHECK(r.err.find("warning: " + in +
+                     ": device 0: the allocator state at the slice's end "
+                     "(before event:5) could not be rebuilt exactly") != std::string::npos);
     CHECK(r.err.find("1 alloc(s) of a block not live") != std::string::npos);
     const json j = RunJson({"convert", "--force", "--json", "--to", "event:5", in, out});
     CHECK(j["state"] == "slice_end");
@@ -225,12 +225,13 @@ TEST_SUITE("convert") {
       const int64_t peak = (*dev)["peaks"]["live_event"].get<int64_t>();
       const int64_t n = (*dev)["trace_entries"].get<int64_t>();
       // Just after the peak, and the middle of the trace.
-      std::vector<int64_t> cuts = {std::clamp<int64_t>(peak + 1, 1, n), std::max<int64_t>(n / 2, 1)};
+      std::vector<int64_t> cuts = {std::clamp<int64_t>(peak + 1, 1, n),
+                                   std::max<int64_t>(n / 2, 1)};
       if (cuts[0] == cuts[1]) cuts.pop_back();
       for (int64_t cut : cuts) {
         CAPTURE(cut);
-        testing::RunResult r =
-            RunMemsnap({"convert", "-q", "--force", "--to", absl::StrCat("event:", cut), path, out});
+        testing::RunResult r = RunMemsnap(
+            {"convert", "-q", "--force", "--to", absl::StrCat("event:", cut), path, out});
         REQUIRE_MESSAGE(r.exit_code == 0, r.err);
         ++sliced;
         const json s = RunJson({"summary", "--json", out});
@@ -262,8 +263,8 @@ TEST_SUITE("convert") {
         // The kinds: each block live then has the whole file's kind, except those the whole file
         // decides by their free after the cut (a temporary is one freed soon after its phase):
         // the slice ends before it, and reads them as a trace that stops there would.
-        const json fb = RunJson(
-            {"blocks", "--json", "--limit", "0", "--device", device, "--at", moment, path});
+        const json fb =
+            RunJson({"blocks", "--json", "--limit", "0", "--device", device, "--at", moment, path});
         const json sb =
             RunJson({"blocks", "--json", "--limit", "0", "--device", device, "--at", moment, out});
         std::map<std::pair<uint64_t, int64_t>, const json*> by_key;
