@@ -4,9 +4,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/io/gzip_writer.h"
+#include "memsnap/query/convert.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
@@ -25,9 +27,25 @@ struct ConvertCommandOptions {
   bool gzip = false;
   std::string from;
   std::string to;
+  bool keep_final_state = false;
   bool json = false;
   OutputLimitFlags limit;
 };
+
+// Why the state at a slice's end is approximate, in words: the events after it that its rewind
+// could not undo consistently.
+std::string ProblemsText(const analysis::UndoProblems& p) {
+  std::vector<std::string> parts;
+  auto add = [&](int64_t n, const char* what) {
+    if (n > 0) parts.push_back(absl::StrCat(n, " ", what));
+  };
+  add(p.alloc_without_block, "alloc(s) of a block not live");
+  add(p.free_of_live_block, "free(s) of a block already live");
+  add(p.block_outside_segment, "event(s) outside any known segment");
+  add(p.segment_with_blocks, "segment creation(s) over live blocks");
+  add(p.segment_overlap, "segment release(s) over a live segment");
+  return absl::StrJoin(parts, ", ");
+}
 
 }  // namespace
 
@@ -49,15 +67,25 @@ RunFn SetupConvert(CLI::App& sub) {
                  "Keep trace events from here: event:N (negative from the end), a time since the "
                  "trace began (+250ms, 2s; -5s back from its end) or a time_us as recorded");
   sub.add_option("--to", opts->to, "Keep trace events before here (same forms as --from)");
+  sub.add_flag("--keep-final-state", opts->keep_final_state,
+               "With --to: write the segments and blocks of the end of the recording, as before "
+               "issue 52, instead of the state at the slice's end");
   sub.add_flag("--gzip", opts->gzip,
                "Compress the output with gzip (the default when OUT ends in .gz); memsnap and "
                "the official viewer read it back");
   sub.add_flag("--json", opts->json, "Print what was written as JSON");
   AddOutputLimitFlags(sub, opts->limit);
   sub.footer(
-      "Slicing cuts only device_traces (and external_annotations to the same time window): the\n"
-      "segments and blocks, which are the allocator state at the end of the recording, are kept\n"
-      "whole, so a slice of the middle of a trace still shows the final state.\n"
+      "A slice is a snapshot of its moment: device_traces keeps the events in [--from, --to)\n"
+      "(external_annotations the same time window), and segments holds the allocator state at\n"
+      "the slice's end (before the --to event), rebuilt by undoing the trace after it from the\n"
+      "recording's final state as `frag --at` does: each live block with its requested size and\n"
+      "the stack of its allocation, blocks alive before the trace included. Blocks freed after\n"
+      "the slice have estimated sizes (the allocator's rounding of their request). Where the\n"
+      "trace after the slice cannot be undone consistently a warning names the file and event.\n"
+      "A later --from leaves the blocks alive at its start out of the trace: commands read them\n"
+      "as allocated before it. --keep-final-state writes the end of the recording's segments\n"
+      "instead (the state its trace does not lead to).\n"
       "Not carried over (the model drops them): stale requested_size of inactive blocks (0),\n"
       "compile_context \"N/A\" and empty user_metadata (omitted), frame line 2^64-1 (-1); 2.0-era\n"
       "files (block history) and bare segment lists are written in the 2.1+ form.\n"
@@ -72,7 +100,10 @@ RunFn SetupConvert(CLI::App& sub) {
   return [opts](Context& ctx) -> absl::StatusOr<ExitCode> {
     ASSIGN_OR_RETURN(writer::SliceBound from, writer::ParseSliceBound(opts->from, "--from"));
     ASSIGN_OR_RETURN(writer::SliceBound to, writer::ParseSliceBound(opts->to, "--to"));
-    ASSIGN_OR_RETURN(query::Session session, OpenSession(opts->input, query::Needs{}, ctx));
+    // The state at the slice's end differs from the final one only when the slice ends early.
+    const bool rebuild = to.kind != writer::SliceBound::Kind::kNone && !opts->keep_final_state;
+    ASSIGN_OR_RETURN(query::Session session,
+                     OpenSession(opts->input, query::ConvertNeeds(rebuild), ctx));
     const Snapshot& snap = session.snapshot();
     std::string format = opts->format;
     const bool gzip = opts->gzip || opts->output.ends_with(".gz");
@@ -83,6 +114,8 @@ RunFn SetupConvert(CLI::App& sub) {
 
     writer::SnapshotWriteOptions write;
     write.protocol = opts->protocol;
+    std::optional<analysis::StateAtCut> state;  // the slice's state at its end, when rebuilt
+    std::vector<std::string> warnings;
     uint64_t events = snap.events.size();
     bool sliced =
         from.kind != writer::SliceBound::Kind::kNone || to.kind != writer::SliceBound::Kind::kNone;
@@ -96,7 +129,28 @@ RunFn SetupConvert(CLI::App& sub) {
       write.min_time_us = slice->min_time_us;
       write.max_time_us = slice->max_time_us;
       events = slice->events;
+      if (rebuild) {
+        std::vector<analysis::StateCut> cuts;
+        for (size_t d = 0; d < snap.traces.size(); ++d) {
+          cuts.push_back({snap.traces[d].device,
+                          static_cast<int64_t>(slice->ranges[d].end - snap.traces[d].begin)});
+        }
+        ASSIGN_OR_RETURN(state, query::StateAtCuts(session, cuts));
+        write.segments = &state->segments;
+        write.blocks = &state->blocks;
+        for (const analysis::StateCutCaveat& c : state->caveats) {
+          warnings.push_back(absl::StrCat(
+              opts->input, ": device ", c.device,
+              ": the allocator state at the slice's end (before event:", c.events,
+              ") could not be rebuilt exactly: the trace after it has ", ProblemsText(c.problems),
+              "; ", opts->output, "'s segments and blocks are approximate"));
+        }
+      }
     }
+    if (!ctx.quiet) {
+      for (const std::string& w : warnings) *ctx.err << "warning: " << w << "\n";
+    }
+    const size_t segments = state ? state->segments.size() : snap.segments.size();
     if (format == "json") {
       // Counted before anything is written: a file whose entries share one deep stack would
       // otherwise write until the disk is full.
@@ -141,13 +195,17 @@ RunFn SetupConvert(CLI::App& sub) {
       if (format == "pickle") j["protocol"] = opts->protocol;
       j["trace_entries"] = events;
       j["trace_entries_in_input"] = snap.events.size();
-      j["segments"] = snap.segments.size();
+      j["segments"] = segments;
+      // Whose allocator state `segments` holds: the slice's end, or the recording's.
+      j["state"] = state ? "slice_end" : "recording_end";
+      j["warnings"] = warnings;
       j["bytes"] = bytes;
       j["gzip"] = gzip;
       PrintJson(j, ctx);
     } else {
-      *ctx.out << "wrote " << opts->output << ": " << what << ", " << snap.segments.size()
-               << " segments, " << events << " of " << snap.events.size() << " trace entries, "
+      *ctx.out << "wrote " << opts->output << ": " << what << ", " << segments
+               << (state ? " segments at the slice's end, " : " segments, ") << events << " of "
+               << snap.events.size() << " trace entries, "
                << FormatBytes(static_cast<int64_t>(bytes)) << "\n";
     }
     return ExitCode::kOk;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -346,7 +347,7 @@ void EmitStackKey(E& e, StackId stack) {
 }
 
 template <class E>
-void EmitSegment(const Snapshot& snap, const Segment& s, E& e) {
+void EmitSegment(const Snapshot& snap, const Segment& s, std::span<const Block> blocks, E& e) {
   bool frames_first = !s.stack.valid() || snap.stacks.Get(s.stack).empty();
   e.BeginDict(12);
   e.Key(K::kDevice), e.Int(s.device);
@@ -362,7 +363,6 @@ void EmitSegment(const Snapshot& snap, const Segment& s, E& e) {
   // PyTorch writes an empty `frames` before `blocks` and a non-empty one after.
   if (frames_first) EmitStackKey(e, s.stack);
   e.Key(K::kBlocks);
-  std::span<const Block> blocks = snap.BlocksOf(s);
   e.BeginList(blocks.size());
   for (const Block& b : blocks) {
     e.BeginDict(5);
@@ -462,8 +462,13 @@ absl::Status EmitSnapshot(const Snapshot& snap, const SnapshotWriteOptions& o, E
   bool with_notes = !snap.annotations.empty();
   e.BeginDict(2 + (snap.settings.present ? 1 : 0) + (with_notes ? 1 : 0));
   e.Key(K::kSegments);
-  e.BeginList(snap.segments.size());
-  for (const Segment& s : snap.segments) EmitSegment(snap, s, e);
+  const bool given = o.segments != nullptr && o.blocks != nullptr;
+  const std::vector<Segment>& segments = given ? *o.segments : snap.segments;
+  const std::vector<Block>& blocks = given ? *o.blocks : snap.blocks;
+  e.BeginList(segments.size());
+  for (const Segment& s : segments) {
+    EmitSegment(snap, s, std::span<const Block>(blocks.data() + s.first_block, s.num_blocks), e);
+  }
   e.EndList();
   e.Key(K::kDeviceTraces);
   EmitTraces(snap, o, e);

@@ -28,8 +28,13 @@ struct SnapshotWriteOptions {
   /// Pickle protocol: 2, 3, 4 or 5. Ignored for JSON.
   int protocol = 4;
   /// One range per entry of Snapshot::traces (same order), to write a slice of the trace; empty
-  /// writes every event. Segments, blocks, settings are always written whole.
+  /// writes every event. Settings are always written whole.
   std::vector<EventRange> event_ranges;
+  /// The segments and blocks to write instead of the snapshot's (a slice's state at its end,
+  /// analysis::RebuildStateAt), shaped like Snapshot::segments and Snapshot::blocks, their stacks
+  /// ids of the snapshot's StackTable; unless both are set, the snapshot's. Must outlive the write.
+  const std::vector<Segment>* segments = nullptr;
+  const std::vector<Block>* blocks = nullptr;
   /// When event_ranges is set, annotations outside [min_time_us, max_time_us] are dropped.
   int64_t min_time_us = kNoTime;
   int64_t max_time_us = kNoTime;

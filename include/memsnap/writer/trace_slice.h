@@ -1,6 +1,6 @@
 // Cutting a trace into a range of events (`memsnap convert --from/--to`), so a huge trace can be
-// opened piece by piece in the official viewer. Only device_traces is cut: the segments and blocks
-// (the allocator state at the end of the recording) are kept whole.
+// opened piece by piece in the official viewer. This cuts device_traces; `convert` writes the
+// allocator state at the slice's end beside it (analysis::RebuildStateAt).
 #pragma once
 
 #include <cstdint>
