@@ -79,12 +79,7 @@ absl::StatusOr<Snapshot> Read(const std::string& path, const ReadSettings& setti
   const std::string& label = in_memory != nullptr ? snap->source.path : path;
   if (settings.strict && !snap->diagnostics.empty()) return snap->diagnostics.AsError(label);
   if (settings.warn) {
-    constexpr size_t kMaxShown = 10;
-    const auto& w = snap->diagnostics.warnings;
-    for (size_t i = 0; i < w.size() && i < kMaxShown; ++i) settings.warn({label, w[i]});
-    if (w.size() > kMaxShown) {
-      settings.warn({label, absl::StrCat(w.size() - kMaxShown, " more warning(s) not shown")});
-    }
+    for (const std::string& w : snap->diagnostics.Shown()) settings.warn({label, w});
   }
   return snap;
 }

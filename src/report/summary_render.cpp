@@ -254,7 +254,11 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
   }
   j["devices"] = devices;
   j["allocator_settings"] = SettingsToJson(r.settings);
-  j["warnings"] = SummaryWarnings(r);
+  // The reader's warnings, as stderr shows them, then the summary's findings: every clamp,
+  // reconciliation and guess is in the JSON too, not only on stderr (issue 52).
+  std::vector<std::string> warnings = r.read_warnings;
+  for (std::string& w : SummaryWarnings(r)) warnings.push_back(std::move(w));
+  j["warnings"] = std::move(warnings);
   return j;
 }
 

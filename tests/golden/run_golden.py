@@ -9,7 +9,9 @@ folder and the real-snapshot corpus (CORPUS_DIR, as configured by MEMSNAP_CORPUS
 names `@corpus/` exits 77 when the corpus is absent, which ctest reports as skipped, not passed;
 with MEMSNAP_REQUIRE_CORPUS=1 it fails instead. A `setup` file (Python) may create inputs first,
 with the variable `tmp` naming a scratch folder and `testdata` the fixture folder; `@tmp/` expands
-to that folder. MEMSNAP_UPDATE_GOLDEN=1 rewrites the expected files."""
+to that folder. MEMSNAP_UPDATE_GOLDEN=1 rewrites the expected files. A run that takes longer
+than MEMSNAP_GOLDEN_TIMEOUT seconds (default 300) fails the case: a regression that opens a FIFO a
+setup made (check/dir_unreadable_entries) would otherwise block until ctest's own limit."""
 import difflib
 import os
 import subprocess
@@ -45,8 +47,14 @@ def main():
         if os.path.isdir(corpus):
             os.symlink(corpus, os.path.join(tmp, "@corpus"))
         args = [line.replace("@tmp/", tmp + "/") for line in lines]
-        proc = subprocess.run([memsnap] + args, capture_output=True, text=True, cwd=tmp,
-                              env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
+        timeout = float(os.environ.get("MEMSNAP_GOLDEN_TIMEOUT", "300"))
+        try:
+            proc = subprocess.run([memsnap] + args, capture_output=True, text=True, cwd=tmp,
+                                  env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"FAIL: memsnap {' '.join(args)} did not finish in {timeout:g} s")
+            return 1
 
         def norm(s):
             return s.replace(testdata + "/", "@testdata/").replace(corpus + "/", "@corpus/") \

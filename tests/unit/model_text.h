@@ -12,7 +12,8 @@ namespace memsnap::testing {
 /// Every field of the model that a reader fills, one record per line.
 std::string ModelText(const Snapshot& snap);
 
-/// analysis::Summarize rendered as JSON, without the `source` fields that name the container.
+/// analysis::Summarize rendered as JSON, without the `source` fields that name the container nor
+/// the reader's warnings (SummaryReport::read_warnings), which locate by offset or key path.
 std::string SummaryText(const Snapshot& snap);
 
 }  // namespace memsnap::testing

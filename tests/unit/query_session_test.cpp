@@ -3,6 +3,7 @@
 // it could not read.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -10,11 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/query/session.h"
 #include "memsnap/query/summary.h"
 #include "memsnap/query/timeline.h"
 #include "memsnap/query/top.h"
+#include "memsnap/report/summary_render.h"
 #include "test_util.h"
 
 namespace memsnap {
@@ -287,6 +290,57 @@ TEST_CASE("the peak of a training step is the most live memory within it") {
   absl::StatusOr<query::ResolvedMoment> past = query::ResolveMomentArg(*at, s->snapshot(), tl);
   REQUIRE(!past.ok());
   CHECK(std::string(past.status().message()).find("2 steps") != std::string::npos);
+}
+
+TEST_CASE("every clamp the reader makes is in summary's JSON warnings as on stderr, once each") {
+  // Issue 52: a block of 2^70 bytes (a pickle LONG wider than 64 bits) and a trace entry of -4096
+  // bytes used to exit 0 with an empty `warnings` list and only a line on stderr.
+  const std::string path = WriteTemp(
+      "out_of_range.pickle",
+      testing::PythonPickle(
+          "{'segments': [{'device': 0, 'address': 2**40, 'total_size': 2097152, "
+          "'allocated_size': 1048576, 'active_size': 1048576, 'requested_size': 1000, 'stream': 0, "
+          "'segment_type': 'small', 'frames': [], 'blocks': ["
+          "{'address': 2**40, 'size': 1048576, 'requested_size': 1000, "
+          "'state': 'active_allocated', 'frames': []}, "
+          "{'address': 2**40 + 1048576, 'size': 2**70, 'state': 'inactive', 'frames': []}]}], "
+          "'device_traces': [[{'action': 'alloc', 'addr': 2**40, 'size': 1000, 'stream': 0}, "
+          "{'action': 'alloc', 'addr': 2**41, 'size': -4096, 'stream': 0}]]}"));
+  std::vector<std::string> stderr_lines;
+  query::ReadSettings settings = Quiet();
+  settings.warn = [&](const query::Warning& w) { stderr_lines.emplace_back(w.message); };
+  absl::StatusOr<query::Session> s = query::Session::Open(path, query::SummaryNeeds(), settings);
+  REQUIRE(s.ok());
+  absl::StatusOr<query::SummaryResult> r = query::SummaryQuery({}, *s);
+  REQUIRE(r.ok());
+  const nlohmann::ordered_json j = report::SummaryResultToJson(*r);
+  std::vector<std::string> json;
+  for (const auto& w : j["warnings"]) json.push_back(w.get<std::string>());
+  auto count = [](const std::vector<std::string>& lines, std::string_view needle) {
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return l.find(needle) != std::string::npos; });
+  };
+  for (const char* needle : {"/segments/0/blocks/1/size: 9223372036854775807 is not a block size",
+                             "/device_traces/0/1/size: -4096 is not a trace entry size",
+                             "integer(s) wider than 64 bits were clamped"}) {
+    CAPTURE(needle);
+    CHECK(count(stderr_lines, needle) == 1);
+    CHECK(count(json, needle) == 1);
+  }
+  // The reader's warnings come first, in the words stderr shows; the summary's findings follow.
+  REQUIRE(json.size() >= stderr_lines.size());
+  CHECK(std::vector<std::string>(json.begin(), json.begin() + stderr_lines.size()) == stderr_lines);
+}
+
+TEST_CASE("a read with more than ten warnings shows ten and a count, on stderr and in the JSON") {
+  Diagnostics d;
+  for (int i = 0; i < 13; ++i) d.Warn(absl::StrCat("w", i));
+  const std::vector<std::string> shown = d.Shown();
+  REQUIRE(shown.size() == Diagnostics::kMaxShown + 1);
+  CHECK(shown[9] == "w9");
+  CHECK(shown.back() == "3 more warning(s) not shown");
+  d.warnings.resize(10);
+  CHECK(d.Shown() == d.warnings);
 }
 
 }  // namespace

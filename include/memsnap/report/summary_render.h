@@ -13,7 +13,8 @@ namespace memsnap::report {
 
 /// The summary's findings worth a user's attention, in words and a fixed order: per device, where
 /// the trace begins (TraceStartWarning) and the blocks still live that were allocated before it;
-/// then the file's own ring-buffer flag. `warnings` in JSON, "warnings" in text.
+/// then the file's own ring-buffer flag. "warnings" in text; in JSON `warnings` is the reader's
+/// warnings (SummaryReport::read_warnings, which the text leaves on stderr) and then these.
 std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& report);
 
 /// Where a device's trace begins, given `blocks` freed in it but allocated before it (and their

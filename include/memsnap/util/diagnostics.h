@@ -3,6 +3,7 @@
 // errors (docs/coding-guidelines.md §4).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct Diagnostics {
   bool empty() const { return warnings.empty(); }
   /// OK when there are no warnings; else InvalidArgument listing them (used by --strict).
   absl::Status AsError(std::string_view context) const;
+  /// The warnings as they are shown, on stderr and in `summary --json`'s `warnings` alike: the
+  /// first kMaxShown, then "N more warning(s) not shown" when there are more.
+  static constexpr size_t kMaxShown = 10;
+  std::vector<std::string> Shown() const;
 };
 
 }  // namespace memsnap

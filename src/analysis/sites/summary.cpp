@@ -312,6 +312,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
   report.unique_frames = static_cast<int64_t>(snap.frames.size());
   report.annotations = static_cast<int64_t>(snap.annotations.size());
   report.settings = snap.settings;
+  report.read_warnings = snap.diagnostics.Shown();
 
   // The devices with a segment or a trace event, ascending, each found by binary search in a
   // flat array: a tree of 100,000 devices cost a cache miss per level per lookup (issue 54).

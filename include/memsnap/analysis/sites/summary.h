@@ -159,6 +159,9 @@ struct SummaryReport {
   /// With the devices' frees_without_alloc, ghost_blocks and trace_start, the findings
   /// report::SummaryWarnings writes in words.
   bool ring_overflowed = false;
+  /// What the reader clamped, dropped, reconciled or guessed (Snapshot::diagnostics), as the read
+  /// printed it on stderr (Diagnostics::Shown): `summary --json` lists these first in `warnings`.
+  std::vector<std::string> read_warnings;
 };
 
 /// Counts and totals of `snapshot`; with SummaryOptions::peaks it rebuilds the timeline for them
