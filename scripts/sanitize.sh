@@ -47,4 +47,11 @@ for ((k = 0; k < shards; k++)); do
     status=1
   fi
 done
+# Traces the final state does not explain (tests/consistency/variants.py): oom, report, replay
+# --sweep and frag on the awkward variants of two corpus files, under the sanitizers.
+if [[ -d ../../../shared/snapshots ]]; then
+  python3 ../../tests/consistency/variants.py ../memsnap ../../../shared/snapshots --files 2 \
+    --signals-only >variants.log 2>&1 || { cat variants.log >&2; status=1; }
+  echo "sanitize: variants: $(tail -1 variants.log)" >&2
+fi
 exit $status

@@ -2,7 +2,7 @@
 """Traces the final state does not explain: one model, no crash (docs/figures.md, "When the trace
 does not explain the state").
 
-  variants.py MEMSNAP FILE_OR_DIR... [--files N]
+  variants.py MEMSNAP FILE_OR_DIR... [--files N] [--signals-only]
 
 Derives from each snapshot with a trace (N of them, spread over the sorted list; default 10) the
 shapes real files take when their trace and dumped state disagree, each a pickle written with
@@ -17,7 +17,9 @@ Python's own pickle module from `memsnap convert`'s JSON:
 Each variant must pass check_consistency.py's checks (every figure the same in every command and
 on the page, both fit starts), have no negative byte figure and no share outside [0, 1] in any
 JSON, and `oom`, `report`, `replay --sweep` and `frag` must end with exit 0, 1 or 2, never a
-signal. Prints one line per problem; exits 1 when there is any, 77 (skipped) without the corpus.
+signal. --signals-only runs only the last (the sanitizer stage of CI, scripts/sanitize.sh, on a
+memsnap built with ASan and UBSan). Prints one line per problem; exits 1 when there is any, 77
+(skipped) without the corpus.
 """
 import json
 import os
@@ -126,17 +128,18 @@ def derive(memsnap, path, d, tmp):
     return made
 
 
-def check_variant(memsnap, name, path, tmp):
+def check_variant(memsnap, name, path, tmp, signals_only):
     bad = []
-    try:
-        bad += check_consistency.check_file(memsnap, path, tmp)
-    except Exception as e:  # an unreadable output is a disagreement too
-        bad.append(f"{name}: {e}")
-    for args in (["summary", "--json"], ["top", "--json", "--top", "0"],
-                 ["top", "--by", "category", "--json"], ["frag", "--json"]):
-        p = run(memsnap, *args, path)
-        if p.returncode in (0, 1):
-            ranges(name, args[0], json.loads(p.stdout), bad)
+    if not signals_only:
+        try:
+            bad += check_consistency.check_file(memsnap, path, tmp)
+        except Exception as e:  # an unreadable output is a disagreement too
+            bad.append(f"{name}: {e}")
+        for args in (["summary", "--json"], ["top", "--json", "--top", "0"],
+                     ["top", "--by", "category", "--json"], ["frag", "--json"]):
+            p = run(memsnap, *args, path)
+            if p.returncode in (0, 1):
+                ranges(name, args[0], json.loads(p.stdout), bad)
     page = os.path.join(tmp, "variant.html")
     for args in (["oom"], ["report", "-o", page, "--force"], ["replay", "--sweep"], ["frag"]):
         p = run(memsnap, *args, path)
@@ -151,6 +154,8 @@ def check_variant(memsnap, name, path, tmp):
 def main():
     args = sys.argv[1:]
     limit = 10
+    signals_only = "--signals-only" in args
+    args = [a for a in args if a != "--signals-only"]
     if "--files" in args:
         i = args.index("--files")
         limit = int(args[i + 1])
@@ -187,7 +192,7 @@ def main():
             d = load(memsnap, f, tmp)
             for tag, path in derive(memsnap, f, d, tmp):
                 name = f"{os.path.basename(f)[:40]}.{tag}"
-                bad += check_variant(memsnap, name, path, tmp)
+                bad += check_variant(memsnap, name, path, tmp, signals_only)
                 checked += 1
                 os.remove(path)
     for b in bad:
