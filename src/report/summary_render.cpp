@@ -200,7 +200,8 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
                            {"first_unplaced_free_event", u.first_unplaced_free},
                            {"beyond_end_blocks", u.beyond_end_blocks},
                            {"beyond_end_bytes", u.beyond_end_bytes},
-                           {"unreconciled_bytes", u.unreconciled_bytes}};
+                           {"unreconciled_bytes", u.unreconciled_bytes},
+                           {"live_over_reserved_bytes", u.live_over_reserved}};
     }
     dj["pools"] = TableToJson(PoolsTable(d));
     dj["streams"] = TableToJson(StreamsTable(d));
@@ -312,6 +313,13 @@ std::vector<std::string> SummaryWarnings(const analysis::SummaryReport& r) {
                                                       : " allocations never freed)")
               : std::string(),
           ": their frees were not recorded, so they count as live to the end"));
+    }
+    if (u.live_over_reserved > 0) {
+      out.push_back(absl::StrCat(
+          "device ", dev.device, ": live memory exceeds reserved memory by up to ",
+          FormatBytes(u.live_over_reserved),
+          ", which no allocator does: the trace contradicts itself (edited or pieced together), so "
+          "its figures are the trace's reading, not the run's"));
     }
     if (u.unreconciled_bytes > 0) {
       out.push_back(absl::StrCat("device ", dev.device, ": ", FormatBytes(u.unreconciled_bytes),

@@ -64,7 +64,8 @@ PHRASES_ALLOWED = {
         " cached free (largest block ", "fits and where it would fail")},
     **{("src/analysis/allocator/replay.cpp", lit):
        "ImpliedCapacity's reason for refusing a card: part of NoCapacityError's message"
-       for lit in ("it is not above zero", "the trace itself ", " from its start")},
+       for lit in ("it is not above zero", "the trace itself reserves ", " from its start",
+                   "the trace itself holds ", " live when that entry is written")},
     ("src/analysis/allocator/replay_run.cpp", " resumed from a saved state; "):
         "FitSearchNote: a --timings line",
     ("src/analysis/allocator/replay_run.cpp", " capacities proven without a replay, "):

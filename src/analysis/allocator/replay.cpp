@@ -318,12 +318,12 @@ ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& t
   struct Entry {
     uint32_t event;
     int64_t device_free, reserved;
+    int64_t live = 0;  // live requested bytes then (read only where the dump does not explain)
   };
   std::vector<Entry> ooms;                                   // latest first
   int64_t most = reserved;                                   // the most reserved at any point
   int64_t most_event = static_cast<int64_t>(ev.size()) - 1;  // after it; -1: the start
   bool explained = true;
-  std::string_view what = "reserves";
   for (size_t i = ev.size(); i-- > 0;) {
     const TraceEvent& e = ev[i];
     switch (e.action) {
@@ -359,31 +359,37 @@ ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& t
     absl::StatusOr<Timeline> tl = ReconstructTimeline(snap, o);
     if (!tl.ok() || tl->devices.empty()) return {};
     const DeviceTimeline& dt = tl->devices[0];
-    for (Entry& m : ooms) m.reserved = dt.ReservedAt(TimelinePoint::After(m.event));
+    for (Entry& m : ooms) {
+      m.reserved = dt.ReservedAt(TimelinePoint::After(m.event));
+      for (const DeviceTimeline::OomMoment& o : dt.oom_moments) {
+        if (o.event == m.event) m.live = o.live_requested;
+      }
+    }
     most = dt.peak_reserved;
     most_event = dt.peak_reserved_event.index();
-    if (dt.peak_requested > most) {  // more live than reserved: the card held at least that
-      most = dt.peak_requested;
-      most_event = dt.peak_event.index();
-      what = "holds live";
-    }
   }
-  // The first oom entry whose card could have held what the trace reserves: a card smaller than
-  // that is not the run's (a trace pieced together, an entry edited), and the next entry is tried.
+  // The first oom entry whose card could have held what the trace reserves, and what it held live
+  // when that entry was written: a card smaller is not the run's (a trace pieced together, an entry
+  // edited), and the next entry is tried.
   ImpliedCapacityResult out;
   for (const Entry& m : ooms) {
     const int64_t capacity = m.device_free + m.reserved;
-    if (capacity > 0 && capacity >= most) {
+    if (capacity > 0 && capacity >= most && capacity >= m.live) {
       out.bytes = capacity;
       return out;
     }
     if (!out.rejected) {
       out.rejected = capacity;
-      out.why = capacity <= 0
-                    ? std::string("it is not above zero")
-                    : absl::StrCat("the trace itself ", std::string(what), " ", FormatBytes(most),
-                                   most_event < 0 ? std::string(" from its start")
-                                                  : absl::StrCat(" after event:", most_event));
+      if (capacity <= 0) {
+        out.why = "it is not above zero";
+      } else if (capacity < most) {
+        out.why = absl::StrCat("the trace itself reserves ", FormatBytes(most),
+                               most_event < 0 ? std::string(" from its start")
+                                              : absl::StrCat(" after event:", most_event));
+      } else {
+        out.why = absl::StrCat("the trace itself holds ", FormatBytes(m.live),
+                               " live when that entry is written");
+      }
     }
   }
   return out;

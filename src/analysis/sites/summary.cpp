@@ -381,6 +381,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       u.beyond_end_blocks = dt.open_without_block;
       u.beyond_end_bytes = dt.beyond_end_requested_bytes;
       u.unreconciled_bytes = dt.unreconciled_requested_bytes;
+      u.live_over_reserved = dt.MaxLiveOverReserved();
       if (options.phase_peaks) {
         it->phase_peaks = PhasePeaks(snap, dt);
         it->step_peaks = StepPeaks(snap, dt, &it->steps_method);

@@ -872,6 +872,17 @@ std::optional<int64_t> DeviceTimeline::FindLive(TimelinePoint p) const {
   return std::nullopt;
 }
 
+int64_t DeviceTimeline::MaxLiveOverReserved() const {
+  if (reserved_steps.empty() && start_reserved == 0 && end_reserved == 0) return 0;  // no segments
+  int64_t over = std::max<int64_t>(0, start_requested - start_reserved);
+  if (reserved_steps.empty()) return std::max(over, peak_requested - start_reserved);
+  const uint32_t first = std::min<uint32_t>(reserved_steps.front().event, live_net.size());
+  for (uint32_t e = 0; e < first; ++e)
+    over = std::max(over, start_requested + live_net[e] - start_reserved);
+  for (const ReservedStep& step : reserved_steps) over = std::max(over, step.max_live - step.bytes);
+  return over;
+}
+
 std::vector<int64_t> DeviceTimeline::LiveCurve() const {
   std::vector<int64_t> curve(live_net);
   for (int64_t& v : curve) v += start_requested;

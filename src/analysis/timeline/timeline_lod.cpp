@@ -59,22 +59,6 @@ std::vector<int64_t> CurveOf(const DeviceTimeline& dt, Keep keep, int64_t& start
   return curve;
 }
 
-// The most a curve (curve[i] + offset after event i, `start` before the first) exceeds the
-// reserved curve by (0 when never).
-int64_t MaxOverReserved(const ReservedCurve& reserved, std::span<const int64_t> curve,
-                        int64_t offset, int64_t start) {
-  int64_t over = std::max<int64_t>(0, start - reserved.start);
-  size_t next = 0;
-  int64_t value = reserved.start;
-  for (size_t i = 0; i < curve.size(); ++i) {
-    while (next < reserved.steps.size() && reserved.steps[next].event <= i) {
-      value = reserved.steps[next++].bytes;
-    }
-    over = std::max(over, curve[i] + offset - value);
-  }
-  return over;
-}
-
 // Integer x of the events (microseconds since the first time, or the event index), made
 // non-decreasing: a bucket is then a contiguous run of events, so tiles and bands cover runs.
 // Not stored when the times never decrease (x is then the event's own time less t0) or there are
@@ -593,7 +577,7 @@ CountedLifetimes CountLifetimesAndCurve(const DeviceTimeline& dt, std::vector<in
   c.timeline_min_reserved = reserved.start;
   for (const ReservedStep& step : reserved.steps)
     c.timeline_min_reserved = std::min(c.timeline_min_reserved, step.bytes);
-  c.timeline_max_over_reserved = MaxOverReserved(reserved, values, offset, start);
+  c.timeline_max_over_reserved = dt.MaxLiveOverReserved();
   return c;
 }
 

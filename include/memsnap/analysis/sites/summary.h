@@ -134,7 +134,10 @@ struct DeviceSummary {
     int64_t first_unplaced_free = -1;                     // device-local event
     int64_t beyond_end_blocks = 0, beyond_end_bytes = 0;  // live to the end, not in the state
     int64_t unreconciled_bytes = 0;                       // in the state, live from the start
-    bool any() const { return unplaced_frees + beyond_end_bytes + unreconciled_bytes > 0; }
+    int64_t live_over_reserved = 0;  // the most live exceeds reserved by: a self-contradiction
+    bool any() const {
+      return unplaced_frees + beyond_end_bytes + unreconciled_bytes + live_over_reserved > 0;
+    }
   } unexplained;
   std::optional<TracePeaks> peaks;  // devices with a trace, with SummaryOptions::peaks
   /// SummaryOptions::phase_peaks: one per phase the trace shows, in StepPhase order; empty when

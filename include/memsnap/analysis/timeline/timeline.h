@@ -280,6 +280,10 @@ struct DeviceTimeline {
   /// without it the start, the peak, the end, the oom entries and (kLiveAt) the kept moment.
   /// nullopt for any other point: never a neighbouring value.
   std::optional<int64_t> FindLive(TimelinePoint p) const;
+  /// The most live bytes exceed reserved bytes by at any point (0 on a trace that does not
+  /// contradict itself: no allocator holds more than it reserved; 0 on a file that records no
+  /// segment). Reads the curve for the stretch before the first segment event, when there is one.
+  int64_t MaxLiveOverReserved() const;
   /// The live requested-bytes curve, one value per event (a copy; needs the stored curve).
   std::vector<int64_t> LiveCurve() const;
   /// Reserved bytes at `p`. O(log segment events).
