@@ -18,8 +18,7 @@ function traceNotes(dev) {
   }
   if (c.beyond_end_bytes > 0) {
     items.push(fmtBytes(c.beyond_end_bytes) + " the trace leaves live at its end" + (c.beyond_end > 0 ? " (" + fmtCountOf(c.beyond_end, "allocation") + " never freed)" : "") +
-      " that the snapshot's final state does not hold: their frees were not recorded, so they count as live to the end (" +
-      fmtBytes(c.end_live_counted) + " at the end, against " + fmtBytes(dev.end_live) + " in the snapshot);");
+      " that the snapshot's final state does not hold: their frees were not recorded, so they count as live to the end;");
   }
   if (c.unreconciled_bytes > 0) {
     items.push(fmtBytes(c.unreconciled_bytes) + " of the final state that the trace does not explain: counted as live from the start, of unknown kind;");
@@ -29,6 +28,7 @@ function traceNotes(dev) {
       ") that the trace creates and never releases although the final state does not hold them: left out of reserved memory.");
   }
   if (items.length) {
+    items[items.length - 1] = items[items.length - 1].replace(/;$/, ".");
     out.push(h("div", { class: "note warn" },
       h("p", { text: "The trace does not explain the snapshot's final state. Every figure here, and every memsnap command, reads it one way:" }),
       h("ul", {}, ...items.map((t) => h("li", { text: t }))),
