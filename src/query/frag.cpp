@@ -23,8 +23,10 @@ absl::StatusOr<analysis::FragReport> FragQuery(const FragRequest& request, Sessi
   analysis::FragOptions options = request.options;
   options.categories = session.categories();
   ASSIGN_OR_RETURN(analysis::FragReport report, analysis::AnalyzeFragmentation(snap, options, tl));
-  // The answer's `fix` line: each candidate setting replayed on every device's trace.
-  if (request.replay && request.options.timeline_samples == 0 && !report.peaks.empty()) {
+  // The answer's `fix` line: each candidate setting replayed on every device's trace (on a dump
+  // without one, the dumped state placed on the device: the fit oom and check give).
+  if (request.replay && request.options.timeline_samples == 0 &&
+      (!report.peaks.empty() || !snap.segments.empty())) {
     analysis::FragFixOptions fo;
     fo.candidates = request.candidates;
     fo.start = request.start;

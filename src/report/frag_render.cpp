@@ -323,12 +323,20 @@ const analysis::FragFix* FixOf(const FragReport& r, int32_t device) {
 
 // The `fix` line: the setting that lowers the peak, proven by the replays; or why none is given.
 std::string FixText(const FragReport& r, const analysis::FragCost& c) {
-  if (!c.at_peak) {
-    return "cannot be proven without a trace: record one with "
-           "torch.cuda.memory._record_memory_history(max_entries=1000000) before the run, and "
-           "frag replays each allocator setting on it";
-  }
   const analysis::FragFix* fix = FixOf(r, c.device);
+  if (!c.at_peak) {
+    const std::string record =
+        "record a trace with torch.cuda.memory._record_memory_history(max_entries=1000000) "
+        "before the run, and frag replays each allocator setting on it";
+    if (fix == nullptr || fix->settings.empty() || fix->settings[0].fits_on <= 0) {
+      return absl::StrCat("cannot be proven without a trace: ", record);
+    }
+    return absl::StrCat("no trace, so no setting can be proven to lower a peak; the dumped state "
+                        "fits on ",
+                        FormatBytes(fix->settings[0].fits_on),
+                        " with the recorded settings (its live memory is ",
+                        FormatBytes(fix->live_peak), "): ", record);
+  }
   if (fix == nullptr || fix->settings.empty()) {
     return "not replayed (--no-replay); without the flag frag replays each allocator setting on "
            "the trace";
@@ -513,8 +521,10 @@ Json FragAnswerToJson(const FragReport& r, const analysis::FragCost& c) {
   }
   j["pins"] = pins;
   Json fix;
-  const analysis::FragFix* ff = c.at_peak ? FixOf(r, c.device) : nullptr;
+  const analysis::FragFix* ff = FixOf(r, c.device);
   fix["replayed"] = ff != nullptr && !ff->settings.empty();
+  // Without a trace the replays place the dumped state on the device: the fit oom and check give.
+  fix["dumped_state_only"] = !c.at_peak;
   if (ff != nullptr && !ff->settings.empty()) {
     const auto& base = ff->settings[0];
     fix["recorded_peak_reserved_bytes"] = base.peak_reserved;

@@ -108,9 +108,19 @@ TEST_SUITE("check") {
           std::string::npos);
     CHECK(report::CheckToJunit(fail).find("answer: fragmentation: at event:4") !=
           std::string::npos);
-    // Without a trace there is nothing to replay: an error, not a pass.
+    // Without a trace the fit is the dumped state placed on the device: its 36 MiB of live
+    // blocks do not fit 30 MiB (never a pass on memory that was not replayed), and fit 82 MiB.
     CheckMetrics none = MeasureForCheck(LoadFixture("frag_basic.json"), &o);
-    CHECK_FALSE(RunChecks(none, nullptr, o).ok());
+    absl::StatusOr<CheckReport> dump_only = RunChecks(none, nullptr, o);
+    REQUIRE(dump_only.ok());
+    CHECK_FALSE(dump_only->passed());
+    REQUIRE(dump_only->checks[0].failure.has_value());
+    CHECK(dump_only->checks[0].failure->value >= 36 * kMiB);
+    o.fits = 82 * kMiB;
+    CheckMetrics roomy = MeasureForCheck(LoadFixture("frag_basic.json"), &o);
+    absl::StatusOr<CheckReport> fits = RunChecks(roomy, nullptr, o);
+    REQUIRE(fits.ok());
+    CHECK(fits->passed());
   }
 
   TEST_CASE("a failed byte check states the exact bytes and how far over the limit they are") {

@@ -20,7 +20,7 @@ namespace {
 
 using testing::Ev;
 
-constexpr uint64_t kBase = 0x7f0000000000;
+constexpr uint64_t kStreamBase = 0x7f0000000000;
 
 // A random trace over a few addresses (missing allocs and frees, reused addresses, segment
 // events, times that step back) and a final state that partly matches it.
@@ -31,7 +31,7 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
   int64_t t = 100;
   for (int i = 0; i < n; ++i) {
     const int roll = std::uniform_int_distribution<int>(0, 99)(rng);
-    const uint64_t addr = kBase + 512 * std::uniform_int_distribution<uint64_t>(0, 40)(rng);
+    const uint64_t addr = kStreamBase + 512 * std::uniform_int_distribution<uint64_t>(0, 40)(rng);
     const int64_t size = std::uniform_int_distribution<int64_t>(1, 5000)(rng);
     Action a = roll < 40   ? Action::kAlloc
                : roll < 60 ? Action::kFreeRequested
@@ -40,7 +40,7 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
                : roll < 97 ? Action::kSegmentFree
                : roll < 99 ? Action::kSegmentMap
                            : Action::kSegmentUnmap;
-    TraceEvent e = Ev(a, a >= Action::kSegmentAlloc ? kBase : addr, size,
+    TraceEvent e = Ev(a, a >= Action::kSegmentAlloc ? kStreamBase : addr, size,
                       on[std::uniform_int_distribution<int>(0, 2)(rng)]);
     t += std::uniform_int_distribution<int>(-1, 3)(rng);
     e.time_us = t;
@@ -48,11 +48,11 @@ Snapshot RandomSnapshot(std::mt19937_64& rng, int n) {
   }
   Snapshot snap = testing::TraceSnapshot(std::move(events), std::move(streams));
   Segment seg;
-  seg.address = kBase;
+  seg.address = kStreamBase;
   seg.total_size = 64 * 512;
   for (int k = 0; k < 8; ++k) {
     Block b;
-    b.address = kBase + 512 * static_cast<uint64_t>(k);
+    b.address = kStreamBase + 512 * static_cast<uint64_t>(k);
     b.size = 512;
     b.requested_size = 100 + k;
     b.state = k % 3 == 0 ? BlockState::kInactive : BlockState::kActiveAllocated;

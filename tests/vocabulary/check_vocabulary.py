@@ -58,6 +58,7 @@ PHRASES_ALLOWED = {
     ("src/analysis/allocator/frag.cpp", "a time or event:N"): "the flag's value in an error",
     **{("src/analysis/allocator/oom.cpp", lit): "NoCapacityError's message" for lit in (
         "no oom entry in the trace", "the trace's oom entry implies ",
+        "the snapshot has no trace, so no oom entry gives the card",
         " of device memory (device_free + reserved), which cannot be right (",
         " and no --device-memory, so the device's capacity is unknown ",
         "and there is nothing to replay against. The snapshot ends with ", " of it allocated",

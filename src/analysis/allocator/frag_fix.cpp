@@ -31,10 +31,10 @@ absl::StatusOr<std::vector<FragFix>> FindFragFixes(const Snapshot& snap,
     std::vector<size_t> same_as;
   };
   std::vector<Device> devices;
+  const std::vector<DeviceTrace> traces = FitTraces(snap);
   {
     ScopedTimer t("frag: prepare replays");
-    for (const DeviceTrace& t : snap.traces) {
-      if (t.size() == 0) continue;
+    for (const DeviceTrace& t : traces) {
       Device& d = devices.emplace_back();
       d.trace = &t;
       d.prepared = PrepareTrace(snap, t, EmptyCacheMode::kHeuristic, recorded,

@@ -463,7 +463,8 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options,
     absl::StrAppend(&holders, i == 0 ? "" : ", ", sites[i].first, " ",
                     FormatBytes(sites[i].second));
   }
-  std::string why = "no oom entry in the trace";
+  std::string why = snap.events.empty() ? "the snapshot has no trace, so no oom entry gives the card"
+                                        : "no oom entry in the trace";
   if (!rejected.empty()) {
     why = absl::StrCat("the trace's oom entry implies ", FormatBytes(rejected.front().implied),
                        " of device memory (device_free + reserved), which cannot be right (",
@@ -610,8 +611,9 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
 
   std::vector<DeviceJob> jobs;
   bool any_trace = false;
-  for (const DeviceTrace& t : snap.traces) {
-    if (t.size() == 0 || (options.device && t.device != *options.device)) continue;
+  const std::vector<DeviceTrace> traces = FitTraces(snap);
+  for (const DeviceTrace& t : traces) {
+    if (options.device && t.device != *options.device) continue;
     any_trace = true;
     std::optional<int64_t> capacity = options.device_memory;
     CapacitySource source = CapacitySource::kFlag;

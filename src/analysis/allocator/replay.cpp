@@ -395,6 +395,20 @@ ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& t
   return out;
 }
 
+std::vector<DeviceTrace> FitTraces(const Snapshot& snap) {
+  std::vector<DeviceTrace> traces;
+  for (const DeviceTrace& t : snap.traces) {
+    if (t.size() > 0) traces.push_back(t);
+  }
+  for (int32_t device : snap.Devices()) {
+    const DeviceTrace* t = snap.TraceOf(device);
+    if (t == nullptr || t->size() == 0) traces.push_back(DeviceTrace{device, 0, 0});
+  }
+  std::sort(traces.begin(), traces.end(),
+            [](const DeviceTrace& a, const DeviceTrace& b) { return a.device < b.device; });
+  return traces;
+}
+
 absl::Status AppendConfs(const sim::AllocatorConfig& recorded,
                          const std::vector<std::string>& confs, std::vector<ReplayConfig>& out) {
   for (const std::string& conf : confs) {

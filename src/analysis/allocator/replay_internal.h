@@ -110,6 +110,11 @@ struct ImpliedCapacityResult {
 };
 ImpliedCapacityResult ImpliedCapacity(const Snapshot& snap, const DeviceTrace& trace);
 
+/// The devices a fit answer is given for, ascending: each device's trace, and for a device whose
+/// dump has segments but whose trace is empty (a dump-only file) a trace of no events, so that
+/// its fit is the dumped state placed on the device (docs/figures.md, "Fits on, needs, over").
+std::vector<DeviceTrace> FitTraces(const Snapshot& snap);
+
 /// Recorded block address -> the simulated block now standing for it: the replay's one lookup per
 /// event. Open addressing with linear probing over a power-of-two table at most half full, erase
 /// by backward shift (no tombstones, so a long replay's probes stay short), the hash seeded per
