@@ -14,8 +14,9 @@ namespace memsnap {
 
 namespace {
 constexpr std::array<std::string_view, kNumActions> kActionNames = {
-    "alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap",  "snapshot",       "oom",           "unknown"};
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "snapshot",
+    "oom",          "annotate",       "unknown"};
 }  // namespace
 
 std::string_view ActionName(Action action) { return kActionNames[static_cast<int>(action)]; }

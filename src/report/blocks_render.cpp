@@ -63,6 +63,9 @@ void RenderBlocksText(const analysis::BlocksReport& rep, size_t limit, std::ostr
     if (!r.user_metadata.empty()) {
       os << under_site << "  metadata: " << r.user_metadata << "\n";
     }
+    for (const std::string& a : r.annotations) {
+      os << under_site << "  annotation: " << a << "\n";
+    }
     if (!r.compile_context.empty()) {
       os << under_site << "  compile context: " << r.compile_context << "\n";
     }
@@ -104,6 +107,7 @@ Json BlocksToJson(const analysis::BlocksReport& rep, size_t limit) {
     // Only on blocks whose alloc entry carries them (newer PyTorch; docs/attribution.md).
     if (!r.user_metadata.empty()) b["user_metadata"] = r.user_metadata;
     if (!r.compile_context.empty()) b["compile_context"] = r.compile_context;
+    if (!r.annotations.empty()) b["annotations"] = r.annotations;
     if (r.stack < 0) {
       b["stack"] = nullptr;
     } else {

@@ -162,9 +162,12 @@ enum class Action : uint8_t {
   kSegmentUnmap,
   kSnapshot,
   kOom,
+  /// "annotate" (PyTorch's _annotate_memory): metadata attached to the live block at `addr`
+  /// after its alloc; never an alloc or a free, no effect on any byte count.
+  kAnnotate,
   kUnknown,  // an action name this version of memsnap does not know; kept, counted, ignored
 };
-inline constexpr int kNumActions = 10;
+inline constexpr int kNumActions = 11;
 /// The name PyTorch writes ("alloc", "free_requested", ...); "unknown" for kUnknown.
 std::string_view ActionName(Action action);
 /// Inverse of ActionName; kUnknown for anything else.

@@ -40,7 +40,7 @@ bool IsEmptyCacheBurst(std::span<const TraceEvent> ev, size_t i, bool pressure_r
   for (size_t j = i; j < ev.size(); ++j) {
     Action a = ev[j].action;
     if (IsSegmentRelease(a) || a == Action::kFreeCompleted || a == Action::kSnapshot ||
-        a == Action::kUnknown) {
+        a == Action::kAnnotate || a == Action::kUnknown) {
       continue;
     }
     if (a == Action::kOom) return false;

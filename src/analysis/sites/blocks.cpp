@@ -48,6 +48,14 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
   SiteLabels labels(context.attribution());
   std::vector<size_t> site_of_row;
   for (const DeviceTimeline& dt : timeline.devices) {
+    // The device's annotate entries by address: (device-local event, metadata), in trace order.
+    absl::flat_hash_map<uint64_t, std::vector<std::pair<uint32_t, StrId>>> annotated;
+    for (uint32_t i = 0; i < dt.num_events; ++i) {
+      const uint32_t g = dt.event_begin + i;
+      if (snap.events[g].action != Action::kAnnotate) continue;
+      const EventExtra* x = snap.ExtraOf(g);
+      annotated[snap.events[g].addr].emplace_back(i, x == nullptr ? StrId() : x->user_metadata);
+    }
     const TimelinePoint at = query.all ? TimelinePoint() : ResolveMoment(snap, dt, query.at);
     for (const BlockLifetime& lt : dt.blocks) {
       if (!query.all && !lt.LiveAt(at)) continue;
@@ -63,6 +71,16 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
       if (const EventExtra* x = AllocExtraOf(snap, dt, lt)) {
         if (x->user_metadata.valid()) row.user_metadata = snap.strings.Get(x->user_metadata);
         if (x->compile_context.valid()) row.compile_context = snap.strings.Get(x->compile_context);
+      }
+      if (auto it = annotated.find(lt.address); it != annotated.end()) {
+        const uint32_t from = lt.alloc_event.index().value_or(0);
+        const uint32_t to = lt.free_requested_event.index().value_or(
+            lt.free_completed_event.index().value_or(dt.num_events));
+        for (const auto& [i, text] : it->second) {
+          if (i <= from && lt.alloc_event.seen()) continue;
+          if (i >= to) break;
+          row.annotations.emplace_back(text.valid() ? snap.strings.Get(text) : "");
+        }
       }
       if (lt.stack.valid() && !snap.stacks.Get(lt.stack).empty()) {
         auto [it, inserted] =

@@ -40,6 +40,9 @@ struct BlockRow {
   /// The `user_metadata` and `compile_context` of its alloc entry (AllocExtraOf); empty when it
   /// has none.
   std::string user_metadata, compile_context;
+  /// The `user_metadata` of the `annotate` entries at its address while it was live (after its
+  /// alloc, before its free was requested), in trace order; several can accumulate.
+  std::vector<std::string> annotations;
 };
 
 struct BlocksReport {
