@@ -331,11 +331,11 @@ std::string FixText(const FragReport& r, const analysis::FragCost& c) {
     if (fix == nullptr || fix->settings.empty() || fix->settings[0].fits_on <= 0) {
       return absl::StrCat("cannot be proven without a trace: ", record);
     }
-    return absl::StrCat("no trace, so no setting can be proven to lower a peak; the dumped state "
-                        "fits on ",
-                        FormatBytes(fix->settings[0].fits_on),
-                        " with the recorded settings (its live memory is ",
-                        FormatBytes(fix->live_peak), "): ", record);
+    return absl::StrCat(
+        "no trace, so no setting can be proven to lower a peak; the dumped state "
+        "fits on ",
+        FormatBytes(fix->settings[0].fits_on), " with the recorded settings (its live memory is ",
+        FormatBytes(fix->live_peak), "): ", record);
   }
   if (fix == nullptr || fix->settings.empty()) {
     return "not replayed (--no-replay); without the flag frag replays each allocator setting on "

@@ -30,7 +30,7 @@ json RunJson(const std::vector<std::string>& args) {
 // than it holding a block allocated before the trace and freed in it by the optimizer (event 8).
 constexpr uint64_t kLarge = 0x7f0000000000;
 constexpr uint64_t kSmall = 0x7f0100000000;
-constexpr int64_t kMiB = 1 << 20;
+using testing::kMiB;
 
 std::string FixtureJson(bool alloc_after_end_state = false) {
   auto frames = [](const char* fn) {

@@ -463,8 +463,9 @@ absl::Status NoCapacityError(const Snapshot& snap, const OomOptions& options,
     absl::StrAppend(&holders, i == 0 ? "" : ", ", sites[i].first, " ",
                     FormatBytes(sites[i].second));
   }
-  std::string why = snap.events.empty() ? "the snapshot has no trace, so no oom entry gives the card"
-                                        : "no oom entry in the trace";
+  std::string why = snap.events.empty()
+                        ? "the snapshot has no trace, so no oom entry gives the card"
+                        : "no oom entry in the trace";
   if (!rejected.empty()) {
     why = absl::StrCat("the trace's oom entry implies ", FormatBytes(rejected.front().implied),
                        " of device memory (device_free + reserved), which cannot be right (",
