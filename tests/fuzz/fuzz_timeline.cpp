@@ -48,7 +48,11 @@ void CheckSnapshot(const Snapshot& snap) {
   const analysis::Timeline none = Build(snap, KeepLifetimes::kNone, Moment{}, true);
   for (size_t d = 0; d < all.devices.size(); ++d) {
     const DeviceTimeline& a = all.devices[d];
-    Require(a.FindLive(analysis::TimelinePoint::End(a.num_events)) == a.end_requested);
+    // The curve ends at the final state's live bytes, plus what the trace leaves live beyond it
+    // (docs/figures.md, "When the trace does not explain the state"); never below zero.
+    Require(a.FindLive(analysis::TimelinePoint::End(a.num_events)) ==
+            a.end_requested + a.beyond_end_requested_bytes);
+    Require(a.start_requested >= 0 && a.unreconciled_requested_bytes >= 0);
     SameFigures(a, none.devices[d]);
     Require(none.devices[d].live_net == a.live_net);
   }
