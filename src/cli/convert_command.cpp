@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "memsnap/cli/commands_list.h"
 #include "memsnap/cli/common.h"
 #include "memsnap/io/gzip_writer.h"
 #include "memsnap/query/convert.h"
+#include "memsnap/report/frag_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/status_macros.h"
 #include "memsnap/util/strings.h"
@@ -31,21 +31,6 @@ struct ConvertCommandOptions {
   bool json = false;
   OutputLimitFlags limit;
 };
-
-// Why the state at a slice's end is approximate, in words: the events after it that its rewind
-// could not undo consistently.
-std::string ProblemsText(const analysis::UndoProblems& p) {
-  std::vector<std::string> parts;
-  auto add = [&](int64_t n, const char* what) {
-    if (n > 0) parts.push_back(absl::StrCat(n, " ", what));
-  };
-  add(p.alloc_without_block, "alloc(s) of a block not live");
-  add(p.free_of_live_block, "free(s) of a block already live");
-  add(p.block_outside_segment, "event(s) outside any known segment");
-  add(p.segment_with_blocks, "segment creation(s) over live blocks");
-  add(p.segment_overlap, "segment release(s) over a live segment");
-  return absl::StrJoin(parts, ", ");
-}
 
 }  // namespace
 
@@ -139,11 +124,12 @@ RunFn SetupConvert(CLI::App& sub) {
         write.segments = &state->segments;
         write.blocks = &state->blocks;
         for (const analysis::StateCutCaveat& c : state->caveats) {
-          warnings.push_back(absl::StrCat(
-              opts->input, ": device ", c.device,
-              ": the allocator state at the slice's end (before event:", c.events,
-              ") could not be rebuilt exactly: the trace after it has ", ProblemsText(c.problems),
-              "; ", opts->output, "'s segments and blocks are approximate"));
+          warnings.push_back(
+              absl::StrCat(opts->input, ": device ", c.device,
+                           ": the allocator state at the slice's end (before event:", c.events,
+                           ") could not be rebuilt exactly: the trace after it has ",
+                           report::UndoProblemsText(c.problems), "; ", opts->output,
+                           "'s segments and blocks are approximate"));
         }
       }
     }

@@ -578,6 +578,19 @@ Json FragFiguresToJson(const FragFigures& f) {
   return j;
 }
 
+std::string UndoProblemsText(const analysis::UndoProblems& p) {
+  std::vector<std::string> parts;
+  auto add = [&](int64_t n, const char* what) {
+    if (n > 0) parts.push_back(absl::StrCat(n, " ", what));
+  };
+  add(p.alloc_without_block, "alloc(s) of a block not live");
+  add(p.free_of_live_block, "free(s) of a block already live");
+  add(p.block_outside_segment, "event(s) outside any known segment");
+  add(p.segment_with_blocks, "segment creation(s) over live blocks");
+  add(p.segment_overlap, "segment release(s) over a live segment");
+  return absl::StrJoin(parts, ", ");
+}
+
 std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& c) {
   std::vector<std::string> out;
   if (c.pre_window_blocks > 0) {
@@ -586,19 +599,10 @@ std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& c) {
         ": peaks and the timeline cover the trace window only"));
   }
   if (c.problems.any()) {
-    const analysis::UndoProblems& p = c.problems;
-    std::vector<std::string> parts;
-    auto add = [&](int64_t n, const char* what) {
-      if (n > 0) parts.push_back(absl::StrCat(n, " ", what));
-    };
-    add(p.alloc_without_block, "alloc(s) of a block not live");
-    add(p.free_of_live_block, "free(s) of a block already live");
-    add(p.block_outside_segment, "event(s) outside any known segment");
-    add(p.segment_with_blocks, "segment creation(s) over live blocks");
-    add(p.segment_overlap, "segment release(s) over a live segment");
-    out.push_back(absl::StrCat(
-        "device ", c.device, ": the trace could not be undone consistently (",
-        absl::StrJoin(parts, ", "), "); states reconstructed before those events are approximate"));
+    out.push_back(absl::StrCat("device ", c.device,
+                               ": the trace could not be undone consistently (",
+                               UndoProblemsText(c.problems),
+                               "); states reconstructed before those events are approximate"));
   }
   return out;
 }

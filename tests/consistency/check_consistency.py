@@ -219,24 +219,34 @@ def check_file(memsnap, path, tmp):
     return bad
 
 
-def main():
-    args = [a for a in sys.argv[1:] if a != "--expect-fail"]
-    expect_fail = "--expect-fail" in sys.argv
-    memsnap, inputs = args[0], args[1:]
+def snapshot_files(inputs, pattern=r"\.(pickle|pkl|json|html|gz)$"):
+    """The files FILE_OR_DIR arguments name (a directory file by file, what is not a snapshot left
+    out), and None; or None and the exit code when one is absent: the corpus is skipped without it
+    (77, ctest's SKIP_RETURN_CODE), never passed, and fails under MEMSNAP_REQUIRE_CORPUS=1."""
     missing = [i for i in inputs if not os.path.exists(i)]
-    if missing:  # the corpus: skipped without it (exit 77, ctest's SKIP_RETURN_CODE), never passed
+    if missing:
         if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
             print(f"FAIL: {missing[0]} is absent and MEMSNAP_REQUIRE_CORPUS=1")
-            return 1
+            return None, 1
         print(f"skipped: {missing[0]} is absent")
-        return 77
+        return None, 77
     files = []
     for i in inputs:
         if os.path.isdir(i):
             files += sorted(os.path.join(i, f) for f in os.listdir(i)
-                            if re.search(r"\.(pickle|pkl|json|html|gz)$", f) and f != "manifest.json")
+                            if re.search(pattern, f) and f != "manifest.json")
         else:
             files.append(i)
+    return files, None
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--expect-fail"]
+    expect_fail = "--expect-fail" in sys.argv
+    memsnap, inputs = args[0], args[1:]
+    files, code = snapshot_files(inputs)
+    if files is None:
+        return code
     bad = []
     with tempfile.TemporaryDirectory() as tmp:
         for f in files:

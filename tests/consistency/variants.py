@@ -161,20 +161,9 @@ def main():
         limit = int(args[i + 1])
         del args[i:i + 2]
     memsnap, inputs = args[0], args[1:]
-    missing = [i for i in inputs if not os.path.exists(i)]
-    if missing:  # the corpus: skipped without it (exit 77, ctest's SKIP_RETURN_CODE), never passed
-        if os.environ.get("MEMSNAP_REQUIRE_CORPUS") == "1":
-            print(f"FAIL: {missing[0]} is absent and MEMSNAP_REQUIRE_CORPUS=1")
-            return 1
-        print(f"skipped: {missing[0]} is absent")
-        return 77
-    files = []
-    for i in inputs:
-        if os.path.isdir(i):
-            files += sorted(os.path.join(i, f) for f in os.listdir(i)
-                            if re.search(r"\.(pickle|pkl|json)$", f) and f != "manifest.json")
-        else:
-            files.append(i)
+    files, code = check_consistency.snapshot_files(inputs, r"\.(pickle|pkl|json)$")
+    if files is None:
+        return code
     bad, checked = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         # Files with a trace, smallest first (the variants triple the longest trace), and every

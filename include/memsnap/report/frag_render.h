@@ -27,6 +27,10 @@ nlohmann::ordered_json FragToJson(const analysis::FragReport& report);
 /// page's "Reconstruction:" notes.
 std::vector<std::string> RewindWarnings(const analysis::RewindCaveats& caveats);
 
+/// The events a rewind could not undo consistently, in words ("3 alloc(s) of a block not live,
+/// ..."): frag's warning and convert's, when a slice's state is approximate.
+std::string UndoProblemsText(const analysis::UndoProblems& problems);
+
 /// Every device's RewindWarnings, in device order: `warnings` in `frag --json`, text and ranks.
 std::vector<std::string> FragWarnings(const analysis::FragReport& report);
 

@@ -147,12 +147,20 @@ class DeviceBuilder {
     given_target_ = p;
   }
 
-  /// The frees without an alloc (by the event that revealed each) that lie in no segment the file
-  /// records: those blocks cannot have been live from the start of the trace, and nothing says when
-  /// they were. Empty when the trace records no segment event (then nothing places a block).
-  /// Called after every event was fed, before Finish.
-  std::vector<uint32_t> UnplacedFrees(const Snapshot& snap, const FinalState& fin) const {
-    std::vector<uint32_t> out;
+  /// A free without an alloc: the event that revealed a block older than the trace.
+  struct PreFree {
+    uint32_t event = 0;
+    uint64_t address = 0;
+    int64_t size = 0;
+  };
+
+  /// The frees without an alloc that lie in no segment the file records: those blocks cannot have
+  /// been live from the start of the trace, and nothing says when they were. Empty when the trace
+  /// records no segment event (then nothing places a block). Called after every event was fed,
+  /// before Finish.
+
+  std::vector<PreFree> UnplacedFrees(const Snapshot& snap, const FinalState& fin) const {
+    std::vector<PreFree> out;
     const auto& a = dt_.counts.actions;
     const int64_t segment_events =
         a[static_cast<int>(Action::kSegmentAlloc)] + a[static_cast<int>(Action::kSegmentFree)] +
@@ -172,26 +180,21 @@ class DeviceBuilder {
       return it != traced.begin() && reach_of[(it - traced.begin()) - 1] > addr;
     };
     for (const PreFree& f : pre_frees_) {
-      if (FindSegment(snap, fin, f.address) < 0 && !in_traced(f.address)) out.push_back(f.event);
+      if (FindSegment(snap, fin, f.address) < 0 && !in_traced(f.address)) out.push_back(f);
     }
     return out;
   }
 
-  /// Leaves out the frees at these events (UnplacedFrees of an earlier pass; ascending).
-  void LeaveOutFrees(std::vector<uint32_t> events, const std::vector<int64_t>& bytes) {
-    skip_ = std::move(events);
-    dt_.unplaced_frees = static_cast<int64_t>(skip_.size());
+  /// Leaves out these frees (UnplacedFrees of an earlier pass, in event order).
+  void LeaveOutFrees(const std::vector<PreFree>& frees) {
+    skip_.clear();
+    dt_.unplaced_frees = static_cast<int64_t>(frees.size());
     dt_.unplaced_free_bytes = 0;
-    for (int64_t b : bytes) dt_.unplaced_free_bytes += b;
-    if (!skip_.empty()) dt_.first_unplaced_free = LocalEvent(skip_.front());
-  }
-  /// The bytes of the frees at these events (which opened pre-window lifetimes in this pass).
-  std::vector<int64_t> PreFreeBytes(const std::vector<uint32_t>& events) const {
-    std::vector<int64_t> out;
-    for (const PreFree& f : pre_frees_) {
-      if (std::binary_search(events.begin(), events.end(), f.event)) out.push_back(f.size);
+    for (const PreFree& f : frees) {
+      skip_.push_back(f.event);
+      dt_.unplaced_free_bytes += f.size;
     }
-    return out;
+    if (!skip_.empty()) dt_.first_unplaced_free = LocalEvent(skip_.front());
   }
   std::optional<TimelinePoint> given_target() const { return given_target_; }
 
@@ -753,11 +756,6 @@ class DeviceBuilder {
   std::vector<BlockLifetime> kept_;  // kLiveAt: lifetimes live after target_, ended so far
   TimelinePoint target_;
   std::optional<TimelinePoint> given_target_;  // SetTarget's, for a second pass
-  struct PreFree {
-    uint32_t event = 0;  // the free that revealed a block older than the trace
-    uint64_t address = 0;
-    int64_t size = 0;
-  };
   std::vector<PreFree> pre_frees_;
   std::vector<uint32_t> skip_;                         // LeaveOutFrees: ascending events
   absl::flat_hash_set<uint32_t> used_;                 // final blocks matched by an open lifetime
@@ -790,18 +788,17 @@ class DeviceBuilder {
 // for the second pass.
 void FinishDevice(const Snapshot& snap, int32_t device, uint32_t begin, FinalState fin,
                   const TimelineOptions& options, DeviceBuilder& builder, DeviceTimeline& dt) {
-  std::vector<uint32_t> unplaced = builder.UnplacedFrees(snap, fin);
+  const std::vector<DeviceBuilder::PreFree> unplaced = builder.UnplacedFrees(snap, fin);
   if (unplaced.empty()) {
     builder.Finish(snap, device, begin, std::move(fin));
     return;
   }
-  const std::vector<int64_t> bytes = builder.PreFreeBytes(unplaced);
   const std::optional<TimelinePoint> target = builder.given_target();
   const uint32_t n = builder.fed();
   dt = DeviceTimeline{};
   DeviceBuilder again(options, dt, fin.active.size(), fin.segments.size(), n);
   if (target) again.SetTarget(*target);
-  again.LeaveOutFrees(std::move(unplaced), bytes);
+  again.LeaveOutFrees(unplaced);
   again.Feed(std::span<const TraceEvent>(snap.events.data() + begin, n), 0, snap.streams.values());
   again.Finish(snap, device, begin, std::move(fin));
 }
