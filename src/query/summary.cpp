@@ -52,6 +52,7 @@ absl::StatusOr<SummaryResult> SummaryQuery(const SummaryRequest& request, Sessio
   analysis::SummaryOptions so;
   so.threads = request.threads;
   so.phase_peaks = true;
+  so.workload = true;
   SummaryResult r;
   r.summary = analysis::Summarize(session.snapshot(), tl, so);
   ASSIGN_OR_RETURN(r.categories_at_peak,

@@ -29,6 +29,14 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
   r.at = at.arg;  // a step is now the point it names
   ASSIGN_OR_RETURN(r.report, analysis::GroupLive(snap, *tl, r.at.moment, group));
   r.report.moment_described = r.at.described;
+  {  // what kind of run each device's stacks show, said above its rows
+    analysis::Attribution attribution(snap, nullptr);
+    for (analysis::WorkloadEvidence& w : analysis::DetectWorkloads(attribution)) {
+      for (analysis::DeviceMoment& dm : r.report.devices) {
+        if (dm.device == w.device) dm.workload = w;
+      }
+    }
+  }
   // Last step's gradients alive in this forward pass: the lever is zero_grad before it.
   ASSIGN_OR_RETURN(std::unique_ptr<analysis::GroupContext> context,
                    analysis::GroupContext::Create(snap, group));

@@ -6,6 +6,7 @@
 #include "memsnap/report/site_render.h"
 #include "memsnap/report/table_render.h"
 #include "memsnap/report/timeline_render.h"
+#include "memsnap/report/workload_render.h"
 #include "memsnap/util/format.h"
 #include "memsnap/util/strings.h"
 #include "report/render_util.h"
@@ -111,6 +112,7 @@ void RenderGroupText(const GroupReport& report, const std::vector<GroupRow>& row
       out << " (" << FormatRelativeTime(d.time_us - d.start_time_us) << ")";
     }
     out << ", " << FormatBytes(d.live_bytes) << " live\n";
+    if (d.workload) out << "    workload: " << WorkloadText(*d.workload) << "\n";
   }
   const bool by_category = report.options.by == analysis::GroupBy::kCategory;
   if (report.options.by == analysis::GroupBy::kModule) {
@@ -172,6 +174,7 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
                                         ? Json(nullptr)
                                         : Json(d.time_us - d.start_time_us)},
                     {"live_bytes", d.live_bytes}});
+    if (d.workload) devs.back()["workload"] = internal::WorkloadToJson(*d.workload);
   }
   j["devices"] = devs;
   j["total_bytes"] = report.total_bytes;

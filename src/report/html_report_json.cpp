@@ -15,6 +15,7 @@
 #include "memsnap/util/format.h"
 #include "memsnap/util/table.h"
 #include "report/html_report_internal.h"
+#include "report/render_util.h"
 
 namespace memsnap::report {
 
@@ -268,6 +269,7 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
                  dt.by_class[static_cast<int>(analysis::LifetimeClass::kOpen)].count;
   j["end_live"] = dt.end_requested;
   j["end_reserved"] = dt.end_reserved;
+  if (d.workload) j["workload"] = internal::WorkloadToJson(*d.workload);
   Json counted;
   // The timeline's one model of what was live, and what it could not reconcile (docs/figures.md,
   // "When the trace does not explain the state").

@@ -67,8 +67,8 @@ std::string Sentence(const std::string& s) {
 
 // What could make room for one failure. `by_category`: also a lever per category of the live
 // memory (left out when the device's verdict already named them, at its peak).
-std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool inference,
-                                const analysis::CategoryNames& names) {
+std::vector<std::string> Levers(const OomExplanation& o, bool by_category,
+                                analysis::Workload workload, const analysis::CategoryNames& names) {
   std::vector<std::string> out;
   if (o.shortfall > 0 && !o.holders.empty()) {
     const auto& h = o.holders[0];
@@ -91,7 +91,7 @@ std::vector<std::string> Levers(const OomExplanation& o, bool by_category, bool 
   }
   for (const auto& c : o.categories) {
     if (!by_category) break;
-    std::string_view lever = CategoryLever(c.category, inference);
+    std::string_view lever = CategoryLever(c.category, workload);
     if (lever.empty() || c.bytes < o.shortfall) continue;
     out.push_back(absl::StrCat(Cat(names, c.category), " holds ", FormatBytes(c.bytes), " (",
                                ShareOrDash(c.bytes, o.holders_bytes), "): ", Sv(lever)));
@@ -305,9 +305,21 @@ std::vector<OomAnswerLine> Answer(const OomDevice& d, const analysis::OomAnswer&
   std::string what = a.cut_approximate ? absl::StrCat("about ", FormatBytes(a.cut_bytes))
                                        : absl::StrCat(FormatBytes(a.cut_bytes), " or more");
   absl::StrAppend(&what, a.peak_too_big ? " at the peak" : " at the failure");
-  if (a.cut_kind) {
-    absl::StrAppend(&what, ": ", Cat(names, *a.cut_kind), " holds ", FormatBytes(a.cut_kind_bytes),
-                    ", try ", Sv(CategoryLever(*a.cut_kind, d.inference)));
+  // The kinds whose levers apply, largest first, until they cover the cut; and plainly when
+  // all of them together cannot.
+  for (size_t k = 0; k < a.cut_kinds.size(); ++k) {
+    const OomHolder& kind = a.cut_kinds[k];
+    absl::StrAppend(&what, k == 0 ? ": " : "; ", Cat(names, kind.category), " holds ",
+                    FormatBytes(kind.bytes), ", try ",
+                    Sv(CategoryLever(kind.category, d.workload.kind)));
+  }
+  if (!a.cut_kinds.empty() && a.cut_levered_bytes < a.cut_bytes) {
+    absl::StrAppend(&what, "; together the kinds with a lever hold only ",
+                    FormatBytes(a.cut_levered_bytes), ", less than the ", FormatBytes(a.cut_bytes),
+                    " to cut: the rest is of unknown kind, and these levers alone cannot make "
+                    "the run fit");
+  } else if (a.cut_kinds.empty()) {
+    absl::StrAppend(&what, ": no kind of memory with a known lever is live there");
   }
   // How much smaller the batch would have to be, as a replay found it (OomDevice).
   if (d.batch_share_fits) {
@@ -341,7 +353,7 @@ void RenderPeakKinds(const OomDevice& d, const analysis::CategoryNames& names, s
   out << "  at the peak " << cats << "\n";
   bool first = true;  // the first kind with a lever is in the answer's `cut` line
   for (const OomHolder& c : d.peak_categories) {
-    std::string_view lever = CategoryLever(c.category, d.inference);
+    std::string_view lever = CategoryLever(c.category, d.workload.kind);
     if (lever.empty()) continue;
     if (std::exchange(first, false) || c.bytes < d.trace_peak_live - d.capacity) continue;
     out << "  lever       " << Cat(names, c.category) << " " << FormatBytes(c.bytes)
@@ -364,7 +376,7 @@ void RenderZeroGradLever(const OomDevice& d, std::ostream& out) {
 }
 
 void RenderOne(const OomExplanation& o, const analysis::CategoryNames& names, size_t index,
-               size_t count, bool category_levers, bool inference, std::ostream& out) {
+               size_t count, bool category_levers, analysis::Workload workload, std::ostream& out) {
   out << "\nOOM " << index << " of " << count << ": device " << o.device << ", " << OomWhere(o);
   if (o.recorded) {
     out << (o.reproduced ? ", recorded oom entry, reproduced by the replay"
@@ -437,7 +449,7 @@ void RenderOne(const OomExplanation& o, const analysis::CategoryNames& names, si
              : std::string("0 B here: the live memory and this request fit the device; the "
                            "layout does not"));
   }
-  for (const std::string& l : Levers(o, category_levers, inference, names)) line("lever", l);
+  for (const std::string& l : Levers(o, category_levers, workload, names)) line("lever", l);
 }
 
 }  // namespace
@@ -603,6 +615,7 @@ Json OomToJson(const OomReport& r) {
     dj["remedies"] = remedies;
     dj["batch_share_fits"] = d.batch_share_fits ? Json(*d.batch_share_fits) : Json(nullptr);
     dj["notes"] = OomDeviceNotes(d);
+    dj["workload"] = internal::WorkloadToJson(d.workload);
     devices.push_back(std::move(dj));
   }
   j["devices"] = devices;
@@ -620,6 +633,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
                 : std::string("implied by its oom entry: device_free + reserved"))
         << "), " << Plural(d.events, "trace event", "trace events") << ", "
         << Plural(d.recorded_ooms, "oom entry", "oom entries") << "\n";
+    out << "  workload    " << WorkloadText(d.workload) << "\n";
     for (const std::string& n : OomDeviceNotes(d)) out << "  note: " << n << "\n";
     std::vector<const OomExplanation*> mine;
     for (const OomExplanation& o : r.ooms) {
@@ -638,7 +652,7 @@ void RenderOomText(const OomReport& r, std::ostream& out) {
     if (peak_too_big) RenderPeakKinds(d, r.categories, out);
     RenderZeroGradLever(d, out);
     for (size_t i = 0; i < mine.size(); ++i)
-      RenderOne(*mine[i], r.categories, i + 1, mine.size(), !peak_too_big, d.inference, out);
+      RenderOne(*mine[i], r.categories, i + 1, mine.size(), !peak_too_big, d.workload.kind, out);
     out << "\n";
     const bool demand =
         peak_too_big || std::any_of(mine.begin(), mine.end(), [](const OomExplanation* o) {
@@ -653,20 +667,42 @@ std::vector<OomAnswerLine> OomAnswerLines(const OomReport& r, const OomDevice& d
   return Answer(d, *d.answer, r.ooms[d.answer->first], r.categories);
 }
 
-std::string_view CategoryLever(analysis::Category category, bool inference) {
+std::string_view CategoryLever(analysis::Category category, analysis::Workload workload) {
+  using analysis::Workload;
+  const bool backward = analysis::HasBackward(workload);
+  const bool without_backward = analysis::WithoutBackward(workload);
   switch (category) {
     case analysis::Category::kActivation:
       // Without a backward pass nothing is kept for it: checkpointing saves nothing.
-      return inference ? "a smaller batch or sequence length, a smaller cache kept across "
-                         "forward calls (a KV cache), or lower precision (no backward pass: "
-                         "activation checkpointing does not apply)"
-                       : "activation checkpointing or a smaller batch";
+      if (without_backward) {
+        return "a smaller batch or sequence length (no backward pass: activation checkpointing "
+               "does not apply)";
+      }
+      return backward ? "activation checkpointing or a smaller batch"
+                      : "a smaller batch or sequence length, or activation checkpointing if "
+                        "the run trains";
     case analysis::Category::kGradient:
-      return "gradient accumulation over smaller micro-batches, or sharding";
+      if (without_backward) {
+        return "torch.no_grad() or torch.inference_mode() around the model (nothing needs "
+               "these gradients)";
+      }
+      return workload == Workload::kFineTuning
+                 ? "fewer trainable parameters (freeze the base model, train adapters), or "
+                   "sharded gradients"
+                 : "sharded gradients (FSDP, ZeRO-2), or freeing them as soon as the optimizer "
+                   "step used them (zero_grad(set_to_none=True))";
     case analysis::Category::kOptimizerState:
-      return "a lighter optimizer state (8-bit, sharded, offloaded)";
+      return workload == Workload::kFineTuning
+                 ? "fewer trainable parameters (adapters such as LoRA), or a lighter optimizer "
+                   "state (8-bit, sharded, offloaded)"
+                 : "a lighter optimizer state (8-bit, sharded, offloaded)";
     case analysis::Category::kParameter:
-      return "lower-precision or sharded parameters";
+      if (without_backward)
+        return "quantized weights (8-bit, 4-bit) or layers offloaded to the CPU";
+      return workload == Workload::kFineTuning
+                 ? "a quantized frozen base model (4-bit or 8-bit, as QLoRA does) or sharded "
+                   "parameters"
+                 : "lower-precision or sharded parameters (FSDP, ZeRO-3)";
     case analysis::Category::kTemporary:
       return "smaller chunks for the operation that needs it";
     case analysis::Category::kInput:

@@ -216,6 +216,7 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
                      {"reserved_time_us", internal::TimeToJson(p.reserved_time_us)},
                      {"reserved_time_rel_us", RelJson(p.reserved_time_us, d.first_time_us)}};
     }
+    if (d.workload) dj["workload"] = internal::WorkloadToJson(*d.workload);
     if (!d.phase_peaks.empty()) {
       Json phases = Json::array();
       for (const analysis::PhasePeak& p : d.phase_peaks) {
@@ -372,6 +373,7 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
   for (const auto& d : r.devices) {
     if (CompactDevices(r.devices.size())) break;
     out << "\ndevice " << d.device << "\n";
+    if (d.workload) out << "  workload    " << WorkloadText(*d.workload) << "\n";
     RenderTableText(PoolsTable(d), out, {"  ", true});
     RenderTableText(StreamsTable(d), out, {"  ", true});
     if (d.totals.trace_entries > 0) {

@@ -160,8 +160,8 @@ TEST_SUITE("oom") {
   }
 
   TEST_CASE(
-      "the answer of a demand failure carries the cut: the shortfall, the largest kind with a "
-      "lever and the largest site") {
+      "the answer of a demand failure carries the cut: the shortfall, the kinds with a lever that "
+      "cover it and the largest site") {
     OomReport r = ExplainOrFail(testing::LoadFixture("oom_demand.json"));
     REQUIRE(r.devices.size() == 1);
     const OomDevice& d = r.devices[0];
@@ -176,17 +176,24 @@ TEST_SUITE("oom") {
     CHECK(a.cut_bytes == 6 * kMiB);
     CHECK_FALSE(a.cut_approximate);
     CHECK(a.cut_site);
-    // The kinds are typed; the cut names the largest one that is not unknown.
-    std::optional<Category> largest;
-    int64_t largest_bytes = 0;
+    // The kinds are typed; the cut names those with a lever, largest first, until they cover
+    // it, and knows what all of them hold together.
+    std::vector<OomHolder> expected;
+    int64_t taken = 0, levered = 0;
     for (const OomHolder& k : o.categories) {
       if (k.category == Category::kUnknown) continue;
-      largest = k.category;
-      largest_bytes = k.bytes;
-      break;
+      levered += k.bytes;
+      if (taken >= a.cut_bytes) continue;
+      expected.push_back(k);
+      taken += k.bytes;
     }
-    CHECK(a.cut_kind == largest);
-    CHECK(a.cut_kind_bytes == largest_bytes);
+    REQUIRE(a.cut_kinds.size() == expected.size());
+    REQUIRE_FALSE(a.cut_kinds.empty());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CHECK(a.cut_kinds[i].category == expected[i].category);
+      CHECK(a.cut_kinds[i].bytes == expected[i].bytes);
+    }
+    CHECK(a.cut_levered_bytes == levered);
     for (const OomHolder& h : o.holders) CHECK_FALSE(h.synthetic);  // both name a line
     CHECK_FALSE(o.site_synthetic);
     CHECK(o.usable_capacity == 64 * kMiB);

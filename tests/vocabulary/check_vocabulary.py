@@ -30,6 +30,7 @@ MAPPING = "src/analysis/attribution/attribution.cpp"
 OTHER_MEANINGS = {
     ("src/model/snapshot.cpp", "unknown"): "the name of Action::kUnknown, a trace action",
     ("src/cli/convert_command.cpp", "input"): "a JSON key: the input file of `convert --json`",
+    ("src/report/workload_render.cpp", "unknown"): "the name of Workload::kUnknown, a kind of run",
 }
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 ANALYSIS_DIRS = ("src/analysis/", "include/memsnap/analysis/")

@@ -96,6 +96,8 @@ function renderDevice(dev, tables) {
   }
   cards.append(card("live at end", fmtBytes(dev.end_live)), card("reserved at end", fmtBytes(dev.end_reserved)),
     card("trace events", fmtCount(dev.num_events)), card("allocations", fmtCount(dev.mallocs), "allocations the trace records (its alloc events, as memsnap summary counts them)"));
+  // What kind of run this is, with the evidence from the stacks (as summary, top and oom say it).
+  if (dev.workload) cards.append(card("workload", dev.workload.title, "decided from the device's stacks (docs/attribution.md, \"Workload\")", dev.workload.evidence));
   sec.append(cards, ...oomAnswer(dev), ...traceNotes(dev));
   let chart = null;
   if (dev.tiles) {

@@ -38,10 +38,12 @@ std::vector<OomAnswerLine> OomAnswerLines(const analysis::OomReport& report,
 /// `verdict_text`.
 std::string OomVerdictText(const analysis::OomExplanation& oom);
 
-/// What a holder of memory of this kind could do about it, as one short phrase ("activation
-/// checkpointing or a smaller batch"); empty for kUnknown. `inference`: the run has no backward
-/// pass (OomDevice::inference), so no lever that works through it.
-std::string_view CategoryLever(analysis::Category category, bool inference = false);
+/// What a holder of memory of this kind could do about it in a run of `workload`, as one short
+/// phrase ("activation checkpointing or a smaller batch"); empty where analysis::HasLever is
+/// false. A run without a backward pass gets no lever that works through one (checkpointing),
+/// and its weights are quantized or offloaded rather than sharded for training.
+std::string_view CategoryLever(analysis::Category category,
+                               analysis::Workload workload = analysis::Workload::kTraining);
 
 /// One OOM in a few lines (verdict, holders, what fits): the failure text of `check --fits`.
 std::string OomBrief(const analysis::OomReport& report);

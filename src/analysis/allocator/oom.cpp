@@ -534,16 +534,25 @@ OomAnswer Answer(const OomReport& r, const OomDevice& d, size_t first) {
   a.cut = OomCut::kLive;
   const std::vector<OomHolder>& kinds = a.peak_too_big ? d.peak_categories : o.categories;
   for (const OomHolder& k : kinds) {
-    if (k.category == Category::kUnknown) continue;  // no lever to pull
-    a.cut_kind = k.category;
-    a.cut_kind_bytes = k.bytes;
-    break;
+    if (!HasLever(k.category)) continue;
+    a.cut_levered_bytes += k.bytes;
+  }
+  int64_t taken = 0;
+  for (const OomHolder& k : kinds) {  // largest first
+    if (taken >= a.cut_bytes) break;
+    if (!HasLever(k.category)) continue;
+    a.cut_kinds.push_back(k);
+    taken += k.bytes;
   }
   a.cut_site = !a.peak_too_big && !o.holders.empty();
   return a;
 }
 
 }  // namespace
+
+bool HasLever(Category category) {
+  return static_cast<int>(category) < kNumCategories && category != Category::kUnknown;
+}
 
 std::string_view OomVerdictName(OomVerdict v) {
   switch (v) {
@@ -648,6 +657,15 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
         "there is nothing to replay");
   }
   if (jobs.empty()) return NoCapacityError(snap, options, report.rejected_capacities);
+  {  // what kind of run each device's stacks show: which levers apply
+    Attribution attribution(snap, nullptr);
+    const std::vector<WorkloadEvidence> workloads = DetectWorkloads(attribution);
+    for (DeviceJob& job : jobs) {
+      for (const WorkloadEvidence& w : workloads) {
+        if (w.device == job.dev.device) job.dev.workload = w;
+      }
+    }
+  }
 
   // Prepare every device (config independent), then run (device, setting) pairs in parallel,
   // with the timeline's recorded peaks as one more job.
@@ -866,9 +884,6 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
           }
         }
       }
-      // A trace that ran to its end (no recorded OOM) with forward passes only is inference; one
-      // that failed in its first forward pass may be training that never reached backward.
-      job.dev.inference = job.dev.recorded_ooms == 0 && ForwardOnlyRun(snap, *dt);
     }
     for (size_t k = 0; k < job.configs.size(); ++k) {
       const ConfigResult& r = job.results[job.same_as[k]];

@@ -540,6 +540,11 @@ const Attribution::FileFacts& Attribution::File(StrId filename) {
   return it->second;
 }
 
+std::span<const uint32_t> Attribution::SegmentsOf(int32_t device) {
+  if (!segments_by_device_) segments_by_device_.emplace(snap_);
+  return segments_by_device_->Of(device);
+}
+
 const std::string& Attribution::user_prefix() {
   if (user_prefix_done_) return user_prefix_;
   user_prefix_done_ = true;

@@ -150,13 +150,23 @@ struct LifetimeCategorizer::Runs {
   }
 
   bool ModelRan() {
+    auto model = [](Phase p) {
+      return p == Phase::kForward || p == Phase::kBackward || p == Phase::kOptimizer;
+    };
     if (model_ran < 0) {
       model_ran = 0;
-      for (uint32_t e = 0; e < size(); ++e) {
-        Phase p = PhaseAt(e);
-        if (p == Phase::kForward || p == Phase::kBackward || p == Phase::kOptimizer) {
-          model_ran = 1;
-          break;
+      for (uint32_t e = 0; e < size() && model_ran == 0; ++e) model_ran = model(PhaseAt(e));
+      // A dump with a short trace (or none): the dumped blocks' own stacks show the model that
+      // ran (a generation loop's KV cache), and the weights loaded before recording, which have
+      // no stack, are that model's.
+      const Snapshot& snap = attr.snapshot();
+      for (uint32_t k : attr.SegmentsOf(dt.device)) {
+        if (model_ran != 0) break;
+        for (const Block& b : snap.BlocksOf(snap.segments[k])) {
+          if (b.is_active() && b.stack.valid() && model(attr.PhaseOf(b.stack))) {
+            model_ran = 1;
+            break;
+          }
         }
       }
     }

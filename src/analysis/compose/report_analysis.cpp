@@ -448,6 +448,9 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   }
   labels.Finish();
   for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
+  for (DeviceReportAnalysis& d : out.devices) {
+    d.workload = DetectWorkload(context.attribution(), d.device);
+  }
   phase.reset();
   for (DeviceReportAnalysis& d : out.devices) {
     if (!options.with_states) break;

@@ -409,6 +409,14 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
     report.totals += dev.totals;
     report.devices.push_back(std::move(dev));
   }
+  if (options.workload) {
+    Attribution attribution(snap, nullptr);
+    for (WorkloadEvidence& w : DetectWorkloads(attribution)) {
+      auto it = std::find_if(report.devices.begin(), report.devices.end(),
+                             [&](const DeviceSummary& d) { return d.device == w.device; });
+      if (it != report.devices.end()) it->workload = std::move(w);
+    }
+  }
   report.ring_overflowed = snap.settings.trace_alloc_overflowed.value_or(false);
   for (DeviceSummary& dev : report.devices) {
     dev.trace_start =

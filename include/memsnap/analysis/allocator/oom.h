@@ -14,6 +14,7 @@
 #include "memsnap/analysis/allocator/fit.h"
 #include "memsnap/analysis/allocator/replay.h"
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/attribution/workload.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
 #include "memsnap/sim/allocator.h"
@@ -169,13 +170,20 @@ struct OomAnswer {
   /// smallest fitting memory over the capacity instead ("about").
   int64_t cut_bytes = 0;
   bool cut_approximate = false;
-  /// kLive: the largest kind of memory with a usual lever (not unknown) where the cut is taken
-  /// (at the peak when peak_too_big, else at the failure), and its bytes.
-  std::optional<Category> cut_kind;
-  int64_t cut_kind_bytes = 0;
+  /// kLive: the kinds of memory whose lever applies to the run's workload (CategoryLever; not
+  /// unknown), largest first, as many as it takes to cover cut_bytes (all of them when they
+  /// cannot), where the cut is taken (at the peak when peak_too_big, else at the failure);
+  /// `cut_levered_bytes`: what every such kind holds there together. Less than cut_bytes: no
+  /// lever memsnap knows covers the cut.
+  std::vector<OomHolder> cut_kinds;
+  int64_t cut_levered_bytes = 0;
   /// kLive and not peak_too_big: the largest site at the failure (index into its holders).
   bool cut_site = false;
 };
+
+/// Whether memory of `category` has a lever (report::CategoryLever words it for each workload):
+/// every built-in kind but unknown; not a user category (memsnap knows no lever for it).
+bool HasLever(Category category);
 
 /// Where a device's capacity comes from.
 enum class CapacitySource {
@@ -217,11 +225,9 @@ struct OomDevice {
   /// What is live at that peak by category (site empty), largest first: what has to shrink when
   /// the peak itself does not fit. Empty without the device's lifetimes.
   std::vector<OomHolder> peak_categories;
-  /// The trace ran to its end (no recorded OOM) and its model ran forward passes only
-  /// (ForwardOnlyRun): inference; levers through the backward pass (activation checkpointing) do
-  /// not apply. A recorded OOM in a forward pass may be a training step that never got to its
-  /// backward: not inference.
-  bool inference = false;
+  /// What kind of run the device's stacks show (DetectWorkload): which levers apply (activation
+  /// checkpointing needs a backward pass; a KV cache is a generation run's).
+  WorkloadEvidence workload;
   /// When no setting fits: the largest share s (to within 1/128) such that the trace replays on
   /// the capacity under the recorded settings with every allocation that grows with the batch
   /// (activation, temporary, input: the attribution model's categories) at s times its size, and

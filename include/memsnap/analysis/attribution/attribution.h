@@ -360,8 +360,12 @@ class Attribution {
   /// The directory prefix removed from user files (longest common directory of the snapshot's
   /// non-library Python files), "" when there are none.
   const std::string& user_prefix();
+  /// The ids of `device`'s segments (SegmentsByDevice, sorted once per Attribution and kept):
+  /// what a question about one device's dumped blocks reads, never a scan of every segment.
+  std::span<const uint32_t> SegmentsOf(int32_t device);
 
  private:
+  std::optional<SegmentsByDevice> segments_by_device_;
   struct StackFacts;
   /// What a Python file's path says, computed once per distinct file name.
   struct FileFacts {

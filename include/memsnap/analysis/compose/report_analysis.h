@@ -123,6 +123,8 @@ struct DeviceReportAnalysis {
     std::string user_metadata, compile_context;
   };
   std::vector<BandExtra> band_extras;
+  /// What kind of run the device's stacks show (DetectWorkload), said in the device's header.
+  std::optional<WorkloadEvidence> workload;
 };
 
 /// A site table: rows sorted by bytes, the tail folded into one "[N others]" row.

@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/attribution/workload.h"
 #include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/model/snapshot.h"
@@ -127,6 +128,8 @@ struct DeviceMoment {
   /// them the moment is the file's dumped state (the start and the end at once), never "the
   /// initial state".
   bool has_trace = true;
+  /// What kind of run the device's stacks show (DetectWorkload), when the query asked for it.
+  std::optional<WorkloadEvidence> workload;
 };
 
 struct GroupReport {

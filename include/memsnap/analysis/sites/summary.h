@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "memsnap/analysis/attribution/attribution.h"
+#include "memsnap/analysis/attribution/workload.h"
 #include "memsnap/analysis/timeline/event_index.h"
 #include "memsnap/analysis/timeline/timeline.h"
 #include "memsnap/analysis/timeline/window.h"
@@ -31,6 +32,8 @@ struct SummaryOptions {
   /// Also each device's peak per phase of a step (DeviceSummary::phase_peaks), where the timeline
   /// has its live curve and the trace runs a model.
   bool phase_peaks = false;
+  /// Also each device's workload and its evidence (DeviceSummary::workload, workload.h).
+  bool workload = false;
 };
 
 /// The allocator settings as text, one row per setting, in the words of PYTORCH_CUDA_ALLOC_CONF
@@ -148,6 +151,8 @@ struct DeviceSummary {
   std::vector<StepPeak> step_peaks;
   std::string steps_method;
   std::vector<SummaryOom> ooms;
+  /// SummaryOptions::workload: what kind of run the device's stacks show, and why.
+  std::optional<WorkloadEvidence> workload;
 };
 
 struct SummaryReport {

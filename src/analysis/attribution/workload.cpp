@@ -1,0 +1,209 @@
+// The workload of a device from its stacks (docs/attribution.md, "Workload").
+
+#include "memsnap/analysis/attribution/workload.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <span>
+
+#include "memsnap/analysis/attribution/attribution.h"
+
+namespace memsnap::analysis {
+namespace {
+
+// What one frame says of the run, as bits (FrameMarks).
+enum Mark : uint8_t {
+  kGenerationMark = 1,
+  kKvCacheMark = 2,
+  kAdapterMark = 4,
+  kPretrainedMark = 8,
+  kEvaluationMark = 16,
+  kNoGradMark = 32,
+  kCompilingMark = 64,
+  kComputedMark = 128,  // the frame was looked at
+};
+
+bool Contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// `word` in `text` (lower case) where the letter before it is not a letter: "lora" in
+// "peft/tuners/lora/layer.py" and "LoraLayer", not in "exploration".
+bool HasWordStart(std::string_view text, std::string_view word) {
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    if (at == 0 || !std::isalpha(static_cast<unsigned char>(text[at - 1]))) return true;
+  }
+  return false;
+}
+
+// The decoding loops of transformers' GenerationMixin (generation/utils.py) across versions.
+constexpr std::array<std::string_view, 14> kDecodingLoops = {
+    "_sample",           "sample",          "greedy_search",      "_greedy_search",
+    "beam_search",       "_beam_search",    "beam_sample",        "_beam_sample",
+    "assisted_decoding", "_assisted_decoding", "contrastive_search", "_contrastive_search",
+    "group_beam_search", "_dola_decoding"};
+
+constexpr std::array<std::string_view, 6> kEvaluationFunctions = {
+    "test_step", "val_step", "prediction_step", "predict_step", "evaluation_loop", "run_eval"};
+
+uint8_t MarksOf(std::string_view file, std::string_view function) {
+  uint8_t m = 0;
+  const std::string lfile = Lower(file);
+  const std::string lfunc = Lower(function);
+  const bool generation_file = Contains(lfile, "generation");
+  if (lfunc.starts_with("generate") || Contains(lfile, "/vllm/") ||
+      (generation_file && std::find(kDecodingLoops.begin(), kDecodingLoops.end(), lfunc) !=
+                              kDecodingLoops.end())) {
+    m |= kGenerationMark;
+  }
+  if (Contains(lfile, "cache_utils.py") || Contains(lfile, "cache_engine") ||
+      Contains(lfile, "kv_cache") || Contains(lfunc, "kv_cache") || Contains(lfile, "kvcache") ||
+      Contains(lfunc, "kvcache") || Contains(lfunc, "past_key_value")) {
+    m |= kKvCacheMark;
+  }
+  if (Contains(lfile, "/peft/") || HasWordStart(lfile, "lora") || HasWordStart(lfunc, "lora")) {
+    m |= kAdapterMark;
+  }
+  if (lfunc == "from_pretrained") m |= kPretrainedMark;
+  if (lfunc.starts_with("eval") || lfunc.starts_with("valid") ||
+      std::find(kEvaluationFunctions.begin(), kEvaluationFunctions.end(), lfunc) !=
+          kEvaluationFunctions.end()) {
+    m |= kEvaluationMark;
+  }
+  // torch.no_grad() and torch.inference_mode() used as decorators run the function through
+  // torch/utils/_contextlib.py (older PyTorch: torch/autograd/grad_mode.py).
+  if (lfunc == "decorate_context" &&
+      (Contains(lfile, "_contextlib.py") || Contains(lfile, "grad_mode.py"))) {
+    m |= kNoGradMark;
+  }
+  // torch.compile compiling (tracing, lowering, autotuning): its allocations run no model, and its
+  // joint graph passes look like a backward's.
+  if (Contains(lfile, "torch/_dynamo/convert_frame.py") ||
+      Contains(lfile, "torch/_inductor/compile_fx.py") ||
+      Contains(lfile, "torch/_inductor/fx_passes/")) {
+    m |= kCompilingMark;
+  }
+  return m;
+}
+
+
+}  // namespace
+
+namespace {
+
+// Counts the marks of the stacks `seen` flags into `ev` (its counts start at zero).
+void Tally(const Snapshot& snap, Attribution& attribution, const std::vector<uint8_t>& seen,
+           std::vector<uint8_t>& marks, WorkloadEvidence& ev) {
+  for (uint32_t s = 0; s < seen.size(); ++s) {
+    if (!seen[s]) continue;
+    const StackId id(s);
+    uint8_t stack_marks = 0;
+    for (FrameId f : snap.stacks.Get(id)) {
+      if (f.v >= marks.size()) continue;
+      uint8_t& m = marks[f.v];
+      if (!(m & kComputedMark)) {
+        const Frame& frame = snap.frames.Get(f);
+        // Python frames only: native frames' names say what ran, not the program's intent.
+        m = kComputedMark;
+        if (attribution.ClassOf(f) == FrameClass::kPython) {
+          m |= MarksOf(snap.strings.Get(frame.filename), snap.strings.Get(frame.name));
+        }
+      }
+      stack_marks |= m;
+    }
+    ++ev.stacks;
+    if (stack_marks & kCompilingMark) continue;  // counted as a stack, but no evidence
+    switch (attribution.PhaseOf(id)) {
+      case Phase::kBackward:
+        ++ev.backward;
+        break;
+      case Phase::kOptimizer:
+        ++ev.optimizer;
+        break;
+      case Phase::kForward:
+        ++ev.forward;
+        break;
+      default:
+        break;
+    }
+    ev.generation += (stack_marks & kGenerationMark) != 0;
+    ev.kv_cache += (stack_marks & kKvCacheMark) != 0;
+    ev.adapters += (stack_marks & kAdapterMark) != 0;
+    ev.pretrained += (stack_marks & kPretrainedMark) != 0;
+    ev.evaluation += (stack_marks & kEvaluationMark) != 0;
+    ev.no_grad += (stack_marks & kNoGradMark) != 0;
+  }
+}
+
+WorkloadEvidence Detect(const Snapshot& snap, Attribution& attribution, int32_t device,
+                        std::span<const uint32_t> segments) {
+  WorkloadEvidence ev;
+  ev.device = device;
+  std::vector<uint8_t> seen(snap.stacks.size(), 0);
+  auto see = [&](StackId s) {
+    if (s.valid() && s != StackTable::kEmpty && s.v < seen.size()) seen[s.v] = 1;
+  };
+  if (const DeviceTrace* trace = snap.TraceOf(device)) {
+    for (const TraceEvent& e : snap.EventsOf(*trace)) {
+      if (e.action == Action::kAlloc) see(e.stack);
+      ev.ended_in_oom |= e.action == Action::kOom;
+    }
+  }
+  std::vector<uint8_t> marks(snap.frames.size(), 0);
+  Tally(snap, attribution, seen, marks, ev);
+  // The trace is the run being asked about; the dumped blocks speak only where it shows no model
+  // (a dump of one event, a file without a trace). A block left from an earlier phase of the
+  // program (a gradient of a training step before a forward-only benchmark) says nothing of it.
+  if (ev.backward + ev.optimizer + ev.forward == 0) {
+    for (uint32_t k : segments) {
+      for (const Block& b : snap.BlocksOf(snap.segments[k])) {
+        if (b.is_active()) see(b.stack);
+      }
+    }
+    WorkloadEvidence with_dump;
+    with_dump.device = device;
+    with_dump.ended_in_oom = ev.ended_in_oom;
+    Tally(snap, attribution, seen, marks, with_dump);
+    ev = with_dump;
+  }
+  if (ev.backward + ev.optimizer > 0) {
+    if (ev.generation > 0) {
+      ev.kind = Workload::kRlRollout;
+    } else if (ev.adapters > 0 || ev.pretrained > 0) {
+      ev.kind = Workload::kFineTuning;
+    } else {
+      ev.kind = Workload::kTraining;
+    }
+  } else if (ev.generation > 0 || ev.kv_cache > 0) {
+    ev.kind = Workload::kGeneration;
+  } else if (ev.evaluation > 0 && ev.forward > 0) {
+    ev.kind = Workload::kEvaluation;
+  } else if (ev.forward > 0) {
+    ev.kind = ev.ended_in_oom && ev.no_grad == 0 ? Workload::kForwardOnly : Workload::kInference;
+  }
+  return ev;
+}
+
+}  // namespace
+
+WorkloadEvidence DetectWorkload(Attribution& attribution, int32_t device) {
+  return Detect(attribution.snapshot(), attribution, device, attribution.SegmentsOf(device));
+}
+
+std::vector<WorkloadEvidence> DetectWorkloads(Attribution& attribution) {
+  const Snapshot& snap = attribution.snapshot();
+  std::vector<WorkloadEvidence> out;
+  for (int32_t device : snap.Devices()) {
+    out.push_back(Detect(snap, attribution, device, attribution.SegmentsOf(device)));
+  }
+  return out;
+}
+
+}  // namespace memsnap::analysis
