@@ -90,12 +90,26 @@ class HolderNamer {
     return Category::kUnknown;
   }
   // Its row: what its free says it was (PreWindowRow, as `top` and `blocks` name it).
+  // (Or what the trace did after it: PreTraceEvidenceRow, as they name it too.)
   std::string PreWindowLabel(uint64_t addr) {
     if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
-      const StackId free_stack = dt_->blocks[it->second].stack;
-      return std::string(analysis::PreWindowRow(namer.attribution().Site(free_stack)));
+      const BlockLifetime& b = dt_->blocks[it->second];
+      const std::string_view evidence =
+          analysis::PreTraceEvidenceRow(namer.VerdictOf(*dt_, b).rule);
+      if (!evidence.empty()) return std::string(evidence);
+      return std::string(analysis::PreWindowRow(namer.attribution().Site(b.stack)));
     }
     return std::string(kPreWindowRow);
+  }
+  // A block older than the trace that it never saw: its stack's label, or what the trace showed
+  // of it (PreTraceEvidenceRow, as `top` and `blocks` name it).
+  std::string GhostLabel(StackId stack, uint64_t addr) {
+    if (auto it = ghost_.find(addr); it != ghost_.end()) {
+      const std::string_view evidence =
+          analysis::PreTraceEvidenceRow(namer.VerdictOf(*dt_, dt_->blocks[it->second]).rule);
+      if (!evidence.empty()) return std::string(evidence);
+    }
+    return namer.Label(stack, /*before_trace=*/true);
   }
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
@@ -152,7 +166,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
       synthetic = namer.IsSynthetic(a->second.first);
       category = names.CategoryOf(a->second.first, a->second.second, addr);
     } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
-      site = namer.Label(g->second, /*before_trace=*/true);
+      site = names.GhostLabel(g->second, addr);
       synthetic = namer.IsSynthetic(g->second);
       category = names.CategoryOf(g->second, kPreexistingEvent, addr);
     } else {

@@ -63,6 +63,16 @@ inline constexpr std::string_view kPreWindowBackwardRow =
     "[allocated before the trace, freed by backward: saved for it]";
 inline constexpr std::string_view kPreWindowOptimizerRow =
     "[allocated before the trace, freed by the optimizer step: its state]";
+/// Memory older than the trace that the trace's own behaviour shows to be more than parameters
+/// (the rules pre_trace_gradient, pre_trace_optimizer_state and remade_as_gradient,
+/// docs/attribution.md "Blocks from before the trace"): the row says what the evidence showed.
+/// Blocks the trace never saw keep kBeforeRecordingRow's words, blocks it frees kPreWindowRow's.
+inline constexpr std::string_view kBeforeRecordingGradientRow =
+    "[allocated before recording started: gradients the optimizer step reads]";
+inline constexpr std::string_view kBeforeRecordingOptimizerRow =
+    "[allocated before recording started: optimizer state from an earlier step]";
+inline constexpr std::string_view kPreWindowRemadeGradientRow =
+    "[allocated before the trace, freed and re-made as a gradient: last step's gradients]";
 
 /// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
 /// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
@@ -450,9 +460,23 @@ enum class CategoryRule : uint8_t {
   kStackPhase,          // older than the trace: the category its stack's phase implies
   kNoEvidence,          // unknown
   kUserCategory,        // a user category: a frame of the allocation's stack matches its regex
+  /// gradient: no stack, alive through the trace, whose optimizer step reads gradients the trace
+  /// never made (docs/attribution.md, "Blocks from before the trace")
+  kPreTraceGradient,
+  /// optimizer_state: no stack, alive through the trace, whose optimizer step makes no state
+  kPreTraceOptimizerState,
+  /// gradient: allocated before the trace, freed without a telling stack, and a block of its size
+  /// then made as a gradient
+  kRemadeAsGradient,
 };
-inline constexpr int kNumCategoryRules = 21;
+inline constexpr int kNumCategoryRules = 24;
 std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
+/// The row of memory older than the trace that a rule of the trace's own evidence decided
+/// (kPreTraceGradient: kBeforeRecordingGradientRow, kPreTraceOptimizerState:
+/// kBeforeRecordingOptimizerRow, kRemadeAsGradient: kPreWindowRemadeGradientRow); empty for every
+/// other rule (the row is then PreWindowRow's or NoStackRow's). Every grouping that names rows of
+/// memory from before the trace asks it first.
+std::string_view PreTraceEvidenceRow(CategoryRule rule);
 
 struct CategoryVerdict {
   Category category = Category::kUnknown;
@@ -496,9 +520,14 @@ class LifetimeCategorizer {
 
  private:
   struct Runs;
+  /// What the trace shows of memory older than it (attribution_pre_trace.cpp), found on the first
+  /// question about such memory.
+  struct PreTrace;
+  std::optional<CategoryVerdict> PreTraceVerdict(const BlockLifetime& lifetime);
   Attribution& attr_;
   const DeviceTimeline& dt_;
   std::unique_ptr<Runs> runs_;
+  std::unique_ptr<PreTrace> pre_trace_;
 };
 
 /// Categorizers for the devices of one timeline, made on first use.
