@@ -25,7 +25,9 @@ runs `_single_tensor_adamw`'s `denom = (exp_avg_sq.sqrt() / bias_correction2_sqr
       state (made by the first step) are older than the trace; last step's gradients are too,
       and the loop frees them with `p.grad = None` (train.py:18, no zero_grad) before the
       forward; the backward makes new ones. Known answer: 14 of the blocks never freed are
-      state (26 MiB), 8 parameters; the 7 freed blocks are last step's gradients, re-made.
+      state (26 MiB), 8 parameters; the 7 freed blocks are unknown (their free says nothing,
+      and a kind decided by the gradients made after it is not one a slice of the trace
+      ending between the two would give: docs/attribution.md, "Limits").
 """
 import json
 import os

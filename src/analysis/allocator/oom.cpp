@@ -90,14 +90,10 @@ class HolderNamer {
     return Category::kUnknown;
   }
   // Its row: what its free says it was (PreWindowRow, as `top` and `blocks` name it).
-  // (Or what the trace did after it: PreTraceEvidenceRow, as they name it too.)
   std::string PreWindowLabel(uint64_t addr) {
     if (auto it = pre_window_.find(addr); it != pre_window_.end()) {
-      const BlockLifetime& b = dt_->blocks[it->second];
-      const std::string_view evidence =
-          analysis::PreTraceEvidenceRow(namer.VerdictOf(*dt_, b).rule);
-      if (!evidence.empty()) return std::string(evidence);
-      return std::string(analysis::PreWindowRow(namer.attribution().Site(b.stack)));
+      const StackId free_stack = dt_->blocks[it->second].stack;
+      return std::string(analysis::PreWindowRow(namer.attribution().Site(free_stack)));
     }
     return std::string(kPreWindowRow);
   }

@@ -230,7 +230,6 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     if (site.accumulate_grad || site.zero_grad) return {C::kGradient, R::kFreedByZeroGrad};
     if (site.phase == Phase::kBackward) return {C::kActivation, R::kFreedByBackward};
     if (site.phase == Phase::kOptimizer) return {C::kOptimizerState, R::kFreedByOptimizer};
-    if (auto v = PreTraceVerdict(lt)) return *v;  // what the trace made after freeing it
     return {C::kUnknown, R::kNoEvidence};
   }
   // The user's categories come first (docs/attribution.md, "User categories"); a pre-window

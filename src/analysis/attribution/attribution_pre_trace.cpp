@@ -1,6 +1,6 @@
-// Memory older than the trace, by what the trace later shows of it (docs/attribution.md, "Blocks
-// from before the trace"): an optimizer step that reads gradients the trace never made, a step
-// that makes no state of its own, a block freed and then re-made as a gradient.
+// Memory older than the trace that the trace never saw, by what the trace shows of it
+// (docs/attribution.md, "Blocks from before the trace"): an optimizer step that reads gradients the
+// trace never made, a step that makes no state of its own.
 //
 // One pass over the device's events, on the first question about such memory: the decision for a
 // block depends on every block older than the trace (how many of each size there are) and on the
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "pre_trace_internal.h"
 
@@ -22,9 +23,8 @@ namespace {
 // `_init_group`, `_single_tensor_*`, `_multi_tensor_*`, the fused and foreach kernels): what
 // tells a step from an optimizer's constructor, which is the optimizer phase too.
 bool StepFunction(std::string_view name) {
-  return name == "step" || name.starts_with("_init_group") ||
-         name.starts_with("_single_tensor_") || name.starts_with("_multi_tensor_") ||
-         name.find("_fused_") != std::string_view::npos ||
+  return name == "step" || name.starts_with("_init_group") || name.starts_with("_single_tensor_") ||
+         name.starts_with("_multi_tensor_") || name.find("_fused_") != std::string_view::npos ||
          name.find("_foreach_") != std::string_view::npos;
 }
 
@@ -58,8 +58,6 @@ std::string_view PreTraceRuleName(CategoryRule rule) {
       return "pre_trace_gradient";
     case CategoryRule::kPreTraceOptimizerState:
       return "pre_trace_optimizer_state";
-    case CategoryRule::kRemadeAsGradient:
-      return "remade_as_gradient";
     default:
       return {};
   }
@@ -71,8 +69,6 @@ std::string_view PreTraceEvidenceRow(CategoryRule rule) {
       return kBeforeRecordingGradientRow;
     case CategoryRule::kPreTraceOptimizerState:
       return kBeforeRecordingOptimizerRow;
-    case CategoryRule::kRemadeAsGradient:
-      return kPreWindowRemadeGradientRow;
     default:
       return {};
   }
@@ -99,8 +95,6 @@ std::optional<CategoryVerdict> LifetimeCategorizer::PreTraceVerdict(const BlockL
     absl::flat_hash_map<uint64_t, Live> live;         // allocated in the trace, not freed yet
     absl::flat_hash_set<uint64_t> requested;          // free requested, not completed
     std::vector<std::pair<uint32_t, int64_t>> grads;  // (alloc event, size) of gradients made
-    // Pre-window frees whose stack says nothing of the block: (first free event, size).
-    std::vector<std::pair<uint32_t, int64_t>> untold_frees;
     // Pre-window frees, other than an optimizer's or backward's (a state replaced, a saved
     // tensor released), by (event, size): blocks that may be the gradients a step read.
     std::vector<std::pair<uint32_t, int64_t>> other_frees;
@@ -155,8 +149,7 @@ std::optional<CategoryVerdict> LifetimeCategorizer::PreTraceVerdict(const BlockL
         } else if (p == Phase::kBackward) {
           l.made = Made::kBackward;
           run_addrs.push_back(ev.addr);
-        } else if (p == Phase::kOptimizer && run_phase == Phase::kOptimizer &&
-                   ev.stack.valid()) {
+        } else if (p == Phase::kOptimizer && run_phase == Phase::kOptimizer && ev.stack.valid()) {
           run.step |= step_stack(ev.stack);
           l.made = Made::kOptimizerRun;
           l.site = static_cast<int64_t>(ev.stack.v);
@@ -178,30 +171,12 @@ std::optional<CategoryVerdict> LifetimeCategorizer::PreTraceVerdict(const BlockL
       if (ev.action == Action::kFreeRequested) requested.insert(ev.addr);
       // A block older than the trace, freed here: what does its free say?
       const SiteInfo& site = attr_.Site(ev.stack);
-      const bool told = site.zero_grad || site.accumulate_grad ||
-                        site.phase == Phase::kBackward || site.phase == Phase::kOptimizer;
-      if (!told && site.phase != Phase::kForward) untold_frees.emplace_back(e, ev.size);
       if (site.phase != Phase::kBackward && site.phase != Phase::kOptimizer) {
         other_frees.emplace_back(e, ev.size);
       }
     }
     if (run_phase == Phase::kBackward) end_backward();
     if (run_phase == Phase::kOptimizer) end_optimizer();
-    std::sort(grads.begin(), grads.end());
-
-    // A block freed without a word, then a block of its size made as a gradient: last step's
-    // gradient (each gradient made vouches for one such block, the earliest freed before it).
-    {
-      std::map<int64_t, std::vector<uint32_t>> frees_by_size;
-      for (const auto& [e, size] : untold_frees) frees_by_size[size].push_back(e);
-      std::map<int64_t, size_t> next;  // the first free of a size not vouched for yet
-      for (const auto& [g, size] : grads) {
-        auto it = frees_by_size.find(size);
-        if (it == frees_by_size.end()) continue;
-        size_t& i = next[size];
-        if (i < it->second.size() && it->second[i] < g) out.remade.insert(it->second[i++]);
-      }
-    }
 
     // Blocks older than the trace that it never saw, without a stack, by size, in address order.
     std::map<int64_t, std::vector<uint64_t>> ghosts;
@@ -279,15 +254,6 @@ std::optional<CategoryVerdict> LifetimeCategorizer::PreTraceVerdict(const BlockL
         }
       }
     }
-  }
-  if (lt.cls == LifetimeClass::kPreWindow) {
-    const std::optional<uint32_t> f = lt.free_requested_event.seen()
-                                          ? lt.free_requested_event.index()
-                                          : lt.free_completed_event.index();
-    if (f && pre_trace_->remade.contains(*f)) {
-      return CategoryVerdict{Category::kGradient, CategoryRule::kRemadeAsGradient};
-    }
-    return std::nullopt;
   }
   auto it = pre_trace_->ghosts.find(lt.address);
   if (it == pre_trace_->ghosts.end()) return std::nullopt;

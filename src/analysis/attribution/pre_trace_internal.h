@@ -5,21 +5,18 @@
 #include <cstdint>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "memsnap/analysis/attribution/attribution.h"
 
 namespace memsnap::analysis {
 
-/// "pre_trace_gradient", "pre_trace_optimizer_state", "remade_as_gradient"; empty for the other
-/// rules (CategoryRuleName names them).
+/// "pre_trace_gradient", "pre_trace_optimizer_state"; empty for the other rules (CategoryRuleName
+/// names them).
 std::string_view PreTraceRuleName(CategoryRule rule);
 
 struct LifetimeCategorizer::PreTrace {
   /// Blocks the trace never saw (ghosts without a stack), by address, that the evidence shows to
   /// be gradients or optimizer state rather than parameters.
   absl::flat_hash_map<uint64_t, CategoryRule> ghosts;
-  /// Pre-window lifetimes re-made as gradients, by the device-local event of their first free.
-  absl::flat_hash_set<uint32_t> remade;
 };
 
 }  // namespace memsnap::analysis

@@ -191,10 +191,7 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
                  : PlainRow(std::string(kPreWindowRow), true);
   }
   if (lt.cls == LifetimeClass::kPreWindow) {
-    // Its stack is its free's: the row says what that free shows it was, or what the trace did
-    // after it (PreTraceEvidenceRow).
-    const std::string_view evidence = PreTraceEvidenceRow(Categorize(dt, lt).rule);
-    if (!evidence.empty()) return PlainRow(std::string(evidence), true);
+    // Its stack is its free's: the row says what that free shows it was.
     return PlainRow(std::string(PreWindowRow(attribution_.Site(lt.stack))), true);
   }
   switch (options_.by) {
@@ -299,8 +296,7 @@ SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
   for (size_t i = 0; i < no_stack_.size(); ++i) {
     no_stack_[i].key = no_stack_[i].owner = std::string(rows[i]);
   }
-  const std::string_view evidence[] = {kBeforeRecordingGradientRow, kBeforeRecordingOptimizerRow,
-                                       kPreWindowRemadeGradientRow};
+  const std::string_view evidence[] = {kBeforeRecordingGradientRow, kBeforeRecordingOptimizerRow};
   for (size_t i = 0; i < evidence_.size(); ++i) {
     evidence_[i].key = evidence_[i].owner = std::string(evidence[i]);
   }
@@ -310,7 +306,7 @@ size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt, Catego
   const SiteInfo* found = &attribution_.Site(lt.stack);
   // Memory older than the trace whose rule says what the trace showed of it (as RowFor names it).
   if (const std::string_view row = PreTraceEvidenceRow(rule);
-      !row.empty() && (lt.cls == LifetimeClass::kPreWindow || found->kind == SiteKind::kNoStack)) {
+      !row.empty() && lt.cls == LifetimeClass::kGhost && found->kind == SiteKind::kNoStack) {
     for (const SiteInfo& s : evidence_) {
       if (s.key == row) return Insert(s);
     }

@@ -63,16 +63,14 @@ inline constexpr std::string_view kPreWindowBackwardRow =
     "[allocated before the trace, freed by backward: saved for it]";
 inline constexpr std::string_view kPreWindowOptimizerRow =
     "[allocated before the trace, freed by the optimizer step: its state]";
-/// Memory older than the trace that the trace's own behaviour shows to be more than parameters
-/// (the rules pre_trace_gradient, pre_trace_optimizer_state and remade_as_gradient,
-/// docs/attribution.md "Blocks from before the trace"): the row says what the evidence showed.
-/// Blocks the trace never saw keep kBeforeRecordingRow's words, blocks it frees kPreWindowRow's.
+/// Memory older than the trace, never seen in it, that the trace's optimizer step shows to be more
+/// than parameters (the rules pre_trace_gradient and pre_trace_optimizer_state,
+/// docs/attribution.md "Blocks from before the trace"): the row says what the evidence showed, in
+/// kBeforeRecordingRow's words.
 inline constexpr std::string_view kBeforeRecordingGradientRow =
     "[allocated before recording started: gradients the optimizer step reads]";
 inline constexpr std::string_view kBeforeRecordingOptimizerRow =
     "[allocated before recording started: optimizer state from an earlier step]";
-inline constexpr std::string_view kPreWindowRemadeGradientRow =
-    "[allocated before the trace, freed and re-made as a gradient: last step's gradients]";
 
 /// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
 /// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
@@ -465,17 +463,13 @@ enum class CategoryRule : uint8_t {
   kPreTraceGradient,
   /// optimizer_state: no stack, alive through the trace, whose optimizer step makes no state
   kPreTraceOptimizerState,
-  /// gradient: allocated before the trace, freed without a telling stack, and a block of its size
-  /// then made as a gradient
-  kRemadeAsGradient,
 };
-inline constexpr int kNumCategoryRules = 24;
+inline constexpr int kNumCategoryRules = 23;
 std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
 /// The row of memory older than the trace that a rule of the trace's own evidence decided
 /// (kPreTraceGradient: kBeforeRecordingGradientRow, kPreTraceOptimizerState:
-/// kBeforeRecordingOptimizerRow, kRemadeAsGradient: kPreWindowRemadeGradientRow); empty for every
-/// other rule (the row is then PreWindowRow's or NoStackRow's). Every grouping that names rows of
-/// memory from before the trace asks it first.
+/// kBeforeRecordingOptimizerRow); empty for every other rule (the row is then NoStackRow's).
+/// Every grouping that names rows of memory from before the trace asks it first.
 std::string_view PreTraceEvidenceRow(CategoryRule rule);
 
 struct CategoryVerdict {

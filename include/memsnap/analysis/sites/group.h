@@ -198,8 +198,8 @@ class SiteLabels {
  public:
   explicit SiteLabels(Attribution& attribution);
   /// The index of the lifetime's site (pre-window lifetimes: PreWindowRow, as their stack is
-  /// the free's; lifetimes without a stack: NoStackRow; either, when `rule` (the rule of its
-  /// category) names a row of memory older than the trace: PreTraceEvidenceRow).
+  /// the free's; lifetimes without a stack: NoStackRow, or PreTraceEvidenceRow when `rule`, the
+  /// rule of its category, names a row of memory older than the trace).
   size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime, CategoryRule rule);
   /// Computes the labels (DistinctLabels); call once, after the last Add.
   void Finish();
@@ -213,7 +213,7 @@ class SiteLabels {
   Attribution& attribution_;
   std::array<SiteInfo, 5> pre_window_;  // kPreWindowRow and what a free says (PreWindowRow)
   std::array<SiteInfo, 3> no_stack_;    // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
-  std::array<SiteInfo, 3> evidence_;    // PreTraceEvidenceRow's rows
+  std::array<SiteInfo, 2> evidence_;    // PreTraceEvidenceRow's rows
   absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
   std::vector<const SiteInfo*> sites_;
   std::vector<SiteLabel> labels_;
