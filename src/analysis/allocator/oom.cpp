@@ -97,6 +97,16 @@ class HolderNamer {
     }
     return std::string(kPreWindowRow);
   }
+  // A block older than the trace that it never saw: its stack's label, or what the trace showed
+  // of it (PreTraceEvidenceRow, as `top` and `blocks` name it).
+  std::string GhostLabel(StackId stack, uint64_t addr) {
+    if (auto it = ghost_.find(addr); it != ghost_.end()) {
+      const std::string_view evidence =
+          analysis::PreTraceEvidenceRow(namer.VerdictOf(*dt_, dt_->blocks[it->second]).rule);
+      if (!evidence.empty()) return std::string(evidence);
+    }
+    return namer.Label(stack, /*before_trace=*/true);
+  }
   // The block allocated at device-local event `alloc_event`, or (kPreexistingEvent) the one older
   // than the trace at `addr`.
   analysis::Category CategoryOf(StackId stack, uint32_t alloc_event, uint64_t addr) {
@@ -152,7 +162,7 @@ void NameHolders(const Snapshot& snap, const Capture& c,
       synthetic = namer.IsSynthetic(a->second.first);
       category = names.CategoryOf(a->second.first, a->second.second, addr);
     } else if (auto g = ghosts.find(addr); g != ghosts.end()) {
-      site = namer.Label(g->second, /*before_trace=*/true);
+      site = names.GhostLabel(g->second, addr);
       synthetic = namer.IsSynthetic(g->second);
       category = names.CategoryOf(g->second, kPreexistingEvent, addr);
     } else {

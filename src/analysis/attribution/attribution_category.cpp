@@ -11,11 +11,14 @@
 #include <map>
 
 #include "memsnap/analysis/attribution/attribution.h"
+#include "pre_trace_internal.h"
 
 namespace memsnap::analysis {
 
 namespace {
 
+// (The rules of memory older than the trace that the trace shows more of are named by
+// PreTraceRuleName, attribution_pre_trace.cpp.)
 constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
     "accumulate_grad",    "backward_kept",      "backward_freed",       "optimizer_kept",
     "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
@@ -28,7 +31,10 @@ constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 
 }  // namespace
 
-std::string_view CategoryRuleName(CategoryRule r) { return kRuleNames[static_cast<size_t>(r)]; }
+std::string_view CategoryRuleName(CategoryRule r) {
+  const std::string_view name = kRuleNames[static_cast<size_t>(r)];
+  return name.empty() ? PreTraceRuleName(r) : name;
+}
 
 struct LifetimeCategorizer::Runs {
   struct Run {
@@ -242,8 +248,10 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   if (lt.cls == LifetimeClass::kGhost || !lt.alloc_event.seen()) {
     // Alive since before the trace and never freed in it.
     if (!has_stack) {
-      if (runs_->ModelRan()) return {C::kParameter, R::kPreTracePersistent};
-      return {C::kUnknown, R::kNoEvidence};
+      if (!runs_->ModelRan()) return {C::kUnknown, R::kNoEvidence};
+      // What the trace's optimizer step shows the block to be, else a parameter.
+      if (auto v = PreTraceVerdict(lt)) return *v;
+      return {C::kParameter, R::kPreTracePersistent};
     }
     return StackPhaseCategory(site);
   }

@@ -93,7 +93,7 @@ absl::StatusOr<BlocksReport> SelectBlocks(const Snapshot& snap, const Timeline& 
         }
         row.stack = it->second;
       }
-      site_of_row.push_back(labels.Add(dt, lt));
+      site_of_row.push_back(labels.Add(dt, lt, row.category.rule));
       rep.total_bytes += lt.requested_size;
     }
   }

@@ -216,8 +216,13 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
       break;
   }
   const SiteInfo& site = attribution_.Site(lt.stack);
-  if (site.kind == SiteKind::kNoStack)
+  if (site.kind == SiteKind::kNoStack) {
+    // Older than the trace: what the trace shows it to be, when it shows it.
+    const std::string_view evidence =
+        lt.cls == LifetimeClass::kGhost ? PreTraceEvidenceRow(Categorize(dt, lt).rule) : "";
+    if (!evidence.empty()) return PlainRow(std::string(evidence), true);
     return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
+  }
   if (options_.by == GroupBy::kModule) {
     const std::vector<std::string>& chain = attribution_.ModuleChain(lt.stack);
     if (chain.empty()) {
@@ -291,10 +296,21 @@ SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
   for (size_t i = 0; i < no_stack_.size(); ++i) {
     no_stack_[i].key = no_stack_[i].owner = std::string(rows[i]);
   }
+  const std::string_view evidence[] = {kBeforeRecordingGradientRow, kBeforeRecordingOptimizerRow};
+  for (size_t i = 0; i < evidence_.size(); ++i) {
+    evidence_[i].key = evidence_[i].owner = std::string(evidence[i]);
+  }
 }
 
-size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt) {
+size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt, CategoryRule rule) {
   const SiteInfo* found = &attribution_.Site(lt.stack);
+  // Memory older than the trace whose rule says what the trace showed of it (as RowFor names it).
+  if (const std::string_view row = PreTraceEvidenceRow(rule);
+      !row.empty() && lt.cls == LifetimeClass::kGhost && found->kind == SiteKind::kNoStack) {
+    for (const SiteInfo& s : evidence_) {
+      if (s.key == row) return Insert(s);
+    }
+  }
   if (lt.cls == LifetimeClass::kPreWindow) {
     const std::string_view row = PreWindowRow(*found);
     for (const SiteInfo& s : pre_window_) {
@@ -307,7 +323,10 @@ size_t SiteLabels::Add(const DeviceTimeline& dt, const BlockLifetime& lt) {
       if (s.key == row) found = &s;
     }
   }
-  const SiteInfo& site = *found;
+  return Insert(*found);
+}
+
+size_t SiteLabels::Insert(const SiteInfo& site) {
   auto [it, inserted] = index_.try_emplace(site.key, sites_.size());
   if (inserted) sites_.push_back(&site);
   return it->second;
@@ -325,12 +344,14 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
 void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lifetimes,
                       GroupContext& context, std::vector<GroupRow>& rows,
                       absl::flat_hash_map<std::string, uint32_t>& by_key) {
-  // RowCacheKey (stack, pre-window, ghost) -> row, when the key depends on nothing else.
+  // RowCacheKey (stack, pre-window, ghost, a row-naming rule) -> row, when the key depends on
+  // nothing else.
   absl::flat_hash_map<uint64_t, uint32_t> by_stack;
   const bool stack_keyed = context.stack_keyed();
   for (uint32_t li : lifetimes) {
     const BlockLifetime& lt = dt.blocks[li];
-    const uint64_t stack_key = RowCacheKey(lt);
+    const CategoryVerdict verdict = context.Categorize(dt, lt);
+    const uint64_t stack_key = RowCacheKey(lt, verdict.rule);
     uint32_t row = 0;
     auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
     if (cached != by_stack.end()) {
@@ -346,7 +367,7 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
     ++r.count;
     r.bytes += lt.requested_size;
     r.rounded_bytes += lt.rounded_size;
-    r.category_bytes[static_cast<size_t>(context.Categorize(dt, lt).category)] += lt.requested_size;
+    r.category_bytes[static_cast<size_t>(verdict.category)] += lt.requested_size;
   }
 }
 

@@ -24,13 +24,15 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
                                                       std::vector<LeakSite>& sites) {
   ASSIGN_OR_RETURN(std::unique_ptr<GroupContext> context, GroupContext::Create(snap, group));
   absl::flat_hash_map<std::string, uint32_t> by_key;
-  // (StackId, pre-window) -> site, when the key depends on nothing else.
+  // RowCacheKey (stack, pre-window, ghost, a row-naming rule) -> site, when the key depends on
+  // nothing else.
   absl::flat_hash_map<uint64_t, uint32_t> by_stack;
   const bool stack_keyed = context->stack_keyed();
   std::vector<uint32_t> site_of(dt.blocks.size());
   for (uint32_t i = 0; i < dt.blocks.size(); ++i) {
     const BlockLifetime& lt = dt.blocks[i];
-    const uint64_t stack_key = RowCacheKey(lt);
+    const CategoryVerdict verdict = context->Categorize(dt, lt);
+    const uint64_t stack_key = RowCacheKey(lt, verdict.rule);
     auto cached = stack_keyed ? by_stack.find(stack_key) : by_stack.end();
     uint32_t s = 0;
     if (cached != by_stack.end()) {
@@ -50,8 +52,7 @@ absl::StatusOr<std::vector<uint32_t>> SiteOfLifetimes(const Snapshot& snap,
       if (stack_keyed) by_stack.emplace(stack_key, s);
     }
     site_of[i] = s;
-    sites[s].category_bytes[static_cast<size_t>(context->Categorize(dt, lt).category)] +=
-        lt.requested_size;
+    sites[s].category_bytes[static_cast<size_t>(verdict.category)] += lt.requested_size;
   }
   return site_of;
 }

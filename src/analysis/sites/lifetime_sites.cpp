@@ -13,8 +13,9 @@ LifetimeSites LifetimeSitesOf(GroupContext& context, const Timeline& timeline,
   for (const LifetimeRef& ref : lifetimes) {
     const DeviceTimeline& dt = timeline.devices[ref.device];
     const BlockLifetime& lt = dt.blocks[ref.lifetime];
-    out.site.push_back(static_cast<uint32_t>(labels.Add(dt, lt)));
-    out.category.push_back(context.Categorize(dt, lt).category);
+    const CategoryVerdict verdict = context.Categorize(dt, lt);
+    out.site.push_back(static_cast<uint32_t>(labels.Add(dt, lt, verdict.rule)));
+    out.category.push_back(verdict.category);
     if (stacks && lt.stack.valid() && !out.stacks.contains(lt.stack.v)) {
       out.stacks.emplace(lt.stack.v, context.filter().Filtered(lt.stack));
     }

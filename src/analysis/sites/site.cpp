@@ -57,8 +57,12 @@ Category SiteNamer::CategoryOf(StackId stack, uint32_t /*alloc_event*/) {
 }
 
 Category SiteNamer::CategoryOf(const DeviceTimeline& device, const BlockLifetime& lifetime) {
+  return VerdictOf(device, lifetime).category;
+}
+
+CategoryVerdict SiteNamer::VerdictOf(const DeviceTimeline& device, const BlockLifetime& lifetime) {
   if (!categorizers_) categorizers_ = std::make_unique<Categorizers>(attribution_);
-  return categorizers_->For(device).Categorize(lifetime).category;
+  return categorizers_->For(device).Categorize(lifetime);
 }
 
 bool GrowsWithBatch(Category category) {

@@ -63,6 +63,14 @@ inline constexpr std::string_view kPreWindowBackwardRow =
     "[allocated before the trace, freed by backward: saved for it]";
 inline constexpr std::string_view kPreWindowOptimizerRow =
     "[allocated before the trace, freed by the optimizer step: its state]";
+/// Memory older than the trace, never seen in it, that the trace's optimizer step shows to be more
+/// than parameters (the rules pre_trace_gradient and pre_trace_optimizer_state,
+/// docs/attribution.md "Blocks from before the trace"): the row says what the evidence showed, in
+/// kBeforeRecordingRow's words.
+inline constexpr std::string_view kBeforeRecordingGradientRow =
+    "[allocated before recording started: gradients the optimizer step reads]";
+inline constexpr std::string_view kBeforeRecordingOptimizerRow =
+    "[allocated before recording started: optimizer state from an earlier step]";
 
 /// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
 /// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
@@ -454,9 +462,19 @@ enum class CategoryRule : uint8_t {
   kStackPhase,          // older than the trace: the category its stack's phase implies
   kNoEvidence,          // unknown
   kUserCategory,        // a user category: a frame of the allocation's stack matches its regex
+  /// gradient: no stack, alive through the trace, whose optimizer step reads gradients the trace
+  /// never made (docs/attribution.md, "Blocks from before the trace")
+  kPreTraceGradient,
+  /// optimizer_state: no stack, alive through the trace, whose optimizer step makes no state
+  kPreTraceOptimizerState,
 };
-inline constexpr int kNumCategoryRules = 21;
+inline constexpr int kNumCategoryRules = 23;
 std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
+/// The row of memory older than the trace that a rule of the trace's own evidence decided
+/// (kPreTraceGradient: kBeforeRecordingGradientRow, kPreTraceOptimizerState:
+/// kBeforeRecordingOptimizerRow); empty for every other rule (the row is then NoStackRow's).
+/// Every grouping that names rows of memory from before the trace asks it first.
+std::string_view PreTraceEvidenceRow(CategoryRule rule);
 
 struct CategoryVerdict {
   Category category = Category::kUnknown;
@@ -500,9 +518,14 @@ class LifetimeCategorizer {
 
  private:
   struct Runs;
+  /// What the trace shows of memory older than it (attribution_pre_trace.cpp), found on the first
+  /// question about such memory.
+  struct PreTrace;
+  std::optional<CategoryVerdict> PreTraceVerdict(const BlockLifetime& lifetime);
   Attribution& attr_;
   const DeviceTimeline& dt_;
   std::unique_ptr<Runs> runs_;
+  std::unique_ptr<PreTrace> pre_trace_;
 };
 
 /// Categorizers for the devices of one timeline, made on first use.

@@ -67,10 +67,12 @@ const EventExtra* AllocExtraOf(const Snapshot& snap, const DeviceTimeline& dt,
                                const BlockLifetime& lifetime);
 
 /// What a lifetime's row depends on besides the options, as one number (a cache key): its stack,
-/// and whether it is pre-window or a ghost (NoStackRow tells those apart).
-inline uint64_t RowCacheKey(const BlockLifetime& lt) {
-  return (uint64_t{lt.stack.v} << 2) | (lt.cls == LifetimeClass::kPreWindow ? 1 : 0) |
-         (lt.cls == LifetimeClass::kGhost ? 2 : 0);
+/// whether it is pre-window or a ghost (NoStackRow tells those apart), and `rule`, its category's
+/// rule, when that names the row (PreTraceEvidenceRow: memory older than the trace).
+inline uint64_t RowCacheKey(const BlockLifetime& lt, CategoryRule rule) {
+  const uint64_t evidence = PreTraceEvidenceRow(rule).empty() ? 0 : uint64_t{1} + uint8_t(rule);
+  return (uint64_t{lt.stack.v} << 8) | (evidence << 2) |
+         (lt.cls == LifetimeClass::kPreWindow ? 1 : 0) | (lt.cls == LifetimeClass::kGhost ? 2 : 0);
 }
 
 struct GroupOptions {
@@ -199,8 +201,9 @@ class SiteLabels {
  public:
   explicit SiteLabels(Attribution& attribution);
   /// The index of the lifetime's site (pre-window lifetimes: PreWindowRow, as their stack is
-  /// the free's; lifetimes without a stack: NoStackRow).
-  size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+  /// the free's; lifetimes without a stack: NoStackRow, or PreTraceEvidenceRow when `rule`, the
+  /// rule of its category, names a row of memory older than the trace).
+  size_t Add(const DeviceTimeline& dt, const BlockLifetime& lifetime, CategoryRule rule);
   /// Computes the labels (DistinctLabels); call once, after the last Add.
   void Finish();
   const std::string& Label(size_t index) const { return labels_[index].text; }
@@ -209,9 +212,11 @@ class SiteLabels {
   size_t size() const { return sites_.size(); }
 
  private:
+  size_t Insert(const SiteInfo& site);
   Attribution& attribution_;
   std::array<SiteInfo, 5> pre_window_;  // kPreWindowRow and what a free says (PreWindowRow)
   std::array<SiteInfo, 3> no_stack_;    // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
+  std::array<SiteInfo, 2> evidence_;    // PreTraceEvidenceRow's rows
   absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index
   std::vector<const SiteInfo*> sites_;
   std::vector<SiteLabel> labels_;

@@ -45,6 +45,9 @@ class SiteNamer {
   /// no stack that outlives a trace running a model is a parameter, a backward allocation kept
   /// after backward a gradient, one freed inside its phase a temporary, and so on.
   analysis::Category CategoryOf(const DeviceTimeline& device, const BlockLifetime& lifetime);
+  /// The same with the rule that decided (CategoryRule): what names the row of memory older than
+  /// the trace when the trace showed what it was (PreTraceEvidenceRow).
+  CategoryVerdict VerdictOf(const DeviceTimeline& device, const BlockLifetime& lifetime);
   /// The attribution model the labels come from.
   Attribution& attribution() { return attribution_; }
 
