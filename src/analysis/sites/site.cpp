@@ -63,7 +63,7 @@ Category SiteNamer::CategoryOf(const DeviceTimeline& device, const BlockLifetime
 
 bool GrowsWithBatch(Category category) {
   return category == Category::kActivation || category == Category::kTemporary ||
-         category == Category::kInput;
+         category == Category::kInput || category == Category::kKvCache;
 }
 
 }  // namespace memsnap::analysis
