@@ -12,9 +12,10 @@ import subprocess
 import sys
 
 CATEGORIES = ["parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
-              "unknown"]
+              "kv_cache", "autocast_cache", "state", "unknown"]
 SHORT = {"parameter": "param", "gradient": "grad", "optimizer_state": "optim", "activation": "act",
-         "temporary": "temp", "input": "input", "unknown": "**unknown**"}
+         "temporary": "temp", "input": "input", "kv_cache": "kv", "autocast_cache": "autocast",
+         "state": "state", "unknown": "**unknown**"}
 
 
 def size(b):

@@ -77,7 +77,7 @@ int Run(std::vector<std::string> args, std::ostream& out, std::ostream& err,
                  "A category of your own, NAME=REGEX (repeatable): memory whose allocation stack "
                  "has a frame whose 'filename:line:function' the regex finds is NAME, before the "
                  "built-in rules, wherever categories appear, e.g. --category "
-                 "kv_cache=cache_utils\\.py (docs/attribution.md, \"User categories\")")
+                 "lora=peft/tuners (docs/attribution.md, \"User categories\")")
       ->allow_extra_args(false);
   app.add_option("--categories", categories_files,
                  "A file of NAME=REGEX lines, as --category ('#' comments, blank lines); its "

@@ -32,9 +32,10 @@ RunFn SetupSummary(CLI::App& sub) {
                  "device instead of a section each)");
   sub.footer(
       "One file: also its memory at the peak by category (parameter, gradient, optimizer_state,\n"
-      "activation, temporary, input, unknown; docs/attribution.md). Past 64 devices the text\n"
-      "prints one line per device (segments, reserved, allocated, events, peaks, OOMs) instead of\n"
-      "a section each; --device N prints that device's section (--json keeps every device).\n\n"
+      "activation, temporary, input, kv_cache, autocast_cache, state, unknown;\n"
+      "docs/attribution.md). Past 64 devices the text prints one line per device (segments,\n"
+      "reserved, allocated, events, peaks, OOMs) instead of a section each; --device N prints\n"
+      "that device's section (--json keeps every device).\n\n"
       "Examples:\n"
       "  memsnap summary snap.pickle\n"
       "  memsnap summary --json snap.pickle | jq .reserved_bytes\n"

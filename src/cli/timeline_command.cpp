@@ -35,7 +35,7 @@ RunFn SetupTimeline(CLI::App& sub) {
   sub.add_flag("--csv", opts->csv,
                "One CSV row per event: device,event,time_us,live,rounded,reserved and the live "
                "bytes of each category (parameter,gradient,optimizer_state,activation,temporary,"
-               "input,unknown)");
+               "input,kv_cache,autocast_cache,state,unknown)");
   sub.add_option("--device", opts->device, "Only this device");
   sub.add_option("--from", opts->from,
                  "Start of the window: event:N, a time since the trace began (+25ms, 1.5s; -5s "

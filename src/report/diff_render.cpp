@@ -64,6 +64,12 @@ std::string_view KindPlural(analysis::Category c) {
       return "temporaries";
     case analysis::Category::kInput:
       return "inputs";
+    case analysis::Category::kKvCache:
+      return "KV cache";
+    case analysis::Category::kAutocastCache:
+      return "autocast's cached weight casts";
+    case analysis::Category::kState:
+      return "state your objects keep";
     case analysis::Category::kUnknown:
       break;
   }

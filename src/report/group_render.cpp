@@ -189,6 +189,16 @@ Json GroupToJson(const GroupReport& report, const std::vector<GroupRow>& rows) {
     row["site"] = r.site;
     row["category"] = std::string(names.Name(r.category()));
     row["categories"] = CategoriesJson(r.category_bytes, names);
+    // The rule that decided most of the row's bytes, and the bytes each rule decided
+    // (docs/attribution.md, "Rules").
+    row["category_rule"] = std::string(analysis::CategoryRuleName(r.rule()));
+    Json rules = Json::object();
+    for (int k = 0; k < analysis::kNumCategoryRules; ++k) {
+      if (r.rule_bytes[k] == 0) continue;
+      rules[std::string(analysis::CategoryRuleName(static_cast<analysis::CategoryRule>(k)))] =
+          r.rule_bytes[k];
+    }
+    row["category_rules"] = std::move(rules);
     row["bytes"] = r.bytes;
     row["rounded_bytes"] = r.rounded_bytes;
     row["count"] = r.count;

@@ -128,6 +128,7 @@ Json BuildReportData(const Snapshot& snap, const analysis::ReportAnalysis& a) {
   j["replay"] = ReplayJson(a);
   j["band_sites"] = internal::BandSitesJson(a);
   j["category_names"] = internal::CategoryNamesJson(a.categories);
+  j["category_rules"] = internal::CategoryRulesJson();
   j["frames"] = stacks.FramesJson();
   j["frame_kinds"] = stacks.FrameKindsJson();
   j["stacks"] = stacks.StacksJson();

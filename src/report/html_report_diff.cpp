@@ -38,6 +38,7 @@ Json BuildDiffData(const Snapshot& before, const Snapshot& after,
   j["before"] = SideJson(before, a.before, before_stacks);
   j["after"] = SideJson(after, a.after, after_stacks);
   j["category_names"] = internal::CategoryNamesJson(a.before.categories);
+  j["category_rules"] = internal::CategoryRulesJson();
   j["before"]["band_sites"] = internal::BandSitesJson(a.before);
   j["before"]["frames"] = before_stacks.FramesJson();
   j["before"]["frame_kinds"] = before_stacks.FrameKindsJson();

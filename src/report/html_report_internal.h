@@ -47,6 +47,8 @@ class StackTableJson {
 /// bands' category codes index.
 Json BandSitesJson(const analysis::ReportAnalysis& a);
 Json CategoryNamesJson(const analysis::CategoryNames& names);
+/// The names of the category rules, by CategoryRule (bands carry an index into it).
+Json CategoryRulesJson();
 
 /// A site table: moment, totals and rows (key, frames as indices into the stack table's frames,
 /// innermost first, bytes, rounded, count, synthetic). Rows are objects so that fields can be

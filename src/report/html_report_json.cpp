@@ -133,6 +133,14 @@ Json CategoryNamesJson(const analysis::CategoryNames& names) {
   return j;
 }
 
+Json CategoryRulesJson() {
+  Json j = Json::array();
+  for (int k = 0; k < analysis::kNumCategoryRules; ++k) {
+    j.push_back(std::string(analysis::CategoryRuleName(static_cast<analysis::CategoryRule>(k))));
+  }
+  return j;
+}
+
 Json SiteTableJson(const analysis::SiteTable& table, const analysis::CategoryNames& names,
                    StackTableJson& stacks) {
   Json j;
@@ -145,6 +153,7 @@ Json SiteTableJson(const analysis::SiteTable& table, const analysis::CategoryNam
     row["key"] = r.key;
     row["site"] = r.site.empty() ? r.key : r.site;
     row["category"] = std::string(names.Name(r.category()));
+    row["category_rule"] = std::string(analysis::CategoryRuleName(r.rule()));
     row["frames"] = stacks.Indices(r.frames);
     row["bytes"] = r.bytes;
     row["rounded"] = r.rounded_bytes;
@@ -319,9 +328,9 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
         {t.level, t.tile, t.buckets.size(), PackTile(t, lod.columns), PackAscending(t.bands)}));
   }
   j["tiles"] = std::move(tiles);
-  // The band lifetimes, 13 varints each (docs/report.md).
+  // The band lifetimes, 14 varints each (docs/report.md).
   std::vector<int64_t> v;
-  v.reserve(lod.bands.size() * 13);
+  v.reserve(lod.bands.size() * 14);
   int64_t prev_alloc = -1, prev_x = 0;
   for (size_t k = 0; k < lod.bands.size(); ++k) {
     const analysis::LodBand& band = lod.bands[k];
@@ -342,6 +351,8 @@ Json TimelineJson(const Snapshot& snap, const DeviceTimeline& dt,
     v.push_back(k < d.band_site.size() ? static_cast<int64_t>(d.band_site[k]) : -1);
     v.push_back(k < d.band_category.size() ? static_cast<int64_t>(d.band_category[k])
                                            : static_cast<int64_t>(analysis::Category::kUnknown));
+    v.push_back(k < d.band_rule.size() ? static_cast<int64_t>(d.band_rule[k])
+                                       : static_cast<int64_t>(analysis::CategoryRule::kNoEvidence));
     prev_alloc = alloc;
     prev_x = ax;
   }

@@ -707,6 +707,13 @@ std::string_view CategoryLever(analysis::Category category, analysis::Workload w
       return "smaller chunks for the operation that needs it";
     case analysis::Category::kInput:
       return "a smaller batch or sequence length";
+    case analysis::Category::kKvCache:
+      return "a shorter maximum length, a smaller batch, or a quantized or paged KV cache";
+    case analysis::Category::kAutocastCache:
+      return "keeping the weights in the low precision (model.to(torch.bfloat16)) or "
+             "torch.autocast(..., cache_enabled=False)";
+    case analysis::Category::kState:
+      return "freeing or shrinking the buffers the object that made them keeps";
     case analysis::Category::kUnknown:
       return "";
   }

@@ -125,7 +125,8 @@ async function checkUserCategory() {
   }
   const tip = await hoverBand(page, (b, tables) => tables.categories[b.cat] === "attn");
   if (tip == null) fail(`no band of category ${name} to hover`);
-  else if (!tip.includes(`${name}, `)) fail(`the hover of an ${name} band does not name it: ${tip.slice(0, 200)}`);
+  // The category, then the rule that decided it (docs/attribution.md, "User categories").
+  else if (!tip.includes(`${name} (rule user_category), `)) fail(`the hover of an ${name} band does not name it and its rule: ${tip.slice(0, 200)}`);
   checkConsole(page);
   await page.close();
 }

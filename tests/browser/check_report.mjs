@@ -7,7 +7,7 @@
 //   - zooming into the peak step with wheel and drag events redraws from finer data, and there
 //     the bands and the grey band add up to the live curve, which is the peak;
 //   - hovering the largest band at the peak shows its site's label first (never an allocator
-//     frame), its category and size, and the user's frames before the rest; a click keeps them;
+//     frame), its category (and the rule that decided it) and size, and the user's frames before the rest; a click keeps them;
 //   - the allocator state at the peak matches `memsnap frag --at peak --json`;
 //   - the diff page's deltas match `memsnap diff --at peak --json`;
 //   - the view survives a reload through the URL hash, follows a resize, and resets with a key;
@@ -321,7 +321,7 @@ async function checkBandHover(name, page, index, want) {
       const y = Math.round(r.top + (y0 + y1) / 2), v = t.u.posToVal(y - r.top, "y");
       return { id: c.id, x: pagex, y, height: Math.abs(y0 - y1), size: b.size,
         hit: v >= c.bottom && v < c.bottom + c.size && y >= Math.ceil(r.top) && y + 1 <= r.bottom,
-        site: t.tables.sites[b.site], category: t.tables.categories[b.cat] };
+        site: t.tables.sites[b.site], category: t.tables.categories[b.cat], rule: t.tables.rules[b.rule] };
     });
   }, [index, px]);
   if (!bands.length) { fail(name, "no band at the peak to hover"); return; }
@@ -348,6 +348,7 @@ async function checkBandHover(name, page, index, want) {
     fail(name, `the band's tooltip names an allocator frame: ${tip.head}`);
   }
   if (!tip.text.includes(tallest.category.replace("_", " "))) fail(name, `the band's tooltip does not say its category (${tallest.category})`);
+  if (!tallest.rule || !tip.text.includes("rule " + tallest.rule)) fail(name, `the band's tooltip does not say the rule that decided its category (${tallest.rule})`);
   if (!/your code, innermost first|no frame of your code|no stack recorded|every frame filtered/.test(tip.text)) {
     fail(name, `the band's tooltip does not put the user's frames first: ${tip.text.slice(0, 200)}`);
   }

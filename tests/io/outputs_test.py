@@ -244,7 +244,7 @@ def main():
         # Every file a command reads is an input: the --categories file (a global flag, before
         # or after the command) and standard input redirected from the output, --force or not.
         cats = os.path.join(tmp, "cats.txt")
-        cat_rules = b"kv_cache=cache_utils\\.py\n"
+        cat_rules = b"lora=peft/tuners\n"
         more_writers = writers + [
             (["export", "-f", "json", "snap.pickle", "-o", "OUT"], "--output"),
             (["export", "-f", "folded", "snap.pickle", "-o", "OUT"], "--output"),

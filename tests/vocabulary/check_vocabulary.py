@@ -23,7 +23,7 @@ import re
 import sys
 
 CATEGORY_NAMES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
-                  "unknown")
+                  "kv_cache", "autocast_cache", "state", "unknown")
 # The enum's own mapping.
 MAPPING = "src/analysis/attribution/attribution.cpp"
 # A literal equal to a category name that names something else: (file, literal) -> why.
@@ -31,6 +31,10 @@ OTHER_MEANINGS = {
     ("src/model/snapshot.cpp", "unknown"): "the name of Action::kUnknown, a trace action",
     ("src/cli/convert_command.cpp", "input"): "a JSON key: the input file of `convert --json`",
     ("src/report/workload_render.cpp", "unknown"): "the name of Workload::kUnknown, a kind of run",
+    ("src/cli/convert_command.cpp", "state"): "a JSON key: whose allocator state `convert --json` "
+                                              "slices (slice_end, recording_end)",
+    ("src/parse/schema.h", "state"): "a snapshot's key: a block's state (active_allocated...)",
+    ("src/writer/snapshot_writer.cpp", "state"): "a snapshot's key: a block's state (active_allocated...)",
 }
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 ANALYSIS_DIRS = ("src/analysis/", "include/memsnap/analysis/")

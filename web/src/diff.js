@@ -97,7 +97,7 @@ function renderDiffDevice(device, pair) {
       details[i] = h("div", { class: "details" }, clickNote());
       holder.append(label, ...traceNotes(dev), host, details[i]);
       const chart = new TimelineChart(host, dev, {
-        tables: { frames: file.frames, stacks: file.stacks, kinds: file.frame_kinds, sites: file.band_sites, categories: D.category_names }, details: details[i], mapping: map, height: 250,
+        tables: { frames: file.frames, stacks: file.stacks, kinds: file.frame_kinds, sites: file.band_sites, categories: D.category_names, rules: D.category_rules }, details: details[i], mapping: map, height: 250,
         sync: "diff" + device,
         onView: (c, a, b) => {
           const lo = c.map.fwd(a), hi = c.map.fwd(b);

@@ -163,14 +163,18 @@ const CATEGORIES = [
   ["activation", "activations", "#f79009", "allocated in forward and still alive when backward starts (saved for backward)"],
   ["temporary", "temporaries", "#98a2b3", "allocated and freed inside one phase (forward, backward or the optimizer step)"],
   ["input", "inputs", "#039855", "allocated by the data loading (batches moved to the GPU)"],
+  ["kv_cache", "KV cache", "#c11574", "made by KV cache code (transformers' cache_utils, vLLM's cache engine): keys and values kept across forward calls"],
+  ["autocast_cache", "autocast cache", "#dc6803", "autocast's low-precision copies of the weights, kept until autocast exits"],
+  ["state", "state", "#475467", "kept by an object of the program's own (its __init__ made it with *_like or a comprehension): neither parameters nor optimizer state"],
   ["unknown", "unknown", "#d0d5dd", "no stack or no rule applies"],
 ];
+const BUILT_IN_CATEGORIES = CATEGORIES.length;
 // The user's own categories (--category NAME=REGEX) come after the built-in ones, coloured from a
 // fixed palette in the order given (docs/attribution.md, "User categories").
 const USER_CATEGORY_COLORS = ["#e31a1c", "#ff7f00", "#6a3d9a", "#b15928", "#1f78b4", "#33a02c", "#f768a1", "#8c6d31"];
 for (const name of D.category_names || []) {
   if (CATEGORIES.some(([k]) => k === name)) continue;
-  const color = USER_CATEGORY_COLORS[(CATEGORIES.length - 7) % USER_CATEGORY_COLORS.length];
+  const color = USER_CATEGORY_COLORS[(CATEGORIES.length - BUILT_IN_CATEGORIES) % USER_CATEGORY_COLORS.length];
   CATEGORIES.push([name, name, color, "your category: a frame of the stack matches --category " + name]);
 }
 function renderCategories(sec, dev, timeline) {
@@ -505,7 +509,7 @@ function renderOtherDevices(o) {
 
 function renderSingle() {
   const file = D.file;
-  const tables = { frames: D.frames, stacks: D.stacks, kinds: D.frame_kinds, sites: D.band_sites, categories: D.category_names };
+  const tables = { frames: D.frames, stacks: D.stacks, kinds: D.frame_kinds, sites: D.band_sites, categories: D.category_names, rules: D.category_rules };
   document.title = "memsnap report: " + file.path.split("/").pop();
   document.getElementById("meta").replaceChildren(breakable(file.path), " \u00b7 " + fmtBytes(file.file_bytes) + " \u00b7 " +
     fmtCountOf(file.segments, "segment") + " \u00b7 " + fmtCountOf(file.blocks, "block") + " \u00b7 " + fmtCountOf(file.events, "trace event") +

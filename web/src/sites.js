@@ -10,7 +10,9 @@ function rowFrames(r, tables) {
 function siteCell(frames, synthetic, row) {
   const head = row && row.site ? row.site : frames[0] || "";
   // Every row but "[N others]" has one category ("[no stack]" rows too: often the parameters).
-  const cat = row && row.category && !isOthersRow(row) ? h("span", { class: "note cat", text: " " + row.category.replace("_", " ") }) : null;
+  // Its hover names the rule that decided the category (docs/attribution.md, "Rules").
+  const cat = row && row.category && !isOthersRow(row) ? h("span", { class: "note cat", text: " " + row.category.replace("_", " "),
+    title: row.category_rule ? "decided by the rule " + row.category_rule + " (most of its bytes)" : null }) : null;
   if (synthetic || frames.length <= 1) return h("span", {}, h("span", { class: "frame" }, breakable(head)), cat);
   const summary = h("summary", {}, h("span", { class: "frame" }, breakable(head)), cat);
   const pre = h("pre");

@@ -31,14 +31,14 @@ class Lod {
     // the page's heap, issue 36 §4).
     const small = (x) => (x >= -0x40000000 && x < 0x40000000 && x === Math.floor(x) ? x | 0 : x);
     let alloc = -1, ax = 0;
-    for (let i = 0; i + 12 < v.length; i += 13) {
+    for (let i = 0; i + 13 < v.length; i += 14) {
       alloc += v[i];
       ax += v[i + 2];
       out.push({
         id: out.length, alloc: small(alloc), free: v[i + 1] < 0 ? Infinity : alloc + v[i + 1],
         alloc_x: small(ax), free_x: small(ax + v[i + 3]), size: small(v[i + 4]), rounded: small(v[i + 4] + v[i + 5]),
         addr: v[i + 6], stream: small(v[i + 7]), cls: small(v[i + 8]), stack: small(v[i + 9] - 1), version: small(v[i + 10]),
-        site: small(v[i + 11]), cat: small(v[i + 12]),
+        site: small(v[i + 11]), cat: small(v[i + 12]), rule: small(v[i + 13]),
       });
     }
     return out;
@@ -773,14 +773,16 @@ class TimelineChart {
   // size and when it was alive; then where it is (address, stream) and what the trace knows of it.
   bandSite(b) { return this.tables.sites && b.site >= 0 ? this.tables.sites[b.site] : null; }
   bandCategory(b) { return this.tables.categories ? this.tables.categories[b.cat] : null; }
+  // The rule that decided the band's category (docs/attribution.md, "Rules").
+  bandRule(b) { return this.tables.rules ? this.tables.rules[b.rule] : null; }
   bandText(b) {
     const ht = this.dev.has_time;
     // "allocated at 683.3 ms": a time since the trace's first event, not a duration.
     const alloc = b.alloc < 0 ? "before the trace" : "at " + fmtX(b.alloc_x, ht);
     const free = b.free === Infinity ? ", still live at the end" : ", freed at " + fmtX(b.free_x, ht);
     const life = b.alloc >= 0 && b.free !== Infinity ? " (lived " + fmtSpan(b.free_x - b.alloc_x, ht) + ")" : "";
-    const cat = this.bandCategory(b);
-    return (cat ? cat.replace("_", " ") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
+    const cat = this.bandCategory(b), rule = this.bandRule(b);
+    return (cat ? cat.replace("_", " ") + (rule ? " (rule " + rule + ")" : "") + ", " : "") + fmtBytes(b.size) + " (" + fmtCount(b.size) + " B requested, " +
       fmtBytes(b.rounded) + " block)\n" + "allocated " + alloc + free + life + "\n" +
       "address " + hex(b.addr) + ", stream " + b.stream + ", " + CLASS_TEXT[b.cls] +
       (b.metadata ? "\nmetadata: " + b.metadata : "") +

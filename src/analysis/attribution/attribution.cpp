@@ -22,8 +22,9 @@ namespace memsnap::analysis {
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kCategoryNames = {
-    "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown"};
+constexpr std::array<std::string_view, kNumCategories> kCategoryNames = {
+    "parameter", "gradient", "optimizer_state", "activation", "temporary",
+    "input",     "kv_cache", "autocast_cache",  "state",      "unknown"};
 
 constexpr std::array<std::string_view, 7> kPhaseNames = {"none", "forward", "backward", "optimizer",
                                                          "init", "data",    "other"};
@@ -103,6 +104,38 @@ bool IsModulePlumbing(std::string_view file, std::string_view name) {
          (name == "_call_impl" || name == "_wrapped_call_impl" || name == "__call__");
 }
 
+bool IsComprehension(std::string_view name) {
+  return name == "<listcomp>" || name == "<dictcomp>" || name == "<setcomp>" || name == "<genexpr>";
+}
+
+// A Python frame of KV cache code (docs/attribution.md, rule kv_cache_frame): any function of
+// transformers' cache_utils.py (DynamicCache.update's torch.cat, a static cache's
+// lazy_initialization), vLLM's cache engine, a function whose name says KV cache or
+// past_key_values (vLLM's _allocate_kv_cache, initialize_kv_cache), and, as the innermost Python
+// frame only, code in a file whose name says so (a script named for its KV cache runs everything
+// else too).
+// kKvAnywhere: the frame says so wherever it is; kKvInnermost: only as the innermost Python frame.
+constexpr uint8_t kKvAnywhere = 1, kKvInnermost = 2;
+uint8_t KvCacheFrame(std::string_view raw_file, std::string_view name) {
+  const std::string file = Lower(raw_file);
+  const std::string_view base = std::string_view(file).substr(file.rfind('/') + 1);
+  if (base == "cache_utils.py" && Has(file, "transformers/")) return kKvAnywhere;
+  if (Has(file, "vllm/") && Has(base, "cache_engine")) return kKvAnywhere;
+  auto says = [](std::string_view text) {
+    return Has(text, "kv_cache") || Has(text, "kvcache") || Has(text, "past_key_value") ||
+           Has(text, "key_value_cache");
+  };
+  if (says(Lower(name))) return kKvAnywhere;
+  return name != "<module>" && says(base) ? kKvInnermost : 0;
+}
+
+// A Python frame that clears autocast's cache: the outermost autocast region exiting
+// (torch/amp/autocast_mode.py `__exit__` calls torch.clear_autocast_cache()).
+bool IsAutocastClearFrame(std::string_view file, std::string_view name) {
+  return name == "clear_autocast_cache" ||
+         (file.ends_with("amp/autocast_mode.py") && name == "__exit__");
+}
+
 enum class Marker : uint8_t {
   kNone,
   kBackward,
@@ -128,8 +161,7 @@ Marker PythonMarker(std::string_view file, std::string_view name) {
   // update's arithmetic. None of it is module init or the training loop's code.
   const std::string_view base = std::string_view(lower).substr(lower.rfind('/') + 1);
   const bool optimizer_file = Has(base, "optim") && base.ends_with(".py");
-  const bool comprehension =
-      name == "<listcomp>" || name == "<dictcomp>" || name == "<setcomp>" || name == "<genexpr>";
+  const bool comprehension = IsComprehension(name);
   if (optimizer_file && (name == "__init__" || comprehension)) return Marker::kOptimizer;
   if (Has(file, "torch/optim/") || name == "zero_grad" ||
       file.ends_with("torch/nn/utils/clip_grad.py") ||
@@ -204,7 +236,7 @@ absl::StatusOr<UserCategory> ParseUserCategory(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", Sv(text), "': expected NAME=REGEX, e.g. kv_cache=cache_utils\\.py"));
+        absl::StrCat("'", Sv(text), "': expected NAME=REGEX, e.g. lora=peft/tuners"));
   }
   UserCategory c;
   c.name = std::string(text.substr(0, eq));
@@ -499,9 +531,14 @@ struct Attribution::StackFacts {
   bool engine = false;
   bool accumulate_grad = false;
   bool zero_grad = false;
-  std::string op_inner_to_python;  // outermost operator inside the innermost Python frame
-  std::string op_inner_to_node;    // outermost operator inside the node
-  std::vector<size_t> native;      // kNative frames, innermost first
+  bool kv_cache = false;
+  bool autocast_cast = false;
+  bool autocast_clear = false;
+  size_t comprehension_at = SIZE_MAX;  // innermost comprehension frame (<listcomp>, <genexpr>...)
+  size_t init_at = SIZE_MAX;           // innermost `__init__` frame
+  std::string op_inner_to_python;      // outermost operator inside the innermost Python frame
+  std::string op_inner_to_node;        // outermost operator inside the node
+  std::vector<size_t> native;          // kNative frames, innermost first
   bool machinery_only = true;
 };
 
@@ -509,6 +546,7 @@ Attribution::Attribution(const Snapshot& snapshot, FrameFilter* filter, Attribut
     : snap_(snapshot), filter_(filter), options_(options) {
   frame_class_.assign(snapshot.frames.size(), 0);
   marker_.assign(snapshot.frames.size(), 0);
+  kv_frame_.assign(snapshot.frames.size(), 0);
   python_.resize(snapshot.frames.size());
   site_slot_.assign(snapshot.stacks.size(), -1);
   phase_.assign(snapshot.stacks.size(), 0);
@@ -626,17 +664,34 @@ Attribution::StackFacts Attribution::Facts(std::span<const FrameId> frames) {
     std::string_view name = snap_.strings.Get(f.name);
     if (!IsMachinery(c)) facts.machinery_only = false;
     if (Has(name, "AccumulateGrad")) facts.accumulate_grad = true;
+    if (name.starts_with("at::autocast::cached_cast(")) facts.autocast_cast = true;
+    if (name.starts_with("at::autocast::clear_cache(")) facts.autocast_clear = true;
     switch (c) {
-      case FrameClass::kPython:
-        if (facts.first_python == SIZE_MAX) {
+      case FrameClass::kPython: {
+        const bool innermost = facts.first_python == SIZE_MAX;
+        if (innermost) {
           facts.first_python = i;
           facts.op_inner_to_python = last_op;
         }
         if (name == "zero_grad") facts.zero_grad = true;
+        const std::string_view file = snap_.strings.Get(f.filename);
+        uint8_t& kv = kv_frame_[frames[i].v];
+        if (kv == 0) kv = static_cast<uint8_t>(KvCacheFrame(file, name) | 4);  // 4: computed
+        if ((kv & kKvAnywhere) != 0 || (innermost && (kv & kKvInnermost) != 0)) {
+          facts.kv_cache = true;
+        }
+        if (IsAutocastClearFrame(file, name)) facts.autocast_clear = true;
+        if (facts.init_at == SIZE_MAX) {
+          if (name == "__init__") facts.init_at = i;
+          if (IsComprehension(name) && facts.comprehension_at == SIZE_MAX) {
+            facts.comprehension_at = i;
+          }
+        }
         if (filter_ == nullptr || !filter_->has_regexes() || filter_->KeepByRegex(frames[i])) {
           facts.python.push_back(i);
         }
         break;
+      }
       case FrameClass::kNode:
         if (facts.node_at == SIZE_MAX) {
           facts.node_at = i;
@@ -795,12 +850,32 @@ Phase Attribution::PhaseFrom(std::span<const FrameId> frames, const StackFacts& 
   return Phase::kOther;
 }
 
+bool Attribution::InitState(std::span<const FrameId> frames, const StackFacts& facts) {
+  // The init phase from a plain `__init__` alone: no module construction, loading or .to() frame
+  // anywhere (those make parameters, whoever calls them).
+  for (size_t i = facts.first_python; i < frames.size(); ++i) {
+    if (ClassOf(frames[i]) == FrameClass::kPython &&
+        static_cast<Marker>(MarkerOf(frames[i])) == Marker::kStrongInit) {
+      return false;
+    }
+  }
+  if (facts.init_at == SIZE_MAX) return false;
+  // One tensor per input made alike (zeros_like(p), p.clone()), or a comprehension inside the
+  // `__init__` ([torch.zeros_like(p) for p in params]; Python 3.12 inlines list comprehensions,
+  // so there the operator says it).
+  const std::string_view op = facts.op_inner_to_python;
+  return facts.comprehension_at != SIZE_MAX || op.ends_with("_like") || op == "clone";
+}
+
 SiteInfo Attribution::Build(StackId stack) {
   std::span<const FrameId> frames = snap_.stacks.Get(stack);
   StackFacts facts = Facts(frames);
   SiteInfo s;
   s.accumulate_grad = facts.accumulate_grad;
   s.zero_grad = facts.zero_grad;
+  s.kv_cache = facts.kv_cache;
+  s.autocast_cast = facts.autocast_cast;
+  s.autocast_clear = facts.autocast_clear;
   s.node = facts.node;
   auto file_of = [&](size_t i) -> const FileFacts& {
     return File(snap_.frames.Get(frames[i]).filename);
@@ -811,6 +886,7 @@ SiteInfo Attribution::Build(StackId stack) {
   auto machinery = [&](size_t i) { return IsPythonMachineryPath(file_of(i).normal); };
 
   s.phase = PhaseFrom(frames, facts);
+  s.init_state = s.phase == Phase::kInit && InitState(frames, facts);
 
   // Name and key. The unlined key joins the same parts without their lines (when asked for).
   const bool unlined = options_.unlined_keys && !options_.ignore_lines;

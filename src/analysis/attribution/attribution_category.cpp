@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "memsnap/analysis/attribution/attribution.h"
 #include "pre_trace_internal.h"
 
@@ -17,23 +18,28 @@ namespace memsnap::analysis {
 
 namespace {
 
-// (The rules of memory older than the trace that the trace shows more of are named by
-// PreTraceRuleName, attribution_pre_trace.cpp.)
 constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
     "accumulate_grad",    "backward_kept",      "backward_freed",       "optimizer_kept",
     "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
     "data_freed",         "before_forward",     "saved_for_backward",   "forward_kept",
     "forward_freed",      "other_freed",        "pre_trace_persistent", "freed_by_backward",
     "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence",
-    "user_category"};
+    "user_category",      "pre_trace_gradient", "pre_trace_optimizer_state",
+    "kv_cache_frame",     "autocast_cleared",   "autocast_weight_size", "init_state"};
 
 constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
+
+// A stack of KV cache code (SiteInfo::kv_cache) outside the backward pass and the optimizer step:
+// the cache, made, grown or replaced (rule kv_cache_frame). A backward or optimizer stack through
+// such a frame is the backward's or the optimizer's, as their rules say.
+bool KvCacheCode(const SiteInfo& site) {
+  return site.kv_cache && site.phase != Phase::kBackward && site.phase != Phase::kOptimizer;
+}
 
 }  // namespace
 
 std::string_view CategoryRuleName(CategoryRule r) {
-  const std::string_view name = kRuleNames[static_cast<size_t>(r)];
-  return name.empty() ? PreTraceRuleName(r) : name;
+  return kRuleNames[static_cast<size_t>(r)];
 }
 
 struct LifetimeCategorizer::Runs {
@@ -45,9 +51,14 @@ struct LifetimeCategorizer::Runs {
   };
   Attribution& attr;
   const DeviceTimeline& dt;
-  std::map<uint32_t, Run> runs;  // by start (std::map: nodes stay put, `last` stays valid)
-  Run* last = nullptr;           // the run Known() returned last
-  int model_ran = -1;            // -1 unknown
+  std::map<uint32_t, Run> runs;      // by start (std::map: nodes stay put, `last` stays valid)
+  Run* last = nullptr;               // the run Known() returned last
+  int model_ran = -1;                // -1 unknown
+  std::vector<int64_t> param_sizes;  // ParamSizes()
+  bool param_sizes_done = false;
+  // A phase run's start -> how many allocations autocast's cached_cast made in it, by size.
+  absl::flat_hash_map<uint32_t, absl::flat_hash_map<int64_t, int64_t>> casts_in_run;
+  std::vector<uint8_t> autocast_stack;  // StackId -> 0 not known, 1 no cached_cast, 2 one
 
   Runs(Attribution& a, const DeviceTimeline& d) : attr(a), dt(d) {}
 
@@ -155,6 +166,94 @@ struct LifetimeCategorizer::Runs {
     return found;
   }
 
+  // The requested sizes of the device's parameter-kind blocks, ascending: blocks alive through the
+  // whole trace (none of its events touches their address) without a stack in a trace that runs a
+  // model or with an init-phase stack, and init-phase allocations of the trace alive when their run
+  // ends (rules pre_trace_persistent, stack_phase, init_kept). Read from the file, not from the
+  // lifetimes a command kept, so every command finds the same. Built on first use.
+  const std::vector<int64_t>& ParamSizes() {
+    if (param_sizes_done) return param_sizes;
+    param_sizes_done = true;
+    const Snapshot& snap = attr.snapshot();
+    absl::flat_hash_set<uint64_t> touched;
+    absl::flat_hash_map<uint64_t, std::pair<uint32_t, int64_t>> init_live;  // addr -> alloc, size
+    auto init_done = [&](uint64_t addr, std::optional<uint32_t> free) {
+      auto it = init_live.find(addr);
+      if (it == init_live.end()) return;
+      Run* run = Containing(it->second.first);
+      if (!free || run == nullptr || *free >= run->end) param_sizes.push_back(it->second.second);
+      init_live.erase(it);
+    };
+    for (uint32_t e = 0; e < size(); ++e) {
+      const TraceEvent& ev = snap.events[dt.event_begin + e];
+      if (ev.action == Action::kAlloc) {
+        touched.insert(ev.addr);
+        if (attr.PhaseOf(ev.stack) == Phase::kInit) init_live[ev.addr] = {e, ev.size};
+      } else if (ev.action == Action::kFreeRequested) {
+        touched.insert(ev.addr);
+        init_done(ev.addr, e);
+      } else if (ev.action == Action::kFreeCompleted) {
+        touched.insert(ev.addr);
+      }
+    }
+    while (!init_live.empty()) init_done(init_live.begin()->first, std::nullopt);
+    for (const Segment& seg : snap.segments) {
+      if (seg.device != dt.device) continue;
+      for (const Block& b : snap.BlocksOf(seg)) {
+        if (b.state != BlockState::kActiveAllocated || touched.contains(b.address)) continue;
+        const bool param = b.stack.valid() && !snap.stacks.Get(b.stack).empty()
+                               ? attr.PhaseOf(b.stack) == Phase::kInit
+                               : ModelRan();
+        if (param) param_sizes.push_back(b.requested_size >= 0 ? b.requested_size : b.size);
+      }
+    }
+    std::sort(param_sizes.begin(), param_sizes.end());
+    return param_sizes;
+  }
+
+  // Whether the cast autocast made of `cast` bytes at event `e` can be a parameter's cast to half
+  // precision: half of a parameter-kind block's requested size (within the caching allocator's
+  // rounding of each to 512 bytes), and no more casts of that size in its phase run than there
+  // are such parameters (autocast's cache casts each weight once per region: more casts of the
+  // size are activations' casts too, which the size cannot tell from the weights').
+  bool HalfOfParameter(uint32_t e, int64_t cast) {
+    const std::vector<int64_t>& sizes = ParamSizes();
+    const auto params = std::upper_bound(sizes.begin(), sizes.end(), 2 * cast + 1023) -
+                        std::lower_bound(sizes.begin(), sizes.end(), 2 * cast - 1023);
+    if (params == 0) return false;
+    Run* run = Containing(e);
+    if (run == nullptr) return false;
+    auto [it, fresh] = casts_in_run.try_emplace(run->start);
+    if (fresh) {
+      for (uint32_t x = run->start; x < run->end; ++x) {
+        const TraceEvent& ev = attr.snapshot().events[dt.event_begin + x];
+        if (ev.action == Action::kAlloc && AutocastCast(ev.stack)) ++it->second[ev.size];
+      }
+    }
+    auto n = it->second.find(cast);
+    return n != it->second.end() && n->second <= params;
+  }
+
+  // Whether `stack` has at::autocast::cached_cast (SiteInfo::autocast_cast, without the site's
+  // texts), cached per stack.
+  bool AutocastCast(StackId stack) {
+    if (!stack.valid()) return false;
+    if (autocast_stack.empty()) autocast_stack.assign(attr.snapshot().stacks.size(), 0);
+    if (stack.v >= autocast_stack.size()) return false;
+    uint8_t& memo = autocast_stack[stack.v];
+    if (memo == 0) {
+      memo = 1;
+      const Snapshot& snap = attr.snapshot();
+      for (FrameId f : snap.stacks.Get(stack)) {
+        if (snap.strings.Get(snap.frames.Get(f).name).starts_with("at::autocast::cached_cast(")) {
+          memo = 2;
+          break;
+        }
+      }
+    }
+    return memo == 2;
+  }
+
   bool ModelRan() {
     auto model = [](Phase p) {
       return p == Phase::kForward || p == Phase::kBackward || p == Phase::kOptimizer;
@@ -204,6 +303,10 @@ std::string_view PreWindowRow(const SiteInfo& free_site) {
   // The order Categorize reads a pre-window lifetime's free in.
   if (free_site.zero_grad) return kPreWindowZeroGradRow;
   if (free_site.accumulate_grad) return kPreWindowAccumulateGradRow;
+  if (free_site.autocast_clear) return kPreWindowAutocastRow;
+  if (KvCacheCode(free_site)) {
+    return kPreWindowKvCacheRow;
+  }
   if (free_site.phase == Phase::kBackward) return kPreWindowBackwardRow;
   if (free_site.phase == Phase::kOptimizer) return kPreWindowOptimizerRow;
   return kPreWindowRow;
@@ -214,13 +317,17 @@ CategoryVerdict StackPhaseCategory(const SiteInfo& site) {
   using R = CategoryRule;
   if (site.user_category >= 0) return {UserCategoryAt(site.user_category), R::kUserCategory};
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
+  if (KvCacheCode(site)) {
+    return {C::kKvCache, R::kKvCacheFrame};
+  }
   switch (site.phase) {
     case Phase::kBackward:
       return {C::kGradient, R::kStackPhase};
     case Phase::kOptimizer:
       return {C::kOptimizerState, R::kStackPhase};
     case Phase::kInit:
-      return {C::kParameter, R::kStackPhase};
+      return site.init_state ? CategoryVerdict{C::kState, R::kStackPhase}
+                             : CategoryVerdict{C::kParameter, R::kStackPhase};
     case Phase::kForward:
       return {C::kActivation, R::kStackPhase};
     case Phase::kData:
@@ -238,6 +345,11 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   if (lt.cls == LifetimeClass::kPreWindow) {
     // Allocated before the trace; its stack is the free's: who freed it says what it was.
     if (site.accumulate_grad || site.zero_grad) return {C::kGradient, R::kFreedByZeroGrad};
+    // Autocast's cache cleared, or cache code replacing the cache (DynamicCache.update's cat).
+    if (site.autocast_clear) return {C::kAutocastCache, R::kAutocastCleared};
+    if (KvCacheCode(site)) {
+      return {C::kKvCache, R::kKvCacheFrame};
+    }
     if (site.phase == Phase::kBackward) return {C::kActivation, R::kFreedByBackward};
     if (site.phase == Phase::kOptimizer) return {C::kOptimizerState, R::kFreedByOptimizer};
     return {C::kUnknown, R::kNoEvidence};
@@ -256,6 +368,11 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
     return StackPhaseCategory(site);
   }
   if (site.accumulate_grad) return {C::kGradient, R::kAccumulateGrad};
+  // KV cache code made it, in any phase but the backward pass and the optimizer's (a generation
+  // loop's cache is made in forward calls, a static or paged cache in init).
+  if (KvCacheCode(site)) {
+    return {C::kKvCache, R::kKvCacheFrame};
+  }
   const uint32_t a = *lt.alloc_event.index();
   // When the tensor died: the free request (the memory may stay in use by a stream a while).
   const std::optional<uint32_t> f = lt.free_requested_event.seen()
@@ -273,6 +390,19 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
   const uint32_t end = run != nullptr ? run->end : runs_->size();
   // Alive when the next phase starts; when the run lasts to the end of the trace, never freed.
   const bool kept = alive_at(end);
+  if (site.autocast_cast) {
+    // Autocast cast an operator's input. Its cache keeps the casts of weights (leaf tensors that
+    // require grad) until the outermost autocast region exits; an activation's cast is never
+    // cached. A weight's cast: freed by the cache's clearing, or a parameter's size in half
+    // precision, with no more casts of that size in its phase run than such parameters, and not
+    // freed in the run that made it (an uncached cast dies with its operator).
+    const bool cleared =
+        f && attr_.Site(attr_.snapshot().events[dt_.event_begin + *f].stack).autocast_clear;
+    if (cleared) return {C::kAutocastCache, R::kAutocastCleared};
+    if (kept && runs_->HalfOfParameter(a, lt.requested_size)) {
+      return {C::kAutocastCache, R::kAutocastWeightSize};
+    }
+  }
   switch (phase) {
     case Phase::kBackward:
       return kept ? CategoryVerdict{C::kGradient, R::kBackwardKept}
@@ -281,8 +411,9 @@ CategoryVerdict LifetimeCategorizer::Categorize(const BlockLifetime& lt) {
       return kept ? CategoryVerdict{C::kOptimizerState, R::kOptimizerKept}
                   : CategoryVerdict{C::kTemporary, R::kOptimizerFreed};
     case Phase::kInit:
-      return kept ? CategoryVerdict{C::kParameter, R::kInitKept}
-                  : CategoryVerdict{C::kTemporary, R::kInitFreed};
+      if (!kept) return {C::kTemporary, R::kInitFreed};
+      return site.init_state ? CategoryVerdict{C::kState, R::kInitState}
+                             : CategoryVerdict{C::kParameter, R::kInitKept};
     case Phase::kData:
       return kept ? CategoryVerdict{C::kInput, R::kDataKept}
                   : CategoryVerdict{C::kTemporary, R::kDataFreed};

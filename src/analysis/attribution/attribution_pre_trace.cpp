@@ -52,17 +52,6 @@ struct OptimizerRun {
 
 }  // namespace
 
-std::string_view PreTraceRuleName(CategoryRule rule) {
-  switch (rule) {
-    case CategoryRule::kPreTraceGradient:
-      return "pre_trace_gradient";
-    case CategoryRule::kPreTraceOptimizerState:
-      return "pre_trace_optimizer_state";
-    default:
-      return {};
-  }
-}
-
 std::string_view PreTraceEvidenceRow(CategoryRule rule) {
   switch (rule) {
     case CategoryRule::kPreTraceGradient:

@@ -9,10 +9,6 @@
 
 namespace memsnap::analysis {
 
-/// "pre_trace_gradient", "pre_trace_optimizer_state"; empty for the other rules (CategoryRuleName
-/// names them).
-std::string_view PreTraceRuleName(CategoryRule rule);
-
 struct LifetimeCategorizer::PreTrace {
   /// Blocks the trace never saw (ghosts without a stack), by address, that the evidence shows to
   /// be gradients or optimizer state rather than parameters.

@@ -439,6 +439,7 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
       const CategoryVerdict verdict = context.Categorize(dt, b);
       d.band_site.push_back(static_cast<uint32_t>(labels.Add(dt, b, verdict.rule)));
       d.band_category.push_back(verdict.category);
+      d.band_rule.push_back(verdict.rule);
       if (const EventExtra* x = AllocExtraOf(snap, dt, b)) {
         DeviceReportAnalysis::BandExtra& e = d.band_extras.emplace_back();
         e.band = static_cast<uint32_t>(d.band_site.size() - 1);

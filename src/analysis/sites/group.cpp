@@ -129,6 +129,18 @@ bool GroupRow::mixed() const {
   return kinds > 1;
 }
 
+CategoryRule GroupRow::rule() const {
+  size_t best = static_cast<size_t>(CategoryRule::kNoEvidence);
+  int64_t most = 0;
+  for (size_t r = 0; r < rule_bytes.size(); ++r) {
+    if (rule_bytes[r] > most) {
+      most = rule_bytes[r];
+      best = r;
+    }
+  }
+  return static_cast<CategoryRule>(best);
+}
+
 namespace {
 
 // A row named by its key alone (synthetic rows, annotations, categories).
@@ -286,9 +298,10 @@ std::string_view NoStackRow(const Snapshot& snap, const DeviceTimeline& dt,
 }
 
 SiteLabels::SiteLabels(Attribution& attribution) : attribution_(attribution) {
-  const std::string_view pre_rows[] = {kPreWindowRow, kPreWindowZeroGradRow,
-                                       kPreWindowAccumulateGradRow, kPreWindowBackwardRow,
-                                       kPreWindowOptimizerRow};
+  const std::string_view pre_rows[] = {
+      kPreWindowRow,         kPreWindowZeroGradRow,  kPreWindowAccumulateGradRow,
+      kPreWindowBackwardRow, kPreWindowOptimizerRow, kPreWindowKvCacheRow,
+      kPreWindowAutocastRow};
   for (size_t i = 0; i < pre_window_.size(); ++i) {
     pre_window_[i].key = pre_window_[i].owner = std::string(pre_rows[i]);
   }
@@ -368,6 +381,7 @@ void AccumulateGroups(const DeviceTimeline& dt, const std::vector<uint32_t>& lif
     r.bytes += lt.requested_size;
     r.rounded_bytes += lt.rounded_size;
     r.category_bytes[static_cast<size_t>(verdict.category)] += lt.requested_size;
+    r.rule_bytes[static_cast<size_t>(verdict.rule)] += lt.requested_size;
   }
 }
 
@@ -390,6 +404,7 @@ void SortAndMergeRows(std::vector<GroupRow>& rows) {
       m.bytes += r.bytes;
       m.rounded_bytes += r.rounded_bytes;
       for (int c = 0; c < kMaxCategories; ++c) m.category_bytes[c] += r.category_bytes[c];
+      for (int c = 0; c < kNumCategoryRules; ++c) m.rule_bytes[c] += r.rule_bytes[c];
     } else {
       merged.push_back(std::move(r));
     }
@@ -496,6 +511,7 @@ void CollapseTail(std::vector<GroupRow>& rows, size_t top) {
     others.bytes += rows[i].bytes;
     others.rounded_bytes += rows[i].rounded_bytes;
     for (int c = 0; c < kMaxCategories; ++c) others.category_bytes[c] += rows[i].category_bytes[c];
+    for (int c = 0; c < kNumCategoryRules; ++c) others.rule_bytes[c] += rows[i].rule_bytes[c];
   }
   others.site = others.key;
   rows.resize(top);
@@ -509,6 +525,7 @@ void AddFigures(GroupRow& to, const GroupRow& from) {
   to.bytes += from.bytes;
   to.rounded_bytes += from.rounded_bytes;
   for (int c = 0; c < kMaxCategories; ++c) to.category_bytes[c] += from.category_bytes[c];
+  for (int c = 0; c < kNumCategoryRules; ++c) to.rule_bytes[c] += from.rule_bytes[c];
 }
 
 // A tree of rows: children by index, roots under the pseudo-node kRoot.

@@ -67,7 +67,7 @@ CategoryVerdict SiteNamer::VerdictOf(const DeviceTimeline& device, const BlockLi
 
 bool GrowsWithBatch(Category category) {
   return category == Category::kActivation || category == Category::kTemporary ||
-         category == Category::kInput;
+         category == Category::kInput || category == Category::kKvCache;
 }
 
 }  // namespace memsnap::analysis

@@ -54,7 +54,8 @@ inline constexpr std::string_view kNoCompileContextRow = "[no compile context]";
 /// shows the *free's* stack for them, which reads like an allocation site; memsnap does not.
 inline constexpr std::string_view kPreWindowRow = "[allocated before the trace]";
 /// Pre-window lifetimes whose free says what they were (the rules freed_by_zero_grad,
-/// freed_by_backward and freed_by_optimizer, docs/attribution.md "Rules"): the row says it too.
+/// freed_by_backward, freed_by_optimizer, kv_cache_frame and autocast_cleared,
+/// docs/attribution.md "Rules"): the row says it too.
 inline constexpr std::string_view kPreWindowZeroGradRow =
     "[allocated before the trace, freed by zero_grad: last step's gradients]";
 inline constexpr std::string_view kPreWindowAccumulateGradRow =
@@ -71,10 +72,16 @@ inline constexpr std::string_view kBeforeRecordingGradientRow =
     "[allocated before recording started: gradients the optimizer step reads]";
 inline constexpr std::string_view kBeforeRecordingOptimizerRow =
     "[allocated before recording started: optimizer state from an earlier step]";
+inline constexpr std::string_view kPreWindowKvCacheRow =
+    "[allocated before the trace, freed by KV cache code: the cache]";
+inline constexpr std::string_view kPreWindowAutocastRow =
+    "[allocated before the trace, freed by autocast's exit: its cached casts]";
 
-/// The kinds of memory PyTorch's own memory profiler tells apart, plus `unknown`, then the user's
-/// own (--category NAME=REGEX, docs/attribution.md "User categories"): value kNumCategories + i
-/// is the i-th of a session's UserCategories (CategoryNames), in the order they were given.
+/// The kinds of memory PyTorch's own memory profiler tells apart, the kinds a run beyond the plain
+/// training loop keeps (a generation's KV cache, autocast's cached weight casts, the state the
+/// program's own objects keep), plus `unknown`, then the user's own (--category NAME=REGEX,
+/// docs/attribution.md "User categories"): value kNumCategories + i is the i-th of a session's
+/// UserCategories (CategoryNames), in the order they were given.
 enum class Category : uint8_t {
   kParameter,
   kGradient,
@@ -82,10 +89,13 @@ enum class Category : uint8_t {
   kActivation,
   kTemporary,
   kInput,
+  kKvCache,        // keys and values a generation loop keeps across forward calls
+  kAutocastCache,  // autocast's low-precision copies of the weights, kept until autocast exits
+  kState,          // tensors the program's own objects keep: neither parameters nor optimizer state
   kUnknown,
 };
 /// The built-in categories.
-inline constexpr int kNumCategories = 7;
+inline constexpr int kNumCategories = 10;
 /// How many user categories one run may define, and the size of every per-category array.
 inline constexpr int kMaxUserCategories = 16;
 inline constexpr int kMaxCategories = kNumCategories + kMaxUserCategories;
@@ -122,8 +132,9 @@ class CategoryNames {
 
   /// How many categories there are: the built-ins and the user's.
   int size() const;
-  /// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "unknown",
-  /// and a user category's NAME; "unknown" for a value past size().
+  /// "parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "kv_cache",
+  /// "autocast_cache", "state", "unknown", and a user category's NAME; "unknown" for a value past
+  /// size().
   std::string_view Name(Category c) const;
   /// The category named `text`; errors list the names.
   absl::StatusOr<Category> Parse(std::string_view text) const;
@@ -280,6 +291,16 @@ struct SiteInfo {
   bool model_owned = false;
   bool accumulate_grad = false;  // an AccumulateGrad frame: the engine writing a .grad
   bool zero_grad = false;        // an optimizer's zero_grad frame (frees gradients)
+  /// A frame of KV cache code (docs/attribution.md, rule kv_cache_frame): transformers'
+  /// cache_utils.py, a function named for a KV cache or past_key_values, or such a file as the
+  /// innermost Python frame.
+  bool kv_cache = false;
+  bool autocast_cast = false;   // at::autocast::cached_cast: autocast casting an operator's input
+  bool autocast_clear = false;  // autocast's cache being cleared (its outermost region exiting)
+  /// Init phase from a plain `__init__` (no module construction, loading or .to()), where a
+  /// `*_like` operator or a comprehension made the tensor: an object of the program's own keeping
+  /// per-parameter buffers (rule init_state).
+  bool init_state = false;
   bool synthetic() const { return kind == SiteKind::kNoStack || kind == SiteKind::kMachineryOnly; }
   /// The label without disambiguation: "what ← owner", or "owner", and a backward site's
   /// forward lines: "DivBackward0 (div) for nn_utils.py:6 softmax".
@@ -396,6 +417,8 @@ class Attribution {
   StackFacts Facts(std::span<const FrameId> frames);
   /// The phase of a stack of `frames` (SiteInfo::phase), from its facts and its frames' markers.
   Phase PhaseFrom(std::span<const FrameId> frames, const StackFacts& facts);
+  /// SiteInfo::init_state of an init-phase stack of `frames`.
+  bool InitState(std::span<const FrameId> frames, const StackFacts& facts);
   SiteInfo Build(StackId stack);
   /// The first user category (AttributionOptions::categories) a frame of `stack` matches
   /// (SiteInfo::user_category).
@@ -416,6 +439,7 @@ class Attribution {
   std::vector<int32_t> site_slot_;  // StackId -> index into sites_; -1 = not built
   std::vector<uint8_t> phase_;      // StackId -> Phase + 1; 0 = not computed
   std::vector<uint8_t> marker_;     // FrameId -> Marker + 1; 0 = not computed
+  std::vector<uint8_t> kv_frame_;   // FrameId -> KV cache frame bits | 4; 0 = not computed
   std::vector<int8_t> user_frame_;  // FrameId -> first matching user category + 1; -1 = not run
   std::deque<SiteInfo> sites_;      // a deque: Site() hands out references that must stay valid
   SiteInfo no_stack_;
@@ -467,8 +491,12 @@ enum class CategoryRule : uint8_t {
   kPreTraceGradient,
   /// optimizer_state: no stack, alive through the trace, whose optimizer step makes no state
   kPreTraceOptimizerState,
+  kKvCacheFrame,        // kv_cache: a frame of KV cache code made it
+  kAutocastCleared,     // autocast_cache: autocast's cast, freed when autocast's cache is cleared
+  kAutocastWeightSize,  // autocast_cache: autocast's cast of a parameter's size, kept past its run
+  kInitState,           // state: a plain __init__'s *_like or comprehension result, kept
 };
-inline constexpr int kNumCategoryRules = 23;
+inline constexpr int kNumCategoryRules = 27;
 std::string_view CategoryRuleName(CategoryRule r);  // "accumulate_grad", "backward_kept", ...
 /// The row of memory older than the trace that a rule of the trace's own evidence decided
 /// (kPreTraceGradient: kBeforeRecordingGradientRow, kPreTraceOptimizerState:

@@ -113,9 +113,10 @@ struct DeviceReportAnalysis {
   /// Categories over time and at the peak (with_sites, devices with events).
   std::optional<ReportCategories> categories;
   /// Per band (parallel to lod.bands): its site, an index into ReportAnalysis::band_sites, and its
-  /// lifetime's category: what a band's hover leads with.
+  /// lifetime's category and the rule that decided it: what a band's hover leads with.
   std::vector<uint32_t> band_site;
   std::vector<Category> band_category;
+  std::vector<CategoryRule> band_rule;
   /// The bands whose alloc entry carries `user_metadata` or `compile_context` (AllocExtraOf), by
   /// band index, ascending; empty strings where one of the two is absent.
   struct BandExtra {

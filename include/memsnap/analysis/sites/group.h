@@ -107,7 +107,10 @@ struct GroupRow {
   int64_t bytes = 0;               // live requested bytes
   int64_t rounded_bytes = 0;       // live rounded (block) bytes
   CategoryBytes category_bytes{};  // requested bytes per category; sums to `bytes`
-  bool synthetic = false;          // one of the bracketed rows ([no stack] ...)
+  /// Requested bytes per CategoryRule (the rule that decided each lifetime's category); sums to
+  /// `bytes`.
+  std::array<int64_t, kNumCategoryRules> rule_bytes{};
+  bool synthetic = false;  // one of the bracketed rows ([no stack] ...)
   /// Module trees (ModuleTree): the node's level (0 = outermost) and the bytes and blocks made in
   /// the node itself, not in a module under it; `bytes`, `count` and `category_bytes` are the
   /// node's whole subtree. Other rows: 0, and self_bytes == bytes.
@@ -117,6 +120,8 @@ struct GroupRow {
   /// The category with the most bytes; mixed() when others hold some too.
   Category category() const { return DominantCategory(category_bytes); }
   bool mixed() const;
+  /// The rule that decided the most of the row's bytes (ties: the first in enum order).
+  CategoryRule rule() const;
 };
 
 /// Which lifetimes are grouped: one per device, each at its own resolved moment.
@@ -214,7 +219,7 @@ class SiteLabels {
  private:
   size_t Insert(const SiteInfo& site);
   Attribution& attribution_;
-  std::array<SiteInfo, 5> pre_window_;  // kPreWindowRow and what a free says (PreWindowRow)
+  std::array<SiteInfo, 7> pre_window_;  // kPreWindowRow and what a free says (PreWindowRow)
   std::array<SiteInfo, 3> no_stack_;    // kBeforeRecordingRow, kTracedNoStackRow, kNoStackRow
   std::array<SiteInfo, 2> evidence_;    // PreTraceEvidenceRow's rows
   absl::flat_hash_map<std::string, size_t> index_;  // SiteInfo::key -> index

@@ -62,8 +62,8 @@ class SiteNamer {
 /// (".../site-packages/torch/nn/functional.py:2546:layer_norm" -> "torch/nn/functional.py:...").
 std::string ShortenLibraryPath(std::string_view label);
 
-/// Whether memory of this kind grows with the batch (activation, temporary, input): what a
-/// smaller batch shrinks, and what `oom`'s batch search scales.
+/// Whether memory of this kind grows with the batch (activation, temporary, input, kv_cache): what
+/// a smaller batch shrinks, and what `oom`'s batch search scales.
 bool GrowsWithBatch(Category category);
 
 }  // namespace memsnap::analysis
