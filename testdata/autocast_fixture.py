@@ -20,6 +20,11 @@ and the largest row is the real change, +8 MiB of cast weights.
 Usage: write(path, autocast=False)
        write(path, autocast=True, grad_mib=18)   (the weights grew: their gradients are 18 MiB
                                                   each, a real change of the matched row)
+       write(path, autocast=True, mm_mib=1)      (fp32's node is in the autocast file too: one
+                                                  1 MiB gradient by MmBackward0, so MmBackward0
+                                                  is a row of both files, 32 MiB -> 1 MiB, beside
+                                                  ToCopyBackward0's new 32 MiB. Known answer:
+                                                  one row of the same parameters, +1 MiB)
 """
 import json
 
@@ -55,7 +60,7 @@ STACKS["grad_mm"] = backward(op("mm"), "MmBackward0")
 STACKS["grad_cast"] = backward(op("_to_copy"), "ToCopyBackward0")
 
 
-def write(path, autocast=False, grad_mib=16):
+def write(path, autocast=False, grad_mib=16, mm_mib=0):
     sim = af.Sim(STACKS)
     x = sim.alloc(1 * MiB, "batch")
     saved = []
@@ -67,6 +72,8 @@ def write(path, autocast=False, grad_mib=16):
     saved.append(loss)
     for _ in (15, 16):
         sim.alloc(grad_mib * MiB, "grad_cast" if autocast else "grad_mm")
+    if mm_mib:
+        sim.alloc(mm_mib * MiB, "grad_mm")
     sim.alloc(2 * MiB, "engine_sum" if autocast else "acc")
     for a in saved:
         sim.free(a, af.ENGINE_FREE)

@@ -123,7 +123,9 @@ Steps are found as `memsnap leaks` finds them (docs/leaks.md, "Finding the step"
 START..END ranges of `--step-annotation GLOB` (`train_step`, `ProfilerStep#*`), else
 torch.profiler's `ProfilerStep#*` ranges when the file has them, else the training step's
 phases (each step ends where its optimizer step ends), else the periodicity of the live bytes.
-One training step is one step, never cut at the layers of its forward pass. Steps are those of
+One training step is one step, never cut at the layers of its forward pass; in a trace that runs
+a model, repeats are steps only when a backward pass or an optimizer step runs twice, or each
+holds a call of the model (a forward pass's layers never are). Steps are those of
 the busiest device (or `--device`); the other devices take the same time. `top`, `blocks`,
 `timeline` and `diff` (`--step N`: each file at the peak of its own step N) take steps.
 

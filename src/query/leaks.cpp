@@ -34,10 +34,22 @@ std::string StepsNote(const analysis::StepInfo& steps) {
       return "the trace holds one training step";
     case StepsFinding::kOneForwardPass:
       return absl::StrCat(
-          "the trace holds one forward pass: live memory climbs at every repeat of ~",
+          "no repeated training step: the trace holds one forward pass (what repeats every ~",
           steps.finding_events,
-          " events (its layers), so they are not steps; give --step-annotation GLOB or --steps N "
-          "to choose the step");
+          " events are its layers); give --step-annotation GLOB or --steps N to choose the step");
+    case StepsFinding::kRepeatsInsideCalls:
+      if (steps.finding_calls == 0) {
+        return absl::StrCat(
+            "no repeated training step: no backward pass, optimizer step or call of the model "
+            "repeats with what repeats every ~",
+            steps.finding_events,
+            " events; give --step-annotation GLOB or --steps N to choose the step");
+      }
+      return absl::StrCat(
+          "no repeated training step: what repeats every ~", steps.finding_events,
+          " events lies inside the trace's ", steps.finding_calls,
+          " calls of the model (their layers), and no backward pass or optimizer step repeats; "
+          "give --step-annotation GLOB or --steps N to choose the step");
   }
   return "";
 }

@@ -16,6 +16,10 @@ namespace memsnap::report {
 
 namespace {
 
+// Why a trace of one forward pass has no steps (analysis::HoldsOneForwardPass).
+constexpr std::string_view kOneForwardPassNote =
+    "no repeated training step: the trace holds one forward pass";
+
 using Json = nlohmann::ordered_json;
 
 Json TotalsToJson(const analysis::Totals& t, bool with_trace) {
@@ -237,6 +241,8 @@ Json SummaryToJson(const analysis::SummaryReport& r) {
                          {"time_us", internal::TimeToJson(p.time_us)}});
       }
       dj["steps"] = {{"method", d.steps_method}, {"peaks", steps}};
+    } else if (d.one_forward_pass) {
+      dj["steps"] = {{"method", "none"}, {"note", kOneForwardPassNote}, {"peaks", Json::array()}};
     }
     Json ooms = Json::array();
     for (const analysis::SummaryOom& o : d.ooms) {
@@ -393,6 +399,7 @@ void RenderSummaryText(const analysis::SummaryReport& r, std::ostream& out, bool
       out << absl::StrFormat("  peak %-9s ", analysis::StepPhaseName(p.phase))
           << PeakText(p.live_bytes, p.event, p.time_us, d.first_time_us) << "\n";
     }
+    if (d.one_forward_pass) out << "  steps          none: " << kOneForwardPassNote << "\n";
     if (!d.step_peaks.empty()) {
       // Every step's peak, on one line (the first 8, then the highest of the rest).
       constexpr size_t kShown = 8;

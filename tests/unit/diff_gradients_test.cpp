@@ -53,6 +53,51 @@ TEST_CASE("gradients of the same forward lines made by another node are one row"
   CHECK(!rows[0].by_parameter);
 }
 
+// A row present in both files: `before` and `after` bytes.
+SiteDelta Both(const std::string& key, int64_t before, int64_t after,
+               std::vector<std::string> forward_lines) {
+  SiteDelta s = Row(key, true, after, Category::kGradient, std::move(forward_lines));
+  s.presence = Presence::kBoth;
+  s.before_bytes = before;
+  s.before_count = 1;
+  s.before_categories[static_cast<int>(Category::kGradient)] = before;
+  return s;
+}
+
+TEST_CASE("a node of both files whose gradients another node took over joins that node's row") {
+  const std::vector<std::string> lines = {"net.py:15 forward", "net.py:16 forward"};
+  std::vector<SiteDelta> rows = {
+      Both("bmm", 32 * kMiB, 1 * kMiB, lines),
+      Row("tocopy", true, 32 * kMiB, Category::kGradient, lines),
+  };
+  MatchGradientsByParameter(rows);
+  REQUIRE(rows.size() == 1);
+  const SiteDelta& m = rows[0];
+  CHECK(m.by_parameter);
+  CHECK(m.presence == Presence::kBoth);
+  CHECK(m.before_bytes == 32 * kMiB);
+  CHECK(m.after_bytes == 33 * kMiB);
+  CHECK(m.before_keys == std::vector<std::string>{"bmm"});
+  CHECK(m.after_keys == std::vector<std::string>{"bmm", "tocopy"});
+  CHECK(m.info.owner == "bmm \u2192 bmm, tocopy");
+  CHECK(m.info.forward_lines == lines);
+}
+
+TEST_CASE("nodes of both files are joined only through a node that appeared or went") {
+  std::vector<SiteDelta> rows = {
+      // Unchanged, or changed the same way as the new node: nothing moved to the new node.
+      Both("addmm", 8 * kMiB, 8 * kMiB, {"net.py:15 forward"}),
+      Both("grew", 4 * kMiB, 6 * kMiB, {"net.py:15 forward"}),
+      // Both files, lines meeting each other only: two nodes that each kept their gradients.
+      Both("x", 8 * kMiB, 4 * kMiB, {"net.py:40 forward"}),
+      Both("y", 4 * kMiB, 8 * kMiB, {"net.py:40 forward"}),
+      Row("tocopy", true, 16 * kMiB, Category::kGradient, {"net.py:15 forward"}),
+  };
+  MatchGradientsByParameter(rows);
+  CHECK(rows.size() == 5);
+  for (const SiteDelta& r : rows) CHECK(!r.by_parameter);
+}
+
 TEST_CASE("gradients whose forward lines differ, or activations, are not matched by parameter") {
   std::vector<SiteDelta> rows = {
       Row("a", false, 8 * kMiB, Category::kGradient, {"net.py:15 forward"}),

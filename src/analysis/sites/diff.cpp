@@ -153,12 +153,13 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
 
 namespace {
 
-// A gradient row of one side only that names the parameter it belongs to: made in backward by a
-// node whose forward lines the file shows (MatchGradientsByParameter).
+// A gradient row that names the parameter it belongs to: made in backward by a node whose forward
+// lines the file shows (MatchGradientsByParameter). A row of both files joins only when its bytes
+// changed: an unchanged node holds no bytes another node took over.
 bool ParameterGradientRow(const SiteDelta& s) {
-  return s.presence != Presence::kBoth && s.compile == CompileChange::kNone &&
+  return s.compile == CompileChange::kNone && s.before_key.empty() &&
          s.category() == Category::kGradient && s.info.phase == Phase::kBackward &&
-         !s.info.forward_lines.empty();
+         !s.info.forward_lines.empty() && (s.presence != Presence::kBoth || s.delta_bytes() != 0);
 }
 
 // The distinct owners of one side's rows, in key order: "MmBackward0 (mm), AddmmBackward0 (addmm)".
@@ -180,30 +181,59 @@ void MatchGradientsByParameter(std::vector<SiteDelta>& rows) {
     if (ParameterGradientRow(rows[i])) candidates.push_back(i);
   }
   if (candidates.size() < 2) return;
-  // Groups of rows whose forward lines meet (union-find over the candidates).
+  // Groups of rows whose forward lines meet (union-find over the candidates). A node of one file
+  // only links every row that shares one of its lines; two rows of both files are never linked by
+  // a line alone (each made its gradients in both files: nothing moved between them), only
+  // through a node that appeared or went.
   std::vector<size_t> parent(candidates.size());
   for (size_t k = 0; k < parent.size(); ++k) parent[k] = k;
   auto find = [&](size_t k) {
     while (parent[k] != k) k = parent[k] = parent[parent[k]];
     return k;
   };
-  std::map<std::string, size_t> first_with_line;
+  auto one_side = [&](size_t k) { return rows[candidates[k]].presence != Presence::kBoth; };
+  std::map<std::string, std::vector<size_t>> with_line;  // line -> candidates, in order
   for (size_t k = 0; k < candidates.size(); ++k) {
     for (const std::string& line : rows[candidates[k]].info.forward_lines) {
-      auto [it, inserted] = first_with_line.emplace(line, k);
-      if (!inserted) parent[find(k)] = find(it->second);
+      with_line[line].push_back(k);
     }
+  }
+  for (const auto& [line, ks] : with_line) {
+    std::optional<size_t> anchor;  // the first row of one file only with this line
+    for (size_t k : ks) {
+      if (one_side(k)) {
+        anchor = k;
+        break;
+      }
+    }
+    if (!anchor) continue;
+    for (size_t k : ks) parent[find(k)] = find(*anchor);
   }
   std::map<size_t, std::vector<size_t>> groups;  // root -> rows, in row (key) order
   for (size_t k = 0; k < candidates.size(); ++k) groups[find(k)].push_back(candidates[k]);
   std::vector<bool> merged_away(rows.size(), false);
   std::vector<SiteDelta> merged;
-  for (const auto& [root, members] : groups) {
+  for (auto& [root, members] : groups) {
+    // The rows of one file only: the nodes that appeared or went, and the bytes they moved.
+    int64_t moved = 0;
+    bool any_one_side = false;
+    for (size_t i : members) {
+      if (rows[i].presence != Presence::kBoth) any_one_side = true, moved += rows[i].delta_bytes();
+    }
+    if (!any_one_side) continue;
+    // A row of both files belongs when its bytes went the other way: what a new node holds, an
+    // old one holds less of (BmmBackward0 7.4 GiB → 8 MiB beside a new ToCopyBackward0).
+    std::erase_if(members, [&](size_t i) {
+      return rows[i].presence == Presence::kBoth &&
+             (moved == 0 || (rows[i].delta_bytes() > 0) == (moved > 0));
+    });
     std::vector<const SiteDelta*> sides[2];
     for (size_t i : members) {
-      sides[rows[i].presence == Presence::kOnlyAfter ? 1 : 0].push_back(&rows[i]);
+      const SiteDelta& r = rows[i];
+      if (r.presence != Presence::kOnlyAfter) sides[0].push_back(&r);
+      if (r.presence != Presence::kOnlyBefore) sides[1].push_back(&r);
     }
-    if (sides[0].empty() || sides[1].empty()) continue;
+    if (sides[0].empty() || sides[1].empty() || members.size() < 2) continue;
     SiteDelta m;
     m.presence = Presence::kBoth;
     m.by_parameter = true;
@@ -232,17 +262,17 @@ void MatchGradientsByParameter(std::vector<SiteDelta>& rows) {
         }
       }
     }
-    for (int side = 0; side < 2; ++side) {
-      for (const SiteDelta* r : sides[side]) {
-        (side == 0 ? m.before_keys : m.after_keys).push_back(r->key);
-        m.before_bytes += r->before_bytes;
-        m.after_bytes += r->after_bytes;
-        m.before_count += r->before_count;
-        m.after_count += r->after_count;
-        for (int c = 0; c < kNumCategories; ++c) {
-          m.before_categories[c] += r->before_categories[c];
-          m.after_categories[c] += r->after_categories[c];
-        }
+    for (const SiteDelta* r : sides[0]) m.before_keys.push_back(r->key);
+    for (const SiteDelta* r : sides[1]) m.after_keys.push_back(r->key);
+    for (size_t i : members) {
+      const SiteDelta& r = rows[i];
+      m.before_bytes += r.before_bytes;
+      m.after_bytes += r.after_bytes;
+      m.before_count += r.before_count;
+      m.after_count += r.after_count;
+      for (int c = 0; c < kNumCategories; ++c) {
+        m.before_categories[c] += r.before_categories[c];
+        m.after_categories[c] += r.after_categories[c];
       }
     }
     for (size_t i : members) merged_away[i] = true;

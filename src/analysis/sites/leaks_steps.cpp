@@ -6,7 +6,10 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,8 +24,8 @@ namespace memsnap::analysis {
 namespace {
 
 constexpr int kMaxBuckets = 2048;
-constexpr int kMinEventsForPeriodicity = 64;
 constexpr double kFundamentalRatio = 0.85;  // prefer the shortest lag this close to the best
+constexpr int64_t kNoCall = -2;             // FindRepeats: no call run in progress
 
 // The device with the most trace events (lowest ordinal on ties).
 const DeviceTimeline* BusiestDevice(const Timeline& timeline) {
@@ -157,7 +160,7 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
                         StepInfo& info) {
   info.method = "periodicity";
   const int64_t events = dt.num_events;
-  if (events < kMinEventsForPeriodicity) {
+  if (events < kMinEventsForSteps) {
     info.finding = StepsFinding::kTooShort;
     info.finding_events = events;
     return;
@@ -230,6 +233,102 @@ void StepsByPeriodicity(const Snapshot& snap, const DeviceTimeline& dt, const Li
   if (info.ranges.size() < 2) info.finding = StepsFinding::kFewerThanTwoWhole;
 }
 
+// What a device's trace shows repeating, from its phases and stacks (docs/leaks.md, "Finding the
+// step"): the evidence periodicity needs before its repeats may be called steps.
+struct Repeats {
+  bool model = false;          // a forward, backward or optimizer allocation
+  int64_t backward_runs = 0;   // backward passes: runs of the phase (PhaseAtEvent) apart
+  int64_t optimizer_runs = 0;  // optimizer steps: runs of the phase apart
+  // The first allocation of each top-level call: a run of forward allocations under one outermost
+  // module call, ended by an allocation of another phase or under another call.
+  std::vector<uint32_t> call_starts;
+};
+
+// The Python frames outside the outermost `forward` frame of `stack` (the code that called the
+// outermost module: its line does not change between its layers), or nullopt for a stack without
+// a `forward` frame.
+std::optional<std::vector<FrameId>> OuterCall(const Snapshot& snap, Attribution& attribution,
+                                              StackId stack) {
+  std::span<const FrameId> frames = snap.stacks.Get(stack);
+  size_t outermost = frames.size();
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (attribution.ClassOf(frames[i]) == FrameClass::kPython &&
+        snap.strings.Get(snap.frames.Get(frames[i]).name) == "forward") {
+      outermost = i;  // Python frames run innermost first: the last one is the outermost
+    }
+  }
+  if (outermost == frames.size()) return std::nullopt;
+  std::vector<FrameId> outer;
+  for (size_t i = outermost + 1; i < frames.size(); ++i) {
+    if (attribution.ClassOf(frames[i]) == FrameClass::kPython) outer.push_back(frames[i]);
+  }
+  return outer;
+}
+
+Repeats FindRepeats(const Snapshot& snap, const DeviceTimeline& dt) {
+  Repeats r;
+  Attribution attribution(snap, nullptr);
+  LifetimeCategorizer phases(attribution, dt);
+  r.model = phases.ModelRan();
+  if (!r.model) return r;
+  // A backward run counts when a forward run came since the last one counted, an optimizer run
+  // when a forward or backward run did: a pass that another phase interrupts is still one pass.
+  bool forward_since_backward = false, model_since_optimizer = false;
+  StepPhase before = StepPhase::kOther;
+  for (uint32_t e = 0; e < dt.num_events; ++e) {
+    const StepPhase p = phases.PhaseAtEvent(e);
+    if (p != before) {
+      if (p == StepPhase::kForward) forward_since_backward = model_since_optimizer = true;
+      if (p == StepPhase::kBackward && (forward_since_backward || r.backward_runs == 0)) {
+        ++r.backward_runs;
+        forward_since_backward = false;
+      }
+      if (p == StepPhase::kBackward) model_since_optimizer = true;
+      if (p == StepPhase::kOptimizer && (model_since_optimizer || r.optimizer_runs == 0)) {
+        ++r.optimizer_runs;
+        model_since_optimizer = false;
+      }
+    }
+    before = p;
+  }
+  // Top-level calls: memoized by stack, a key per distinct outer call (-1: no forward frame).
+  std::map<uint32_t, int64_t> key_of_stack;
+  std::map<std::vector<FrameId>, int64_t> keys;
+  int64_t current = kNoCall;  // the key of the call run in progress
+  for (uint32_t e = 0; e < dt.num_events; ++e) {
+    const TraceEvent& ev = snap.events[dt.event_begin + e];
+    if (ev.action != Action::kAlloc || !ev.stack.valid()) continue;
+    const Phase p = attribution.PhaseOf(ev.stack);
+    if (p == Phase::kNone) continue;
+    if (p != Phase::kForward) {
+      current = kNoCall;
+      continue;
+    }
+    auto [it, added] = key_of_stack.try_emplace(ev.stack.v, -1);
+    if (added) {
+      if (std::optional<std::vector<FrameId>> outer = OuterCall(snap, attribution, ev.stack)) {
+        it->second =
+            keys.try_emplace(*std::move(outer), static_cast<int64_t>(keys.size())).first->second;
+      }
+    }
+    if (current != it->second) {
+      r.call_starts.push_back(e);
+      current = it->second;
+    }
+  }
+  return r;
+}
+
+// Whether every step holds the start of a top-level call: the repeats are calls of the model (a
+// generation loop's), not what one call repeats inside (its layers).
+bool EveryStepHoldsACall(const Repeats& r, const StepInfo& info) {
+  for (const StepRange& range : info.ranges) {
+    auto it = std::lower_bound(r.call_starts.begin(), r.call_starts.end(), range.first_event());
+    if (it == r.call_starts.end() || *it >= range.end_event()) return false;
+  }
+  return true;
+}
+
 // Steps from the phases of a training step (docs/leaks.md, "Finding the step"): a step ends where
 // its optimizer step ends (the last optimizer run before the next forward pass), or, in a trace
 // without an optimizer that runs backward, where a forward pass follows a backward pass. Returns
@@ -294,6 +393,12 @@ bool StepsByPhases(const Snapshot& snap, const DeviceTimeline& dt, StepInfo& inf
   return true;
 }
 
+bool HoldsOneForwardPass(const Snapshot& snap, const DeviceTimeline& dt) {
+  if (dt.num_events < kMinEventsForSteps) return false;
+  const Repeats r = FindRepeats(snap, dt);
+  return r.model && r.backward_runs == 0 && r.optimizer_runs == 0 && r.call_starts.size() == 1;
+}
+
 bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps) {
   const size_t n = steps.ranges.size();
   if (n < 2) return false;
@@ -344,16 +449,21 @@ absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& t
       return absl::InternalError("finding steps by periodicity needs a timeline with its curve");
     }
     StepsByPeriodicity(snapshot, *dt, *curve, info);
-    if (ClimbsAtEveryStepEnd(*curve, info) && ForwardOnlyRun(snapshot, *dt)) {
-      // A model that only runs forward and keeps what each repeat made: the layers of one
-      // forward pass (keeping activations), not steps. One pass is one step.
-      const int64_t period = info.period_events;
-      info = StepInfo{};
-      info.device = dt->device;
-      info.method = "forward pass";
-      AddStep(snapshot, *dt, 0, dt->num_events, info);
-      info.finding = StepsFinding::kOneForwardPass;
-      info.finding_events = period;
+    if (info.ranges.size() >= 2) {
+      // Repeats are steps only where the trace shows something that repeats as a step does: a
+      // backward pass or an optimizer step run again, or top-level calls of the model (a
+      // generation loop's), one in every repeat. A repeat inside one call is a layer of it.
+      const Repeats r = FindRepeats(snapshot, *dt);
+      if (r.model && r.backward_runs < 2 && r.optimizer_runs < 2 && !EveryStepHoldsACall(r, info)) {
+        const int64_t period = info.period_events;
+        info = StepInfo{};
+        info.device = dt->device;
+        info.method = "periodicity";
+        info.finding = r.call_starts.size() == 1 ? StepsFinding::kOneForwardPass
+                                                 : StepsFinding::kRepeatsInsideCalls;
+        info.finding_events = period;
+        info.finding_calls = static_cast<int64_t>(r.call_starts.size());
+      }
     }
   }
   return info;

@@ -385,6 +385,7 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
       if (options.phase_peaks) {
         it->phase_peaks = PhasePeaks(snap, dt);
         it->step_peaks = StepPeaks(snap, dt, &it->steps_method);
+        it->one_forward_pass = it->step_peaks.empty() && HoldsOneForwardPass(snap, dt);
       }
       for (SummaryOom& o : it->ooms) {
         std::optional<int64_t> live;

@@ -177,12 +177,16 @@ std::vector<SiteDelta> MatchSites(const std::vector<GroupRow>& before,
 /// its use: the fp32 `.grad` is then that node's output, not `MmBackward0`'s) are a site only
 /// before and a site only after, of equal and opposite size. A gradient belongs to the parameter
 /// the forward pass used where the node was made, which the file shows as the node's forward lines
-/// (SiteInfo::forward_lines, docs/attribution.md rule L2). This merges the gradient rows present
-/// on one side only (category gradient, made in backward, with forward lines) whose forward lines
-/// meet, directly or through other such rows, into one row per group that has rows on both sides:
-/// presence kBoth, `by_parameter`, `before_keys`/`after_keys` set, figures each side's sums,
-/// labelled "MmBackward0 (mm) → ToCopyBackward0 (_to_copy) for model.py:15 forward" (the lines
-/// both sides share). Rows without forward lines are left to FoldCancellingRows.
+/// (SiteInfo::forward_lines, docs/attribution.md rule L2). This merges the gradient rows (category
+/// gradient, made in backward, with forward lines) whose forward lines meet: a row present on one
+/// side only joins every such row that shares one of its lines, directly or through other rows of
+/// one side; a row present on both sides joins only through a row of one side, and only when its
+/// bytes changed the other way from theirs (the bytes a new node took over; an unchanged node, or
+/// two nodes of both files whose lines meet, are left alone). Each group with rows on both sides
+/// is one row: presence kBoth, `by_parameter`, `before_keys`/`after_keys` set (a row of both
+/// sides in each), figures each side's sums, labelled "MmBackward0 (mm) → ToCopyBackward0
+/// (_to_copy) for model.py:15 forward" (the lines both sides share). Rows without forward lines
+/// are left to FoldCancellingRows.
 void MatchGradientsByParameter(std::vector<SiteDelta>& rows);
 
 /// Folds the rows of one kind of memory that cancel each other: among the rows present on one

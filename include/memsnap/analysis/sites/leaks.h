@@ -139,8 +139,17 @@ enum class StepsFinding {
   kNoPattern,          // periodicity: the best autocorrelation `best_score` < kMinPeriodScore
   kFewerThanTwoWhole,  // --steps N: fewer than two whole steps
   kOneTrainingStep,    // the training step's phases: the trace holds one step
-  kOneForwardPass,     // one forward pass whose layers repeat every `finding_events` events
+  /// Periodicity found repeats every `finding_events` events inside the one top-level call of a
+  /// model that ran forward only (no backward pass or optimizer step run twice): its layers.
+  kOneForwardPass,
+  /// Periodicity found repeats every `finding_events` events, but the trace runs no backward pass
+  /// or optimizer step twice and not every repeat holds one of its `finding_calls` top-level
+  /// calls of the model: what repeats lies inside the calls (their layers).
+  kRepeatsInsideCalls,
 };
+
+/// The fewest trace events periodicity looks for a repeating step in (fewer: kTooShort).
+inline constexpr int64_t kMinEventsForSteps = 64;
 
 /// The lowest autocorrelation a repeating pattern of the live curve must reach to be taken as
 /// steps.
@@ -156,7 +165,8 @@ struct StepInfo {
   int64_t period_events = 0;                   // periodicity: the detected period in events
   double score = 0.0;                          // periodicity: autocorrelation at that period (0..1)
   StepsFinding finding = StepsFinding::kNone;  // why no steps were found, or what was found
-  int64_t finding_events = 0;                  // kTooShort, kOneForwardPass: see StepsFinding
+  int64_t finding_events = 0;  // kTooShort, kOneForwardPass, kRepeatsInsideCalls: see StepsFinding
+  int64_t finding_calls = 0;   // kOneForwardPass, kRepeatsInsideCalls: the model's top-level calls
   double best_score = 0.0;                     // kNoPattern: the best autocorrelation found
 };
 
@@ -221,6 +231,11 @@ struct StepOptions {
 /// optimizer.
 bool StepsByPhases(const Snapshot& snapshot, const DeviceTimeline& dt, StepInfo& info);
 
+/// Whether the device's trace runs a model forward only (no backward pass, no optimizer step) in
+/// one top-level call: one forward pass, whose repeats are its layers, never steps. False for a
+/// trace of fewer than kMinEventsForSteps events, too short to look for a step in.
+bool HoldsOneForwardPass(const Snapshot& snapshot, const DeviceTimeline& dt);
+
 /// Whether live memory climbs at every step end by more than half of a step's own swing: the
 /// steps found are more likely the layers of one pass (a forward pass keeps activations for
 /// backward) than training steps.
@@ -229,8 +244,11 @@ bool ClimbsAtEveryStepEnd(const LiveCurveRef& curve, const StepInfo& steps);
 /// Finds the repeating step of one device's trace: by annotation START/END pairs, by N equal
 /// slices, by the training step's phases (StepsByPhases), or by the periodicity of the live-bytes
 /// curve (autocorrelation of the detrended, downsampled curve; boundaries snapped to local minima).
-/// A periodicity that climbs at every step end (ClimbsAtEveryStepEnd) in a trace whose model ran
-/// forward passes only is the layers of one pass: one step, "forward pass".
+/// In a trace that runs a model, the repeats periodicity finds are steps only when a backward pass
+/// or an optimizer step runs at least twice, or when every repeat holds the start of a top-level
+/// call of the model (a forward run under one outermost module call: a generation loop's calls);
+/// else they are the layers of its forward passes, and there are no steps (kOneForwardPass,
+/// kRepeatsInsideCalls). A trace that shows no model keeps what periodicity found.
 /// Returns no steps (with a note) when none is found; errors for an unknown device or an annotation
 /// name the file does not have.
 absl::StatusOr<StepInfo> DetectSteps(const Snapshot& snapshot, const Timeline& timeline,

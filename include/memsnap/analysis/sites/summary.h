@@ -150,6 +150,9 @@ struct DeviceSummary {
   /// (StepsByPhases), and how they were found ("optimizer steps", "backward passes").
   std::vector<StepPeak> step_peaks;
   std::string steps_method;
+  /// SummaryOptions::phase_peaks: the trace runs one forward pass and nothing repeats as a step
+  /// does (HoldsOneForwardPass): no steps, and the reason.
+  bool one_forward_pass = false;
   std::vector<SummaryOom> ooms;
   /// SummaryOptions::workload: what kind of run the device's stacks show, and why.
   std::optional<WorkloadEvidence> workload;
