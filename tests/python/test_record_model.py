@@ -3,7 +3,6 @@ make (torch.cuda.memory._set_memory_metadata), and `top --by module` puts them u
 A stand-in for torch.cuda.memory records each operator's outputs as an allocation carrying the
 metadata set at that moment, so a small real torch.nn.Module runs on the CPU; skipped without
 torch."""
-import json
 
 import pytest
 
@@ -12,7 +11,6 @@ import memsnap
 torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-MiB = 1 << 20
 
 
 class FakeCudaMemory:
@@ -161,13 +159,16 @@ def test_record_model_memory_reads_back_as_a_module_tree():
     for depth in range(len(path)):
         row = by_key[";".join(path[:depth + 1])]
         assert row.site == path[depth] and row.depth == depth
-    # The gradients of the layers' weights are under the layer whose backward made them.
+    # What the projection's forward and backward made (its output, the gradients of its weight,
+    # bias and input) is under it, and nothing else.
     proj = by_key[";".join(path)]
-    assert proj.categories.get("gradient", 0) > 0
-    # Only the optimizer's state is outside the modules.
-    outside = [r for r in rows if r.depth == 0 and not r.key.startswith("model")]
-    assert [r.site for r in outside] == ["[no stack recorded]"] or \
-        all(r.site.startswith("[") for r in outside)
+    made = [e for e in memory.trace
+            if e.get("user_metadata", "").startswith("model.layers.0.attn.proj (Linear) ")]
+    assert any(e["user_metadata"].endswith(" backward") for e in made)
+    assert proj.self_count == len(made) and proj.self_bytes == sum(e["size"] for e in made)
+    # Outside the model (the input, the loss, the optimizer's state): bracketed rows.
+    outside = [r for r in rows if r.depth == 0 and r.key != "model (Model)"]
+    assert outside and all(r.site.startswith("[") for r in outside)
     assert sum(r.bytes for r in rows if r.depth == 0) == rec.snapshot.top().total_bytes
 
 
