@@ -12,7 +12,6 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 
-
 class FakeCudaMemory:
     """torch.cuda.memory's recorder, on the CPU: every tensor an operator returns is an `alloc`
     entry (never freed) with the metadata set when it was made."""
