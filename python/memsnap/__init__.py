@@ -27,7 +27,7 @@ from . import _memsnap
 __all__ = [
     "Error", "InputError", "CheckFailed", "Snapshot", "Result", "Record", "Table", "Summary",
     "Top", "Timeline", "Blocks", "Frag", "Oom", "Diff", "Check", "Replay", "load", "diff",
-    "check", "record",
+    "check", "record", "module_metadata",
 ]
 
 
@@ -440,8 +440,163 @@ class Recording:
         self.snapshot: Snapshot | None = None
 
 
+def module_metadata(name: str, module: Any, phase: str) -> str:
+    """The `user_metadata` memsnap.record(model=...) sets while a module runs, and that
+    ``top --by module`` reads back as the module's place in the tree: "QUALIFIED.NAME (Type)
+    phase", e.g. ``model.layers.3.attn (Attention) backward`` (docs/attribution.md, "Modules")."""
+    return f"{name} ({type(module).__name__}) {phase}"
+
+
+class _ModuleHooks:
+    """Sets torch.cuda.memory's allocation metadata to the module that runs, in forward and in
+    backward, as PyTorch's MemTracker/ModTracker follow modules (torch/distributed/_tools):
+
+    - forward: a pre-hook on every submodule sets "NAME (Type) forward", its post-hook restores
+      the caller's (the parent module's, or what the program had set);
+    - backward: the post-hook hooks the module's outputs; when the first gradient of one is
+      computed, the module's backward has begun: "NAME (Type) backward". The pre-hook hooks the
+      inputs that require grad; their gradient ends it and restores what was set before. A
+      module whose inputs need no gradient (an embedding, the first layer) never sees that end,
+      so the end of the whole backward pass (a callback queued on the autograd engine) restores
+      what was set before it began.
+
+    Tensor hooks, not full backward hooks: those wrap the module's outputs in a view, which an
+    in-place operator after the module then refuses to modify."""
+
+    def __init__(self, model: Any, name: str, memory: Any):
+        import torch  # noqa: the caller gave a torch.nn.Module
+
+        self.torch = torch
+        self.memory = memory
+        self.current = ""
+        get = getattr(memory, "_get_memory_metadata", None)
+        if get is not None:
+            self.current = get() or ""
+        self.outer = self.current
+        self.forward_stack: list = []
+        self.in_backward = False
+        self.before_backward = ""
+        self.current_call: _BackwardCall | None = None  # the module whose backward is set
+        self.active = True
+        self.handles: list = []
+        for qualified, module in model.named_modules(prefix=name):
+            self.handles.append(module.register_forward_pre_hook(self._pre(qualified, module)))
+            self.handles.append(module.register_forward_hook(self._post(qualified, module)))
+
+    def set(self, value: str) -> None:
+        if self.active and value != self.current:
+            self.current = value
+            self.memory._set_memory_metadata(value)
+
+    def _tensors(self, value: Any) -> list:
+        """The tensors of a hook's args or output that take part in autograd (nested lists,
+        tuples and dicts too)."""
+        out, todo = [], [value]
+        while todo:
+            v = todo.pop()
+            if isinstance(v, self.torch.Tensor):
+                if v.requires_grad:
+                    out.append(v)
+            elif isinstance(v, (list, tuple)):
+                todo.extend(v)
+            elif isinstance(v, dict):
+                todo.extend(v.values())
+        return out
+
+    def _pre(self, name: str, module: Any):
+        text = module_metadata(name, module, "forward")
+        backward = module_metadata(name, module, "backward")
+
+        def hook(mod, args):
+            if not self.active:
+                return None
+            parent = self.forward_stack[-1][1] if self.forward_stack else None
+            call = _BackwardCall(self, backward, parent)
+            # Pre- and post-hooks of nested calls pair up last in, first out.
+            self.forward_stack.append((self.current, call))
+            self.set(text)
+            if self.torch.is_grad_enabled():
+                for t in self._tensors(args):
+                    t.register_hook(call.end)
+            return None
+
+        return hook
+
+    def _post(self, name: str, module: Any):
+        def hook(mod, args, output):
+            if not self.active or not self.forward_stack:
+                return None
+            before, call = self.forward_stack.pop()
+            self.set(before)
+            if self.torch.is_grad_enabled():
+                for t in self._tensors(output):
+                    t.register_hook(call.begin)
+            return None
+
+        return hook
+
+    def backward_begins(self) -> None:
+        if self.in_backward:
+            return
+        self.in_backward = True
+        self.before_backward = self.current
+
+        def done():
+            self.in_backward = False
+            self.current_call = None
+            self.set(self.before_backward)
+
+        self.torch.autograd.Variable._execution_engine.queue_callback(done)
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+        self.set(self.outer)
+        self.active = False
+
+
+class _BackwardCall:
+    """One forward call's backward: `begin` hooks its outputs' gradients, `end` its inputs'.
+    Backward nests as forward did, so a module's backward ends in its parent's (the module whose
+    forward called it), or in what was set before the backward pass when it has none."""
+
+    def __init__(self, hooks: _ModuleHooks, text: str, parent: "_BackwardCall | None"):
+        self.hooks, self.text, self.parent, self.running = hooks, text, parent, False
+
+    def begin(self, grad: Any) -> None:
+        if self.running or not self.hooks.active:
+            return None
+        self.hooks.backward_begins()
+        self.running = True
+        # A module's output is often its last submodule's too, whose hook runs first: the
+        # submodule's backward then holds.
+        inner = self.hooks.current_call
+        while inner is not None and inner is not self:
+            inner = inner.parent
+        if inner is None:
+            self.hooks.current_call = self
+            self.hooks.set(self.text)
+        return None
+
+    def end(self, grad: Any) -> None:
+        if not self.running or not self.hooks.active:
+            return None
+        self.running = False
+        # The gradient that ends this module's backward may begin its predecessor's (the module
+        # whose output was this one's input), whose hook can run first: then that one holds.
+        if self.hooks.current_call is self:
+            p = self.parent
+            while p is not None and not p.running:
+                p = p.parent
+            self.hooks.current_call = p
+            self.hooks.set(p.text if p is not None else self.hooks.before_backward)
+        return None
+
+
 @contextlib.contextmanager
-def record(max_entries: int = 100000, memory: Any = None, **history_flags):
+def record(max_entries: int = 100000, memory: Any = None, model: Any = None,
+           model_name: str = "model", **history_flags):
     """Records the CUDA allocator's history for the block, then reads the snapshot straight from
     memory (no file):
 
@@ -452,15 +607,30 @@ def record(max_entries: int = 100000, memory: Any = None, **history_flags):
     It calls ``torch.cuda.memory._record_memory_history(max_entries=..., **history_flags)`` on
     entry and ``torch.cuda.memory._snapshot()`` then ``_record_memory_history(enabled=None)`` on
     exit. `memory`: the module with those two functions (default torch.cuda.memory; torch is
-    imported only here)."""
+    imported only here).
+
+    `model`: a torch.nn.Module whose submodules name the memory they make. While one runs its
+    forward or backward, the allocations carry its qualified name, type and phase as metadata
+    (``torch.cuda.memory._set_memory_metadata``, PyTorch 2.9; `model_name` is the root's name):
+    ``model.layers.3.attn (Attention) forward``, and ``top(by="module")`` shows the memory under
+    ``model`` > ``model.layers`` > ``model.layers.3`` > ``model.layers.3.attn (Attention)``. The
+    hooks are removed and the metadata restored when the block ends."""
     if memory is None:
         import torch.cuda.memory as memory  # noqa: the one place memsnap touches torch
+    if model is not None and not hasattr(memory, "_set_memory_metadata"):
+        raise Error("memsnap.record(model=...): torch.cuda.memory has no _set_memory_metadata "
+                    "(PyTorch 2.9 or later records allocation metadata)")
     memory._record_memory_history(max_entries=max_entries, **history_flags)
     rec = Recording()
+    hooks = None
     try:
+        if model is not None:
+            hooks = _ModuleHooks(model, model_name, memory)
         yield rec
     finally:
         try:
+            if hooks is not None:
+                hooks.remove()
             rec.snapshot = load(memory._snapshot(), name="<recorded>")
         finally:
             memory._record_memory_history(enabled=None)

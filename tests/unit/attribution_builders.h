@@ -58,6 +58,14 @@ class MiniTrace {
   uint32_t Alloc(uint64_t addr, int64_t size, StackId stack) {
     return Event(Action::kAlloc, addr, size, stack);
   }
+  /// Gives event `event` the `user_metadata` `text` (events are added in order, so the extras
+  /// stay sorted).
+  void Metadata(uint32_t event, const std::string& text) {
+    EventExtra x;
+    x.event = event;
+    x.user_metadata = snap_.strings.Intern(text);
+    snap_.event_extras.push_back(x);
+  }
   void Free(uint64_t addr, int64_t size, StackId stack = StackId()) {
     Event(Action::kFreeRequested, addr, size, stack);
     Event(Action::kFreeCompleted, addr, size, stack);

@@ -118,6 +118,107 @@ TEST_SUITE("modules-phases") {
     CHECK(roots == rep.total_bytes);
   }
 
+  TEST_CASE("module metadata in record(model=)'s form parses into name, type and phase") {
+    std::optional<ModuleMetadata> m =
+        ParseModuleMetadata("model.layers.3.attn (Attention) forward");
+    REQUIRE(m.has_value());
+    CHECK(m->name == "model.layers.3.attn");
+    CHECK(m->type == "Attention");
+    CHECK(m->phase == "forward");
+    m = ParseModuleMetadata("model (my.pkg.Model) backward");
+    REQUIRE(m.has_value());
+    CHECK(m->type == "my.pkg.Model");
+    // Anything else a program sets is not module metadata.
+    for (const char* other :
+         {"step 1", "{step: 1, phase: bwd}", "model (Model)", "model.layers. (ModuleList) forward",
+          ".a (A) forward", "a..b (A) forward", "a b (A) forward", "model (Model) Forward",
+          "model () forward", "model (Mo del) forward", ""}) {
+      CAPTURE(other);
+      CHECK_FALSE(ParseModuleMetadata(other).has_value());
+    }
+  }
+
+  TEST_CASE("recorded module metadata puts a block under its module path, typed where named") {
+    MiniTrace t;
+    const StackId fwd =
+        t.Stack({{"forward", "/home/u/proj/model.py", 22}, {"train", "/home/u/proj/train.py", 10}});
+    const StackId optim =
+        t.Stack({{"step", "/usr/lib/python3/site-packages/torch/optim/adam.py", 95},
+                 {"train", "/home/u/proj/train.py", 12}});
+    t.Metadata(t.Alloc(0x1000, 100, fwd), "model.layers.0.attn (Attention) forward");
+    t.Metadata(t.Alloc(0x2000, 200, fwd), "model.layers.0 (Block) forward");
+    // The engine's allocation has no stack: the metadata still places it.
+    t.Metadata(t.Alloc(0x3000, 400, StackId()), "model.layers.0.attn (Attention) backward");
+    t.Metadata(t.Alloc(0x4000, 800, optim), "step 1");  // not module metadata: the frames decide
+    Snapshot snap = t.Finish();
+    GroupOptions o;
+    o.by = GroupBy::kModule;
+    GroupReport rep = GroupAt(snap, Moment{Moment::Kind::kEvent, 3}, o);
+    REQUIRE(rep.rows.size() == 5);
+    CHECK(rep.rows[0].key == "[no module: optimizer]");
+    CHECK(rep.rows[0].bytes == 800);
+    CHECK(rep.rows[1].key == "model");  // no entry names the root: no type
+    CHECK(rep.rows[1].bytes == 700);
+    CHECK(rep.rows[2].key == "model;model.layers");
+    CHECK(rep.rows[3].key == "model;model.layers;model.layers.0 (Block)");
+    CHECK(rep.rows[3].site == "model.layers.0 (Block)");
+    CHECK(rep.rows[3].depth == 2);
+    CHECK(rep.rows[3].bytes == 700);
+    CHECK(rep.rows[3].self_bytes == 200);
+    CHECK(rep.rows[4].site == "model.layers.0.attn (Attention)");
+    CHECK(rep.rows[4].depth == 3);
+    CHECK(rep.rows[4].bytes == 500);  // its forward's and its backward's
+    CHECK(rep.rows[4].count == 2);
+
+    o.depth = 2;
+    rep = GroupAt(snap, Moment{Moment::Kind::kEvent, 3}, o);
+    REQUIRE(rep.rows.size() == 3);
+    CHECK(rep.rows[2].key == "model;model.layers");
+    CHECK(rep.rows[2].self_bytes == 700);
+  }
+
+  TEST_CASE("backward allocations pair with their operator's forward calls in reverse order") {
+    // Two layers call mm from model.py:101 and :102; their chains share no outer frame, so the
+    // forward lines alone would leave backward memory outside every module.
+    MiniTrace t;
+    const F train{"train", "/home/u/proj/train.py", 10};
+    auto layer = [&](int64_t line) {
+      return t.Stack({{"at::_ops::mm::call(at::Tensor const&, at::Tensor const&)"},
+                      {"torch::autograd::VariableType::(anonymous namespace)::mm(c10::"
+                       "DispatchKeySet, at::Tensor const&, at::Tensor const&)",
+                       "VariableType_2.cpp"},
+                      {"forward", "/home/u/proj/model.py", line},
+                      train});
+    };
+    const StackId a = layer(101), b = layer(102);
+    const StackId mm_backward =
+        t.Stack({{"at::_ops::mm::call(at::Tensor const&, at::Tensor const&)"},
+                 {"torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"},
+                 {"torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::"
+                  "GraphTask>&)"}});
+    const StackId accumulate =
+        t.Stack({{"torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)"},
+                 {"torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::"
+                  "GraphTask>&)"}});
+    t.Alloc(0x1000, 10, a);
+    t.Alloc(0x2000, 20, b);
+    t.Alloc(0x3000, 300, mm_backward);  // B's node runs first: two gradients
+    t.Alloc(0x4000, 400, mm_backward);
+    t.Alloc(0x5000, 500, mm_backward);  // then A's
+    t.Alloc(0x6000, 600, mm_backward);
+    t.Alloc(0x7000, 600, accumulate);  // A copy of A's weight gradient (the same size)
+    Snapshot snap = t.Finish();
+    GroupOptions o;
+    o.by = GroupBy::kModule;
+    GroupReport rep = GroupAt(snap, Moment{Moment::Kind::kEvent, 6}, o);
+    REQUIRE(rep.rows.size() == 2);
+    CHECK(rep.rows[0].key == "model.py:101 forward");
+    CHECK(rep.rows[0].bytes == 10 + 500 + 600 + 600);
+    CHECK(rep.rows[0].count == 4);
+    CHECK(rep.rows[1].key == "model.py:102 forward");
+    CHECK(rep.rows[1].bytes == 20 + 300 + 400);
+  }
+
   TEST_CASE("--depth folds the module tree and --top keeps each node's largest children") {
     Snapshot snap = OneStep();
     GroupOptions o;

@@ -802,7 +802,9 @@ const std::vector<std::string>& Attribution::ForwardLines(const std::string& bas
       if (phase != Phase::kForward && phase != Phase::kOther) continue;
       const SiteInfo& site = Site(id);
       if (site.kind != SiteKind::kPython) continue;
-      lines[NodeBaseOfOp(op)].insert(site.owner);
+      std::string base = NodeBaseOfOp(op);
+      lines[base].insert(site.owner);
+      kernel_base_.emplace(i, std::move(base));
     }
     // In file and line order ("model.py:22" before "model.py:147"), as a person reads them.
     auto parts = [](std::string_view text) {
@@ -818,6 +820,12 @@ const std::vector<std::string>& Attribution::ForwardLines(const std::string& bas
   }
   auto it = forward_lines_.find(base);
   return it == forward_lines_.end() ? kNone : it->second;
+}
+
+const std::string* Attribution::ForwardKernelBase(StackId stack) {
+  ForwardLines("");  // indexes the forward stacks on first use
+  auto it = kernel_base_.find(stack.v);
+  return it == kernel_base_.end() ? nullptr : &it->second;
 }
 
 Phase Attribution::PhaseFrom(std::span<const FrameId> frames, const StackFacts& facts) {

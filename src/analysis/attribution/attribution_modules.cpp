@@ -23,6 +23,40 @@ void KeepCommonPrefix(std::vector<std::string>& chain, const std::vector<std::st
 
 std::string_view StepPhaseName(StepPhase p) { return kStepPhaseNames[static_cast<size_t>(p)]; }
 
+std::optional<ModuleMetadata> ParseModuleMetadata(std::string_view text) {
+  // "NAME (Type) phase": split at the last space (the phase), then at " (" before it.
+  const size_t space = text.rfind(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  ModuleMetadata m;
+  m.phase = text.substr(space + 1);
+  std::string_view head = text.substr(0, space);
+  if (head.size() < 2 || head.back() != ')') return std::nullopt;
+  const size_t open = head.rfind(" (");
+  if (open == std::string_view::npos) return std::nullopt;
+  m.name = head.substr(0, open);
+  m.type = head.substr(open + 2, head.size() - open - 3);
+  const auto all_of = [](std::string_view s, auto ok) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), ok);
+  };
+  const auto lower = [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; };
+  const auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
+  };
+  const auto name_char = [](char c) {
+    return c != ' ' && c != '(' && c != ')' && c != '\n' && c != '\t' && c != ';';
+  };
+  if (!all_of(m.phase, lower) || !all_of(m.type, word) || !all_of(m.name, name_char)) {
+    return std::nullopt;
+  }
+  // Every part of the qualified name is non-empty: no leading, trailing or doubled '.'.
+  if (m.name.front() == '.' || m.name.back() == '.' ||
+      m.name.find("..") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return m;
+}
+
 StepPhase StepPhaseOf(Phase p) {
   switch (p) {
     case Phase::kForward:

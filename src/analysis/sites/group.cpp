@@ -163,7 +163,103 @@ GroupContext::GroupContext(const Snapshot& snap, const GroupOptions& options, Fr
       attribution_(
           snap, &filter_,
           AttributionOptions{options.ignore_lines, options.unlined_keys, options.categories}),
-      categorizers_(attribution_) {}
+      categorizers_(attribution_) {
+  if (options_.by == GroupBy::kModule) {
+    for (const EventExtra& x : snap_.event_extras) {
+      if (!x.user_metadata.valid()) continue;
+      const std::optional<ModuleMetadata> m =
+          ParseModuleMetadata(snap_.strings.Get(x.user_metadata));
+      if (m) module_types_.try_emplace(std::string(m->name), std::string(m->type));
+    }
+  }
+}
+
+const absl::flat_hash_map<uint32_t, StackId>& GroupContext::BackwardForward(
+    const DeviceTimeline& dt) {
+  auto [found, inserted] = backward_forward_.try_emplace(dt.device);
+  absl::flat_hash_map<uint32_t, StackId>& pairs = found->second;
+  if (!inserted) return pairs;
+  // docs/attribution.md, "Modules": the engine runs a pass's nodes in the reverse of the order
+  // the forward pass made them, so the backward allocations of the nodes of one operator pair,
+  // from the end, with that operator's forward calls of the same pass: the j-th of m
+  // allocations with the call (n-1) - j*n/m of n. A pass is the forward calls since the last
+  // backward allocation, and the backward allocations that follow them.
+  struct Pass {
+    absl::flat_hash_map<std::string, std::vector<StackId>> calls;      // node base -> stacks
+    absl::flat_hash_map<std::string, std::vector<uint32_t>> backward;  // node base -> events
+    std::vector<std::pair<uint32_t, int64_t>> accumulate;  // AccumulateGrad: event, size
+  };
+  std::vector<Pass> passes(1);
+  bool in_backward = false;
+  for (uint32_t i = 0; i < dt.num_events; ++i) {
+    const TraceEvent& e = snap_.events[dt.event_begin + i];
+    if (e.action != Action::kAlloc || !e.stack.valid()) continue;
+    if (const std::string* base = attribution_.ForwardKernelBase(e.stack)) {
+      if (in_backward) passes.emplace_back();
+      in_backward = false;
+      passes.back().calls[*base].push_back(e.stack);
+      continue;
+    }
+    const SiteInfo& site = attribution_.Site(e.stack);
+    if (site.kind != SiteKind::kBackward) continue;
+    in_backward = true;
+    if (site.accumulate_grad) {
+      passes.back().accumulate.emplace_back(i, e.size);
+    } else if (std::string base = NodeBase(site.node); !base.empty()) {
+      passes.back().backward[base].push_back(i);
+    }
+  }
+  for (const Pass& pass : passes) {
+    for (const auto& [base, events] : pass.backward) {
+      auto calls = pass.calls.find(base);
+      if (calls == pass.calls.end()) continue;
+      const uint64_t n = calls->second.size(), m = events.size();
+      for (uint64_t j = 0; j < m; ++j) {
+        pairs[events[j]] = calls->second[n - 1 - j * n / m];
+      }
+    }
+    // AccumulateGrad copies a gradient another node made: the latest paired backward allocation
+    // of the same size before it (the gradient it takes) names its module.
+    std::vector<std::pair<uint32_t, int64_t>> paired;
+    for (const auto& [base, events] : pass.backward) {
+      for (uint32_t ev : events) {
+        if (pairs.contains(ev)) paired.emplace_back(ev, snap_.events[dt.event_begin + ev].size);
+      }
+    }
+    std::sort(paired.begin(), paired.end());
+    for (const auto& [ev, size] : pass.accumulate) {
+      for (auto it = std::lower_bound(paired.begin(), paired.end(), std::make_pair(ev, int64_t{0}));
+           it != paired.begin();) {
+        --it;
+        if (it->second == size) {
+          pairs[ev] = pairs[it->first];
+          break;
+        }
+      }
+    }
+  }
+  return pairs;
+}
+
+std::vector<std::string> GroupContext::MetadataModulePath(const DeviceTimeline& dt,
+                                                          const BlockLifetime& lt) {
+  std::vector<std::string> parts;
+  if (module_types_.empty()) return parts;
+  const EventExtra* x = AllocExtraOf(snap_, dt, lt);
+  if (x == nullptr || !x->user_metadata.valid()) return parts;
+  const std::optional<ModuleMetadata> m = ParseModuleMetadata(snap_.strings.Get(x->user_metadata));
+  if (!m) return parts;
+  // "model.layers.3.attn" is the node model > model.layers > model.layers.3 > itself.
+  size_t end = 0;
+  while (end != std::string_view::npos) {
+    end = m->name.find('.', end + 1);
+    const std::string prefix(m->name.substr(0, end));
+    auto it = module_types_.find(prefix);
+    parts.push_back(it == module_types_.end() ? prefix
+                                              : absl::StrCat(prefix, " (", it->second, ")"));
+  }
+  return parts;
+}
 
 GroupContext::~GroupContext() = default;
 
@@ -199,12 +295,27 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
   if (options_.by == GroupBy::kPhase) {
     // Decided once, in analysis, like the category: memory from before the trace has no phase.
     const std::optional<StepPhase> phase = categorizers_.For(dt).PhaseOf(lt);
-    return phase ? PlainRow(std::string(StepPhaseName(*phase)), false)
-                 : PlainRow(std::string(kPreWindowRow), true);
+    if (phase) return PlainRow(std::string(StepPhaseName(*phase)), false);
+    // Memory from before the trace has no phase of the trace's. It is named as every other
+    // grouping names it: what its free shows, or why it has no stack; a block the trace never
+    // saw but whose own frames the file kept is in the phase those frames show.
+    if (lt.cls == LifetimeClass::kPreWindow) {
+      return PlainRow(std::string(PreWindowRow(attribution_.Site(lt.stack))), true);
+    }
+    const Phase own = attribution_.PhaseOf(lt.stack);
+    if (own != Phase::kNone) return PlainRow(std::string(StepPhaseName(StepPhaseOf(own))), false);
+    return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
   }
   if (lt.cls == LifetimeClass::kPreWindow) {
     // Its stack is its free's: the row says what that free shows it was.
     return PlainRow(std::string(PreWindowRow(attribution_.Site(lt.stack))), true);
+  }
+  if (lt.cls == LifetimeClass::kGhost &&
+      (options_.by == GroupBy::kAnnotation || options_.by == GroupBy::kMetadata ||
+       options_.by == GroupBy::kCompileContext) &&
+      attribution_.Site(lt.stack).kind == SiteKind::kNoStack) {
+    // Older than the trace and without frames: the row every grouping gives it.
+    return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
   }
   switch (options_.by) {
     case GroupBy::kAnnotation: {
@@ -227,6 +338,19 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
     default:
       break;
   }
+  if (options_.by == GroupBy::kModule) {
+    // What the program recorded (memsnap.record(model=...)) outranks what the frames suggest.
+    std::vector<std::string> path = MetadataModulePath(dt, lt);
+    if (!path.empty()) {
+      if (options_.depth > 0 && path.size() > static_cast<size_t>(options_.depth)) {
+        path.resize(static_cast<size_t>(options_.depth));
+      }
+      for (std::string& p : path) p = Sanitize(std::move(p));
+      GroupRow m = PlainRow(absl::StrJoin(path, std::string(1, kModulePathSeparator)), false);
+      m.info.owner = absl::StrJoin(path, " > ");
+      return m;
+    }
+  }
   const SiteInfo& site = attribution_.Site(lt.stack);
   if (site.kind == SiteKind::kNoStack) {
     // Older than the trace: what the trace shows it to be, when it shows it.
@@ -236,7 +360,15 @@ GroupRow GroupContext::RowFor(const DeviceTimeline& dt, const BlockLifetime& lt)
     return PlainRow(std::string(NoStackRow(snap_, dt, lt)), true);
   }
   if (options_.by == GroupBy::kModule) {
-    const std::vector<std::string>& chain = attribution_.ModuleChain(lt.stack);
+    const std::vector<std::string>* found = nullptr;
+    if (site.kind == SiteKind::kBackward && lt.alloc_event.seen()) {
+      // The forward call whose node made it, by the order of the pass (BackwardForward).
+      const auto& pairs = BackwardForward(dt);
+      auto it = pairs.find(*lt.alloc_event.index());
+      if (it != pairs.end()) found = &attribution_.ModuleChain(it->second);
+    }
+    const std::vector<std::string>& chain =
+        found != nullptr ? *found : attribution_.ModuleChain(lt.stack);
     if (chain.empty()) {
       return PlainRow(absl::StrCat("[no module: ", Sv(PhaseName(site.phase)), "]"), true);
     }

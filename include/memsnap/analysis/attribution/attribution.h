@@ -170,6 +170,19 @@ std::string_view PhaseName(Phase p);  // "none", "forward", "backward", ...
 enum class StepPhase : uint8_t { kForward, kBackward, kOptimizer, kOther };
 inline constexpr int kNumStepPhases = 4;
 std::string_view StepPhaseName(StepPhase p);  // "forward", "backward", "optimizer", "other"
+
+/// A `user_metadata` value in the form memsnap.record(model=...) writes (docs/attribution.md,
+/// "Modules"): "QUALIFIED.NAME (Type) phase", e.g. "model.layers.3.attn (Attention) backward": the
+/// module whose forward or backward was running when the entry was recorded. The name is one or
+/// more non-empty parts joined by '.', without spaces or brackets; the type is letters, digits,
+/// '_' and '.'; the phase is lowercase letters and '_'. Views into `text`.
+struct ModuleMetadata {
+  std::string_view name;   // "model.layers.3.attn"
+  std::string_view type;   // "Attention"
+  std::string_view phase;  // "forward", "backward"
+};
+/// nullopt when `text` is not in that form (any other metadata a program sets).
+std::optional<ModuleMetadata> ParseModuleMetadata(std::string_view text);
 StepPhase StepPhaseOf(Phase p);
 
 /// What one frame is, for attribution. Machinery classes are never the owner of memory.
@@ -386,6 +399,10 @@ class Attribution {
   /// of its forward lines (SiteInfo::forward_lines), the module whose forward made the node.
   /// Empty when neither applies. Frames the filter hides are left out.
   const std::vector<std::string>& ModuleChain(StackId stack);
+  /// The node base name (NodeBaseOfOp) of the autograd kernel a forward stack shows inside its
+  /// innermost Python frame: the stacks ForwardLines reads its lines from (rule L2). nullptr for
+  /// every other stack.
+  const std::string* ForwardKernelBase(StackId stack);
   /// The directory prefix removed from user files (longest common directory of the snapshot's
   /// non-library Python files), "" when there are none.
   const std::string& user_prefix();
@@ -448,6 +465,7 @@ class Attribution {
   // NodeBaseOfOp -> the owners of forward stacks that called such an operator, distinct, in file
   // and line order.
   absl::flat_hash_map<std::string, std::vector<std::string>> forward_lines_;
+  absl::flat_hash_map<uint32_t, std::string> kernel_base_;  // StackId -> ForwardKernelBase
   bool forward_lines_done_ = false;
   std::vector<int32_t> chain_slot_;              // StackId -> index into chains_; -1 = not built
   std::deque<std::vector<std::string>> chains_;  // ModuleChain results (references stay valid)

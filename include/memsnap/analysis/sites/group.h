@@ -178,10 +178,12 @@ class GroupContext {
   /// Whether RowFor's key depends on the lifetime's stack alone (and on whether it is pre-window):
   /// callers may then cache rows per StackId. Not for annotation, category, phase, metadata and
   /// compile-context grouping.
+  /// Nor for module grouping: recorded module metadata and the forward call a backward allocation
+  /// pairs with are the allocation's, not its stack's.
   bool stack_keyed() const {
     return options_.by != GroupBy::kAnnotation && options_.by != GroupBy::kCategory &&
            options_.by != GroupBy::kPhase && options_.by != GroupBy::kMetadata &&
-           options_.by != GroupBy::kCompileContext;
+           options_.by != GroupBy::kCompileContext && options_.by != GroupBy::kModule;
   }
 
  private:
@@ -198,6 +200,17 @@ class GroupContext {
  private:
   std::map<int32_t, std::unique_ptr<AnnotationIndex>> annotations_;  // by device
   std::string AnnotationAt(const DeviceTimeline& dt, const BlockLifetime& lifetime);
+  // Module grouping: each qualified name the file's module metadata names -> its type (the first
+  // entry's), so that every node of a path shows its type when any entry says it.
+  absl::flat_hash_map<std::string, std::string> module_types_;
+  /// The module path of a lifetime whose alloc entry carries module metadata: the prefixes of its
+  /// qualified name ("model", "model.layers", ..., with " (Type)" where known); empty otherwise.
+  std::vector<std::string> MetadataModulePath(const DeviceTimeline& dt,
+                                              const BlockLifetime& lifetime);
+  /// Per device: a backward allocation's event (device index) -> the forward stack of the call
+  /// that made its node (BackwardForwardPairs).
+  std::map<int32_t, absl::flat_hash_map<uint32_t, StackId>> backward_forward_;
+  const absl::flat_hash_map<uint32_t, StackId>& BackwardForward(const DeviceTimeline& dt);
 };
 
 /// Labels for the sites of individual lifetimes (blocks, CSV and Perfetto exports): collect them,
