@@ -43,26 +43,27 @@ std::string WorkloadEvidenceText(const analysis::WorkloadEvidence& w) {
   const std::string of = absl::StrCat(" of ", Stacks(w.stacks));
   // What shows a training step: "backward in 43 of 128 stacks, an optimizer step in 12".
   const std::string trained =
-      w.backward == 0 ? absl::StrCat("an optimizer step in ", FormatCount(w.optimizer), of)
-                    : absl::StrCat("backward in ", FormatCount(w.backward), of,
-                                   w.optimizer > 0 ? absl::StrCat(", an optimizer step in ",
-                                                                FormatCount(w.optimizer))
-                                                 : std::string());
+      w.backward == 0
+          ? absl::StrCat("an optimizer step in ", FormatCount(w.optimizer), of)
+          : absl::StrCat("backward in ", FormatCount(w.backward), of,
+                         w.optimizer > 0
+                             ? absl::StrCat(", an optimizer step in ", FormatCount(w.optimizer))
+                             : std::string());
   switch (w.kind) {
     case Workload::kTraining:
       return trained;
     case Workload::kFineTuning:
       return absl::StrCat(
-          trained,
-          w.adapters > 0 ? absl::StrCat(", adapter (LoRA, peft) frames in ", FormatCount(w.adapters))
+          trained, w.adapters > 0
+                       ? absl::StrCat(", adapter (LoRA, peft) frames in ", FormatCount(w.adapters))
                        : absl::StrCat(", a pretrained model loaded (from_pretrained) in ",
                                       FormatCount(w.pretrained)));
     case Workload::kRlRollout:
-      return absl::StrCat(trained, ", generation frames in ",
-                          FormatCount(w.generation));
+      return absl::StrCat(trained, ", generation frames in ", FormatCount(w.generation));
     case Workload::kGeneration: {
       std::string text = absl::StrCat("no autograd node in ", Stacks(w.stacks));
-      if (w.generation > 0) absl::StrAppend(&text, "; generation frames in ", FormatCount(w.generation));
+      if (w.generation > 0)
+        absl::StrAppend(&text, "; generation frames in ", FormatCount(w.generation));
       if (w.kv_cache > 0) {
         absl::StrAppend(&text, w.generation > 0 ? ", " : "; ", "KV-cache frames in ",
                         FormatCount(w.kv_cache));
@@ -74,8 +75,9 @@ std::string WorkloadEvidenceText(const analysis::WorkloadEvidence& w) {
                           FormatCount(w.evaluation));
     case Workload::kInference:
       return absl::StrCat("no autograd node in ", Stacks(w.stacks),
-                          w.no_grad > 0 ? absl::StrCat("; torch.no_grad in ", FormatCount(w.no_grad))
-                                      : std::string());
+                          w.no_grad > 0
+                              ? absl::StrCat("; torch.no_grad in ", FormatCount(w.no_grad))
+                              : std::string());
     case Workload::kForwardOnly:
       return absl::StrCat("no autograd node in ", Stacks(w.stacks),
                           ", and the run failed in a forward pass: training that never reached "
@@ -83,7 +85,7 @@ std::string WorkloadEvidenceText(const analysis::WorkloadEvidence& w) {
     case Workload::kUnknown:
       if (w.stacks == 0) return "the file records no stacks";
       return absl::StrCat(w.stacks == 1 ? std::string("its one stack shows")
-                                      : absl::StrCat("none of its ", Stacks(w.stacks), " shows"),
+                                        : absl::StrCat("none of its ", Stacks(w.stacks), " shows"),
                           w.stacks == 1 ? " no" : " a",
                           " model's forward pass, backward or optimizer step");
   }

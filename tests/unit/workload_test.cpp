@@ -2,10 +2,11 @@
 // shaped like the libraries' own: a training step, LoRA fine-tuning, a transformers generation
 // loop, a dump whose only stacks are the dumped blocks', an evaluation loop, and a forward pass
 // that ran out of memory.
+#include "memsnap/analysis/attribution/workload.h"
+
 #include "attribution_builders.h"
 #include "doctest/doctest.h"
 #include "memsnap/analysis/attribution/attribution.h"
-#include "memsnap/analysis/attribution/workload.h"
 #include "memsnap/report/workload_render.h"
 
 namespace memsnap::analysis::workload_test {
@@ -39,7 +40,8 @@ TEST_SUITE("workload") {
     CHECK(w.stacks == 3);
     CHECK(w.backward == 1);
     CHECK(w.optimizer == 1);
-    CHECK(report::WorkloadText(w) == "training (backward in 1 of 3 stacks, an optimizer step in 1)");
+    CHECK(report::WorkloadText(w) ==
+          "training (backward in 1 of 3 stacks, an optimizer step in 1)");
     CHECK(HasBackward(w.kind));
   }
 
@@ -65,11 +67,12 @@ TEST_SUITE("workload") {
     MiniTrace t;
     const F sample = Py("/venv/site-packages/transformers/generation/utils.py", 3200, "_sample");
     const F generate = Py("/venv/site-packages/transformers/generation/utils.py", 2400, "generate");
-    t.Alloc(0x1000, 1024,
-            t.Stack({Op("cat"), Py("/venv/site-packages/transformers/cache_utils.py", 450, "update"),
-                     Py("/venv/site-packages/transformers/models/llama/modeling_llama.py", 270,
-                        "forward"),
-                     sample, generate, Py("/home/u/chat.py", 9, "main")}));
+    t.Alloc(
+        0x1000, 1024,
+        t.Stack(
+            {Op("cat"), Py("/venv/site-packages/transformers/cache_utils.py", 450, "update"),
+             Py("/venv/site-packages/transformers/models/llama/modeling_llama.py", 270, "forward"),
+             sample, generate, Py("/home/u/chat.py", 9, "main")}));
     t.Alloc(0x2000, 1024, t.Stack({Op("mm"), kForward, sample, generate}));
     Snapshot snap = t.Finish();
     const WorkloadEvidence w = Detect(snap);

@@ -18,14 +18,33 @@ namespace memsnap::analysis {
 
 namespace {
 
-constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {
-    "accumulate_grad",    "backward_kept",      "backward_freed",       "optimizer_kept",
-    "optimizer_freed",    "init_kept",          "init_freed",           "data_kept",
-    "data_freed",         "before_forward",     "saved_for_backward",   "forward_kept",
-    "forward_freed",      "other_freed",        "pre_trace_persistent", "freed_by_backward",
-    "freed_by_zero_grad", "freed_by_optimizer", "stack_phase",          "no_evidence",
-    "user_category",      "pre_trace_gradient", "pre_trace_optimizer_state",
-    "kv_cache_frame",     "autocast_cleared",   "autocast_weight_size", "init_state"};
+constexpr std::array<std::string_view, kNumCategoryRules> kRuleNames = {"accumulate_grad",
+                                                                        "backward_kept",
+                                                                        "backward_freed",
+                                                                        "optimizer_kept",
+                                                                        "optimizer_freed",
+                                                                        "init_kept",
+                                                                        "init_freed",
+                                                                        "data_kept",
+                                                                        "data_freed",
+                                                                        "before_forward",
+                                                                        "saved_for_backward",
+                                                                        "forward_kept",
+                                                                        "forward_freed",
+                                                                        "other_freed",
+                                                                        "pre_trace_persistent",
+                                                                        "freed_by_backward",
+                                                                        "freed_by_zero_grad",
+                                                                        "freed_by_optimizer",
+                                                                        "stack_phase",
+                                                                        "no_evidence",
+                                                                        "user_category",
+                                                                        "pre_trace_gradient",
+                                                                        "pre_trace_optimizer_state",
+                                                                        "kv_cache_frame",
+                                                                        "autocast_cleared",
+                                                                        "autocast_weight_size",
+                                                                        "init_state"};
 
 constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 
@@ -38,9 +57,7 @@ bool KvCacheCode(const SiteInfo& site) {
 
 }  // namespace
 
-std::string_view CategoryRuleName(CategoryRule r) {
-  return kRuleNames[static_cast<size_t>(r)];
-}
+std::string_view CategoryRuleName(CategoryRule r) { return kRuleNames[static_cast<size_t>(r)]; }
 
 struct LifetimeCategorizer::Runs {
   struct Run {

@@ -44,11 +44,20 @@ bool HasWordStart(std::string_view text, std::string_view word) {
 }
 
 // The decoding loops of transformers' GenerationMixin (generation/utils.py) across versions.
-constexpr std::array<std::string_view, 14> kDecodingLoops = {
-    "_sample",           "sample",          "greedy_search",      "_greedy_search",
-    "beam_search",       "_beam_search",    "beam_sample",        "_beam_sample",
-    "assisted_decoding", "_assisted_decoding", "contrastive_search", "_contrastive_search",
-    "group_beam_search", "_dola_decoding"};
+constexpr std::array<std::string_view, 14> kDecodingLoops = {"_sample",
+                                                             "sample",
+                                                             "greedy_search",
+                                                             "_greedy_search",
+                                                             "beam_search",
+                                                             "_beam_search",
+                                                             "beam_sample",
+                                                             "_beam_sample",
+                                                             "assisted_decoding",
+                                                             "_assisted_decoding",
+                                                             "contrastive_search",
+                                                             "_contrastive_search",
+                                                             "group_beam_search",
+                                                             "_dola_decoding"};
 
 constexpr std::array<std::string_view, 6> kEvaluationFunctions = {
     "test_step", "val_step", "prediction_step", "predict_step", "evaluation_loop", "run_eval"};
@@ -59,8 +68,8 @@ uint8_t MarksOf(std::string_view file, std::string_view function) {
   const std::string lfunc = Lower(function);
   const bool generation_file = Contains(lfile, "generation");
   if (lfunc.starts_with("generate") || Contains(lfile, "/vllm/") ||
-      (generation_file && std::find(kDecodingLoops.begin(), kDecodingLoops.end(), lfunc) !=
-                              kDecodingLoops.end())) {
+      (generation_file &&
+       std::find(kDecodingLoops.begin(), kDecodingLoops.end(), lfunc) != kDecodingLoops.end())) {
     m |= kGenerationMark;
   }
   if (Contains(lfile, "cache_utils.py") || Contains(lfile, "cache_engine") ||
@@ -92,7 +101,6 @@ uint8_t MarksOf(std::string_view file, std::string_view function) {
   }
   return m;
 }
-
 
 }  // namespace
 

@@ -167,7 +167,7 @@ struct StepInfo {
   StepsFinding finding = StepsFinding::kNone;  // why no steps were found, or what was found
   int64_t finding_events = 0;  // kTooShort, kOneForwardPass, kRepeatsInsideCalls: see StepsFinding
   int64_t finding_calls = 0;   // kOneForwardPass, kRepeatsInsideCalls: the model's top-level calls
-  double best_score = 0.0;                     // kNoPattern: the best autocorrelation found
+  double best_score = 0.0;     // kNoPattern: the best autocorrelation found
 };
 
 struct LeakReport {
