@@ -31,6 +31,10 @@ OTHER_MEANINGS = {
     ("src/model/snapshot.cpp", "unknown"): "the name of Action::kUnknown, a trace action",
     ("src/cli/convert_command.cpp", "input"): "a JSON key: the input file of `convert --json`",
     ("src/report/workload_render.cpp", "unknown"): "the name of Workload::kUnknown, a kind of run",
+    ("src/analysis/attribution/workload.cpp", "kv_cache"): "a part of a frame's file or function "
+                                                           "name that marks KV-cache code",
+    ("src/report/render_util.h", "kv_cache"): "a JSON key: how many of a workload's stacks have "
+                                              "KV-cache frames",
     ("src/cli/convert_command.cpp", "state"): "a JSON key: whose allocator state `convert --json` "
                                               "slices (slice_end, recording_end)",
     ("src/parse/schema.h", "state"): "a snapshot's key: a block's state (active_allocated...)",
