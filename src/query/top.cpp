@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/compose/rank_tables.h"
 #include "memsnap/util/status_macros.h"
@@ -31,10 +32,10 @@ absl::StatusOr<TopResult> TopQuery(const TopRequest& request, Session& session) 
   r.report.moment_described = r.at.described;
   {  // what kind of run each device's stacks show, said above its rows
     analysis::Attribution attribution(snap, nullptr);
+    absl::flat_hash_map<int32_t, analysis::DeviceMoment*> by_device;
+    for (analysis::DeviceMoment& dm : r.report.devices) by_device[dm.device] = &dm;
     for (analysis::WorkloadEvidence& w : analysis::DetectWorkloads(attribution)) {
-      for (analysis::DeviceMoment& dm : r.report.devices) {
-        if (dm.device == w.device) dm.workload = w;
-      }
+      if (auto it = by_device.find(w.device); it != by_device.end()) it->second->workload = w;
     }
   }
   // Last step's gradients alive in this forward pass: the lever is zero_grad before it.

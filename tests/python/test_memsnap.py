@@ -174,6 +174,16 @@ def test_results_are_typed_objects_with_the_json_fields():
         summary.no_such_field
 
 
+def test_each_device_says_its_workload_with_its_evidence():
+    # A training loop with backward and optimizer frames (docs/attribution.md, "Workload").
+    s = memsnap.load(fixture("attribution_training.json"))
+    for result in (s.summary(), s.top()):
+        w = result.devices[0].workload
+        assert w.kind == "training"
+        assert w.backward > 0 and w.stacks >= w.backward
+        assert w.evidence.startswith("backward in ")
+
+
 def test_tables_convert_to_records_and_pandas():
     top = memsnap.load(fixture("timeline_training.json")).top(top=0)
     records = top.to_records()

@@ -670,9 +670,11 @@ absl::StatusOr<OomReport> ExplainOoms(const Snapshot& snap, const OomOptions& op
   {  // what kind of run each device's stacks show: which levers apply
     Attribution attribution(snap, nullptr);
     const std::vector<WorkloadEvidence> workloads = DetectWorkloads(attribution);
+    absl::flat_hash_map<int32_t, const WorkloadEvidence*> by_device;
+    for (const WorkloadEvidence& w : workloads) by_device[w.device] = &w;
     for (DeviceJob& job : jobs) {
-      for (const WorkloadEvidence& w : workloads) {
-        if (w.device == job.dev.device) job.dev.workload = w;
+      if (auto it = by_device.find(job.dev.device); it != by_device.end()) {
+        job.dev.workload = *it->second;
       }
     }
   }

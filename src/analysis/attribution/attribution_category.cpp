@@ -282,9 +282,12 @@ struct LifetimeCategorizer::Runs {
       // ran (a generation loop's KV cache), and the weights loaded before recording, which have
       // no stack, are that model's.
       const Snapshot& snap = attr.snapshot();
-      for (uint32_t k : attr.SegmentsOf(dt.device)) {
+      // (The timeline's own list of the device's segments: this categorizer may be one of many
+      // made for one device each, so nothing here may cost a pass over every device's.)
+      for (const SegmentLifetime& sl : dt.segments) {
         if (model_ran != 0) break;
-        for (const Block& b : snap.BlocksOf(snap.segments[k])) {
+        if (!sl.segment.valid() || sl.segment.v >= snap.segments.size()) continue;
+        for (const Block& b : snap.BlocksOf(snap.segments[sl.segment.v])) {
           if (b.is_active() && b.stack.valid() && model(attr.PhaseOf(b.stack))) {
             model_ran = 1;
             break;

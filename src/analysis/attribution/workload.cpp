@@ -106,57 +106,87 @@ uint8_t MarksOf(std::string_view file, std::string_view function) {
 
 namespace {
 
-// Counts the marks of the stacks `seen` flags into `ev` (its counts start at zero).
-void Tally(const Snapshot& snap, Attribution& attribution, const std::vector<uint8_t>& seen,
-           std::vector<uint8_t>& marks, WorkloadEvidence& ev) {
-  for (uint32_t s = 0; s < seen.size(); ++s) {
-    if (!seen[s]) continue;
-    const StackId id(s);
-    uint8_t stack_marks = 0;
-    for (FrameId f : snap.stacks.Get(id)) {
-      if (f.v >= marks.size()) continue;
-      uint8_t& m = marks[f.v];
-      if (!(m & kComputedMark)) {
-        const Frame& frame = snap.frames.Get(f);
+// The marks of every stack and frame, computed once per snapshot on first use, so that a file of
+// many devices costs O(events + stacks + frames), never devices x stacks (issue 54).
+class StackMarks {
+ public:
+  explicit StackMarks(Attribution& attribution)
+      : attr_(attribution),
+        snap_(attribution.snapshot()),
+        frame_marks_(snap_.frames.size(), 0),
+        stack_marks_(snap_.stacks.size(), 0) {}
+
+  // The stack's frame marks, and its phase (kPhaseKnown set once computed).
+  uint16_t Of(StackId id) {
+    uint16_t& m = stack_marks_[id.v];
+    if (m & kStackComputed) return m;
+    uint8_t marks = 0;
+    for (FrameId f : snap_.stacks.Get(id)) {
+      if (f.v >= frame_marks_.size()) continue;
+      uint8_t& fm = frame_marks_[f.v];
+      if (!(fm & kComputedMark)) {
+        const Frame& frame = snap_.frames.Get(f);
         // Python frames only: native frames' names say what ran, not the program's intent.
-        m = kComputedMark;
-        if (attribution.ClassOf(f) == FrameClass::kPython) {
-          m |= MarksOf(snap.strings.Get(frame.filename), snap.strings.Get(frame.name));
+        fm = kComputedMark;
+        if (attr_.ClassOf(f) == FrameClass::kPython) {
+          fm |= MarksOf(snap_.strings.Get(frame.filename), snap_.strings.Get(frame.name));
         }
       }
-      stack_marks |= m;
+      marks |= fm;
     }
-    ++ev.stacks;
-    if (stack_marks & kCompilingMark) continue;  // counted as a stack, but no evidence
-    switch (attribution.PhaseOf(id)) {
-      case Phase::kBackward:
-        ++ev.backward;
-        break;
-      case Phase::kOptimizer:
-        ++ev.optimizer;
-        break;
-      case Phase::kForward:
-        ++ev.forward;
-        break;
-      default:
-        break;
-    }
-    ev.generation += (stack_marks & kGenerationMark) != 0;
-    ev.kv_cache += (stack_marks & kKvCacheMark) != 0;
-    ev.adapters += (stack_marks & kAdapterMark) != 0;
-    ev.pretrained += (stack_marks & kPretrainedMark) != 0;
-    ev.evaluation += (stack_marks & kEvaluationMark) != 0;
-    ev.no_grad += (stack_marks & kNoGradMark) != 0;
+    m = static_cast<uint16_t>(marks & ~kComputedMark) |
+        static_cast<uint16_t>(static_cast<uint16_t>(attr_.PhaseOf(id)) << 8) | kStackComputed;
+    return m;
   }
+
+  // Counts the distinct stacks of `stacks` (sorted, unique) into `ev` (its counts start at zero).
+  void Tally(const std::vector<uint32_t>& stacks, WorkloadEvidence& ev) {
+    for (uint32_t s : stacks) {
+      const uint16_t m = Of(StackId(s));
+      ++ev.stacks;
+      if (m & kCompilingMark) continue;  // counted as a stack, but no evidence
+      switch (static_cast<Phase>((m >> 8) & 0x7F)) {
+        case Phase::kBackward:
+          ++ev.backward;
+          break;
+        case Phase::kOptimizer:
+          ++ev.optimizer;
+          break;
+        case Phase::kForward:
+          ++ev.forward;
+          break;
+        default:
+          break;
+      }
+      ev.generation += (m & kGenerationMark) != 0;
+      ev.kv_cache += (m & kKvCacheMark) != 0;
+      ev.adapters += (m & kAdapterMark) != 0;
+      ev.pretrained += (m & kPretrainedMark) != 0;
+      ev.evaluation += (m & kEvaluationMark) != 0;
+      ev.no_grad += (m & kNoGradMark) != 0;
+    }
+  }
+
+ private:
+  static constexpr uint16_t kStackComputed = 0x8000;
+  Attribution& attr_;
+  const Snapshot& snap_;
+  std::vector<uint8_t> frame_marks_;
+  std::vector<uint16_t> stack_marks_;
+};
+
+void SortUnique(std::vector<uint32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-WorkloadEvidence Detect(const Snapshot& snap, Attribution& attribution, int32_t device,
+WorkloadEvidence Detect(StackMarks& marks, const Snapshot& snap, int32_t device,
                         std::span<const uint32_t> segments) {
   WorkloadEvidence ev;
   ev.device = device;
-  std::vector<uint8_t> seen(snap.stacks.size(), 0);
+  std::vector<uint32_t> stacks;
   auto see = [&](StackId s) {
-    if (s.valid() && s != StackTable::kEmpty && s.v < seen.size()) seen[s.v] = 1;
+    if (s.valid() && s != StackTable::kEmpty && s.v < snap.stacks.size()) stacks.push_back(s.v);
   };
   if (const DeviceTrace* trace = snap.TraceOf(device)) {
     for (const TraceEvent& e : snap.EventsOf(*trace)) {
@@ -164,8 +194,8 @@ WorkloadEvidence Detect(const Snapshot& snap, Attribution& attribution, int32_t 
       ev.ended_in_oom |= e.action == Action::kOom;
     }
   }
-  std::vector<uint8_t> marks(snap.frames.size(), 0);
-  Tally(snap, attribution, seen, marks, ev);
+  SortUnique(stacks);
+  marks.Tally(stacks, ev);
   // The trace is the run being asked about; the dumped blocks speak only where it shows no model
   // (a dump of one event, a file without a trace). A block left from an earlier phase of the
   // program (a gradient of a training step before a forward-only benchmark) says nothing of it.
@@ -175,10 +205,11 @@ WorkloadEvidence Detect(const Snapshot& snap, Attribution& attribution, int32_t 
         if (b.is_active()) see(b.stack);
       }
     }
+    SortUnique(stacks);
     WorkloadEvidence with_dump;
     with_dump.device = device;
     with_dump.ended_in_oom = ev.ended_in_oom;
-    Tally(snap, attribution, seen, marks, with_dump);
+    marks.Tally(stacks, with_dump);
     ev = with_dump;
   }
   if (ev.backward + ev.optimizer > 0) {
@@ -202,14 +233,16 @@ WorkloadEvidence Detect(const Snapshot& snap, Attribution& attribution, int32_t 
 }  // namespace
 
 WorkloadEvidence DetectWorkload(Attribution& attribution, int32_t device) {
-  return Detect(attribution.snapshot(), attribution, device, attribution.SegmentsOf(device));
+  StackMarks marks(attribution);
+  return Detect(marks, attribution.snapshot(), device, attribution.SegmentsOf(device));
 }
 
 std::vector<WorkloadEvidence> DetectWorkloads(Attribution& attribution) {
   const Snapshot& snap = attribution.snapshot();
+  StackMarks marks(attribution);  // shared by every device
   std::vector<WorkloadEvidence> out;
   for (int32_t device : snap.Devices()) {
-    out.push_back(Detect(snap, attribution, device, attribution.SegmentsOf(device)));
+    out.push_back(Detect(marks, snap, device, attribution.SegmentsOf(device)));
   }
   return out;
 }

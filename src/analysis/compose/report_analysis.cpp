@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "memsnap/analysis/timeline/filter.h"
 #include "memsnap/sim/config.h"
@@ -450,8 +451,12 @@ absl::StatusOr<ReportAnalysis> AnalyzeForReport(const Snapshot& snap,
   }
   labels.Finish();
   for (size_t i = 0; i < labels.size(); ++i) out.band_sites.push_back(labels.Label(i));
-  for (DeviceReportAnalysis& d : out.devices) {
-    d.workload = DetectWorkload(context.attribution(), d.device);
+  {
+    absl::flat_hash_map<int32_t, DeviceReportAnalysis*> by_device;
+    for (DeviceReportAnalysis& d : out.devices) by_device[d.device] = &d;
+    for (WorkloadEvidence& w : DetectWorkloads(context.attribution())) {  // one pass for all
+      if (auto it = by_device.find(w.device); it != by_device.end()) it->second->workload = w;
+    }
   }
   phase.reset();
   for (DeviceReportAnalysis& d : out.devices) {

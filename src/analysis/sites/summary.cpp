@@ -412,10 +412,11 @@ SummaryReport Summarize(const Snapshot& snap, const Timeline* timeline,
   }
   if (options.workload) {
     Attribution attribution(snap, nullptr);
-    for (WorkloadEvidence& w : DetectWorkloads(attribution)) {
-      auto it = std::find_if(report.devices.begin(), report.devices.end(),
-                             [&](const DeviceSummary& d) { return d.device == w.device; });
-      if (it != report.devices.end()) it->workload = std::move(w);
+    for (WorkloadEvidence& w : DetectWorkloads(attribution)) {  // both ascending by device
+      auto it = std::lower_bound(
+          report.devices.begin(), report.devices.end(), w.device,
+          [](const DeviceSummary& d, int32_t device) { return d.device < device; });
+      if (it != report.devices.end() && it->device == w.device) it->workload = std::move(w);
     }
   }
   report.ring_overflowed = snap.settings.trace_alloc_overflowed.value_or(false);
