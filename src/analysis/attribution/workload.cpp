@@ -24,11 +24,11 @@ enum Mark : uint8_t {
   kComputedMark = 128,  // the frame was looked at
 };
 
-bool Contains(std::string_view s, std::string_view part) {
+bool InText(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
 
-std::string Lower(std::string_view s) {
+std::string AsLower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
@@ -64,20 +64,20 @@ constexpr std::array<std::string_view, 6> kEvaluationFunctions = {
 
 uint8_t MarksOf(std::string_view file, std::string_view function) {
   uint8_t m = 0;
-  const std::string lfile = Lower(file);
-  const std::string lfunc = Lower(function);
-  const bool generation_file = Contains(lfile, "generation");
-  if (lfunc.starts_with("generate") || Contains(lfile, "/vllm/") ||
+  const std::string lfile = AsLower(file);
+  const std::string lfunc = AsLower(function);
+  const bool generation_file = InText(lfile, "generation");
+  if (lfunc.starts_with("generate") || InText(lfile, "/vllm/") ||
       (generation_file &&
        std::find(kDecodingLoops.begin(), kDecodingLoops.end(), lfunc) != kDecodingLoops.end())) {
     m |= kGenerationMark;
   }
-  if (Contains(lfile, "cache_utils.py") || Contains(lfile, "cache_engine") ||
-      Contains(lfile, "kv_cache") || Contains(lfunc, "kv_cache") || Contains(lfile, "kvcache") ||
-      Contains(lfunc, "kvcache") || Contains(lfunc, "past_key_value")) {
+  if (InText(lfile, "cache_utils.py") || InText(lfile, "cache_engine") ||
+      InText(lfile, "kv_cache") || InText(lfunc, "kv_cache") || InText(lfile, "kvcache") ||
+      InText(lfunc, "kvcache") || InText(lfunc, "past_key_value")) {
     m |= kKvCacheMark;
   }
-  if (Contains(lfile, "/peft/") || HasWordStart(lfile, "lora") || HasWordStart(lfunc, "lora")) {
+  if (InText(lfile, "/peft/") || HasWordStart(lfile, "lora") || HasWordStart(lfunc, "lora")) {
     m |= kAdapterMark;
   }
   if (lfunc == "from_pretrained") m |= kPretrainedMark;
@@ -89,14 +89,14 @@ uint8_t MarksOf(std::string_view file, std::string_view function) {
   // torch.no_grad() and torch.inference_mode() used as decorators run the function through
   // torch/utils/_contextlib.py (older PyTorch: torch/autograd/grad_mode.py).
   if (lfunc == "decorate_context" &&
-      (Contains(lfile, "_contextlib.py") || Contains(lfile, "grad_mode.py"))) {
+      (InText(lfile, "_contextlib.py") || InText(lfile, "grad_mode.py"))) {
     m |= kNoGradMark;
   }
   // torch.compile compiling (tracing, lowering, autotuning): its allocations run no model, and its
   // joint graph passes look like a backward's.
-  if (Contains(lfile, "torch/_dynamo/convert_frame.py") ||
-      Contains(lfile, "torch/_inductor/compile_fx.py") ||
-      Contains(lfile, "torch/_inductor/fx_passes/")) {
+  if (InText(lfile, "torch/_dynamo/convert_frame.py") ||
+      InText(lfile, "torch/_inductor/compile_fx.py") ||
+      InText(lfile, "torch/_inductor/fx_passes/")) {
     m |= kCompilingMark;
   }
   return m;
