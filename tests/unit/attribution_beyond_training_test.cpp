@@ -10,7 +10,7 @@
 #include "memsnap/analysis/sites/blocks.h"
 #include "test_util.h"
 
-namespace memsnap::analysis {
+namespace memsnap::analysis::beyond_training_test {
 namespace {
 
 // Every lifetime of one run of the fixture, with its site, category and rule.
@@ -187,4 +187,4 @@ TEST_SUITE("attribution-beyond-training") {
 }
 
 }  // namespace
-}  // namespace memsnap::analysis
+}  // namespace memsnap::analysis::beyond_training_test

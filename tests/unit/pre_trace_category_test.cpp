@@ -10,7 +10,7 @@
 #include "memsnap/analysis/sites/group.h"
 #include "test_util.h"
 
-namespace memsnap::analysis {
+namespace memsnap::analysis::pre_trace_test {
 namespace {
 
 // testdata/pre_trace_fixture.py's trace of one kind.
@@ -133,4 +133,4 @@ TEST_SUITE("attribution-pre-trace") {
 }
 
 }  // namespace
-}  // namespace memsnap::analysis
+}  // namespace memsnap::analysis::pre_trace_test

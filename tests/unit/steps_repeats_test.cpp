@@ -8,7 +8,7 @@
 #include "memsnap/analysis/sites/leaks.h"
 #include "memsnap/query/leaks.h"
 
-namespace memsnap::analysis {
+namespace memsnap::analysis::steps_repeats_test {
 namespace {
 
 using testing::F;
@@ -103,4 +103,4 @@ TEST_CASE("the repeated calls of a generation loop are steps, one call each") {
 }
 
 }  // namespace
-}  // namespace memsnap::analysis
+}  // namespace memsnap::analysis::steps_repeats_test
