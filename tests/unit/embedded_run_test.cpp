@@ -35,7 +35,7 @@ Ran Embedded(const std::vector<std::string>& args, const cli::PreloadedSnapshots
   return {code, out.str(), err.str()};
 }
 
-std::string Fixture(const char* name) {
+std::string EmbeddedFixture(const char* name) {
   return std::string(MEMSNAP_SOURCE_DIR) + "/testdata/" + name;
 }
 
@@ -45,7 +45,7 @@ TEST_SUITE("embedded_run") {
   TEST_CASE("a copied snapshot holds the same model in memory of its own") {
     for (const char* name : {"timeline_training.json", "timeline_legacy_2_0.json"}) {
       CAPTURE(name);
-      absl::StatusOr<Snapshot> read = parse::ReadSnapshot(Fixture(name));
+      absl::StatusOr<Snapshot> read = parse::ReadSnapshot(EmbeddedFixture(name));
       REQUIRE(read.ok());
       const Snapshot& snap = *read;
       const Snapshot copy = CopySnapshot(snap);
@@ -63,7 +63,7 @@ TEST_SUITE("embedded_run") {
   TEST_CASE("a command on a snapshot in memory prints what the CLI prints on its file") {
     for (const char* name : {"timeline_training.json", "oom_fragmentation.json"}) {
       CAPTURE(name);
-      const std::string path = Fixture(name);
+      const std::string path = EmbeddedFixture(name);
       absl::StatusOr<Snapshot> snap = parse::ReadSnapshot(path);
       REQUIRE(snap.ok());
       // Named as no file is: only the snapshot in memory can answer.
@@ -101,7 +101,8 @@ TEST_SUITE("embedded_run") {
 
   TEST_CASE("two command lines with categories of their own, run at once, answer in their own") {
     // The Python module's threads: each call is one command line with its own --category.
-    absl::StatusOr<Snapshot> read = parse::ReadSnapshot(Fixture("attribution_training.json"));
+    absl::StatusOr<Snapshot> read =
+        parse::ReadSnapshot(EmbeddedFixture("attribution_training.json"));
     REQUIRE(read.ok());
     cli::PreloadedSnapshots in_memory;
     in_memory["snap"] = std::make_shared<const Snapshot>(*std::move(read));

@@ -17,7 +17,7 @@ namespace {
 using testing::ParseError;
 using testing::ParseOrFail;
 
-std::string Fixture(const std::string& name) {
+std::string ReaderFixture(const std::string& name) {
   return testing::ReadFileOrFail(testing::TestdataPath("formats/" + name));
 }
 
@@ -25,7 +25,7 @@ std::string Fixture(const std::string& name) {
 
 TEST_SUITE("json_reader") {
   TEST_CASE("a 2.1+ JSON snapshot with every optional key reads into the model") {
-    Snapshot s = ParseOrFail(Fixture("reader_2_1_full.json"), "full.json");
+    Snapshot s = ParseOrFail(ReaderFixture("reader_2_1_full.json"), "full.json");
     CHECK(s.source.container == ContainerFormat::kJson);
     REQUIRE(s.segments.size() == 2);
     REQUIRE(s.blocks.size() == 4);
@@ -79,7 +79,7 @@ TEST_SUITE("json_reader") {
   }
 
   TEST_CASE("2.0-era blocks take address, requested size and stack from history[0]") {
-    Snapshot s = ParseOrFail(Fixture("reader_2_0_history.json"));
+    Snapshot s = ParseOrFail(ReaderFixture("reader_2_0_history.json"));
     CHECK(s.source.legacy_history);
     REQUIRE(s.blocks.size() == 2);
     CHECK(s.blocks[0].address == 1048576000u);
@@ -92,7 +92,7 @@ TEST_SUITE("json_reader") {
   }
 
   TEST_CASE("a bare top-level list is the segments alone, addresses from offsets") {
-    Snapshot s = ParseOrFail(Fixture("reader_1_13_list.json"));
+    Snapshot s = ParseOrFail(ReaderFixture("reader_1_13_list.json"));
     CHECK(s.source.bare_segment_list);
     CHECK(s.traces.empty());
     REQUIRE(s.blocks.size() == 2);
@@ -101,7 +101,7 @@ TEST_SUITE("json_reader") {
   }
 
   TEST_CASE("'traces' is accepted as an alias of 'device_traces'") {
-    Snapshot s = ParseOrFail(Fixture("reader_traces_alias.json"));
+    Snapshot s = ParseOrFail(ReaderFixture("reader_traces_alias.json"));
     REQUIRE(s.traces.size() == 1);
     CHECK(s.traces[0].size() == 3);
   }
@@ -168,7 +168,7 @@ TEST_SUITE("json_reader") {
   }
 
   TEST_CASE("JSON input that needs no padded copy reads the same as one that does") {
-    std::string text = Fixture("reader_2_1_full.json");
+    std::string text = ReaderFixture("reader_2_1_full.json");
     std::string padded = text;
     padded.reserve(text.size() + 4096);
     auto a = io::FromMemory(text, "a");
@@ -185,7 +185,7 @@ TEST_SUITE("json_reader") {
     for (const char* name : {"reader_2_1_full.json", "reader_2_0_history.json",
                              "reader_1_13_list.json", "reader_traces_alias.json"}) {
       CAPTURE(name);
-      Snapshot from_json = ParseOrFail(Fixture(name));
+      Snapshot from_json = ParseOrFail(ReaderFixture(name));
       for (int protocol : {2, 4}) {
         Snapshot from_pickle = ParseOrFail(
             testing::PythonPickle(std::string("load_json('formats/") + name + "')", protocol));
