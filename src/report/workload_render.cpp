@@ -94,25 +94,16 @@ std::string WorkloadEvidenceText(const analysis::WorkloadEvidence& w) {
 
 std::string_view WorkloadTitle(analysis::Workload w) {
   using analysis::Workload;
-  switch (w) {
-    case Workload::kTraining:
-      return "training";
+  switch (w) {  // the kinds whose words differ from their JSON id
     case Workload::kFineTuning:
       return "fine-tuning";
     case Workload::kRlRollout:
       return "training beside generation (an RL rollout)";
-    case Workload::kGeneration:
-      return "generation";
-    case Workload::kEvaluation:
-      return "evaluation";
-    case Workload::kInference:
-      return "inference";
     case Workload::kForwardOnly:
       return "forward passes only";
-    case Workload::kUnknown:
-      break;
+    default:
+      return WorkloadName(w);
   }
-  return WorkloadName(w);  // "unknown"
 }
 
 std::string WorkloadText(const analysis::WorkloadEvidence& w) {

@@ -306,19 +306,6 @@ LifetimeCategorizer::~LifetimeCategorizer() = default;
 
 bool LifetimeCategorizer::ModelRan() { return runs_->ModelRan(); }
 
-bool ForwardOnlyRun(const Snapshot& snap, const DeviceTimeline& dt) {
-  Attribution attribution(snap, nullptr);
-  LifetimeCategorizer phases(attribution, dt);
-  if (!phases.ModelRan()) return false;
-  bool forward = false;
-  for (uint32_t e = 0; e < dt.num_events; ++e) {
-    const StepPhase p = phases.PhaseAtEvent(e);
-    if (p == StepPhase::kBackward || p == StepPhase::kOptimizer) return false;
-    forward |= p == StepPhase::kForward;
-  }
-  return forward;
-}
-
 std::string_view PreWindowRow(const SiteInfo& free_site) {
   // The order Categorize reads a pre-window lifetime's free in.
   if (free_site.zero_grad) return kPreWindowZeroGradRow;

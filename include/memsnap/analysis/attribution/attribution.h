@@ -540,7 +540,6 @@ CategoryVerdict StackPhaseCategory(const SiteInfo& site);
 /// Whether device dt's trace shows a model that ran forward passes only: a forward allocation, no
 /// backward and no optimizer (inference, or a forward benchmark). Levers that work through the
 /// backward pass (activation checkpointing) do not apply to such a run.
-bool ForwardOnlyRun(const Snapshot& snap, const DeviceTimeline& dt);
 
 class LifetimeCategorizer {
  public:
