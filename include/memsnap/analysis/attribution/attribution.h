@@ -537,9 +537,6 @@ CategoryVerdict StackPhaseCategory(const SiteInfo& site);
 /// Categories of one device's lifetimes. Keeps the device's phase runs discovered so far (runs of
 /// consecutive allocations whose stacks show the same phase; events with no phase do not break a
 /// run), so a question about one lifetime reads only the events around it. Not thread-safe.
-/// Whether device dt's trace shows a model that ran forward passes only: a forward allocation, no
-/// backward and no optimizer (inference, or a forward benchmark). Levers that work through the
-/// backward pass (activation checkpointing) do not apply to such a run.
 
 class LifetimeCategorizer {
  public:
